@@ -1,0 +1,17 @@
+"""The library is headless: importing it must not load Textual."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_importing_the_library_does_not_import_textual():
+    code = (
+        "import sys, tui_eval, tui_eval.testing\n"
+        "loaded = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(loaded)\n"
+        "assert not loaded, loaded\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

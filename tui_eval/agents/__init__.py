@@ -1,0 +1,19 @@
+"""The system under test: run records, the agent loop, tools, providers and agent sources."""
+
+from tui_eval.agents.agent import Agent, AgentRunError, MaxTurnsExceeded, OutputValidationError
+from tui_eval.agents.messages import Completion, Message, RunResult, ToolCall, Usage
+from tui_eval.agents.tools import RunContext, Tool
+
+__all__ = [
+    "Agent",
+    "AgentRunError",
+    "Completion",
+    "MaxTurnsExceeded",
+    "Message",
+    "OutputValidationError",
+    "RunContext",
+    "RunResult",
+    "Tool",
+    "ToolCall",
+    "Usage",
+]

@@ -1,0 +1,1 @@
+"""Adapters that let agents built with other frameworks run under tui-eval."""

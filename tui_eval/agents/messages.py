@@ -1,0 +1,122 @@
+"""Run records: what an agent run produced, as plain data every check receives."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+_ids = itertools.count(1)
+
+
+def new_call_id() -> str:
+    """A process-unique tool-call id for providers that do not supply one."""
+    return f"call_{next(_ids)}"
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token and request counts of one model call, or summed over many.
+
+    Example:
+        >>> Usage(10, 2, 1) + Usage(5, 1, 1)
+        Usage(input_tokens=15, output_tokens=3, requests=2)
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.requests + other.requests,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call the model asked for, and what happened when it ran.
+
+    Attributes:
+        name: the tool's name as the model wrote it.
+        arguments: the arguments the model sent.
+        id: the provider's id for the call, used to pair it with its result.
+        result: what the tool returned (the real Python value).
+        error: the error text when the tool raised, was unknown, or got invalid arguments.
+        latency_ms: how long the tool took.
+    """
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+    result: Any = None
+    error: str | None = None
+    latency_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            self.id = new_call_id()
+
+
+@dataclass(slots=True)
+class Message:
+    """One message of a conversation with a model."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+@dataclass(slots=True)
+class Completion:
+    """One model response: text and/or tool calls, with its usage.
+
+    Attributes:
+        retries: how many times the provider retried the request (429/5xx) before it succeeded.
+    """
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = "end_turn"
+    id: str = ""
+    model: str = ""
+    retries: int = 0
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything one agent run produced. This is what every check receives.
+
+    Attributes:
+        output: the final output (a string, a validated model, or whatever the agent returned).
+        messages: the whole conversation in order.
+        tool_calls: every tool call in the order it was made.
+        usage: the run's summed model usage.
+        turns: how many model responses the run took.
+        latency_ms: wall time of the run.
+        retries: provider retries (429/5xx) during the run.
+    """
+
+    output: Any = None
+    messages: list[Message] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    latency_ms: float = 0.0
+    retries: int = 0
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the called tools, in call order."""
+        return [call.name for call in self.tool_calls]

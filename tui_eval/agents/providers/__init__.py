@@ -1,0 +1,74 @@
+"""Model providers and the one registry that resolves spec strings to them."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Union
+
+from tui_eval.agents.providers.base import ModelSpecError, Provider, ProviderError, ToolDef
+
+ModelLike = Union[Provider, str, Callable[[], Provider]]
+"""A provider, a spec string (`"openai:gpt-4o-mini"`), or a zero-arg factory of providers."""
+
+# prefix -> "module:function" taking the part after the prefix; imported only when used.
+_REGISTRY: dict[str, str] = {
+    "openai": "tui_eval.agents.providers.openai:from_spec",
+    "openai-compatible": "tui_eval.agents.providers.openai:from_compatible_spec",
+    "anthropic": "tui_eval.agents.providers.anthropic:from_spec",
+}
+
+
+def register_provider(prefix: str, target: str | Callable[[str], Provider]) -> None:
+    """Make `prefix:REST` spec strings resolve through `target(REST)`."""
+    _REGISTRY[prefix] = target  # type: ignore[assignment]
+
+
+def resolve_model(model: ModelLike) -> Provider:
+    """Turn a provider, spec string or provider factory into a provider.
+
+    Raises:
+        ModelSpecError: the spec's prefix is unknown or the model cannot be built
+            (for example a missing API key; the message names the variable to set).
+    """
+    if isinstance(model, str):
+        return resolve_spec(model)
+    if hasattr(model, "complete"):
+        return model  # type: ignore[return-value]
+    if callable(model):
+        built = model()
+        if not hasattr(built, "complete"):
+            raise ModelSpecError(f"model factory {model!r} returned {built!r}, which is not a provider")
+        return built  # type: ignore[no-any-return]
+    raise ModelSpecError(f"not a model: {model!r} (expected a provider, a spec string or a factory)")
+
+
+def resolve_spec(spec: str) -> Provider:
+    """Resolve `"prefix:model"` through the registry."""
+    prefix, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise ModelSpecError(
+            f"model spec {spec!r} has no provider prefix; write it as PREFIX:MODEL with PREFIX one of "
+            f"{', '.join(sorted(_REGISTRY))}"
+        )
+    target: Any = _REGISTRY.get(prefix)
+    if target is None:
+        raise ModelSpecError(
+            f"unknown model provider {prefix!r} in {spec!r}; known: {', '.join(sorted(_REGISTRY))}"
+        )
+    if isinstance(target, str):
+        module_name, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(module_name), attr)
+    return target(rest)  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "ModelLike",
+    "ModelSpecError",
+    "Provider",
+    "ProviderError",
+    "ToolDef",
+    "register_provider",
+    "resolve_model",
+    "resolve_spec",
+]

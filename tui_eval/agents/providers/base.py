@@ -1,0 +1,42 @@
+"""The provider protocol: one method that turns a conversation into a `Completion`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from tui_eval.agents.messages import Completion, Message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    """A tool as a model sees it: name, description and a JSON schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that can answer a conversation.
+
+    Built in: `ScriptedProvider` (offline), the OpenAI-compatible and Anthropic providers.
+    """
+
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolDef],
+        *,
+        output_schema: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> Completion: ...
+
+
+class ProviderError(Exception):
+    """A provider could not produce a completion (HTTP failure, garbage reply, bad key...)."""
+
+
+class ModelSpecError(ValueError):
+    """A model spec string could not be resolved to a provider."""

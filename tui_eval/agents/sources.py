@@ -1,0 +1,169 @@
+"""Agent sources: everything `evaluate()` accepts as "the agent", normalised to one call.
+
+Accepted: an `Agent`; a zero-arg factory returning one (called per sample); any async
+(or sync) callable `f(input)`; any object with a `run(input)` method. Whatever comes back
+becomes a `RunResult` (a bare value becomes its `output`) with a measured `latency_ms`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tui_eval.agents.agent import Agent
+from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
+from tui_eval.agents.providers import ModelLike
+
+Input = str | Sequence[Message]
+
+
+@dataclass(slots=True)
+class RunSpec:
+    """What one sample asks of the agent source."""
+
+    input: Input
+    deps: Any = None
+    max_turns: int | None = None
+    output_type: Any = None
+    model: ModelLike | None = None
+
+
+SampleRunner = Callable[[RunSpec], Awaitable[RunResult]]
+
+
+class AgentSourceError(TypeError):
+    """The object given as the agent cannot be run."""
+
+
+def make_runner(source: Any) -> SampleRunner:
+    """Build the per-sample call for an agent source, deciding its kind once.
+
+    Raises:
+        AgentSourceError: `source` is none of the accepted kinds.
+    """
+    if isinstance(source, Agent) or (hasattr(source, "clone") and hasattr(source, "run") and hasattr(source, "model")):
+        return _agent_runner(source)
+    adapter = _framework_adapter(source)
+    if adapter is not None:
+        return adapter
+    run = getattr(source, "run", None)
+    if run is not None and callable(run) and not inspect.isclass(source):
+        return _callable_runner(run, owner=source)
+    if callable(source):
+        if _is_factory(source):
+            return _factory_runner(source)
+        return _callable_runner(source, owner=source)
+    raise AgentSourceError(
+        f"cannot run {source!r} as an agent: pass an Agent, a zero-argument factory, "
+        "an async function f(input), or an object with an async run(input) method"
+    )
+
+
+def _is_factory(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return False
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return not any(
+        p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        for p in params
+    )
+
+
+def _agent_runner(agent: Agent) -> SampleRunner:
+    async def run(spec: RunSpec) -> RunResult:
+        target = agent.clone(model=spec.model) if spec.model is not None else agent
+        return await target.run(spec.input, deps=spec.deps, max_turns=spec.max_turns, output_type=spec.output_type)
+
+    return run
+
+
+def _factory_runner(factory: Callable[[], Any]) -> SampleRunner:
+    async def run(spec: RunSpec) -> RunResult:
+        built = factory()
+        if inspect.isawaitable(built):
+            built = await built
+        return await make_runner(built)(spec)
+
+    return run
+
+
+def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> SampleRunner:
+    async def run(spec: RunSpec) -> RunResult:
+        if spec.model is not None:
+            raise AgentSourceError(
+                f"Case(model=...) needs an Agent (or a factory returning one) to clone; got {owner!r}"
+            )
+        start = time.perf_counter()
+        value = fn(spec.input)
+        if inspect.isawaitable(value):
+            value = await value
+        return to_run_result(value, spec.input, (time.perf_counter() - start) * 1000)
+
+    return run
+
+
+def _framework_adapter(source: Any) -> SampleRunner | None:
+    module = type(source).__module__ or ""
+    if module.startswith("pydantic_ai"):
+        from tui_eval.agents.adapters.pydantic_ai import pydantic_ai_runner
+
+        return pydantic_ai_runner(source)
+    return None
+
+
+def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
+    """Normalise whatever an agent returned into a `RunResult`."""
+    if isinstance(value, RunResult):
+        if not value.latency_ms:
+            value.latency_ms = latency_ms
+        if not value.messages:
+            value.messages = [*_input_messages(input), Message("assistant", _text(value.output))]
+        return value
+    duck = _duck_result(value, input, latency_ms)
+    if duck is not None:
+        return duck
+    return RunResult(
+        output=value,
+        messages=[*_input_messages(input), Message("assistant", _text(value))],
+        turns=1,
+        latency_ms=latency_ms,
+    )
+
+
+def _input_messages(input: Input) -> list[Message]:
+    return [Message("user", input)] if isinstance(input, str) else list(input)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | None:
+    """Responses of other frameworks that carry content, tool calls and usage."""
+    raw_calls = getattr(value, "tool_calls", None)
+    if not isinstance(raw_calls, list) or isinstance(value, (str, bytes, dict)):
+        return None
+    content = getattr(value, "output", None)
+    if content is None:
+        content = getattr(value, "content", None)
+    calls = []
+    for raw in raw_calls:
+        name = getattr(raw, "name", None) or (raw.get("name") if isinstance(raw, dict) else None)
+        if name is None:
+            continue
+        args = getattr(raw, "arguments", None) or (raw.get("arguments") if isinstance(raw, dict) else None)
+        calls.append(ToolCall(str(name), dict(args or {})))
+    raw_usage = getattr(value, "usage", None)
+    usage = Usage(
+        int(getattr(raw_usage, "input_tokens", 0) or 0),
+        int(getattr(raw_usage, "output_tokens", 0) or 0),
+        int(getattr(raw_usage, "requests", 1) or 1) if raw_usage is not None else 0,
+    )
+    messages = [*_input_messages(input), Message("assistant", _text(content), calls)]
+    return RunResult(content, messages, calls, usage, turns=1, latency_ms=latency_ms)

@@ -1,0 +1,110 @@
+"""Tools from plain Python functions: JSON schema from the signature, validated calls."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+import pydantic
+from pydantic_core import to_jsonable_python
+
+from tui_eval.agents.messages import Message, ToolCall
+from tui_eval.agents.providers.base import ToolDef
+
+
+@dataclass(slots=True)
+class RunContext:
+    """What a tool may ask for by annotating its first parameter with `RunContext`.
+
+    Attributes:
+        deps: the run's dependencies (`Case(context=...)`, `agent.run(deps=...)`).
+        messages: the conversation so far.
+        turn: the current turn number (1-based).
+    """
+
+    deps: Any = None
+    messages: list[Message] = field(default_factory=list)
+    turn: int = 0
+
+
+class Tool:
+    """A Python function the model can call.
+
+    The argument schema comes from the signature and type hints (through pydantic); the
+    description from the docstring's first paragraph. A first parameter annotated
+    `RunContext` (or named `ctx`) receives the run context; one named `deps` receives
+    the run's deps. Neither is shown to the model.
+    """
+
+    def __init__(self, function: Callable[..., Any], *, name: str | None = None) -> None:
+        self.function = function
+        self.name = name or function.__name__
+        self.is_async = inspect.iscoroutinefunction(function)
+        doc = inspect.getdoc(function) or ""
+        self.description = doc.split("\n\n", 1)[0].strip()
+        self._takes_ctx = False
+        self._takes_deps = False
+        hints = typing.get_type_hints(function)
+        fields: dict[str, Any] = {}
+        for index, (pname, param) in enumerate(inspect.signature(function).parameters.items()):
+            annotation = hints.get(pname, Any)
+            if index == 0 and (annotation is RunContext or pname == "ctx"):
+                self._takes_ctx = True
+                continue
+            if pname == "deps":
+                self._takes_deps = True
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (annotation, default)
+        self.arguments_model = pydantic.create_model(f"{self.name}_arguments", **fields)
+        schema = self.arguments_model.model_json_schema()
+        schema.pop("title", None)
+        self.definition = ToolDef(self.name, self.description, schema)
+
+    async def invoke(self, call: ToolCall, ctx: RunContext) -> None:
+        """Run the tool for `call`, recording its result or error and latency on the call."""
+        start = time.perf_counter()
+        try:
+            try:
+                parsed = self.arguments_model.model_validate(call.arguments)
+            except pydantic.ValidationError as exc:
+                call.error = f"invalid arguments for tool {self.name!r}: {_short_validation(exc)}"
+                return
+            kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+            if self._takes_deps:
+                kwargs["deps"] = ctx.deps
+            args = (ctx,) if self._takes_ctx else ()
+            try:
+                if self.is_async:
+                    call.result = await self.function(*args, **kwargs)
+                else:
+                    call.result = await anyio.to_thread.run_sync(lambda: self.function(*args, **kwargs))
+            except Exception as exc:  # a raising tool is an outcome the model sees
+                call.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            call.latency_ms = (time.perf_counter() - start) * 1000
+
+
+def tool_result_text(call: ToolCall) -> str:
+    """The text sent back to the model for a finished call."""
+    if call.error is not None:
+        return f"Error: {call.error}"
+    if isinstance(call.result, str):
+        return call.result
+    return json.dumps(to_jsonable_python(call.result, fallback=repr), ensure_ascii=False)
+
+
+def _short_validation(exc: pydantic.ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
