@@ -1,5 +1,64 @@
 """tui-eval: evaluate LLM agents with cases and checks, live in the terminal and in CI."""
 
 from tui_eval.agents import Agent, Completion, Message, RunResult, ToolCall, Usage
+from tui_eval.cases import Case
+from tui_eval.checks import (
+    Check,
+    CheckResult,
+    Verdict,
+    all_of,
+    any_of,
+    contains,
+    equals,
+    llm_judge,
+    matches,
+    max_latency,
+    max_tokens,
+    max_turns,
+    no_error,
+    not_contains,
+    regex,
+    run_check,
+    tool_called,
+    tool_not_called,
+    tool_sequence,
+    weighted,
+)
+from tui_eval.report import CaseResult, Diff, Report, SampleResult
+from tui_eval.runner import evaluate, evaluate_iter
 
-__all__ = ["Agent", "Completion", "Message", "RunResult", "ToolCall", "Usage"]
+__all__ = [
+    "Agent",
+    "Case",
+    "CaseResult",
+    "Check",
+    "CheckResult",
+    "Completion",
+    "Diff",
+    "Message",
+    "Report",
+    "RunResult",
+    "SampleResult",
+    "ToolCall",
+    "Usage",
+    "Verdict",
+    "all_of",
+    "any_of",
+    "contains",
+    "equals",
+    "evaluate",
+    "evaluate_iter",
+    "llm_judge",
+    "matches",
+    "max_latency",
+    "max_tokens",
+    "max_turns",
+    "no_error",
+    "not_contains",
+    "regex",
+    "run_check",
+    "tool_called",
+    "tool_not_called",
+    "tool_sequence",
+    "weighted",
+]

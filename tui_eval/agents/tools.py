@@ -86,7 +86,9 @@ class Tool:
                 if self.is_async:
                     call.result = await self.function(*args, **kwargs)
                 else:
-                    call.result = await anyio.to_thread.run_sync(lambda: self.function(*args, **kwargs))
+                    call.result = await anyio.to_thread.run_sync(
+                        lambda: self.function(*args, **kwargs), abandon_on_cancel=True
+                    )
             except Exception as exc:  # a raising tool is an outcome the model sees
                 call.error = f"{type(exc).__name__}: {exc}"
         finally:

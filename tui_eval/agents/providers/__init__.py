@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 from tui_eval.agents.providers.base import ModelSpecError, Provider, ProviderError, ToolDef
 
-ModelLike = Union[Provider, str, Callable[[], Provider]]
+ModelLike: TypeAlias = Provider | str | Callable[[], Provider]
 """A provider, a spec string (`"openai:gpt-4o-mini"`), or a zero-arg factory of providers."""
 
 # prefix -> "module:function" taking the part after the prefix; imported only when used.
-_REGISTRY: dict[str, str] = {
+_REGISTRY: dict[str, str | Callable[[str], Provider]] = {
     "openai": "tui_eval.agents.providers.openai:from_spec",
     "openai-compatible": "tui_eval.agents.providers.openai:from_compatible_spec",
     "anthropic": "tui_eval.agents.providers.anthropic:from_spec",
@@ -21,7 +21,7 @@ _REGISTRY: dict[str, str] = {
 
 def register_provider(prefix: str, target: str | Callable[[str], Provider]) -> None:
     """Make `prefix:REST` spec strings resolve through `target(REST)`."""
-    _REGISTRY[prefix] = target  # type: ignore[assignment]
+    _REGISTRY[prefix] = target
 
 
 def resolve_model(model: ModelLike) -> Provider:
@@ -34,12 +34,12 @@ def resolve_model(model: ModelLike) -> Provider:
     if isinstance(model, str):
         return resolve_spec(model)
     if hasattr(model, "complete"):
-        return model  # type: ignore[return-value]
+        return model
     if callable(model):
         built = model()
         if not hasattr(built, "complete"):
             raise ModelSpecError(f"model factory {model!r} returned {built!r}, which is not a provider")
-        return built  # type: ignore[no-any-return]
+        return built
     raise ModelSpecError(f"not a model: {model!r} (expected a provider, a spec string or a factory)")
 
 
@@ -59,7 +59,7 @@ def resolve_spec(spec: str) -> Provider:
     if isinstance(target, str):
         module_name, _, attr = target.partition(":")
         target = getattr(importlib.import_module(module_name), attr)
-    return target(rest)  # type: ignore[no-any-return]
+    return target(rest)
 
 
 __all__ = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -40,3 +42,15 @@ class ProviderError(Exception):
 
 class ModelSpecError(ValueError):
     """A model spec string could not be resolved to a provider."""
+
+
+RetryListener = Callable[[int, float], None]
+retry_listener: ContextVar[RetryListener | None] = ContextVar("tui_eval_retry_listener", default=None)
+"""Set by the runner for each sample; providers call it with (attempt, delay_s) before a retry."""
+
+
+def notify_retry(attempt: int, delay_s: float) -> None:
+    """Tell whoever runs the current sample that its provider is about to retry."""
+    listener = retry_listener.get()
+    if listener is not None:
+        listener(attempt, delay_s)

@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import json
+import math
+
+import pydantic
+import pytest
+
+from tui_eval import Agent, Case, Report, contains, evaluate, matches, tool_called
+from tui_eval.report import CaseResult, ReportFileError, SampleResult
+from tui_eval.stats import fisher_exact, pass_at_k, wilson_interval
+from tui_eval.testing import ScriptedProvider, call, text
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k"),
+    [(1, 0, 1), (1, 1, 1), (4, 2, 1), (4, 2, 2), (4, 2, 3), (10, 3, 5), (10, 0, 10), (10, 10, 1), (20, 7, 4)],
+)
+def test_pass_at_k_matches_formula(n, c, k):
+    expected = 1 - math.comb(n - c, k) / math.comb(n, k) if n - c >= k else 1.0
+    case = CaseResult("x", [SampleResult("x", i, "passed" if i < c else "failed") for i in range(n)])
+    assert case.pass_at_k(k) == pytest.approx(expected)
+
+
+def test_pass_at_k_known_values_and_k_too_large():
+    case = CaseResult("x", [SampleResult("x", i, s) for i, s in enumerate(["passed", "failed", "passed", "failed"])])
+    assert case.pass_at_k(1) == pytest.approx(0.5)
+    assert case.pass_at_k(2) == pytest.approx(5 / 6)
+    assert case.pass_at_k(3) == 1.0
+    with pytest.raises(ValueError, match="k=5 with n=4"):
+        case.pass_at_k(5)
+    with pytest.raises(ValueError):
+        pass_at_k(3, 1, 0)
+
+
+def test_fisher_exact_against_reference_values():
+    # Reference p-values from scipy.stats.fisher_exact (two-sided).
+    assert fisher_exact(4, 0, 0, 4) == pytest.approx(0.028571, abs=1e-5)
+    assert fisher_exact(2, 2, 4, 0) == pytest.approx(0.428571, abs=1e-5)
+    assert fisher_exact(1, 9, 11, 3) == pytest.approx(0.002759, abs=1e-5)
+    assert fisher_exact(0, 1, 1, 0) == pytest.approx(1.0)
+    assert fisher_exact(0, 0, 0, 0) == 1.0
+
+
+def test_wilson_interval():
+    low, high = wilson_interval(5, 10)
+    assert low == pytest.approx(0.2366, abs=1e-3) and high == pytest.approx(0.7634, abs=1e-3)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+class Answer(pydantic.BaseModel):
+    city: str
+    confidence: float
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "<Opaque thing>"
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+async def make_report() -> Report:
+    agent = Agent(ScriptedProvider([]), tools=[add])
+    cases = [
+        Case("sum", checks=[tool_called("add"), contains("5")],
+             model=ScriptedProvider.factory([call("add", {"a": 2, "b": 3}), text("5")]), samples=2),
+        Case("structured", checks=[matches({"city": "Paris"})], output_type=Answer,
+             model=ScriptedProvider([text('{"city": "Paris", "confidence": 0.9}')])),
+        Case("wrong", checks=[contains("Berlin")], model=ScriptedProvider([text("Paris")]), metadata={"tag": "geo"}),
+    ]
+    return await evaluate(agent, cases, name="demo", price=lambda u: u.total_tokens * 1e-6)
+
+
+async def test_save_load_round_trip(tmp_path):
+    report = await make_report()
+    path = report.save(tmp_path / "r.json")
+    loaded = Report.load(path)
+    assert str(loaded) == str(report)
+    assert loaded.name == "demo" and loaded.cost == pytest.approx(report.cost)
+    s0 = loaded.cases[0].samples[0]
+    assert s0.run.tool_calls[0].result == 5 and s0.run.tool_names == ["add"]
+    assert [m.role for m in s0.run.messages] == ["user", "assistant", "tool", "assistant"]
+    assert s0.usage == report.cases[0].samples[0].usage
+    assert loaded.cases[1].samples[0].output == {"city": "Paris", "confidence": 0.9}
+    assert loaded.cases[2].metadata == {"tag": "geo"}
+    assert loaded.cases[2].samples[0].checks[0].reason == report.cases[2].samples[0].checks[0].reason
+    assert loaded.compare(report).ok and not loaded.compare(report).regressions
+
+
+async def test_unserialisable_output_is_stored_as_repr(tmp_path):
+    async def agent(q: str) -> Opaque:
+        return Opaque()
+
+    report = await evaluate(agent, [Case("q")])
+    loaded = Report.load(report.save(tmp_path / "r.json"))
+    assert loaded.cases[0].samples[0].output == "<Opaque thing>"
+
+
+async def test_load_errors_name_the_file(tmp_path):
+    report = await make_report()
+    data = report.to_json()
+    truncated = tmp_path / "truncated.json"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ReportFileError, match=r"truncated\.json: not valid JSON"):
+        Report.load(truncated)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": "world"}))
+    with pytest.raises(ReportFileError, match=r"other\.json: not a tui-eval report"):
+        Report.load(other)
+    newer = tmp_path / "newer.json"
+    document = json.loads(data)
+    document["schema_version"] = 99
+    newer.write_text(json.dumps(document))
+    with pytest.raises(ReportFileError, match=r"newer\.json: written by a newer tui-eval \(schema_version 99"):
+        Report.load(newer)
+    broken = tmp_path / "broken.json"
+    document["schema_version"] = 1
+    document["report"]["cases"][0]["samples"] = "nope"
+    broken.write_text(json.dumps(document))
+    with pytest.raises(ReportFileError, match=r"broken\.json: invalid report at cases\.0\.samples"):
+        Report.load(broken)
+    with pytest.raises(ReportFileError, match="missing.json: cannot read"):
+        Report.load(tmp_path / "missing.json")
+
+
+def _case(name: str, outcomes: str, threshold: float = 1.0) -> CaseResult:
+    return CaseResult(
+        name,
+        [SampleResult(name, i, "passed" if o == "p" else "failed") for i, o in enumerate(outcomes)],
+        threshold,
+        len(outcomes),
+    )
+
+
+def test_compare_regressions_improvements_added_removed():
+    baseline = Report("b", [_case("a", "pppp"), _case("b", "ffff"), _case("c", "p"), _case("gone", "p")])
+    current = Report("c", [_case("a", "ffff"), _case("b", "pppp"), _case("c", "pf", 0.5), _case("new", "p")])
+    diff = current.compare(baseline)
+    assert [c.name for c in diff.regressions] == ["a"]
+    assert [c.name for c in diff.improvements] == ["b"]
+    assert diff.added == ["new"] and diff.removed == ["gone"] and diff.unchanged == ["c"]
+    assert not diff.ok
+    a = diff.regressions[0]
+    assert (a.baseline_rate, a.current_rate) == (1.0, 0.0)
+    assert a.significant and a.p_value == pytest.approx(0.0286, abs=1e-3)
+    text_ = str(diff)
+    assert "1 regression(s), 1 improvement(s), 1 added, 1 removed" in text_
+    assert "✗ regressed" in text_ and "100% → 0% (4/4 → 0/4; significant, p=0.029)" in text_
+
+
+def test_flaky_change_is_labelled_noise():
+    baseline = Report("b", [_case("flaky", "pppf", 0.75)])
+    current = Report("c", [_case("flaky", "ppff", 0.75)])
+    change = current.compare(baseline).regressions[0]
+    assert not change.significant and change.flaky
+    assert "could be noise" in change.describe() and "flaky" in change.describe()
+
+
+def test_duplicate_names_raise():
+    dup = Report("d", [_case("a", "p"), _case("a", "f")])
+    with pytest.raises(ValueError, match="duplicate case names"):
+        dup.compare(Report("b", [_case("a", "p")]))
+
+
+def test_summary_shows_errors_and_strips_escape_codes():
+    sample = SampleResult("bad", 0, "error", error="RuntimeError: \x1b[31mred\x1b[0m")
+    report = Report("r", [CaseResult("bad", [sample], planned=2)], cancelled=True)
+    printed = str(report)
+    assert "\x1b" not in printed
+    assert "error: RuntimeError:" in printed and "(of 2 planned)" in printed
+    assert "cancelled" in printed.splitlines()[0]
+
+
+def test_assert_pass_rate_lists_failures():
+    report = Report("r", [_case("good", "p"), _case("bad", "f")])
+    report.assert_pass_rate(0.5)
+    with pytest.raises(AssertionError, match="(?s)50% is below 90%.*✗ bad"):
+        report.assert_pass_rate(0.9)

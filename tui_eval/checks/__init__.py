@@ -1,0 +1,46 @@
+"""Checks: the check protocol, built-in matchers, combinators and the LLM judge."""
+
+from tui_eval.checks.base import Check, CheckResult, check_name, run_check
+from tui_eval.checks.combinators import all_of, any_of, weighted
+from tui_eval.checks.judge import Verdict, llm_judge, verdict_reply
+from tui_eval.checks.matchers import (
+    contains,
+    equals,
+    matches,
+    max_latency,
+    max_tokens,
+    max_turns,
+    no_error,
+    not_contains,
+    output_text,
+    regex,
+    tool_called,
+    tool_not_called,
+    tool_sequence,
+)
+
+__all__ = [
+    "Check",
+    "CheckResult",
+    "Verdict",
+    "all_of",
+    "any_of",
+    "check_name",
+    "contains",
+    "equals",
+    "llm_judge",
+    "matches",
+    "max_latency",
+    "max_tokens",
+    "max_turns",
+    "no_error",
+    "not_contains",
+    "output_text",
+    "regex",
+    "run_check",
+    "tool_called",
+    "tool_not_called",
+    "tool_sequence",
+    "verdict_reply",
+    "weighted",
+]

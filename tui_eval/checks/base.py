@@ -1,0 +1,110 @@
+"""The check protocol: any `(RunResult) -> CheckResult | bool | float`, sync or async."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from tui_eval.agents.messages import RunResult, Usage
+
+Check: TypeAlias = Callable[[RunResult], "CheckResult | bool | float | Awaitable[CheckResult | bool | float]"]
+"""A check: a callable taking the `RunResult`, returning a `CheckResult`, a bool or a score in 0..1."""
+
+SCORE_PASS = 0.5
+"""A check that returns a bare float passes when the score is at least this."""
+
+
+@dataclass(slots=True)
+class CheckResult:
+    """The outcome of one check on one sample.
+
+    Attributes:
+        name: the check's name (`contains`, `llm_judge`, your function's name...).
+        passed: whether the sample met the check.
+        score: 0..1; 1.0 or 0.0 for pass/fail checks.
+        reason: why it failed (or, for a judge, its reasoning) in words a person can act on.
+        usage: model usage the check itself spent (the judge's tokens), if any.
+    """
+
+    name: str
+    passed: bool
+    score: float | None = None
+    reason: str = ""
+    usage: Usage | None = None
+
+
+def check_name(check: Any) -> str:
+    """The display name of a check: its `name` attribute, else its function name."""
+    name = getattr(check, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return getattr(check, "__name__", None) or type(check).__name__
+
+
+def is_async_check(check: Any) -> bool:
+    """Whether calling the check gives an awaitable (decided from its definition)."""
+    if getattr(check, "is_async", False):
+        return True
+    target = check if inspect.isfunction(check) or inspect.ismethod(check) else getattr(check, "__call__", None)  # noqa: B004
+    return inspect.iscoroutinefunction(target)
+
+
+def normalise(name: str, value: Any) -> CheckResult:
+    """Turn what a check returned into a `CheckResult`."""
+    if isinstance(value, CheckResult):
+        return value
+    if isinstance(value, bool):
+        return CheckResult(name, value, 1.0 if value else 0.0, "" if value else f"{name} returned False")
+    if isinstance(value, (int, float)):
+        score = float(value)
+        passed = score >= SCORE_PASS
+        return CheckResult(name, passed, score, "" if passed else f"score {score:.2f} below {SCORE_PASS}")
+    if value is None:
+        return CheckResult(name, False, 0.0, f"{name} returned None; a check must return a bool, a score or a CheckResult")
+    return CheckResult(name, bool(value), 1.0 if value else 0.0, "" if value else f"{name} returned {value!r}")
+
+
+def failed_by_exception(name: str, exc: BaseException) -> CheckResult:
+    """The result of a check that raised: only that check fails."""
+    return CheckResult(name, False, 0.0, f"check raised {type(exc).__name__}: {exc}")
+
+
+async def run_check(check: Check, result: RunResult) -> CheckResult:
+    """Run one check and normalise its outcome; an exception fails only this check.
+
+    Example:
+        >>> await run_check(contains("Paris"), run)  # doctest: +SKIP
+        CheckResult(name='contains', passed=True, score=1.0, reason='')
+    """
+    name = check_name(check)
+    try:
+        value = check(result)
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        return failed_by_exception(name, exc)
+    return normalise(name, value)
+
+
+def run_check_sync(check: Check, result: RunResult) -> CheckResult | None:
+    """Run a check known to be synchronous; `None` if it turned out to return an awaitable."""
+    name = check_name(check)
+    try:
+        value = check(result)
+    except Exception as exc:
+        return failed_by_exception(name, exc)
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
+        return None
+    return normalise(name, value)
+
+
+def shorten(value: Any, limit: int = 80) -> str:
+    """A one-line, length-limited quote of a value for failure reasons."""
+    text = value if isinstance(value, str) else repr(value)
+    text = " ".join(text.split()) if "\n" in text or "\t" in text else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"

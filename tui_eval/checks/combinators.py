@@ -1,0 +1,109 @@
+"""Combinators: several checks judged as one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import anyio
+
+from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.checks.base import Check, CheckResult, check_name, run_check
+
+
+async def _run_all(checks: list[Check], run: RunResult) -> list[CheckResult]:
+    results: list[CheckResult | None] = [None] * len(checks)
+
+    async def one(index: int, check: Check) -> None:
+        results[index] = await run_check(check, run)
+
+    async with anyio.create_task_group() as group:
+        for index, check in enumerate(checks):
+            group.start_soon(one, index, check)
+    return [r for r in results if r is not None]
+
+
+def _usage(results: list[CheckResult]) -> Usage | None:
+    spent = [r.usage for r in results if r.usage is not None]
+    if not spent:
+        return None
+    total = Usage()
+    for u in spent:
+        total = total + u
+    return total
+
+
+class all_of:
+    """Passes when every sub-check passes; the reason is the first failure's."""
+
+    is_async = True
+
+    def __init__(self, *checks: Check, name: str = "all_of") -> None:
+        self.checks = list(checks)
+        self.name = name
+
+    async def __call__(self, run: RunResult) -> CheckResult:
+        results = await _run_all(self.checks, run)
+        scores = [r.score if r.score is not None else float(r.passed) for r in results]
+        failed = [r for r in results if not r.passed]
+        reason = f"{failed[0].name}: {failed[0].reason}" if failed else ""
+        score = min(scores) if scores else 1.0
+        return CheckResult(self.name, not failed, score, reason, _usage(results))
+
+
+class any_of:
+    """Passes when at least one sub-check passes; a failure lists every reason."""
+
+    is_async = True
+
+    def __init__(self, *checks: Check, name: str = "any_of") -> None:
+        self.checks = list(checks)
+        self.name = name
+
+    async def __call__(self, run: RunResult) -> CheckResult:
+        results = await _run_all(self.checks, run)
+        scores = [r.score if r.score is not None else float(r.passed) for r in results]
+        passed = any(r.passed for r in results)
+        reason = "" if passed else "none passed: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
+        return CheckResult(self.name, passed, max(scores) if scores else 0.0, reason, _usage(results))
+
+
+class weighted:
+    """A weighted mean of sub-check scores (a pass/fail check scores 1 or 0).
+
+    Example:
+        >>> weighted({contains("Paris"): 2, max_turns(3): 1}, threshold=0.7)  # doctest: +SKIP
+    """
+
+    is_async = True
+
+    def __init__(
+        self,
+        weights: Mapping[Check, float] | Iterable[tuple[Check, float]],
+        threshold: float = 0.7,
+        *,
+        name: str = "weighted",
+    ) -> None:
+        pairs = list(weights.items()) if isinstance(weights, Mapping) else list(weights)
+        if not pairs:
+            raise ValueError("weighted() needs at least one check")
+        if any(w < 0 for _, w in pairs) or sum(w for _, w in pairs) <= 0:
+            raise ValueError("weighted() needs non-negative weights with a positive sum")
+        self.checks = [c for c, _ in pairs]
+        self.weights = [float(w) for _, w in pairs]
+        self.threshold = threshold
+        self.name = name
+
+    async def __call__(self, run: RunResult) -> CheckResult:
+        results = await _run_all(self.checks, run)
+        total = sum(self.weights)
+        score = sum(
+            w * (r.score if r.score is not None else float(r.passed))
+            for r, w in zip(results, self.weights, strict=True)
+        ) / total
+        passed = score >= self.threshold
+        parts = ", ".join(
+            f"{check_name(c)} {(r.score if r.score is not None else float(r.passed)):.2f}×{w:g}"
+            for c, r, w in zip(self.checks, results, self.weights, strict=True)
+        )
+        reason = "" if passed else f"weighted score {score:.2f} below {self.threshold:.2f} ({parts})"
+        return CheckResult(self.name, passed, score, reason, _usage(results))

@@ -1,0 +1,509 @@
+"""Results: `SampleResult`, `CaseResult`, `Report`, and `Diff` against a baseline."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import pydantic
+from rich.cells import cell_len, set_cell_size
+
+from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.checks.base import CheckResult
+from tui_eval.stats import fisher_exact, pass_at_k, percentile
+
+SampleStatus = Literal["passed", "failed", "error", "timeout", "cancelled"]
+SCHEMA_VERSION = 1
+REPORT_KIND = "tui-eval-report"
+NOISE_P = 0.05
+
+
+class ReportFileError(ValueError):
+    """A report or baseline file could not be read; the message names the file."""
+
+
+@dataclass(slots=True)
+class SampleResult:
+    """One run of one case, with the outcome of every check.
+
+    Attributes:
+        case_name: the case this sample belongs to.
+        index: the sample's number within its case (0-based).
+        status: `passed`, `failed` (a check failed), `error` (the agent raised),
+            `timeout`, or `cancelled`.
+        checks: every check's result.
+        run: the agent's `RunResult` (the trajectory up to the failure for errors, if known).
+        usage: the agent's usage plus the judge's.
+        judge_usage: the part of `usage` spent by judging checks.
+        latency_ms: wall time of the agent run.
+        cost: `price(usage)` when the run was priced.
+        error: what went wrong for `error` and `timeout` samples.
+        traceback: the agent's traceback for `error` samples.
+    """
+
+    case_name: str
+    index: int = 0
+    status: SampleStatus = "passed"
+    checks: list[CheckResult] = field(default_factory=list)
+    run: RunResult | None = None
+    usage: Usage = field(default_factory=Usage)
+    judge_usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    cost: float | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Whether every check passed and the run finished without error."""
+        return self.status == "passed"
+
+    @property
+    def output(self) -> Any:
+        """The agent's final output (None when the run failed)."""
+        return self.run.output if self.run is not None else None
+
+    @property
+    def score(self) -> float | None:
+        """The mean check score, None without scored checks."""
+        scores = [c.score for c in self.checks if c.score is not None]
+        return sum(scores) / len(scores) if scores else None
+
+    @property
+    def first_failure(self) -> str:
+        """A one-line reason this sample failed ("" when it passed)."""
+        if self.status == "timeout":
+            return f"timeout: {self.error}"
+        if self.status == "error":
+            return f"error: {self.error}"
+        if self.status == "cancelled":
+            return "cancelled"
+        for check in self.checks:
+            if not check.passed:
+                score = ""
+                if check.score is not None and check.score not in (0.0, 1.0):
+                    score = f" (score {check.score:.2f})"
+                return f"{check.name}{score} — {check.reason}" if check.reason else f"{check.name}{score}"
+        return ""
+
+
+@dataclass(slots=True)
+class CaseResult:
+    """All samples of one case.
+
+    Attributes:
+        name: the case name (the key `compare()` matches on).
+        samples: the finished samples, in order.
+        pass_threshold: the fraction of passing samples the case needs.
+        planned: how many samples were asked for (more than `len(samples)` in a cancelled run).
+        input: the case's input as text.
+        expected / expected_tools / metadata: carried from the `Case`.
+    """
+
+    name: str
+    samples: list[SampleResult] = field(default_factory=list)
+    pass_threshold: float = 1.0
+    planned: int = 0
+    input: str = ""
+    expected: Any = None
+    expected_tools: list[str] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_passed(self) -> int:
+        """How many samples passed."""
+        return sum(1 for s in self.samples if s.status == "passed")
+
+    @property
+    def pass_rate(self) -> float:
+        """The fraction of samples that passed (0.0 with no samples)."""
+        return self.n_passed / len(self.samples) if self.samples else 0.0
+
+    @property
+    def passed(self) -> bool:
+        """Whether enough samples passed to meet `pass_threshold`."""
+        return bool(self.samples) and self.pass_rate >= self.pass_threshold - 1e-12
+
+    @property
+    def complete(self) -> bool:
+        """Whether every planned sample finished."""
+        return len(self.samples) >= self.planned
+
+    def pass_at_k(self, k: int) -> float:
+        """Unbiased pass@k: the chance that at least one of k samples passes.
+
+        Raises:
+            ValueError: k > number of samples (or k < 1).
+        """
+        return pass_at_k(len(self.samples), self.n_passed, k)
+
+    @property
+    def usage(self) -> Usage:
+        """Summed usage of the case's samples (judge included)."""
+        total = Usage()
+        for sample in self.samples:
+            total = total + sample.usage
+        return total
+
+    @property
+    def mean_score(self) -> float | None:
+        """The mean of the samples' scores."""
+        scores = [s for sample in self.samples if (s := sample.score) is not None]
+        return sum(scores) / len(scores) if scores else None
+
+    @property
+    def latency_p50_ms(self) -> float:
+        """Median sample latency."""
+        return percentile([s.latency_ms for s in self.samples], 50)
+
+    @property
+    def first_failure(self) -> str:
+        """The first failing sample's reason ("" when all passed)."""
+        return next((s.first_failure for s in self.samples if not s.passed), "")
+
+
+@dataclass(slots=True)
+class Report:
+    """The results of one evaluation run.
+
+    `print(report)` gives the summary; `report.passed` is for asserting in CI.
+
+    Attributes:
+        name: the run's name (the suite's, usually).
+        cases: one `CaseResult` per case, in case order.
+        started_at: when the run started (seconds since the epoch).
+        duration_s: wall time of the run.
+        cancelled: whether the run was stopped before every sample finished.
+        priced: whether samples carry a cost.
+        metadata: free-form facts about the run (suite file, git commit...).
+    """
+
+    name: str = "eval"
+    cases: list[CaseResult] = field(default_factory=list)
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    cancelled: bool = False
+    priced: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    _adapters: ClassVar[dict[type, pydantic.TypeAdapter[Any]]] = {}
+
+    # -- numbers -------------------------------------------------------------------
+    @property
+    def passed(self) -> bool:
+        """Every case passed and the run was not cancelled."""
+        return not self.cancelled and all(case.passed for case in self.cases)
+
+    @property
+    def n_passed(self) -> int:
+        """How many cases passed."""
+        return sum(1 for case in self.cases if case.passed)
+
+    @property
+    def pass_rate(self) -> float:
+        """The fraction of cases that passed."""
+        return self.n_passed / len(self.cases) if self.cases else 0.0
+
+    @property
+    def samples(self) -> list[SampleResult]:
+        """Every finished sample, case by case."""
+        return [sample for case in self.cases for sample in case.samples]
+
+    @property
+    def usage(self) -> Usage:
+        """Summed usage of every sample (judges included)."""
+        total = Usage()
+        for case in self.cases:
+            for sample in case.samples:
+                total = total + sample.usage
+        return total
+
+    @property
+    def cost(self) -> float | None:
+        """The summed cost, None when the run was not priced."""
+        if not self.priced:
+            return None
+        return sum(s.cost or 0.0 for case in self.cases for s in case.samples)
+
+    @property
+    def avg_latency_ms(self) -> float:
+        """The mean sample latency."""
+        samples = self.samples
+        return sum(s.latency_ms for s in samples) / len(samples) if samples else 0.0
+
+    @property
+    def avg_score(self) -> float | None:
+        """The mean sample score, None when nothing was scored."""
+        scores = [s for sample in self.samples if (s := sample.score) is not None]
+        return sum(scores) / len(scores) if scores else None
+
+    # -- text ----------------------------------------------------------------------
+    def header(self) -> str:
+        """The summary's first line."""
+        n = len(self.cases)
+        samples = sum(len(case.samples) for case in self.cases)
+        parts = [
+            f"eval: {self.n_passed}/{n} cases passed ({self.pass_rate:.0%})",
+            f"{samples:,} samples",
+            f"{self.usage.total_tokens:,} tokens",
+            f"{self.duration_s:.1f}s",
+        ]
+        cost = self.cost
+        if cost is not None:
+            parts.append(f"${cost:.4f}")
+        line = " · ".join(parts)
+        return line + " · cancelled" if self.cancelled else line
+
+    def __str__(self) -> str:
+        return render_summary(self)
+
+    def summary(self) -> str:
+        """The printable summary (the same as `str(report)`)."""
+        return render_summary(self)
+
+    def assert_pass_rate(self, min_pass_rate: float) -> None:
+        """Raise `AssertionError` naming the failing cases when the pass rate is too low."""
+        if self.pass_rate + 1e-12 >= min_pass_rate:
+            return
+        failing = [c for c in self.cases if not c.passed]
+        lines = [
+            f"pass rate {self.pass_rate:.0%} is below {min_pass_rate:.0%} "
+            f"({self.n_passed}/{len(self.cases)} passed); failing:"
+        ]
+        lines += [f"  ✗ {c.name}: {c.first_failure or 'no samples finished'}" for c in failing[:20]]
+        if len(failing) > 20:
+            lines.append(f"  … and {len(failing) - 20} more")
+        raise AssertionError("\n".join(lines))
+
+    # -- files ---------------------------------------------------------------------
+    @classmethod
+    def _adapter(cls) -> pydantic.TypeAdapter[Any]:
+        adapter = cls._adapters.get(cls)
+        if adapter is None:
+            adapter = cls._adapters[cls] = pydantic.TypeAdapter(cls)
+        return adapter
+
+    def to_json(self) -> bytes:
+        """The report as the JSON document `save()` writes."""
+        body = self._adapter().dump_json(self, fallback=repr)
+        head = f'{{"kind":"{REPORT_KIND}","schema_version":{SCHEMA_VERSION},"report":'.encode()
+        return head + body + b"}"
+
+    def save(self, path: str | Path) -> Path:
+        """Write the report atomically as JSON; values that are not JSON are stored as their repr."""
+        from tui_eval.store import atomic_write_bytes
+
+        target = Path(path)
+        atomic_write_bytes(target, self.to_json())
+        return target
+
+    @classmethod
+    def from_json(cls, data: bytes | str, *, source: str = "<report>") -> Report:
+        """Parse a saved report. Raises `ReportFileError` naming `source` when it cannot."""
+        try:
+            document = json.loads(data)
+        except ValueError as exc:
+            raise ReportFileError(f"{source}: not valid JSON (truncated or corrupt?): {exc}") from None
+        if not isinstance(document, dict) or document.get("kind") != REPORT_KIND or "report" not in document:
+            raise ReportFileError(f"{source}: not a tui-eval report (no \"kind\": \"{REPORT_KIND}\")")
+        version = document.get("schema_version")
+        if not isinstance(version, int):
+            raise ReportFileError(f"{source}: report has no integer schema_version")
+        if version > SCHEMA_VERSION:
+            raise ReportFileError(
+                f"{source}: written by a newer tui-eval (schema_version {version}; "
+                f"this version reads up to {SCHEMA_VERSION}); upgrade tui-eval to read it"
+            )
+        try:
+            return cls._adapter().validate_python(document["report"])
+        except pydantic.ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ReportFileError(f"{source}: invalid report at {where}: {first['msg']}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Report:
+        """Read a report written by `save()`.
+
+        Raises:
+            ReportFileError: the file is missing, truncated, not a report, or from a newer schema.
+        """
+        target = Path(path)
+        try:
+            data = target.read_bytes()
+        except OSError as exc:
+            raise ReportFileError(f"{target}: cannot read report: {exc.strerror or exc}") from None
+        return cls.from_json(data, source=str(target))
+
+    def compare(self, baseline: Report) -> Diff:
+        """Match cases by name against `baseline`.
+
+        Raises:
+            ValueError: either report has two cases with the same name.
+        """
+        return compare_reports(self, baseline)
+
+
+@dataclass(slots=True)
+class CaseChange:
+    """How one case moved between the baseline and the current run.
+
+    Attributes:
+        p_value: Fisher's exact test on (passed, failed) sample counts of both runs.
+        significant: the change is larger than sampling noise (p < 0.05).
+    """
+
+    name: str
+    baseline_passed: int
+    baseline_total: int
+    current_passed: int
+    current_total: int
+    p_value: float
+
+    @property
+    def baseline_rate(self) -> float:
+        """The case's pass rate in the baseline."""
+        return self.baseline_passed / self.baseline_total if self.baseline_total else 0.0
+
+    @property
+    def current_rate(self) -> float:
+        """The case's pass rate now."""
+        return self.current_passed / self.current_total if self.current_total else 0.0
+
+    @property
+    def significant(self) -> bool:
+        """Whether the change in pass rate is larger than sampling noise."""
+        return self.p_value < NOISE_P
+
+    @property
+    def noise_label(self) -> str:
+        """`significant` or `could be noise`, with the p-value."""
+        return f"significant, p={self.p_value:.3f}" if self.significant else f"could be noise, p={self.p_value:.2f}"
+
+    @property
+    def flaky(self) -> bool:
+        """Whether either run had both passing and failing samples."""
+        return 0 < self.baseline_passed < self.baseline_total or 0 < self.current_passed < self.current_total
+
+    def describe(self) -> str:
+        """`100% → 50% (4/4 → 2/4; could be noise, p=0.43; flaky)`."""
+        flaky = "; flaky" if self.flaky else ""
+        return (
+            f"{self.baseline_rate:.0%} → {self.current_rate:.0%} "
+            f"({self.baseline_passed}/{self.baseline_total} → {self.current_passed}/{self.current_total}; "
+            f"{self.noise_label}{flaky})"
+        )
+
+
+@dataclass(slots=True)
+class Diff:
+    """The current run against a baseline, case by case.
+
+    `ok` is true when nothing regressed; improvements, added and removed cases are listed
+    but do not fail it.
+    """
+
+    regressions: list[CaseChange] = field(default_factory=list)
+    improvements: list[CaseChange] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No case that passed in the baseline fails now."""
+        return not self.regressions
+
+    def __str__(self) -> str:
+        counts = (
+            f"diff: {len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
+            f"{len(self.added)} added, {len(self.removed)} removed, {len(self.unchanged)} unchanged"
+        )
+        lines = [counts]
+        width = max((cell_len(n) for n in self._names()), default=0)
+        width = min(width, 48)
+        lines += [f"  ✗ regressed   {_pad(c.name, width)}  {c.describe()}" for c in self.regressions]
+        lines += [f"  ✓ improved    {_pad(c.name, width)}  {c.describe()}" for c in self.improvements]
+        lines += [f"  + added       {_pad(n, width)}" .rstrip() for n in self.added]
+        lines += [f"  - removed     {_pad(n, width)}".rstrip() for n in self.removed]
+        return "\n".join(lines)
+
+    def _names(self) -> list[str]:
+        return [c.name for c in self.regressions + self.improvements] + self.added + self.removed
+
+
+def _by_name(report: Report, which: str) -> dict[str, CaseResult]:
+    counts = Counter(case.name for case in report.cases)
+    dupes = [name for name, n in counts.items() if n > 1]
+    if dupes:
+        raise ValueError(
+            f"the {which} report has duplicate case names {dupes[:5]}; give those cases distinct name= values"
+        )
+    return {case.name: case for case in report.cases}
+
+
+def compare_reports(current: Report, baseline: Report) -> Diff:
+    """The `Diff` of `current` against `baseline` (see `Report.compare`)."""
+    now = _by_name(current, "current")
+    before = _by_name(baseline, "baseline")
+    diff = Diff()
+    for name, case in now.items():
+        old = before.get(name)
+        if old is None:
+            diff.added.append(name)
+            continue
+        if old.passed == case.passed:
+            diff.unchanged.append(name)
+            continue
+        change = CaseChange(
+            name,
+            old.n_passed,
+            len(old.samples),
+            case.n_passed,
+            len(case.samples),
+            fisher_exact(case.n_passed, len(case.samples) - case.n_passed, old.n_passed, len(old.samples) - old.n_passed),
+        )
+        (diff.regressions if old.passed else diff.improvements).append(change)
+    diff.removed = [name for name in before if name not in now]
+    return diff
+
+
+# -- the summary --------------------------------------------------------------------
+NAME_CELLS = 40
+
+
+def _pad(text: str, cells: int) -> str:
+    """Pad or cut to exactly `cells` terminal cells (CJK characters count two)."""
+    if cell_len(text) > cells:
+        return set_cell_size(text, cells - 1) + "…"
+    return set_cell_size(text, cells)
+
+
+def render_summary(report: Report) -> str:
+    """The seed's summary: a header, then one line per case with its first failure."""
+    lines = [report.header()]
+    width = min(max((cell_len(c.name) for c in report.cases), default=0), NAME_CELLS)
+    counts = [f"{c.n_passed}/{len(c.samples)}" for c in report.cases]
+    count_width = max((len(x) for x in counts), default=0)
+    for case, count in zip(report.cases, counts, strict=True):
+        mark = "✓" if case.passed else "✗"
+        line = f"  {mark} {_pad(case.name, width)}  {count.ljust(count_width)}"
+        if not case.passed:
+            reason = case.first_failure or "no samples finished"
+            line += f"  {_one_line(reason)}"
+        if not case.complete:
+            line += f"  (of {case.planned} planned)"
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+_CONTROL = {c: "\ufffd" for c in [*range(0, 32), *range(0x7F, 0xA0)]}
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    """One line of untrusted text: whitespace collapsed, control characters (escapes) replaced."""
+    flat = " ".join(text.split()).translate(_CONTROL)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

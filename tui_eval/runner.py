@@ -1,0 +1,393 @@
+"""`evaluate()`: run cases against an agent concurrently and stream typed events.
+
+Concurrency is across cases (a pool of `concurrency` workers); the samples of one case
+run one after another; the checks of one sample run concurrently. Everything the app
+and the CLI show is built from the events emitted here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import traceback
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+
+from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.agents.providers.base import retry_listener
+from tui_eval.agents.sources import RunSpec, make_runner
+from tui_eval.cases import Case
+from tui_eval.checks.base import Check, CheckResult, is_async_check, run_check, run_check_sync
+from tui_eval.report import CaseResult, Report, SampleResult
+
+Price = Callable[[Usage], float]
+SampleState = Literal["queued", "running", "judging", "retrying", "done"]
+
+
+# -- events ---------------------------------------------------------------------------
+@dataclass(slots=True)
+class RunStarted:
+    """The run began: every sample of every case is queued."""
+
+    name: str
+    cases: list[Case]
+    total_samples: int
+    started_at: float
+
+
+@dataclass(slots=True)
+class SampleStateChanged:
+    """A sample moved to `running`, `judging` (its checks run) or `retrying` (provider backoff)."""
+
+    case_index: int
+    sample_index: int
+    state: SampleState
+
+
+@dataclass(slots=True)
+class SampleFinished:
+    """A sample is done; `sample` holds its outcome."""
+
+    case_index: int
+    sample: SampleResult
+
+
+@dataclass(slots=True)
+class CaseFinished:
+    """Every sample of a case is done."""
+
+    case_index: int
+    result: CaseResult
+
+
+@dataclass(slots=True)
+class RunFinished:
+    """The run ended (completely, or cancelled with a partial report)."""
+
+    report: Report
+
+
+Event = RunStarted | SampleStateChanged | SampleFinished | CaseFinished | RunFinished
+EventHandler = Callable[[Event], None]
+
+
+@dataclass(slots=True)
+class _CasePlan:
+    case: Case
+    spec: RunSpec
+    sync_checks: list[tuple[int, Check]]
+    async_checks: list[tuple[int, Check]]
+
+
+def _input_text(case: Case) -> str:
+    if isinstance(case.input, str):
+        return case.input
+    return "\n".join(f"{m.role}: {m.content or ''}" for m in case.input)
+
+
+class Evaluation:
+    """One evaluation run, with a handle to cancel it and read its partial report.
+
+    `evaluate()` is `Evaluation(...).run()`. The app and the CLI keep the object to call
+    `cancel()`: the run then stops, and `run()` returns a report of every finished sample
+    marked `cancelled=True`.
+
+    Args:
+        done: samples already finished in an earlier, interrupted run, by case name; only
+            the missing samples of each case run (this is how `resume` works).
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        cases: Iterable[Case],
+        *,
+        concurrency: int = 4,
+        fail_fast: bool = False,
+        price: Price | None = None,
+        name: str | None = None,
+        on_event: EventHandler | None = None,
+        done: Mapping[str, Sequence[SampleResult]] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.cases = list(cases)
+        self.concurrency = concurrency
+        self.fail_fast = fail_fast
+        self.price = price
+        self.name = name or "eval"
+        self.metadata = dict(metadata or {})
+        self._emit = on_event
+        self._runner = make_runner(agent)
+        self._plans = [self._plan(case) for case in self.cases]
+        self._results = [
+            CaseResult(
+                case.label,
+                list((done or {}).get(case.label, ()))[: case.samples],
+                case.pass_threshold,
+                case.samples,
+                _input_text(case),
+                case.expected,
+                case.expected_tools,
+                dict(case.metadata),
+            )
+            for case in self.cases
+        ]
+        self._scope: anyio.CancelScope | None = None
+        self._cancel_requested = False
+        self._cancelled = False
+        self._started_at = 0.0
+        self._t0 = 0.0
+        self._duration = 0.0
+
+    @staticmethod
+    def _plan(case: Case) -> _CasePlan:
+        spec = RunSpec(case.input, case.context, case.max_turns, case.output_type, case.model)
+        sync_checks = [(i, c) for i, c in enumerate(case.checks) if not is_async_check(c)]
+        async_checks = [(i, c) for i, c in enumerate(case.checks) if is_async_check(c)]
+        return _CasePlan(case, spec, sync_checks, async_checks)
+
+    # -- control ---------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Stop the run; finished samples are kept and the report is marked cancelled."""
+        self._cancel_requested = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    @property
+    def total_samples(self) -> int:
+        """How many samples the run will have when complete."""
+        return sum(case.samples for case in self.cases)
+
+    @property
+    def report(self) -> Report:
+        """The report so far (complete once `run()` returned)."""
+        duration = self._duration or (time.perf_counter() - self._t0 if self._t0 else 0.0)
+        return Report(
+            self.name,
+            [r for r in self._results if r.samples],
+            self._started_at,
+            duration,
+            self._cancelled,
+            self.price is not None,
+            self.metadata,
+        )
+
+    # -- running ---------------------------------------------------------------------
+    async def run(self) -> Report:
+        """Run every missing sample and return the report."""
+        self._started_at = time.time()
+        self._t0 = time.perf_counter()
+        emit = self._emit
+        if emit is not None:
+            emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at))
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancel_requested:
+                    scope.cancel()
+                if self.fail_fast:
+                    for index in range(len(self.cases)):
+                        await self._run_case(index)
+                        if not self._results[index].passed:
+                            break
+                else:
+                    pending = iter(range(len(self.cases)))
+
+                    async def worker() -> None:
+                        for index in pending:
+                            await self._run_case(index)
+
+                    async with anyio.create_task_group() as group:
+                        for _ in range(min(self.concurrency, len(self.cases))):
+                            group.start_soon(worker)
+        except BaseException:
+            # Cancelled from outside (task cancelled, Ctrl+C): the partial report still goes out.
+            self._finish(cancelled=True)
+            raise
+        finally:
+            self._scope = None
+        return self._finish(cancelled=self._cancel_requested or scope.cancelled_caught)
+
+    def _finish(self, *, cancelled: bool) -> Report:
+        self._duration = time.perf_counter() - self._t0
+        self._cancelled = cancelled
+        report = self.report
+        if self._emit is not None:
+            self._emit(RunFinished(report))
+        return report
+
+    async def _run_case(self, index: int) -> None:
+        plan = self._plans[index]
+        result = self._results[index]
+        emit = self._emit
+        for sample_index in range(len(result.samples), plan.case.samples):
+            sample = await self._run_sample(index, sample_index, plan)
+            result.samples.append(sample)
+            if emit is not None:
+                emit(SampleFinished(index, sample))
+        if emit is not None:
+            emit(CaseFinished(index, result))
+
+    async def _run_sample(self, index: int, sample_index: int, plan: _CasePlan) -> SampleResult:
+        case = plan.case
+        emit = self._emit
+        token = None
+        if emit is not None:
+            emit(SampleStateChanged(index, sample_index, "running"))
+            token = retry_listener.set(lambda attempt, delay: emit(SampleStateChanged(index, sample_index, "retrying")))
+        sample = SampleResult(case.label, sample_index)
+        run: RunResult | None = None
+        start = time.perf_counter()
+        try:
+            if case.timeout is not None:
+                with anyio.move_on_after(case.timeout) as deadline:
+                    run = await self._runner(plan.spec)
+                if deadline.cancelled_caught:
+                    sample.status = "timeout"
+                    sample.error = f"sample exceeded its timeout of {case.timeout:g}s and was cancelled"
+            else:
+                run = await self._runner(plan.spec)
+        except Exception as exc:
+            sample.status = "error"
+            sample.error = f"{type(exc).__name__}: {exc}"
+            sample.traceback = traceback.format_exc()
+            partial = getattr(exc, "partial", None)
+            run = partial if isinstance(partial, RunResult) else None
+        finally:
+            if token is not None:
+                retry_listener.reset(token)
+        elapsed_ms = (time.perf_counter() - start) * 1000
+        sample.run = run
+        if sample.status == "passed" and run is not None:
+            sample.latency_ms = run.latency_ms or elapsed_ms
+            if plan.async_checks and emit is not None:
+                emit(SampleStateChanged(index, sample_index, "judging"))
+            sample.checks = await self._run_checks(plan, run)
+            judge = Usage()
+            for check in sample.checks:
+                if check.usage is not None:
+                    judge = judge + check.usage
+            sample.judge_usage = judge
+            sample.usage = run.usage + judge if judge.requests or judge.total_tokens else run.usage
+            if not all(check.passed for check in sample.checks):
+                sample.status = "failed"
+        else:
+            sample.latency_ms = elapsed_ms
+            if run is not None:
+                sample.usage = run.usage
+        if self.price is not None:
+            sample.cost = self.price(sample.usage)
+        return sample
+
+    async def _run_checks(self, plan: _CasePlan, run: RunResult) -> list[CheckResult]:
+        results: list[CheckResult | None] = [None] * len(plan.case.checks)
+        deferred = list(plan.async_checks)
+        for position, check in plan.sync_checks:
+            outcome = run_check_sync(check, run)
+            if outcome is None:
+                deferred.append((position, check))
+            else:
+                results[position] = outcome
+        if len(deferred) == 1:
+            position, check = deferred[0]
+            results[position] = await run_check(check, run)
+        elif deferred:
+
+            async def one(position: int, check: Check) -> None:
+                results[position] = await run_check(check, run)
+
+            async with anyio.create_task_group() as group:
+                for position, check in deferred:
+                    group.start_soon(one, position, check)
+        return [r for r in results if r is not None]
+
+
+async def evaluate(
+    agent: Any,
+    cases: Iterable[Case],
+    *,
+    concurrency: int = 4,
+    fail_fast: bool = False,
+    price: Price | None = None,
+    name: str | None = None,
+    on_event: EventHandler | None = None,
+) -> Report:
+    """Run every case against the agent and return the `Report`.
+
+    Example:
+        >>> report = await evaluate(agent, [Case("2 + 3?", checks=[contains("5")])])  # doctest: +SKIP
+        >>> print(report)  # doctest: +SKIP
+        eval: 1/1 cases passed (100%) · 1 samples · 36 tokens · 0.0s
+
+    Args:
+        agent: an `Agent`, a zero-arg factory (called per sample), an async callable
+            `f(input)`, or an object with an async `run(input)`.
+        cases: the cases to run.
+        concurrency: how many cases run at once.
+        fail_fast: run cases one at a time and stop after the first failing case.
+        price: turns a sample's `Usage` into a cost; the report sums it.
+        name: the report's name.
+        on_event: called with every `Event` (run/sample/case started, changed, finished).
+    """
+    evaluation = Evaluation(
+        agent, cases, concurrency=concurrency, fail_fast=fail_fast, price=price, name=name, on_event=on_event
+    )
+    return await evaluation.run()
+
+
+async def evaluate_iter(
+    agent: Any,
+    cases: Iterable[Case],
+    *,
+    concurrency: int = 4,
+    fail_fast: bool = False,
+    price: Price | None = None,
+    name: str | None = None,
+) -> AsyncIterator[Event]:
+    """The events of `evaluate()` as an async generator; the last one is `RunFinished`.
+
+    Leaving the loop early cancels the run.
+    """
+    send, receive = anyio.create_memory_object_stream[Event](math.inf)
+
+    def forward(event: Event) -> None:
+        # A consumer that left the loop closed the stream; the run is being cancelled.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            send.send_nowait(event)
+
+    evaluation = Evaluation(
+        agent, cases, concurrency=concurrency, fail_fast=fail_fast, price=price, name=name, on_event=forward
+    )
+
+    async def drive() -> None:
+        async with send:
+            await evaluation.run()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drive)
+        async with receive:
+            async for event in receive:
+                try:
+                    yield event
+                except GeneratorExit:
+                    # The consumer left early: stop the run, let the task group drain, end quietly.
+                    evaluation.cancel()
+                    break
+
+__all__ = [
+    "CaseFinished",
+    "Evaluation",
+    "Event",
+    "RunFinished",
+    "RunStarted",
+    "SampleFinished",
+    "SampleStateChanged",
+    "evaluate",
+    "evaluate_iter",
+]
