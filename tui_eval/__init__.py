@@ -24,10 +24,20 @@ from tui_eval.checks import (
     tool_sequence,
     weighted,
 )
+from tui_eval.evaluators import (
+    AccuracyEval,
+    EvalDataset,
+    EvalExample,
+    EvalReport,
+    EvalResult,
+    PerformanceEval,
+    TrajectoryEval,
+)
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.runner import evaluate, evaluate_iter
 
 __all__ = [
+    "AccuracyEval",
     "Agent",
     "Case",
     "CaseResult",
@@ -35,11 +45,17 @@ __all__ = [
     "CheckResult",
     "Completion",
     "Diff",
+    "EvalDataset",
+    "EvalExample",
+    "EvalReport",
+    "EvalResult",
     "Message",
+    "PerformanceEval",
     "Report",
     "RunResult",
     "SampleResult",
     "ToolCall",
+    "TrajectoryEval",
     "Usage",
     "Verdict",
     "all_of",
