@@ -16,7 +16,9 @@ def add(a: int, b: int) -> int:
 async def main() -> None:
     agent = Agent(ScriptedProvider([call("add", {"a": 2, "b": 3}), text("2 + 3 = 5")]), tools=[add])
     result = await agent.run("What is 2 + 3?")
-    print(f"output: {result.output!r}  tools: {result.tool_names}  turns: {result.turns}  tokens: {result.usage.total_tokens}")
+    print(
+        f"output: {result.output!r}  tools: {result.tool_names}  turns: {result.turns}  tokens: {result.usage.total_tokens}"
+    )
 
 
 if __name__ == "__main__":

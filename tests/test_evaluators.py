@@ -49,9 +49,9 @@ async def answer(message: str) -> str:
 def test_core_types_block():
     example = EvalExample(
         input="What is the capital of France?",
-        expected="Paris",                          # for AccuracyEval
-        expected_tools=["web_search"],             # for TrajectoryEval
-        metadata={"category": "geography"},        # for filtering/grouping
+        expected="Paris",  # for AccuracyEval
+        expected_tools=["web_search"],  # for TrajectoryEval
+        metadata={"category": "geography"},  # for filtering/grouping
     )
     assert example.expected == "Paris"
 
@@ -73,9 +73,9 @@ async def test_eval_report_block():
     dataset = EvalDataset([EvalExample(input="2 + 2?", expected="4")], name="basic_qa")
     report = await AccuracyEval().run(answer, dataset)
     assert isinstance(report, EvalReport)
-    assert report.pass_rate == 1.0          # float — fraction of examples that passed (0.0–1.0)
-    assert report.avg_latency_ms >= 0.0     # float — average response latency
-    assert report.avg_score == 1.0          # float | None — average numeric score
+    assert report.pass_rate == 1.0  # float — fraction of examples that passed (0.0–1.0)
+    assert report.avg_latency_ms >= 0.0  # float — average response latency
+    assert report.avg_score == 1.0  # float | None — average numeric score
     assert "accuracy on basic_qa: 1/1 passed" in report.summary()
 
     # Assert in CI:
@@ -85,14 +85,17 @@ async def test_eval_report_block():
 # -- AccuracyEval ----------------------------------------------------------------------
 async def test_accuracy_eval_block(capsys):
     client = answer
-    dataset = EvalDataset([
-        EvalExample(input="What is 6 * 7?", expected="42"),
-        EvalExample(input="Capital of France?", expected="Paris"),
-        EvalExample(input="Translate 'hello' to Spanish.", expected="hola"),
-    ], name="qa_suite")
+    dataset = EvalDataset(
+        [
+            EvalExample(input="What is 6 * 7?", expected="42"),
+            EvalExample(input="Capital of France?", expected="Paris"),
+            EvalExample(input="Translate 'hello' to Spanish.", expected="hola"),
+        ],
+        name="qa_suite",
+    )
 
     evaluator = AccuracyEval(
-        exact_match=False,   # True = case-insensitive equality; False = substring match
+        exact_match=False,  # True = case-insensitive equality; False = substring match
         name="qa_accuracy",
     )
 
@@ -103,10 +106,13 @@ async def test_accuracy_eval_block(capsys):
 
 
 async def test_exact_match_vs_substring():
-    dataset = EvalDataset([
-        EvalExample(input="What is 6 * 7?", expected="42"),     # "The answer is 42."
-        EvalExample(input="Capital of France?", expected=" paris "),  # "Paris"
-    ], name="exact")
+    dataset = EvalDataset(
+        [
+            EvalExample(input="What is 6 * 7?", expected="42"),  # "The answer is 42."
+            EvalExample(input="Capital of France?", expected=" paris "),  # "Paris"
+        ],
+        name="exact",
+    )
     exact = await AccuracyEval(exact_match=True).run(answer, dataset)
     assert [r.passed for r in exact.results] == [False, True]
     assert exact.results[0].actual == "The answer is 42."
@@ -131,10 +137,16 @@ class Router:
 
     async def run(self, message: str):
         if message.startswith("Search"):
-            script = [call("web_search", {"query": "climate"}), call("summarise_text", {"text": "..."}), text("summary")]
+            script = [
+                call("web_search", {"query": "climate"}),
+                call("summarise_text", {"text": "..."}),
+                text("summary"),
+            ]
         else:
             script = [text("4")]
-        return await Agent(ScriptedProvider(script), tools=[web_search, summarise_text]).run(message)
+        return await Agent(ScriptedProvider(script), tools=[web_search, summarise_text]).run(
+            message
+        )
 
 
 def tool_agent() -> Router:
@@ -143,19 +155,22 @@ def tool_agent() -> Router:
 
 async def test_trajectory_eval_block(capsys):
     client = tool_agent()
-    dataset = EvalDataset([
-        EvalExample(
-            input="Search for recent news about climate change and summarise it.",
-            expected_tools=["web_search", "summarise_text"],
-        ),
-        EvalExample(
-            input="What is 2 + 2?",
-            expected_tools=[],  # no tools should be called
-        ),
-    ], name="trajectory_suite")
+    dataset = EvalDataset(
+        [
+            EvalExample(
+                input="Search for recent news about climate change and summarise it.",
+                expected_tools=["web_search", "summarise_text"],
+            ),
+            EvalExample(
+                input="What is 2 + 2?",
+                expected_tools=[],  # no tools should be called
+            ),
+        ],
+        name="trajectory_suite",
+    )
 
     evaluator = TrajectoryEval(
-        strict_order=True,   # True = order must match exactly; False = set membership
+        strict_order=True,  # True = order must match exactly; False = set membership
         name="tool_trajectory",
     )
 
@@ -173,10 +188,12 @@ async def test_trajectory_eval_block(capsys):
 
 
 async def test_strict_vs_set_trajectory():
-    dataset = EvalDataset([
-        EvalExample(input="Search this", expected_tools=["summarise_text", "web_search"]),
-        EvalExample(input="What is 2 + 2?", expected_tools=["web_search"]),
-    ])
+    dataset = EvalDataset(
+        [
+            EvalExample(input="Search this", expected_tools=["summarise_text", "web_search"]),
+            EvalExample(input="What is 2 + 2?", expected_tools=["web_search"]),
+        ]
+    )
     strict = await TrajectoryEval(strict_order=True).run(tool_agent(), dataset)
     assert [r.passed for r in strict.results] == [False, False]
     assert "in this order" in strict.results[0].reason
@@ -190,13 +207,16 @@ async def test_performance_eval_block(capsys):
         await anyio.sleep(0.05 if "quantum" in message else 0.0)
         return "ok"
 
-    dataset = EvalDataset([
-        EvalExample(input="What is 2 + 2?"),
-        EvalExample(input="Explain quantum entanglement in one sentence."),
-    ], name="perf_suite")
+    dataset = EvalDataset(
+        [
+            EvalExample(input="What is 2 + 2?"),
+            EvalExample(input="Explain quantum entanglement in one sentence."),
+        ],
+        name="perf_suite",
+    )
 
     evaluator = PerformanceEval(
-        max_latency_ms=5000,   # pass only if avg latency <= 5 seconds
+        max_latency_ms=5000,  # pass only if avg latency <= 5 seconds
         name="latency",
     )
 
@@ -231,16 +251,26 @@ async def test_latency_limit_and_token_score():
 # -- Combining evaluators --------------------------------------------------------------
 async def test_combining_evaluators_block():
     def client():
-        return Agent(ScriptedProvider([call("web_search", {"query": "London weather"}),
-                                       text("Rain expected: take an umbrella.")]), tools=[web_search])
+        return Agent(
+            ScriptedProvider(
+                [
+                    call("web_search", {"query": "London weather"}),
+                    text("Rain expected: take an umbrella."),
+                ]
+            ),
+            tools=[web_search],
+        )
 
-    dataset = EvalDataset([
-        EvalExample(
-            input="Search for today's weather in London and tell me if I need an umbrella.",
-            expected="umbrella",
-            expected_tools=["web_search"],
-        ),
-    ], name="combined")
+    dataset = EvalDataset(
+        [
+            EvalExample(
+                input="Search for today's weather in London and tell me if I need an umbrella.",
+                expected="umbrella",
+                expected_tools=["web_search"],
+            ),
+        ],
+        name="combined",
+    )
 
     acc_report = await AccuracyEval(exact_match=False).run(client, dataset)
     traj_report = await TrajectoryEval(strict_order=False).run(client, dataset)
@@ -262,11 +292,16 @@ def client():
 
 
 async def test_accuracy(client):
-    client.mock.queue_response(Completion(
-        id="1", model="mock", content="42",
-        tool_calls=[], stop_reason="end_turn",
-        usage=Usage(input_tokens=10, output_tokens=2),
-    ))
+    client.mock.queue_response(
+        Completion(
+            id="1",
+            model="mock",
+            content="42",
+            tool_calls=[],
+            stop_reason="end_turn",
+            usage=Usage(input_tokens=10, output_tokens=2),
+        )
+    )
     dataset = EvalDataset([EvalExample(input="6 * 7?", expected="42")])
     report = await AccuracyEval().run(client, dataset)
     report.assert_pass_rate(1.0)
@@ -275,11 +310,19 @@ async def test_accuracy(client):
 
 # -- one report model ------------------------------------------------------------------
 async def test_eval_report_saves_and_compares_like_any_report(tmp_path):
-    dataset = EvalDataset([EvalExample(input="2 + 2?", expected="4"), EvalExample(input="Capital of Japan?", expected="Kyoto")], name="qa")
+    dataset = EvalDataset(
+        [
+            EvalExample(input="2 + 2?", expected="4"),
+            EvalExample(input="Capital of Japan?", expected="Kyoto"),
+        ],
+        name="qa",
+    )
     report = await AccuracyEval().run(answer, dataset)
     path = report.save(tmp_path / "acc.json")
     loaded = EvalReport.load(path)
-    assert isinstance(loaded, EvalReport) and loaded.evaluator == "accuracy" and loaded.dataset == "qa"
+    assert (
+        isinstance(loaded, EvalReport) and loaded.evaluator == "accuracy" and loaded.dataset == "qa"
+    )
     assert [r.passed for r in loaded.results] == [True, False]
     assert Report.load(path).pass_rate == 0.5
 

@@ -16,16 +16,31 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.parametrize(
     ("n", "c", "k"),
-    [(1, 0, 1), (1, 1, 1), (4, 2, 1), (4, 2, 2), (4, 2, 3), (10, 3, 5), (10, 0, 10), (10, 10, 1), (20, 7, 4)],
+    [
+        (1, 0, 1),
+        (1, 1, 1),
+        (4, 2, 1),
+        (4, 2, 2),
+        (4, 2, 3),
+        (10, 3, 5),
+        (10, 0, 10),
+        (10, 10, 1),
+        (20, 7, 4),
+    ],
 )
 def test_pass_at_k_matches_formula(n, c, k):
     expected = 1 - math.comb(n - c, k) / math.comb(n, k) if n - c >= k else 1.0
-    case = CaseResult("x", [SampleResult("x", i, "passed" if i < c else "failed") for i in range(n)])
+    case = CaseResult(
+        "x", [SampleResult("x", i, "passed" if i < c else "failed") for i in range(n)]
+    )
     assert case.pass_at_k(k) == pytest.approx(expected)
 
 
 def test_pass_at_k_known_values_and_k_too_large():
-    case = CaseResult("x", [SampleResult("x", i, s) for i, s in enumerate(["passed", "failed", "passed", "failed"])])
+    case = CaseResult(
+        "x",
+        [SampleResult("x", i, s) for i, s in enumerate(["passed", "failed", "passed", "failed"])],
+    )
     assert case.pass_at_k(1) == pytest.approx(0.5)
     assert case.pass_at_k(2) == pytest.approx(5 / 6)
     assert case.pass_at_k(3) == 1.0
@@ -67,11 +82,24 @@ def add(a: int, b: int) -> int:
 async def make_report() -> Report:
     agent = Agent(ScriptedProvider([]), tools=[add])
     cases = [
-        Case("sum", checks=[tool_called("add"), contains("5")],
-             model=ScriptedProvider.factory([call("add", {"a": 2, "b": 3}), text("5")]), samples=2),
-        Case("structured", checks=[matches({"city": "Paris"})], output_type=Answer,
-             model=ScriptedProvider([text('{"city": "Paris", "confidence": 0.9}')])),
-        Case("wrong", checks=[contains("Berlin")], model=ScriptedProvider([text("Paris")]), metadata={"tag": "geo"}),
+        Case(
+            "sum",
+            checks=[tool_called("add"), contains("5")],
+            model=ScriptedProvider.factory([call("add", {"a": 2, "b": 3}), text("5")]),
+            samples=2,
+        ),
+        Case(
+            "structured",
+            checks=[matches({"city": "Paris"})],
+            output_type=Answer,
+            model=ScriptedProvider([text('{"city": "Paris", "confidence": 0.9}')]),
+        ),
+        Case(
+            "wrong",
+            checks=[contains("Berlin")],
+            model=ScriptedProvider([text("Paris")]),
+            metadata={"tag": "geo"},
+        ),
     ]
     return await evaluate(agent, cases, name="demo", price=lambda u: u.total_tokens * 1e-6)
 
@@ -88,7 +116,9 @@ async def test_save_load_round_trip(tmp_path):
     assert s0.usage == report.cases[0].samples[0].usage
     assert loaded.cases[1].samples[0].output == {"city": "Paris", "confidence": 0.9}
     assert loaded.cases[2].metadata == {"tag": "geo"}
-    assert loaded.cases[2].samples[0].checks[0].reason == report.cases[2].samples[0].checks[0].reason
+    assert (
+        loaded.cases[2].samples[0].checks[0].reason == report.cases[2].samples[0].checks[0].reason
+    )
     assert loaded.compare(report).ok and not loaded.compare(report).regressions
 
 
@@ -116,7 +146,9 @@ async def test_load_errors_name_the_file(tmp_path):
     document = json.loads(data)
     document["schema_version"] = 99
     newer.write_text(json.dumps(document))
-    with pytest.raises(ReportFileError, match=r"newer\.json: written by a newer tui-eval \(schema_version 99"):
+    with pytest.raises(
+        ReportFileError, match=r"newer\.json: written by a newer tui-eval \(schema_version 99"
+    ):
         Report.load(newer)
     broken = tmp_path / "broken.json"
     document["schema_version"] = 1
@@ -138,8 +170,12 @@ def _case(name: str, outcomes: str, threshold: float = 1.0) -> CaseResult:
 
 
 def test_compare_regressions_improvements_added_removed():
-    baseline = Report("b", [_case("a", "pppp"), _case("b", "ffff"), _case("c", "p"), _case("gone", "p")])
-    current = Report("c", [_case("a", "ffff"), _case("b", "pppp"), _case("c", "pf", 0.5), _case("new", "p")])
+    baseline = Report(
+        "b", [_case("a", "pppp"), _case("b", "ffff"), _case("c", "p"), _case("gone", "p")]
+    )
+    current = Report(
+        "c", [_case("a", "ffff"), _case("b", "pppp"), _case("c", "pf", 0.5), _case("new", "p")]
+    )
     diff = current.compare(baseline)
     assert [c.name for c in diff.regressions] == ["a"]
     assert [c.name for c in diff.improvements] == ["b"]

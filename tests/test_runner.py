@@ -42,7 +42,9 @@ def seed_cases(judge: ScriptedProvider) -> list[Case]:
         Case(
             "23.4 * 91 等于多少？",
             checks=[tool_called("calculator")],
-            model=ScriptedProvider([call("calculator", {"expression": "23.4 * 91"}), text("2129.4")]),
+            model=ScriptedProvider(
+                [call("calculator", {"expression": "23.4 * 91"}), text("2129.4")]
+            ),
         ),
         Case(
             "为一家书店写一句雨天文案",
@@ -67,9 +69,13 @@ async def test_seed_headline_example():
     report = await evaluate(agent, seed_cases(judge), concurrency=1)
     printed = str(report)
     lines = printed.splitlines()
-    assert re.fullmatch(r"eval: 2/3 cases passed \(67%\) · 6 samples · [\d,]+ tokens · \d+\.\ds", lines[0])
+    assert re.fullmatch(
+        r"eval: 2/3 cases passed \(67%\) · 6 samples · [\d,]+ tokens · \d+\.\ds", lines[0]
+    )
     assert lines[1].startswith("  ✓ 法国首都是哪里？") and lines[1].endswith("1/1")
-    assert lines[3].startswith("  ✗ 为一家书店写一句雨天文案  2/4  llm_judge (score 0.55) — 缺少阅读意象")
+    assert lines[3].startswith(
+        "  ✗ 为一家书店写一句雨天文案  2/4  llm_judge (score 0.55) — 缺少阅读意象"
+    )
     # CJK names are padded by terminal cells, so the counts line up.
     from rich.cells import cell_len
 
@@ -99,7 +105,11 @@ async def test_timeout_cancels_and_others_finish():
 
     start = time.perf_counter()
     report = await evaluate(
-        agent, [Case("slow", checks=[contains("done")], timeout=0.2), Case("fast", checks=[contains("done")])]
+        agent,
+        [
+            Case("slow", checks=[contains("done")], timeout=0.2),
+            Case("fast", checks=[contains("done")]),
+        ],
     )
     elapsed = time.perf_counter() - start
     slow, fast = report.cases
@@ -119,7 +129,8 @@ async def test_agent_error_is_an_error_sample_and_check_errors_fail_alone():
         raise ValueError("bad check")
 
     report = await evaluate(
-        agent, [Case("boom", checks=[contains("fine")]), Case("ok", checks=[contains("fine"), broken])]
+        agent,
+        [Case("boom", checks=[contains("fine")]), Case("ok", checks=[contains("fine"), broken])],
     )
     boom, ok = report.cases
     assert boom.samples[0].status == "error"
@@ -210,10 +221,15 @@ async def test_cancel_keeps_finished_samples():
         return q
 
     def on_event(event):
-        if isinstance(event, SampleFinished) and sum(len(c.samples) for c in evaluation.report.cases) >= 3:
+        if (
+            isinstance(event, SampleFinished)
+            and sum(len(c.samples) for c in evaluation.report.cases) >= 3
+        ):
             evaluation.cancel()
 
-    cases = [Case(f"fast {i}", checks=[contains("fast")]) for i in range(3)] + [Case("slow", checks=[])]
+    cases = [Case(f"fast {i}", checks=[contains("fast")]) for i in range(3)] + [
+        Case("slow", checks=[])
+    ]
     evaluation = Evaluation(agent, cases, concurrency=4, on_event=on_event)
     with anyio.fail_after(5):
         report = await evaluation.run()
@@ -230,7 +246,11 @@ async def test_outer_cancellation_still_publishes_partial_report():
         return q
 
     with anyio.move_on_after(0.3):
-        await evaluate(agent, [Case("a"), Case("b")], on_event=lambda e: isinstance(e, RunFinished) and finished.append(e))
+        await evaluate(
+            agent,
+            [Case("a"), Case("b")],
+            on_event=lambda e: isinstance(e, RunFinished) and finished.append(e),
+        )
     assert len(finished) == 1
     assert finished[0].report.cancelled and [c.name for c in finished[0].report.cases] == ["a"]
 
@@ -262,7 +282,9 @@ async def test_runs_under_trio_and_asyncio(anyio_backend):
         Case(
             "2+3",
             checks=[tool_called("calculator"), llm_judge("correct", model=judge)],
-            model=ScriptedProvider.factory([call("calculator", {"expression": "2+3"}), text("5", delay=0.01)]),
+            model=ScriptedProvider.factory(
+                [call("calculator", {"expression": "2+3"}), text("5", delay=0.01)]
+            ),
             samples=3,
             timeout=5,
         )

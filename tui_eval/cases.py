@@ -67,11 +67,17 @@ class Case:
         if self.name is None:
             self.name = name_from_input(self.input)
         if not isinstance(self.samples, int) or self.samples < 1:
-            raise ValueError(f"case {self.name!r}: samples must be a positive integer, got {self.samples!r}")
+            raise ValueError(
+                f"case {self.name!r}: samples must be a positive integer, got {self.samples!r}"
+            )
         if not 0.0 <= self.pass_threshold <= 1.0:
-            raise ValueError(f"case {self.name!r}: pass_threshold must be within 0..1, got {self.pass_threshold!r}")
+            raise ValueError(
+                f"case {self.name!r}: pass_threshold must be within 0..1, got {self.pass_threshold!r}"
+            )
         if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"case {self.name!r}: timeout must be positive seconds, got {self.timeout!r}")
+            raise ValueError(
+                f"case {self.name!r}: timeout must be positive seconds, got {self.timeout!r}"
+            )
         self.checks = list(self.checks)
 
     def __repr__(self) -> str:

@@ -169,7 +169,9 @@ def _result_of(case: CaseResult) -> EvalResult:
         score = float(tokens) if tokens else None
     else:
         actual = output_text(run.output) if run is not None else None
-    return EvalResult(example, sample.passed, actual, score, sample.latency_ms, sample.first_failure)
+    return EvalResult(
+        example, sample.passed, actual, score, sample.latency_ms, sample.first_failure
+    )
 
 
 # -- checks the evaluators put on each example -----------------------------------------
@@ -181,7 +183,9 @@ class _AccuracyCheck:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if self.expected is None:
-            return CheckResult(self.name, False, 0.0, "example has no `expected` answer (AccuracyEval needs one)")
+            return CheckResult(
+                self.name, False, 0.0, "example has no `expected` answer (AccuracyEval needs one)"
+            )
         actual = output_text(run.output)
         expected = output_text(self.expected)
         if self.exact_match:
@@ -192,7 +196,12 @@ class _AccuracyCheck:
             how = "to contain"
         if ok:
             return CheckResult(self.name, True, 1.0, "")
-        return CheckResult(self.name, False, 0.0, f"expected output {how} {shorten(expected)!r}, got {shorten(actual)!r}")
+        return CheckResult(
+            self.name,
+            False,
+            0.0,
+            f"expected output {how} {shorten(expected)!r}, got {shorten(actual)!r}",
+        )
 
 
 @dataclass(eq=False, slots=True)
@@ -203,7 +212,9 @@ class _TrajectoryCheck:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if self.expected_tools is None:
-            return CheckResult(self.name, False, 0.0, "example has no `expected_tools` (TrajectoryEval needs them)")
+            return CheckResult(
+                self.name, False, 0.0, "example has no `expected_tools` (TrajectoryEval needs them)"
+            )
         outcome = tool_sequence(self.expected_tools, self.strict_order)(run)
         return CheckResult(self.name, outcome.passed, outcome.score, outcome.reason)
 
@@ -217,7 +228,10 @@ class _LatencyCheck:
         if self.max_latency_ms is None or run.latency_ms <= self.max_latency_ms:
             return CheckResult(self.name, True, 1.0, "")
         return CheckResult(
-            self.name, False, 0.0, f"took {run.latency_ms:,.0f} ms, over the limit of {self.max_latency_ms:,.0f} ms"
+            self.name,
+            False,
+            0.0,
+            f"took {run.latency_ms:,.0f} ms, over the limit of {self.max_latency_ms:,.0f} ms",
         )
 
 
@@ -227,7 +241,13 @@ class _Evaluator:
     def check_for(self, example: EvalExample) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    async def run(self, agent_client: Any, dataset: EvalDataset | Sequence[EvalExample], *, concurrency: int = 4) -> EvalReport:
+    async def run(
+        self,
+        agent_client: Any,
+        dataset: EvalDataset | Sequence[EvalExample],
+        *,
+        concurrency: int = 4,
+    ) -> EvalReport:
         """Run every example of `dataset` through the agent and judge it.
 
         Args:
@@ -238,7 +258,10 @@ class _Evaluator:
         """
         data = dataset if isinstance(dataset, EvalDataset) else EvalDataset(dataset)
         report = await evaluate(
-            agent_client, data.to_cases(self.check_for), concurrency=concurrency, name=f"{self.name}:{data.name}"
+            agent_client,
+            data.to_cases(self.check_for),
+            concurrency=concurrency,
+            name=f"{self.name}:{data.name}",
         )
         return EvalReport.from_report(report, evaluator=self.name, dataset=data.name)
 
@@ -295,4 +318,12 @@ class PerformanceEval(_Evaluator):
         return _LatencyCheck(self.max_latency_ms)
 
 
-__all__ = ["AccuracyEval", "EvalDataset", "EvalExample", "EvalReport", "EvalResult", "PerformanceEval", "TrajectoryEval"]
+__all__ = [
+    "AccuracyEval",
+    "EvalDataset",
+    "EvalExample",
+    "EvalReport",
+    "EvalResult",
+    "PerformanceEval",
+    "TrajectoryEval",
+]

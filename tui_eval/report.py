@@ -86,7 +86,11 @@ class SampleResult:
                 score = ""
                 if check.score is not None and check.score not in (0.0, 1.0):
                     score = f" (score {check.score:.2f})"
-                return f"{check.name}{score} — {check.reason}" if check.reason else f"{check.name}{score}"
+                return (
+                    f"{check.name}{score} — {check.reason}"
+                    if check.reason
+                    else f"{check.name}{score}"
+                )
         return ""
 
 
@@ -306,9 +310,15 @@ class Report:
         try:
             document = json.loads(data)
         except ValueError as exc:
-            raise ReportFileError(f"{source}: not valid JSON (truncated or corrupt?): {exc}") from None
-        if not isinstance(document, dict) or document.get("kind") != REPORT_KIND or "report" not in document:
-            raise ReportFileError(f"{source}: not a tui-eval report (no \"kind\": \"{REPORT_KIND}\")")
+            raise ReportFileError(
+                f"{source}: not valid JSON (truncated or corrupt?): {exc}"
+            ) from None
+        if (
+            not isinstance(document, dict)
+            or document.get("kind") != REPORT_KIND
+            or "report" not in document
+        ):
+            raise ReportFileError(f'{source}: not a tui-eval report (no "kind": "{REPORT_KIND}")')
         version = document.get("schema_version")
         if not isinstance(version, int):
             raise ReportFileError(f"{source}: report has no integer schema_version")
@@ -381,12 +391,19 @@ class CaseChange:
     @property
     def noise_label(self) -> str:
         """`significant` or `could be noise`, with the p-value."""
-        return f"significant, p={self.p_value:.3f}" if self.significant else f"could be noise, p={self.p_value:.2f}"
+        return (
+            f"significant, p={self.p_value:.3f}"
+            if self.significant
+            else f"could be noise, p={self.p_value:.2f}"
+        )
 
     @property
     def flaky(self) -> bool:
         """Whether either run had both passing and failing samples."""
-        return 0 < self.baseline_passed < self.baseline_total or 0 < self.current_passed < self.current_total
+        return (
+            0 < self.baseline_passed < self.baseline_total
+            or 0 < self.current_passed < self.current_total
+        )
 
     def describe(self) -> str:
         """`100% → 50% (4/4 → 2/4; could be noise, p=0.43; flaky)`."""
@@ -425,9 +442,13 @@ class Diff:
         lines = [counts]
         width = max((cell_len(n) for n in self._names()), default=0)
         width = min(width, 48)
-        lines += [f"  ✗ regressed   {_pad(c.name, width)}  {c.describe()}" for c in self.regressions]
-        lines += [f"  ✓ improved    {_pad(c.name, width)}  {c.describe()}" for c in self.improvements]
-        lines += [f"  + added       {_pad(n, width)}" .rstrip() for n in self.added]
+        lines += [
+            f"  ✗ regressed   {_pad(c.name, width)}  {c.describe()}" for c in self.regressions
+        ]
+        lines += [
+            f"  ✓ improved    {_pad(c.name, width)}  {c.describe()}" for c in self.improvements
+        ]
+        lines += [f"  + added       {_pad(n, width)}".rstrip() for n in self.added]
         lines += [f"  - removed     {_pad(n, width)}".rstrip() for n in self.removed]
         return "\n".join(lines)
 
@@ -464,7 +485,12 @@ def compare_reports(current: Report, baseline: Report) -> Diff:
             len(old.samples),
             case.n_passed,
             len(case.samples),
-            fisher_exact(case.n_passed, len(case.samples) - case.n_passed, old.n_passed, len(old.samples) - old.n_passed),
+            fisher_exact(
+                case.n_passed,
+                len(case.samples) - case.n_passed,
+                old.n_passed,
+                len(old.samples) - old.n_passed,
+            ),
         )
         (diff.regressions if old.passed else diff.improvements).append(change)
     diff.removed = [name for name in before if name not in now]

@@ -240,7 +240,9 @@ class Evaluation:
         token = None
         if emit is not None:
             emit(SampleStateChanged(index, sample_index, "running"))
-            token = retry_listener.set(lambda attempt, delay: emit(SampleStateChanged(index, sample_index, "retrying")))
+            token = retry_listener.set(
+                lambda attempt, delay: emit(SampleStateChanged(index, sample_index, "retrying"))
+            )
         sample = SampleResult(case.label, sample_index)
         run: RunResult | None = None
         start = time.perf_counter()
@@ -250,7 +252,9 @@ class Evaluation:
                     run = await self._runner(plan.spec)
                 if deadline.cancelled_caught:
                     sample.status = "timeout"
-                    sample.error = f"sample exceeded its timeout of {case.timeout:g}s and was cancelled"
+                    sample.error = (
+                        f"sample exceeded its timeout of {case.timeout:g}s and was cancelled"
+                    )
             else:
                 run = await self._runner(plan.spec)
         except Exception as exc:
@@ -336,7 +340,13 @@ async def evaluate(
         on_event: called with every `Event` (run/sample/case started, changed, finished).
     """
     evaluation = Evaluation(
-        agent, cases, concurrency=concurrency, fail_fast=fail_fast, price=price, name=name, on_event=on_event
+        agent,
+        cases,
+        concurrency=concurrency,
+        fail_fast=fail_fast,
+        price=price,
+        name=name,
+        on_event=on_event,
     )
     return await evaluation.run()
 
@@ -362,7 +372,13 @@ async def evaluate_iter(
             send.send_nowait(event)
 
     evaluation = Evaluation(
-        agent, cases, concurrency=concurrency, fail_fast=fail_fast, price=price, name=name, on_event=forward
+        agent,
+        cases,
+        concurrency=concurrency,
+        fail_fast=fail_fast,
+        price=price,
+        name=name,
+        on_event=forward,
     )
 
     async def drive() -> None:
@@ -379,6 +395,7 @@ async def evaluate_iter(
                     # The consumer left early: stop the run, let the task group drain, end quietly.
                     evaluation.cancel()
                     break
+
 
 __all__ = [
     "CaseFinished",

@@ -44,7 +44,9 @@ async def test_two_tool_run_records_everything():
 
 
 async def test_async_tool_and_schema_from_signature():
-    agent = Agent(ScriptedProvider([call("lookup", {"city": "Paris"}), text("France")]), tools=[add, lookup])
+    agent = Agent(
+        ScriptedProvider([call("lookup", {"city": "Paris"}), text("France")]), tools=[add, lookup]
+    )
     result = await agent.run("Where is Paris?")
     assert result.tool_calls[0].result == "France"
     schema = {t.name: t.definition for t in agent.tools}
@@ -65,18 +67,25 @@ class City(pydantic.BaseModel):
 
 
 async def test_structured_output_is_validated():
-    agent = Agent(ScriptedProvider([text('{"name": "Paris", "population": 2100000}')]), output_type=City)
+    agent = Agent(
+        ScriptedProvider([text('{"name": "Paris", "population": 2100000}')]), output_type=City
+    )
     result = await agent.run("Describe Paris")
     assert result.output == City(name="Paris", population=2100000)
 
 
 async def test_structured_output_in_code_fence_is_accepted():
-    agent = Agent(ScriptedProvider([text('```json\n{"name": "Oslo", "population": 700000}\n```')]), output_type=City)
+    agent = Agent(
+        ScriptedProvider([text('```json\n{"name": "Oslo", "population": 700000}\n```')]),
+        output_type=City,
+    )
     assert (await agent.run("Oslo")).output.name == "Oslo"
 
 
 async def test_invalid_structured_output_says_what_failed():
-    agent = Agent(ScriptedProvider([text('{"name": "Paris", "population": "many"}')]), output_type=City)
+    agent = Agent(
+        ScriptedProvider([text('{"name": "Paris", "population": "many"}')]), output_type=City
+    )
     with pytest.raises(OutputValidationError) as info:
         await agent.run("Describe Paris")
     message = str(info.value)

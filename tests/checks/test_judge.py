@@ -18,7 +18,9 @@ async def test_verdict_passes_and_reasoning_is_the_reason():
     assert result.usage == Usage(50, 10, 1)
     # The judge saw the rubric, the task and the answer, at temperature 0.
     prompt = judge.requests[0][-1].content
-    assert "包含雨天和阅读意象" in prompt and "写一句雨天文案" in prompt and "来书店读一本书" in prompt
+    assert (
+        "包含雨天和阅读意象" in prompt and "写一句雨天文案" in prompt and "来书店读一本书" in prompt
+    )
 
 
 async def test_below_threshold_fails_with_score():
@@ -29,7 +31,12 @@ async def test_below_threshold_fails_with_score():
 
 @pytest.mark.parametrize(
     "reply",
-    ['{"reasoning": "fine"}', '{"score": 1.5, "reasoning": "great"}', "looks good to me", '{"score": "high", "reasoning": "x"}'],
+    [
+        '{"reasoning": "fine"}',
+        '{"score": 1.5, "reasoning": "great"}',
+        "looks good to me",
+        '{"score": "high", "reasoning": "x"}',
+    ],
 )
 async def test_invalid_verdicts_fail_closed(reply: str):
     result = await run_check(llm_judge("rubric", model=ScriptedProvider([text(reply)])), RUN)

@@ -30,7 +30,9 @@ pytestmark = pytest.mark.anyio
 
 
 def run_of(output=None, calls=(), turns=1, usage=Usage(), latency_ms=10.0) -> RunResult:
-    return RunResult(output=output, tool_calls=list(calls), turns=turns, usage=usage, latency_ms=latency_ms)
+    return RunResult(
+        output=output, tool_calls=list(calls), turns=turns, usage=usage, latency_ms=latency_ms
+    )
 
 
 async def check(c, run) -> CheckResult:
@@ -53,7 +55,7 @@ async def test_contains_ignore_case():
 async def test_not_contains():
     assert (await check(not_contains("sorry"), run_of("Sure!"))).passed
     failed = await check(not_contains("sorry", ignore_case=True), run_of("Sorry, I can't"))
-    assert not failed.passed and "found it in \"Sorry, I can't\"" in failed.reason
+    assert not failed.passed and 'found it in "Sorry, I can\'t"' in failed.reason
 
 
 async def test_regex_and_equals():
@@ -76,7 +78,11 @@ class Order(pydantic.BaseModel):
 
 async def test_matches_recursive_subset_on_models():
     order = Order(customer="Ada", items=[Item(name="tea", qty=2), Item(name="cake", qty=1)])
-    assert (await check(matches({"customer": "Ada", "items": [{"name": "tea"}, {"qty": 1}]}), run_of(order))).passed
+    assert (
+        await check(
+            matches({"customer": "Ada", "items": [{"name": "tea"}, {"qty": 1}]}), run_of(order)
+        )
+    ).passed
     wrong_len = await check(matches({"items": [{"name": "tea"}]}), run_of(order))
     assert not wrong_len.passed and "at items: expected 1 items, got 2" in wrong_len.reason
     wrong_val = await check(matches({"items": [{}, {"name": "pie"}]}), run_of(order))
@@ -101,7 +107,9 @@ async def test_tool_checks():
     wrong = await check(tool_called("add", a=9), run)
     assert not wrong.passed and "'add' was called but not with {'a': 9}" in wrong.reason
     never = await check(tool_called("mul"), run)
-    assert never.reason == "expected a call to 'mul', called: search(q='tea', limit=5), add(a=2, b=3)"
+    assert (
+        never.reason == "expected a call to 'mul', called: search(q='tea', limit=5), add(a=2, b=3)"
+    )
     assert (await check(tool_not_called("mul"), run)).passed
     assert "called 1×" in (await check(tool_not_called("add"), run)).reason
     assert (await check(tool_sequence(["search", "add"]), run)).passed
@@ -112,11 +120,15 @@ async def test_tool_checks():
 
 
 async def test_limits_and_no_error():
-    run = run_of("x", [ToolCall("a", {}, error="boom")], turns=3, usage=Usage(100, 50), latency_ms=1500)
+    run = run_of(
+        "x", [ToolCall("a", {}, error="boom")], turns=3, usage=Usage(100, 50), latency_ms=1500
+    )
     assert not (await check(max_turns(2), run)).passed
     assert (await check(max_turns(3), run)).passed
     assert (await check(max_tokens(100), run)).reason == "expected at most 100 tokens, used 150"
-    assert (await check(max_latency(1000), run)).reason == "expected at most 1,000 ms, took 1,500 ms"
+    assert (
+        await check(max_latency(1000), run)
+    ).reason == "expected at most 1,000 ms, took 1,500 ms"
     assert (await check(no_error(), run)).reason == "1 tool call(s) failed; first: a: boom"
     assert (await check(no_error(), run_of("x"))).passed
 
@@ -146,7 +158,9 @@ async def test_plain_functions_bools_floats_and_raising():
         raise KeyError("missing")
 
     run = run_of("too long output")
-    assert (await check(concise, run)) == CheckResult("concise", False, 0.0, "concise returned False")
+    assert (await check(concise, run)) == CheckResult(
+        "concise", False, 0.0, "concise returned False"
+    )
     assert (await check(scored, run)) == CheckResult("scored", True, 0.8, "")
     raised = await check(broken, run)
     assert not raised.passed and raised.reason == "check raised KeyError: 'missing'"

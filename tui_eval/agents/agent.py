@@ -145,7 +145,9 @@ class Agent:
                 result.turns += 1
                 result.usage = result.usage + completion.usage
                 result.retries += completion.retries
-                messages.append(Message("assistant", completion.content, list(completion.tool_calls)))
+                messages.append(
+                    Message("assistant", completion.content, list(completion.tool_calls))
+                )
                 if not completion.tool_calls:
                     result.output = self._final_output(completion.content, adapter, finish)
                     return finish()
@@ -158,7 +160,9 @@ class Agent:
                         tool_call.error = f"unknown tool {tool_call.name!r} (available: {known})"
                     else:
                         await tool.invoke(tool_call, ctx)
-                    messages.append(Message("tool", tool_result_text(tool_call), tool_call_id=tool_call.id))
+                    messages.append(
+                        Message("tool", tool_result_text(tool_call), tool_call_id=tool_call.id)
+                    )
         except AgentRunError:
             raise
         except Exception as exc:
@@ -168,7 +172,9 @@ class Agent:
 
     @staticmethod
     def _final_output(
-        content: str | None, adapter: pydantic.TypeAdapter[Any] | None, finish: Callable[[], RunResult]
+        content: str | None,
+        adapter: pydantic.TypeAdapter[Any] | None,
+        finish: Callable[[], RunResult],
     ) -> Any:
         if adapter is None:
             return content or ""
@@ -177,11 +183,13 @@ class Agent:
             return adapter.validate_json(raw)
         except pydantic.ValidationError as exc:
             details = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(output)'}: {e['msg']}" for e in exc.errors()[:5]
+                f"{'.'.join(str(p) for p in e['loc']) or '(output)'}: {e['msg']}"
+                for e in exc.errors()[:5]
             )
             shown = raw if len(raw) <= 200 else raw[:200] + "…"
             raise OutputValidationError(
-                f"output did not validate as {_type_name(adapter)}: {details}; got {shown!r}", finish()
+                f"output did not validate as {_type_name(adapter)}: {details}; got {shown!r}",
+                finish(),
             ) from None
 
 
@@ -198,4 +206,3 @@ def _strip_code_fence(raw: str) -> str:
         newline = body.find("\n")
         return body[newline + 1 :] if newline >= 0 else body
     return stripped
-

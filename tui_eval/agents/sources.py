@@ -44,7 +44,9 @@ def make_runner(source: Any) -> SampleRunner:
     Raises:
         AgentSourceError: `source` is none of the accepted kinds.
     """
-    if isinstance(source, Agent) or (hasattr(source, "clone") and hasattr(source, "run") and hasattr(source, "model")):
+    if isinstance(source, Agent) or (
+        hasattr(source, "clone") and hasattr(source, "run") and hasattr(source, "model")
+    ):
         return _agent_runner(source)
     adapter = _framework_adapter(source)
     if adapter is not None:
@@ -70,7 +72,8 @@ def _is_factory(fn: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):
         return False
     return not any(
-        p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         for p in params
     )
 
@@ -78,7 +81,9 @@ def _is_factory(fn: Callable[..., Any]) -> bool:
 def _agent_runner(agent: Agent) -> SampleRunner:
     async def run(spec: RunSpec) -> RunResult:
         target = agent.clone(model=spec.model) if spec.model is not None else agent
-        return await target.run(spec.input, deps=spec.deps, max_turns=spec.max_turns, output_type=spec.output_type)
+        return await target.run(
+            spec.input, deps=spec.deps, max_turns=spec.max_turns, output_type=spec.output_type
+        )
 
     return run
 
@@ -157,7 +162,9 @@ def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | Non
         name = getattr(raw, "name", None) or (raw.get("name") if isinstance(raw, dict) else None)
         if name is None:
             continue
-        args = getattr(raw, "arguments", None) or (raw.get("arguments") if isinstance(raw, dict) else None)
+        args = getattr(raw, "arguments", None) or (
+            raw.get("arguments") if isinstance(raw, dict) else None
+        )
         calls.append(ToolCall(str(name), dict(args or {})))
     raw_usage = getattr(value, "usage", None)
     usage = Usage(

@@ -9,7 +9,9 @@ from typing import Any, TypeAlias
 
 from tui_eval.agents.messages import RunResult, Usage
 
-Check: TypeAlias = Callable[[RunResult], "CheckResult | bool | float | Awaitable[CheckResult | bool | float]"]
+Check: TypeAlias = Callable[
+    [RunResult], "CheckResult | bool | float | Awaitable[CheckResult | bool | float]"
+]
 """A check: a callable taking the `RunResult`, returning a `CheckResult`, a bool or a score in 0..1."""
 
 SCORE_PASS = 0.5
@@ -47,7 +49,9 @@ def is_async_check(check: Any) -> bool:
     """Whether calling the check gives an awaitable (decided from its definition)."""
     if getattr(check, "is_async", False):
         return True
-    target = check if inspect.isfunction(check) or inspect.ismethod(check) else getattr(check, "__call__", None)  # noqa: B004
+    if inspect.isfunction(check) or inspect.ismethod(check):
+        return inspect.iscoroutinefunction(check)
+    target = type(check).__call__ if not inspect.isclass(check) else None
     return inspect.iscoroutinefunction(target)
 
 
@@ -56,14 +60,25 @@ def normalise(name: str, value: Any) -> CheckResult:
     if isinstance(value, CheckResult):
         return value
     if isinstance(value, bool):
-        return CheckResult(name, value, 1.0 if value else 0.0, "" if value else f"{name} returned False")
+        return CheckResult(
+            name, value, 1.0 if value else 0.0, "" if value else f"{name} returned False"
+        )
     if isinstance(value, (int, float)):
         score = float(value)
         passed = score >= SCORE_PASS
-        return CheckResult(name, passed, score, "" if passed else f"score {score:.2f} below {SCORE_PASS}")
+        return CheckResult(
+            name, passed, score, "" if passed else f"score {score:.2f} below {SCORE_PASS}"
+        )
     if value is None:
-        return CheckResult(name, False, 0.0, f"{name} returned None; a check must return a bool, a score or a CheckResult")
-    return CheckResult(name, bool(value), 1.0 if value else 0.0, "" if value else f"{name} returned {value!r}")
+        return CheckResult(
+            name,
+            False,
+            0.0,
+            f"{name} returned None; a check must return a bool, a score or a CheckResult",
+        )
+    return CheckResult(
+        name, bool(value), 1.0 if value else 0.0, "" if value else f"{name} returned {value!r}"
+    )
 
 
 def failed_by_exception(name: str, exc: BaseException) -> CheckResult:

@@ -63,8 +63,12 @@ class any_of:
         results = await _run_all(self.checks, run)
         scores = [r.score if r.score is not None else float(r.passed) for r in results]
         passed = any(r.passed for r in results)
-        reason = "" if passed else "none passed: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
-        return CheckResult(self.name, passed, max(scores) if scores else 0.0, reason, _usage(results))
+        reason = (
+            "" if passed else "none passed: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
+        )
+        return CheckResult(
+            self.name, passed, max(scores) if scores else 0.0, reason, _usage(results)
+        )
 
 
 class weighted:
@@ -96,14 +100,19 @@ class weighted:
     async def __call__(self, run: RunResult) -> CheckResult:
         results = await _run_all(self.checks, run)
         total = sum(self.weights)
-        score = sum(
-            w * (r.score if r.score is not None else float(r.passed))
-            for r, w in zip(results, self.weights, strict=True)
-        ) / total
+        score = (
+            sum(
+                w * (r.score if r.score is not None else float(r.passed))
+                for r, w in zip(results, self.weights, strict=True)
+            )
+            / total
+        )
         passed = score >= self.threshold
         parts = ", ".join(
             f"{check_name(c)} {(r.score if r.score is not None else float(r.passed)):.2f}×{w:g}"
             for c, r, w in zip(self.checks, results, self.weights, strict=True)
         )
-        reason = "" if passed else f"weighted score {score:.2f} below {self.threshold:.2f} ({parts})"
+        reason = (
+            "" if passed else f"weighted score {score:.2f} below {self.threshold:.2f} ({parts})"
+        )
         return CheckResult(self.name, passed, score, reason, _usage(results))

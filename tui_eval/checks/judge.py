@@ -57,7 +57,14 @@ class llm_judge:
 
     is_async = True
 
-    def __init__(self, rubric: str, *, model: ModelLike | None = None, threshold: float = 0.7, name: str = "llm_judge") -> None:
+    def __init__(
+        self,
+        rubric: str,
+        *,
+        model: ModelLike | None = None,
+        threshold: float = 0.7,
+        name: str = "llm_judge",
+    ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"llm_judge threshold must be within 0..1, got {threshold}")
         self.rubric = rubric
@@ -86,7 +93,10 @@ class llm_judge:
         task = next((m.content for m in run.messages if m.role == "user" and m.content), None)
         answer = output_text(run.output)
         if len(answer) > MAX_JUDGED_CHARS:
-            answer = answer[:MAX_JUDGED_CHARS] + f"\n[… {len(answer) - MAX_JUDGED_CHARS:,} more characters cut]"
+            answer = (
+                answer[:MAX_JUDGED_CHARS]
+                + f"\n[… {len(answer) - MAX_JUDGED_CHARS:,} more characters cut]"
+            )
         parts = [f"<rubric>\n{self.rubric}\n</rubric>"]
         if task:
             parts.append(f"<task>\n{task}\n</task>")
@@ -110,7 +120,9 @@ class llm_judge:
             result = await judge.run([Message("user", self.prompt(run))])
         except AgentRunError as exc:
             usage = exc.partial.usage if exc.partial is not None else Usage()
-            return CheckResult(self.name, False, 0.0, f"judge reply is not a valid verdict: {exc}", usage)
+            return CheckResult(
+                self.name, False, 0.0, f"judge reply is not a valid verdict: {exc}", usage
+            )
         verdict: Verdict = result.output
         passed = verdict.score >= self.threshold
         return CheckResult(self.name, passed, verdict.score, verdict.reasoning, result.usage)
@@ -119,4 +131,3 @@ class llm_judge:
 def verdict_reply(score: float, reasoning: str) -> str:
     """The JSON text of a verdict, for scripting a judge offline."""
     return Verdict.model_construct(score=score, reasoning=reasoning).model_dump_json()
-

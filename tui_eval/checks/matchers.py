@@ -66,12 +66,16 @@ class not_contains:
 
     def __call__(self, run: RunResult) -> CheckResult:
         text = output_text(run.output)
-        haystack, needle = (text.casefold(), self.value.casefold()) if self.ignore_case else (text, self.value)
+        haystack, needle = (
+            (text.casefold(), self.value.casefold()) if self.ignore_case else (text, self.value)
+        )
         at = haystack.find(needle)
         if at < 0:
             return _ok(self.name)
         around = text[max(0, at - 30) : at + len(self.value) + 30]
-        return _fail(self.name, f"expected no {self.value!r} in output, found it in {shorten(around)!r}")
+        return _fail(
+            self.name, f"expected no {self.value!r} in output, found it in {shorten(around)!r}"
+        )
 
 
 @dataclass(eq=False, slots=True)
@@ -128,7 +132,11 @@ def subset_mismatch(spec: Any, actual: Any, path: str = "") -> str | None:
             ok = spec(actual)
         except Exception as exc:
             return f"at {here}: predicate raised {type(exc).__name__}: {exc}"
-        return None if ok else f"at {here}: {shorten(actual)!r} failed predicate {getattr(spec, '__name__', spec)!r}"
+        return (
+            None
+            if ok
+            else f"at {here}: {shorten(actual)!r} failed predicate {getattr(spec, '__name__', spec)!r}"
+        )
     if isinstance(spec, Mapping):
         mapping = _as_mapping(actual)
         if mapping is None:
@@ -212,7 +220,9 @@ class tool_called:
         problems = [subset_mismatch(self.args, c.arguments, "arguments") for c in candidates]
         if any(p is None for p in problems):
             return _ok(self.name)
-        return _fail(self.name, f"{self.tool!r} was called but not with {self.args!r}: {problems[0]}")
+        return _fail(
+            self.name, f"{self.tool!r} was called but not with {self.args!r}: {problems[0]}"
+        )
 
 
 @dataclass(eq=False, slots=True)
@@ -287,7 +297,9 @@ class max_latency:
     def __call__(self, run: RunResult) -> CheckResult:
         if run.latency_ms <= self.ms:
             return _ok(self.name)
-        return _fail(self.name, f"expected at most {self.ms:,.0f} ms, took {run.latency_ms:,.0f} ms")
+        return _fail(
+            self.name, f"expected at most {self.ms:,.0f} ms, took {run.latency_ms:,.0f} ms"
+        )
 
 
 @dataclass(eq=False, slots=True)
@@ -301,5 +313,7 @@ class no_error:
         if not failed:
             return _ok(self.name)
         first = failed[0]
-        return _fail(self.name, f"{len(failed)} tool call(s) failed; first: {first.name}: {shorten(first.error)}")
-
+        return _fail(
+            self.name,
+            f"{len(failed)} tool call(s) failed; first: {first.name}: {shorten(first.error)}",
+        )

@@ -38,9 +38,13 @@ def resolve_model(model: ModelLike) -> Provider:
     if callable(model):
         built = model()
         if not hasattr(built, "complete"):
-            raise ModelSpecError(f"model factory {model!r} returned {built!r}, which is not a provider")
+            raise ModelSpecError(
+                f"model factory {model!r} returned {built!r}, which is not a provider"
+            )
         return built
-    raise ModelSpecError(f"not a model: {model!r} (expected a provider, a spec string or a factory)")
+    raise ModelSpecError(
+        f"not a model: {model!r} (expected a provider, a spec string or a factory)"
+    )
 
 
 def resolve_spec(spec: str) -> Provider:

@@ -45,7 +45,9 @@ class ModelSpecError(ValueError):
 
 
 RetryListener = Callable[[int, float], None]
-retry_listener: ContextVar[RetryListener | None] = ContextVar("tui_eval_retry_listener", default=None)
+retry_listener: ContextVar[RetryListener | None] = ContextVar(
+    "tui_eval_retry_listener", default=None
+)
 """Set by the runner for each sample; providers call it with (attempt, delay_s) before a retry."""
 
 

@@ -46,11 +46,15 @@ def call(
     Example:
         >>> ScriptedProvider([call("add", {"a": 2, "b": 3}), text("2 + 3 = 5")])  # doctest: +SKIP
     """
-    completion = Completion(tool_calls=[ToolCall(tool_name, dict(args or {}))], stop_reason="tool_use")
+    completion = Completion(
+        tool_calls=[ToolCall(tool_name, dict(args or {}))], stop_reason="tool_use"
+    )
     return ScriptStep(completion, usage, delay)
 
 
-def calls(*tool_calls: tuple[str, dict[str, Any]], usage: Usage | None = None, delay: float = 0.0) -> ScriptStep:
+def calls(
+    *tool_calls: tuple[str, dict[str, Any]], usage: Usage | None = None, delay: float = 0.0
+) -> ScriptStep:
     """A scripted response that calls several tools at once (parallel tool calls)."""
     completion = Completion(
         tool_calls=[ToolCall(name, dict(args)) for name, args in tool_calls], stop_reason="tool_use"
@@ -94,7 +98,9 @@ class ScriptedProvider:
         self.requests: list[list[Message]] = []
 
     @classmethod
-    def factory(cls, steps: Iterable[Step], *, name: str = "scripted") -> Callable[[], ScriptedProvider]:
+    def factory(
+        cls, steps: Iterable[Step], *, name: str = "scripted"
+    ) -> Callable[[], ScriptedProvider]:
         """A zero-argument factory giving a fresh copy of the script each call."""
         frozen = list(steps)
         return lambda: cls(frozen, name=name)
@@ -134,13 +140,18 @@ class ScriptedProvider:
                 await anyio.sleep(step.delay)
             completion, usage = step.completion, step.usage
         elif isinstance(step, Completion):
-            completion, usage = step, step.usage if step.usage.requests or step.usage.total_tokens else None
+            completion, usage = (
+                step,
+                step.usage if step.usage.requests or step.usage.total_tokens else None,
+            )
         else:
             completion = step(list(messages))
         # Fresh tool-call objects per response, so one script replayed twice never shares state.
         completion = replace(
             completion,
-            tool_calls=[ToolCall(tc.name, dict(tc.arguments), tc.id) for tc in completion.tool_calls],
+            tool_calls=[
+                ToolCall(tc.name, dict(tc.arguments), tc.id) for tc in completion.tool_calls
+            ],
             model=completion.model or self.name,
         )
         if usage is None:
