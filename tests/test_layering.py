@@ -8,7 +8,7 @@ import sys
 
 def test_importing_the_library_does_not_import_textual():
     code = (
-        "import sys, tui_eval, tui_eval.testing\n"
+        "import sys, tui_eval, tui_eval.testing, tui_eval.cli, tui_eval.headless, tui_eval.suites, tui_eval.evaluators\n"
         "loaded = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "print(loaded)\n"
         "assert not loaded, loaded\n"

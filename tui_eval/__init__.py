@@ -35,6 +35,7 @@ from tui_eval.evaluators import (
 )
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.runner import evaluate, evaluate_iter
+from tui_eval.suites import Suite
 
 __all__ = [
     "AccuracyEval",
@@ -54,6 +55,7 @@ __all__ = [
     "Report",
     "RunResult",
     "SampleResult",
+    "Suite",
     "ToolCall",
     "TrajectoryEval",
     "Usage",

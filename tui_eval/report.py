@@ -508,13 +508,25 @@ def _pad(text: str, cells: int) -> str:
     return set_cell_size(text, cells)
 
 
-def render_summary(report: Report) -> str:
-    """The seed's summary: a header, then one line per case with its first failure."""
+def render_summary(report: Report, *, max_passing: int | None = None) -> str:
+    """The seed's summary: a header, then one line per case with its first failure.
+
+    Args:
+        max_passing: list at most this many passing cases (failures are always listed).
+    """
     lines = [report.header()]
-    width = min(max((cell_len(c.name) for c in report.cases), default=0), NAME_CELLS)
-    counts = [f"{c.n_passed}/{len(c.samples)}" for c in report.cases]
+    shown = report.cases
+    hidden = 0
+    if max_passing is not None:
+        passing = [c for c in report.cases if c.passed]
+        if len(passing) > max_passing:
+            keep = {id(c) for c in passing[:max_passing]}
+            shown = [c for c in report.cases if not c.passed or id(c) in keep]
+            hidden = len(passing) - max_passing
+    width = min(max((cell_len(c.name) for c in shown), default=0), NAME_CELLS)
+    counts = [f"{c.n_passed}/{len(c.samples)}" for c in shown]
     count_width = max((len(x) for x in counts), default=0)
-    for case, count in zip(report.cases, counts, strict=True):
+    for case, count in zip(shown, counts, strict=True):
         mark = "✓" if case.passed else "✗"
         line = f"  {mark} {_pad(case.name, width)}  {count.ljust(count_width)}"
         if not case.passed:
@@ -523,6 +535,8 @@ def render_summary(report: Report) -> str:
         if not case.complete:
             line += f"  (of {case.planned} planned)"
         lines.append(line.rstrip())
+    if hidden:
+        lines.append(f"  … and {hidden:,} more passing cases")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import math
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anyio
@@ -31,12 +31,17 @@ SampleState = Literal["queued", "running", "judging", "retrying", "done"]
 # -- events ---------------------------------------------------------------------------
 @dataclass(slots=True)
 class RunStarted:
-    """The run began: every sample of every case is queued."""
+    """The run began: every sample of every case is queued.
+
+    Attributes:
+        resumed: samples finished by an earlier, interrupted run (counted as done).
+    """
 
     name: str
     cases: list[Case]
     total_samples: int
     started_at: float
+    resumed: list[SampleResult] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -89,6 +94,10 @@ def _input_text(case: Case) -> str:
     return "\n".join(f"{m.role}: {m.content or ''}" for m in case.input)
 
 
+async def _replay_only(spec: RunSpec) -> RunResult:
+    raise RuntimeError("a recheck never calls the agent")
+
+
 class Evaluation:
     """One evaluation run, with a handle to cancel it and read its partial report.
 
@@ -99,6 +108,8 @@ class Evaluation:
     Args:
         done: samples already finished in an earlier, interrupted run, by case name; only
             the missing samples of each case run (this is how `resume` works).
+        replay: saved samples by case name whose runs are checked again instead of calling
+            the agent (this is how `recheck` works); cases without saved samples are skipped.
     """
 
     def __init__(
@@ -112,6 +123,7 @@ class Evaluation:
         name: str | None = None,
         on_event: EventHandler | None = None,
         done: Mapping[str, Sequence[SampleResult]] | None = None,
+        replay: Mapping[str, Sequence[SampleResult]] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
         if concurrency < 1:
@@ -123,7 +135,12 @@ class Evaluation:
         self.name = name or "eval"
         self.metadata = dict(metadata or {})
         self._emit = on_event
-        self._runner = make_runner(agent)
+        self._replay = replay
+        if replay is not None:
+            self.cases = [
+                replace(c, samples=len(replay[c.label])) for c in self.cases if replay.get(c.label)
+            ]
+        self._runner = make_runner(agent) if replay is None else _replay_only
         self._plans = [self._plan(case) for case in self.cases]
         self._results = [
             CaseResult(
@@ -185,7 +202,8 @@ class Evaluation:
         self._t0 = time.perf_counter()
         emit = self._emit
         if emit is not None:
-            emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at))
+            resumed = [s for result in self._results for s in result.samples]
+            emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at, resumed))
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -237,6 +255,13 @@ class Evaluation:
     async def _run_sample(self, index: int, sample_index: int, plan: _CasePlan) -> SampleResult:
         case = plan.case
         emit = self._emit
+        if self._replay is not None:
+            stored = self._replay[case.label][sample_index]
+            if stored.run is None or stored.status in ("error", "timeout", "cancelled"):
+                return replace(stored, index=sample_index)
+            sample = replace(stored, index=sample_index, checks=[], judge_usage=Usage())
+            await self._judge(index, plan, sample, stored.run)
+            return sample
         token = None
         if emit is not None:
             emit(SampleStateChanged(index, sample_index, "running"))
@@ -270,24 +295,31 @@ class Evaluation:
         sample.run = run
         if sample.status == "passed" and run is not None:
             sample.latency_ms = run.latency_ms or elapsed_ms
-            if plan.async_checks and emit is not None:
-                emit(SampleStateChanged(index, sample_index, "judging"))
-            sample.checks = await self._run_checks(plan, run)
-            judge = Usage()
-            for check in sample.checks:
-                if check.usage is not None:
-                    judge = judge + check.usage
-            sample.judge_usage = judge
-            sample.usage = run.usage + judge if judge.requests or judge.total_tokens else run.usage
-            if not all(check.passed for check in sample.checks):
-                sample.status = "failed"
+            await self._judge(index, plan, sample, run)
         else:
             sample.latency_ms = elapsed_ms
             if run is not None:
                 sample.usage = run.usage
+            if self.price is not None:
+                sample.cost = self.price(sample.usage)
+        return sample
+
+    async def _judge(
+        self, index: int, plan: _CasePlan, sample: SampleResult, run: RunResult
+    ) -> None:
+        """Run the case's checks on a finished run; settle the sample's status, usage and cost."""
+        if plan.async_checks and self._emit is not None:
+            self._emit(SampleStateChanged(index, sample.index, "judging"))
+        sample.checks = await self._run_checks(plan, run)
+        judge = Usage()
+        for check in sample.checks:
+            if check.usage is not None:
+                judge = judge + check.usage
+        sample.judge_usage = judge
+        sample.usage = run.usage + judge if judge.requests or judge.total_tokens else run.usage
+        sample.status = "passed" if all(check.passed for check in sample.checks) else "failed"
         if self.price is not None:
             sample.cost = self.price(sample.usage)
-        return sample
 
     async def _run_checks(self, plan: _CasePlan, run: RunResult) -> list[CheckResult]:
         results: list[CheckResult | None] = [None] * len(plan.case.checks)
@@ -351,6 +383,33 @@ async def evaluate(
     return await evaluation.run()
 
 
+async def recheck(
+    report: Report,
+    cases: Iterable[Case],
+    *,
+    concurrency: int = 4,
+    price: Price | None = None,
+    on_event: EventHandler | None = None,
+) -> Report:
+    """Run the current checks of `cases` on the saved outputs of `report`, without the agent.
+
+    A new rubric, a new judge or a fixed check costs no agent calls. Samples that errored
+    or timed out stay as they were; cases not in `report` are skipped.
+    """
+    replay = {case.name: case.samples for case in report.cases}
+    evaluation = Evaluation(
+        None,
+        cases,
+        concurrency=concurrency,
+        price=price,
+        name=report.name,
+        on_event=on_event,
+        replay=replay,
+        metadata={**report.metadata, "rechecked_from": report.started_at},
+    )
+    return await evaluation.run()
+
+
 async def evaluate_iter(
     agent: Any,
     cases: Iterable[Case],
@@ -407,4 +466,5 @@ __all__ = [
     "SampleStateChanged",
     "evaluate",
     "evaluate_iter",
+    "recheck",
 ]

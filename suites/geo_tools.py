@@ -1,0 +1,22 @@
+"""Tools and the agent factory that the geography YAML example refers to."""
+
+from __future__ import annotations
+
+from tui_eval import Agent
+from tui_eval.testing import ScriptedProvider
+
+POPULATIONS = {"Tokyo": 14_000_000, "Paris": 2_100_000, "Oslo": 700_000}
+
+
+def lookup_population(city: str) -> int:
+    """The population of a city."""
+    if city not in POPULATIONS:
+        raise KeyError(f"no population data for {city}")
+    return POPULATIONS[city]
+
+
+def make_agent() -> Agent:
+    """The geography agent; each case of the YAML file scripts its model."""
+    return Agent(
+        ScriptedProvider(name="unused"), tools=[lookup_population], instructions="Answer briefly."
+    )

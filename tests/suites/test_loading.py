@@ -1,0 +1,254 @@
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tui_eval import evaluate
+from tui_eval.suites import Suite, SuiteFileError, json_schema, load_suites
+from tui_eval.suites.declarative import load_jsonl_suite, load_yaml_suite
+
+pytestmark = pytest.mark.anyio
+
+GOOD_PY = """
+from tui_eval import Case, Suite, contains
+
+async def echo(question: str) -> str:
+    return question
+
+suite = Suite("echo", agent=echo, cases=[Case("hello", checks=[contains("hello")])])
+"""
+
+
+def write(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+def test_python_suite_and_broken_files_do_not_stop_each_other(tmp_path):
+    write(tmp_path / "good.py", GOOD_PY)
+    write(tmp_path / "broken.py", "from tui_eval import Suite\nsuite = Suite(\n")
+    write(tmp_path / "raises.py", "from tui_eval import Suite\nraise RuntimeError('no API key')\n")
+    write(tmp_path / "helper.py", "def tool():\n    return 1\n")  # never imported: no Suite in it
+    write(tmp_path / "empty.py", "# mentions Suite but defines none\n")
+    loaded = load_suites([tmp_path])
+    assert [s.name for s in loaded.suites] == ["echo"]
+    assert loaded.suites[0].path == tmp_path / "good.py"
+    messages = {e.path.name: e.message for e in loaded.errors}
+    assert set(messages) == {"broken.py", "raises.py", "empty.py"}
+    assert messages["broken.py"].startswith(f"{tmp_path / 'broken.py'}:2: syntax error")
+    assert "RuntimeError: no API key" in messages["raises.py"]
+    assert "no Suite defined" in messages["empty.py"]
+
+
+def test_missing_path_and_wrong_suffix(tmp_path):
+    write(tmp_path / "notes.txt", "hi")
+    loaded = load_suites([tmp_path / "nope", tmp_path / "notes.txt"])
+    assert [e.message.split(": ", 1)[1] for e in loaded.errors] == [
+        "no such file or folder",
+        "not a suite file (expected .py, .yaml, .yml, .jsonl)",
+    ]
+
+
+YAML = """
+name: geo
+model: openai-compatible:m@http://127.0.0.1:9/v1
+judge_model: openai-compatible:judge@http://127.0.0.1:9/v1
+cases:
+  - name: capital
+    input: What is the capital of France?
+    checks:
+      - contains: Paris
+      - contains: {value: paris, ignore_case: true}
+      - not_contains: Berlin
+      - regex: 'Par\\w+'
+      - equals: Paris
+      - matches: {city: Paris}
+      - tool_called: search
+      - tool_called: {name: search, args: {q: France}}
+      - tool_not_called: delete
+      - tool_sequence: [search]
+      - tool_sequence: {names: [search], strict_order: false}
+      - max_turns: 3
+      - max_tokens: 1000
+      - max_latency: 2500
+      - no_error: true
+      - llm_judge: "Names the capital"
+      - llm_judge: {rubric: "Polite", threshold: 0.9}
+      - all_of: [{contains: P}, {contains: a}]
+      - any_of: [{contains: P}, {contains: z}]
+      - weighted: {checks: [{check: {contains: P}, weight: 2}, {check: {contains: z}}], threshold: 0.5}
+    samples: 4
+    pass_threshold: 0.75
+    timeout: 30
+    metadata: {topic: geography}
+"""
+
+
+def test_yaml_suite_with_every_check(tmp_path):
+    suite = load_yaml_suite(write(tmp_path / "geo.yaml", YAML))
+    case = suite.cases[0]
+    assert suite.name == "geo" and case.name == "capital" and case.samples == 4
+    assert (
+        case.pass_threshold == 0.75
+        and case.timeout == 30
+        and case.metadata == {"topic": "geography"}
+    )
+    names = [getattr(c, "name", "") for c in case.checks]
+    assert names == [
+        "contains",
+        "contains",
+        "not_contains",
+        "regex",
+        "equals",
+        "matches",
+        "tool_called",
+        "tool_called",
+        "tool_not_called",
+        "tool_sequence",
+        "tool_sequence",
+        "max_turns",
+        "max_tokens",
+        "max_latency",
+        "no_error",
+        "llm_judge",
+        "llm_judge",
+        "all_of",
+        "any_of",
+        "weighted",
+    ]
+    judge = case.checks[16]
+    assert judge.threshold == 0.9 and judge.model == "openai-compatible:judge@http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "cases:\n  - input: a\n  - name: second\n    input: b\n    samples: many\n",
+            "case 2 ('second'): field 'samples': Input should be a valid integer",
+        ),
+        (
+            "cases:\n  - input: a\n    sampels: 3\n",
+            "case 1: field 'sampels': Extra inputs are not permitted",
+        ),
+        (
+            "cases:\n  - input: a\n    checks: [{contans: x}]\n",
+            "case 1: field 'checks[0]': unknown check 'contans'",
+        ),
+        (
+            "cases:\n  - input: a\n    checks: [{max_turns: lots}]\n",
+            "field 'checks[0].max_turns': expected a number, got 'lots'",
+        ),
+        (
+            "cases:\n  - input: a\n    checks: [{contains: x, regex: y}]\n",
+            "case 1: field 'checks.0': Dictionary should have at most 1 item",
+        ),
+        ("cases: [\n", "invalid YAML"),
+        (
+            "concurrency: 0\ncases:\n  - input: a\n",
+            "field 'concurrency': Input should be greater than or equal to 1",
+        ),
+        ("cases: []\n", "field 'cases': List should have at least 1 item"),
+        ("cases:\n  - input: a\n", "no agent: set `agent: module:attribute`"),
+        (
+            "agent: nosuchmodule:make\ncases:\n  - input: a\n",
+            "field 'agent': cannot import 'nosuchmodule'",
+        ),
+    ],
+)
+def test_yaml_errors_name_file_case_and_field(tmp_path, body, expected):
+    path = write(
+        tmp_path / "bad.yaml",
+        "model: openai:gpt-4o-mini\n" + body
+        if "agent:" not in body and "no agent" not in expected
+        else body,
+    )
+    with pytest.raises(SuiteFileError) as info:
+        load_yaml_suite(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    assert expected in message, message
+
+
+def test_jsonl_suite_and_line_errors(tmp_path):
+    rows = [
+        {"suite": {"name": "big", "concurrency": 8}},
+        {"input": "1+1", "script": [{"text": "2"}], "checks": [{"equals": "2"}]},
+        {"input": "2+2", "name": "four", "script": [{"text": "4"}], "checks": [{"equals": "4"}]},
+    ]
+    path = write(tmp_path / "big.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    suite = load_jsonl_suite(path)
+    assert (
+        suite.name == "big"
+        and suite.concurrency == 8
+        and [c.name for c in suite.cases] == ["1+1", "four"]
+    )
+    bad = write(
+        tmp_path / "bad.jsonl",
+        json.dumps(rows[1]) + "\n" + json.dumps({"input": "x", "samples": "x"}) + "\n{oops\n",
+    )
+    with pytest.raises(
+        SuiteFileError,
+        match=r"bad\.jsonl: line 2: field 'samples': Input should be a valid integer",
+    ):
+        load_jsonl_suite(bad)
+
+
+async def test_scripted_yaml_suite_runs_offline(tmp_path):
+    write(
+        tmp_path / "tools_mod.py",
+        "from tui_eval import Agent\nfrom tui_eval.testing import ScriptedProvider\n"
+        "def add(a: int, b: int) -> int:\n    return a + b\n"
+        "def make():\n    return Agent(ScriptedProvider(), tools=[add])\n",
+    )
+    write(
+        tmp_path / "s.yaml",
+        """
+        agent: tools_mod:make
+        cases:
+          - input: 2 + 3?
+            samples: 2
+            script: [{call: add, args: {a: 2, b: 3}}, {text: "5", input_tokens: 10, output_tokens: 1}]
+            checks: [{tool_called: {name: add, args: {a: 2}}}, {equals: "5"}]
+    """,
+    )
+    suite = load_yaml_suite(tmp_path / "s.yaml")
+    report = await evaluate(suite.agent, suite.cases)
+    assert report.passed and report.cases[0].samples[1].run.tool_calls[0].result == 5
+
+
+def test_duplicate_case_names_are_a_load_error(tmp_path):
+    write(tmp_path / "dup.yaml", "model: openai:x\ncases:\n  - input: same\n  - input: same\n")
+    loaded = load_suites([tmp_path / "dup.yaml"])
+    assert not loaded.suites and "duplicate case names ['same']" in loaded.errors[0].message
+
+
+def test_skip_unless_env(tmp_path, monkeypatch):
+    write(
+        tmp_path / "live.yaml",
+        "model: openai:gpt-4o-mini\nskip_unless_env: [OPENAI_API_KEY]\ncases:\n  - input: a\n",
+    )
+    suite = load_suites([tmp_path]).suites[0]
+    assert suite.skip == "skipped: set OPENAI_API_KEY to run it"
+
+
+def test_select_filters_and_overrides_samples():
+    from tui_eval import Case
+
+    suite = Suite("s", agent=None, cases=[Case("Alpha"), Case("beta"), Case("ALPHABET", samples=3)])
+    chosen = suite.select(filter="alpha", samples=2)
+    assert [c.name for c in chosen.cases] == ["Alpha", "ALPHABET"] and {
+        c.samples for c in chosen.cases
+    } == {2}
+    assert len(suite.cases) == 3
+
+
+def test_shipped_json_schema_is_current():
+    shipped = Path(__file__).parents[2] / "tui_eval" / "suites" / "suite.schema.json"
+    assert json.loads(shipped.read_text()) == json_schema(), (
+        "regenerate with: python -m tui_eval.suites.declarative"
+    )

@@ -1,0 +1,215 @@
+"""The headless CLI, run as a user runs it: in a subprocess, with its exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tui_eval import Report
+
+SUITE = """
+import os
+from pathlib import Path
+from tui_eval import Case, Suite, contains
+import anyio
+
+LOG = Path(__file__).with_name("calls.log")
+DELAY = float(os.environ.get("AGENT_DELAY", "0"))
+WRONG = os.environ.get("WRONG_CASE", "")
+
+async def agent(question: str) -> str:
+    with LOG.open("a") as handle:
+        handle.write(question + "\\n")
+    await anyio.sleep(DELAY)
+    return "wrong" if question == WRONG else f"answer to {question}"
+
+suite = Suite("demo", agent=agent, concurrency=1,
+              cases=[Case(f"q{i}", checks=[contains("answer")]) for i in range(N)])
+"""
+
+
+def make_suite(folder: Path, cases: int = 3) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "demo_suite.py"
+    path.write_text(SUITE.replace("N)", f"{cases})"))
+    return path
+
+
+def cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui_eval.cli", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_good_suite_runs_beside_broken_ones(tmp_path):
+    make_suite(tmp_path / "suites")
+    (tmp_path / "suites" / "broken.py").write_text("from tui_eval import Suite\nsuite = Suite(\n")
+    (tmp_path / "suites" / "bad.yaml").write_text(
+        "model: openai:x\ncases:\n  - name: typo\n    input: a\n    samples: lots\n"
+    )
+    result = cli("run", "suites", "--headless", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "eval: 3/3 cases passed (100%)" in result.stdout
+    assert "broken.py:2: syntax error" in result.stderr
+    assert "bad.yaml: case 1 ('typo'): field 'samples'" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_exit_codes_and_exports(tmp_path):
+    make_suite(tmp_path / "suites")
+    ok = cli(
+        "run",
+        "suites",
+        "--headless",
+        "--junit",
+        "j.xml",
+        "--json",
+        "r.json",
+        "--markdown",
+        "s.md",
+        cwd=tmp_path,
+    )
+    assert ok.returncode == 0, ok.stderr
+    failing = cli(
+        "run", "suites", "--headless", "--junit", "j2.xml", cwd=tmp_path, env={"WRONG_CASE": "q1"}
+    )
+    assert failing.returncode == 1
+    root = ET.parse(tmp_path / "j2.xml").getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["q0", "q1", "q2"]
+    failure = cases[1].find("failure")
+    assert failure is not None and "expected 'answer' in output, got 'wrong'" in failure.get(
+        "message"
+    )
+    assert root.get("tests") == "3" and root.get("failures") == "1"
+    assert Report.load(tmp_path / "r.json").passed
+    assert "| ✓ | q0 | 1/1 | 100% |" in (tmp_path / "s.md").read_text()
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert cli("run", "nowhere", "--headless", cwd=tmp_path).returncode == 2
+    bad_flag = cli("run", "--concurrency", "0", cwd=tmp_path)
+    assert bad_flag.returncode == 2 and "must be at least 1" in bad_flag.stderr
+
+
+def test_baseline_regression_then_compare(tmp_path):
+    make_suite(tmp_path / "suites")
+    saved = cli(
+        "run", "suites", "--headless", "--save-baseline", "--json", "before.json", cwd=tmp_path
+    )
+    assert saved.returncode == 0, saved.stderr
+    baseline = tmp_path / "suites" / "__baselines__" / "demo.json"
+    assert baseline.exists() and "baseline saved to" in saved.stdout
+    regressed = cli(
+        "run",
+        "suites",
+        "--headless",
+        "--json",
+        "after.json",
+        cwd=tmp_path,
+        env={"WRONG_CASE": "q2"},
+    )
+    assert regressed.returncode == 1
+    assert "1 regression(s)" in regressed.stdout and "✗ regressed   q2" in regressed.stdout
+    compared = cli("compare", "after.json", "before.json", cwd=tmp_path)
+    assert compared.returncode == 1 and "✗ regressed   q2" in compared.stdout
+    assert cli("compare", "before.json", "before.json", cwd=tmp_path).returncode == 0
+
+
+def test_corrupt_baseline_is_an_error_and_kept(tmp_path):
+    make_suite(tmp_path / "suites")
+    baseline = tmp_path / "suites" / "__baselines__" / "demo.json"
+    baseline.parent.mkdir(parents=True)
+    baseline.write_text('{"kind": "tui-eval-report", "schema_version": 1, "rep')
+    result = cli("run", "suites", "--headless", "--save-baseline", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "suites/__baselines__/demo.json: not valid JSON" in result.stderr
+    assert baseline.read_text().endswith('"rep')
+
+
+def test_filter_samples_and_history(tmp_path):
+    make_suite(tmp_path / "suites", cases=12)
+    result = cli("run", "suites", "--headless", "--filter", "q1", "--samples", "2", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "eval: 3/3 cases passed (100%) · 6 samples" in result.stdout  # q1, q10, q11
+    history = cli("history", cwd=tmp_path)
+    assert (
+        "finished" in history.stdout and "demo" in history.stdout and "3/3 cases" in history.stdout
+    )
+
+
+def test_kill_then_resume_runs_only_missing_samples(tmp_path):
+    make_suite(tmp_path / "suites", cases=20)
+    env = {**os.environ, "AGENT_DELAY": "0.1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_eval.cli", "run", "suites", "--headless"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    home = Path(os.environ["TUI_EVAL_HOME"])
+    deadline = time.monotonic() + 30
+    journaled: list[str] = []
+    while time.monotonic() < deadline:
+        journals = list(home.glob("projects/*/runs/*/journal.jsonl"))
+        if journals:
+            journaled = [
+                json.loads(line)["sample"]["case_name"]
+                for line in journals[0].read_text().splitlines()
+                if '"t":"sample"' in line
+            ]
+            if len(journaled) >= 5:
+                break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 5 <= len(journaled) < 20
+    resumed = cli("resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "eval: 20/20 cases passed (100%) · 20 samples" in resumed.stdout
+    calls = (tmp_path / "suites" / "calls.log").read_text().split()
+    # Samples journaled before the kill were not run again; at most the in-flight one was.
+    for name in journaled:
+        assert calls.count(name) == 1, name
+    assert len(calls) <= 21 and set(calls) == {f"q{i}" for i in range(20)}
+    assert cli("resume", cwd=tmp_path).stdout.startswith("nothing to resume")
+
+
+def test_recheck_uses_saved_outputs_without_the_agent(tmp_path):
+    suite = make_suite(tmp_path / "suites")
+    assert cli("run", "suites", "--headless", "--json", "r.json", cwd=tmp_path).returncode == 0
+    log = tmp_path / "suites" / "calls.log"
+    calls = log.read_text()
+    suite.write_text(suite.read_text().replace('contains("answer")', 'contains("answer to q0")'))
+    result = cli("recheck", "r.json", "suites", "--json", "re.json", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "eval: 1/3 cases passed" in result.stdout and "2 regression(s)" in result.stdout
+    assert log.read_text() == calls  # the agent was not called
+    assert (
+        Report.load(tmp_path / "re.json")
+        .cases[1]
+        .samples[0]
+        .checks[0]
+        .reason.startswith("expected 'answer to q0'")
+    )
+
+
+def test_help_is_fast_and_never_loads_textual(tmp_path):
+    code = "import sys, tui_eval.cli as c\ntry:\n    c.main(['--help'])\nexcept SystemExit:\n    pass\nassert 'textual' not in sys.modules"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "tui-eval run PATH" in result.stdout

@@ -1,0 +1,180 @@
+"""`tui-eval` entry point. Imports stay inside the commands so `--help` is fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+COMMANDS = ("run", "compare", "show", "history", "recheck", "resume")
+
+DESCRIPTION = """\
+Evaluate LLM agents: run suites of cases and checks, watch results live, compare with baselines.
+
+  tui-eval [PATH...]                 open the app on these suites (default: ./suites)
+  tui-eval run PATH... [--headless]  run; headless prints a progress bar and the summary
+  tui-eval compare CURRENT BASELINE  print a Diff; exit 1 on regressions
+  tui-eval show REPORT               open a saved report in the app (read-only)
+  tui-eval history                   list past runs
+  tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
+  tui-eval resume                    finish the last interrupted run
+
+exit codes: 0 all passed and no regression · 1 failures or regressions · 2 usage or load errors
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tui-eval",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run suites (in the app, or --headless for terminals and CI)")
+    run.add_argument(
+        "paths", nargs="*", metavar="PATH", help="suite files or folders (default: ./suites)"
+    )
+    run.add_argument(
+        "--headless", action="store_true", help="no app: a progress bar, then the summary"
+    )
+    run.add_argument(
+        "--baseline", metavar="FILE", help="compare with this baseline instead of the suite's"
+    )
+    run.add_argument("--save-baseline", action="store_true", help="save this run as the baseline")
+    run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
+    run.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    run.add_argument(
+        "--markdown", metavar="FILE", help="write a Markdown summary (for a CI job page)"
+    )
+    run.add_argument(
+        "--concurrency", type=_positive, metavar="N", help="cases at once (default: the suite's)"
+    )
+    run.add_argument(
+        "--samples", type=_positive, metavar="N", help="override every case's sample count"
+    )
+    run.add_argument("--filter", metavar="TEXT", help="only cases whose name contains TEXT")
+    run.add_argument(
+        "--fail-fast", action="store_true", help="run cases one by one, stop at the first failure"
+    )
+    run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    compare = sub.add_parser("compare", help="compare two saved reports; exit 1 on regressions")
+    compare.add_argument("current", metavar="CURRENT")
+    compare.add_argument("baseline", metavar="BASELINE")
+    compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    show = sub.add_parser("show", help="open a saved report in the app (read-only)")
+    show.add_argument("report", metavar="REPORT")
+    show.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    history = sub.add_parser("history", help="list past runs of this project")
+    history.add_argument("--limit", type=_positive, default=30, metavar="N")
+    history.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    recheck = sub.add_parser(
+        "recheck", help="re-run current checks on a saved report's outputs (no agent calls)"
+    )
+    recheck.add_argument("report", metavar="REPORT")
+    recheck.add_argument("paths", nargs="+", metavar="PATH")
+    recheck.add_argument("--json", metavar="FILE", help="write the rechecked report as JSON")
+    recheck.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    resume = sub.add_parser("resume", help="finish the last interrupted run from its journal")
+    resume.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (also used as the process exit code)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    debug = "--debug" in args_list
+    rest = [a for a in args_list if a != "--debug"]
+    if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
+        # `tui-eval PATH...` opens the app.
+        return _guard(lambda: _open_app(rest), debug)
+    args = parser.parse_args(args_list)
+    return _guard(lambda: _dispatch(args), args.debug)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from tui_eval import headless
+
+    if args.command == "run":
+        if args.headless or not sys.stdout.isatty():
+            return headless.run_command(args)
+        return _open_app(args.paths, autorun=True, options=args)
+    if args.command == "compare":
+        return headless.compare_command(args.current, args.baseline)
+    if args.command == "show":
+        return _open_report(args.report)
+    if args.command == "history":
+        return headless.history_command(args.limit)
+    if args.command == "recheck":
+        return headless.recheck_command(args)
+    if args.command == "resume":
+        return headless.resume_command()
+    raise AssertionError(args.command)
+
+
+def _open_app(
+    paths: Sequence[str], *, autorun: bool = False, options: argparse.Namespace | None = None
+) -> int:
+    try:
+        from tui_eval.tui.app import run_app
+    except ImportError as exc:  # pragma: no cover - the app ships with the package
+        print(
+            f"tui-eval: the app is not available ({exc}); use `tui-eval run --headless`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return run_app(list(paths), autorun=autorun, options=options)
+
+
+def _open_report(path: str) -> int:
+    from tui_eval.report import Report, ReportFileError
+
+    try:
+        report = Report.load(path)
+    except ReportFileError as exc:
+        print(f"tui-eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from tui_eval.tui.app import show_report
+
+    return show_report(report)
+
+
+def _guard(action: Callable[[], int], debug: bool) -> int:
+    """Turn unexpected exceptions into a one-line message and exit code 2 (unless --debug)."""
+    try:
+        return action()
+    except KeyboardInterrupt:
+        print("tui-eval: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:
+        if debug:
+            raise
+        print(
+            f"tui-eval: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+
+def entry() -> None:
+    """Console-script entry: exit with `main()`'s code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,471 @@
+"""Declarative suites: YAML (and JSONL for large datasets) validated with pydantic.
+
+A YAML suite::
+
+    name: geography
+    agent: my_agents:make_agent          # module:attribute, or
+    # model: openai:gpt-4o-mini          # a provider spec (with optional instructions)
+    concurrency: 4
+    judge_model: openai:gpt-4o-mini      # default model for llm_judge checks
+    cases:
+      - name: capital
+        input: What is the capital of France?
+        checks:
+          - contains: Paris
+          - tool_called: {name: search, args: {query: France}}
+          - llm_judge: {rubric: "Answers in one sentence", threshold: 0.8}
+        samples: 4
+        pass_threshold: 0.75
+
+A JSONL suite has one case per line, optionally preceded by a line `{"suite": {...}}`
+holding the suite's settings (the same keys as a YAML suite, without `cases`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+import yaml
+
+from tui_eval.agents.agent import Agent
+from tui_eval.agents.messages import Usage
+from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
+from tui_eval.cases import Case
+from tui_eval.checks import (
+    Check,
+    all_of,
+    any_of,
+    contains,
+    equals,
+    llm_judge,
+    matches,
+    max_latency,
+    max_tokens,
+    max_turns,
+    no_error,
+    not_contains,
+    regex,
+    tool_called,
+    tool_not_called,
+    tool_sequence,
+    weighted,
+)
+from tui_eval.suites.suite import Suite
+
+SCHEMA_VERSION = 1
+
+
+class SuiteFileError(ValueError):
+    """A declarative suite is invalid; the message names the file, the case and the field."""
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+CheckSpec = Annotated[
+    dict[str, Any],
+    pydantic.Field(
+        description="One check, as {name: argument}: contains, not_contains, regex, equals, matches, "
+        "tool_called, tool_not_called, tool_sequence, max_turns, max_tokens, max_latency, "
+        "no_error, llm_judge, all_of, any_of, weighted",
+        min_length=1,
+        max_length=1,
+    ),
+]
+
+
+class ScriptStepSpec(_Strict):
+    """One scripted model response: a tool call or a final text."""
+
+    call: str | None = None
+    args: dict[str, Any] = {}
+    text: str | None = None
+    delay: float = pydantic.Field(0.0, ge=0, description="simulated latency in seconds")
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _one_kind(self) -> ScriptStepSpec:
+        if (self.call is None) == (self.text is None):
+            raise ValueError("a script step needs exactly one of `call` or `text`")
+        return self
+
+
+class CaseSpec(_Strict):
+    """One case of a declarative suite."""
+
+    input: str | list[dict[str, Any]]
+    name: str | None = None
+    checks: list[CheckSpec] = []
+    samples: int = pydantic.Field(1, ge=1)
+    pass_threshold: float = pydantic.Field(1.0, ge=0, le=1)
+    timeout: float | None = pydantic.Field(None, gt=0)
+    max_turns: int = pydantic.Field(50, ge=1)
+    model: str | None = None
+    script: list[ScriptStepSpec] | None = pydantic.Field(
+        None,
+        description="scripted model responses for this case (offline); replayed fresh for every sample",
+    )
+    context: Any = None
+    metadata: dict[str, Any] = {}
+    expected: Any = None
+    expected_tools: list[str] | None = None
+
+
+class SuiteSettings(_Strict):
+    """Suite-level settings of a declarative suite."""
+
+    schema_version: Literal[1] = 1
+    name: str | None = None
+    description: str = ""
+    agent: str | None = pydantic.Field(
+        None, description="module:attribute of an agent or agent factory"
+    )
+    model: str | None = pydantic.Field(
+        None, description="a provider spec such as openai:gpt-4o-mini"
+    )
+    instructions: str | None = None
+    concurrency: int = pydantic.Field(4, ge=1)
+    judge_model: str | None = None
+    baseline: str | None = None
+    skip_unless_env: list[str] = pydantic.Field(
+        [], description="skip the suite (with a message) unless these environment variables are set"
+    )
+
+
+class SuiteSpec(SuiteSettings):
+    """A whole YAML suite file."""
+
+    cases: list[CaseSpec] = pydantic.Field(min_length=1)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON schema of YAML suite files, for editors."""
+    schema = SuiteSpec.model_json_schema()
+    schema["title"] = "tui-eval suite"
+    return schema
+
+
+# -- loading -------------------------------------------------------------------------
+def load_yaml_suite(path: Path) -> Suite:
+    """Load and validate a YAML suite. Raises `SuiteFileError` naming file, case and field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SuiteFileError(f"{path}{where}: invalid YAML: {problem}") from None
+    if not isinstance(raw, dict):
+        raise SuiteFileError(f"{path}: a suite file must be a mapping with a `cases` list")
+    spec = _validate(SuiteSpec, raw, path, raw.get("cases"))
+    return _build(spec, spec.cases, path)
+
+
+def load_jsonl_suite(path: Path) -> Suite:
+    """Load a JSONL suite: one case per line, optionally after a `{"suite": {...}}` line."""
+    settings = SuiteSettings()
+    cases: list[CaseSpec] = []
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except ValueError as exc:
+                raise SuiteFileError(f"{path}:{lineno}: not valid JSON: {exc}") from None
+            if isinstance(raw, dict) and set(raw) == {"suite"}:
+                settings = _validate(
+                    SuiteSettings, raw["suite"], path, None, prefix=f"line {lineno}: suite"
+                )
+                continue
+            try:
+                cases.append(CaseSpec.model_validate(raw))
+            except pydantic.ValidationError as exc:
+                name = raw.get("name") if isinstance(raw, dict) else None
+                label = f"line {lineno}" + (f" ({name!r})" if name else "")
+                raise SuiteFileError(f"{path}: {label}: {_first_error(exc)}") from None
+    if not cases:
+        raise SuiteFileError(f"{path}: no cases (one JSON object per line)")
+    return _build(settings, cases, path)
+
+
+def _validate(model: type[Any], raw: Any, path: Path, raw_cases: Any, prefix: str = "") -> Any:
+    try:
+        return model.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        loc = list(error["loc"])
+        where = prefix
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+            index = loc[1]
+            name = None
+            if (
+                isinstance(raw_cases, list)
+                and index < len(raw_cases)
+                and isinstance(raw_cases[index], dict)
+            ):
+                name = raw_cases[index].get("name")
+            where = f"case {index + 1}" + (f" ({name!r})" if name else "")
+            loc = loc[2:]
+        field_path = ".".join(str(p) for p in loc)
+        head = f"{path}: {where}: " if where else f"{path}: "
+        field_part = f"field {field_path!r}: " if field_path else ""
+        raise SuiteFileError(f"{head}{field_part}{error['msg']}") from None
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    error = exc.errors()[0]
+    field_path = ".".join(str(p) for p in error["loc"])
+    return f"field {field_path!r}: {error['msg']}" if field_path else error["msg"]
+
+
+def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
+    import os
+
+    name = settings.name or path.stem
+    missing = [var for var in settings.skip_unless_env if not os.environ.get(var)]
+    skip = f"skipped: set {', '.join(missing)} to run it" if missing else None
+    agent = _agent(settings, specs, path) if skip is None else None
+    cases = []
+    for index, spec in enumerate(specs):
+        label = f"case {index + 1}" + (f" ({spec.name!r})" if spec.name else "")
+        try:
+            cases.append(_case(spec, settings))
+        except (SuiteFileError, ValueError, TypeError) as exc:
+            raise SuiteFileError(f"{path}: {label}: {exc}") from None
+    return Suite(
+        name,
+        agent=agent,
+        cases=cases,
+        concurrency=settings.concurrency,
+        baseline=settings.baseline,
+        skip=skip,
+        path=path,
+        description=settings.description,
+    )
+
+
+def _agent(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Any:
+    if settings.agent and settings.model:
+        raise SuiteFileError(f"{path}: give either `agent` or `model`, not both")
+    if settings.agent:
+        return import_reference(settings.agent, path)
+    if settings.model:
+        return Agent(settings.model, instructions=settings.instructions)
+    if all(spec.script is not None or spec.model is not None for spec in specs):
+        # Every case brings its own model: the agent is only cloned per case.
+        return Agent(ScriptedProvider(name="no-model"), instructions=settings.instructions)
+    raise SuiteFileError(
+        f"{path}: no agent: set `agent: module:attribute` or `model: PROVIDER:MODEL` "
+        "(or give every case a `script` or `model`)"
+    )
+
+
+def import_reference(reference: str, path: Path) -> Any:
+    """Import `module:attribute` (the suite's folder is importable)."""
+    import sys
+
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise SuiteFileError(f"{path}: field 'agent': expected module:attribute, got {reference!r}")
+    folder = str(path.parent.resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise SuiteFileError(
+            f"{path}: field 'agent': cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise SuiteFileError(
+                f"{path}: field 'agent': {module_name!r} has no attribute {attr!r}"
+            )
+        target = getattr(target, part)
+    return target
+
+
+def _case(spec: CaseSpec, settings: SuiteSettings) -> Case:
+    from tui_eval.agents.messages import Message
+
+    checks = [build_check(raw, settings, f"checks[{i}]") for i, raw in enumerate(spec.checks)]
+    model: Any = spec.model
+    if spec.script is not None:
+        if spec.model is not None:
+            raise SuiteFileError("give either `script` or `model`, not both")
+        model = ScriptedProvider.factory([_step(step) for step in spec.script])
+    case_input: Any = spec.input
+    if isinstance(case_input, list):
+        case_input = [Message(m.get("role", "user"), m.get("content")) for m in case_input]
+    return Case(
+        case_input,
+        checks=checks,
+        name=spec.name,
+        samples=spec.samples,
+        pass_threshold=spec.pass_threshold,
+        context=spec.context,
+        max_turns=spec.max_turns,
+        model=model,
+        timeout=spec.timeout,
+        metadata=dict(spec.metadata),
+        expected=spec.expected,
+        expected_tools=spec.expected_tools,
+    )
+
+
+def _step(step: ScriptStepSpec) -> ScriptStep:
+    usage = None
+    if step.input_tokens is not None or step.output_tokens is not None:
+        usage = Usage(step.input_tokens or 0, step.output_tokens or 0, 1)
+    if step.call is not None:
+        return call(step.call, step.args, usage=usage, delay=step.delay)
+    return text(step.text or "", usage=usage, delay=step.delay)
+
+
+def _need(kind: type | tuple[type, ...], value: Any, where: str, what: str) -> Any:
+    if not isinstance(value, kind) or (
+        isinstance(value, bool) and kind in (int, float, (int, float))
+    ):
+        raise SuiteFileError(f"field {where!r}: {what}, got {value!r}")
+    return value
+
+
+def build_check(raw: dict[str, Any], settings: SuiteSettings | None, where: str) -> Check:
+    """Build one check from its `{name: argument}` form."""
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise SuiteFileError(
+            f"field {where!r}: a check is a mapping with one key, such as {{contains: Paris}}"
+        )
+    ((name, arg),) = raw.items()
+    builder = _BUILDERS.get(name)
+    if builder is None:
+        raise SuiteFileError(
+            f"field {where!r}: unknown check {name!r}; known: {', '.join(sorted(_BUILDERS))}"
+        )
+    return builder(arg, settings, f"{where}.{name}")
+
+
+def _text_check(factory: Callable[..., Check]) -> Callable[[Any, Any, str], Check]:
+    def build(arg: Any, settings: Any, where: str) -> Check:
+        if isinstance(arg, dict):
+            _only(arg, {"value", "ignore_case"}, where)
+            return factory(
+                _need(str, arg.get("value"), f"{where}.value", "expected text"),
+                bool(arg.get("ignore_case", False)),
+            )
+        return factory(_need(str, arg, where, "expected text"))
+
+    return build
+
+
+def _only(arg: dict[str, Any], allowed: set[str], where: str) -> None:
+    extra = set(arg) - allowed
+    if extra:
+        raise SuiteFileError(
+            f"field {where!r}: unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}"
+        )
+
+
+def _tool_called(arg: Any, settings: Any, where: str) -> Check:
+    if isinstance(arg, dict):
+        _only(arg, {"name", "args"}, where)
+        args = arg.get("args") or {}
+        return tool_called(
+            _need(str, arg.get("name"), f"{where}.name", "expected a tool name"),
+            **_need(dict, args, f"{where}.args", "expected a mapping"),
+        )
+    return tool_called(_need(str, arg, where, "expected a tool name"))
+
+
+def _tool_sequence(arg: Any, settings: Any, where: str) -> Check:
+    if isinstance(arg, dict):
+        _only(arg, {"names", "strict_order"}, where)
+        names = _need(list, arg.get("names"), f"{where}.names", "expected a list of tool names")
+        return tool_sequence(names, bool(arg.get("strict_order", True)))
+    return tool_sequence(_need(list, arg, where, "expected a list of tool names"))
+
+
+def _judge(arg: Any, settings: SuiteSettings | None, where: str) -> Check:
+    default_model = settings.judge_model if settings is not None else None
+    if isinstance(arg, dict):
+        _only(arg, {"rubric", "threshold", "model"}, where)
+        rubric = _need(str, arg.get("rubric"), f"{where}.rubric", "expected the rubric text")
+        threshold = _need(
+            (int, float), arg.get("threshold", 0.7), f"{where}.threshold", "expected a number 0..1"
+        )
+        return llm_judge(
+            rubric, model=arg.get("model") or default_model, threshold=float(threshold)
+        )
+    return llm_judge(_need(str, arg, where, "expected the rubric text"), model=default_model)
+
+
+def _combinator(factory: Callable[..., Check]) -> Callable[[Any, Any, str], Check]:
+    def build(arg: Any, settings: Any, where: str) -> Check:
+        items = _need(list, arg, where, "expected a list of checks")
+        return factory(
+            *[build_check(item, settings, f"{where}[{i}]") for i, item in enumerate(items)]
+        )
+
+    return build
+
+
+def _weighted(arg: Any, settings: Any, where: str) -> Check:
+    body = _need(dict, arg, where, "expected {checks: [{check: ..., weight: n}], threshold: 0.7}")
+    _only(body, {"checks", "threshold"}, where)
+    pairs = []
+    for i, item in enumerate(_need(list, body.get("checks"), f"{where}.checks", "expected a list")):
+        entry = _need(dict, item, f"{where}.checks[{i}]", "expected {check: ..., weight: n}")
+        _only(entry, {"check", "weight"}, f"{where}.checks[{i}]")
+        weight = _need(
+            (int, float), entry.get("weight", 1), f"{where}.checks[{i}].weight", "expected a number"
+        )
+        pairs.append(
+            (build_check(entry.get("check"), settings, f"{where}.checks[{i}].check"), float(weight))
+        )
+    threshold = _need(
+        (int, float), body.get("threshold", 0.7), f"{where}.threshold", "expected a number 0..1"
+    )
+    return weighted(pairs, threshold=float(threshold))
+
+
+def _number(
+    factory: Callable[..., Check], kind: type | tuple[type, ...] = int
+) -> Callable[[Any, Any, str], Check]:
+    return lambda arg, settings, where: factory(_need(kind, arg, where, "expected a number"))
+
+
+_BUILDERS: dict[str, Callable[[Any, Any, str], Check]] = {
+    "contains": _text_check(contains),
+    "not_contains": _text_check(not_contains),
+    "regex": lambda arg, s, where: regex(_need(str, arg, where, "expected a regular expression")),
+    "equals": lambda arg, s, where: equals(arg),
+    "matches": lambda arg, s, where: matches(arg),
+    "tool_called": _tool_called,
+    "tool_not_called": lambda arg, s, where: tool_not_called(
+        _need(str, arg, where, "expected a tool name")
+    ),
+    "tool_sequence": _tool_sequence,
+    "max_turns": _number(max_turns),
+    "max_tokens": _number(max_tokens),
+    "max_latency": _number(max_latency, (int, float)),
+    "no_error": lambda arg, s, where: no_error(),
+    "llm_judge": _judge,
+    "all_of": _combinator(all_of),
+    "any_of": _combinator(any_of),
+    "weighted": _weighted,
+}
+
+
+if __name__ == "__main__":  # regenerate the shipped schema: python -m tui_eval.suites.declarative
+    target = Path(__file__).with_name("suite.schema.json")
+    target.write_text(json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {target}")

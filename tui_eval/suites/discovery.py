@@ -1,0 +1,170 @@
+"""Finding and loading suites, pytest-style: files and folders, each error kept to its file."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui_eval.suites.declarative import SuiteFileError, load_jsonl_suite, load_yaml_suite
+from tui_eval.suites.suite import Suite
+
+SUITE_SUFFIXES = (".py", ".yaml", ".yml", ".jsonl")
+SKIP_DIRS = {"__baselines__", "__pycache__", "node_modules", "venv", "site-packages"}
+
+
+@dataclass(slots=True)
+class LoadError:
+    """A suite file that could not be loaded, and why."""
+
+    path: Path
+    message: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(slots=True)
+class LoadResult:
+    """Every suite found, and every file that failed to load."""
+
+    suites: list[Suite] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+
+
+def find_suite_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[LoadError]]:
+    """Expand files and folders into candidate suite files, in a stable order."""
+    files: list[Path] = []
+    errors: list[LoadError] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(_walk(path))
+        elif path.is_file():
+            if path.suffix in SUITE_SUFFIXES:
+                files.append(path)
+            else:
+                errors.append(
+                    LoadError(
+                        path, f"{path}: not a suite file (expected {', '.join(SUITE_SUFFIXES)})"
+                    )
+                )
+        else:
+            errors.append(LoadError(path, f"{path}: no such file or folder"))
+    seen: set[Path] = set()
+    unique = []
+    for file in files:
+        key = file.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(file)
+    return unique, errors
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for entry in sorted(folder.iterdir()):
+        if (entry.name.startswith((".", "_")) and entry.is_dir()) or entry.name in SKIP_DIRS:
+            continue
+        if entry.is_dir():
+            yield from _walk(entry)
+        elif entry.suffix in (".yaml", ".yml", ".jsonl"):
+            yield entry
+        elif entry.suffix == ".py" and not entry.name.startswith("_") and _mentions_suite(entry):
+            # Helper modules beside suites are not imported: only files that build a Suite.
+            yield entry
+
+
+def _mentions_suite(path: Path) -> bool:
+    try:
+        return "Suite" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+
+
+def load_suites(paths: Iterable[str | Path]) -> LoadResult:
+    """Load every suite under `paths`; a broken file is recorded and never stops the others."""
+    files, errors = find_suite_files(paths)
+    result = LoadResult(errors=errors)
+    for file in files:
+        try:
+            suites = load_file(file)
+        except SuiteFileError as exc:
+            result.errors.append(LoadError(file, str(exc)))
+            continue
+        except Exception as exc:  # a suite module that raised while importing
+            result.errors.append(
+                LoadError(file, f"{file}: {type(exc).__name__}: {exc}", traceback.format_exc())
+            )
+            continue
+        for suite in suites:
+            dupes = suite.duplicate_names()
+            if dupes:
+                result.errors.append(
+                    LoadError(
+                        file,
+                        f"{file}: suite {suite.name!r}: duplicate case names {dupes[:5]}; give them distinct names",
+                    )
+                )
+            else:
+                result.suites.append(suite)
+    names: dict[str, Path] = {}
+    for suite in list(result.suites):
+        if suite.name in names and suite.path != names[suite.name]:
+            result.errors.append(
+                LoadError(
+                    suite.path or Path("."),
+                    f"{suite.path}: suite name {suite.name!r} is also used by {names[suite.name]}",
+                )
+            )
+            result.suites.remove(suite)
+        else:
+            names[suite.name] = suite.path or Path(".")
+    return result
+
+
+def load_file(path: Path) -> list[Suite]:
+    """Load the suites of one file. Raises `SuiteFileError` (or what the module raised)."""
+    if path.suffix in (".yaml", ".yml"):
+        return [load_yaml_suite(path)]
+    if path.suffix == ".jsonl":
+        return [load_jsonl_suite(path)]
+    return load_python_suites(path)
+
+
+def load_python_suites(path: Path) -> list[Suite]:
+    """Import a Python file and collect its module-level `Suite` objects."""
+    resolved = path.resolve()
+    folder = str(resolved.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
+    module_name = f"tui_eval_suite_{resolved.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if spec is None or spec.loader is None:
+        raise SuiteFileError(f"{path}: cannot import this file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(module_name, None)
+        raise SuiteFileError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    suites = []
+    for value in vars(module).values():
+        if isinstance(value, Suite) and value not in suites:
+            if value.path is None:
+                value.path = path
+            suites.append(value)
+    if not suites:
+        raise SuiteFileError(
+            f"{path}: no Suite defined (define `suite = Suite(name, agent=..., cases=[...])`)"
+        )
+    return suites

@@ -1,0 +1,89 @@
+"""`Suite`: a named set of cases plus the agent that runs them and how to run them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tui_eval.cases import Case
+from tui_eval.runner import Price
+
+
+@dataclass(eq=False)
+class Suite:
+    """A named set of cases and the agent that runs them.
+
+    A Python suite file defines one or more at module level:
+
+    Example:
+        >>> suite = Suite("geography", agent=make_agent, cases=[Case("Capital of France?", checks=[contains("Paris")])])
+
+    Attributes:
+        name: the suite's name (baselines and history are keyed by it).
+        agent: any agent source `evaluate()` accepts.
+        cases: the cases.
+        concurrency: how many cases run at once.
+        price: turns a sample's usage into a cost.
+        baseline: where its baseline lives; default `<suite dir>/__baselines__/<name>.json`.
+        skip: a reason not to run it (for example a missing API key); shown instead of results.
+        path: the file it was loaded from (set by discovery).
+    """
+
+    name: str
+    agent: Any = None
+    cases: list[Case] = field(default_factory=list)
+    concurrency: int = 4
+    price: Price | None = None
+    baseline: str | Path | None = None
+    skip: str | None = None
+    path: Path | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        self.cases = list(self.cases)
+
+    def __repr__(self) -> str:
+        return f"Suite({self.name!r}, {len(self.cases)} cases)"
+
+    @property
+    def total_samples(self) -> int:
+        """Samples in a full run."""
+        return sum(case.samples for case in self.cases)
+
+    @property
+    def baseline_path(self) -> Path:
+        """Where this suite's baseline is read and written."""
+        if self.baseline is not None:
+            given = Path(self.baseline)
+            if not given.is_absolute() and self.path is not None:
+                return self.path.parent / given
+            return given
+        folder = self.path.parent if self.path is not None else Path.cwd()
+        return folder / "__baselines__" / f"{self.name}.json"
+
+    def duplicate_names(self) -> list[str]:
+        """Case names used more than once (they would make `compare()` ambiguous)."""
+        return [name for name, n in Counter(case.label for case in self.cases).items() if n > 1]
+
+    def select(
+        self,
+        *,
+        filter: str | None = None,
+        samples: int | None = None,
+        names: Iterable[str] | None = None,
+    ) -> Suite:
+        """A copy with only the cases whose name contains `filter` (case-insensitive) or is in
+        `names`, and with `samples` overriding each case's sample count."""
+        cases = self.cases
+        if filter:
+            needle = filter.casefold()
+            cases = [c for c in cases if needle in c.label.casefold()]
+        if names is not None:
+            wanted = set(names)
+            cases = [c for c in cases if c.label in wanted]
+        if samples is not None:
+            cases = [replace(c, samples=samples) for c in cases]
+        return replace(self, cases=list(cases))
