@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.base import retry_listener
@@ -25,6 +26,7 @@ from tui_eval.checks.base import Check, CheckResult, is_async_check, run_check, 
 from tui_eval.report import CaseResult, Report, SampleResult
 
 Price = Callable[[Usage], float]
+YIELD_EVERY_S = 0.01
 SampleState = Literal["queued", "running", "judging", "retrying", "done"]
 
 
@@ -86,6 +88,15 @@ class _CasePlan:
     spec: RunSpec
     sync_checks: list[tuple[int, Check]]
     async_checks: list[tuple[int, Check]]
+
+
+class _Pacer:
+    """One worker's view of the time slices (see `Evaluation._pace`)."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen = 0
 
 
 def _input_text(case: Case) -> str:
@@ -161,6 +172,8 @@ class Evaluation:
         self._started_at = 0.0
         self._t0 = 0.0
         self._duration = 0.0
+        self._slice = 0
+        self._slice_ends = 0.0
 
     @staticmethod
     def _plan(case: Case) -> _CasePlan:
@@ -210,16 +223,18 @@ class Evaluation:
                 if self._cancel_requested:
                     scope.cancel()
                 if self.fail_fast:
+                    pacer = _Pacer()
                     for index in range(len(self.cases)):
-                        await self._run_case(index)
+                        await self._run_case(index, pacer)
                         if not self._results[index].passed:
                             break
                 else:
                     pending = iter(range(len(self.cases)))
 
                     async def worker() -> None:
+                        pacer = _Pacer()
                         for index in pending:
-                            await self._run_case(index)
+                            await self._run_case(index, pacer)
 
                     async with anyio.create_task_group() as group:
                         for _ in range(min(self.concurrency, len(self.cases))):
@@ -240,7 +255,21 @@ class Evaluation:
             self._emit(RunFinished(report))
         return report
 
-    async def _run_case(self, index: int) -> None:
+    async def _pace(self, pacer: _Pacer) -> None:
+        """Give the event loop a turn every few milliseconds, even if the agent never blocks.
+
+        The app's keys and Ctrl+C (cancellation) need it. When a time slice ends, every
+        worker yields once, so the loop really turns instead of passing from worker to worker.
+        """
+        now = time.perf_counter()
+        if now >= self._slice_ends:
+            self._slice += 1
+            self._slice_ends = now + YIELD_EVERY_S
+        if pacer.seen != self._slice:
+            pacer.seen = self._slice
+            await anyio.lowlevel.checkpoint()
+
+    async def _run_case(self, index: int, pacer: _Pacer) -> None:
         plan = self._plans[index]
         result = self._results[index]
         emit = self._emit
@@ -249,6 +278,7 @@ class Evaluation:
             result.samples.append(sample)
             if emit is not None:
                 emit(SampleFinished(index, sample))
+            await self._pace(pacer)
         if emit is not None:
             emit(CaseFinished(index, result))
 

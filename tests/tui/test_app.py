@@ -1,0 +1,265 @@
+"""The app, driven with Pilot as a user drives it."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tui_eval import Case, Suite, contains
+from tui_eval.store import RunHistory
+from tui_eval.suites import LoadResult
+from tui_eval.tui.app import TuiEvalApp, make_app
+from tui_eval.tui.screens.case import CaseScreen
+from tui_eval.tui.screens.diff import DiffScreen
+from tui_eval.tui.screens.run import RunScreen
+from tui_eval.tui.screens.sample import SampleScreen
+from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.case_table import CaseTable
+
+pytestmark = pytest.mark.anyio
+
+
+async def wait_until_done(pilot, screen: RunScreen, timeout: float = 20) -> None:
+    with anyio.fail_after(timeout):
+        while screen.session.state.running:
+            await pilot.pause(0.05)
+    await pilot.pause(0.15)  # one more frame
+
+
+def table_rows(screen: RunScreen) -> dict[str, str]:
+    """Case name → status cell, in table order."""
+    return {cells[1].plain: cells[0].plain for cells in screen.query_one(CaseTable).rows()}
+
+
+async def test_runs_example_suite_and_finds_the_judge_reasoning(example_suites, tmp_path):
+    app = make_app([str(example_suites / "calculator.py")], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        await wait_until_done(pilot, screen)
+        rows = table_rows(screen)
+        assert rows == {
+            "What is 2 + 3?": "✓ passed",
+            "23.4 * 91 等于多少？": "✓ passed",
+            "two-step arithmetic": "✓ passed",
+            "division by zero": "✗ failed",
+            "structured receipt": "✓ passed",
+            "explain to a child": "✗ failed",
+            "rounding (flaky)": "✓ passed",
+            "slow tool (timeout)": "✗ failed",
+        }
+        await pilot.press("f")
+        assert set(table_rows(screen)) == {
+            "division by zero",
+            "explain to a child",
+            "rounding (flaky)",
+            "slow tool (timeout)",
+        }
+        # Open the judge case, then its first failing sample: the Checks tab shows the reasoning.
+        table = screen.query_one(CaseTable)
+        table.move_cursor(row=list(table_rows(screen)).index("explain to a child"))
+        await pilot.press("enter")
+        assert isinstance(app.screen, CaseScreen)
+        await pilot.press("down")
+        await pilot.press("enter")
+        sample_screen = app.screen
+        assert isinstance(sample_screen, SampleScreen)
+        assert sample_screen.sample.status == "failed"
+        checks = str(sample_screen.query_one("#checks-body").render())
+        assert "llm_judge" in checks and "does not explain multiplication as equal groups" in checks
+
+
+async def test_n_and_p_walk_failing_samples(example_suites, tmp_path):
+    app = make_app([str(example_suites / "calculator.py")], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        run_screen = app.screen
+        await wait_until_done(pilot, run_screen)
+        failing = run_screen.session.state.failing_samples()
+        assert len(failing) == 6
+        await pilot.press("n")
+        screen = app.screen
+        assert isinstance(screen, SampleScreen)
+        seen = [(screen.case_index, screen.sample_index)]
+        for _ in range(len(failing)):
+            await pilot.press("n")
+            seen.append((screen.case_index, screen.sample_index))
+        assert seen[: len(failing)] == failing and seen[-1] == failing[0]  # wraps around
+        await pilot.press("p")
+        assert (screen.case_index, screen.sample_index) == failing[-1]
+
+
+def echo_suite(path, wrong: str = "") -> Suite:
+    async def agent(question: str) -> str:
+        return "nope" if question == wrong else f"ok {question}"
+
+    suite = Suite(
+        "echo", agent=agent, cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(4)]
+    )
+    suite.path = path / "echo_suite.py"
+    return suite
+
+
+async def test_save_baseline_then_compare_shows_regression(tmp_path):
+    app = TuiEvalApp(loaded=LoadResult(suites=[echo_suite(tmp_path)]), history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s")
+        assert (tmp_path / "__baselines__" / "echo.json").exists()
+    changed = TuiEvalApp(
+        loaded=LoadResult(suites=[echo_suite(tmp_path, wrong="q2")]), history=RunHistory(tmp_path)
+    )
+    async with changed.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, changed.screen)
+        await pilot.press("c")
+        diff_screen = changed.screen
+        assert isinstance(diff_screen, DiffScreen)
+        assert [c.name for c in diff_screen.diff.regressions] == ["q2"]
+        assert "1 regression(s)" in str(diff_screen.query_one("#screen-title").render())
+        await pilot.press("enter")
+        side = changed.screen
+        assert "nope" in str(side.query_one("#sides").query("Static").last().render())
+
+
+async def test_cancel_mid_run_keeps_finished_samples(tmp_path):
+    async def agent(question: str) -> str:
+        await anyio.sleep(0.01 if int(question[1:]) < 3 else 30)
+        return "ok"
+
+    suite = Suite(
+        "slow",
+        agent=agent,
+        concurrency=1,
+        cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(6)],
+    )
+    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        screen = app.screen
+        with anyio.fail_after(10):
+            while screen.session.state.done < 3:
+                await pilot.pause(0.02)
+        await pilot.press("x")
+        await wait_until_done(pilot, screen)
+        report = screen.session.report
+        assert report is not None and report.cancelled
+        assert [c.name for c in report.cases] == ["q0", "q1", "q2"]
+        assert table_rows(screen)["q3"] == "· not run"
+    # The partial run is in the history, marked cancelled.
+    assert RunHistory(tmp_path).runs()[0].status == "cancelled"
+
+
+async def test_untrusted_output_is_shown_literally(tmp_path):
+    outputs = {
+        "markup": "[bold red]x[/] and [link=http://evil]click[/link]",
+        "ansi": "\x1b[31mred\x1b[0m \x1b]0;pwned\x07 title",
+        "huge": "A" * 10_000_000,
+    }
+
+    async def agent(question: str) -> str:
+        return outputs[question]
+
+    suite = Suite(
+        "untrusted", agent=agent, cases=[Case(name, checks=[contains("zzz")]) for name in outputs]
+    )
+    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=RunHistory(tmp_path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("n")
+        screen = app.screen
+        bodies = {}
+        for _ in range(3):
+            await pilot.press("1")
+            rendered = screen.query_one("#output-body").render()
+            bodies[screen.sample.case_name] = (
+                rendered.plain if hasattr(rendered, "plain") else str(rendered)
+            )
+            await pilot.press("n")
+        assert bodies["markup"] == outputs["markup"]
+        assert "\x1b" not in bodies["ansi"] and "␛[31mred␛[0m" in bodies["ansi"]
+        assert len(bodies["huge"]) < 30_000 and "more characters — press v" in bodies["huge"]
+        # The first failure column shows the markup literally too.
+        await pilot.press("q")
+        cells = table_rows(app.screen)
+        assert "markup" in cells
+        # `v` opens the whole text.
+        await pilot.press("n", "n", "n", "v")
+        full = app.screen.query_one("#full-text")
+        assert len(full.text) == 10_000_000
+
+
+async def test_case_screen_reruns_with_more_samples(tmp_path):
+    import itertools
+
+    answers = itertools.cycle(["ok", "no"])
+
+    async def agent(question: str) -> str:
+        return next(answers)
+
+    suite = Suite(
+        "flaky",
+        agent=agent,
+        cases=[Case("coin", checks=[contains("ok")], samples=2, pass_threshold=0.5)],
+    )
+    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=RunHistory(tmp_path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("enter")
+        case_screen = app.screen
+        assert isinstance(case_screen, CaseScreen)
+        await pilot.press("m")
+        await pilot.press(*["backspace"] * 4, "1", "0", "enter")
+        with anyio.fail_after(10):
+            while case_screen.rerun is None or case_screen.rerun.state.running:
+                await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        line = str(case_screen.query_one("#rerun").render())
+        assert "rerun: 5/10 = 50% (95% CI 24%–76%)" in line and "before: 1/2 = 50%" in line
+
+
+async def test_every_keypress_is_handled_while_streaming(tmp_path):
+    from textual import events
+
+    async def agent(question: str) -> str:
+        return question
+
+    cases = [Case(f"case {i}", checks=[contains("case")], samples=5) for i in range(2000)]
+    suite = Suite("big", agent=agent, cases=cases, concurrency=50)
+    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=None)
+    handled: list[int] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        # The screen first, then the run, started directly: Pilot.press waits until the app
+        # is idle, which here would be the end of the run.
+        session = RunSession.for_suite(suite, clock=app.clock, history=None)
+        screen = RunScreen(session)
+        await app.push_screen(screen)
+        await pilot.pause()
+        app.run_worker(session.run())
+        original = screen.action_sort
+
+        def counting_sort() -> None:
+            handled.append(screen.session.state.done)
+            original()
+
+        screen.action_sort = counting_sort
+        posted = 0
+        while screen.session.state.running:
+            # What a terminal does on a keypress (Pilot.press would wait for idle).
+            key = events.Key("o", "o")
+            key.set_sender(app)
+            app._driver.send_message(key)
+            posted += 1
+            await anyio.sleep(0.001)
+        await wait_until_done(pilot, screen, timeout=120)
+        assert screen.session.report.passed and len(screen.session.report.samples) == 10_000
+    assert len(handled) == posted and posted >= 3
+    during = [done for done in handled if done < 10_000]
+    # Keys are handled while samples stream, not queued until the run ends (the last few,
+    # sent in the run's final milliseconds, are handled just after it).
+    assert len(during) >= posted // 2

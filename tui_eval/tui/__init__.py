@@ -1,0 +1,1 @@
+"""The Textual app. Nothing outside this package imports it (the library stays headless)."""

@@ -1,0 +1,201 @@
+"""The Case screen: its samples, a latency sparkline, pass@k, past pass rates, and reruns."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Sparkline, Static
+
+from tui_eval.report import CaseResult
+from tui_eval.stats import wilson_interval
+from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.text import cell, format_ms
+
+if TYPE_CHECKING:
+    from tui_eval.tui.app import TuiEvalApp
+
+
+def describe_rate(case: CaseResult) -> str:
+    """`2/4 = 50% (95% CI 15–85%)`."""
+    n = len(case.samples)
+    low, high = wilson_interval(case.n_passed, n)
+    return f"{case.n_passed}/{n} = {case.pass_rate:.0%} (95% CI {low:.0%}–{high:.0%})"
+
+
+class CaseScreen(Screen[None]):
+    """One case. `m` reruns just this case with more samples, to tell flaky from broken."""
+
+    BINDINGS = [
+        Binding("enter", "open_sample", "Open sample"),
+        Binding("m", "more_samples", "Rerun with more samples"),
+        Binding("q,escape", "back", "Back"),
+    ]
+
+    def __init__(self, session: RunSession, case_index: int) -> None:
+        super().__init__()
+        self.session = session
+        self.case_index = case_index
+        self.rerun: RunSession | None = None
+        self._shown_samples = -1
+
+    @property
+    def tui(self) -> TuiEvalApp:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def case(self) -> CaseResult:
+        return self.session.state.cases[self.case_index]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="screen-title")
+        yield Static(id="case-stats")
+        yield Sparkline([], id="latency")
+        yield Static(id="rerun")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="samples")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#samples", DataTable)
+        for key, label, width in (
+            ("n", "#", 4),
+            ("status", "status", 9),
+            ("latency", "latency", 8),
+            ("tokens", "tokens", 8),
+            ("score", "score", 5),
+            ("failure", "first failure", 80),
+        ):
+            table.add_column(label, width=width, key=key)
+        self.history_line = self._history_line()
+        self.refresh_view()
+        self.set_interval(0.25, self.refresh_view)
+        table.focus()
+
+    def _history_line(self) -> str:
+        history = self.tui.history
+        suite = self.session.suite
+        if history is None or suite is None:
+            return ""
+        rates = []
+        for record in [r for r in history.runs() if r.suite == suite.name and r.finished][:8]:
+            try:
+                report = record.load_report()
+            except Exception:
+                continue
+            match = next((c for c in report.cases if c.name == self.case.name), None)
+            if match is not None and match.samples:
+                rates.append(f"{match.pass_rate:.0%}")
+        return (
+            "past runs (newest first): " + " · ".join(rates)
+            if rates
+            else "past runs: none recorded"
+        )
+
+    def refresh_view(self) -> None:
+        """Repaint when samples arrive (the run may still be going)."""
+        case = self.case
+        title = Text("Case · ")
+        title.append_text(cell(case.name, 100))
+        self.query_one("#screen-title", Static).update(title)
+        n = len(case.samples)
+        stats = Text()
+        stats.append(
+            "✓ passed" if case.passed else "✗ failed", style="green" if case.passed else "red"
+        )
+        stats.append(
+            f" · {describe_rate(case) if n else 'no samples yet'} · threshold {case.pass_threshold:.0%}"
+        )
+        if n:
+            stats.append(
+                "\npass@k  "
+                + "  ".join(f"k={k}: {case.pass_at_k(k):.2f}" for k in range(1, min(n, 10) + 1))
+            )
+            stats.append(
+                f"\nlatency p50 {format_ms(case.latency_p50_ms)} · {case.usage.total_tokens:,} tokens"
+            )
+        if self.history_line:
+            stats.append("\n" + self.history_line, style="dim")
+        self.query_one("#case-stats", Static).update(stats)
+        self.query_one("#latency", Sparkline).data = [s.latency_ms for s in case.samples] or [0.0]
+        self._update_rerun()
+        if n != self._shown_samples:
+            self._shown_samples = n
+            table = self.query_one("#samples", DataTable)
+            cursor = table.cursor_row
+            table.clear()
+            for sample in case.samples:
+                style = "green" if sample.passed else "red"
+                score = sample.score
+                table.add_row(
+                    Text(str(sample.index + 1), justify="right"),
+                    Text(sample.status, style=style),
+                    Text(format_ms(sample.latency_ms), justify="right"),
+                    Text(f"{sample.usage.total_tokens:,}", justify="right"),
+                    Text(f"{score:.2f}" if score is not None else "–", justify="right"),
+                    cell(sample.first_failure, 300, style="red"),
+                )
+            if 0 <= cursor < n:
+                table.move_cursor(row=cursor, animate=False)
+
+    def _update_rerun(self) -> None:
+        widget = self.query_one("#rerun", Static)
+        if self.rerun is None:
+            widget.display = False
+            return
+        widget.display = True
+        state = self.rerun.state
+        if not state.cases:
+            widget.update("rerun: starting…")
+            return
+        new = state.cases[0]
+        verb = (
+            "rerun" if state.report is not None else f"rerunning ({len(new.samples)}/{new.planned})"
+        )
+        text = Text(f"{verb}: ")
+        text.append(describe_rate(new) if new.samples else "–", style="bold")
+        text.append(f"   before: {describe_rate(self.case)}")
+        widget.update(text)
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_sample()
+
+    def action_open_sample(self) -> None:
+        table = self.query_one("#samples", DataTable)
+        if not self.case.samples or table.cursor_row < 0:
+            return
+        from tui_eval.tui.screens.sample import SampleScreen
+
+        self.app.push_screen(
+            SampleScreen(
+                self.session, self.case_index, min(table.cursor_row, len(self.case.samples) - 1)
+            )
+        )
+
+    def action_more_samples(self) -> None:
+        suite = self.session.suite
+        if suite is None:
+            self.notify("a saved report has no agent to rerun", severity="warning")
+            return
+        from tui_eval.tui.screens.prompt import NumberPrompt
+
+        default = max(10, 2 * max(1, len(self.case.samples)))
+
+        def start(samples: int | None) -> None:
+            if samples is None or self.session.suite is None:
+                return
+            subset = self.session.suite.select(names=[self.case.name], samples=samples)
+            self.rerun = self.tui.start_run(subset, title=f"{self.case.name} × {samples}")
+            self.notify(f"rerunning with {samples} samples")
+
+        self.app.push_screen(
+            NumberPrompt(f"Rerun “{self.case.name[:40]}” with how many samples?", default), start
+        )
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

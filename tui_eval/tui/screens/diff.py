@@ -1,0 +1,224 @@
+"""The Diff screen: regressions, improvements, added and removed cases; side by side samples."""
+
+from __future__ import annotations
+
+import difflib
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from tui_eval.report import CaseResult, Diff, Report, SampleResult
+from tui_eval.tui.screens.sample import output_as_text, render_checks
+from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.text import cell, plain
+
+
+def _representative(case: CaseResult) -> SampleResult | None:
+    """The sample that best explains the case: its first failure, else its first sample."""
+    return next(
+        (s for s in case.samples if not s.passed), case.samples[0] if case.samples else None
+    )
+
+
+def _trajectory_lines(sample: SampleResult | None) -> list[str]:
+    if sample is None or sample.run is None:
+        return []
+    lines = []
+    for call in sample.run.tool_calls:
+        outcome = (
+            f"error: {call.error}"
+            if call.error is not None
+            else f"→ {output_as_text(call.result)[:200]}"
+        )
+        lines.append(
+            f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}) {outcome}"
+        )
+    return lines
+
+
+def _unified(before: list[str], after: list[str], what: str) -> Text:
+    text = Text()
+    diff = list(
+        difflib.unified_diff(before, after, f"baseline {what}", f"current {what}", lineterm="", n=2)
+    )
+    if not diff:
+        return Text(f"{what}: identical", style="dim")
+    for line in diff[:400]:
+        style = (
+            "green"
+            if line.startswith("+")
+            else "red"
+            if line.startswith("-")
+            else "cyan"
+            if line.startswith("@@")
+            else ""
+        )
+        text.append_text(plain(line[:500], limit=None, style=style))
+        text.append("\n")
+    return text
+
+
+class DiffScreen(Screen[None]):
+    """The current run against its baseline. `enter` opens a case side by side."""
+
+    BINDINGS = [Binding("enter", "open", "Side by side"), Binding("q,escape", "back", "Back")]
+
+    def __init__(
+        self, diff: Diff, current: RunSession | Report, baseline: Report | None, *, title: str = ""
+    ) -> None:
+        super().__init__()
+        self.diff = diff
+        self.current = current.report if isinstance(current, RunSession) else current
+        self.baseline = baseline
+        self.title_text = title
+        self._names: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        d = self.diff
+        summary = Text(f"Diff{' · ' + self.title_text if self.title_text else ''} · ")
+        summary.append(
+            f"{len(d.regressions)} regression(s)", style="bold red" if d.regressions else ""
+        )
+        summary.append(
+            f" · {len(d.improvements)} improvement(s)", style="green" if d.improvements else ""
+        )
+        summary.append(
+            f" · {len(d.added)} added · {len(d.removed)} removed · {len(d.unchanged)} unchanged"
+        )
+        yield Static(summary, id="screen-title")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="changes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label, width in (
+            ("kind", "change", 12),
+            ("name", "case", 30),
+            ("before", "before", 7),
+            ("now", "now", 7),
+            ("delta", "Δ", 6),
+            ("noise", "noise", 40),
+        ):
+            table.add_column(label, width=width, key=key)
+        for change in self.diff.regressions + self.diff.improvements:
+            regressed = change in self.diff.regressions
+            delta = change.current_rate - change.baseline_rate
+            noise = change.noise_label + ("; flaky" if change.flaky else "")
+            table.add_row(
+                Text(
+                    "✗ regressed" if regressed else "✓ improved",
+                    style="red" if regressed else "green",
+                ),
+                cell(change.name, 80),
+                Text(f"{change.baseline_rate:.0%}", justify="right"),
+                Text(f"{change.current_rate:.0%}", justify="right"),
+                Text(f"{delta:+.0%}", justify="right", style="red" if delta < 0 else "green"),
+                Text(noise, style="dim" if not change.significant else "bold"),
+            )
+            self._names.append(change.name)
+        for name in self.diff.added:
+            table.add_row(
+                Text("+ added", style="cyan"),
+                cell(name, 80),
+                Text("–"),
+                Text(""),
+                Text(""),
+                Text(""),
+            )
+            self._names.append(name)
+        for name in self.diff.removed:
+            table.add_row(
+                Text("- removed", style="yellow"),
+                cell(name, 80),
+                Text(""),
+                Text("–"),
+                Text(""),
+                Text(""),
+            )
+            self._names.append(name)
+        table.focus()
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_open(self) -> None:
+        table = self.query_one(DataTable)
+        if not self._names or table.cursor_row < 0:
+            return
+        name = self._names[table.cursor_row]
+        now = (
+            next((c for c in self.current.cases if c.name == name), None) if self.current else None
+        )
+        before = (
+            next((c for c in self.baseline.cases if c.name == name), None)
+            if self.baseline
+            else None
+        )
+        self.app.push_screen(SideBySideScreen(name, before, now))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+
+class SideBySideScreen(Screen[None]):
+    """One case in the baseline and now: outputs, an output diff, a trajectory diff, and checks."""
+
+    BINDINGS = [Binding("q,escape", "back", "Back")]
+
+    def __init__(self, name: str, baseline: CaseResult | None, current: CaseResult | None) -> None:
+        super().__init__()
+        self.case_name = name
+        self.before = _representative(baseline) if baseline else None
+        self.after = _representative(current) if current else None
+        self.baseline_case = baseline
+        self.current_case = current
+
+    def compose(self) -> ComposeResult:
+        title = Text("Side by side · ")
+        title.append_text(cell(self.case_name, 100))
+        yield Static(title, id="screen-title")
+        with Horizontal(id="sides"):
+            for label, case, sample in (
+                ("baseline", self.baseline_case, self.before),
+                ("current", self.current_case, self.after),
+            ):
+                with VerticalScroll(classes="side"):
+                    yield Static(self._side(label, case, sample))
+        with VerticalScroll(id="diffs"):
+            before_out = output_as_text(self.before.output).splitlines() if self.before else []
+            after_out = output_as_text(self.after.output).splitlines() if self.after else []
+            yield Static(_unified(before_out, after_out, "output"))
+            yield Static(
+                _unified(
+                    _trajectory_lines(self.before), _trajectory_lines(self.after), "trajectory"
+                )
+            )
+        yield Footer()
+
+    @staticmethod
+    def _side(label: str, case: CaseResult | None, sample: SampleResult | None) -> Text:
+        text = Text(f"{label}\n", style="bold underline")
+        if case is None or sample is None:
+            text.append("not in this run", style="dim")
+            return text
+        text.append(
+            f"{case.n_passed}/{len(case.samples)} samples passed · sample {sample.index + 1}: {sample.status}\n\n"
+        )
+        text.append("output\n", style="bold")
+        text.append_text(plain(output_as_text(sample.output), limit=3000))
+        text.append("\n\nchecks\n", style="bold")
+        text.append_text(render_checks(sample))
+        if sample.error:
+            text.append("error\n", style="bold red")
+            text.append_text(plain(sample.error, limit=2000))
+        return text
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,147 @@
+"""The History screen: past runs of this project; open one read-only, or compare two."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from tui_eval.report import Report
+from tui_eval.store import RunRecord
+from tui_eval.tui.widgets.text import cell
+
+if TYPE_CHECKING:
+    from tui_eval.tui.app import TuiEvalApp
+
+HISTORY_LIMIT = 200
+
+
+class HistoryScreen(Screen[None]):
+    """Runs newest first. `space` marks a run; `c` compares the marked run with the one under the cursor."""
+
+    BINDINGS = [
+        Binding("enter", "open", "Open"),
+        Binding("space", "mark", "Mark"),
+        Binding("c", "compare", "Compare marked ↔ cursor"),
+        Binding("q,escape", "back", "Back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[RunRecord] = []
+        self.marked: int | None = None
+        self._reports: dict[str, Report] = {}
+
+    @property
+    def tui(self) -> TuiEvalApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Static("History · past runs of this project (newest first)", id="screen-title")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label, width in (
+            ("mark", "", 1),
+            ("when", "started", 16),
+            ("suite", "suite", 20),
+            ("status", "status", 11),
+            ("cases", "cases", 9),
+            ("samples", "samples", 8),
+            ("tokens", "tokens", 9),
+            ("id", "run", 40),
+        ):
+            table.add_column(label, width=width, key=key)
+        history = self.tui.history
+        self.records = history.runs()[:HISTORY_LIMIT] if history is not None else []
+        for record in self.records:
+            report = self._report(record)
+            cases = f"{report.n_passed}/{len(report.cases)}" if report else "?"
+            table.add_row(
+                Text(""),
+                Text(time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started_at))),
+                cell(record.suite, 40),
+                Text(
+                    record.status,
+                    style={"finished": "green", "cancelled": "yellow"}.get(record.status, "red"),
+                ),
+                Text(cases, justify="right"),
+                Text(f"{len(report.samples):,}" if report else "?", justify="right"),
+                Text(f"{report.usage.total_tokens:,}" if report else "?", justify="right"),
+                Text(record.run_id, style="dim"),
+                key=record.run_id,
+            )
+        if not self.records:
+            self.notify("no runs recorded yet", timeout=3)
+        table.focus()
+
+    def _report(self, record: RunRecord) -> Report | None:
+        if record.run_id not in self._reports:
+            try:
+                self._reports[record.run_id] = record.load_report()
+            except Exception:
+                return None
+        return self._reports[record.run_id]
+
+    def _cursor(self) -> int | None:
+        table = self.query_one(DataTable)
+        return (
+            table.cursor_row if self.records and 0 <= table.cursor_row < len(self.records) else None
+        )
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_open(self) -> None:
+        index = self._cursor()
+        if index is None:
+            return
+        report = self._report(self.records[index])
+        if report is None:
+            self.notify("this run's report cannot be read", severity="error")
+            return
+        self.tui.open_report(report, title=f"{report.name} · {self.records[index].run_id}")
+
+    def action_mark(self) -> None:
+        index = self._cursor()
+        if index is None:
+            return
+        table = self.query_one(DataTable)
+        if self.marked is not None:
+            table.update_cell(self.records[self.marked].run_id, "mark", Text(""))
+        self.marked = None if self.marked == index else index
+        if self.marked is not None:
+            table.update_cell(self.records[index].run_id, "mark", Text("●", style="bold yellow"))
+
+    def action_compare(self) -> None:
+        index = self._cursor()
+        if index is None or self.marked is None or index == self.marked:
+            self.notify("mark a run with space, move to another, then press c", timeout=3)
+            return
+        older, newer = sorted((index, self.marked), reverse=True)  # newest first in the list
+        current, baseline = self._report(self.records[newer]), self._report(self.records[older])
+        if current is None or baseline is None:
+            self.notify("one of these runs cannot be read", severity="error")
+            return
+        try:
+            diff = current.compare(baseline)
+        except ValueError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        from tui_eval.tui.screens.diff import DiffScreen
+
+        title = f"{self.records[newer].run_id} vs {self.records[older].run_id}"
+        self.app.push_screen(DiffScreen(diff, current, baseline, title=title))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

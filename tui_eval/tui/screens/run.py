@@ -1,0 +1,203 @@
+"""The Run screen: live progress, counters, what runs now, and the table of cases."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from tui_eval.report import Diff
+from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseTable
+from tui_eval.tui.widgets.run_header import RunHeader
+from tui_eval.tui.widgets.text import cell
+
+if TYPE_CHECKING:
+    from tui_eval.tui.app import TuiEvalApp
+
+FRAME_SECONDS = 0.1
+
+
+class RunScreen(Screen[None]):
+    """A run, live or finished. Updates are coalesced: one repaint per frame, not per sample."""
+
+    BINDINGS = [
+        Binding("f", "failing_only", "Failing"),
+        Binding("slash", "filter", "Filter"),
+        Binding("o", "sort", "Sort"),
+        Binding("n", "next_failure", "Next fail"),
+        Binding("s", "save_baseline", "Save base"),
+        Binding("c", "compare", "Compare"),
+        Binding("r", "rerun_failed", "Rerun"),
+        Binding("x", "cancel_run", "Cancel"),
+        Binding("q,escape", "back", "Back"),
+    ]
+
+    def __init__(self, session: RunSession) -> None:
+        super().__init__()
+        self.session = session
+        self._finished_seen = False
+
+    @property
+    def tui(self) -> TuiEvalApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Static(cell(self._title(), 200), id="screen-title")
+        yield RunHeader()
+        yield Input(
+            placeholder="filter cases by name (enter to apply, escape to clear)", id="filter"
+        )
+        yield Static(id="case-header")
+        yield CaseTable(self.session.state, id="cases")
+        yield Footer()
+
+    def _title(self) -> str:
+        path = self.session.suite.path if self.session.suite else None
+        return f"Run · {self.session.title}" + (f" · {path}" if path else "")
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.refresh_frame()
+        self.set_interval(FRAME_SECONDS, self.refresh_frame)
+        self.query_one(CaseTable).focus()
+
+    def refresh_frame(self) -> None:
+        """Apply what changed since the last frame."""
+        state = self.session.state
+        table = self.query_one(CaseTable)
+        with self.app.batch_update():
+            if state.take_structure_changed():
+                state.take_dirty()
+                table.rebuild()
+            else:
+                table.sync(state.take_dirty())
+            self.query_one(RunHeader).sync(state)
+        if not self._finished_seen and state.report is not None and not state.read_only:
+            self._finished_seen = True
+            self._announce_finish()
+
+    def _announce_finish(self) -> None:
+        report = self.session.report
+        assert report is not None
+        verdict = (
+            "cancelled"
+            if report.cancelled
+            else ("all passed" if report.passed else "some cases failed")
+        )
+        self.notify(
+            f"{report.n_passed}/{len(report.cases)} cases passed · {verdict}",
+            title=self.session.title,
+        )
+
+    # -- actions -----------------------------------------------------------------------
+    @on(CaseTable.Selected)
+    def _case_selected(self, event: CaseTable.Selected) -> None:
+        event.stop()
+        self.action_open_case()
+
+    def action_open_case(self) -> None:
+        index = self.query_one(CaseTable).current_case()
+        if index is None:
+            return
+        from tui_eval.tui.screens.case import CaseScreen
+
+        self.app.push_screen(CaseScreen(self.session, index))
+
+    def action_failing_only(self) -> None:
+        table = self.query_one(CaseTable)
+        table.failing_only = not table.failing_only
+        table.rebuild()
+        self.notify(
+            "showing failing cases only" if table.failing_only else "showing every case", timeout=2
+        )
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        table = self.query_one(CaseTable)
+        table.name_filter = event.value.strip()
+        table.rebuild()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.query_one(CaseTable).focus()
+        if not event.value.strip():
+            self.query_one("#filter", Input).display = False
+
+    def action_sort(self) -> None:
+        table = self.query_one(CaseTable)
+        position = SORT_ORDER.index(table.sort_key) if table.sort_key in SORT_ORDER else -1
+        table.sort_key = SORT_ORDER[(position + 1) % len(SORT_ORDER)]
+        table.rebuild()
+        label = {key: name for key, name, _, _ in COLUMNS}.get(table.sort_key or "", "run order")
+        self.notify(f"sorted by {label}", timeout=2)
+
+    def action_next_failure(self) -> None:
+        failing = self.session.state.failing_samples()
+        if not failing:
+            self.notify("no failing samples", timeout=2)
+            return
+        from tui_eval.tui.screens.sample import SampleScreen
+
+        case_index, sample_index = failing[0]
+        self.app.push_screen(SampleScreen(self.session, case_index, sample_index))
+
+    def action_save_baseline(self) -> None:
+        message = self.session.save_baseline()
+        self.notify(
+            message, severity="information" if message.startswith("baseline saved") else "warning"
+        )
+
+    def action_compare(self) -> None:
+        result = self.session.compare()
+        if isinstance(result, Diff):
+            from tui_eval.tui.screens.diff import DiffScreen
+
+            self.app.push_screen(DiffScreen(result, self.session, self.session.baseline))
+        else:
+            self.notify(result, severity="warning")
+
+    def action_rerun_failed(self) -> None:
+        state = self.session.state
+        suite = self.session.suite
+        if suite is None:
+            self.notify("a saved report cannot be rerun here: open its suite", severity="warning")
+            return
+        if state.running:
+            self.notify("the run is still going", severity="warning")
+            return
+        failing = [c.name for c in state.cases if not c.passed]
+        if not failing:
+            self.notify("no failing cases to rerun")
+            return
+        rerun = suite.select(names=failing)
+        session = self.tui.start_run(rerun, title=f"{suite.name} · rerun of {len(failing)} failing")
+        self.app.push_screen(RunScreen(session))
+
+    def action_cancel_run(self) -> None:
+        if not self.session.state.running:
+            self.notify("the run is not running", timeout=2)
+            return
+        self.session.cancel()
+        self.notify("cancelling: finished samples are kept", severity="warning")
+
+    def action_back(self) -> None:
+        filter_box = self.query_one("#filter", Input)
+        if filter_box.has_focus:
+            filter_box.value = ""
+            filter_box.display = False
+            self.query_one(CaseTable).focus()
+            return
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.exit()

@@ -1,0 +1,222 @@
+"""The Sample screen: one sample's output, trajectory, checks, error and usage."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from tui_eval.agents.messages import RunResult
+from tui_eval.report import SampleResult
+from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.text import cell, format_ms, plain
+
+
+def output_as_text(output: Any) -> str:
+    """Structured output as pretty JSON, text as itself."""
+    if isinstance(output, str):
+        return output
+    return json.dumps(to_jsonable_python(output, fallback=repr), indent=2, ensure_ascii=False)
+
+
+def render_trajectory(run: RunResult | None) -> Text:
+    """Every message and tool call in order, with arguments, results, errors and latency."""
+    if run is None:
+        return Text("no trajectory: the agent produced no run", style="dim")
+    text = Text()
+    results = {m.tool_call_id: m for m in run.messages if m.role == "tool"}
+    for message in run.messages:
+        if message.role == "tool" and any(c.id == message.tool_call_id for c in run.tool_calls):
+            continue  # shown under the call that produced it
+        text.append(
+            f"{message.role}\n",
+            style="bold "
+            + {"user": "cyan", "assistant": "green", "system": "magenta"}.get(
+                message.role, "yellow"
+            ),
+        )
+        if message.content:
+            text.append_text(plain(message.content, limit=4000))
+            text.append("\n")
+        for call in message.tool_calls:
+            args = json.dumps(to_jsonable_python(call.arguments, fallback=repr), ensure_ascii=False)
+            text.append("  → ", style="bold")
+            text.append_text(plain(f"{call.name}({args})", limit=2000, style="bold"))
+            text.append(f"  {format_ms(call.latency_ms)}\n", style="dim")
+            if call.error is not None:
+                text.append("    ✗ ", style="red")
+                text.append_text(plain(call.error, limit=2000, style="red"))
+            else:
+                shown = results.get(call.id)
+                value = call.result if call.result is not None or shown is None else shown.content
+                text.append("    ← ", style="dim")
+                text.append_text(plain(output_as_text(value), limit=2000))
+            text.append("\n")
+        text.append("\n")
+    text.append(
+        f"{run.turns} turn(s) · {len(run.tool_calls)} tool call(s) · {format_ms(run.latency_ms)}",
+        style="dim",
+    )
+    return text
+
+
+def render_checks(sample: SampleResult) -> Text:
+    """Each check with pass/fail, score and its whole reason (the judge's reasoning)."""
+    if not sample.checks:
+        why = (
+            "checks did not run: the sample ended with " + sample.status
+            if sample.status in ("error", "timeout")
+            else "no checks"
+        )
+        return Text(why, style="dim")
+    text = Text()
+    for check in sample.checks:
+        mark, style = ("✓", "green") if check.passed else ("✗", "red")
+        text.append(f"{mark} {check.name}", style=f"bold {style}")
+        if check.score is not None:
+            text.append(f"  score {check.score:.2f}")
+        if check.usage is not None:
+            text.append(f"  · judge {check.usage.total_tokens:,} tokens", style="dim")
+        text.append("\n")
+        if check.reason:
+            text.append_text(plain(check.reason, limit=8000))
+            text.append("\n")
+        text.append("\n")
+    return text
+
+
+def render_usage(session: RunSession, sample: SampleResult) -> Text:
+    """Agent and judge tokens, cost, latency, turns and retries."""
+    run = sample.run
+    agent = run.usage if run is not None else None
+    lines = [
+        f"status        {sample.status}",
+        f"latency       {format_ms(sample.latency_ms)}",
+        f"turns         {run.turns if run else 0}",
+        f"retries       {run.retries if run else 0}",
+    ]
+    if agent is not None:
+        lines.append(
+            f"agent tokens  {agent.total_tokens:,}  (in {agent.input_tokens:,} · out {agent.output_tokens:,} · {agent.requests} requests)"
+        )
+    judge = sample.judge_usage
+    lines.append(
+        f"judge tokens  {judge.total_tokens:,}  (in {judge.input_tokens:,} · out {judge.output_tokens:,} · {judge.requests} requests)"
+    )
+    lines.append(f"total tokens  {sample.usage.total_tokens:,}")
+    if sample.cost is not None:
+        lines.append(f"cost          ${sample.cost:.6f}")
+    return Text("\n".join(lines))
+
+
+class SampleScreen(Screen[None]):
+    """One sample, in tabs. `n`/`p` walk the failing samples of the whole run."""
+
+    BINDINGS = [
+        Binding("n", "step(1)", "Next failing"),
+        Binding("p", "step(-1)", "Prev failing"),
+        Binding("v", "view_full", "Full output"),
+        Binding("1", "tab('output')", "Output", show=False),
+        Binding("2", "tab('trajectory')", "Trajectory", show=False),
+        Binding("3", "tab('checks')", "Checks", show=False),
+        Binding("4", "tab('error')", "Error", show=False),
+        Binding("5", "tab('usage')", "Usage", show=False),
+        Binding("q,escape", "back", "Back"),
+    ]
+
+    def __init__(self, session: RunSession, case_index: int, sample_index: int) -> None:
+        super().__init__()
+        self.session = session
+        self.case_index = case_index
+        self.sample_index = sample_index
+
+    @property
+    def sample(self) -> SampleResult:
+        return self.session.state.cases[self.case_index].samples[self.sample_index]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="screen-title")
+        with TabbedContent(
+            initial="checks" if not self.sample.passed and self.sample.checks else "output"
+        ):
+            for tab_id, label in (
+                ("output", "Output"),
+                ("trajectory", "Trajectory"),
+                ("checks", "Checks"),
+                ("error", "Error"),
+                ("usage", "Usage"),
+            ):
+                with TabPane(label, id=tab_id), VerticalScroll():
+                    yield Static(id=f"{tab_id}-body", classes="tab-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show_sample()
+
+    def show_sample(self) -> None:
+        """Fill every tab from the current sample."""
+        sample = self.sample
+        case = self.session.state.cases[self.case_index]
+        style = "green" if sample.passed else "red"
+        title = Text()
+        title.append(f"Sample {sample.index + 1}/{len(case.samples)} · ")
+        title.append(sample.status, style=f"bold {style}")
+        title.append(f" · {format_ms(sample.latency_ms)} · ")
+        title.append_text(cell(case.name, 80))
+        self.query_one("#screen-title", Static).update(title)
+        output = (
+            plain(output_as_text(sample.output))
+            if sample.run is not None
+            else Text("no output", style="dim")
+        )
+        self.query_one("#output-body", Static).update(output)
+        self.query_one("#trajectory-body", Static).update(render_trajectory(sample.run))
+        self.query_one("#checks-body", Static).update(render_checks(sample))
+        error = Text()
+        if sample.error:
+            error.append_text(plain(sample.error, style="bold red"))
+            error.append("\n\n")
+        if sample.traceback:
+            error.append_text(plain(sample.traceback, limit=20_000))
+        self.query_one("#error-body", Static).update(error or Text("no error", style="dim"))
+        self.query_one("#usage-body", Static).update(render_usage(self.session, sample))
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_step(self, direction: int) -> None:
+        failing = self.session.state.failing_samples()
+        if not failing:
+            self.notify("no failing samples", timeout=2)
+            return
+        here = (self.case_index, self.sample_index)
+        if here in failing:
+            position = (failing.index(here) + direction) % len(failing)
+        else:
+            later = [i for i, f in enumerate(failing) if f > here]
+            position = (
+                later[0] if direction > 0 and later else (len(failing) - 1 if direction < 0 else 0)
+            )
+        self.case_index, self.sample_index = failing[position]
+        self.show_sample()
+        self.notify(f"failing sample {position + 1}/{len(failing)}", timeout=1.5)
+
+    def action_view_full(self) -> None:
+        from tui_eval.tui.screens.full_text import FullTextScreen
+
+        self.app.push_screen(
+            FullTextScreen(
+                output_as_text(self.sample.output),
+                title=f"Full output · {self.session.state.cases[self.case_index].name}",
+            )
+        )
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,165 @@
+"""The Suites screen: every suite found, its last result and baseline; load errors inline."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from tui_eval.report import ReportFileError
+from tui_eval.store import load_baseline
+from tui_eval.suites import LoadResult, Suite
+from tui_eval.tui.widgets.text import cell
+
+if TYPE_CHECKING:
+    from tui_eval.tui.app import TuiEvalApp
+
+
+class SuitesScreen(Screen[None]):
+    """`enter` runs (or opens the running) suite under the cursor; `a` runs them all."""
+
+    BINDINGS = [
+        Binding("enter", "run", "Run / open"),
+        Binding("a", "run_all", "Run all"),
+        Binding("h", "history", "History"),
+        Binding("q,escape", "quit", "Quit"),
+    ]
+
+    def __init__(self, loaded: LoadResult) -> None:
+        super().__init__()
+        self.loaded = loaded
+        self._last: dict[str, str] = {}
+
+    @property
+    def tui(self) -> TuiEvalApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Static("tui-eval · suites", id="screen-title")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="suites")
+        yield Static(id="load-errors")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label, width in (
+            ("name", "suite", 20),
+            ("cases", "cases", 6),
+            ("samples", "samples", 7),
+            ("status", "now", 16),
+            ("last", "last run", 14),
+            ("baseline", "baseline", 10),
+            ("path", "file", 40),
+        ):
+            table.add_column(label, width=width, key=key)
+        self._last = self._last_results()
+        for suite in self.loaded.suites:
+            table.add_row(*self._cells(suite), key=suite.name)
+        errors = Text()
+        for error in self.loaded.errors:
+            errors.append("⚠ ", style="bold red")
+            errors.append_text(cell(error.message, 300, style="red"))
+            errors.append("\n")
+        widget = self.query_one("#load-errors", Static)
+        widget.update(errors)
+        widget.display = bool(self.loaded.errors)
+        self.set_interval(0.25, self.refresh_status)
+        table.focus()
+
+    def _last_results(self) -> dict[str, str]:
+        history = self.tui.history
+        if history is None:
+            return {}
+        last: dict[str, str] = {}
+        for record in history.runs()[:100]:
+            if record.suite in last or not record.finished:
+                continue
+            try:
+                report = record.load_report()
+            except Exception:
+                continue
+            last[record.suite] = f"{report.n_passed}/{len(report.cases)} passed"
+        return last
+
+    def _cells(self, suite: Suite) -> list[Text]:
+        try:
+            baseline = "saved" if load_baseline(suite.baseline_path) is not None else "none"
+            style = "green" if baseline == "saved" else "dim"
+        except ReportFileError:
+            baseline, style = "corrupt", "bold red"
+        return [
+            cell(suite.name, 40, style="bold"),
+            Text(f"{len(suite.cases):,}", justify="right"),
+            Text(f"{suite.total_samples:,}", justify="right"),
+            self._status(suite),
+            Text(self._last.get(suite.name, "–")),
+            Text(baseline, style=style),
+            cell(str(suite.path or ""), 200, style="dim"),
+        ]
+
+    def _status(self, suite: Suite) -> Text:
+        if suite.skip:
+            return cell(suite.skip, 60, style="yellow")
+        session = self.tui.sessions.get(suite.name)
+        if session is None:
+            return Text("ready", style="dim")
+        state = session.state
+        if state.running:
+            return Text(f"running {state.done}/{state.total}", style="cyan")
+        report = state.report
+        if report is None:
+            return Text("starting", style="dim")
+        if report.cancelled:
+            return Text("cancelled", style="yellow")
+        return Text(
+            f"{report.n_passed}/{len(report.cases)} passed",
+            style="green" if report.passed else "red",
+        )
+
+    def refresh_status(self) -> None:
+        """Show live progress of suites that are running."""
+        table = self.query_one(DataTable)
+        for suite in self.loaded.suites:
+            if suite.name in self.tui.sessions:
+                table.update_cell(suite.name, "status", self._status(suite))
+
+    def _current(self) -> Suite | None:
+        table = self.query_one(DataTable)
+        suites = self.loaded.suites
+        return suites[table.cursor_row] if suites and 0 <= table.cursor_row < len(suites) else None
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_run()
+
+    def action_run(self) -> None:
+        suite = self._current()
+        if suite is None:
+            return
+        if suite.skip:
+            self.notify(suite.skip, severity="warning")
+            return
+        self.tui.open_suite(suite)
+
+    def action_run_all(self) -> None:
+        runnable = [s for s in self.loaded.suites if not s.skip]
+        if not runnable:
+            self.notify("no suite to run", severity="warning")
+            return
+        for suite in runnable[1:]:
+            self.tui.start_run(suite)
+        self.tui.open_suite(runnable[0])
+
+    def action_history(self) -> None:
+        from tui_eval.tui.screens.history import HistoryScreen
+
+        self.app.push_screen(HistoryScreen())
+
+    async def action_quit(self) -> None:
+        self.app.exit()

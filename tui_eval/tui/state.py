@@ -1,0 +1,205 @@
+"""`RunState`: what a run looks like right now, kept from runner events in plain Python.
+
+No widgets here. The runner calls `apply()` for every event; the screen's timer asks
+`take_dirty()` which cases changed since the last frame and repaints only those.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tui_eval.agents.messages import Usage
+from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.runner import (
+    CaseFinished,
+    Event,
+    RunFinished,
+    RunStarted,
+    SampleFinished,
+    SampleStateChanged,
+)
+
+Clock = Callable[[], float]
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A sample being worked on now."""
+
+    case_index: int
+    sample_index: int
+    state: str
+    since: float
+
+
+@dataclass
+class RunState:
+    """Counters, per-case results and in-flight samples of one run (live or loaded).
+
+    Attributes:
+        name: the suite's name.
+        cases: one `CaseResult` per case, filled as samples finish.
+        in_flight: samples running, judging or retrying now, by (case, sample).
+        report: the final report, once the run ended.
+    """
+
+    name: str = ""
+    cases: list[CaseResult] = field(default_factory=list)
+    total: int = 0
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    started: float = 0.0
+    finished: float | None = None
+    in_flight: dict[tuple[int, int], InFlight] = field(default_factory=dict)
+    report: Report | None = None
+    read_only: bool = False
+    clock: Clock = time.monotonic
+    _dirty: set[int] = field(default_factory=set)
+    _structure_changed: bool = True
+    _index: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_report(cls, report: Report, *, clock: Clock = time.monotonic) -> RunState:
+        """A finished, read-only state showing a saved report."""
+        state = cls(report.name, clock=clock, read_only=True)
+        state.cases = report.cases
+        state.total = sum(max(c.planned, len(c.samples)) for c in report.cases)
+        for case in report.cases:
+            for sample in case.samples:
+                state._count(sample)
+        state.started = 0.0
+        state.finished = report.duration_s
+        state.report = report
+        state._index = {c.name: i for i, c in enumerate(report.cases)}
+        state._dirty = set(range(len(report.cases)))
+        return state
+
+    # -- events --------------------------------------------------------------------------
+    def apply(self, event: Event) -> None:
+        """Fold one runner event into the state (cheap: no rendering happens here)."""
+        if isinstance(event, SampleFinished):
+            self.in_flight.pop((event.case_index, event.sample.index), None)
+            self.cases[event.case_index].samples.append(event.sample)
+            self._count(event.sample)
+            self._dirty.add(event.case_index)
+        elif isinstance(event, SampleStateChanged):
+            key = (event.case_index, event.sample_index)
+            current = self.in_flight.get(key)
+            if current is None:
+                self.in_flight[key] = InFlight(
+                    event.case_index, event.sample_index, event.state, self.clock()
+                )
+            else:
+                current.state = event.state
+            self._dirty.add(event.case_index)
+        elif isinstance(event, RunStarted):
+            self.name = event.name
+            self.cases = [
+                CaseResult(
+                    case.label, [], case.pass_threshold, case.samples, metadata=dict(case.metadata)
+                )
+                for case in event.cases
+            ]
+            self._index = {c.name: i for i, c in enumerate(self.cases)}
+            for sample in event.resumed:
+                index = self._index.get(sample.case_name)
+                if index is not None:
+                    self.cases[index].samples.append(sample)
+                    self._count(sample)
+            self.total = event.total_samples
+            self.started = self.clock()
+            self._structure_changed = True
+            self._dirty = set(range(len(self.cases)))
+        elif isinstance(event, CaseFinished):
+            self._dirty.add(event.case_index)
+        elif isinstance(event, RunFinished):
+            self.report = event.report
+            self.finished = self.clock() - self.started
+            self.in_flight.clear()
+            if event.report.priced:
+                self.cost = event.report.cost
+            self._dirty = set(range(len(self.cases)))
+
+    def _count(self, sample: SampleResult) -> None:
+        self.done += 1
+        status = sample.status
+        if status == "passed":
+            self.passed += 1
+        elif status == "error":
+            self.errors += 1
+        elif status == "timeout":
+            self.timeouts += 1
+        else:
+            self.failed += 1
+        self.usage = self.usage + sample.usage
+        if sample.cost is not None:
+            self.cost = (self.cost or 0.0) + sample.cost
+
+    # -- reading ---------------------------------------------------------------------------
+    def take_dirty(self) -> set[int]:
+        """The cases changed since the last call."""
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    def take_structure_changed(self) -> bool:
+        """Whether the set of cases changed (the table must be rebuilt)."""
+        changed, self._structure_changed = self._structure_changed, False
+        return changed
+
+    @property
+    def running(self) -> bool:
+        """Whether the run is still going."""
+        return self.report is None and not self.read_only
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the run started (its duration once finished)."""
+        if self.finished is not None:
+            return self.finished
+        return self.clock() - self.started if self.started else 0.0
+
+    @property
+    def rate(self) -> float:
+        """Samples finished per second."""
+        elapsed = self.elapsed
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the current rate (None before the first sample)."""
+        if not self.running:
+            return 0.0
+        rate = self.rate
+        return (self.total - self.done) / rate if rate > 0 else None
+
+    def case_status(self, index: int) -> str:
+        """`queued`, `running`, `judging`, `retrying`, `passed`, `failed` or `incomplete`."""
+        case = self.cases[index]
+        for (case_index, _), flight in self.in_flight.items():
+            if case_index == index:
+                return flight.state
+        if len(case.samples) >= case.planned:
+            return "passed" if case.passed else "failed"
+        if not self.running:
+            return "incomplete" if case.samples else "not run"
+        return "queued"
+
+    def index_of(self, name: str) -> int | None:
+        """The index of the case called `name`."""
+        return self._index.get(name)
+
+    def failing_samples(self) -> list[tuple[int, int]]:
+        """(case, sample) positions of every failing sample, in table order."""
+        return [
+            (ci, si)
+            for ci, case in enumerate(self.cases)
+            for si, sample in enumerate(case.samples)
+            if not sample.passed
+        ]

@@ -1,0 +1,260 @@
+"""The live table of cases, virtualised: only the rows on screen are ever rendered.
+
+A suite can hold 10,000 cases. A `DataTable` measures every cell of every row it holds,
+which costs seconds at that size and steals the event loop from the run. This table keeps
+no cells at all: each visible line is rendered on demand from the `RunState`, and a
+frame with changes repaints only the lines that are on screen. Column widths are fixed
+(the name and failure columns share what the fixed ones leave), so rows updating never
+make the table jump, and the cursor follows its case, not its position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.segment import Segment
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui_eval.report import CaseResult
+from tui_eval.tui.state import RunState
+from tui_eval.tui.widgets.text import cell, format_ms
+
+STATUS_STYLE = {
+    "passed": ("✓ passed", "green"),
+    "failed": ("✗ failed", "red"),
+    "running": ("● running", "cyan"),
+    "judging": ("◆ judging", "blue"),
+    "retrying": ("↻ retry", "yellow"),
+    "queued": ("· queued", "dim"),
+    "incomplete": ("◌ partial", "yellow"),
+    "not run": ("· not run", "dim"),
+}
+
+# (key, label, width, right-aligned); the name and failure columns share what is left.
+COLUMNS = (
+    ("status", "status", 9, False),
+    ("name", "case", 28, False),
+    ("samples", "k/n", 6, True),
+    ("rate", "pass", 4, True),
+    ("score", "score", 5, True),
+    ("p50", "p50", 6, True),
+    ("tokens", "tokens", 7, True),
+    ("failure", "first failure", 60, False),
+)
+FLEXIBLE = ("name", "failure")
+GAP = 2
+SORT_ORDER: tuple[str | None, ...] = ("status", "name", "rate", "score", "p50", "tokens", None)
+
+
+def row_cells(state: RunState, index: int) -> list[Text]:
+    """The cells of case `index`, as plain (never markup-parsed) text."""
+    case: CaseResult = state.cases[index]
+    label, style = STATUS_STYLE.get(state.case_status(index), ("?", ""))
+    n = len(case.samples)
+    score = case.mean_score
+    samples = (
+        Text(f"{case.n_passed}/{n}")
+        if n >= case.planned
+        else Text(f"{n}/{case.planned}…", style="dim")
+    )
+    return [
+        Text(label, style=style),
+        cell(case.name, 200),
+        samples,
+        Text(f"{case.pass_rate:.0%}" if n else "–"),
+        Text(f"{score:.2f}" if score is not None else "–"),
+        Text(format_ms(case.latency_p50_ms) if n else "–"),
+        Text(f"{case.usage.total_tokens:,}" if n else "–"),
+        cell(case.first_failure, 300, style="red"),
+    ]
+
+
+def _sort_value(state: RunState, index: int, key: str) -> Any:
+    case = state.cases[index]
+    values: dict[str, Any] = {
+        "name": case.name.casefold(),
+        "rate": case.pass_rate,
+        "tokens": -case.usage.total_tokens,
+        "p50": -case.latency_p50_ms,
+        "status": (case.passed, case.pass_rate),
+        "score": case.mean_score if case.mean_score is not None else -1.0,
+    }
+    return values.get(key, index)
+
+
+@dataclass(slots=True)
+class _Layout:
+    widths: list[int]
+
+    def line(self, cells: list[Text]) -> Text:
+        """One row as a single line of text, each cell cut or padded to its column."""
+        text = Text(" ", no_wrap=True, overflow="ellipsis")
+        for (_, _, _, right), width, value in zip(COLUMNS, self.widths, cells, strict=True):
+            piece = value.copy()
+            piece.truncate(width, overflow="ellipsis")
+            pad = " " * (width - piece.cell_len)
+            if right:
+                text.append(pad)
+                text.append_text(piece)
+            else:
+                text.append_text(piece)
+                text.append(pad)
+            text.append(" " * GAP)
+        return text
+
+
+class CaseTable(ScrollView, can_focus=True):
+    """One line per case, rendered from the `RunState` on demand."""
+
+    DEFAULT_CSS = """
+    CaseTable { height: 1fr; }
+    CaseTable > .case-table--cursor { background: $accent 40%; }
+    CaseTable:focus > .case-table--cursor { background: $accent; }
+    CaseTable > .case-table--header { text-style: bold; color: $text-accent; }
+    """
+    COMPONENT_CLASSES = {"case-table--cursor", "case-table--header"}
+    BINDINGS = [
+        Binding("enter", "select", "Open", show=True),
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+    ]
+
+    class Selected(Message):
+        """The user chose a case (enter or double click)."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, state: RunState, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.state = state
+        self.failing_only = False
+        self.name_filter = ""
+        self.sort_key: str | None = None
+        self.order: list[int] = []
+        self.cursor = 0
+        self._layout = _Layout([w for _, _, w, _ in COLUMNS])
+
+    # -- structure ------------------------------------------------------------------------
+    def shows(self, index: int) -> bool:
+        """Whether the filters show case `index`."""
+        case = self.state.cases[index]
+        if self.failing_only and all(s.passed for s in case.samples):
+            return False
+        return not (self.name_filter and self.name_filter.casefold() not in case.name.casefold())
+
+    def rebuild(self) -> None:
+        """Recompute the shown cases (after a filter, a sort or a new run); the cursor keeps its case."""
+        current = self.current_case()
+        order = [i for i in range(len(self.state.cases)) if self.shows(i)]
+        if self.sort_key is not None:
+            key = self.sort_key
+            order.sort(key=lambda i: _sort_value(self.state, i, key))
+        self.order = order
+        self._position = {case: position for position, case in enumerate(order)}
+        self.cursor = self._position.get(current, 0) if current is not None else 0
+        self.virtual_size = Size(self.size.width, len(order))
+        self.refresh()
+
+    def sync(self, dirty: set[int]) -> None:
+        """Repaint if a changed case is on screen; with failing-only, show newly failing cases."""
+        if not dirty:
+            return
+        if self.failing_only and any(i not in self._position and self.shows(i) for i in dirty):
+            self.rebuild()
+            return
+        top = int(self.scroll_offset.y)
+        bottom = top + self.size.height
+        if any(top <= self._position.get(i, -1) < bottom for i in dirty):
+            self.refresh()
+
+    def current_case(self) -> int | None:
+        """The case index under the cursor."""
+        return self.order[self.cursor] if 0 <= self.cursor < len(self.order) else None
+
+    def rows(self) -> list[list[Text]]:
+        """The cells of every shown row, in order (for tests and exports)."""
+        return [row_cells(self.state, i) for i in self.order]
+
+    # -- rendering -------------------------------------------------------------------------
+    def header_text(self) -> Text:
+        """The column labels, aligned with the rows."""
+        return Text(
+            "".join(
+                " "
+                + (label.rjust(width) if right else label.ljust(width))[:width]
+                + " " * (GAP - 1)
+                for (_, label, _, right), width in zip(COLUMNS, self._layout.widths, strict=True)
+            )
+        )
+
+    def on_resize(self, event: events.Resize) -> None:
+        fixed = sum(width + GAP for key, _, width, _ in COLUMNS if key not in FLEXIBLE)
+        available = max(24, event.size.width - fixed - 2 * GAP - 2)
+        name_width = max(12, min(40, int(available * 0.4)))
+        widths = {"name": name_width, "failure": max(12, available - name_width)}
+        self._layout = _Layout([widths.get(key, width) for key, _, width, _ in COLUMNS])
+        self.virtual_size = Size(event.size.width, len(self.order))
+        header = self.screen.query("#case-header")
+        if header:
+            header.first().update(self.header_text())  # type: ignore[attr-defined]
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        position = int(self.scroll_offset.y) + y
+        width = self.size.width
+        if position >= len(self.order):
+            return Strip.blank(width, self.rich_style)
+        text = self._layout.line(row_cells(self.state, self.order[position]))
+        segments: list[Segment] = list(text.render(self.app.console, end=""))
+        base = self.rich_style
+        if position == self.cursor:
+            cursor = self.get_component_rich_style("case-table--cursor")
+            segments = list(Segment.apply_style(segments, base, cursor))
+            return Strip(segments).crop_extend(0, width, base + cursor)
+        return Strip(list(Segment.apply_style(segments, base))).crop_extend(0, width, base)
+
+    # -- moving ----------------------------------------------------------------------------
+    def _move_to(self, position: int) -> None:
+        if not self.order:
+            return
+        self.cursor = max(0, min(position, len(self.order) - 1))
+        self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False, immediate=True)
+        self.refresh()
+
+    def move_cursor(self, row: int) -> None:
+        """Put the cursor on the row at `row`."""
+        self._move_to(row)
+
+    def action_cursor(self, delta: int) -> None:
+        self._move_to(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._move_to(self.cursor + direction * max(1, self.size.height - 1))
+
+    def action_jump(self, where: int) -> None:
+        self._move_to(len(self.order) - 1 if where < 0 else 0)
+
+    def action_select(self) -> None:
+        case = self.current_case()
+        if case is not None:
+            self.post_message(self.Selected(case))
+
+    def on_click(self, event: events.Click) -> None:
+        position = int(self.scroll_offset.y) + event.y
+        if 0 <= position < len(self.order):
+            self._move_to(position)
+            if event.chain >= 2:
+                self.action_select()
