@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from tui_eval.report import Report
+from tui_eval.report import Diff, Report
 from tui_eval.store import RunHistory
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.tui.session import RunSession
@@ -48,6 +48,10 @@ class TuiEvalApp(App[int]):
         self.concurrency = concurrency
         self.fail_fast = fail_fast
         self.sessions: dict[str, RunSession] = {}
+        self.initial_session: RunSession | None = None
+        """A session to show on start instead of the suites (demos and tests)."""
+        self.initial_diff: tuple[Diff, Report, Report] | None = None
+        """A diff to show on start (demos and tests)."""
 
     def on_mount(self) -> None:
         if self.report is not None:
@@ -56,6 +60,15 @@ class TuiEvalApp(App[int]):
         from tui_eval.tui.screens.suites import SuitesScreen
 
         self.push_screen(SuitesScreen(self.loaded))
+        if self.initial_session is not None:
+            from tui_eval.tui.screens.run import RunScreen
+
+            self.push_screen(RunScreen(self.initial_session))
+        if self.initial_diff is not None:
+            from tui_eval.tui.screens.diff import DiffScreen
+
+            diff, current, baseline = self.initial_diff
+            self.push_screen(DiffScreen(diff, current, baseline, title="calculator"))
         if self.autorun:
             self.call_after_refresh(self.query_run_all)
 

@@ -204,7 +204,8 @@ class SideBySideScreen(Screen[None]):
 
     @staticmethod
     def _side(label: str, case: CaseResult | None, sample: SampleResult | None) -> Text:
-        text = Text(f"{label}\n", style="bold underline")
+        text = Text()
+        text.append(f"{label}\n", style="bold underline")
         if case is None or sample is None:
             text.append("not in this run", style="dim")
             return text

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
@@ -165,8 +166,7 @@ class CaseTable(ScrollView, can_focus=True):
         self.order = order
         self._position = {case: position for position, case in enumerate(order)}
         self.cursor = self._position.get(current, 0) if current is not None else 0
-        self.virtual_size = Size(self.size.width, len(order))
-        self.refresh()
+        self._relayout()
 
     def sync(self, dirty: set[int]) -> None:
         """Repaint if a changed case is on screen; with failing-only, show newly failing cases."""
@@ -201,12 +201,18 @@ class CaseTable(ScrollView, can_focus=True):
         )
 
     def on_resize(self, event: events.Resize) -> None:
-        fixed = sum(width + GAP for key, _, width, _ in COLUMNS if key not in FLEXIBLE)
-        available = max(24, event.size.width - fixed - 2 * GAP - 2)
-        name_width = max(12, min(40, int(available * 0.4)))
+        self._relayout()
+
+    def _relayout(self) -> None:
+        """Size the name column to the longest name (within 40% of the room); failures get the rest."""
+        width = self.size.width
+        fixed = sum(w + GAP for key, _, w, _ in COLUMNS if key not in FLEXIBLE)
+        available = max(24, width - fixed - 2 * GAP - 2)
+        longest = max((cell_len(self.state.cases[i].name) for i in self.order[:2000]), default=12)
+        name_width = max(12, min(longest, 40, int(available * 0.4)))
         widths = {"name": name_width, "failure": max(12, available - name_width)}
-        self._layout = _Layout([widths.get(key, width) for key, _, width, _ in COLUMNS])
-        self.virtual_size = Size(event.size.width, len(self.order))
+        self._layout = _Layout([widths.get(key, w) for key, _, w, _ in COLUMNS])
+        self.virtual_size = Size(width, len(self.order))
         header = self.screen.query("#case-header")
         if header:
             header.first().update(self.header_text())  # type: ignore[attr-defined]

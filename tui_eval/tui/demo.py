@@ -1,0 +1,186 @@
+"""Deterministic demo data for screenshots and snapshot tests.
+
+The example calculator suite runs offline; its timings are then frozen so that every
+screenshot of it is identical from run to run.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
+from tui_eval.suites import Suite, load_suites
+from tui_eval.tui.state import RunState
+
+STARTED_AT = 1_780_000_000.0  # a fixed moment, so dates on screen never change
+
+
+def example_suite(folder: Path, name: str = "calculator") -> Suite:
+    """Load one of the bundled example suites."""
+    loaded = load_suites([folder])
+    for suite in loaded.suites:
+        if suite.name == name:
+            return suite
+    raise LookupError(f"no suite {name!r} in {folder}: {[e.message for e in loaded.errors]}")
+
+
+def freeze(report: Report) -> Report:
+    """Replace every measured time in `report` with a fixed one."""
+    report.started_at = STARTED_AT
+    report.duration_s = 3.2
+    for ci, case in enumerate(report.cases):
+        for sample in case.samples:
+            latency = 120.0 + 45.0 * ((ci * 7 + sample.index * 3) % 9)
+            if sample.status == "timeout":
+                latency = 1000.0
+            sample.latency_ms = latency
+            if sample.run is not None:
+                sample.run.latency_ms = latency
+                for call in sample.run.tool_calls:
+                    call.latency_ms = 0.8
+                    if call.error is None and sample.status == "timeout":
+                        call.latency_ms = 1000.0
+    report.metadata = {k: v for k, v in report.metadata.items() if k != "suite_path"}
+    return report
+
+
+async def demo_report(folder: Path) -> Report:
+    """The calculator example suite, run offline, with frozen timings."""
+    suite = example_suite(folder)
+    report = await evaluate(
+        suite.agent, suite.cases, concurrency=suite.concurrency, price=suite.price, name=suite.name
+    )
+    return freeze(report)
+
+
+def demo_baseline(report: Report) -> Report:
+    """A baseline the demo report regressed from (and improved on) — for the Diff screen."""
+    baseline = copy.deepcopy(report)
+    baseline.started_at = STARTED_AT - 86_400
+    for case in baseline.cases:
+        if case.name == "explain to a child":
+            for sample in case.samples:
+                sample.status = "passed"
+                for check in sample.checks:
+                    check.passed, check.score = True, 0.9
+                    check.reason = "Correct, simple, and explains 6 groups of 7."
+                if sample.run is not None:
+                    sample.run.output = "6 * 7 is 42: imagine 6 groups of 7 sweets."
+        if case.name == "rounding (flaky)":
+            for sample in case.samples[:3]:
+                sample.status = "failed"
+    baseline.cases.append(
+        CaseResult(
+            "percentages (removed)", [SampleResult("percentages (removed)", 0, "passed")], planned=1
+        )
+    )
+    return baseline
+
+
+def live_state(report: Report, done: int) -> RunState:
+    """A mid-run state: the first `done` samples finished, the next few in flight."""
+    from tui_eval.cases import Case
+
+    state = RunState(report.name, clock=lambda: 12.5)
+    cases = [
+        Case(c.name, name=c.name, samples=c.planned, pass_threshold=c.pass_threshold)
+        for c in report.cases
+    ]
+    state.apply(RunStarted(report.name, cases, sum(c.samples for c in cases), STARTED_AT))
+    state.started = 10.0
+    finished = 0
+    in_flight = 0
+    for ci, case in enumerate(report.cases):
+        for sample in case.samples:
+            if finished < done:
+                state.apply(SampleFinished(ci, sample))
+                finished += 1
+            elif in_flight < 3:
+                state.apply(
+                    SampleStateChanged(
+                        ci, sample.index, ("running", "judging", "retrying")[in_flight]
+                    )
+                )
+                in_flight += 1
+                break
+    return state
+
+
+# -- scenes: the screens as screenshots and snapshot tests show them ------------------------
+SCENES = (
+    "suites",
+    "run_live",
+    "run_done",
+    "run_failing_only",
+    "case",
+    "sample_judge",
+    "sample_trajectory",
+    "diff",
+    "side_by_side",
+    "history",
+)
+
+
+async def build_scene(name: str, folder: Path, home: Path) -> tuple[object, list[str]]:
+    """The app for scene `name` and the keys that bring it to the screen to capture.
+
+    Args:
+        folder: the bundled `suites/` folder.
+        home: an empty folder for this scene's run history.
+    """
+    from tui_eval.store import RunHistory
+    from tui_eval.suites import LoadResult
+    from tui_eval.tui.app import TuiEvalApp
+    from tui_eval.tui.session import RunSession
+
+    report = await demo_report(folder)
+    clock = lambda: 12.5  # noqa: E731 - a frozen clock
+    if name == "suites":
+        loaded = load_suites([folder])
+        for suite in loaded.suites:
+            suite.path = Path("suites") / suite.path.name if suite.path else None
+        return TuiEvalApp(loaded=loaded, history=RunHistory(home), clock=clock), []
+    if name == "history":
+        history = RunHistory(home)
+        for run_report, run_id in (
+            (demo_baseline(report), "20260601-090000-calculator-a1b2c3"),
+            (report, "20260602-090000-calculator-d4e5f6"),
+        ):
+            journal = history.start(
+                run_report.name, "suites/calculator.py", invocation="demo", options={}
+            )
+            journal.record.started_at = run_report.started_at
+            journal.finish(run_report)
+            journal.record.folder.rename(journal.record.folder.with_name(run_id))
+            _rewrite_header(journal.record.folder.with_name(run_id), run_id, run_report.started_at)
+        return TuiEvalApp(loaded=LoadResult(), history=history, clock=clock), ["h"]
+    if name == "run_live":
+        app = TuiEvalApp(loaded=LoadResult(), clock=clock)
+        app.initial_session = RunSession(None, live_state(report, 6), title="calculator")
+        return app, []
+    keys: list[str] = []
+    if name in ("diff", "side_by_side"):
+        app = TuiEvalApp(loaded=LoadResult(), clock=clock)
+        baseline = demo_baseline(report)
+        app.initial_diff = (report.compare(baseline), report, baseline)
+        return app, ["enter"] if name == "side_by_side" else []
+    app = TuiEvalApp(report=report, clock=clock)
+    if name == "run_failing_only":
+        keys = ["f"]
+    elif name in ("case", "sample_judge"):
+        keys = ["down"] * 5 + ["enter"] + (["down", "enter"] if name == "sample_judge" else [])
+    elif name == "sample_trajectory":
+        keys = ["down"] * 3 + ["enter", "enter", "2"]
+    return app, keys
+
+
+def _rewrite_header(folder: Path, run_id: str, started_at: float) -> None:
+    import json
+
+    journal = folder / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    header.update(run_id=run_id, started_at=started_at)
+    journal.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
