@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from tui_eval.agents.messages import RunResult, Usage
-from tui_eval.agents.providers.base import retry_listener
+from tui_eval.agents.providers.base import resource_scope, retry_listener
 from tui_eval.agents.sources import RunSpec, make_runner
 from tui_eval.cases import Case
 from tui_eval.checks.base import Check, CheckResult, is_async_check, run_check, run_check_sync
@@ -173,6 +173,7 @@ class Evaluation:
         self._t0 = 0.0
         self._duration = 0.0
         self._slice = 0
+        self._cancel_caught = False
         self._slice_ends = 0.0
 
     @staticmethod
@@ -218,6 +219,16 @@ class Evaluation:
             resumed = [s for result in self._results for s in result.samples]
             emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at, resumed))
         try:
+            async with resource_scope():
+                await self._run_all()
+        except BaseException:
+            # Cancelled from outside (task cancelled, Ctrl+C): the partial report still goes out.
+            self._finish(cancelled=True)
+            raise
+        return self._finish(cancelled=self._cancel_requested or self._cancel_caught)
+
+    async def _run_all(self) -> None:
+        try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 if self._cancel_requested:
@@ -239,13 +250,9 @@ class Evaluation:
                     async with anyio.create_task_group() as group:
                         for _ in range(min(self.concurrency, len(self.cases))):
                             group.start_soon(worker)
-        except BaseException:
-            # Cancelled from outside (task cancelled, Ctrl+C): the partial report still goes out.
-            self._finish(cancelled=True)
-            raise
         finally:
             self._scope = None
-        return self._finish(cancelled=self._cancel_requested or scope.cancelled_caught)
+        self._cancel_caught = scope.cancelled_caught
 
     def _finish(self, *, cancelled: bool) -> Report:
         self._duration = time.perf_counter() - self._t0

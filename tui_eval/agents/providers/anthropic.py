@@ -1,0 +1,139 @@
+"""The Anthropic messages provider: tool use blocks, usage, `ANTHROPIC_API_KEY`."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
+from tui_eval.agents.providers.base import ModelSpecError, ToolDef
+from tui_eval.agents.providers.http import HTTPProvider, malformed
+from tui_eval.agents.providers.openai import schema_instructions
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+
+
+class AnthropicProvider(HTTPProvider):
+    """Anthropic's messages API. Structured output is asked for in the system prompt."""
+
+    provider_name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 4096,
+        **options: Any,
+    ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
+            api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+            **options,
+        )
+        self.max_tokens = max_tokens
+
+    def headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolDef],
+        *,
+        output_schema: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One messages-API call."""
+        system, wire = to_wire(messages)
+        if output_schema is not None:
+            system = "\n\n".join(p for p in (system, schema_instructions(output_schema)) if p)
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": (settings or {}).get("max_tokens") or self.max_tokens,
+            "messages": wire,
+        }
+        if system:
+            payload["system"] = system
+        if tools:
+            payload["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in tools
+            ]
+        for key in ("temperature", "top_p", "stop_sequences"):
+            if settings and settings.get(key) is not None:
+                payload[key] = settings[key]
+        body, retries = await self.post_json("/v1/messages", payload)
+        completion = from_wire(body)
+        completion.retries = retries
+        return completion
+
+
+def to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt and the messages as content blocks (tool results merged per turn)."""
+    system_parts: list[str] = []
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system_parts.append(message.content or "")
+            continue
+        if message.role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content or "",
+                "is_error": (message.content or "").startswith("Error: "),
+            }
+            if wire and wire[-1]["role"] == "user" and isinstance(wire[-1]["content"], list):
+                wire[-1]["content"].append(block)
+            else:
+                wire.append({"role": "user", "content": [block]})
+            continue
+        if message.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in message.tool_calls
+            ]
+            wire.append({"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]})
+            continue
+        wire.append({"role": "user", "content": message.content or ""})
+    return "\n\n".join(system_parts), wire
+
+
+def from_wire(body: dict[str, Any]) -> Completion:
+    """A messages-API response as a `Completion`."""
+    blocks = body.get("content")
+    if not isinstance(blocks, list):
+        raise malformed("anthropic", f"no content blocks in {json.dumps(body)[:200]}")
+    texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    calls = [
+        ToolCall(str(b.get("name", "")), dict(b.get("input") or {}), str(b.get("id") or ""))
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+    usage = body.get("usage") or {}
+    return Completion(
+        content="".join(texts) if texts else None,
+        tool_calls=calls,
+        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0), 1),
+        stop_reason=str(body.get("stop_reason") or ""),
+        id=str(body.get("id") or ""),
+        model=str(body.get("model") or ""),
+    )
+
+
+def from_spec(model: str) -> AnthropicProvider:
+    """`anthropic:MODEL` — needs `ANTHROPIC_API_KEY`."""
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise ModelSpecError(f"anthropic:{model} needs an API key: set ANTHROPIC_API_KEY")
+    return AnthropicProvider(model)

@@ -1,0 +1,206 @@
+"""The OpenAI-compatible chat-completions provider (OpenAI, vLLM, Ollama, llama.cpp, LM Studio…)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
+from tui_eval.agents.providers.base import ModelSpecError, ProviderError, ToolDef
+from tui_eval.agents.providers.http import HTTPProvider, malformed
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+SETTINGS = (
+    "temperature",
+    "seed",
+    "max_tokens",
+    "top_p",
+    "stop",
+    "presence_penalty",
+    "frequency_penalty",
+)
+
+
+def schema_instructions(schema: dict[str, Any]) -> str:
+    """The fallback for servers without structured output: ask for JSON in words."""
+    return (
+        "Reply with only a JSON object (no prose, no code fence) that validates against this JSON schema:\n"
+        + json.dumps(schema)
+    )
+
+
+class OpenAIProvider(HTTPProvider):
+    """Chat completions over HTTP: tools, tool calls, structured output, usage.
+
+    Structured output uses the JSON-schema response format; a server that rejects it is
+    asked again with the schema in the instructions (and is not offered it again).
+
+    Example:
+        >>> OpenAIProvider("llama3.1", base_url="http://localhost:11434/v1")  # doctest: +SKIP
+    """
+
+    provider_name = "openai"
+
+    def __init__(
+        self, model: str, *, base_url: str | None = None, api_key: str | None = None, **options: Any
+    ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL,
+            api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
+            **options,
+        )
+        self.json_schema_supported: bool | None = None
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolDef],
+        *,
+        output_schema: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One chat completion."""
+        payload: dict[str, Any] = {"model": self.model, "messages": to_wire(messages)}
+        if tools:
+            payload["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+        for key in SETTINGS:
+            if settings and settings.get(key) is not None:
+                payload[key] = settings[key]
+        if output_schema is not None:
+            if self.json_schema_supported is False:
+                payload["messages"] = _with_instructions(
+                    payload["messages"], schema_instructions(output_schema)
+                )
+            else:
+                payload["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": str(output_schema.get("title", "output"))[:64],
+                        "schema": output_schema,
+                    },
+                }
+        try:
+            body, retries = await self.post_json("/chat/completions", payload)
+        except ProviderError as exc:
+            if (
+                output_schema is None
+                or "response_format" not in payload
+                or "response_format" not in str(exc)
+            ):
+                raise
+            # The server does not do structured output: ask in words instead.
+            self.json_schema_supported = False
+            return await self.complete(
+                messages, tools, output_schema=output_schema, settings=settings
+            )
+        if output_schema is not None and "response_format" in payload:
+            self.json_schema_supported = True
+        completion = from_wire(body)
+        completion.retries = retries
+        return completion
+
+
+def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
+    """Our messages as chat-completions messages."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            wire.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id,
+                    "content": message.content or "",
+                }
+            )
+        elif message.role == "assistant" and message.tool_calls:
+            wire.append(
+                {
+                    "role": "assistant",
+                    "content": message.content,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": json.dumps(call.arguments),
+                            },
+                        }
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            wire.append({"role": message.role, "content": message.content or ""})
+    return wire
+
+
+def _with_instructions(messages: list[dict[str, Any]], extra: str) -> list[dict[str, Any]]:
+    if messages and messages[0].get("role") == "system":
+        first = dict(messages[0], content=f"{messages[0]['content']}\n\n{extra}")
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": extra}, *messages]
+
+
+def from_wire(body: dict[str, Any]) -> Completion:
+    """A chat-completions response as a `Completion`."""
+    try:
+        choice = body["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        raise malformed("openai", f"no choices[0].message in {json.dumps(body)[:200]}") from None
+    calls = []
+    for raw in message.get("tool_calls") or []:
+        function = raw.get("function") or {}
+        arguments = function.get("arguments") or "{}"
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            parsed = {"_unparsed_arguments": arguments}
+        if not isinstance(parsed, dict):
+            parsed = {"_unparsed_arguments": arguments}
+        calls.append(ToolCall(str(function.get("name", "")), parsed, str(raw.get("id") or "")))
+    usage = body.get("usage") or {}
+    return Completion(
+        content=message.get("content"),
+        tool_calls=calls,
+        usage=Usage(
+            int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), 1
+        ),
+        stop_reason=str(choice.get("finish_reason") or ""),
+        id=str(body.get("id") or ""),
+        model=str(body.get("model") or ""),
+    )
+
+
+def from_spec(model: str) -> OpenAIProvider:
+    """`openai:MODEL` — needs `OPENAI_API_KEY` (and honours `OPENAI_BASE_URL`)."""
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise ModelSpecError(f"openai:{model} needs an API key: set OPENAI_API_KEY")
+    return OpenAIProvider(model)
+
+
+def from_compatible_spec(rest: str) -> OpenAIProvider:
+    """`openai-compatible:MODEL@BASE_URL` — a key is optional (`OPENAI_API_KEY` if set)."""
+    model, sep, base_url = rest.partition("@")
+    if not sep or not model or not base_url.startswith(("http://", "https://")):
+        raise ModelSpecError(
+            f"openai-compatible:{rest} should be openai-compatible:MODEL@BASE_URL, "
+            "e.g. openai-compatible:llama3.1@http://localhost:11434/v1"
+        )
+    return OpenAIProvider(model, base_url=base_url)
