@@ -88,12 +88,12 @@ def convert_messages(history: list[Any]) -> tuple[list[Message], list[ToolCall],
                     Message("tool", str(part.content), tool_call_id=str(part.tool_call_id or ""))
                 )
             elif part_kind == "RetryPromptPart":
-                call = calls.get(str(getattr(part, "tool_call_id", "") or ""))
+                retried = calls.get(str(getattr(part, "tool_call_id", "") or ""))
                 error = (
                     part.model_response() if hasattr(part, "model_response") else str(part.content)
                 )
-                if call is not None:
-                    call.error = str(part.content)
+                if retried is not None:
+                    retried.error = str(part.content)
                 messages.append(
                     Message(
                         "tool",
