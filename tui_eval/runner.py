@@ -8,6 +8,7 @@ and the CLI show is built from the events emitted here.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import time
 import traceback
@@ -22,11 +23,22 @@ from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.base import resource_scope, retry_listener
 from tui_eval.agents.sources import RunSpec, make_runner
 from tui_eval.cases import Case
-from tui_eval.checks.base import Check, CheckResult, is_async_check, run_check, run_check_sync
+from tui_eval.checks.base import (
+    Check,
+    CheckResult,
+    check_name,
+    failed_by_exception,
+    is_async_check,
+    normalise,
+    run_check,
+    run_check_sync,
+)
 from tui_eval.report import CaseResult, Report, SampleResult
 
 Price = Callable[[Usage], float]
 YIELD_EVERY_S = 0.01
+QUICK_SAMPLE_S = 0.001
+MAX_UNYIELDED_S = 0.1
 SampleState = Literal["queued", "running", "judging", "retrying", "done"]
 
 
@@ -93,10 +105,11 @@ class _CasePlan:
 class _Pacer:
     """One worker's view of the time slices (see `Evaluation._pace`)."""
 
-    __slots__ = ("seen",)
+    __slots__ = ("forced_at", "seen")
 
     def __init__(self) -> None:
         self.seen = 0
+        self.forced_at = 0.0
 
 
 def _input_text(case: Case) -> str:
@@ -152,7 +165,7 @@ class Evaluation:
                 replace(c, samples=len(replay[c.label])) for c in self.cases if replay.get(c.label)
             ]
         self._runner = make_runner(agent) if replay is None else _replay_only
-        self._plans = [self._plan(case) for case in self.cases]
+        self._plans: list[_CasePlan | None] = [None] * len(self.cases)
         self._results = [
             CaseResult(
                 case.label,
@@ -262,11 +275,14 @@ class Evaluation:
             self._emit(RunFinished(report))
         return report
 
-    async def _pace(self, pacer: _Pacer) -> None:
+    async def _pace(self, pacer: _Pacer, sample_started: float) -> None:
         """Give the event loop a turn every few milliseconds, even if the agent never blocks.
 
         The app's keys and Ctrl+C (cancellation) need it. When a time slice ends, every
-        worker yields once, so the loop really turns instead of passing from worker to worker.
+        worker whose last sample was quick (it never waited on anything) yields once, so
+        the loop really turns instead of passing from worker to worker. A worker whose
+        samples wait on I/O already gives the loop its turns; forcing a yield on it would
+        only delay its next request, so it is forced at most every `MAX_UNYIELDED_S`.
         """
         now = time.perf_counter()
         if now >= self._slice_ends:
@@ -274,18 +290,23 @@ class Evaluation:
             self._slice_ends = now + YIELD_EVERY_S
         if pacer.seen != self._slice:
             pacer.seen = self._slice
-            await anyio.lowlevel.checkpoint()
+            if now - sample_started < QUICK_SAMPLE_S or now - pacer.forced_at > MAX_UNYIELDED_S:
+                pacer.forced_at = now
+                await anyio.lowlevel.checkpoint()
 
     async def _run_case(self, index: int, pacer: _Pacer) -> None:
         plan = self._plans[index]
+        if plan is None:  # planned when first needed: a big suite starts at once
+            plan = self._plans[index] = self._plan(self.cases[index])
         result = self._results[index]
         emit = self._emit
         for sample_index in range(len(result.samples), plan.case.samples):
+            started = time.perf_counter()
             sample = await self._run_sample(index, sample_index, plan)
             result.samples.append(sample)
             if emit is not None:
                 emit(SampleFinished(index, sample))
-            await self._pace(pacer)
+            await self._pace(pacer, started)
         if emit is not None:
             emit(CaseFinished(index, result))
 
@@ -347,18 +368,39 @@ class Evaluation:
         """Run the case's checks on a finished run; settle the sample's status, usage and cost."""
         if plan.async_checks and self._emit is not None:
             self._emit(SampleStateChanged(index, sample.index, "judging"))
-        sample.checks = await self._run_checks(plan, run)
-        judge = Usage()
-        for check in sample.checks:
+        checks = sample.checks = await self._run_checks(plan, run)
+        sample.usage = run.usage
+        for check in checks:
             if check.usage is not None:
-                judge = judge + check.usage
-        sample.judge_usage = judge
-        sample.usage = run.usage + judge if judge.requests or judge.total_tokens else run.usage
-        sample.status = "passed" if all(check.passed for check in sample.checks) else "failed"
+                sample.judge_usage = sample.judge_usage + check.usage
+        if sample.judge_usage.requests or sample.judge_usage.total_tokens:
+            sample.usage = run.usage + sample.judge_usage
+        sample.status = "passed" if all(check.passed for check in checks) else "failed"
         if self.price is not None:
             sample.cost = self.price(sample.usage)
 
     async def _run_checks(self, plan: _CasePlan, run: RunResult) -> list[CheckResult]:
+        if not plan.async_checks:
+            # The common case: free matchers, run inline with no task group.
+            fast: list[CheckResult] = []
+            for _, check in plan.sync_checks:
+                try:
+                    value = check(run)
+                except Exception as exc:
+                    fast.append(failed_by_exception(check_name(check), exc))
+                    continue
+                if type(value) is CheckResult:
+                    fast.append(value)
+                elif inspect.isawaitable(value):
+                    close = getattr(value, "close", None)
+                    if close is not None:
+                        close()
+                    fast = []
+                    break  # it was async after all: take the general path
+                else:
+                    fast.append(normalise(check_name(check), value))
+            else:
+                return fast
         results: list[CheckResult | None] = [None] * len(plan.case.checks)
         deferred = list(plan.async_checks)
         for position, check in plan.sync_checks:

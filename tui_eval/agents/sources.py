@@ -124,6 +124,15 @@ def _framework_adapter(source: Any) -> SampleRunner | None:
 
 def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
     """Normalise whatever an agent returned into a `RunResult`."""
+    if type(value) is str:  # the common case, first
+        return RunResult(
+            value,
+            [*_input_messages(input), Message("assistant", value)],
+            [],
+            Usage(),
+            1,
+            latency_ms,
+        )
     if isinstance(value, RunResult):
         if not value.latency_ms:
             value.latency_ms = latency_ms

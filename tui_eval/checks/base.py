@@ -45,14 +45,21 @@ def check_name(check: Any) -> str:
     return getattr(check, "__name__", None) or type(check).__name__
 
 
+_ASYNC_CALL: dict[type, bool] = {}
+
+
 def is_async_check(check: Any) -> bool:
     """Whether calling the check gives an awaitable (decided from its definition)."""
     if getattr(check, "is_async", False):
         return True
     if inspect.isfunction(check) or inspect.ismethod(check):
         return inspect.iscoroutinefunction(check)
-    target = type(check).__call__ if not inspect.isclass(check) else None
-    return inspect.iscoroutinefunction(target)
+    kind = type(check)
+    known = _ASYNC_CALL.get(kind)
+    if known is None:
+        target = kind.__call__ if not inspect.isclass(check) else None
+        known = _ASYNC_CALL[kind] = inspect.iscoroutinefunction(target)
+    return known
 
 
 def normalise(name: str, value: Any) -> CheckResult:

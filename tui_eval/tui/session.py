@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,11 @@ class RunSession:
     async def run(self) -> Report:
         """Run the suite to the end (or until `cancel()`), journaling every sample."""
         assert self.evaluation is not None and self.suite is not None
+        # Everything alive now (the app's widgets, loaded suites, earlier runs) is moved out
+        # of the garbage collector's sight: otherwise every full collection during the run
+        # walks the whole widget tree, which measured as most of the app's cost on a
+        # zero-latency suite (bench/). Reference counting still frees it as usual.
+        gc.freeze()
         if self.history is not None:
             self.journal = self.history.start(
                 self.suite.name, str(self.suite.path or ""), invocation=INVOCATION, options={}

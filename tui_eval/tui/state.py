@@ -53,7 +53,8 @@ class RunState:
     failed: int = 0
     errors: int = 0
     timeouts: int = 0
-    usage: Usage = field(default_factory=Usage)
+    input_tokens: int = 0
+    output_tokens: int = 0
     cost: float | None = None
     started: float = 0.0
     finished: float | None = None
@@ -61,6 +62,8 @@ class RunState:
     report: Report | None = None
     read_only: bool = False
     clock: Clock = time.monotonic
+    versions: list[int] = field(default_factory=list)
+    """Bumped whenever a case changes, so views can cache what they drew of it."""
     _dirty: set[int] = field(default_factory=set)
     _structure_changed: bool = True
     _index: dict[str, int] = field(default_factory=dict)
@@ -78,27 +81,38 @@ class RunState:
         state.finished = report.duration_s
         state.report = report
         state._index = {c.name: i for i, c in enumerate(report.cases)}
+        state.versions = [0] * len(report.cases)
         state._dirty = set(range(len(report.cases)))
         return state
 
     # -- events --------------------------------------------------------------------------
+    @property
+    def usage(self) -> Usage:
+        """Summed usage of the finished samples (judges included)."""
+        return Usage(self.input_tokens, self.output_tokens)
+
     def apply(self, event: Event) -> None:
         """Fold one runner event into the state (cheap: no rendering happens here)."""
-        if isinstance(event, SampleFinished):
-            self.in_flight.pop((event.case_index, event.sample.index), None)
-            self.cases[event.case_index].samples.append(event.sample)
+        kind = type(event)
+        if kind is SampleFinished:
+            assert isinstance(event, SampleFinished)
+            index = event.case_index
+            self.in_flight.pop((index, event.sample.index), None)
+            self.cases[index].samples.append(event.sample)
             self._count(event.sample)
-            self._dirty.add(event.case_index)
-        elif isinstance(event, SampleStateChanged):
-            key = (event.case_index, event.sample_index)
+            self.versions[index] += 1
+            self._dirty.add(index)
+        elif kind is SampleStateChanged:
+            assert isinstance(event, SampleStateChanged)
+            index = event.case_index
+            key = (index, event.sample_index)
             current = self.in_flight.get(key)
             if current is None:
-                self.in_flight[key] = InFlight(
-                    event.case_index, event.sample_index, event.state, self.clock()
-                )
+                self.in_flight[key] = InFlight(index, event.sample_index, event.state, self.clock())
             else:
                 current.state = event.state
-            self._dirty.add(event.case_index)
+            self.versions[index] += 1
+            self._dirty.add(index)
         elif isinstance(event, RunStarted):
             self.name = event.name
             self.cases = [
@@ -108,16 +122,18 @@ class RunState:
                 for case in event.cases
             ]
             self._index = {c.name: i for i, c in enumerate(self.cases)}
+            self.versions = [0] * len(self.cases)
             for sample in event.resumed:
-                index = self._index.get(sample.case_name)
-                if index is not None:
-                    self.cases[index].samples.append(sample)
+                position = self._index.get(sample.case_name)
+                if position is not None:
+                    self.cases[position].samples.append(sample)
                     self._count(sample)
             self.total = event.total_samples
             self.started = self.clock()
             self._structure_changed = True
             self._dirty = set(range(len(self.cases)))
         elif isinstance(event, CaseFinished):
+            self.versions[event.case_index] += 1
             self._dirty.add(event.case_index)
         elif isinstance(event, RunFinished):
             self.report = event.report
@@ -125,6 +141,7 @@ class RunState:
             self.in_flight.clear()
             if event.report.priced:
                 self.cost = event.report.cost
+            self.versions = [v + 1 for v in self.versions]
             self._dirty = set(range(len(self.cases)))
 
     def _count(self, sample: SampleResult) -> None:
@@ -138,7 +155,9 @@ class RunState:
             self.timeouts += 1
         else:
             self.failed += 1
-        self.usage = self.usage + sample.usage
+        usage = sample.usage
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
         if sample.cost is not None:
             self.cost = (self.cost or 0.0) + sample.cost
 

@@ -48,7 +48,7 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(cell(self._title(), 200), id="screen-title")
-        yield RunHeader()
+        yield RunHeader(self.session.state)
         yield Input(
             placeholder="filter cases by name (enter to apply, escape to clear)", id="filter"
         )

@@ -147,6 +147,7 @@ class CaseTable(ScrollView, can_focus=True):
         self.order: list[int] = []
         self.cursor = 0
         self._layout = _Layout([w for _, _, w, _ in COLUMNS])
+        self._lines: dict[int, tuple[int, bool, int, Strip]] = {}
 
     # -- structure ------------------------------------------------------------------------
     def shows(self, index: int) -> bool:
@@ -212,6 +213,7 @@ class CaseTable(ScrollView, can_focus=True):
         name_width = max(12, min(longest, 40, int(available * 0.4)))
         widths = {"name": name_width, "failure": max(12, available - name_width)}
         self._layout = _Layout([widths.get(key, w) for key, _, w, _ in COLUMNS])
+        self._lines.clear()
         self.virtual_size = Size(width, len(self.order))
         header = self.screen.query("#case-header")
         if header:
@@ -223,14 +225,23 @@ class CaseTable(ScrollView, can_focus=True):
         width = self.size.width
         if position >= len(self.order):
             return Strip.blank(width, self.rich_style)
-        text = self._layout.line(row_cells(self.state, self.order[position]))
+        index = self.order[position]
+        version = self.state.versions[index] if index < len(self.state.versions) else -1
+        on_cursor = position == self.cursor
+        cached = self._lines.get(index)
+        if cached is not None and cached[:3] == (version, on_cursor, width):
+            return cached[3]  # the case has not changed since it was last drawn
+        text = self._layout.line(row_cells(self.state, index))
         segments: list[Segment] = list(text.render(self.app.console, end=""))
         base = self.rich_style
-        if position == self.cursor:
+        if on_cursor:
             cursor = self.get_component_rich_style("case-table--cursor")
             segments = list(Segment.apply_style(segments, base, cursor))
-            return Strip(segments).crop_extend(0, width, base + cursor)
-        return Strip(list(Segment.apply_style(segments, base))).crop_extend(0, width, base)
+            strip = Strip(segments).crop_extend(0, width, base + cursor)
+        else:
+            strip = Strip(list(Segment.apply_style(segments, base))).crop_extend(0, width, base)
+        self._lines[index] = (version, on_cursor, width, strip)
+        return strip
 
     # -- moving ----------------------------------------------------------------------------
     def _move_to(self, position: int) -> None:

@@ -1,53 +1,68 @@
-"""The top of the Run screen: overall progress, counters, and what is running now."""
+"""The top of the Run screen: overall progress, counters, and what is running now.
+
+One widget that renders itself from the `RunState`: a frame repaints it without a layout
+pass (updating child `Static`s would re-layout the whole screen at every frame).
+"""
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
+from rich.progress_bar import ProgressBar
+from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import ProgressBar, Static
+from textual.widget import Widget
 
 from tui_eval.tui.state import RunState
 from tui_eval.tui.widgets.text import format_duration, one_line
 
 
-class RunHeader(Vertical):
+class RunHeader(Widget):
     """Progress bar with ETA, counters, and the samples in flight; repainted by `sync()`."""
 
     DEFAULT_CSS = """
-    RunHeader { height: auto; padding: 0 1; }
-    RunHeader #progress-row { height: 1; }
-    RunHeader #progress-label { width: auto; padding-right: 1; }
-    RunHeader ProgressBar { width: 1fr; }
-    RunHeader ProgressBar Bar { width: 1fr; }
-    RunHeader #counters { height: auto; }
-    RunHeader #in-flight { height: auto; max-height: 4; color: $text-muted; }
+    RunHeader { height: 4; padding: 0 1; }
     """
 
-    def compose(self) -> ComposeResult:
-        with Horizontal(id="progress-row"):
-            yield Static("", id="progress-label")
-            yield ProgressBar(total=None, show_eta=False, id="progress")
-        yield Static("", id="counters")
-        yield Static("", id="in-flight")
+    def __init__(self, state: RunState, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.state = state
 
     def sync(self, state: RunState) -> None:
-        """Show the state's current numbers."""
-        bar = self.query_one(ProgressBar)
-        if state.total:
-            bar.update(total=state.total, progress=state.done)
-        eta = state.eta
+        """Repaint from `state` (no layout pass)."""
+        self.state = state
+        self.refresh()
+
+    def render(self) -> RenderableType:
+        state = self.state
         label = f"{state.name}  {state.done:,}/{state.total:,} samples"
         if state.running:
-            label += f" · eta {format_duration(eta)}"
+            label += f" · eta {format_duration(state.eta)}"
         elif state.report is not None and state.report.cancelled:
             label += " · cancelled"
         elif state.read_only:
             label += " · saved report"
         else:
             label += " · done"
-        self.query_one("#progress-label", Static).update(Text(one_line(label, 80)))
-        counters = Text()
+        top = Table.grid(expand=True, padding=(0, 1))
+        top.add_column(no_wrap=True)
+        top.add_column(ratio=1)
+        top.add_column(no_wrap=True, justify="right")
+        percent = f"{state.done / state.total:.0%}" if state.total else "–"
+        top.add_row(
+            Text(one_line(label, 70)),
+            ProgressBar(
+                total=max(1, state.total),
+                completed=state.done,
+                complete_style="green",
+                finished_style="green",
+            ),
+            Text(percent),
+        )
+        return Group(top, self._counters(state), self._in_flight(state))
+
+    @staticmethod
+    def _counters(state: RunState) -> Text:
+        counters = Text(no_wrap=True, overflow="ellipsis")
         counters.append(f"✓ {state.passed:,} passed", style="green")
         counters.append("  ")
         counters.append(f"✗ {state.failed:,} failed", style="red" if state.failed else "")
@@ -59,10 +74,9 @@ class RunHeader(Vertical):
         if state.cost is not None:
             counters.append(f" · ${state.cost:.4f}")
         counters.append(f" · {format_duration(state.elapsed)}")
-        if state.running or not state.read_only:
+        if not state.read_only:
             counters.append(f" · {state.rate:,.1f} samples/s")
-        self.query_one("#counters", Static).update(counters)
-        self.query_one("#in-flight", Static).update(self._in_flight(state))
+        return counters
 
     @staticmethod
     def _in_flight(state: RunState) -> Text:
@@ -75,4 +89,6 @@ class RunHeader(Vertical):
             for f in flights[:6]
         ]
         more = f"  +{len(flights) - 6} more" if len(flights) > 6 else ""
-        return Text("now: " + " · ".join(parts) + more, no_wrap=True, overflow="ellipsis")
+        return Text(
+            "now: " + " · ".join(parts) + more, no_wrap=True, overflow="ellipsis", style="dim"
+        )
