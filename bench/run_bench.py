@@ -104,7 +104,7 @@ def print_table(results: dict[tuple[str, str], list[dict]], frameworks: list[str
             ratio_rss = "—" if name == "tui-eval" else f"{ours_rss / rss:.2f}"
             rows.append(
                 f"| {workload} | {name} | {samples / wall:,.0f} | {wall:.3f} | "
-                f"{(wall / ideal if ideal else float('nan')):.3f} | {rss:.0f} | {ratio_speed} | {ratio_rss} |"
+                f"{(f'{wall / ideal:.3f}' if ideal else '—')} | {rss:.0f} | {ratio_speed} | {ratio_rss} |"
             )
     print("\n".join(rows))
 
