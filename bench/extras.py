@@ -130,8 +130,12 @@ def main() -> None:
     bare = command_seconds([sys.executable, "-c", "pass"], args.rounds + 2)
     rows.append(f"| `python -c pass` (for reference) | {bare * 1000:.0f} ms | — |")
     imports = command_seconds([sys.executable, "-c", "import tui_eval"], args.rounds + 2)
-    rows.append(f"| `import tui_eval` (process wall; names load lazily) | {imports * 1000:.0f} ms | — |")
-    full = command_seconds([sys.executable, "-c", "from tui_eval import evaluate, Case, llm_judge"], args.rounds + 2)
+    rows.append(
+        f"| `import tui_eval` (process wall; names load lazily) | {imports * 1000:.0f} ms | — |"
+    )
+    full = command_seconds(
+        [sys.executable, "-c", "from tui_eval import evaluate, Case, llm_judge"], args.rounds + 2
+    )
     rows.append(f"| `from tui_eval import evaluate, Case, llm_judge` | {full * 1000:.0f} ms | — |")
     headless, app = app_versus_headless(args.rounds + 2)
     rows.append(f"| workload A headless (2,000 × 5, C=50) | {headless:.3f} s | — |")
