@@ -213,3 +213,35 @@ def test_help_is_fast_and_never_loads_textual(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "tui-eval run PATH" in result.stdout
+
+
+def test_ctrl_c_keeps_the_partial_report(tmp_path):
+    make_suite(tmp_path / "suites", cases=40)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tui_eval.cli",
+            "run",
+            "suites",
+            "--headless",
+            "--json",
+            "partial.json",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "AGENT_DELAY": "0.05"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    log = tmp_path / "suites" / "calls.log"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().split()) < 5):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, err
+    assert "interrupted: stopping the run" in err
+    assert "run cancelled: kept" in out and "Traceback" not in err
+    report = Report.load(tmp_path / "partial.json")
+    assert report.cancelled and 4 <= len(report.samples) < 40

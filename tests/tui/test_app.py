@@ -263,3 +263,36 @@ async def test_every_keypress_is_handled_while_streaming(tmp_path):
     # Keys are handled while samples stream, not queued until the run ends (the last few,
     # sent in the run's final milliseconds, are handled just after it).
     assert len(during) >= posted // 2
+
+
+async def test_history_opens_a_past_run_and_compares_two(tmp_path):
+    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.tui.screens.history import HistoryScreen
+
+    history = RunHistory(tmp_path)
+
+    def record(outcomes: str, started: float) -> None:
+        cases = [
+            CaseResult(
+                f"q{i}", [SampleResult(f"q{i}", 0, "passed" if o == "p" else "failed")], planned=1
+            )
+            for i, o in enumerate(outcomes)
+        ]
+        journal = history.start("echo", "", invocation="t", options={})
+        journal.record.started_at = started
+        journal.finish(Report("echo", cases, started, 1.0))
+
+    record("ppp", 1000.0)
+    record("pfp", 2000.0)
+    app = TuiEvalApp(loaded=LoadResult(), history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("h")
+        assert isinstance(app.screen, HistoryScreen) and len(app.screen.records) == 2
+        await pilot.press("enter")
+        assert isinstance(app.screen, RunScreen) and app.screen.session.state.read_only
+        assert table_rows(app.screen)["q1"] in ("✗ failed",)
+        await pilot.press("q")
+        await pilot.press("space", "down", "c")
+        diff_screen = app.screen
+        assert isinstance(diff_screen, DiffScreen)
+        assert [c.name for c in diff_screen.diff.regressions] == ["q1"]

@@ -167,6 +167,11 @@ def run_app(
         samples=getattr(options, "samples", None),
     )
     app.run()
+    if autorun:
+        # `tui-eval run` keeps its exit-code contract in the app too.
+        reports = [session.report for session in app.sessions.values()]
+        if any(report is None or not report.passed for report in reports):
+            return 1
     return app.return_code or 0
 
 
