@@ -291,3 +291,21 @@ async def test_runs_under_trio_and_asyncio(anyio_backend):
     ]
     report = await evaluate(agent, cases)
     assert report.passed and len(report.samples) == 3
+
+
+async def test_secrets_from_the_environment_never_reach_errors(monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-live-abcdef123456")
+
+    async def agent(question: str) -> str:
+        raise RuntimeError("auth failed for key sk-live-abcdef123456")
+
+    def check(result: RunResult) -> bool:
+        raise ValueError("sk-live-abcdef123456 leaked")
+
+    report = await evaluate(agent, [Case("q", checks=[check])])
+    sample = report.cases[0].samples[0]
+    assert (
+        "sk-live" not in sample.error
+        and "***" in sample.error
+        and "sk-live" not in sample.traceback
+    )

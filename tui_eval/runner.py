@@ -34,6 +34,7 @@ from tui_eval.checks.base import (
     run_check_sync,
 )
 from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.secrets import redact
 
 Price = Callable[[Usage], float]
 YIELD_EVERY_S = 0.01
@@ -342,8 +343,8 @@ class Evaluation:
                 run = await self._runner(plan.spec)
         except Exception as exc:
             sample.status = "error"
-            sample.error = f"{type(exc).__name__}: {exc}"
-            sample.traceback = traceback.format_exc()
+            sample.error = redact(f"{type(exc).__name__}: {exc}")
+            sample.traceback = redact(traceback.format_exc())
             partial = getattr(exc, "partial", None)
             run = partial if isinstance(partial, RunResult) else None
         finally:

@@ -181,6 +181,14 @@ async def test_untrusted_output_is_shown_literally(tmp_path):
             await pilot.press("n")
         assert bodies["markup"] == outputs["markup"]
         assert "\x1b" not in bodies["ansi"] and "␛[31mred␛[0m" in bodies["ansi"]
+        # `m` renders the output as Markdown instead; escapes stay visible there too.
+        while screen.sample.case_name != "ansi":
+            await pilot.press("n")
+        await pilot.press("m")
+        markdown = screen.query_one("#output-markdown")
+        assert markdown.display and "\x1b" not in markdown.source
+        await pilot.press("m")
+        assert not markdown.display
         assert len(bodies["huge"]) < 30_000 and "more characters — press v" in bodies["huge"]
         # The first failure column shows the markup literally too.
         await pilot.press("q")

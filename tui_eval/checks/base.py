@@ -90,7 +90,9 @@ def normalise(name: str, value: Any) -> CheckResult:
 
 def failed_by_exception(name: str, exc: BaseException) -> CheckResult:
     """The result of a check that raised: only that check fails."""
-    return CheckResult(name, False, 0.0, f"check raised {type(exc).__name__}: {exc}")
+    from tui_eval.secrets import redact
+
+    return CheckResult(name, False, 0.0, redact(f"check raised {type(exc).__name__}: {exc}"))
 
 
 async def run_check(check: Check, result: RunResult) -> CheckResult:

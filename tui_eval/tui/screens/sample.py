@@ -11,12 +11,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.agents.messages import RunResult
 from tui_eval.report import SampleResult
 from tui_eval.tui.session import RunSession
-from tui_eval.tui.widgets.text import cell, format_ms, plain
+from tui_eval.tui.widgets.text import DISPLAY_LIMIT, cell, format_ms, plain, sanitize
 
 
 def output_as_text(output: Any) -> str:
@@ -116,6 +116,15 @@ def render_usage(session: RunSession, sample: SampleResult) -> Text:
     return Text("\n".join(lines))
 
 
+TABS = (
+    ("output", "Output"),
+    ("trajectory", "Trajectory"),
+    ("checks", "Checks"),
+    ("error", "Error"),
+    ("usage", "Usage"),
+)
+
+
 class SampleScreen(Screen[None]):
     """One sample, in tabs. `n`/`p` walk the failing samples of the whole run."""
 
@@ -123,6 +132,7 @@ class SampleScreen(Screen[None]):
         Binding("n", "step(1)", "Next failing"),
         Binding("p", "step(-1)", "Prev failing"),
         Binding("v", "view_full", "Full output"),
+        Binding("m", "toggle_markdown", "Markdown"),
         Binding("1", "tab('output')", "Output", show=False),
         Binding("2", "tab('trajectory')", "Trajectory", show=False),
         Binding("3", "tab('checks')", "Checks", show=False),
@@ -143,21 +153,18 @@ class SampleScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
-        with TabbedContent(
-            initial="checks" if not self.sample.passed and self.sample.checks else "output"
-        ):
-            for tab_id, label in (
-                ("output", "Output"),
-                ("trajectory", "Trajectory"),
-                ("checks", "Checks"),
-                ("error", "Error"),
-                ("usage", "Usage"),
-            ):
+        initial = "checks" if not self.sample.passed and self.sample.checks else "output"
+        with TabbedContent(initial=initial):
+            for tab_id, label in TABS:
                 with TabPane(label, id=tab_id), VerticalScroll():
                     yield Static(id=f"{tab_id}-body", classes="tab-body")
+                    if tab_id == "output":
+                        yield Markdown(id="output-markdown", classes="tab-body")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.markdown = False
+        self.query_one("#output-markdown", Markdown).display = False
         self.show_sample()
 
     def show_sample(self) -> None:
@@ -177,6 +184,7 @@ class SampleScreen(Screen[None]):
             else Text("no output", style="dim")
         )
         self.query_one("#output-body", Static).update(output)
+        self._show_output()
         self.query_one("#trajectory-body", Static).update(render_trajectory(sample.run))
         self.query_one("#checks-body", Static).update(render_checks(sample))
         error = Text()
@@ -187,6 +195,22 @@ class SampleScreen(Screen[None]):
             error.append_text(plain(sample.traceback, limit=20_000))
         self.query_one("#error-body", Static).update(error or Text("no error", style="dim"))
         self.query_one("#usage-body", Static).update(render_usage(self.session, sample))
+
+    def action_toggle_markdown(self) -> None:
+        """Show the output rendered as Markdown, or as plain text again."""
+        self.markdown = not self.markdown
+        self._show_output()
+        self.query_one(TabbedContent).active = "output"
+
+    def _show_output(self) -> None:
+        sample = self.sample
+        markdown = self.query_one("#output-markdown", Markdown)
+        plain_body = self.query_one("#output-body", Static)
+        if self.markdown and sample.run is not None:
+            text = output_as_text(sample.output)
+            markdown.update(sanitize(text[:DISPLAY_LIMIT]))
+        markdown.display = self.markdown and sample.run is not None
+        plain_body.display = not markdown.display
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
