@@ -106,11 +106,13 @@ class _CasePlan:
 class _Pacer:
     """One worker's view of the time slices (see `Evaluation._pace`)."""
 
-    __slots__ = ("forced_at", "seen")
+    __slots__ = ("current", "forced_at", "seen")
 
     def __init__(self) -> None:
         self.seen = 0
         self.forced_at = 0.0
+        self.current: tuple[int, int] | None = None
+        """The (case, sample) this worker runs now, for provider retry notices."""
 
 
 def _input_text(case: Case) -> str:
@@ -248,16 +250,21 @@ class Evaluation:
                 if self._cancel_requested:
                     scope.cancel()
                 if self.fail_fast:
-                    pacer = _Pacer()
-                    for index in range(len(self.cases)):
-                        await self._run_case(index, pacer)
-                        if not self._results[index].passed:
-                            break
+
+                    async def serial() -> None:  # its own task, so its context stays its own
+                        pacer = self._new_pacer()
+                        for index in range(len(self.cases)):
+                            await self._run_case(index, pacer)
+                            if not self._results[index].passed:
+                                break
+
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(serial)
                 else:
                     pending = iter(range(len(self.cases)))
 
                     async def worker() -> None:
-                        pacer = _Pacer()
+                        pacer = self._new_pacer()
                         for index in pending:
                             await self._run_case(index, pacer)
 
@@ -275,6 +282,19 @@ class Evaluation:
         if self._emit is not None:
             self._emit(RunFinished(report))
         return report
+
+    def _new_pacer(self) -> _Pacer:
+        """A worker's pacer; with a listener, provider retries in this task are reported."""
+        pacer = _Pacer()
+        emit = self._emit
+        if emit is not None:
+
+            def on_retry(attempt: int, delay: float) -> None:
+                if pacer.current is not None:
+                    emit(SampleStateChanged(*pacer.current, "retrying"))
+
+            retry_listener.set(on_retry)  # the worker's own task context
+        return pacer
 
     async def _pace(self, pacer: _Pacer, sample_started: float) -> None:
         """Give the event loop a turn every few milliseconds, even if the agent never blocks.
@@ -303,7 +323,7 @@ class Evaluation:
         emit = self._emit
         for sample_index in range(len(result.samples), plan.case.samples):
             started = time.perf_counter()
-            sample = await self._run_sample(index, sample_index, plan)
+            sample = await self._run_sample(index, sample_index, plan, pacer)
             result.samples.append(sample)
             if emit is not None:
                 emit(SampleFinished(index, sample))
@@ -311,7 +331,9 @@ class Evaluation:
         if emit is not None:
             emit(CaseFinished(index, result))
 
-    async def _run_sample(self, index: int, sample_index: int, plan: _CasePlan) -> SampleResult:
+    async def _run_sample(
+        self, index: int, sample_index: int, plan: _CasePlan, pacer: _Pacer
+    ) -> SampleResult:
         case = plan.case
         emit = self._emit
         if self._replay is not None:
@@ -321,12 +343,9 @@ class Evaluation:
             sample = replace(stored, index=sample_index, checks=[], judge_usage=Usage())
             await self._judge(index, plan, sample, stored.run)
             return sample
-        token = None
         if emit is not None:
             emit(SampleStateChanged(index, sample_index, "running"))
-            token = retry_listener.set(
-                lambda attempt, delay: emit(SampleStateChanged(index, sample_index, "retrying"))
-            )
+            pacer.current = (index, sample_index)  # whom a provider's retry is about
         sample = SampleResult(case.label, sample_index)
         run: RunResult | None = None
         start = time.perf_counter()
@@ -348,8 +367,7 @@ class Evaluation:
             partial = getattr(exc, "partial", None)
             run = partial if isinstance(partial, RunResult) else None
         finally:
-            if token is not None:
-                retry_listener.reset(token)
+            pacer.current = None
         elapsed_ms = (time.perf_counter() - start) * 1000
         sample.run = run
         if sample.status == "passed" and run is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from tui_eval.agents.messages import Usage
 from tui_eval.report import CaseResult, Report, SampleResult
@@ -93,24 +94,29 @@ class RunState:
 
     def apply(self, event: Event) -> None:
         """Fold one runner event into the state (cheap: no rendering happens here)."""
+        # The two per-sample events come first and stay lean: they arrive thousands of
+        # times a second on a fast suite, on the app's own event loop.
         kind = type(event)
         if kind is SampleFinished:
-            assert isinstance(event, SampleFinished)
-            index = event.case_index
-            self.in_flight.pop((index, event.sample.index), None)
-            self.cases[index].samples.append(event.sample)
-            self._count(event.sample)
+            finished = cast(SampleFinished, event)
+            index = finished.case_index
+            sample = finished.sample
+            self.in_flight.pop((index, sample.index), None)
+            self.cases[index].samples.append(sample)
+            self._count(sample)
             self.versions[index] += 1
             self._dirty.add(index)
         elif kind is SampleStateChanged:
-            assert isinstance(event, SampleStateChanged)
-            index = event.case_index
-            key = (index, event.sample_index)
+            changed = cast(SampleStateChanged, event)
+            index = changed.case_index
+            key = (index, changed.sample_index)
             current = self.in_flight.get(key)
             if current is None:
-                self.in_flight[key] = InFlight(index, event.sample_index, event.state, self.clock())
+                self.in_flight[key] = InFlight(
+                    index, changed.sample_index, changed.state, self.clock()
+                )
             else:
-                current.state = event.state
+                current.state = changed.state
             self.versions[index] += 1
             self._dirty.add(index)
         elif isinstance(event, RunStarted):
