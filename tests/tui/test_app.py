@@ -304,3 +304,40 @@ async def test_history_opens_a_past_run_and_compares_two(tmp_path):
         diff_screen = app.screen
         assert isinstance(diff_screen, DiffScreen)
         assert [c.name for c in diff_screen.diff.regressions] == ["q1"]
+
+
+async def test_history_resumes_an_interrupted_run(tmp_path):
+    from tui_eval.store import RunHistory
+
+    suite_file = tmp_path / "resumable.py"
+    suite_file.write_text(
+        "from tui_eval import Case, Suite, contains\n"
+        "CALLS = []\n"
+        "async def agent(q):\n"
+        "    CALLS.append(q)\n"
+        "    return 'ok ' + q\n"
+        "suite = Suite('resumable', agent=agent, cases=[Case(f'q{i}', checks=[contains('ok')]) for i in range(5)])\n"
+    )
+    history = RunHistory(tmp_path)
+    # An interrupted run: two samples journaled, no end marker.
+    from tui_eval.report import SampleResult
+
+    journal = history.start("resumable", str(suite_file), invocation="x", options={})
+    for name in ("q0", "q1"):
+        journal.append(SampleResult(name, 0, "passed"))
+    journal.close()
+    app = TuiEvalApp(loaded=LoadResult(), history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("h", "R")
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        await wait_until_done(pilot, screen)
+        report = screen.session.report
+        assert report is not None and report.passed and len(report.samples) == 5
+    module = next(
+        m
+        for name, m in __import__("sys").modules.items()
+        if name.startswith("tui_eval_suite_resumable")
+    )
+    assert sorted(module.CALLS) == ["q2", "q3", "q4"]
+    assert RunHistory(tmp_path).runs()[0].status == "finished"

@@ -10,7 +10,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from tui_eval.report import Diff, Report
-from tui_eval.store import RunHistory
+from tui_eval.store import RunHistory, RunRecord
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.state import Clock
@@ -95,6 +95,34 @@ class TuiEvalApp(App[int]):
             self.sessions[suite.name] = session
         self.run_worker(session.run(), name=f"run {suite.name}", group="runs", exit_on_error=False)
         return session
+
+    def resume(self, record: RunRecord) -> str | None:
+        """Finish an interrupted run from its journal; returns why it cannot, or None."""
+        from tui_eval.store import read_journal_samples
+        from tui_eval.tui.screens.run import RunScreen
+
+        if self.history is None or record.finished:
+            return "only an interrupted run can be resumed"
+        loaded = load_suites([record.suite_path]) if record.suite_path else LoadResult()
+        suite = next((s for s in loaded.suites if s.name == record.suite), None)
+        if suite is None:
+            return f"suite {record.suite!r} not found in {record.suite_path or 'its file'}"
+        options = record.options
+        suite = suite.select(filter=options.get("filter"), samples=options.get("samples"))
+        session = RunSession.for_suite(
+            suite,
+            clock=self.clock,
+            history=self.history,
+            concurrency=options.get("concurrency") or self.concurrency,
+            done=read_journal_samples(record.journal_path),
+            journal=self.history.reopen(record),
+            title=f"{suite.name} · resumed",
+        )
+        self.run_worker(
+            session.run(), name=f"resume {record.run_id}", group="runs", exit_on_error=False
+        )
+        self.push_screen(RunScreen(session))
+        return None
 
     def open_suite(self, suite: Suite) -> None:
         """Show the suite's current run, starting one if it is not running."""

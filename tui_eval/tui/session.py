@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui_eval.report import Diff, Report, ReportFileError
+from tui_eval.report import Diff, Report, ReportFileError, SampleResult
 from tui_eval.runner import Evaluation, Event, SampleFinished
 from tui_eval.store import RunHistory, RunJournal, load_baseline, save_baseline
 from tui_eval.suites import Suite
@@ -47,8 +47,15 @@ class RunSession:
         fail_fast: bool = False,
         baseline_path: Path | None = None,
         title: str = "",
+        done: dict[str, list[SampleResult]] | None = None,
+        journal: RunJournal | None = None,
     ) -> RunSession:
-        """Prepare a run of `suite` (call `run()` in a worker to start it)."""
+        """Prepare a run of `suite` (call `run()` in a worker to start it).
+
+        Args:
+            done: samples an interrupted run already finished (they are not run again).
+            journal: the interrupted run's journal, to append to instead of starting one.
+        """
         state = RunState(suite.name, clock=clock)
         session = cls(
             suite,
@@ -66,8 +73,10 @@ class RunSession:
             price=suite.price,
             name=suite.name,
             on_event=session._on_event,
+            done=done,
             metadata={"suite_path": str(suite.path or "")},
         )
+        session.journal = journal
         return session
 
     @classmethod
@@ -95,7 +104,7 @@ class RunSession:
         # walks the whole widget tree, which measured as most of the app's cost on a
         # zero-latency suite (bench/). Reference counting still frees it as usual.
         gc.freeze()
-        if self.history is not None:
+        if self.journal is None and self.history is not None:
             self.journal = self.history.start(
                 self.suite.name, str(self.suite.path or ""), invocation=INVOCATION, options={}
             )

@@ -29,6 +29,7 @@ class HistoryScreen(Screen[None]):
         Binding("enter", "open", "Open"),
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked ↔ cursor"),
+        Binding("R", "resume", "Resume interrupted"),
         Binding("q,escape", "back", "Back"),
     ]
 
@@ -111,6 +112,14 @@ class HistoryScreen(Screen[None]):
             self.notify("this run's report cannot be read", severity="error")
             return
         self.tui.open_report(report, title=f"{report.name} · {self.records[index].run_id}")
+
+    def action_resume(self) -> None:
+        index = self._cursor()
+        if index is None:
+            return
+        problem = self.tui.resume(self.records[index])
+        if problem is not None:
+            self.notify(problem, severity="warning")
 
     def action_mark(self) -> None:
         index = self._cursor()
