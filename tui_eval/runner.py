@@ -13,8 +13,8 @@ import math
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -33,6 +33,15 @@ from tui_eval.checks.base import (
     run_check,
     run_check_sync,
 )
+from tui_eval.events import (
+    CaseFinished,
+    Event,
+    EventHandler,
+    RunFinished,
+    RunStarted,
+    SampleFinished,
+    SampleStateChanged,
+)
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.secrets import redact
 
@@ -40,59 +49,6 @@ Price = Callable[[Usage], float]
 YIELD_EVERY_S = 0.01
 QUICK_SAMPLE_S = 0.001
 MAX_UNYIELDED_S = 0.1
-SampleState = Literal["queued", "running", "judging", "retrying", "done"]
-
-
-# -- events ---------------------------------------------------------------------------
-@dataclass(slots=True)
-class RunStarted:
-    """The run began: every sample of every case is queued.
-
-    Attributes:
-        resumed: samples finished by an earlier, interrupted run (counted as done).
-    """
-
-    name: str
-    cases: list[Case]
-    total_samples: int
-    started_at: float
-    resumed: list[SampleResult] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class SampleStateChanged:
-    """A sample moved to `running`, `judging` (its checks run) or `retrying` (provider backoff)."""
-
-    case_index: int
-    sample_index: int
-    state: SampleState
-
-
-@dataclass(slots=True)
-class SampleFinished:
-    """A sample is done; `sample` holds its outcome."""
-
-    case_index: int
-    sample: SampleResult
-
-
-@dataclass(slots=True)
-class CaseFinished:
-    """Every sample of a case is done."""
-
-    case_index: int
-    result: CaseResult
-
-
-@dataclass(slots=True)
-class RunFinished:
-    """The run ended (completely, or cancelled with a partial report)."""
-
-    report: Report
-
-
-Event = RunStarted | SampleStateChanged | SampleFinished | CaseFinished | RunFinished
-EventHandler = Callable[[Event], None]
 
 
 @dataclass(slots=True)

@@ -1,0 +1,68 @@
+"""The runner's events: every state change of a run, as typed, cheap dataclasses.
+
+The app and the CLI's progress bar are built only on these (`evaluate(on_event=...)`, or
+`evaluate_iter()` to pull them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from tui_eval.cases import Case
+    from tui_eval.report import CaseResult, Report, SampleResult
+
+SampleState = Literal["queued", "running", "judging", "retrying", "done"]
+
+
+@dataclass(slots=True)
+class RunStarted:
+    """The run began: every sample of every case is queued.
+
+    Attributes:
+        resumed: samples finished by an earlier, interrupted run (counted as done).
+    """
+
+    name: str
+    cases: list[Case]
+    total_samples: int
+    started_at: float
+    resumed: list[SampleResult] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SampleStateChanged:
+    """A sample moved to `running`, `judging` (its checks run) or `retrying` (provider backoff)."""
+
+    case_index: int
+    sample_index: int
+    state: SampleState
+
+
+@dataclass(slots=True)
+class SampleFinished:
+    """A sample is done; `sample` holds its outcome."""
+
+    case_index: int
+    sample: SampleResult
+
+
+@dataclass(slots=True)
+class CaseFinished:
+    """Every sample of a case is done."""
+
+    case_index: int
+    result: CaseResult
+
+
+@dataclass(slots=True)
+class RunFinished:
+    """The run ended (completely, or cancelled with a partial report)."""
+
+    report: Report
+
+
+Event = RunStarted | SampleStateChanged | SampleFinished | CaseFinished | RunFinished
+EventHandler = Callable[[Event], None]
