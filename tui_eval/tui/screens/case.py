@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 from tui_eval.report import CaseResult
 from tui_eval.stats import wilson_interval
 from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell, format_ms
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ class CaseScreen(Screen[None]):
     """One case. `m` reruns just this case with more samples, to tell flaky from broken."""
 
     BINDINGS = [
-        Binding("enter", "open_sample", "Open sample"),
+        Binding("enter", "open_sample", "Open sample", show=False),
         Binding("m", "more_samples", "Rerun with more samples"),
         Binding("q,escape", "back", "Back"),
     ]
@@ -56,7 +57,7 @@ class CaseScreen(Screen[None]):
         yield Static(id="case-stats")
         yield Sparkline([], id="latency")
         yield Static(id="rerun")
-        yield DataTable(cursor_type="row", zebra_stripes=True, id="samples")
+        yield Table(id="samples")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.tui.screens.sample import output_as_text, render_checks
 from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell, plain
 
 
@@ -66,7 +67,10 @@ def _unified(before: list[str], after: list[str], what: str) -> Text:
 class DiffScreen(Screen[None]):
     """The current run against its baseline. `enter` opens a case side by side."""
 
-    BINDINGS = [Binding("enter", "open", "Side by side"), Binding("q,escape", "back", "Back")]
+    BINDINGS = [
+        Binding("enter", "open", "Side by side", show=False),
+        Binding("q,escape", "back", "Back"),
+    ]
 
     def __init__(
         self, diff: Diff, current: RunSession | Report, baseline: Report | None, *, title: str = ""
@@ -91,7 +95,7 @@ class DiffScreen(Screen[None]):
             f" · {len(d.added)} added · {len(d.removed)} removed · {len(d.unchanged)} unchanged"
         )
         yield Static(summary, id="screen-title")
-        yield DataTable(cursor_type="row", zebra_stripes=True, id="changes")
+        yield Table(id="changes")
         yield Footer()
 
     def on_mount(self) -> None:

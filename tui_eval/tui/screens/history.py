@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.report import Report
 from tui_eval.store import RunRecord
+from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ class HistoryScreen(Screen[None]):
     """Runs newest first. `space` marks a run; `c` compares the marked run with the one under the cursor."""
 
     BINDINGS = [
-        Binding("enter", "open", "Open"),
+        Binding("enter", "open", "Open", show=False),
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked ↔ cursor"),
         Binding("R", "resume", "Resume interrupted"),
@@ -45,7 +46,7 @@ class HistoryScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("History · past runs of this project (newest first)", id="screen-title")
-        yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
+        yield Table(id="runs")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.report import ReportFileError
 from tui_eval.store import load_baseline
 from tui_eval.suites import LoadResult, Suite
+from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ class SuitesScreen(Screen[None]):
     """`enter` runs (or opens the running) suite under the cursor; `a` runs them all."""
 
     BINDINGS = [
-        Binding("enter", "run", "Run / open"),
+        Binding("enter", "run", "Run / open", show=False),
         Binding("a", "run_all", "Run all"),
         Binding("h", "history", "History"),
         Binding("q,escape", "quit", "Quit"),
@@ -41,20 +42,20 @@ class SuitesScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("tui-eval · suites", id="screen-title")
-        yield DataTable(cursor_type="row", zebra_stripes=True, id="suites")
+        yield Table(id="suites")
         yield Static(id="load-errors")
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         for key, label, width in (
-            ("name", "suite", 20),
+            ("name", "suite", 18),
             ("cases", "cases", 6),
             ("samples", "samples", 7),
-            ("status", "now", 16),
+            ("status", "now", 22),
             ("last", "last run", 14),
-            ("baseline", "baseline", 10),
-            ("path", "file", 40),
+            ("baseline", "baseline", 9),
+            ("path", "file", 28),
         ):
             table.add_column(label, width=width, key=key)
         self._last = self._last_results()
