@@ -111,7 +111,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     from tui_eval import headless
 
     if args.command == "run":
-        if args.headless or not sys.stdout.isatty():
+        # Files for CI and baseline work are headless jobs, as is any run without a terminal.
+        batch = args.junit or args.json or args.markdown or args.save_baseline or args.baseline
+        if args.headless or batch or not sys.stdout.isatty():
             return headless.run_command(args)
         return _open_app(args.paths, autorun=True, options=args)
     if args.command == "compare":
