@@ -12,7 +12,7 @@ from textual.widgets import Footer, Input, Static
 
 from tui_eval.report import Diff
 from tui_eval.tui.session import RunSession
-from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseTable
+from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
 
@@ -52,7 +52,7 @@ class RunScreen(Screen[None]):
         yield Input(
             placeholder="filter cases by name (enter to apply, escape to clear)", id="filter"
         )
-        yield Static(id="case-header")
+        yield CaseHeader(id="case-header")
         yield CaseTable(self.session.state, id="cases")
         yield Footer()
 

@@ -10,11 +10,13 @@ make the table jump, and the cursor follows its case, not its position.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -22,6 +24,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from tui_eval.report import CaseResult
 from tui_eval.tui.state import RunState
@@ -109,6 +112,51 @@ class _Layout:
                 text.append(pad)
             text.append(" " * GAP)
         return text
+
+    def segments(self, cells: list[Text]) -> list[Segment]:
+        """The same line as `line()`, built straight as segments (the per-frame path)."""
+        out = [Segment(" ")]
+        gap = Segment(" " * GAP)
+        for (_, _, _, right), width, value in zip(COLUMNS, self.widths, cells, strict=True):
+            plain = value.plain
+            size = cell_len(plain)
+            if size > width:
+                plain = set_cell_size(plain, width - 1) + "…"
+                size = width
+            pad = " " * (width - size)
+            piece = Segment(plain, _style(value.style))
+            if right:
+                out += [Segment(pad), piece, gap]
+            else:
+                out += [piece, Segment(pad), gap]
+        return out
+
+
+@functools.lru_cache(maxsize=64)
+def _style(style: str | Style) -> Style | None:
+    if isinstance(style, Style):
+        return style
+    return Style.parse(style) if style else None
+
+
+class CaseHeader(Widget):
+    """The column labels above a `CaseTable` (repainted without a layout pass)."""
+
+    DEFAULT_CSS = """
+    CaseHeader { height: 1; text-style: bold; color: $text-accent; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._text = Text("")
+
+    def show(self, text: Text) -> None:
+        """Display `text` (the table's aligned labels)."""
+        self._text = text
+        self.refresh()
+
+    def render(self) -> Text:
+        return self._text
 
 
 class CaseTable(ScrollView, can_focus=True):
@@ -215,9 +263,8 @@ class CaseTable(ScrollView, can_focus=True):
         self._layout = _Layout([widths.get(key, w) for key, _, w, _ in COLUMNS])
         self._lines.clear()
         self.virtual_size = Size(width, len(self.order))
-        header = self.screen.query("#case-header")
-        if header:
-            header.first().update(self.header_text())  # type: ignore[attr-defined]
+        for header in self.screen.query(CaseHeader):
+            header.show(self.header_text())
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -231,8 +278,7 @@ class CaseTable(ScrollView, can_focus=True):
         cached = self._lines.get(index)
         if cached is not None and cached[:3] == (version, on_cursor, width):
             return cached[3]  # the case has not changed since it was last drawn
-        text = self._layout.line(row_cells(self.state, index))
-        segments: list[Segment] = list(text.render(self.app.console, end=""))
+        segments = self._layout.segments(row_cells(self.state, index))
         base = self.rich_style
         if on_cursor:
             cursor = self.get_component_rich_style("case-table--cursor")
