@@ -123,11 +123,14 @@ class SuitesScreen(Screen[None]):
         )
 
     def refresh_status(self) -> None:
-        """Show live progress of suites that are running."""
+        """Show live progress of suites that are running, and baselines saved meanwhile."""
         table = self.query_one(DataTable)
         for suite in self.loaded.suites:
             if suite.name in self.tui.sessions:
                 table.update_cell(suite.name, "status", self._status(suite))
+                shown = table.get_cell(suite.name, "baseline").plain
+                if shown == "none" and suite.baseline_path.exists():
+                    table.update_cell(suite.name, "baseline", Text("saved", style="green"))
 
     def _current(self) -> Suite | None:
         table = self.query_one(DataTable)
