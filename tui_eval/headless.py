@@ -439,8 +439,11 @@ def history_command(limit: int) -> int:
     for record in records:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started_at))
         try:
-            report = record.load_report()
-            counts = f"{report.n_passed}/{len(report.cases)} cases · {len(report.samples):,} samples · {report.usage.total_tokens:,} tokens"
+            summary = record.summary()
+            counts = (
+                f"{summary.cases_passed}/{summary.cases_total} cases · {summary.samples:,} samples · "
+                f"{summary.tokens:,} tokens"
+            )
         except (ReportFileError, OSError, ValueError) as exc:
             counts = f"unreadable: {exc}"
         print(f"  {when}  {record.status:<11}  {record.suite:<24}  {counts}  {record.run_id}")

@@ -19,8 +19,12 @@ SCHEMA_VERSION = 1
 REPORT_KIND = "tui-eval-report"
 
 
+REPORT_HEAD = f'{{"kind":"{REPORT_KIND}","schema_version":{SCHEMA_VERSION},"report":'.encode()
+"""How every report this version writes begins."""
+
+
 def _file_head() -> bytes:
-    return f'{{"kind":"{REPORT_KIND}","schema_version":{SCHEMA_VERSION},"report":'.encode()
+    return REPORT_HEAD
 
 
 class ReportFileError(ValueError):
@@ -421,6 +425,7 @@ def _one_line(text: str, limit: int = 160) -> str:
 from tui_eval.diff import CaseChange, Diff, compare_reports  # noqa: E402
 
 __all__ = [
+    "REPORT_HEAD",
     "CaseChange",
     "CaseResult",
     "Diff",

@@ -83,6 +83,33 @@ _SAMPLE = pydantic.TypeAdapter(SampleResult)
 
 
 @dataclass(slots=True)
+class RunSummary:
+    """The few numbers lists of runs show, kept beside each report so that listing runs
+    never parses whole reports (a 10,000-sample report is ~20 MB)."""
+
+    cases_passed: int
+    cases_total: int
+    samples: int
+    tokens: int
+    case_rates: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per case: (passed samples, samples)."""
+
+    @classmethod
+    def of(cls, report: Report) -> RunSummary:
+        """Summarise `report`."""
+        return cls(
+            report.n_passed,
+            len(report.cases),
+            sum(len(c.samples) for c in report.cases),
+            report.usage.total_tokens,
+            {c.name: (c.n_passed, len(c.samples)) for c in report.cases},
+        )
+
+
+_SUMMARY = pydantic.TypeAdapter(RunSummary)
+
+
+@dataclass(slots=True)
 class RunRecord:
     """One past run of a suite, as listed by `tui-eval history`."""
 
@@ -112,6 +139,18 @@ class RunRecord:
         if not self.finished:
             return "interrupted"
         return "cancelled" if self.cancelled else "finished"
+
+    @property
+    def summary_path(self) -> Path:
+        """The run's summary (written with the report)."""
+        return self.folder / "summary.json"
+
+    def summary(self) -> RunSummary:
+        """The run's summary; computed from the report or journal when none was written."""
+        try:
+            return _SUMMARY.validate_json(self.summary_path.read_bytes())
+        except (OSError, pydantic.ValidationError):
+            return RunSummary.of(self.load_report())
 
     def load_report(self) -> Report:
         """The run's report; for an interrupted run, one rebuilt from its journal."""
@@ -170,6 +209,7 @@ class RunJournal:
     def finish(self, report: Report) -> None:
         """Write the run's report and mark the journal finished."""
         report.save(self.record.report_path)
+        atomic_write_bytes(self.record.summary_path, _SUMMARY.dump_json(RunSummary.of(report)))
         self._write(json.dumps({"t": "end", "cancelled": report.cancelled}).encode())
         self.close()
         self.record.finished = True

@@ -341,3 +341,39 @@ async def test_history_resumes_an_interrupted_run(tmp_path):
     )
     assert sorted(module.CALLS) == ["q2", "q3", "q4"]
     assert RunHistory(tmp_path).runs()[0].status == "finished"
+
+
+def test_baseline_status_without_parsing_healthy_files(tmp_path):
+    from tui_eval.report import Report
+    from tui_eval.tui.screens.suites import baseline_status
+
+    assert baseline_status(tmp_path / "none.json") == ("none", "dim")
+    good = Report("r").save(tmp_path / "good.json")
+    assert baseline_status(good)[0] == "saved"
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(good.read_bytes()[:-10])
+    assert baseline_status(broken)[0] == "corrupt"
+    (tmp_path / "other.json").write_text("{}")
+    assert baseline_status(tmp_path / "other.json")[0] == "corrupt"
+
+
+def test_run_summaries_are_written_beside_reports(tmp_path):
+    from tui_eval.report import CaseResult, Report, SampleResult
+
+    history = RunHistory(tmp_path)
+    journal = history.start("s", "", invocation="i", options={})
+    journal.finish(
+        Report(
+            "s",
+            [
+                CaseResult(
+                    "a", [SampleResult("a", 0, "passed"), SampleResult("a", 1, "failed")], 0.5, 2
+                )
+            ],
+        )
+    )
+    record = history.runs()[0]
+    assert record.summary_path.exists()
+    summary = record.summary()
+    assert (summary.cases_passed, summary.cases_total, summary.samples) == (1, 1, 2)
+    assert summary.case_rates == {"a": (1, 2)}

@@ -84,12 +84,11 @@ class CaseScreen(Screen[None]):
         rates = []
         for record in [r for r in history.runs() if r.suite == suite.name and r.finished][:8]:
             try:
-                report = record.load_report()
+                passed, total = record.summary().case_rates.get(self.case.name, (0, 0))
             except Exception:
                 continue
-            match = next((c for c in report.cases if c.name == self.case.name), None)
-            if match is not None and match.samples:
-                rates.append(f"{match.pass_rate:.0%}")
+            if total:
+                rates.append(f"{passed / total:.0%}")
         return (
             "past runs (newest first): " + " · ".join(rates)
             if rates

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.report import Report
-from tui_eval.store import RunRecord
+from tui_eval.store import RunRecord, RunSummary
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell
 
@@ -65,8 +65,11 @@ class HistoryScreen(Screen[None]):
         history = self.tui.history
         self.records = history.runs()[:HISTORY_LIMIT] if history is not None else []
         for record in self.records:
-            report = self._report(record)
-            cases = f"{report.n_passed}/{len(report.cases)}" if report else "?"
+            try:
+                summary: RunSummary | None = record.summary()
+            except Exception:
+                summary = None
+            cases = f"{summary.cases_passed}/{summary.cases_total}" if summary else "?"
             table.add_row(
                 Text(""),
                 Text(time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started_at))),
@@ -76,8 +79,8 @@ class HistoryScreen(Screen[None]):
                     style={"finished": "green", "cancelled": "yellow"}.get(record.status, "red"),
                 ),
                 Text(cases, justify="right"),
-                Text(f"{len(report.samples):,}" if report else "?", justify="right"),
-                Text(f"{report.usage.total_tokens:,}" if report else "?", justify="right"),
+                Text(f"{summary.samples:,}" if summary else "?", justify="right"),
+                Text(f"{summary.tokens:,}" if summary else "?", justify="right"),
                 Text(record.run_id, style="dim"),
                 key=record.run_id,
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -11,7 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from tui_eval.report import ReportFileError
+from tui_eval.report import REPORT_HEAD, ReportFileError
 from tui_eval.store import load_baseline
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.widgets.table import Table
@@ -19,6 +21,26 @@ from tui_eval.tui.widgets.text import cell
 
 if TYPE_CHECKING:
     from tui_eval.tui.app import TuiEvalApp
+
+
+def baseline_status(path: Path) -> tuple[str, str]:
+    """`saved`, `none` or `corrupt`, without parsing a (possibly large) healthy baseline."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(REPORT_HEAD))
+            handle.seek(-1, os.SEEK_END)
+            tail = handle.read(1)
+    except FileNotFoundError:
+        return "none", "dim"
+    except OSError:
+        return "corrupt", "bold red"
+    if head == REPORT_HEAD and tail in (b"}", b"\n"):
+        return "saved", "green"
+    try:
+        load_baseline(path)  # not our usual layout: the full check decides
+    except ReportFileError:
+        return "corrupt", "bold red"
+    return "saved", "green"
 
 
 class SuitesScreen(Screen[None]):
@@ -81,18 +103,14 @@ class SuitesScreen(Screen[None]):
             if record.suite in last or not record.finished:
                 continue
             try:
-                report = record.load_report()
+                summary = record.summary()
             except Exception:
                 continue
-            last[record.suite] = f"{report.n_passed}/{len(report.cases)} passed"
+            last[record.suite] = f"{summary.cases_passed}/{summary.cases_total} passed"
         return last
 
     def _cells(self, suite: Suite) -> list[Text]:
-        try:
-            baseline = "saved" if load_baseline(suite.baseline_path) is not None else "none"
-            style = "green" if baseline == "saved" else "dim"
-        except ReportFileError:
-            baseline, style = "corrupt", "bold red"
+        baseline, style = baseline_status(suite.baseline_path)
         return [
             cell(suite.name, 40, style="bold"),
             Text(f"{len(suite.cases):,}", justify="right"),
