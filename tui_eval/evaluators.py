@@ -280,6 +280,7 @@ class AccuracyEval(_Evaluator):
         self.name = name
 
     def check_for(self, example: EvalExample) -> _AccuracyCheck:
+        """The check this evaluator puts on the example's case."""
         return _AccuracyCheck(example.expected, self.exact_match)
 
 
@@ -297,6 +298,7 @@ class TrajectoryEval(_Evaluator):
         self.name = name
 
     def check_for(self, example: EvalExample) -> _TrajectoryCheck:
+        """The check this evaluator puts on the example's case."""
         return _TrajectoryCheck(example.expected_tools, self.strict_order)
 
 
@@ -315,6 +317,7 @@ class PerformanceEval(_Evaluator):
         self.name = name
 
     def check_for(self, example: EvalExample) -> _LatencyCheck:
+        """The check this evaluator puts on the example's case."""
         return _LatencyCheck(self.max_latency_ms)
 
 

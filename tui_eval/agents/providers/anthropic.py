@@ -38,6 +38,7 @@ class AnthropicProvider(HTTPProvider):
         self.max_tokens = max_tokens
 
     def headers(self) -> dict[str, str]:
+        """The headers every request of this provider carries (the key among them)."""
         headers = {"anthropic-version": API_VERSION}
         if self._api_key:
             headers["x-api-key"] = self._api_key

@@ -36,7 +36,9 @@ class Provider(Protocol):
         *,
         output_schema: dict[str, Any] | None = None,
         settings: dict[str, Any] | None = None,
-    ) -> Completion: ...
+    ) -> Completion:
+        """Answer the conversation, offering `tools`; `output_schema` asks for structured output."""
+        ...
 
 
 class ProviderError(Exception):

@@ -56,6 +56,7 @@ class HTTPProvider:
 
     # -- what subclasses provide ---------------------------------------------------------
     def headers(self) -> dict[str, str]:  # pragma: no cover - overridden
+        """The headers every request of this provider carries (the key among them)."""
         return {}
 
     # -- the shared client ---------------------------------------------------------------

@@ -54,6 +54,7 @@ class OpenAIProvider(HTTPProvider):
         self.json_schema_supported: bool | None = None
 
     def headers(self) -> dict[str, str]:
+        """The headers every request of this provider carries (the key among them)."""
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     async def complete(
