@@ -252,3 +252,39 @@ def test_shipped_json_schema_is_current():
     assert json.loads(shipped.read_text()) == json_schema(), (
         "regenerate with: python -m tui_eval.suites.declarative"
     )
+
+
+async def test_yaml_suite_with_an_offline_judge_from_python(tmp_path):
+    write(
+        tmp_path / "judges.py",
+        """
+        from tui_eval.checks import verdict_reply
+        from tui_eval.testing import ScriptedProvider, text
+
+        def judge():
+            return ScriptedProvider([text(verdict_reply(0.9, "Polite and specific."))])
+    """,
+    )
+    write(
+        tmp_path / "judged.yaml",
+        """
+        judge_model: python:judges:judge
+        cases:
+          - input: Reset my password
+            script: [{text: "Here is a reset link."}]
+            checks: [{llm_judge: "Polite, gives a next step"}]
+    """,
+    )
+    suite = load_yaml_suite(tmp_path / "judged.yaml")
+    report = await evaluate(suite.agent, suite.cases)
+    assert report.passed
+    assert report.cases[0].samples[0].checks[0].reason == "Polite and specific."
+
+
+def test_python_spec_errors():
+    from tui_eval.agents.providers import ModelSpecError, resolve_model
+
+    with pytest.raises(ModelSpecError, match="python:MODULE:ATTRIBUTE"):
+        resolve_model("python:nomodule")
+    with pytest.raises(ModelSpecError, match="cannot import 'no_such_mod_xyz'"):
+        resolve_model("python:no_such_mod_xyz:x")

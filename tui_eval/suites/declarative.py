@@ -132,7 +132,11 @@ class SuiteSettings(_Strict):
     )
     instructions: str | None = None
     concurrency: int = pydantic.Field(4, ge=1)
-    judge_model: str | None = None
+    judge_model: str | None = pydantic.Field(
+        None,
+        description="default model for llm_judge checks: a spec such as openai:gpt-4o-mini, "
+        "or python:MODULE:ATTRIBUTE for a provider defined in code (e.g. an offline ScriptedProvider)",
+    )
     baseline: str | None = None
     skip_unless_env: list[str] = pydantic.Field(
         [], description="skip the suite (with a message) unless these environment variables are set"
@@ -228,6 +232,11 @@ def _first_error(exc: pydantic.ValidationError) -> str:
 
 def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
     import os
+    import sys
+
+    folder = str(path.parent.resolve())
+    if folder not in sys.path:  # `agent:` and `python:` model references live beside the suite
+        sys.path.insert(0, folder)
 
     name = settings.name or path.stem
     missing = [var for var in settings.skip_unless_env if not os.environ.get(var)]

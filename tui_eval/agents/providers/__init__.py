@@ -16,6 +16,7 @@ _REGISTRY: dict[str, str | Callable[[str], Provider]] = {
     "openai": "tui_eval.agents.providers.openai:from_spec",
     "openai-compatible": "tui_eval.agents.providers.openai:from_compatible_spec",
     "anthropic": "tui_eval.agents.providers.anthropic:from_spec",
+    "python": "tui_eval.agents.providers:from_python_spec",
 }
 
 
@@ -45,6 +46,27 @@ def resolve_model(model: ModelLike) -> Provider:
     raise ModelSpecError(
         f"not a model: {model!r} (expected a provider, a spec string or a factory)"
     )
+
+
+def from_python_spec(reference: str) -> Provider:
+    """`python:module:attribute` — a provider (or a zero-arg factory of one) defined in code.
+
+    This is how a declarative suite names an offline judge, e.g. a `ScriptedProvider`
+    factory in a module beside the suite (the suite's folder is importable).
+    """
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise ModelSpecError(f"python:{reference} should be python:MODULE:ATTRIBUTE")
+    importlib.invalidate_caches()  # the module may have been written after start-up
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelSpecError(f"python:{reference}: cannot import {module_name!r}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ModelSpecError(f"python:{reference}: {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    return resolve_model(target)
 
 
 def resolve_spec(spec: str) -> Provider:
