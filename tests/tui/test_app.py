@@ -377,3 +377,23 @@ def test_run_summaries_are_written_beside_reports(tmp_path):
     summary = record.summary()
     assert (summary.cases_passed, summary.cases_total, summary.samples) == (1, 1, 2)
     assert summary.case_rates == {"a": (1, 2)}
+
+
+async def test_clicking_a_column_header_sorts(tmp_path):
+    async def agent(question: str) -> str:
+        return "ok" if question in ("b", "c") else "no"
+
+    suite = Suite(
+        "sorting", agent=agent, cases=[Case(name, checks=[contains("ok")]) for name in "cab"]
+    )
+    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        screen = app.screen
+        await wait_until_done(pilot, screen)
+        table = screen.query_one(CaseTable)
+        name_x = 1 + table._layout.widths[0] + 2  # the name column starts after status and a gap
+        await pilot.click("#case-header", offset=(name_x + 1, 0))
+        assert list(table_rows(screen)) == ["a", "b", "c"]
+        await pilot.click("#case-header", offset=(name_x + 1, 0))
+        assert list(table_rows(screen)) == ["c", "a", "b"]

@@ -158,6 +158,14 @@ class CaseHeader(Widget):
     def render(self) -> Text:
         return self._text
 
+    def on_click(self, event: events.Click) -> None:
+        """Sort by the clicked column (clicking it again restores the run order)."""
+        for table in self.screen.query(CaseTable):
+            key = table.column_at(event.x)
+            if key is not None:
+                table.sort_key = None if table.sort_key == key else key
+                table.rebuild()
+
 
 class CaseTable(ScrollView, can_focus=True):
     """One line per case, rendered from the `RunState` on demand."""
@@ -228,6 +236,15 @@ class CaseTable(ScrollView, can_focus=True):
         bottom = top + self.size.height
         if any(top <= self._position.get(i, -1) < bottom for i in dirty):
             self.refresh()
+
+    def column_at(self, x: int) -> str | None:
+        """The key of the column drawn at cell `x` (None between or past the columns)."""
+        left = 1
+        for (key, _, _, _), width in zip(COLUMNS, self._layout.widths, strict=True):
+            if left <= x < left + width:
+                return key
+            left += width + GAP
+        return None
 
     def current_case(self) -> int | None:
         """The case index under the cursor."""
