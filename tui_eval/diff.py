@@ -94,6 +94,8 @@ class Diff:
         return not self.regressions
 
     def __str__(self) -> str:
+        from tui_eval.report import pad_cells  # report imports this module at its end
+
         counts = (
             f"diff: {len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
             f"{len(self.added)} added, {len(self.removed)} removed, {len(self.unchanged)} unchanged"
@@ -154,10 +156,3 @@ def compare_reports(current: Report, baseline: Report) -> Diff:
         (diff.regressions if old.passed else diff.improvements).append(change)
     diff.removed = [name for name in before if name not in now]
     return diff
-
-
-def pad_cells(text: str, cells: int) -> str:
-    """Pad or cut to exactly `cells` terminal cells (CJK characters count two)."""
-    from tui_eval.report import _pad
-
-    return _pad(text, cells)

@@ -23,10 +23,6 @@ REPORT_HEAD = f'{{"kind":"{REPORT_KIND}","schema_version":{SCHEMA_VERSION},"repo
 """How every report this version writes begins."""
 
 
-def _file_head() -> bytes:
-    return REPORT_HEAD
-
-
 class ReportFileError(ValueError):
     """A report or baseline file could not be read; the message names the file."""
 
@@ -298,7 +294,7 @@ class Report:
 
     def to_json(self) -> bytes:
         """The report as the JSON document `save()` writes."""
-        return _file_head() + self._adapter().dump_json(self, fallback=repr) + b"}"
+        return REPORT_HEAD + self._adapter().dump_json(self, fallback=repr) + b"}"
 
     def save(self, path: str | Path) -> Path:
         """Write the report atomically as JSON; values that are not JSON are stored as their repr."""
@@ -312,7 +308,7 @@ class Report:
     def from_json(cls, data: bytes | str, *, source: str = "<report>") -> Report:
         """Parse a saved report. Raises `ReportFileError` naming `source` when it cannot."""
         raw = data.encode() if isinstance(data, str) else data
-        head = _file_head()
+        head = REPORT_HEAD
         if raw.startswith(head) and raw.rstrip().endswith(b"}"):
             # Our own files: let pydantic-core parse and validate the body in one pass.
             try:
@@ -373,7 +369,7 @@ class Report:
 NAME_CELLS = 40
 
 
-def _pad(text: str, cells: int) -> str:
+def pad_cells(text: str, cells: int) -> str:
     """Pad or cut to exactly `cells` terminal cells (CJK characters count two)."""
     if cell_len(text) > cells:
         return set_cell_size(text, cells - 1) + "…"
@@ -400,7 +396,7 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
     count_width = max((len(x) for x in counts), default=0)
     for case, count in zip(shown, counts, strict=True):
         mark = "✓" if case.passed else "✗"
-        line = f"  {mark} {_pad(case.name, width)}  {count.ljust(count_width)}"
+        line = f"  {mark} {pad_cells(case.name, width)}  {count.ljust(count_width)}"
         if not case.passed:
             reason = case.first_failure or "no samples finished"
             line += f"  {_one_line(reason)}"
@@ -433,5 +429,6 @@ __all__ = [
     "ReportFileError",
     "SampleResult",
     "compare_reports",
+    "pad_cells",
     "render_summary",
 ]

@@ -8,7 +8,6 @@ and the CLI show is built from the events emitted here.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import time
 import traceback
@@ -26,10 +25,7 @@ from tui_eval.cases import Case
 from tui_eval.checks.base import (
     Check,
     CheckResult,
-    check_name,
-    failed_by_exception,
     is_async_check,
-    normalise,
     run_check,
     run_check_sync,
 )
@@ -359,21 +355,10 @@ class Evaluation:
             # The common case: free matchers, run inline with no task group.
             fast: list[CheckResult] = []
             for _, check in plan.sync_checks:
-                try:
-                    value = check(run)
-                except Exception as exc:
-                    fast.append(failed_by_exception(check_name(check), exc))
-                    continue
-                if type(value) is CheckResult:
-                    fast.append(value)
-                elif inspect.isawaitable(value):
-                    close = getattr(value, "close", None)
-                    if close is not None:
-                        close()
-                    fast = []
+                outcome = run_check_sync(check, run)
+                if outcome is None:
                     break  # it was async after all: take the general path
-                else:
-                    fast.append(normalise(check_name(check), value))
+                fast.append(outcome)
             else:
                 return fast
         results: list[CheckResult | None] = [None] * len(plan.case.checks)

@@ -113,18 +113,23 @@ async def run_check(check: Check, result: RunResult) -> CheckResult:
 
 
 def run_check_sync(check: Check, result: RunResult) -> CheckResult | None:
-    """Run a check known to be synchronous; `None` if it turned out to return an awaitable."""
-    name = check_name(check)
+    """Run a check known to be synchronous; `None` if it turned out to return an awaitable.
+
+    The runner calls this once per check per sample, so the name is only looked up
+    when it is needed (a failure or a bare bool/float).
+    """
     try:
         value = check(result)
     except Exception as exc:
-        return failed_by_exception(name, exc)
+        return failed_by_exception(check_name(check), exc)
+    if type(value) is CheckResult:
+        return value
     if inspect.isawaitable(value):
         close = getattr(value, "close", None)
         if close is not None:
             close()
         return None
-    return normalise(name, value)
+    return normalise(check_name(check), value)
 
 
 def shorten(value: Any, limit: int = 80) -> str:

@@ -97,24 +97,8 @@ def _sort_value(state: RunState, index: int, key: str) -> Any:
 class _Layout:
     widths: list[int]
 
-    def line(self, cells: list[Text]) -> Text:
-        """One row as a single line of text, each cell cut or padded to its column."""
-        text = Text(" ", no_wrap=True, overflow="ellipsis")
-        for (_, _, _, right), width, value in zip(COLUMNS, self.widths, cells, strict=True):
-            piece = value.copy()
-            piece.truncate(width, overflow="ellipsis")
-            pad = " " * (width - piece.cell_len)
-            if right:
-                text.append(pad)
-                text.append_text(piece)
-            else:
-                text.append_text(piece)
-                text.append(pad)
-            text.append(" " * GAP)
-        return text
-
     def segments(self, cells: list[Text]) -> list[Segment]:
-        """The same line as `line()`, built straight as segments (the per-frame path)."""
+        """One row, each cell cut or padded to its column, as segments (the per-frame path)."""
         out = [Segment(" ")]
         gap = Segment(" " * GAP)
         for (_, _, _, right), width, value in zip(COLUMNS, self.widths, cells, strict=True):
