@@ -9,30 +9,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the scenes live with the snapshot tests
 
 
 async def capture(name: str, size: tuple[int, int], out: Path) -> Path:
-    from tui_eval.tui.demo import build_scene
+    from tests.tui.scenes import build_scene
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["TUI_EVAL_HOME"] = home
-        app, keys = await build_scene(name, ROOT / "suites", Path(home))
-        async with app.run_test(size=size) as pilot:  # type: ignore[attr-defined]
-            await pilot.pause()
+        app, setup, keys = await build_scene(name, ROOT / "suites", Path(home))
+        async with app.run_test(size=size) as pilot:
+            await setup(pilot)
             if keys:
                 await pilot.press(*keys)
             await pilot.pause(0.3)
             target = out / f"{name}.svg"
-            app.save_screenshot(filename=target.name, path=str(out))  # type: ignore[attr-defined]
+            app.save_screenshot(filename=target.name, path=str(out))
     return target
 
 
 def main() -> None:
-    from tui_eval.tui.demo import SCENES
+    from tests.tui.scenes import SCENES
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

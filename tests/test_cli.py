@@ -170,7 +170,7 @@ def test_kill_then_resume_runs_only_missing_samples(tmp_path):
             journaled = [
                 json.loads(line)["sample"]["case_name"]
                 for line in journals[0].read_text().splitlines()
-                if '"t":"sample"' in line
+                if '"kind":"sample"' in line
             ]
             if len(journaled) >= 5:
                 break

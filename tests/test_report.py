@@ -154,7 +154,9 @@ async def test_load_errors_name_the_file(tmp_path):
     document["schema_version"] = 1
     document["report"]["cases"][0]["samples"] = "nope"
     broken.write_text(json.dumps(document))
-    with pytest.raises(ReportFileError, match=r"broken\.json: invalid report at cases\.0\.samples"):
+    with pytest.raises(
+        ReportFileError, match=r"broken\.json: invalid report: field 'report\.cases\.0\.samples'"
+    ):
         Report.load(broken)
     with pytest.raises(ReportFileError, match="missing.json: cannot read"):
         Report.load(tmp_path / "missing.json")

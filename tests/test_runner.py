@@ -309,3 +309,25 @@ async def test_secrets_from_the_environment_never_reach_errors(monkeypatch):
         and "***" in sample.error
         and "sk-live" not in sample.traceback
     )
+
+
+async def test_every_check_runs_exactly_once_per_sample():
+    seen: list[str] = []
+
+    def counting(run: RunResult) -> bool:
+        seen.append(run.output)
+        return True
+
+    async def later(run: RunResult) -> bool:
+        await anyio.sleep(0)
+        return True
+
+    async def agent(question: str) -> str:
+        return question
+
+    # The second check looks synchronous but returns an awaitable.
+    report = await evaluate(
+        agent, [Case("a", checks=[counting, lambda r: later(r)]), Case("b", checks=[counting])]
+    )
+    assert report.passed
+    assert sorted(seen) == ["a", "b"]

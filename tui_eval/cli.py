@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from tui_eval.exit_codes import EXIT_FAILED, EXIT_USAGE
+
 COMMANDS = ("run", "compare", "show", "history", "recheck", "resume")
 
 DESCRIPTION = """\
@@ -132,6 +133,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _open_app(
     paths: Sequence[str], *, autorun: bool = False, options: argparse.Namespace | None = None
 ) -> int:
+    from tui_eval.options import RunOptions
+
+    run_options = RunOptions.from_args(options or argparse.Namespace())
     try:
         from tui_eval.tui.app import run_app
     except ImportError as exc:  # pragma: no cover - the app ships with the package
@@ -140,7 +144,7 @@ def _open_app(
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return run_app(list(paths), autorun=autorun, options=options)
+    return run_app(list(paths), options=run_options, autorun=autorun)
 
 
 def _open_report(path: str) -> int:

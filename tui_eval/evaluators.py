@@ -18,10 +18,11 @@ from typing import Any, overload
 
 from tui_eval.agents.messages import RunResult
 from tui_eval.cases import Case, name_from_input
-from tui_eval.checks.base import CheckResult, shorten
-from tui_eval.checks.matchers import output_text, tool_sequence
+from tui_eval.checks.base import CheckResult
+from tui_eval.checks.matchers import tool_sequence
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.runner import evaluate
+from tui_eval.text import one_line, value_text
 
 
 @dataclass(slots=True)
@@ -149,7 +150,7 @@ class EvalReport(Report):
         lines = [head]
         for result in results:
             if not result.passed:
-                lines.append(f"  ✗ {shorten(result.example.input, 60)} — {result.reason}")
+                lines.append(f"  ✗ {one_line(result.example.input, 60)} — {result.reason}")
         return "\n".join(lines)
 
 
@@ -168,7 +169,7 @@ def _result_of(case: CaseResult) -> EvalResult:
         tokens = run.usage.total_tokens if run is not None else 0
         score = float(tokens) if tokens else None
     else:
-        actual = output_text(run.output) if run is not None else None
+        actual = value_text(run.output) if run is not None else None
     return EvalResult(
         example, sample.passed, actual, score, sample.latency_ms, sample.first_failure
     )
@@ -186,8 +187,8 @@ class _AccuracyCheck:
             return CheckResult(
                 self.name, False, 0.0, "example has no `expected` answer (AccuracyEval needs one)"
             )
-        actual = output_text(run.output)
-        expected = output_text(self.expected)
+        actual = value_text(run.output)
+        expected = value_text(self.expected)
         if self.exact_match:
             ok = actual.strip().casefold() == expected.strip().casefold()
             how = "equal to (ignoring case)"
@@ -200,7 +201,7 @@ class _AccuracyCheck:
             self.name,
             False,
             0.0,
-            f"expected output {how} {shorten(expected)!r}, got {shorten(actual)!r}",
+            f"expected output {how} {one_line(expected, 80)!r}, got {one_line(actual, 80)!r}",
         )
 
 

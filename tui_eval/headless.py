@@ -8,22 +8,19 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-from tui_eval.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from tui_eval.report import Diff, Report, ReportFileError
-from tui_eval.runner import Evaluation, Event, RunFinished, RunStarted, SampleFinished
-from tui_eval.store import (
-    RunHistory,
-    RunJournal,
-    load_baseline,
-    read_journal_samples,
-    save_baseline,
-)
+from tui_eval.diff import Diff
+from tui_eval.events import Event, RunFinished, RunStarted, SampleFinished
+from tui_eval.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui_eval.options import RunOptions
+from tui_eval.report import Report, ReportFileError
+from tui_eval.store import JournalFileError, RunHistory
+from tui_eval.suite_run import BaselineStatus, EmptySelection, ResumeError, SuiteRun
 from tui_eval.suites import LoadResult, Suite, load_suites
+from tui_eval.text import one_line
 
 
 def _err(message: str) -> None:
@@ -133,22 +130,7 @@ class Progress:
 
 
 # -- running a suite ------------------------------------------------------------------------
-@dataclass
-class RunOptions:
-    """What `run` was asked to do; journaled so `resume` does the same."""
-
-    concurrency: int | None = None
-    samples: int | None = None
-    filter: str | None = None
-    fail_fast: bool = False
-    baseline: str | None = None
-    save_baseline: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
-
-@dataclass
+@dataclass(slots=True, kw_only=True)
 class SuiteOutcome:
     """The result of running one suite from the CLI."""
 
@@ -159,69 +141,32 @@ class SuiteOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-async def _watch_interrupt(evaluation: Evaluation) -> None:
+async def _watch_interrupt(service: SuiteRun) -> None:
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         async for _ in signals:
             _err(
                 "\ninterrupted: stopping the run and keeping finished samples (Ctrl+C again to quit at once)"
             )
-            evaluation.cancel()
+            service.cancel()
             return
 
 
-async def execute_suite(
-    suite: Suite,
-    journal: RunJournal,
-    options: RunOptions,
-    *,
-    done: dict[str, Any] | None = None,
-    progress: Progress | None = None,
-) -> Report:
-    """Run one suite, journaling every sample as it finishes; Ctrl+C keeps a partial report."""
+async def execute(service: SuiteRun, progress: Progress | None = None) -> SuiteOutcome:
+    """Run one suite to its end with a progress display, then apply the baseline policy."""
     display = progress or Progress()
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, SampleFinished):
-            journal.append(event.sample)
-        display.on_event(event)
-
-    evaluation = Evaluation(
-        suite.agent,
-        suite.cases,
-        concurrency=options.concurrency or suite.concurrency,
-        fail_fast=options.fail_fast,
-        price=suite.price,
-        name=suite.name,
-        on_event=on_event,
-        done=done,
-        metadata={
-            "suite_path": str(suite.path) if suite.path else "",
-            "run_id": journal.record.run_id,
-        },
-    )
+    service.on_event = display.on_event
     async with anyio.create_task_group() as group:
         if _can_watch_signals():
-            group.start_soon(_watch_interrupt, evaluation)
-        report = await evaluation.run()
+            group.start_soon(_watch_interrupt, service)
+        report = await service.run()
         group.cancel_scope.cancel()
-    journal.finish(report)
-    return report
+    return _finish_suite(service, report)
 
 
 def _can_watch_signals() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
-
-
-def _compare_with_baseline(outcome: SuiteOutcome, baseline_path: Path) -> None:
-    try:
-        baseline = load_baseline(baseline_path)
-    except ReportFileError as exc:
-        outcome.baseline_error = f"baseline {exc} — not replaced; fix or delete it"
-        return
-    if baseline is not None:
-        outcome.diff = outcome.report.compare(baseline)
 
 
 SUMMARY_PASSING_LIMIT = 20
@@ -231,7 +176,7 @@ def _print_outcome(outcome: SuiteOutcome) -> None:
     from tui_eval.report import render_summary
 
     where = f" ({outcome.suite.path})" if outcome.suite.path else ""
-    print(f"── {outcome.suite.name}{where}")
+    print(f"── {one_line(outcome.suite.name, 200)}{where}")
     print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
     if outcome.diff is not None:
         print(str(outcome.diff))
@@ -243,20 +188,16 @@ def _print_outcome(outcome: SuiteOutcome) -> None:
     print()
 
 
-def _finish_suite(suite: Suite, report: Report, options: RunOptions) -> SuiteOutcome:
-    outcome = SuiteOutcome(suite, report)
-    baseline_path = Path(options.baseline) if options.baseline else suite.baseline_path
-    _compare_with_baseline(outcome, baseline_path)
-    if outcome.baseline_error:
-        _err(f"error: {outcome.baseline_error}")
-    if options.save_baseline:
-        if report.cancelled:
-            outcome.notes.append("baseline not saved: the run was cancelled")
-        elif outcome.baseline_error and not options.baseline:
-            outcome.notes.append(f"baseline not saved: {baseline_path} is corrupt; delete it first")
-        else:
-            save_baseline(baseline_path, report)
-            outcome.notes.append(f"baseline saved to {baseline_path}")
+def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
+    outcome = SuiteOutcome(suite=service.suite, report=report)
+    compared = service.compare()
+    if compared.status is BaselineStatus.COMPARED:
+        outcome.diff = compared.diff
+    elif compared.is_error:
+        outcome.baseline_error = compared.message
+        _err(f"error: {compared.message}")
+    if service.options.save_baseline:
+        outcome.notes.append(service.save_baseline().message)
     return outcome
 
 
@@ -276,14 +217,7 @@ def run_command(args: argparse.Namespace) -> int:
     if not loaded.suites and not loaded.errors:
         _err(f"error: no suites found in {' '.join(default_paths(args.paths))}")
         return EXIT_USAGE
-    options = RunOptions(
-        args.concurrency,
-        args.samples,
-        args.filter,
-        args.fail_fast,
-        args.baseline,
-        args.save_baseline,
-    )
+    options = RunOptions.from_args(args)
     runnable = [s for s in loaded.suites if not s.skip]
     if args.baseline and len(runnable) > 1:
         _err(
@@ -300,22 +234,19 @@ async def _run_suites(suites: list[Suite], options: RunOptions) -> list[SuiteOut
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
     outcomes: list[SuiteOutcome] = []
-    for full in suites:
-        if full.skip:
-            print(f"- {full.name}: {full.skip}\n")
+    for suite in suites:
+        if suite.skip:
+            print(f"- {one_line(suite.name, 200)}: {one_line(suite.skip, 200)}\n")
             continue
-        suite = full.select(filter=options.filter, samples=options.samples)
-        if not suite.cases:
-            print(f"- {suite.name}: no case matches --filter {options.filter!r}\n")
+        try:
+            service = SuiteRun.start(suite, options, history=history, invocation=invocation)
+        except EmptySelection as exc:
+            print(f"- {one_line(suite.name, 200)}: {exc}\n")
             continue
-        journal = history.start(
-            suite.name, str(suite.path or ""), invocation=invocation, options=options.as_dict()
-        )
-        report = await execute_suite(suite, journal, options)
-        outcome = _finish_suite(suite, report, options)
+        outcome = await execute(service)
         _print_outcome(outcome)
         outcomes.append(outcome)
-        if report.cancelled:
+        if outcome.report.cancelled:
             break
     return outcomes
 
@@ -345,41 +276,36 @@ def _find_suite(suites: list[Suite], name: str) -> Suite | None:
 def resume_command() -> int:
     """`tui-eval resume`: finish the interrupted runs of the last invocation."""
     history = RunHistory()
-    records = history.interrupted()
+    try:
+        records = history.interrupted()
+    except JournalFileError as exc:
+        _err(f"error: {exc}")
+        return EXIT_USAGE
     if not records:
         print("nothing to resume: no interrupted run in this project's history")
         return EXIT_OK
 
     async def resume_all() -> tuple[list[SuiteOutcome], bool]:
         outcomes: list[SuiteOutcome] = []
-        failed_load = False
+        failed = False
         for record in records:
-            loaded = load_suites([record.suite_path])
-            report_load_errors(loaded, False)
-            found = _find_suite(loaded.suites, record.suite)
-            if found is None:
-                _err(
-                    f"error: cannot resume {record.run_id}: suite {record.suite!r} not found in {record.suite_path}"
-                )
-                failed_load = True
+            try:
+                service = SuiteRun.resume(record, history=history)
+            except (ResumeError, JournalFileError) as exc:
+                _err(f"error: {exc}")
+                failed = True
                 continue
-            options = RunOptions(
-                **{k: v for k, v in record.options.items() if k in RunOptions.__dataclass_fields__}
-            )
-            suite = found.select(filter=options.filter, samples=options.samples)
-            done = read_journal_samples(record.journal_path)
-            count = sum(len(v) for v in done.values())
             print(
-                f"resuming {record.run_id}: {count:,} of {suite.total_samples:,} samples already done"
+                f"resuming {record.run_id}: {service.resumed_samples:,} of "
+                f"{service.suite.total_samples:,} samples already done"
             )
-            report = await execute_suite(suite, history.reopen(record), options, done=done)
-            outcome = _finish_suite(suite, report, options)
+            outcome = await execute(service)
             _print_outcome(outcome)
             outcomes.append(outcome)
-        return outcomes, failed_load
+        return outcomes, failed
 
-    outcomes, failed_load = anyio.run(resume_all)
-    return exit_code(outcomes, failed_load)
+    outcomes, failed = anyio.run(resume_all)
+    return exit_code(outcomes, failed)
 
 
 def recheck_command(args: argparse.Namespace) -> int:

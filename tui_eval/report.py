@@ -5,22 +5,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import pydantic
 from rich.cells import cell_len, set_cell_size
 
 from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.atomic import atomic_write_bytes
 from tui_eval.checks.base import CheckResult
 from tui_eval.stats import pass_at_k, percentile
+from tui_eval.text import one_line, validation_message
 
 SampleStatus = Literal["passed", "failed", "error", "timeout", "cancelled"]
 SCHEMA_VERSION = 1
 REPORT_KIND = "tui-eval-report"
-
-
-REPORT_HEAD = f'{{"kind":"{REPORT_KIND}","schema_version":{SCHEMA_VERSION},"report":'.encode()
-"""How every report this version writes begins."""
 
 
 class ReportFileError(ValueError):
@@ -195,7 +193,7 @@ class Report:
     priced: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    _adapters: ClassVar[dict[type, pydantic.TypeAdapter[Any]]] = {}
+    _file_models: ClassVar[dict[type, type[pydantic.BaseModel]]] = {}
 
     # -- numbers -------------------------------------------------------------------
     @property
@@ -286,64 +284,49 @@ class Report:
 
     # -- files ---------------------------------------------------------------------
     @classmethod
-    def _adapter(cls) -> pydantic.TypeAdapter[Any]:
-        adapter = cls._adapters.get(cls)
-        if adapter is None:
-            adapter = cls._adapters[cls] = pydantic.TypeAdapter(cls)
-        return adapter
+    def file_model(cls) -> type[pydantic.BaseModel]:
+        """The pydantic model of a report file holding this class of report.
+
+        A file is `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`;
+        `save()` writes it and `load()` is its inverse.
+        """
+        model = cls._file_models.get(cls)
+        if model is None:
+            model = cls._file_models[cls] = pydantic.create_model(
+                f"{cls.__name__}File",
+                kind=(Literal["tui-eval-report"], REPORT_KIND),
+                schema_version=(
+                    Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)],
+                    SCHEMA_VERSION,
+                ),
+                report=(cls, ...),
+            )
+        return model
 
     def to_json(self) -> bytes:
         """The report as the JSON document `save()` writes."""
-        return REPORT_HEAD + self._adapter().dump_json(self, fallback=repr) + b"}"
+        document = self.file_model().model_construct(report=self)
+        return document.model_dump_json(fallback=repr).encode()
 
     def save(self, path: str | Path) -> Path:
         """Write the report atomically as JSON; values that are not JSON are stored as their repr."""
-        from tui_eval.store import atomic_write_bytes
-
         target = Path(path)
         atomic_write_bytes(target, self.to_json())
         return target
 
     @classmethod
-    def from_json(cls, data: bytes | str, *, source: str = "<report>") -> Report:
+    def from_json(cls, data: bytes | str, *, source: str = "<report>") -> Self:
         """Parse a saved report. Raises `ReportFileError` naming `source` when it cannot."""
-        raw = data.encode() if isinstance(data, str) else data
-        head = REPORT_HEAD
-        if raw.startswith(head) and raw.rstrip().endswith(b"}"):
-            # Our own files: let pydantic-core parse and validate the body in one pass.
-            try:
-                return cls._adapter().validate_json(raw[len(head) : raw.rstrip().rfind(b"}")])
-            except pydantic.ValidationError:
-                pass  # fall through for an error that says what is wrong
+        model = cls.file_model()
         try:
-            document = json.loads(data)
-        except ValueError as exc:
-            raise ReportFileError(
-                f"{source}: not valid JSON (truncated or corrupt?): {exc}"
-            ) from None
-        if (
-            not isinstance(document, dict)
-            or document.get("kind") != REPORT_KIND
-            or "report" not in document
-        ):
-            raise ReportFileError(f'{source}: not a tui-eval report (no "kind": "{REPORT_KIND}")')
-        version = document.get("schema_version")
-        if not isinstance(version, int):
-            raise ReportFileError(f"{source}: report has no integer schema_version")
-        if version > SCHEMA_VERSION:
-            raise ReportFileError(
-                f"{source}: written by a newer tui-eval (schema_version {version}; "
-                f"this version reads up to {SCHEMA_VERSION}); upgrade tui-eval to read it"
-            )
-        try:
-            return cls._adapter().validate_python(document["report"])
+            document = model.model_validate_json(data)
         except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ReportFileError(f"{source}: invalid report at {where}: {first['msg']}") from None
+            raise _report_file_error(data, source, exc) from None
+        report: Self = getattr(document, "report")  # noqa: B009 - a field of a created model
+        return report
 
     @classmethod
-    def load(cls, path: str | Path) -> Report:
+    def load(cls, path: str | Path) -> Self:
         """Read a report written by `save()`.
 
         Raises:
@@ -363,6 +346,27 @@ class Report:
             ValueError: either report has two cases with the same name.
         """
         return compare_reports(self, baseline)
+
+
+def _report_file_error(
+    data: bytes | str, source: str, exc: pydantic.ValidationError
+) -> ReportFileError:
+    """Say what is wrong with a file that did not validate as a report."""
+    try:
+        document = json.loads(data)
+    except ValueError as parse_error:
+        return ReportFileError(f"{source}: not valid JSON (truncated or corrupt?): {parse_error}")
+    if not isinstance(document, dict) or document.get("kind") != REPORT_KIND:
+        return ReportFileError(f'{source}: not a tui-eval report (no "kind": "{REPORT_KIND}")')
+    version = document.get("schema_version")
+    if not isinstance(version, int):
+        return ReportFileError(f"{source}: report has no integer schema_version")
+    if version > SCHEMA_VERSION:
+        return ReportFileError(
+            f"{source}: written by a newer tui-eval (schema_version {version}; "
+            f"this version reads up to {SCHEMA_VERSION}); upgrade tui-eval to read it"
+        )
+    return ReportFileError(f"{source}: invalid report: {validation_message(exc)}")
 
 
 # -- the summary --------------------------------------------------------------------
@@ -399,7 +403,7 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
         line = f"  {mark} {pad_cells(case.name, width)}  {count.ljust(count_width)}"
         if not case.passed:
             reason = case.first_failure or "no samples finished"
-            line += f"  {_one_line(reason)}"
+            line += f"  {one_line(reason, 160)}"
         if not case.complete:
             line += f"  (of {case.planned} planned)"
         lines.append(line.rstrip())
@@ -408,20 +412,10 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
     return "\n".join(lines)
 
 
-_CONTROL = {c: "\ufffd" for c in [*range(0, 32), *range(0x7F, 0xA0)]}
-
-
-def _one_line(text: str, limit: int = 160) -> str:
-    """One line of untrusted text: whitespace collapsed, control characters (escapes) replaced."""
-    flat = " ".join(text.split()).translate(_CONTROL)
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 # Diff lives in its own module (which imports this one); it is re-exported here.
 from tui_eval.diff import CaseChange, Diff, compare_reports  # noqa: E402
 
 __all__ = [
-    "REPORT_HEAD",
     "CaseChange",
     "CaseResult",
     "Diff",

@@ -11,7 +11,7 @@ import contextlib
 import math
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,9 +25,10 @@ from tui_eval.cases import Case
 from tui_eval.checks.base import (
     Check,
     CheckResult,
+    call_check,
     is_async_check,
     run_check,
-    run_check_sync,
+    settle_check,
 )
 from tui_eval.events import (
     CaseFinished,
@@ -143,6 +144,8 @@ class Evaluation:
         self._slice = 0
         self._cancel_caught = False
         self._slice_ends = 0.0
+        self.finished = False
+        """Whether `run()` has ended (completely or cancelled): `report` is then final."""
 
     @staticmethod
     def _plan(case: Case) -> _CasePlan:
@@ -230,6 +233,7 @@ class Evaluation:
     def _finish(self, *, cancelled: bool) -> Report:
         self._duration = time.perf_counter() - self._t0
         self._cancelled = cancelled
+        self.finished = True
         report = self.report
         if self._emit is not None:
             self._emit(RunFinished(report))
@@ -351,35 +355,44 @@ class Evaluation:
             sample.cost = self.price(sample.usage)
 
     async def _run_checks(self, plan: _CasePlan, run: RunResult) -> list[CheckResult]:
+        """Every check of the case, each called exactly once; async ones run concurrently."""
+        called: dict[int, CheckResult | Awaitable[Any]] = {}
         if not plan.async_checks:
-            # The common case: free matchers, run inline with no task group.
-            fast: list[CheckResult] = []
-            for _, check in plan.sync_checks:
-                outcome = run_check_sync(check, run)
-                if outcome is None:
-                    break  # it was async after all: take the general path
-                fast.append(outcome)
+            # The common case: free matchers, answered inline with no task group.
+            answered: list[CheckResult] = []
+            for position, check in plan.sync_checks:
+                outcome = call_check(check, run)
+                if not isinstance(outcome, CheckResult):
+                    # It returned an awaitable after all: finish the rest on the general path.
+                    called = dict(enumerate(answered))
+                    called[position] = outcome
+                    break
+                answered.append(outcome)
             else:
-                return fast
-        results: list[CheckResult | None] = [None] * len(plan.case.checks)
-        deferred = list(plan.async_checks)
+                return answered
         for position, check in plan.sync_checks:
-            outcome = run_check_sync(check, run)
-            if outcome is None:
-                deferred.append((position, check))
-            else:
+            if position not in called:
+                called[position] = call_check(check, run)
+        results: list[CheckResult | None] = [None] * len(plan.case.checks)
+        waiting: list[tuple[int, Check, Awaitable[Any] | None]] = []
+        for position, outcome in called.items():
+            if isinstance(outcome, CheckResult):
                 results[position] = outcome
-        if len(deferred) == 1:
-            position, check = deferred[0]
-            results[position] = await run_check(check, run)
-        elif deferred:
+            else:
+                waiting.append((position, plan.case.checks[position], outcome))
+        waiting += [(position, check, None) for position, check in plan.async_checks]
 
-            async def one(position: int, check: Check) -> None:
-                results[position] = await run_check(check, run)
+        async def finish(position: int, check: Check, pending: Awaitable[Any] | None) -> None:
+            results[position] = await (
+                run_check(check, run) if pending is None else settle_check(check, pending)
+            )
 
+        if len(waiting) == 1:
+            await finish(*waiting[0])
+        elif waiting:
             async with anyio.create_task_group() as group:
-                for position, check in deferred:
-                    group.start_soon(one, position, check)
+                for item in waiting:
+                    group.start_soon(finish, *item)
         return [r for r in results if r is not None]
 
 

@@ -2,39 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Literal
 
 import platformdirs
 import pydantic
 
+from tui_eval.atomic import atomic_write_bytes
+from tui_eval.options import RunOptions
 from tui_eval.report import CaseResult, Report, SampleResult
 
 HOME_ENV = "TUI_EVAL_HOME"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+JOURNAL_SCHEMA_VERSION = 2
+"""Version 1 journals (lines keyed by `"t"`, no version) are still read."""
 
 
 def data_root() -> Path:
@@ -79,7 +65,81 @@ def save_baseline(path: Path, report: Report) -> Path:
 
 
 # -- run history and journals -------------------------------------------------------------
-_SAMPLE = pydantic.TypeAdapter(SampleResult)
+class JournalFileError(ValueError):
+    """A journal cannot be read (for example, a newer tui-eval wrote it); names the file."""
+
+
+class _JournalLine(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    schema_version: int = JOURNAL_SCHEMA_VERSION
+
+
+class JournalHeader(_JournalLine):
+    """The first line of a journal: what is needed to list and to resume the run."""
+
+    kind: Literal["header"] = "header"
+    run_id: str
+    suite: str
+    suite_path: str = ""
+    started_at: float = 0.0
+    invocation: str = ""
+    options: RunOptions = RunOptions()
+
+
+class JournalSample(_JournalLine):
+    """One finished sample."""
+
+    kind: Literal["sample"] = "sample"
+    sample: SampleResult
+
+
+class JournalEnd(_JournalLine):
+    """The last line of a run that ended (finished or cancelled): nothing to resume."""
+
+    kind: Literal["end"] = "end"
+    cancelled: bool = False
+
+
+JournalLine = Annotated[
+    JournalHeader | JournalSample | JournalEnd, pydantic.Field(discriminator="kind")
+]
+_LINE: pydantic.TypeAdapter[JournalHeader | JournalSample | JournalEnd] = pydantic.TypeAdapter(
+    JournalLine
+)
+
+
+def parse_journal_line(
+    line: bytes, source: Path
+) -> JournalHeader | JournalSample | JournalEnd | None:
+    """One journal line as its model; None for a line that is not one (garbage, torn).
+
+    Raises:
+        JournalFileError: the line was written by a newer schema than this version reads.
+    """
+    try:
+        return _LINE.validate_json(line)
+    except pydantic.ValidationError:
+        pass
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    version = raw.get("schema_version")
+    if isinstance(version, int) and version > JOURNAL_SCHEMA_VERSION:
+        raise JournalFileError(
+            f"{source}: written by a newer tui-eval (journal schema_version {version}; "
+            f"this version reads up to {JOURNAL_SCHEMA_VERSION}); upgrade tui-eval to resume it"
+        )
+    legacy = raw.pop("t", None)  # version 1: {"t": "header" | "sample" | "end", ...}
+    if legacy not in ("header", "sample", "end") or "schema_version" in raw:
+        return None
+    try:
+        return _LINE.validate_python({**raw, "kind": legacy, "schema_version": 1})
+    except pydantic.ValidationError:
+        return None
 
 
 @dataclass(slots=True)
@@ -109,7 +169,7 @@ class RunSummary:
 _SUMMARY = pydantic.TypeAdapter(RunSummary)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class RunRecord:
     """One past run of a suite, as listed by `tui-eval history`."""
 
@@ -119,9 +179,11 @@ class RunRecord:
     suite_path: str
     started_at: float
     invocation: str
-    finished: bool
-    cancelled: bool
-    options: dict[str, Any] = field(default_factory=dict)
+    finished: bool = False
+    cancelled: bool = False
+    options: RunOptions = field(default_factory=RunOptions)
+    problem: str | None = None
+    """Why the journal cannot be used by this version (a newer tui-eval wrote it)."""
 
     @property
     def journal_path(self) -> Path:
@@ -152,6 +214,17 @@ class RunRecord:
         except (OSError, pydantic.ValidationError):
             return RunSummary.of(self.load_report())
 
+    def header(self) -> JournalHeader:
+        """The journal's header line for this record."""
+        return JournalHeader(
+            run_id=self.run_id,
+            suite=self.suite,
+            suite_path=self.suite_path,
+            started_at=self.started_at,
+            invocation=self.invocation,
+            options=self.options,
+        )
+
     def load_report(self) -> Report:
         """The run's report; for an interrupted run, one rebuilt from its journal."""
         if self.report_path.exists():
@@ -162,22 +235,24 @@ class RunRecord:
 
 
 def read_journal_samples(path: Path) -> dict[str, list[SampleResult]]:
-    """The samples a journal recorded, by case name, in order. A torn last line is ignored."""
-    done: dict[str, list[SampleResult]] = {}
+    """The samples a journal recorded, by case name, in order.
+
+    A torn last line (the process died mid-write) and lines that are not journal lines
+    are skipped; a sample recorded twice counts once.
+
+    Raises:
+        JournalFileError: a newer tui-eval wrote the journal.
+    """
+    done: dict[str, dict[int, SampleResult]] = {}
     with path.open("rb") as handle:
         for line in handle:
             if not line.endswith(b"\n"):
                 break  # the process died mid-write: that sample was in flight
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                break
-            if entry.get("t") == "sample":
-                sample = _SAMPLE.validate_python(entry["sample"])
-                done.setdefault(sample.case_name, []).append(sample)
-    for samples in done.values():
-        samples.sort(key=lambda s: s.index)
-    return done
+            entry = parse_journal_line(line, path)
+            if isinstance(entry, JournalSample):
+                sample = entry.sample
+                done.setdefault(sample.case_name, {}).setdefault(sample.index, sample)
+    return {name: [by_index[i] for i in sorted(by_index)] for name, by_index in done.items()}
 
 
 class RunJournal:
@@ -186,31 +261,26 @@ class RunJournal:
     def __init__(self, record: RunRecord) -> None:
         self.record = record
         record.folder.mkdir(parents=True, exist_ok=True)
-        self._handle = record.journal_path.open("ab")
+        path = record.journal_path
+        torn = path.exists() and path.stat().st_size > 0 and not _ends_with_newline(path)
+        self._handle = path.open("ab")
+        if torn:  # a killed writer left half a line: start ours on a fresh one
+            self._handle.write(b"\n")
 
     def write_header(self) -> None:
-        """Record what is needed to resume the run."""
-        r = self.record
-        header = {
-            "t": "header",
-            "run_id": r.run_id,
-            "suite": r.suite,
-            "suite_path": r.suite_path,
-            "started_at": r.started_at,
-            "invocation": r.invocation,
-            "options": r.options,
-        }
-        self._write(json.dumps(header).encode())
+        """Record what is needed to list and resume the run."""
+        self._write(self.record.header().model_dump_json().encode())
 
     def append(self, sample: SampleResult) -> None:
         """Journal one finished sample (flushed to the OS, so a killed process keeps it)."""
-        self._write(b'{"t":"sample","sample":' + _SAMPLE.dump_json(sample, fallback=repr) + b"}")
+        line = JournalSample.model_construct(sample=sample)
+        self._write(line.model_dump_json(fallback=repr).encode())
 
     def finish(self, report: Report) -> None:
         """Write the run's report and mark the journal finished."""
         report.save(self.record.report_path)
         atomic_write_bytes(self.record.summary_path, _SUMMARY.dump_json(RunSummary.of(report)))
-        self._write(json.dumps({"t": "end", "cancelled": report.cancelled}).encode())
+        self._write(JournalEnd(cancelled=report.cancelled).model_dump_json().encode())
         self.close()
         self.record.finished = True
         self.record.cancelled = report.cancelled
@@ -225,6 +295,12 @@ class RunJournal:
         self._handle.flush()
 
 
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
 class RunHistory:
     """The runs of one project, under `<data root>/projects/<project>/runs/`."""
 
@@ -233,7 +309,12 @@ class RunHistory:
         self.folder = project_dir(self.project_root) / "runs"
 
     def start(
-        self, suite: str, suite_path: str, *, invocation: str, options: dict[str, Any]
+        self,
+        suite: str,
+        suite_path: str,
+        *,
+        invocation: str,
+        options: RunOptions | None = None,
     ) -> RunJournal:
         """Open the journal of a new run."""
         started = time.time()
@@ -241,15 +322,13 @@ class RunHistory:
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in suite)[:40]
         run_id = f"{stamp}-{safe}-{uuid.uuid4().hex[:6]}"
         record = RunRecord(
-            run_id,
-            self.folder / run_id,
-            suite,
-            suite_path,
-            started,
-            invocation,
-            False,
-            False,
-            options,
+            run_id=run_id,
+            folder=self.folder / run_id,
+            suite=suite,
+            suite_path=suite_path,
+            started_at=started,
+            invocation=invocation,
+            options=options or RunOptions(),
         )
         journal = RunJournal(record)
         journal.write_header()
@@ -263,7 +342,7 @@ class RunHistory:
         """Every recorded run, newest first (unreadable folders are skipped)."""
         if not self.folder.exists():
             return []
-        records = [r for folder in self.folder.iterdir() if (r := _read_record(folder)) is not None]
+        records = [r for folder in self.folder.iterdir() if (r := read_record(folder)) is not None]
         return sorted(records, key=lambda r: (r.started_at, r.run_id), reverse=True)
 
     def interrupted(self) -> list[RunRecord]:
@@ -275,35 +354,54 @@ class RunHistory:
         return sorted((r for r in unfinished if r.invocation == latest), key=lambda r: r.started_at)
 
 
-def _read_record(folder: Path) -> RunRecord | None:
+def read_record(folder: Path) -> RunRecord | None:
+    """The run recorded in `folder`; None when its journal has no readable header.
+
+    Raises:
+        JournalFileError: a newer tui-eval wrote the journal.
+    """
     journal = folder / "journal.jsonl"
     try:
         with journal.open("rb") as handle:
-            header = json.loads(handle.readline())
-            finished, cancelled = False, False
+            first = handle.readline()
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - 200))
             tail = handle.read().splitlines()
-    except (OSError, ValueError):
+    except OSError:
         return None
-    if tail:
-        try:
-            last = json.loads(tail[-1])
-            if last.get("t") == "end":
-                finished, cancelled = True, bool(last.get("cancelled"))
-        except ValueError:
-            pass
-    if header.get("t") != "header":
+    try:
+        header = parse_journal_line(first, journal)
+        last = parse_journal_line(tail[-1], journal) if tail else None
+    except JournalFileError as exc:
+        return _unreadable_record(folder, first, str(exc))
+    if not isinstance(header, JournalHeader):
         return None
     return RunRecord(
-        header["run_id"],
-        folder,
-        header["suite"],
-        header.get("suite_path", ""),
-        float(header.get("started_at", 0)),
-        header.get("invocation", ""),
-        finished,
-        cancelled,
-        header.get("options", {}),
+        run_id=header.run_id,
+        folder=folder,
+        suite=header.suite,
+        suite_path=header.suite_path,
+        started_at=header.started_at,
+        invocation=header.invocation,
+        finished=isinstance(last, JournalEnd),
+        cancelled=isinstance(last, JournalEnd) and last.cancelled,
+        options=header.options,
     )
+
+
+def _unreadable_record(folder: Path, first_line: bytes, problem: str) -> RunRecord | None:
+    """A run whose journal a newer tui-eval wrote: listed, never resumed or read."""
+    try:
+        raw = json.loads(first_line)
+        return RunRecord(
+            run_id=str(raw.get("run_id", folder.name)),
+            folder=folder,
+            suite=str(raw.get("suite", "?")),
+            suite_path=str(raw.get("suite_path", "")),
+            started_at=float(raw.get("started_at", 0.0)),
+            invocation=str(raw.get("invocation", "")),
+            problem=problem,
+        )
+    except (ValueError, TypeError, AttributeError):
+        return None

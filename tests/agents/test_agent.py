@@ -117,7 +117,9 @@ async def test_invalid_tool_arguments_are_recorded():
     provider = ScriptedProvider([call("add", {"a": "two", "b": 3}), text("oops")])
     result = await Agent(provider, tools=[add]).run("two + 3?")
     error = result.tool_calls[0].error
-    assert error is not None and "invalid arguments for tool 'add'" in error and "a:" in error
+    assert (
+        error is not None and "invalid arguments for tool 'add'" in error and "field 'a':" in error
+    )
     assert provider.requests[1][-1].content.startswith("Error: invalid arguments")
 
 

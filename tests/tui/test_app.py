@@ -7,13 +7,11 @@ import pytest
 
 from tui_eval import Case, Suite, contains
 from tui_eval.store import RunHistory
-from tui_eval.suites import LoadResult
-from tui_eval.tui.app import TuiEvalApp, make_app
+from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
 from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.sample import SampleScreen
-from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.case_table import CaseTable
 
 pytestmark = pytest.mark.anyio
@@ -102,15 +100,13 @@ def echo_suite(path, wrong: str = "") -> Suite:
 
 
 async def test_save_baseline_then_compare_shows_regression(tmp_path):
-    app = TuiEvalApp(loaded=LoadResult(suites=[echo_suite(tmp_path)]), history=RunHistory(tmp_path))
+    app = make_app(suites=[echo_suite(tmp_path)], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
         await pilot.press("s")
         assert (tmp_path / "__baselines__" / "echo.json").exists()
-    changed = TuiEvalApp(
-        loaded=LoadResult(suites=[echo_suite(tmp_path, wrong="q2")]), history=RunHistory(tmp_path)
-    )
+    changed = make_app(suites=[echo_suite(tmp_path, wrong="q2")], history=RunHistory(tmp_path))
     async with changed.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, changed.screen)
@@ -135,7 +131,7 @@ async def test_cancel_mid_run_keeps_finished_samples(tmp_path):
         concurrency=1,
         cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(6)],
     )
-    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=RunHistory(tmp_path))
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         screen = app.screen
@@ -165,7 +161,7 @@ async def test_untrusted_output_is_shown_literally(tmp_path):
     suite = Suite(
         "untrusted", agent=agent, cases=[Case(name, checks=[contains("zzz")]) for name in outputs]
     )
-    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=RunHistory(tmp_path))
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
@@ -213,7 +209,7 @@ async def test_case_screen_reruns_with_more_samples(tmp_path):
         agent=agent,
         cases=[Case("coin", checks=[contains("ok")], samples=2, pass_threshold=0.5)],
     )
-    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=RunHistory(tmp_path))
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
@@ -238,14 +234,14 @@ async def test_every_keypress_is_handled_while_streaming(tmp_path):
 
     cases = [Case(f"case {i}", checks=[contains("case")], samples=5) for i in range(2000)]
     suite = Suite("big", agent=agent, cases=cases, concurrency=50)
-    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=None)
+    app = make_app(suites=[suite], history=None)
     handled: list[int] = []
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         # The screen first, then the run, started directly: Pilot.press waits until the app
         # is idle, which here would be the end of the run.
-        session = RunSession.for_suite(suite, clock=app.clock, history=None)
-        screen = RunScreen(session)
+        session = app.workspace.new_session(suite)
+        screen = RunScreen(session, app.workspace)
         await app.push_screen(screen)
         await pilot.pause()
         app.run_worker(session.run())
@@ -286,13 +282,13 @@ async def test_history_opens_a_past_run_and_compares_two(tmp_path):
             )
             for i, o in enumerate(outcomes)
         ]
-        journal = history.start("echo", "", invocation="t", options={})
+        journal = history.start("echo", "", invocation="t")
         journal.record.started_at = started
         journal.finish(Report("echo", cases, started, 1.0))
 
     record("ppp", 1000.0)
     record("pfp", 2000.0)
-    app = TuiEvalApp(loaded=LoadResult(), history=history)
+    app = make_app(suites=[], history=history)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("h")
         assert isinstance(app.screen, HistoryScreen) and len(app.screen.records) == 2
@@ -322,11 +318,11 @@ async def test_history_resumes_an_interrupted_run(tmp_path):
     # An interrupted run: two samples journaled, no end marker.
     from tui_eval.report import SampleResult
 
-    journal = history.start("resumable", str(suite_file), invocation="x", options={})
+    journal = history.start("resumable", str(suite_file), invocation="x")
     for name in ("q0", "q1"):
         journal.append(SampleResult(name, 0, "passed"))
     journal.close()
-    app = TuiEvalApp(loaded=LoadResult(), history=history)
+    app = make_app(suites=[], history=history)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("h", "R")
         screen = app.screen
@@ -343,7 +339,7 @@ async def test_history_resumes_an_interrupted_run(tmp_path):
     assert RunHistory(tmp_path).runs()[0].status == "finished"
 
 
-def test_baseline_status_without_parsing_healthy_files(tmp_path):
+def test_baseline_status_follows_the_file(tmp_path):
     from tui_eval.report import Report
     from tui_eval.tui.screens.suites import baseline_status
 
@@ -355,13 +351,16 @@ def test_baseline_status_without_parsing_healthy_files(tmp_path):
     assert baseline_status(broken)[0] == "corrupt"
     (tmp_path / "other.json").write_text("{}")
     assert baseline_status(tmp_path / "other.json")[0] == "corrupt"
+    # Fixed on disk: the next look sees it (the cache is keyed by size and mtime).
+    broken.write_bytes(good.read_bytes())
+    assert baseline_status(broken)[0] == "saved"
 
 
 def test_run_summaries_are_written_beside_reports(tmp_path):
     from tui_eval.report import CaseResult, Report, SampleResult
 
     history = RunHistory(tmp_path)
-    journal = history.start("s", "", invocation="i", options={})
+    journal = history.start("s", "", invocation="i")
     journal.finish(
         Report(
             "s",
@@ -386,7 +385,7 @@ async def test_clicking_a_column_header_sorts(tmp_path):
     suite = Suite(
         "sorting", agent=agent, cases=[Case(name, checks=[contains("ok")]) for name in "cab"]
     )
-    app = TuiEvalApp(loaded=LoadResult(suites=[suite]), history=None)
+    app = make_app(suites=[suite], history=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         screen = app.screen
@@ -397,3 +396,54 @@ async def test_clicking_a_column_header_sorts(tmp_path):
         assert list(table_rows(screen)) == ["a", "b", "c"]
         await pilot.click("#case-header", offset=(name_x + 1, 0))
         assert list(table_rows(screen)) == ["c", "a", "b"]
+
+
+async def test_app_started_filtered_run_resumes_only_its_cases(tmp_path):
+    """Bug: the app journaled `options={}`, so finishing its filtered run ran the whole suite."""
+    from tests.test_suite_run import calls, cli, simulate_kill, write_suite
+    from tui_eval.options import RunOptions
+
+    path = write_suite(tmp_path / "suites")
+    history = RunHistory(tmp_path)
+    options = RunOptions(filter="keep", fail_fast=True)
+    app = make_app([path], options=options, autorun=True, history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await wait_until_done(pilot, app.screen)
+        report = app.screen.session.report
+        assert [c.name for c in report.cases] == ["keep-0", "keep-1", "bad-keep"]
+        assert report.metadata["run_id"] == history.runs()[0].run_id
+    assert history.runs()[0].options == options
+    # Killed after one sample: `R` in History finishes it with the same options.
+    simulate_kill(history, keep=1)
+    (path.parent / "calls.log").unlink()
+    app = make_app(suites=[], history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("h", "R")
+        await wait_until_done(pilot, app.screen)
+        assert [c.name for c in app.screen.session.report.cases] == [
+            "keep-0",
+            "keep-1",
+            "bad-keep",
+        ]
+    assert calls(path.parent) == ["keep-1", "bad-keep"]
+    # Killed again: `tui-eval resume` honours them too.
+    simulate_kill(history, keep=0)
+    (path.parent / "calls.log").unlink()
+    result = cli("resume", cwd=tmp_path)
+    assert calls(path.parent) == ["keep-0", "keep-1", "bad-keep"], result.stderr
+
+
+async def test_s_never_replaces_a_corrupt_baseline(tmp_path):
+    suite = echo_suite(tmp_path)
+    baseline = tmp_path / "__baselines__" / "echo.json"
+    baseline.parent.mkdir()
+    baseline.write_text("{ corrupt")
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s")
+        await pilot.pause()
+        assert any("corrupt" in n.message for n in app._notifications)
+    assert baseline.read_text() == "{ corrupt"

@@ -7,18 +7,18 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tui_eval.tui.demo import SCENES, build_scene
+from tests.tui.scenes import SCENES, build_scene
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("scene", SCENES)
 def test_screen_snapshot(scene, snap_compare, tmp_path):
-    app, keys = anyio.run(build_scene, scene, REPO / "suites", tmp_path)
-    assert snap_compare(app, press=keys, terminal_size=(120, 40))
+    app, setup, keys = anyio.run(build_scene, scene, REPO / "suites", tmp_path)
+    assert snap_compare(app, press=keys, terminal_size=(120, 40), run_before=setup)
 
 
 @pytest.mark.parametrize("scene", ["run_done", "sample_judge"])
 def test_screen_snapshot_at_80x24(scene, snap_compare, tmp_path):
-    app, keys = anyio.run(build_scene, scene, REPO / "suites", tmp_path)
-    assert snap_compare(app, press=keys, terminal_size=(80, 24))
+    app, setup, keys = anyio.run(build_scene, scene, REPO / "suites", tmp_path)
+    assert snap_compare(app, press=keys, terminal_size=(80, 24), run_before=setup)

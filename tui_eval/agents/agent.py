@@ -13,6 +13,7 @@ from tui_eval.agents.messages import Message, RunResult
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.agents.tools import RunContext, Tool, tool_result_text
+from tui_eval.text import cut, validation_message
 
 
 class AgentRunError(Exception):
@@ -182,11 +183,8 @@ class Agent:
         try:
             return adapter.validate_json(raw)
         except pydantic.ValidationError as exc:
-            details = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(output)'}: {e['msg']}"
-                for e in exc.errors()[:5]
-            )
-            shown = raw if len(raw) <= 200 else raw[:200] + "…"
+            details = validation_message(exc, every=True)
+            shown = cut(raw, 201)
             raise OutputValidationError(
                 f"output did not validate as {_type_name(adapter)}: {details}; got {shown!r}",
                 finish(),

@@ -16,6 +16,7 @@ from typing import Any
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.providers import ModelLike
+from tui_eval.text import value_text
 
 Input = str | Sequence[Message]
 
@@ -137,14 +138,17 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
         if not value.latency_ms:
             value.latency_ms = latency_ms
         if not value.messages:
-            value.messages = [*_input_messages(input), Message("assistant", _text(value.output))]
+            value.messages = [
+                *_input_messages(input),
+                Message("assistant", value_text(value.output)),
+            ]
         return value
     duck = _duck_result(value, input, latency_ms)
     if duck is not None:
         return duck
     return RunResult(
         output=value,
-        messages=[*_input_messages(input), Message("assistant", _text(value))],
+        messages=[*_input_messages(input), Message("assistant", value_text(value))],
         turns=1,
         latency_ms=latency_ms,
     )
@@ -152,10 +156,6 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
 
 def _input_messages(input: Input) -> list[Message]:
     return [Message("user", input)] if isinstance(input, str) else list(input)
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)
 
 
 def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | None:
@@ -181,5 +181,5 @@ def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | Non
         int(getattr(raw_usage, "output_tokens", 0) or 0),
         int(getattr(raw_usage, "requests", 1) or 1) if raw_usage is not None else 0,
     )
-    messages = [*_input_messages(input), Message("assistant", _text(content), calls)]
+    messages = [*_input_messages(input), Message("assistant", value_text(content), calls)]
     return RunResult(content, messages, calls, usage, turns=1, latency_ms=latency_ms)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import time
 import typing
 from collections.abc import Callable
@@ -12,10 +11,10 @@ from typing import Any
 
 import anyio.to_thread
 import pydantic
-from pydantic_core import to_jsonable_python
 
 from tui_eval.agents.messages import Message, ToolCall
 from tui_eval.agents.providers.base import ToolDef
+from tui_eval.text import validation_message, value_text
 
 
 @dataclass(slots=True)
@@ -76,7 +75,7 @@ class Tool:
             try:
                 parsed = self.arguments_model.model_validate(call.arguments)
             except pydantic.ValidationError as exc:
-                call.error = f"invalid arguments for tool {self.name!r}: {_short_validation(exc)}"
+                call.error = f"invalid arguments for tool {self.name!r}: {validation_message(exc, every=True)}"
                 return
             kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
             if self._takes_deps:
@@ -99,14 +98,4 @@ def tool_result_text(call: ToolCall) -> str:
     """The text sent back to the model for a finished call."""
     if call.error is not None:
         return f"Error: {call.error}"
-    if isinstance(call.result, str):
-        return call.result
-    return json.dumps(to_jsonable_python(call.result, fallback=repr), ensure_ascii=False)
-
-
-def _short_validation(exc: pydantic.ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
+    return value_text(call.result) if call.result is not None else "null"

@@ -102,18 +102,15 @@ async def run_check(check: Check, result: RunResult) -> CheckResult:
         >>> await run_check(contains("Paris"), run)  # doctest: +SKIP
         CheckResult(name='contains', passed=True, score=1.0, reason='')
     """
-    name = check_name(check)
-    try:
-        value = check(result)
-        if inspect.isawaitable(value):
-            value = await value
-    except Exception as exc:
-        return failed_by_exception(name, exc)
-    return normalise(name, value)
+    outcome = call_check(check, result)
+    if isinstance(outcome, CheckResult):
+        return outcome
+    return await settle_check(check, outcome)
 
 
-def run_check_sync(check: Check, result: RunResult) -> CheckResult | None:
-    """Run a check known to be synchronous; `None` if it turned out to return an awaitable.
+def call_check(check: Check, result: RunResult) -> CheckResult | Awaitable[Any]:
+    """Call a check exactly once: its result when it answered at once, else the awaitable
+    it returned (finish it with `settle_check`; never call the check again).
 
     The runner calls this once per check per sample, so the name is only looked up
     when it is needed (a failure or a bare bool/float).
@@ -125,15 +122,14 @@ def run_check_sync(check: Check, result: RunResult) -> CheckResult | None:
     if type(value) is CheckResult:
         return value
     if inspect.isawaitable(value):
-        close = getattr(value, "close", None)
-        if close is not None:
-            close()
-        return None
+        return value
     return normalise(check_name(check), value)
 
 
-def shorten(value: Any, limit: int = 80) -> str:
-    """A one-line, length-limited quote of a value for failure reasons."""
-    text = value if isinstance(value, str) else repr(value)
-    text = " ".join(text.split()) if "\n" in text or "\t" in text else text
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+async def settle_check(check: Check, pending: Awaitable[Any]) -> CheckResult:
+    """Await what `call_check` returned for `check` and normalise it."""
+    try:
+        value = await pending
+    except Exception as exc:
+        return failed_by_exception(check_name(check), exc)
+    return normalise(check_name(check), value)

@@ -11,7 +11,7 @@ from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.checks.base import CheckResult
-from tui_eval.checks.matchers import output_text
+from tui_eval.text import value_text
 
 JUDGE_MODEL_ENV = "TUI_EVAL_JUDGE_MODEL"
 MAX_JUDGED_CHARS = 20_000
@@ -91,7 +91,7 @@ class llm_judge:
     def prompt(self, run: RunResult) -> str:
         """The user message the judge reads."""
         task = next((m.content for m in run.messages if m.role == "user" and m.content), None)
-        answer = output_text(run.output)
+        answer = value_text(run.output)
         if len(answer) > MAX_JUDGED_CHARS:
             answer = (
                 answer[:MAX_JUDGED_CHARS]

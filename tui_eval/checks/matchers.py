@@ -10,22 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
-from pydantic_core import to_jsonable_python
 
 from tui_eval.agents.messages import RunResult, ToolCall
-from tui_eval.checks.base import CheckResult, shorten
-
-
-def output_text(output: Any) -> str:
-    """The output as text: strings as-is, structured values as JSON."""
-    if isinstance(output, str):
-        return output
-    if output is None:
-        return ""
-    try:
-        return json.dumps(to_jsonable_python(output, fallback=repr), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(output)
+from tui_eval.checks.base import CheckResult
+from tui_eval.text import one_line, value_text
 
 
 def _ok(name: str) -> CheckResult:
@@ -49,11 +37,11 @@ class contains:
     name: str = "contains"
 
     def __call__(self, run: RunResult) -> CheckResult:
-        text = output_text(run.output)
+        text = value_text(run.output)
         found = self.value.casefold() in text.casefold() if self.ignore_case else self.value in text
         if found:
             return _ok(self.name)
-        return _fail(self.name, f"expected {self.value!r} in output, got {shorten(text)!r}")
+        return _fail(self.name, f"expected {self.value!r} in output, got {one_line(text, 80)!r}")
 
 
 @dataclass(eq=False, slots=True)
@@ -65,7 +53,7 @@ class not_contains:
     name: str = "not_contains"
 
     def __call__(self, run: RunResult) -> CheckResult:
-        text = output_text(run.output)
+        text = value_text(run.output)
         haystack, needle = (
             (text.casefold(), self.value.casefold()) if self.ignore_case else (text, self.value)
         )
@@ -74,7 +62,7 @@ class not_contains:
             return _ok(self.name)
         around = text[max(0, at - 30) : at + len(self.value) + 30]
         return _fail(
-            self.name, f"expected no {self.value!r} in output, found it in {shorten(around)!r}"
+            self.name, f"expected no {self.value!r} in output, found it in {one_line(around, 80)!r}"
         )
 
 
@@ -91,10 +79,12 @@ class regex:
         self._compiled = re.compile(self.pattern, self.flags)
 
     def __call__(self, run: RunResult) -> CheckResult:
-        text = output_text(run.output)
+        text = value_text(run.output)
         if self._compiled.search(text):
             return _ok(self.name)
-        return _fail(self.name, f"expected output to match /{self.pattern}/, got {shorten(text)!r}")
+        return _fail(
+            self.name, f"expected output to match /{self.pattern}/, got {one_line(text, 80)!r}"
+        )
 
 
 @dataclass(eq=False, slots=True)
@@ -107,7 +97,9 @@ class equals:
     def __call__(self, run: RunResult) -> CheckResult:
         if run.output == self.value:
             return _ok(self.name)
-        return _fail(self.name, f"expected {shorten(self.value)!r}, got {shorten(run.output)!r}")
+        return _fail(
+            self.name, f"expected {one_line(self.value, 80)!r}, got {one_line(run.output, 80)!r}"
+        )
 
 
 def _as_mapping(value: Any) -> Mapping[str, Any] | None:
@@ -135,12 +127,12 @@ def subset_mismatch(spec: Any, actual: Any, path: str = "") -> str | None:
         return (
             None
             if ok
-            else f"at {here}: {shorten(actual)!r} failed predicate {getattr(spec, '__name__', spec)!r}"
+            else f"at {here}: {one_line(actual, 80)!r} failed predicate {getattr(spec, '__name__', spec)!r}"
         )
     if isinstance(spec, Mapping):
         mapping = _as_mapping(actual)
         if mapping is None:
-            return f"at {here}: expected an object, got {shorten(actual)!r}"
+            return f"at {here}: expected an object, got {one_line(actual, 80)!r}"
         for key, sub in spec.items():
             if key not in mapping:
                 return f"at {here}: missing field {key!r}"
@@ -150,7 +142,7 @@ def subset_mismatch(spec: Any, actual: Any, path: str = "") -> str | None:
         return None
     if isinstance(spec, Sequence) and not isinstance(spec, (str, bytes)):
         if not isinstance(actual, Sequence) or isinstance(actual, (str, bytes)):
-            return f"at {here}: expected a list, got {shorten(actual)!r}"
+            return f"at {here}: expected a list, got {one_line(actual, 80)!r}"
         if len(actual) != len(spec):
             return f"at {here}: expected {len(spec)} items, got {len(actual)}"
         for index, (sub, item) in enumerate(zip(spec, actual, strict=True)):
@@ -159,7 +151,7 @@ def subset_mismatch(spec: Any, actual: Any, path: str = "") -> str | None:
                 return problem
         return None
     if spec != actual:
-        return f"at {here}: expected {shorten(spec)!r}, got {shorten(actual)!r}"
+        return f"at {here}: expected {one_line(spec, 80)!r}, got {one_line(actual, 80)!r}"
     return None
 
 
@@ -180,13 +172,15 @@ class matches:
             try:
                 output = json.loads(output)
             except ValueError:
-                return _fail(self.name, f"expected structured output, got text {shorten(output)!r}")
+                return _fail(
+                    self.name, f"expected structured output, got text {one_line(output, 80)!r}"
+                )
         problem = subset_mismatch(self.spec, output)
         return _ok(self.name) if problem is None else _fail(self.name, problem)
 
 
 def _describe_call(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={shorten(repr(v), 30)}" for k, v in call.arguments.items())
+    args = ", ".join(f"{k}={one_line(repr(v), 30)}" for k, v in call.arguments.items())
     return f"{call.name}({args})"
 
 
@@ -315,5 +309,5 @@ class no_error:
         first = failed[0]
         return _fail(
             self.name,
-            f"{len(failed)} tool call(s) failed; first: {first.name}: {shorten(first.error)}",
+            f"{len(failed)} tool call(s) failed; first: {first.name}: {one_line(first.error, 80)}",
         )

@@ -56,6 +56,7 @@ from tui_eval.checks import (
     weighted,
 )
 from tui_eval.suites.suite import Suite
+from tui_eval.text import validation_message
 
 SCHEMA_VERSION = 1
 
@@ -194,7 +195,7 @@ def load_jsonl_suite(path: Path) -> Suite:
             except pydantic.ValidationError as exc:
                 name = raw.get("name") if isinstance(raw, dict) else None
                 label = f"line {lineno}" + (f" ({name!r})" if name else "")
-                raise SuiteFileError(f"{path}: {label}: {_first_error(exc)}") from None
+                raise SuiteFileError(f"{path}: {label}: {validation_message(exc)}") from None
     if not cases:
         raise SuiteFileError(f"{path}: no cases (one JSON object per line)")
     return _build(settings, cases, path)
@@ -222,12 +223,6 @@ def _validate(model: type[Any], raw: Any, path: Path, raw_cases: Any, prefix: st
         head = f"{path}: {where}: " if where else f"{path}: "
         field_part = f"field {field_path!r}: " if field_path else ""
         raise SuiteFileError(f"{head}{field_part}{error['msg']}") from None
-
-
-def _first_error(exc: pydantic.ValidationError) -> str:
-    error = exc.errors()[0]
-    field_path = ".".join(str(p) for p in error["loc"])
-    return f"field {field_path!r}: {error['msg']}" if field_path else error["msg"]
 
 
 def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -13,12 +11,11 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 
 from tui_eval.report import CaseResult
 from tui_eval.stats import wilson_interval
+from tui_eval.tui.messages import StartSession
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell, format_ms
-
-if TYPE_CHECKING:
-    from tui_eval.tui.app import TuiEvalApp
+from tui_eval.tui.workspace import Workspace
 
 
 def describe_rate(case: CaseResult) -> str:
@@ -37,16 +34,13 @@ class CaseScreen(Screen[None]):
         Binding("q,escape", "back", "Back"),
     ]
 
-    def __init__(self, session: RunSession, case_index: int) -> None:
+    def __init__(self, session: RunSession, case_index: int, workspace: Workspace) -> None:
         super().__init__()
         self.session = session
+        self.workspace = workspace
         self.case_index = case_index
         self.rerun: RunSession | None = None
         self._shown_samples = -1
-
-    @property
-    def tui(self) -> TuiEvalApp:
-        return self.app  # type: ignore[return-value]
 
     @property
     def case(self) -> CaseResult:
@@ -77,7 +71,7 @@ class CaseScreen(Screen[None]):
         table.focus()
 
     def _history_line(self) -> str:
-        history = self.tui.history
+        history = self.workspace.history
         suite = self.session.suite
         if history is None or suite is None:
             return ""
@@ -189,8 +183,11 @@ class CaseScreen(Screen[None]):
         def start(samples: int | None) -> None:
             if samples is None or self.session.suite is None:
                 return
-            subset = self.session.suite.select(names=[self.case.name], samples=samples)
-            self.rerun = self.tui.start_run(subset, title=f"{self.case.name} × {samples}")
+            options = self.workspace.rerun_options(cases=(self.case.name,), samples=samples)
+            self.rerun = self.workspace.new_session(
+                self.session.suite, options, title=f"{self.case.name} × {samples}"
+            )
+            self.post_message(StartSession(self.rerun, show=False))
             self.notify(f"rerunning with {samples} samples")
 
         self.app.push_screen(

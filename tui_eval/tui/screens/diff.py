@@ -13,7 +13,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
-from tui_eval.tui.screens.sample import output_as_text, render_checks
+from tui_eval.text import value_text
+from tui_eval.tui.screens.sample import render_checks
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell, plain
@@ -34,7 +35,7 @@ def _trajectory_lines(sample: SampleResult | None) -> list[str]:
         outcome = (
             f"error: {call.error}"
             if call.error is not None
-            else f"→ {output_as_text(call.result)[:200]}"
+            else f"→ {value_text(call.result, pretty=True)[:200]}"
         )
         lines.append(
             f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}) {outcome}"
@@ -196,8 +197,12 @@ class SideBySideScreen(Screen[None]):
                 with VerticalScroll(classes="side"):
                     yield Static(self._side(label, case, sample))
         with VerticalScroll(id="diffs"):
-            before_out = output_as_text(self.before.output).splitlines() if self.before else []
-            after_out = output_as_text(self.after.output).splitlines() if self.after else []
+            before_out = (
+                value_text(self.before.output, pretty=True).splitlines() if self.before else []
+            )
+            after_out = (
+                value_text(self.after.output, pretty=True).splitlines() if self.after else []
+            )
             yield Static(_unified(before_out, after_out, "output"))
             yield Static(
                 _unified(
@@ -217,7 +222,7 @@ class SideBySideScreen(Screen[None]):
             f"{case.n_passed}/{len(case.samples)} samples passed · sample {sample.index + 1}: {sample.status}\n\n"
         )
         text.append("output\n", style="bold")
-        text.append_text(plain(output_as_text(sample.output), limit=3000))
+        text.append_text(plain(value_text(sample.output, pretty=True), limit=3000))
         text.append("\n\nchecks\n", style="bold")
         text.append_text(render_checks(sample))
         if sample.error:

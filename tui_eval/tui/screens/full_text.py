@@ -7,7 +7,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
-from tui_eval.tui.widgets.text import cell, sanitize
+from tui_eval.text import sanitize
+from tui_eval.tui.widgets.text import cell
 
 
 class FullTextScreen(Screen[None]):

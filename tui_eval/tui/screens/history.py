@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -14,11 +13,10 @@ from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.report import Report
 from tui_eval.store import RunRecord, RunSummary
+from tui_eval.tui.messages import ResumeRun, ShowReport
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell
-
-if TYPE_CHECKING:
-    from tui_eval.tui.app import TuiEvalApp
+from tui_eval.tui.workspace import Workspace
 
 HISTORY_LIMIT = 200
 
@@ -34,15 +32,12 @@ class HistoryScreen(Screen[None]):
         Binding("q,escape", "back", "Back"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         super().__init__()
+        self.workspace = workspace
         self.records: list[RunRecord] = []
         self.marked: int | None = None
         self._reports: dict[str, Report] = {}
-
-    @property
-    def tui(self) -> TuiEvalApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Static("History · past runs of this project (newest first)", id="screen-title")
@@ -62,7 +57,7 @@ class HistoryScreen(Screen[None]):
             ("id", "run", 40),
         ):
             table.add_column(label, width=width, key=key)
-        history = self.tui.history
+        history = self.workspace.history
         self.records = history.runs()[:HISTORY_LIMIT] if history is not None else []
         for record in self.records:
             try:
@@ -115,15 +110,17 @@ class HistoryScreen(Screen[None]):
         if report is None:
             self.notify("this run's report cannot be read", severity="error")
             return
-        self.tui.open_report(report, title=f"{report.name} · {self.records[index].run_id}")
+        self.post_message(ShowReport(report, f"{report.name} · {self.records[index].run_id}"))
 
     def action_resume(self) -> None:
         index = self._cursor()
         if index is None:
             return
-        problem = self.tui.resume(self.records[index])
-        if problem is not None:
-            self.notify(problem, severity="warning")
+        record = self.records[index]
+        if record.finished:
+            self.notify(f"this run has {record.status}: only an interrupted run can be resumed")
+            return
+        self.post_message(ResumeRun(record))
 
     def action_mark(self) -> None:
         index = self._cursor()

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from tui_eval.report import Diff
+from tui_eval.suite_run import BaselineStatus, EmptySelection
+from tui_eval.tui.messages import StartSession
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
-
-if TYPE_CHECKING:
-    from tui_eval.tui.app import TuiEvalApp
+from tui_eval.tui.workspace import Workspace
 
 FRAME_SECONDS = 0.1
 
@@ -37,14 +34,11 @@ class RunScreen(Screen[None]):
         Binding("q,escape", "back", "Back"),
     ]
 
-    def __init__(self, session: RunSession) -> None:
+    def __init__(self, session: RunSession, workspace: Workspace) -> None:
         super().__init__()
         self.session = session
+        self.workspace = workspace
         self._finished_seen = False
-
-    @property
-    def tui(self) -> TuiEvalApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Static(cell(self._title(), 200), id="screen-title")
@@ -106,7 +100,7 @@ class RunScreen(Screen[None]):
             return
         from tui_eval.tui.screens.case import CaseScreen
 
-        self.app.push_screen(CaseScreen(self.session, index))
+        self.app.push_screen(CaseScreen(self.session, index, self.workspace))
 
     def action_failing_only(self) -> None:
         table = self.query_one(CaseTable)
@@ -133,6 +127,15 @@ class RunScreen(Screen[None]):
         if not event.value.strip():
             self.query_one("#filter", Input).display = False
 
+    @on(CaseHeader.SortRequested)
+    def _sort_by_column(self, event: CaseHeader.SortRequested) -> None:
+        """Sort by the clicked column; clicking it again restores the run order."""
+        table = self.query_one(CaseTable)
+        key = table.column_at(event.x)
+        if key is not None:
+            table.sort_key = None if table.sort_key == key else key
+            table.rebuild()
+
     def action_sort(self) -> None:
         table = self.query_one(CaseTable)
         position = SORT_ORDER.index(table.sort_key) if table.sort_key in SORT_ORDER else -1
@@ -152,19 +155,18 @@ class RunScreen(Screen[None]):
         self.app.push_screen(SampleScreen(self.session, case_index, sample_index))
 
     def action_save_baseline(self) -> None:
-        message = self.session.save_baseline()
-        self.notify(
-            message, severity="information" if message.startswith("baseline saved") else "warning"
-        )
+        outcome = self.session.save_baseline()
+        saved = outcome.status is BaselineStatus.SAVED
+        self.notify(outcome.message, severity="information" if saved else "warning")
 
     def action_compare(self) -> None:
-        result = self.session.compare()
-        if isinstance(result, Diff):
-            from tui_eval.tui.screens.diff import DiffScreen
+        outcome = self.session.compare()
+        if outcome.diff is None or outcome.baseline is None:
+            self.notify(outcome.message, severity="warning")
+            return
+        from tui_eval.tui.screens.diff import DiffScreen
 
-            self.app.push_screen(DiffScreen(result, self.session, self.session.baseline))
-        else:
-            self.notify(result, severity="warning")
+        self.app.push_screen(DiffScreen(outcome.diff, self.session, outcome.baseline))
 
     def action_rerun_failed(self) -> None:
         state = self.session.state
@@ -179,9 +181,15 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("no failing cases to rerun")
             return
-        rerun = suite.select(names=failing)
-        session = self.tui.start_run(rerun, title=f"{suite.name} · rerun of {len(failing)} failing")
-        self.app.push_screen(RunScreen(session))
+        options = self.workspace.rerun_options(cases=tuple(failing))
+        try:
+            session = self.workspace.new_session(
+                suite, options, title=f"{suite.name} · rerun of {len(failing)} failing"
+            )
+        except EmptySelection as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.post_message(StartSession(session, show=True))
 
     def action_cancel_run(self) -> None:
         if not self.session.state.running:

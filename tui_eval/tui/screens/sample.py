@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from pydantic_core import to_jsonable_python
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,15 +11,9 @@ from textual.widgets import Footer, Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.agents.messages import RunResult
 from tui_eval.report import SampleResult
+from tui_eval.text import sanitize, value_text
 from tui_eval.tui.session import RunSession
-from tui_eval.tui.widgets.text import DISPLAY_LIMIT, cell, format_ms, plain, sanitize
-
-
-def output_as_text(output: Any) -> str:
-    """Structured output as pretty JSON, text as itself."""
-    if isinstance(output, str):
-        return output
-    return json.dumps(to_jsonable_python(output, fallback=repr), indent=2, ensure_ascii=False)
+from tui_eval.tui.widgets.text import DISPLAY_LIMIT, cell, format_ms, plain
 
 
 def render_trajectory(run: RunResult | None) -> Text:
@@ -46,7 +36,7 @@ def render_trajectory(run: RunResult | None) -> Text:
             text.append_text(plain(message.content, limit=4000))
             text.append("\n")
         for call in message.tool_calls:
-            args = json.dumps(to_jsonable_python(call.arguments, fallback=repr), ensure_ascii=False)
+            args = value_text(call.arguments)
             text.append("  → ", style="bold")
             text.append_text(plain(f"{call.name}({args})", limit=2000, style="bold"))
             text.append(f"  {format_ms(call.latency_ms)}\n", style="dim")
@@ -57,7 +47,7 @@ def render_trajectory(run: RunResult | None) -> Text:
                 shown = results.get(call.id)
                 value = call.result if call.result is not None or shown is None else shown.content
                 text.append("    ← ", style="dim")
-                text.append_text(plain(output_as_text(value), limit=2000))
+                text.append_text(plain(value_text(value, pretty=True), limit=2000))
             text.append("\n")
         text.append("\n")
     text.append(
@@ -179,7 +169,7 @@ class SampleScreen(Screen[None]):
         title.append_text(cell(case.name, 80))
         self.query_one("#screen-title", Static).update(title)
         output = (
-            plain(output_as_text(sample.output))
+            plain(value_text(sample.output, pretty=True))
             if sample.run is not None
             else Text("no output", style="dim")
         )
@@ -207,7 +197,7 @@ class SampleScreen(Screen[None]):
         markdown = self.query_one("#output-markdown", Markdown)
         plain_body = self.query_one("#output-body", Static)
         if self.markdown and sample.run is not None:
-            text = output_as_text(sample.output)
+            text = value_text(sample.output, pretty=True)
             markdown.update(sanitize(text[:DISPLAY_LIMIT]))
         markdown.display = self.markdown and sample.run is not None
         plain_body.display = not markdown.display
@@ -237,7 +227,7 @@ class SampleScreen(Screen[None]):
 
         self.app.push_screen(
             FullTextScreen(
-                output_as_text(self.sample.output),
+                value_text(self.sample.output, pretty=True),
                 title=f"Full output · {self.session.state.cases[self.case_index].name}",
             )
         )

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -13,34 +11,35 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from tui_eval.report import REPORT_HEAD, ReportFileError
-from tui_eval.store import load_baseline
-from tui_eval.suites import LoadResult, Suite
+from tui_eval.suite_run import BaselineStatus, EmptySelection, read_baseline
+from tui_eval.suites import Suite
+from tui_eval.tui.messages import StartSession
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell
+from tui_eval.tui.workspace import Workspace
 
-if TYPE_CHECKING:
-    from tui_eval.tui.app import TuiEvalApp
+_BASELINE_SHOWN = {
+    BaselineStatus.MISSING: ("none", "dim"),
+    BaselineStatus.CORRUPT: ("corrupt", "bold red"),
+    BaselineStatus.COMPARED: ("saved", "green"),
+}
+_baseline_seen: dict[Path, tuple[tuple[int, int], tuple[str, str]]] = {}
 
 
 def baseline_status(path: Path) -> tuple[str, str]:
-    """`saved`, `none` or `corrupt`, without parsing a (possibly large) healthy baseline."""
+    """`saved`, `none` or `corrupt`, with its style. A file is read once per change
+    (keyed by its size and modification time), so repaints never re-parse it."""
     try:
-        with path.open("rb") as handle:
-            head = handle.read(len(REPORT_HEAD))
-            handle.seek(-1, os.SEEK_END)
-            tail = handle.read(1)
-    except FileNotFoundError:
-        return "none", "dim"
+        stat = path.stat()
     except OSError:
-        return "corrupt", "bold red"
-    if head == REPORT_HEAD and tail in (b"}", b"\n"):
-        return "saved", "green"
-    try:
-        load_baseline(path)  # not our usual layout: the full check decides
-    except ReportFileError:
-        return "corrupt", "bold red"
-    return "saved", "green"
+        return _BASELINE_SHOWN[BaselineStatus.MISSING]
+    key = (stat.st_size, stat.st_mtime_ns)
+    seen = _baseline_seen.get(path)
+    if seen is not None and seen[0] == key:
+        return seen[1]
+    shown = _BASELINE_SHOWN[read_baseline(path).status]
+    _baseline_seen[path] = (key, shown)
+    return shown
 
 
 class SuitesScreen(Screen[None]):
@@ -53,14 +52,11 @@ class SuitesScreen(Screen[None]):
         Binding("q,escape", "quit", "Quit"),
     ]
 
-    def __init__(self, loaded: LoadResult) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         super().__init__()
-        self.loaded = loaded
+        self.workspace = workspace
+        self.loaded = workspace.loaded
         self._last: dict[str, str] = {}
-
-    @property
-    def tui(self) -> TuiEvalApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Static("tui-eval · suites", id="screen-title")
@@ -95,7 +91,7 @@ class SuitesScreen(Screen[None]):
         table.focus()
 
     def _last_results(self) -> dict[str, str]:
-        history = self.tui.history
+        history = self.workspace.history
         if history is None:
             return {}
         last: dict[str, str] = {}
@@ -124,7 +120,7 @@ class SuitesScreen(Screen[None]):
     def _status(self, suite: Suite) -> Text:
         if suite.skip:
             return cell(suite.skip, 60, style="yellow")
-        session = self.tui.sessions.get(suite.name)
+        session = self.workspace.sessions.get(suite.name)
         if session is None:
             return Text("ready", style="dim")
         state = session.state
@@ -144,7 +140,7 @@ class SuitesScreen(Screen[None]):
         """Show live progress of suites that are running, and baselines saved meanwhile."""
         table = self.query_one(DataTable)
         for suite in self.loaded.suites:
-            if suite.name in self.tui.sessions:
+            if suite.name in self.workspace.sessions:
                 table.update_cell(suite.name, "status", self._status(suite))
                 shown = table.get_cell(suite.name, "baseline").plain
                 if shown == "none" and suite.baseline_path.exists():
@@ -167,21 +163,34 @@ class SuitesScreen(Screen[None]):
         if suite.skip:
             self.notify(suite.skip, severity="warning")
             return
-        self.tui.open_suite(suite)
+        session = self.workspace.sessions.get(suite.name)
+        if session is not None and session.state.running:
+            from tui_eval.tui.screens.run import RunScreen
+
+            self.app.push_screen(RunScreen(session, self.workspace))
+            return
+        self._start(suite, show=True)
+
+    def _start(self, suite: Suite, *, show: bool) -> None:
+        try:
+            session = self.workspace.new_session(suite)
+        except EmptySelection as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.post_message(StartSession(session, show=show))
 
     def action_run_all(self) -> None:
         runnable = [s for s in self.loaded.suites if not s.skip]
         if not runnable:
             self.notify("no suite to run", severity="warning")
             return
-        for suite in runnable[1:]:
-            self.tui.start_run(suite)
-        self.tui.open_suite(runnable[0])
+        for position, suite in enumerate(runnable):
+            self._start(suite, show=position == 0)
 
     def action_history(self) -> None:
         from tui_eval.tui.screens.history import HistoryScreen
 
-        self.app.push_screen(HistoryScreen())
+        self.app.push_screen(HistoryScreen(self.workspace))
 
     async def action_quit(self) -> None:
         self.app.exit()

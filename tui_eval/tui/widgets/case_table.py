@@ -142,13 +142,16 @@ class CaseHeader(Widget):
     def render(self) -> Text:
         return self._text
 
+    class SortRequested(Message):
+        """The user clicked the label at column `x`: the screen sorts the table by it."""
+
+        def __init__(self, x: int) -> None:
+            super().__init__()
+            self.x = x
+
     def on_click(self, event: events.Click) -> None:
-        """Sort by the clicked column (clicking it again restores the run order)."""
-        for table in self.screen.query(CaseTable):
-            key = table.column_at(event.x)
-            if key is not None:
-                table.sort_key = None if table.sort_key == key else key
-                table.rebuild()
+        """Ask for a sort by the clicked column (the screen owns the table)."""
+        self.post_message(self.SortRequested(event.x))
 
 
 class CaseTable(ScrollView, can_focus=True):

@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
+from tui_eval.text import one_line
 from tui_eval.tui.state import RunState
-from tui_eval.tui.widgets.text import format_duration, one_line
+from tui_eval.tui.widgets.text import format_duration
 
 
 class RunHeader(Widget):

@@ -1,4 +1,7 @@
-"""Showing untrusted text: never as markup, never as terminal escape sequences."""
+"""Showing untrusted text in widgets: never as markup, never as terminal escape sequences.
+
+The rules themselves live in `tui_eval.text`; these wrap them in Rich `Text`.
+"""
 
 from __future__ import annotations
 
@@ -6,45 +9,25 @@ from typing import Any
 
 from rich.text import Text
 
-from tui_eval.checks.matchers import output_text
+from tui_eval.text import one_line, sanitize, value_text
 
 DISPLAY_LIMIT = 20_000
 """Characters of an output shown inline; the full text is one keypress away."""
 
-# C0 controls (but tab and newline) become their visible "control pictures" (ESC → ␛);
-# DEL and C1 controls become U+FFFD. Nothing reaches the terminal as a control code.
-_VISIBLE = {c: 0x2400 + c for c in range(32) if c not in (9, 10)}
-_VISIBLE[0x7F] = 0x2421
-_VISIBLE.update({c: 0xFFFD for c in range(0x80, 0xA0)})
-
-
-def sanitize(text: str) -> str:
-    """Replace control characters with visible stand-ins."""
-    return text.translate(_VISIBLE)
-
 
 def plain(value: Any, *, limit: int | None = DISPLAY_LIMIT, style: str = "") -> Text:
     """Untrusted text as a `Text` that Rich will not parse for markup, cut at `limit`."""
-    raw = value if isinstance(value, str) else output_text(value)
-    cut = 0
+    raw = value_text(value)
+    hidden = 0
     if limit is not None and len(raw) > limit:
-        cut = len(raw) - limit
+        hidden = len(raw) - limit
         raw = raw[:limit]
     text = Text(sanitize(raw), style=style)
-    if cut:
+    if hidden:
         text.append(
-            f"\n… {cut:,} more characters — press v to view the full text", style="italic dim"
+            f"\n… {hidden:,} more characters — press v to view the full text", style="italic dim"
         )
     return text
-
-
-def one_line(value: Any, limit: int = 120) -> str:
-    """A single sanitized line (for table cells)."""
-    raw = value if isinstance(value, str) else output_text(value)
-    if len(raw) > limit * 4:
-        raw = raw[: limit * 4]
-    flat = " ".join(sanitize(raw).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def cell(value: Any, limit: int = 120, style: str = "") -> Text:

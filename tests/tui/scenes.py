@@ -1,4 +1,4 @@
-"""Deterministic demo data for screenshots and snapshot tests.
+"""Scenes of the app from deterministic demo data, for snapshot tests and screenshots.
 
 The example calculator suite runs offline; its timings are then frozen so that every
 screenshot of it is identical from run to run.
@@ -7,11 +7,21 @@ screenshot of it is identical from run to run.
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.pilot import Pilot
 
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
+from tui_eval.store import RunHistory
 from tui_eval.suites import Suite, load_suites
+from tui_eval.tui.app import make_app
+from tui_eval.tui.screens.diff import DiffScreen
+from tui_eval.tui.screens.run import RunScreen
+from tui_eval.tui.session import RunSession
 from tui_eval.tui.state import RunState
 
 STARTED_AT = 1_780_000_000.0  # a fixed moment, so dates on screen never change
@@ -46,13 +56,25 @@ def freeze(report: Report) -> Report:
     return report
 
 
+_FROZEN: dict[Path, bytes] = {}
+
+
 async def demo_report(folder: Path) -> Report:
-    """The calculator example suite, run offline, with frozen timings."""
-    suite = example_suite(folder)
-    report = await evaluate(
-        suite.agent, suite.cases, concurrency=suite.concurrency, price=suite.price, name=suite.name
-    )
-    return freeze(report)
+    """The calculator example suite, run offline once per process, with frozen timings.
+
+    Every call returns a fresh copy, so a scene may change its report freely.
+    """
+    if folder not in _FROZEN:
+        suite = example_suite(folder)
+        report = await evaluate(
+            suite.agent,
+            suite.cases,
+            concurrency=suite.concurrency,
+            price=suite.price,
+            name=suite.name,
+        )
+        _FROZEN[folder] = freeze(report).to_json()
+    return Report.from_json(_FROZEN[folder])
 
 
 def demo_baseline(report: Report) -> Report:
@@ -123,57 +145,68 @@ SCENES = (
 )
 
 
-async def build_scene(name: str, folder: Path, home: Path) -> tuple[object, list[str]]:
-    """The app for scene `name` and the keys that bring it to the screen to capture.
+Setup = Callable[[Pilot[Any]], Awaitable[None]]
+
+
+async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Setup, list[str]]:
+    """The app for scene `name`, what to do once it runs, and the keys that bring it to
+    the screen to capture.
 
     Args:
         folder: the bundled `suites/` folder.
         home: an empty folder for this scene's run history.
     """
-    from tui_eval.store import RunHistory
-    from tui_eval.suites import LoadResult
-    from tui_eval.tui.app import TuiEvalApp
-    from tui_eval.tui.session import RunSession
-
     report = await demo_report(folder)
     clock = lambda: 12.5  # noqa: E731 - a frozen clock
+
+    async def nothing(pilot: Pilot[Any]) -> None:
+        await pilot.pause()
+
     if name == "suites":
         loaded = load_suites([folder])
         for suite in loaded.suites:
             suite.path = Path("suites") / suite.path.name if suite.path else None
-        return TuiEvalApp(loaded=loaded, history=RunHistory(home), clock=clock), []
+        return make_app(suites=loaded.suites, history=RunHistory(home), clock=clock), nothing, []
     if name == "history":
         history = RunHistory(home)
         for run_report, run_id in (
             (demo_baseline(report), "20260601-090000-calculator-a1b2c3"),
             (report, "20260602-090000-calculator-d4e5f6"),
         ):
-            journal = history.start(
-                run_report.name, "suites/calculator.py", invocation="demo", options={}
-            )
+            journal = history.start(run_report.name, "suites/calculator.py", invocation="demo")
             journal.record.started_at = run_report.started_at
             journal.finish(run_report)
             journal.record.folder.rename(journal.record.folder.with_name(run_id))
             _rewrite_header(journal.record.folder.with_name(run_id), run_id, run_report.started_at)
-        return TuiEvalApp(loaded=LoadResult(), history=history, clock=clock), ["h"]
+        return make_app(suites=[], history=history, clock=clock), nothing, ["h"]
     if name == "run_live":
-        app = TuiEvalApp(loaded=LoadResult(), clock=clock)
-        app.initial_session = RunSession(None, live_state(report, 6), title="calculator")
-        return app, []
-    keys: list[str] = []
+        app = make_app(suites=[], clock=clock)
+
+        async def show_live(pilot: Pilot[Any]) -> None:
+            session = RunSession(state=live_state(report, 6), title="calculator")
+            await pilot.app.push_screen(RunScreen(session, app.workspace))
+            await pilot.pause()
+
+        return app, show_live, []
     if name in ("diff", "side_by_side"):
-        app = TuiEvalApp(loaded=LoadResult(), clock=clock)
+        app = make_app(suites=[], clock=clock)
         baseline = demo_baseline(report)
-        app.initial_diff = (report.compare(baseline), report, baseline)
-        return app, ["enter"] if name == "side_by_side" else []
-    app = TuiEvalApp(report=report, clock=clock)
+
+        async def show_diff(pilot: Pilot[Any]) -> None:
+            diff = report.compare(baseline)
+            await pilot.app.push_screen(DiffScreen(diff, report, baseline, title="calculator"))
+            await pilot.pause()
+
+        return app, show_diff, ["enter"] if name == "side_by_side" else []
+    app = make_app(report=report, clock=clock)
+    keys: list[str] = []
     if name == "run_failing_only":
         keys = ["f"]
     elif name in ("case", "sample_judge"):
         keys = ["down"] * 5 + ["enter"] + (["down", "enter"] if name == "sample_judge" else [])
     elif name == "sample_trajectory":
         keys = ["down"] * 3 + ["enter", "enter", "2"]
-    return app, keys
+    return app, nothing, keys
 
 
 def _rewrite_header(folder: Path, run_id: str, started_at: float) -> None:

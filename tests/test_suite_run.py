@@ -1,0 +1,159 @@
+"""The suite-run service: one way to start, journal, resume and finish a suite run,
+whichever front-end asked for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tui_eval import Case, Suite, contains
+from tui_eval.options import RunOptions
+from tui_eval.report import Report
+from tui_eval.store import RunHistory
+from tui_eval.suite_run import BaselineStatus, SuiteRun
+from tui_eval.suites import load_suites
+
+pytestmark = pytest.mark.anyio
+
+SUITE = """
+from pathlib import Path
+from tui_eval import Case, Suite, contains
+
+LOG = Path(__file__).with_name("calls.log")
+
+async def agent(question: str) -> str:
+    with LOG.open("a") as handle:
+        handle.write(question + "\\n")
+    return "wrong" if question.startswith("bad") else "answer to " + question
+
+suite = Suite("mixed", agent=agent, concurrency=1, cases=[
+    Case(name, checks=[contains("answer")])
+    for name in ["keep-0", "keep-1", "bad-keep", "keep-3", "drop-0", "drop-1"]
+])
+"""
+
+
+def write_suite(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "mixed_suite.py"
+    path.write_text(SUITE)
+    return path
+
+
+def calls(folder: Path) -> list[str]:
+    log = folder / "calls.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def simulate_kill(history: RunHistory, keep: int) -> None:
+    """Turn the newest run into one whose process died after `keep` journaled samples."""
+    record = history.runs()[0]
+    lines = record.journal_path.read_bytes().splitlines(keepends=True)
+    record.journal_path.write_bytes(b"".join(lines[: 1 + keep]))
+    for leftover in (record.report_path, record.summary_path):
+        leftover.unlink(missing_ok=True)
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui_eval.cli", *args],
+        cwd=cwd,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def run_service(path: Path, options: RunOptions, history: RunHistory) -> SuiteRun:
+    (suite,) = load_suites([path]).suites
+    service = SuiteRun.start(suite, options, history=history, invocation="test")
+    await service.run()
+    return service
+
+
+async def test_options_and_metadata_are_journaled(tmp_path):
+    path = write_suite(tmp_path)
+    history = RunHistory(tmp_path)
+    options = RunOptions(filter="keep", samples=2, fail_fast=True, concurrency=3)
+    service = await run_service(path, options, history)
+    record = history.runs()[0]
+    assert record.options == options
+    assert service.report is not None
+    assert service.report.metadata["run_id"] == record.run_id
+    assert service.report.metadata["suite_path"] == str(path)
+    # fail-fast stopped at the first failing case, whatever front-end asked.
+    assert [c.name for c in service.report.cases] == ["keep-0", "keep-1", "bad-keep"]
+
+
+async def test_resume_honours_the_journaled_options(tmp_path):
+    path = write_suite(tmp_path)
+    history = RunHistory(tmp_path)
+    await run_service(path, RunOptions(filter="keep"), history)
+    simulate_kill(history, keep=1)
+    (path.parent / "calls.log").unlink()
+    resumed = SuiteRun.resume(history.interrupted()[0], history=history)
+    report = await resumed.run()
+    assert [c.name for c in report.cases] == ["keep-0", "keep-1", "bad-keep", "keep-3"]
+    assert calls(path.parent) == ["keep-1", "bad-keep", "keep-3"]
+    assert report.metadata["run_id"] == history.runs()[0].run_id
+
+
+async def test_save_baseline_refuses_to_replace_a_corrupt_file(tmp_path):
+    path = write_suite(tmp_path)
+    baseline = tmp_path / "__baselines__" / "mixed.json"
+    baseline.parent.mkdir()
+    baseline.write_text("{ not json")
+    service = await run_service(path, RunOptions(filter="keep-0"), RunHistory(tmp_path))
+    outcome = service.save_baseline()
+    assert outcome.status is BaselineStatus.CORRUPT
+    assert "corrupt" in outcome.message and str(baseline) in outcome.message
+    assert baseline.read_text() == "{ not json"
+    baseline.unlink()
+    saved = service.save_baseline()
+    assert saved.status is BaselineStatus.SAVED
+    assert Report.load(baseline).cases[0].name == "keep-0"
+
+
+async def test_cancelled_run_is_not_saved_as_baseline(tmp_path):
+    async def slow(question: str) -> str:
+        await anyio.sleep(5)
+        return "answer"
+
+    suite = Suite("slow", agent=slow, cases=[Case("q", checks=[contains("answer")])])
+    suite.path = tmp_path / "slow.py"
+    service = SuiteRun.start(suite, RunOptions(), history=None, invocation="t")
+    async with anyio.create_task_group() as group:
+        group.start_soon(service.run)
+        await anyio.sleep(0.05)
+        service.cancel()
+    assert service.save_baseline().status is BaselineStatus.REFUSED
+    assert not (tmp_path / "__baselines__").exists()
+
+
+def test_cli_resume_of_an_app_style_filtered_run(tmp_path):
+    """Started by a front-end with a filter, killed, finished by `tui-eval resume`."""
+    path = write_suite(tmp_path / "suites")
+    history = RunHistory(tmp_path)
+    anyio.run(run_service, path, RunOptions(filter="keep"), history)
+    simulate_kill(history, keep=2)
+    (path.parent / "calls.log").unlink()
+    result = cli("resume", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr  # bad-keep fails
+    assert calls(path.parent) == ["bad-keep", "keep-3"]
+    assert "eval: 3/4 cases passed" in result.stdout
+
+
+def test_journal_lines_are_typed_and_versioned(tmp_path):
+    path = write_suite(tmp_path)
+    history = RunHistory(tmp_path)
+    anyio.run(run_service, path, RunOptions(filter="keep-0"), history)
+    lines = [json.loads(x) for x in history.runs()[0].journal_path.read_text().splitlines()]
+    assert [line["kind"] for line in lines] == ["header", "sample", "end"]
+    assert all(line["schema_version"] == 2 for line in lines)

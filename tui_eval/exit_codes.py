@@ -1,0 +1,8 @@
+"""The CLI's exit codes, shared by the entry point and the headless commands."""
+
+EXIT_OK = 0
+"""Every case passed and nothing regressed."""
+EXIT_FAILED = 1
+"""A case failed, a case regressed, or the run was interrupted."""
+EXIT_USAGE = 2
+"""Bad usage, a suite or file that could not be loaded, or a corrupt baseline."""

@@ -1,0 +1,51 @@
+"""`RunOptions`: what a suite run was asked to do, journaled so a resume does the same."""
+
+from __future__ import annotations
+
+import argparse
+
+import pydantic
+
+
+class RunOptions(pydantic.BaseModel):
+    """What one run of a suite was asked to do, whichever front-end asked.
+
+    The CLI's flags and the app's launch options both become one of these; it is written
+    in the run's journal, so `tui-eval resume` (or `R` in the app) finishes the same run.
+
+    Attributes:
+        concurrency: cases at once (None: the suite's own setting).
+        samples: every case's sample count (None: each case's own).
+        filter: only cases whose name contains this text (case-insensitive).
+        cases: only these cases, by name (a rerun of the failing ones).
+        fail_fast: run cases one by one and stop at the first failing case.
+        baseline: compare with (and save to) this file instead of the suite's baseline.
+        save_baseline: save the run as the baseline when it finishes.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+
+    concurrency: int | None = pydantic.Field(None, ge=1)
+    samples: int | None = pydantic.Field(None, ge=1)
+    filter: str | None = None
+    cases: tuple[str, ...] | None = None
+    fail_fast: bool = False
+    baseline: str | None = None
+    save_baseline: bool = False
+
+    @property
+    def is_partial(self) -> bool:
+        """Whether the run covers only some of the suite's cases."""
+        return bool(self.filter) or self.cases is not None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunOptions:
+        """The options given on the command line (`tui-eval run` flags; absent ones unset)."""
+        return cls(
+            concurrency=getattr(args, "concurrency", None),
+            samples=getattr(args, "samples", None),
+            filter=getattr(args, "filter", None),
+            fail_fast=bool(getattr(args, "fail_fast", False)),
+            baseline=getattr(args, "baseline", None),
+            save_baseline=bool(getattr(args, "save_baseline", False)),
+        )

@@ -1,0 +1,304 @@
+"""`SuiteRun`: the one way a suite run is started, journaled, resumed and finished.
+
+The headless CLI and the app are thin callers of this service, so both record the same
+options and metadata, resume from either honours them, and the baseline policy (compare,
+save, refuse to replace a corrupt file) is written once.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui_eval.diff import Diff
+from tui_eval.events import Event, SampleFinished
+from tui_eval.options import RunOptions
+from tui_eval.report import Report, ReportFileError, SampleResult
+from tui_eval.runner import Evaluation
+from tui_eval.store import RunHistory, RunJournal, RunRecord, read_journal_samples
+from tui_eval.suites import Suite, load_suites
+
+
+class ResumeError(Exception):
+    """A recorded run cannot be resumed; the message says why (and names the run)."""
+
+
+class EmptySelection(ValueError):
+    """The run's options select none of the suite's cases."""
+
+
+class BaselineStatus(enum.Enum):
+    """What happened when a run's baseline was read or written."""
+
+    SAVED = "saved"
+    """The run was written as the baseline."""
+    COMPARED = "compared"
+    """The baseline was read and compared: the outcome's `diff` holds the result."""
+    MISSING = "missing"
+    """There is no baseline file yet."""
+    CORRUPT = "corrupt"
+    """The file exists but is not a readable report; it is never replaced silently."""
+    REFUSED = "refused"
+    """Not saved: the run is not finished, was cancelled, or has no baseline path."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaselineOutcome:
+    """The typed result of reading or saving a baseline, with a sentence for people.
+
+    Attributes:
+        status: what happened.
+        path: the baseline file concerned (None when the run has none).
+        message: the same, in words (for a notification or the CLI).
+        diff: the comparison, when `status` is `COMPARED`.
+        baseline: the baseline report that was read, when it was.
+    """
+
+    status: BaselineStatus
+    path: Path | None
+    message: str
+    diff: Diff | None = None
+    baseline: Report | None = None
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the baseline file itself is a problem (exit 2 in the CLI)."""
+        return self.status is BaselineStatus.CORRUPT
+
+
+class SuiteRun:
+    """One run of one suite: the evaluation, its journal, and its baseline.
+
+    Create it with `SuiteRun.start()` (a new run) or `SuiteRun.resume()` (finish an
+    interrupted one), then `await run()`. `cancel()` stops it keeping finished samples.
+
+    Attributes:
+        suite: the suite as run (the options' filter and sample count applied).
+        options: what the run was asked to do (journaled).
+        journal: where samples are appended (None: nothing kept on disk).
+        evaluation: the runner's handle.
+    """
+
+    def __init__(
+        self,
+        suite: Suite,
+        options: RunOptions,
+        *,
+        journal: RunJournal | None,
+        done: dict[str, list[SampleResult]] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.suite = suite
+        self.options = options
+        self.journal = journal
+        self.on_event = on_event
+        metadata = {"suite_path": str(suite.path or "")}
+        if journal is not None:
+            metadata["run_id"] = journal.record.run_id
+        self.evaluation = Evaluation(
+            suite.agent,
+            suite.cases,
+            concurrency=options.concurrency or suite.concurrency,
+            fail_fast=options.fail_fast,
+            price=suite.price,
+            name=suite.name,
+            on_event=self._dispatch,
+            done=done,
+            metadata=metadata,
+        )
+
+    # -- starting ----------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        suite: Suite,
+        options: RunOptions,
+        *,
+        history: RunHistory | None,
+        invocation: str,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> SuiteRun:
+        """A new run of `suite` as `options` ask, journaled in `history` (if given).
+
+        Raises:
+            EmptySelection: the filter or case list selects no case.
+        """
+        selected = select(suite, options)
+        journal = None
+        if history is not None:
+            journal = history.start(
+                suite.name, str(suite.path or ""), invocation=invocation, options=options
+            )
+        return cls(selected, options, journal=journal, on_event=on_event)
+
+    @classmethod
+    def resume(
+        cls,
+        record: RunRecord,
+        *,
+        history: RunHistory,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> SuiteRun:
+        """Finish the interrupted run `record` with the options it was started with.
+
+        Only the samples missing from its journal run; new ones are appended to it.
+
+        Raises:
+            ResumeError: the run already ended, or its suite cannot be loaded any more.
+        """
+        if record.problem is not None:
+            raise ResumeError(record.problem)
+        if record.finished:
+            raise ResumeError(f"run {record.run_id} has already {record.status}")
+        if not record.suite_path:
+            raise ResumeError(f"cannot resume {record.run_id}: its suite file was not recorded")
+        loaded = load_suites([record.suite_path])
+        suite = next((s for s in loaded.suites if s.name == record.suite), None)
+        if suite is None:
+            errors = "; ".join(e.message for e in loaded.errors)
+            raise ResumeError(
+                f"cannot resume {record.run_id}: suite {record.suite!r} not found in "
+                f"{record.suite_path}" + (f" ({errors})" if errors else "")
+            )
+        try:
+            selected = select(suite, record.options)
+        except EmptySelection as exc:
+            raise ResumeError(f"cannot resume {record.run_id}: {exc}") from None
+        done = read_journal_samples(record.journal_path)
+        return cls(
+            selected, record.options, journal=history.reopen(record), done=done, on_event=on_event
+        )
+
+    # -- running -----------------------------------------------------------------------
+    @property
+    def run_id(self) -> str | None:
+        """The run's id in the history (None when it is not journaled)."""
+        return self.journal.record.run_id if self.journal is not None else None
+
+    @property
+    def resumed_samples(self) -> int:
+        """How many samples an earlier, interrupted run of this one had finished."""
+        return sum(len(case.samples) for case in self.evaluation.report.cases)
+
+    def _dispatch(self, event: Event) -> None:
+        if self.journal is not None and isinstance(event, SampleFinished):
+            self.journal.append(event.sample)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    async def run(self) -> Report:
+        """Run every missing sample; the journal is finished even when cancelled."""
+        try:
+            return await self.evaluation.run()
+        finally:
+            if self.journal is not None and self.evaluation.finished:
+                self.journal.finish(self.evaluation.report)
+
+    def cancel(self) -> None:
+        """Stop the run; finished samples are kept and the report is marked cancelled."""
+        self.evaluation.cancel()
+
+    @property
+    def report(self) -> Report | None:
+        """The final report, once the run has ended."""
+        return self.evaluation.report if self.evaluation.finished else None
+
+    # -- the baseline --------------------------------------------------------------------
+    @property
+    def baseline_path(self) -> Path:
+        """Where this run compares and saves: `--baseline FILE`, else the suite's."""
+        return Path(self.options.baseline) if self.options.baseline else self.suite.baseline_path
+
+    def compare(self) -> BaselineOutcome:
+        """Compare the finished run with its baseline."""
+        return compare_with_baseline(self.report, self.baseline_path)
+
+    def save_baseline(self) -> BaselineOutcome:
+        """Write the finished run as the baseline, unless that would lose something."""
+        return save_baseline(self.report, self.baseline_path)
+
+
+def compare_with_baseline(report: Report | None, path: Path) -> BaselineOutcome:
+    """Compare a finished run's report with the baseline at `path`."""
+    if report is None:
+        return BaselineOutcome(
+            status=BaselineStatus.REFUSED, path=path, message="the run has not finished yet"
+        )
+    read = read_baseline(path)
+    if read.baseline is None:
+        return read
+    try:
+        diff = report.compare(read.baseline)
+    except ValueError as exc:
+        return BaselineOutcome(status=BaselineStatus.CORRUPT, path=path, message=str(exc))
+    return BaselineOutcome(
+        status=BaselineStatus.COMPARED,
+        path=path,
+        message=f"compared with {path}",
+        diff=diff,
+        baseline=read.baseline,
+    )
+
+
+def save_baseline(report: Report | None, path: Path) -> BaselineOutcome:
+    """Write `report` as the baseline at `path`, unless that would lose something.
+
+    A cancelled or unfinished run is never saved, and a corrupt baseline file is never
+    replaced (the user fixes or deletes it first).
+    """
+    if report is None:
+        return BaselineOutcome(
+            status=BaselineStatus.REFUSED,
+            path=path,
+            message="baseline not saved: the run has not finished yet",
+        )
+    if report.cancelled:
+        return BaselineOutcome(
+            status=BaselineStatus.REFUSED,
+            path=path,
+            message="baseline not saved: the run was cancelled",
+        )
+    if read_baseline(path).status is BaselineStatus.CORRUPT:
+        return BaselineOutcome(
+            status=BaselineStatus.CORRUPT,
+            path=path,
+            message=f"baseline not saved: {path} is corrupt; fix or delete it first",
+        )
+    report.save(path)
+    return BaselineOutcome(
+        status=BaselineStatus.SAVED, path=path, message=f"baseline saved to {path}"
+    )
+
+
+def select(suite: Suite, options: RunOptions) -> Suite:
+    """The suite with only the cases `options` select, at their sample counts.
+
+    Raises:
+        EmptySelection: no case is selected.
+    """
+    selected = suite.select(filter=options.filter, samples=options.samples, names=options.cases)
+    if not selected.cases:
+        what = f"--filter {options.filter!r}" if options.filter else "the requested cases"
+        raise EmptySelection(f"no case of {suite.name!r} matches {what}")
+    return selected
+
+
+def read_baseline(path: Path) -> BaselineOutcome:
+    """Read the baseline at `path`: `COMPARED`-ready (with `baseline`), `MISSING` or `CORRUPT`."""
+    if not path.exists():
+        return BaselineOutcome(
+            status=BaselineStatus.MISSING, path=path, message=f"no baseline yet at {path}"
+        )
+    try:
+        baseline = Report.load(path)
+    except ReportFileError as exc:
+        return BaselineOutcome(
+            status=BaselineStatus.CORRUPT,
+            path=path,
+            message=f"baseline {exc} — not replaced; fix or delete it",
+        )
+    return BaselineOutcome(
+        status=BaselineStatus.COMPARED, path=path, message=f"read {path}", baseline=baseline
+    )

@@ -1,0 +1,86 @@
+"""Text from untrusted values, written once: sanitising, one-line forms, value as text,
+and pydantic validation errors in words.
+
+Every place that shows a model's output, a check's reason or an error goes through
+these, so the rules (what a control character becomes, how a value turns into text,
+where a long line is cut) are the same in the summary, the CLI, the app and exports.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+from pydantic_core import to_jsonable_python
+
+ELLIPSIS = "…"
+
+# C0 controls (but tab and newline) become their visible "control pictures" (ESC → ␛);
+# DEL → ␡ and C1 controls become U+FFFD. Nothing reaches a terminal as a control code.
+_VISIBLE = {c: 0x2400 + c for c in range(32) if c not in (9, 10)}
+_VISIBLE[0x7F] = 0x2421
+_VISIBLE.update({c: 0xFFFD for c in range(0x80, 0xA0)})
+
+
+def sanitize(text: str) -> str:
+    """Replace control characters (escape codes, BEL, NUL, CR...) with visible stand-ins.
+
+    Tabs and newlines are kept; everything else below U+0020, DEL and the C1 range
+    cannot reach the terminal.
+    """
+    return text.translate(_VISIBLE)
+
+
+def value_text(value: Any, *, pretty: bool = False) -> str:
+    """A value as text: strings as themselves, None as "", anything else as JSON.
+
+    Values JSON cannot hold are written as their `repr`. `pretty` indents the JSON.
+
+    Example:
+        >>> value_text({"total": 3})
+        '{"total": 3}'
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(
+            to_jsonable_python(value, fallback=repr),
+            ensure_ascii=False,
+            indent=2 if pretty else None,
+        )
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit - 1` characters and an ellipsis."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def one_line(value: Any, limit: int = 120) -> str:
+    """One sanitised line of at most `limit` characters: whitespace runs become one space.
+
+    Example:
+        >>> one_line("a\\n  b\\x1b[31m", 20)
+        'a b␛[31m'
+    """
+    raw = value_text(value)
+    if len(raw) > limit * 4:  # never scan a 10 MB output to show 120 characters of it
+        raw = raw[: limit * 4]
+    return cut(" ".join(sanitize(raw).split()), limit)
+
+
+def validation_message(exc: pydantic.ValidationError, *, every: bool = False) -> str:
+    """A pydantic error in words: `field 'cases.0.samples': Input should be ...`.
+
+    Args:
+        every: all errors joined with "; " (default: the first one only).
+    """
+    parts = []
+    for error in exc.errors() if every else exc.errors()[:1]:
+        where = ".".join(str(p) for p in error["loc"])
+        parts.append(f"field {where!r}: {error['msg']}" if where else error["msg"])
+    return "; ".join(parts)

@@ -1,0 +1,34 @@
+"""Messages screens send up to the app: start a run, show a saved report, resume a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from tui_eval.report import Report
+from tui_eval.store import RunRecord
+from tui_eval.tui.session import RunSession
+
+
+@dataclass
+class StartSession(Message):
+    """Run `session` in an app worker (it outlives the screen that asked); `show` opens it."""
+
+    session: RunSession
+    show: bool = True
+
+
+@dataclass
+class ShowReport(Message):
+    """Open a saved report read-only."""
+
+    report: Report
+    title: str = ""
+
+
+@dataclass
+class ResumeRun(Message):
+    """Finish the interrupted run `record` from its journal, and show it."""
+
+    record: RunRecord
