@@ -219,3 +219,24 @@ def test_assert_pass_rate_lists_failures():
     report.assert_pass_rate(0.5)
     with pytest.raises(AssertionError, match="(?s)50% is below 90%.*✗ bad"):
         report.assert_pass_rate(0.9)
+
+
+def test_a_report_written_before_typed_files_still_loads(tmp_path):
+    """What version 0.1.0 wrote, byte for byte in shape: the envelope joined as bytes."""
+    old = (
+        b'{"kind":"tui-eval-report","schema_version":1,"report":'
+        b'{"name":"calc","cases":[{"name":"2 + 3?","samples":[{"case_name":"2 + 3?","index":0,'
+        b'"status":"passed","checks":[{"name":"contains","passed":true,"score":1.0,"reason":"",'
+        b'"usage":null}],"run":{"output":"5","messages":[],"tool_calls":[],"usage":'
+        b'{"input_tokens":3,"output_tokens":1,"requests":1},"turns":1,"latency_ms":2.0},'
+        b'"usage":{"input_tokens":3,"output_tokens":1,"requests":1},"judge_usage":'
+        b'{"input_tokens":0,"output_tokens":0,"requests":0},"latency_ms":2.0,"cost":null,'
+        b'"error":null,"traceback":null}],"pass_threshold":1.0,"planned":1,"input":"2 + 3?",'
+        b'"expected":null,"expected_tools":null,"metadata":{}}],"started_at":1.0,'
+        b'"duration_s":0.5,"cancelled":false,"priced":false,"metadata":{}}}'
+    )
+    path = tmp_path / "old.json"
+    path.write_bytes(old)
+    report = Report.load(path)
+    assert report.passed and report.cases[0].samples[0].output == "5"
+    assert report.usage.total_tokens == 4

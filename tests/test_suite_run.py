@@ -157,3 +157,62 @@ def test_journal_lines_are_typed_and_versioned(tmp_path):
     lines = [json.loads(x) for x in history.runs()[0].journal_path.read_text().splitlines()]
     assert [line["kind"] for line in lines] == ["header", "sample", "end"]
     assert all(line["schema_version"] == 2 for line in lines)
+
+
+def test_newer_journal_is_a_named_error_for_resume(tmp_path):
+    path = write_suite(tmp_path / "suites")
+    history = RunHistory(tmp_path)
+    anyio.run(run_service, path, RunOptions(filter="keep"), history)
+    simulate_kill(history, keep=1)
+    journal = history.runs()[0].journal_path
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    for line in lines:
+        line["schema_version"] = 7
+        line["a_field_from_the_future"] = True
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = cli("resume", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert str(journal) in result.stderr
+    assert "schema_version 7" in result.stderr and "up to 2" in result.stderr
+    assert "upgrade tui-eval" in result.stderr
+    # The history still lists it, as something this version cannot read.
+    assert history.runs()[0].problem is not None
+
+
+def test_version_1_journal_still_resumes(tmp_path):
+    """Journals written before typed lines (keyed by "t") are read and resumed."""
+    path = write_suite(tmp_path / "suites")
+    history = RunHistory(tmp_path)
+    folder = history.folder / "20260101-000000-mixed-abcdef"
+    folder.mkdir(parents=True)
+    header = {
+        "t": "header",
+        "run_id": folder.name,
+        "suite": "mixed",
+        "suite_path": str(path),
+        "started_at": 1.0,
+        "invocation": "old",
+        "options": {"filter": "keep", "samples": None, "concurrency": None, "fail_fast": False},
+    }
+    sample = {
+        "t": "sample",
+        "sample": {"case_name": "keep-0", "index": 0, "status": "passed", "latency_ms": 1.0},
+    }
+    (folder / "journal.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(sample) + "\n")
+    result = cli("resume", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr  # bad-keep fails
+    assert calls(path.parent) == ["keep-1", "bad-keep", "keep-3"]
+    assert "eval: 3/4 cases passed" in result.stdout
+
+
+def test_newer_report_is_a_named_error_for_compare(tmp_path):
+    newer = tmp_path / "newer.json"
+    newer.write_text(
+        json.dumps({"kind": "tui-eval-report", "schema_version": 3, "report": {"x": 1}})
+    )
+    Report("r").save(tmp_path / "old.json")
+    result = cli("compare", str(newer), str(tmp_path / "old.json"), cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "newer.json: written by a newer tui-eval (schema_version 3" in result.stderr
+    assert "reads up to 1" in result.stderr

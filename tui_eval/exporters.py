@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
-from tui_eval.store import atomic_write_bytes
+from tui_eval.atomic import atomic_write_bytes
 
 # XML 1.0 cannot carry most control characters, whatever the escaping.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -84,7 +84,8 @@ def junit_xml(reports: Sequence[Report]) -> bytes:
         root.set(key, str(value))
     root.set("time", f"{total_time:.3f}")
     ET.indent(root)
-    return b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="utf-8") + b"\n"
+    body: bytes = ET.tostring(root, encoding="utf-8")
+    return b'<?xml version="1.0" encoding="utf-8"?>\n' + body + b"\n"
 
 
 def _all_errors(case: CaseResult) -> bool:

@@ -9,6 +9,7 @@ where a long line is cut) are the same in the summary, the CLI, the app and expo
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pydantic
@@ -76,11 +77,44 @@ def one_line(value: Any, limit: int = 120) -> str:
 def validation_message(exc: pydantic.ValidationError, *, every: bool = False) -> str:
     """A pydantic error in words: `field 'cases.0.samples': Input should be ...`.
 
+    Of a union's alternatives the deepest error is the one shown (`{contains: {value: 1}}`
+    is about `value`, not about not being a string), and the locations leave out the
+    union members' type labels.
+
     Args:
-        every: all errors joined with "; " (default: the first one only).
+        every: all errors joined with "; " (default: the most specific one).
     """
+    errors = exc.errors() if every else [_most_specific(exc)]
     parts = []
-    for error in exc.errors() if every else exc.errors()[:1]:
-        where = ".".join(str(p) for p in error["loc"])
-        parts.append(f"field {where!r}: {error['msg']}" if where else error["msg"])
+    for error in errors:
+        where = ".".join(_location(error["loc"]))
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"field {where!r}: {message}" if where else message)
     return "; ".join(parts)
+
+
+def validation_error_at(exc: pydantic.ValidationError) -> tuple[list[str], str]:
+    """The most specific error of `exc`: its location (as in `validation_message`) and
+    its message, for callers that name part of the location themselves (a case)."""
+    error = _most_specific(exc)
+    return _location(error["loc"]), error["msg"].removeprefix("Value error, ")
+
+
+def _most_specific(exc: pydantic.ValidationError) -> Any:
+    return max(exc.errors(), key=lambda e: len(_location(e["loc"])))
+
+
+_TYPE_LABEL = re.compile(
+    r"^[a-z]+\[.*\]$|^(str|int|float|bool|dict|list|none|literal\[.*\])$|_arguments$"
+)
+
+
+def _location(loc: tuple[int | str, ...]) -> list[str]:
+    """`loc` without a union's member labels (`str`, `contains_arguments`) or repeated tags."""
+    parts: list[str] = []
+    for part in loc:
+        text = str(part)
+        if _TYPE_LABEL.search(text) or (parts and parts[-1] == text):
+            continue
+        parts.append(text)
+    return parts

@@ -137,15 +137,15 @@ def test_yaml_suite_with_every_check(tmp_path):
         ),
         (
             "cases:\n  - input: a\n    checks: [{contans: x}]\n",
-            "case 1: field 'checks[0]': unknown check 'contans'",
+            "case 1: field 'checks.0': unknown check 'contans'; known: all_of, any_of, contains",
         ),
         (
             "cases:\n  - input: a\n    checks: [{max_turns: lots}]\n",
-            "field 'checks[0].max_turns': expected a number, got 'lots'",
+            "case 1: field 'checks.0.max_turns': Input should be a valid integer",
         ),
         (
             "cases:\n  - input: a\n    checks: [{contains: x, regex: y}]\n",
-            "case 1: field 'checks.0': Dictionary should have at most 1 item",
+            "case 1: field 'checks.0': a check is a mapping with one key naming a built-in check",
         ),
         ("cases: [\n", "invalid YAML"),
         (
@@ -288,3 +288,39 @@ def test_python_spec_errors():
         resolve_model("python:nomodule")
     with pytest.raises(ModelSpecError, match="cannot import 'no_such_mod_xyz'"):
         resolve_model("python:no_such_mod_xyz:x")
+
+
+@pytest.mark.parametrize(
+    ("checks", "valid"),
+    [
+        ([{"contains": "Paris"}], True),
+        ([{"contains": {"value": "paris", "ignore_case": True}}], True),
+        ([{"tool_called": {"name": "add", "args": {"a": 2}}}], True),
+        ([{"weighted": {"checks": [{"check": {"contains": "P"}, "weight": 2}]}}], True),
+        ([{"all_of": [{"contains": "a"}, {"max_turns": 3}]}], True),
+        ([{"equals": {"any": ["structure"]}}], True),
+        ([{"contains": {"value": 1}}], False),  # wrong argument type
+        ([{"contains": {"value": "x", "case": True}}], False),  # unknown argument
+        ([{"max_turns": "lots"}], False),
+        ([{"contans": "x"}], False),  # unknown check
+        ([{"all_of": [{"contains": 5}]}], False),  # nested checks are checked too
+        ([{"llm_judge": {"rubric": "r", "threshold": 2}}], False),
+    ],
+)
+def test_the_shipped_schema_flags_wrong_check_arguments(checks, valid):
+    import jsonschema
+
+    shipped = Path(__file__).parents[2] / "tui_eval" / "suites" / "suite.schema.json"
+    schema = json.loads(shipped.read_text())
+    document = {"model": "openai:gpt-4o-mini", "cases": [{"input": "q", "checks": checks}]}
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(document))
+    assert (not errors) == valid, [e.message for e in errors]
+    # The loader agrees with the schema, from the same types.
+    from tui_eval.suites.declarative import SuiteSpec
+
+    try:
+        SuiteSpec.model_validate(document)
+        loaded = True
+    except Exception:
+        loaded = False
+    assert loaded == valid

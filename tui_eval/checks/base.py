@@ -133,3 +133,21 @@ async def settle_check(check: Check, pending: Awaitable[Any]) -> CheckResult:
     except Exception as exc:
         return failed_by_exception(check_name(check), exc)
     return normalise(check_name(check), value)
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """Annotation metadata for a check parameter whose Python type is not what a YAML
+    suite writes (declarative suites and their JSON schema read it).
+
+    Example:
+        >>> model: Annotated[ModelLike | None, Declared("str | None")] = None  # doctest: +SKIP
+
+    Args:
+        type: the declarative type, or its source text (evaluated with the check module's
+            names, `Check` standing for a nested check spec).
+        key: the YAML key, when it differs from the parameter's name.
+    """
+
+    type: Any
+    key: str | None = None

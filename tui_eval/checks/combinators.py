@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Annotated
 
 import anyio
+import pydantic
 
 from tui_eval.agents.messages import RunResult, Usage
-from tui_eval.checks.base import Check, CheckResult, check_name, run_check
+from tui_eval.checks.base import Check, CheckResult, Declared, check_name, run_check
 
 
 async def _run_all(checks: list[Check], run: RunResult) -> list[CheckResult]:
@@ -82,8 +84,11 @@ class weighted:
 
     def __init__(
         self,
-        weights: Mapping[Check, float] | Iterable[tuple[Check, float]],
-        threshold: float = 0.7,
+        weights: Annotated[
+            Mapping[Check, float] | Iterable[tuple[Check, float]],
+            Declared("list[WeightedItem]", key="checks"),
+        ],
+        threshold: Annotated[float, pydantic.Field(ge=0, le=1)] = 0.7,
         *,
         name: str = "weighted",
     ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
 import pydantic
 
@@ -10,7 +11,7 @@ from tui_eval.agents.agent import Agent, AgentRunError
 from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import Provider
-from tui_eval.checks.base import CheckResult
+from tui_eval.checks.base import CheckResult, Declared
 from tui_eval.text import value_text
 
 JUDGE_MODEL_ENV = "TUI_EVAL_JUDGE_MODEL"
@@ -61,8 +62,8 @@ class llm_judge:
         self,
         rubric: str,
         *,
-        model: ModelLike | None = None,
-        threshold: float = 0.7,
+        model: Annotated[ModelLike | None, Declared("str | None")] = None,
+        threshold: Annotated[float, pydantic.Field(ge=0, le=1)] = 0.7,
         name: str = "llm_judge",
     ) -> None:
         if not 0.0 <= threshold <= 1.0:

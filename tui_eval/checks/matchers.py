@@ -197,9 +197,9 @@ class tool_called:
 
     __slots__ = ("args", "name", "tool")
 
-    def __init__(self, name: str, /, **args_subset: Any) -> None:
+    def __init__(self, name: str, /, **args: Any) -> None:
         self.tool = name
-        self.args = args_subset
+        self.args = args
         self.name = "tool_called"
 
     def __repr__(self) -> str:

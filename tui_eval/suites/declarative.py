@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import pydantic
 import yaml
@@ -36,27 +35,9 @@ from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Usage
 from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
 from tui_eval.cases import Case
-from tui_eval.checks import (
-    Check,
-    all_of,
-    any_of,
-    contains,
-    equals,
-    llm_judge,
-    matches,
-    max_latency,
-    max_tokens,
-    max_turns,
-    no_error,
-    not_contains,
-    regex,
-    tool_called,
-    tool_not_called,
-    tool_sequence,
-    weighted,
-)
+from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check
 from tui_eval.suites.suite import Suite
-from tui_eval.text import validation_message
+from tui_eval.text import validation_error_at, validation_message
 
 SCHEMA_VERSION = 1
 
@@ -67,18 +48,6 @@ class SuiteFileError(ValueError):
 
 class _Strict(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
-
-
-CheckSpec = Annotated[
-    dict[str, Any],
-    pydantic.Field(
-        description="One check, as {name: argument}: contains, not_contains, regex, equals, matches, "
-        "tool_called, tool_not_called, tool_sequence, max_turns, max_tokens, max_latency, "
-        "no_error, llm_judge, all_of, any_of, weighted",
-        min_length=1,
-        max_length=1,
-    ),
-]
 
 
 class ScriptStepSpec(_Strict):
@@ -205,11 +174,10 @@ def _validate(model: type[Any], raw: Any, path: Path, raw_cases: Any, prefix: st
     try:
         return model.model_validate(raw)
     except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        loc = list(error["loc"])
+        loc, message = validation_error_at(exc)
         where = prefix
-        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
-            index = loc[1]
+        if len(loc) >= 2 and loc[0] == "cases" and loc[1].isdigit():
+            index = int(loc[1])
             name = None
             if (
                 isinstance(raw_cases, list)
@@ -219,10 +187,10 @@ def _validate(model: type[Any], raw: Any, path: Path, raw_cases: Any, prefix: st
                 name = raw_cases[index].get("name")
             where = f"case {index + 1}" + (f" ({name!r})" if name else "")
             loc = loc[2:]
-        field_path = ".".join(str(p) for p in loc)
+        field_path = ".".join(loc)
         head = f"{path}: {where}: " if where else f"{path}: "
         field_part = f"field {field_path!r}: " if field_path else ""
-        raise SuiteFileError(f"{head}{field_part}{error['msg']}") from None
+        raise SuiteFileError(f"{head}{field_part}{message}") from None
 
 
 def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
@@ -301,7 +269,13 @@ def import_reference(reference: str, path: Path) -> Any:
 def _case(spec: CaseSpec, settings: SuiteSettings) -> Case:
     from tui_eval.agents.messages import Message
 
-    checks = [build_check(raw, settings, f"checks[{i}]") for i, raw in enumerate(spec.checks)]
+    defaults = {"llm_judge": {"model": settings.judge_model}} if settings.judge_model else {}
+    checks = []
+    for index, check in enumerate(spec.checks):
+        try:
+            checks.append(build_check(check, defaults=defaults))
+        except CheckSpecError as exc:
+            raise SuiteFileError(f"field 'checks[{index}]': {exc}") from None
     model: Any = spec.model
     if spec.script is not None:
         if spec.model is not None:
@@ -333,140 +307,6 @@ def _step(step: ScriptStepSpec) -> ScriptStep:
     if step.call is not None:
         return call(step.call, step.args, usage=usage, delay=step.delay)
     return text(step.text or "", usage=usage, delay=step.delay)
-
-
-def _need(kind: type | tuple[type, ...], value: Any, where: str, what: str) -> Any:
-    if not isinstance(value, kind) or (
-        isinstance(value, bool) and kind in (int, float, (int, float))
-    ):
-        raise SuiteFileError(f"field {where!r}: {what}, got {value!r}")
-    return value
-
-
-def build_check(raw: dict[str, Any], settings: SuiteSettings | None, where: str) -> Check:
-    """Build one check from its `{name: argument}` form."""
-    if not isinstance(raw, dict) or len(raw) != 1:
-        raise SuiteFileError(
-            f"field {where!r}: a check is a mapping with one key, such as {{contains: Paris}}"
-        )
-    ((name, arg),) = raw.items()
-    builder = _BUILDERS.get(name)
-    if builder is None:
-        raise SuiteFileError(
-            f"field {where!r}: unknown check {name!r}; known: {', '.join(sorted(_BUILDERS))}"
-        )
-    return builder(arg, settings, f"{where}.{name}")
-
-
-def _text_check(factory: Callable[..., Check]) -> Callable[[Any, Any, str], Check]:
-    def build(arg: Any, settings: Any, where: str) -> Check:
-        if isinstance(arg, dict):
-            _only(arg, {"value", "ignore_case"}, where)
-            return factory(
-                _need(str, arg.get("value"), f"{where}.value", "expected text"),
-                bool(arg.get("ignore_case", False)),
-            )
-        return factory(_need(str, arg, where, "expected text"))
-
-    return build
-
-
-def _only(arg: dict[str, Any], allowed: set[str], where: str) -> None:
-    extra = set(arg) - allowed
-    if extra:
-        raise SuiteFileError(
-            f"field {where!r}: unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}"
-        )
-
-
-def _tool_called(arg: Any, settings: Any, where: str) -> Check:
-    if isinstance(arg, dict):
-        _only(arg, {"name", "args"}, where)
-        args = arg.get("args") or {}
-        return tool_called(
-            _need(str, arg.get("name"), f"{where}.name", "expected a tool name"),
-            **_need(dict, args, f"{where}.args", "expected a mapping"),
-        )
-    return tool_called(_need(str, arg, where, "expected a tool name"))
-
-
-def _tool_sequence(arg: Any, settings: Any, where: str) -> Check:
-    if isinstance(arg, dict):
-        _only(arg, {"names", "strict_order"}, where)
-        names = _need(list, arg.get("names"), f"{where}.names", "expected a list of tool names")
-        return tool_sequence(names, bool(arg.get("strict_order", True)))
-    return tool_sequence(_need(list, arg, where, "expected a list of tool names"))
-
-
-def _judge(arg: Any, settings: SuiteSettings | None, where: str) -> Check:
-    default_model = settings.judge_model if settings is not None else None
-    if isinstance(arg, dict):
-        _only(arg, {"rubric", "threshold", "model"}, where)
-        rubric = _need(str, arg.get("rubric"), f"{where}.rubric", "expected the rubric text")
-        threshold = _need(
-            (int, float), arg.get("threshold", 0.7), f"{where}.threshold", "expected a number 0..1"
-        )
-        return llm_judge(
-            rubric, model=arg.get("model") or default_model, threshold=float(threshold)
-        )
-    return llm_judge(_need(str, arg, where, "expected the rubric text"), model=default_model)
-
-
-def _combinator(factory: Callable[..., Check]) -> Callable[[Any, Any, str], Check]:
-    def build(arg: Any, settings: Any, where: str) -> Check:
-        items = _need(list, arg, where, "expected a list of checks")
-        return factory(
-            *[build_check(item, settings, f"{where}[{i}]") for i, item in enumerate(items)]
-        )
-
-    return build
-
-
-def _weighted(arg: Any, settings: Any, where: str) -> Check:
-    body = _need(dict, arg, where, "expected {checks: [{check: ..., weight: n}], threshold: 0.7}")
-    _only(body, {"checks", "threshold"}, where)
-    pairs = []
-    for i, item in enumerate(_need(list, body.get("checks"), f"{where}.checks", "expected a list")):
-        entry = _need(dict, item, f"{where}.checks[{i}]", "expected {check: ..., weight: n}")
-        _only(entry, {"check", "weight"}, f"{where}.checks[{i}]")
-        weight = _need(
-            (int, float), entry.get("weight", 1), f"{where}.checks[{i}].weight", "expected a number"
-        )
-        pairs.append(
-            (build_check(entry.get("check"), settings, f"{where}.checks[{i}].check"), float(weight))
-        )
-    threshold = _need(
-        (int, float), body.get("threshold", 0.7), f"{where}.threshold", "expected a number 0..1"
-    )
-    return weighted(pairs, threshold=float(threshold))
-
-
-def _number(
-    factory: Callable[..., Check], kind: type | tuple[type, ...] = int
-) -> Callable[[Any, Any, str], Check]:
-    return lambda arg, settings, where: factory(_need(kind, arg, where, "expected a number"))
-
-
-_BUILDERS: dict[str, Callable[[Any, Any, str], Check]] = {
-    "contains": _text_check(contains),
-    "not_contains": _text_check(not_contains),
-    "regex": lambda arg, s, where: regex(_need(str, arg, where, "expected a regular expression")),
-    "equals": lambda arg, s, where: equals(arg),
-    "matches": lambda arg, s, where: matches(arg),
-    "tool_called": _tool_called,
-    "tool_not_called": lambda arg, s, where: tool_not_called(
-        _need(str, arg, where, "expected a tool name")
-    ),
-    "tool_sequence": _tool_sequence,
-    "max_turns": _number(max_turns),
-    "max_tokens": _number(max_tokens),
-    "max_latency": _number(max_latency, (int, float)),
-    "no_error": lambda arg, s, where: no_error(),
-    "llm_judge": _judge,
-    "all_of": _combinator(all_of),
-    "any_of": _combinator(any_of),
-    "weighted": _weighted,
-}
 
 
 if __name__ == "__main__":  # regenerate the shipped schema: python -m tui_eval.suites.declarative

@@ -85,7 +85,8 @@ def resolve_spec(spec: str) -> Provider:
     if isinstance(target, str):
         module_name, _, attr = target.partition(":")
         target = getattr(importlib.import_module(module_name), attr)
-    return target(rest)
+    provider: Provider = target(rest)
+    return provider
 
 
 __all__ = [
