@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.cells import cell_len
 
 from tui_eval.stats import fisher_exact
+from tui_eval.text import pad_cells
 
 if TYPE_CHECKING:
     from tui_eval.report import CaseResult, Report
@@ -94,7 +95,6 @@ class Diff:
         return not self.regressions
 
     def __str__(self) -> str:
-        from tui_eval.report import pad_cells  # report imports this module at its end
 
         counts = (
             f"diff: {len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "

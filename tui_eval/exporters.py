@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from tui_eval.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.atomic import atomic_write_bytes
+from tui_eval.report import CaseResult, Diff, Report, SampleResult
 
 # XML 1.0 cannot carry most control characters, whatever the escaping.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

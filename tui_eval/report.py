@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 import pydantic
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.checks.base import CheckResult
+from tui_eval.diff import CaseChange, Diff, compare_reports
 from tui_eval.stats import pass_at_k, percentile
-from tui_eval.text import one_line, validation_message
+from tui_eval.text import one_line, pad_cells, validation_message
 
 SampleStatus = Literal["passed", "failed", "error", "timeout", "cancelled"]
 SCHEMA_VERSION = 1
@@ -373,13 +374,6 @@ def _report_file_error(
 NAME_CELLS = 40
 
 
-def pad_cells(text: str, cells: int) -> str:
-    """Pad or cut to exactly `cells` terminal cells (CJK characters count two)."""
-    if cell_len(text) > cells:
-        return set_cell_size(text, cells - 1) + "…"
-    return set_cell_size(text, cells)
-
-
 def render_summary(report: Report, *, max_passing: int | None = None) -> str:
     """The seed's summary: a header, then one line per case with its first failure.
 
@@ -412,9 +406,6 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
     return "\n".join(lines)
 
 
-# Diff lives in its own module (which imports this one); it is re-exported here.
-from tui_eval.diff import CaseChange, Diff, compare_reports  # noqa: E402
-
 __all__ = [
     "CaseChange",
     "CaseResult",
@@ -423,6 +414,5 @@ __all__ = [
     "ReportFileError",
     "SampleResult",
     "compare_reports",
-    "pad_cells",
     "render_summary",
 ]

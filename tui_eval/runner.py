@@ -20,7 +20,8 @@ import anyio.lowlevel
 
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.base import resource_scope, retry_listener
-from tui_eval.agents.sources import RunSpec, make_runner
+from tui_eval.agents.run_spec import RunSpec
+from tui_eval.agents.sources import make_runner
 from tui_eval.cases import Case
 from tui_eval.checks.base import (
     Check,

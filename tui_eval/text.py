@@ -14,6 +14,7 @@ from typing import Any
 
 import pydantic
 from pydantic_core import to_jsonable_python
+from rich.cells import cell_len, set_cell_size
 
 ELLIPSIS = "…"
 
@@ -59,6 +60,13 @@ def value_text(value: Any, *, pretty: bool = False) -> str:
 def cut(text: str, limit: int) -> str:
     """`text`, or its first `limit - 1` characters and an ellipsis."""
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def pad_cells(text: str, cells: int) -> str:
+    """Pad or cut to exactly `cells` terminal cells (CJK characters count two)."""
+    if cell_len(text) > cells:
+        return set_cell_size(text, cells - 1) + ELLIPSIS
+    return set_cell_size(text, cells)
 
 
 def one_line(value: Any, limit: int = 120) -> str:

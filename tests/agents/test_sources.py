@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from tui_eval.agents import Agent, RunResult
-from tui_eval.agents.sources import AgentSourceError, RunSpec, make_runner
+from tui_eval.agents.run_spec import RunSpec
+from tui_eval.agents.sources import AgentSourceError, make_runner
 from tui_eval.testing import AgentTestClient, ScriptedProvider, text
 
 pytestmark = pytest.mark.anyio

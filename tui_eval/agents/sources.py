@@ -9,30 +9,13 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
-from tui_eval.agents.providers import ModelLike
+from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
 from tui_eval.text import value_text
-
-Input = str | Sequence[Message]
-
-
-@dataclass(slots=True)
-class RunSpec:
-    """What one sample asks of the agent source."""
-
-    input: Input
-    deps: Any = None
-    max_turns: int | None = None
-    output_type: Any = None
-    model: ModelLike | None = None
-
-
-SampleRunner = Callable[[RunSpec], Awaitable[RunResult]]
 
 
 class AgentSourceError(TypeError):

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
-from tui_eval.agents.sources import RunSpec, SampleRunner
+from tui_eval.agents.run_spec import RunSpec, SampleRunner
 
 
 def pydantic_ai_runner(agent: Any) -> SampleRunner:
