@@ -240,3 +240,16 @@ def test_a_report_written_before_typed_files_still_loads(tmp_path):
     report = Report.load(path)
     assert report.passed and report.cases[0].samples[0].output == "5"
     assert report.usage.total_tokens == 4
+
+
+def test_reprs_are_short_whatever_the_size():
+    """Big dataclass reprs cost `asyncio.run(evaluate(...))` seconds (asyncio formats the
+    main task when it restores its SIGINT handler) and flood debuggers and tracebacks."""
+    from tui_eval.evaluators import EvalReport
+
+    samples = [SampleResult("case", i, "passed") for i in range(1000)]
+    report = Report("eval", [CaseResult("case", samples, planned=1000)] * 50)
+    assert repr(report) == "<Report 'eval' 50 cases · 50,000 samples · passed=True>"
+    assert repr(report.cases[0]) == "<CaseResult 'case' 1000/1000 samples passed · passed=True>"
+    assert repr(samples[3]) == "<SampleResult 'case' #3 passed>"
+    assert repr(EvalReport("acc")).startswith("<EvalReport 'acc' 0 cases")

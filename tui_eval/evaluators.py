@@ -105,7 +105,7 @@ class EvalResult:
     reason: str = ""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class EvalReport(Report):
     """The report every evaluator returns: a `Report` with `results` per example.
 

@@ -57,6 +57,11 @@ class SampleResult:
     error: str | None = None
     traceback: str | None = None
 
+    def __repr__(self) -> str:
+        # Short on purpose: reports hold thousands of these, and debuggers, tracebacks
+        # and asyncio's handler bookkeeping format them.
+        return f"<SampleResult {self.case_name!r} #{self.index} {self.status}>"
+
     @property
     def passed(self) -> bool:
         """Whether every check passed and the run finished without error."""
@@ -116,6 +121,12 @@ class CaseResult:
     expected: Any = None
     expected_tools: list[str] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"<CaseResult {self.name!r} {self.n_passed}/{len(self.samples)} samples passed"
+            f" · passed={self.passed}>"
+        )
 
     @property
     def n_passed(self) -> int:
@@ -195,6 +206,13 @@ class Report:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     _file_models: ClassVar[dict[type, type[pydantic.BaseModel]]] = {}
+
+    def __repr__(self) -> str:
+        samples = sum(len(case.samples) for case in self.cases)
+        return (
+            f"<{type(self).__name__} {self.name!r} {len(self.cases):,} cases · "
+            f"{samples:,} samples · passed={self.passed}>"
+        )
 
     # -- numbers -------------------------------------------------------------------
     @property
