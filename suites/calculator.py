@@ -2,11 +2,15 @@
 
 It shows tool trajectories, structured output with `matches`, an LLM judge with its
 reasoning, a flaky case measured with samples, a failing tool, and a timeout.
+
+Its model calls take a simulated 0.15-0.4 s each, so a run is slow enough to watch;
+`TUI_EVAL_EXAMPLE_PACE` scales those delays and the timeout (the tests run at 0.1).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 
 import pydantic
 
@@ -25,6 +29,14 @@ from tui_eval import (
 )
 from tui_eval.checks import verdict_reply
 from tui_eval.testing import ScriptedProvider, call, text
+
+
+PACE = float(os.environ.get("TUI_EVAL_EXAMPLE_PACE", "1"))
+
+
+def seconds(value: float) -> float:
+    """A simulated duration, scaled by `TUI_EVAL_EXAMPLE_PACE`."""
+    return value * PACE
 
 
 def add(a: float, b: float) -> float:
@@ -60,7 +72,7 @@ agent = Agent(
 def rotating(*answers: str, delay: float = 0.25):
     """A model factory whose successive samples answer in turn (deterministic variation)."""
     cycle = itertools.cycle(answers)
-    return lambda: ScriptedProvider([text(next(cycle), delay=delay)])
+    return lambda: ScriptedProvider([text(next(cycle), delay=seconds(delay))])
 
 
 def judge_reply(messages) -> Completion:
@@ -82,7 +94,10 @@ cases = [
         "What is 2 + 3?",
         checks=[contains("5"), tool_called("add", a=2, b=3), max_turns(2)],
         model=ScriptedProvider.factory(
-            [call("add", {"a": 2, "b": 3}, delay=0.3), text("2 + 3 = 5", delay=0.2)]
+            [
+                call("add", {"a": 2, "b": 3}, delay=seconds(0.3)),
+                text("2 + 3 = 5", delay=seconds(0.2)),
+            ]
         ),
     ),
     Case(
@@ -90,8 +105,8 @@ cases = [
         checks=[contains("2129.4"), tool_called("multiply")],
         model=ScriptedProvider.factory(
             [
-                call("multiply", {"a": 23.4, "b": 91}, delay=0.4),
-                text("23.4 × 91 = 2129.4", delay=0.2),
+                call("multiply", {"a": 23.4, "b": 91}, delay=seconds(0.4)),
+                text("23.4 × 91 = 2129.4", delay=seconds(0.2)),
             ]
         ),
     ),
@@ -101,9 +116,9 @@ cases = [
         checks=[tool_sequence(["add", "multiply"]), contains("20")],
         model=ScriptedProvider.factory(
             [
-                call("add", {"a": 2, "b": 3}, delay=0.2),
-                call("multiply", {"a": 5, "b": 4}, delay=0.2),
-                text("(2 + 3) * 4 = 20", delay=0.2),
+                call("add", {"a": 2, "b": 3}, delay=seconds(0.2)),
+                call("multiply", {"a": 5, "b": 4}, delay=seconds(0.2)),
+                text("(2 + 3) * 4 = 20", delay=seconds(0.2)),
             ]
         ),
     ),
@@ -113,8 +128,8 @@ cases = [
         checks=[no_error(), contains("cannot divide by zero")],
         model=ScriptedProvider.factory(
             [
-                call("divide", {"a": 1, "b": 0}, delay=0.2),
-                text("The result is infinity.", delay=0.2),
+                call("divide", {"a": 1, "b": 0}, delay=seconds(0.2)),
+                text("The result is infinity.", delay=seconds(0.2)),
             ]
         ),
     ),
@@ -125,9 +140,10 @@ cases = [
         checks=[matches({"item": "apple", "quantity": 3, "total": lambda t: abs(t - 1.5) < 1e-9})],
         model=ScriptedProvider.factory(
             [
-                call("multiply", {"a": 3, "b": 0.5}, delay=0.2),
+                call("multiply", {"a": 3, "b": 0.5}, delay=seconds(0.2)),
                 text(
-                    '{"item": "apple", "quantity": 3, "unit_price": 0.5, "total": 1.5}', delay=0.2
+                    '{"item": "apple", "quantity": 3, "unit_price": 0.5, "total": 1.5}',
+                    delay=seconds(0.2),
                 ),
             ]
         ),
@@ -162,9 +178,9 @@ cases = [
         "Sum every prime below ten billion.",
         name="slow tool (timeout)",
         checks=[contains("sum")],
-        timeout=1.0,
+        timeout=seconds(1.0),
         model=ScriptedProvider.factory(
-            [call("add", {"a": 2, "b": 3}, delay=30), text("The sum is …")]
+            [call("add", {"a": 2, "b": 3}, delay=seconds(30)), text("The sum is …")]
         ),
     ),
 ]
