@@ -30,7 +30,6 @@ from tui_eval import (
 from tui_eval.checks import verdict_reply
 from tui_eval.testing import ScriptedProvider, call, text
 
-
 PACE = float(os.environ.get("TUI_EVAL_EXAMPLE_PACE", "1"))
 
 

@@ -142,15 +142,15 @@ def compare_reports(current: Report, baseline: Report) -> Diff:
             continue
         change = CaseChange(
             name,
-            old.n_passed,
+            old.samples_passed,
             len(old.samples),
-            case.n_passed,
+            case.samples_passed,
             len(case.samples),
             fisher_exact(
-                case.n_passed,
-                len(case.samples) - case.n_passed,
-                old.n_passed,
-                len(old.samples) - old.n_passed,
+                case.samples_passed,
+                len(case.samples) - case.samples_passed,
+                old.samples_passed,
+                len(old.samples) - old.samples_passed,
             ),
         )
         (diff.regressions if old.passed else diff.improvements).append(change)

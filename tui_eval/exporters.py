@@ -64,7 +64,7 @@ def junit_xml(reports: Sequence[Report]) -> bytes:
                     testcase,
                     tag,
                     message=_xml_text(
-                        f"{case.n_passed}/{len(case.samples)} samples passed: {case.first_failure}"[
+                        f"{case.samples_passed}/{len(case.samples)} samples passed: {case.first_failure}"[
                             :1000
                         ]
                     ),
@@ -73,7 +73,7 @@ def junit_xml(reports: Sequence[Report]) -> bytes:
                 element.text = _xml_text(detail)
             out = ET.SubElement(testcase, "system-out")
             out.text = _xml_text(
-                f"pass rate {case.pass_rate:.0%} ({case.n_passed}/{len(case.samples)}), "
+                f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{len(case.samples)}), "
                 f"threshold {case.pass_threshold:.0%}, {case.usage.total_tokens:,} tokens"
             )
         totals["tests"] += len(report.cases)
@@ -114,7 +114,7 @@ def markdown_summary(reports: Sequence[Report], diffs: Sequence[Diff | None] = (
         )
         for case in report.cases:
             parts.append(
-                f"| {'✓' if case.passed else '✗'} | {_md_cell(case.name, 60)} | {case.n_passed}/{len(case.samples)} "
+                f"| {'✓' if case.passed else '✗'} | {_md_cell(case.name, 60)} | {case.samples_passed}/{len(case.samples)} "
                 f"| {case.pass_rate:.0%} | {case.usage.total_tokens:,} | {_md_cell(case.first_failure)} |"
             )
         if diff is not None:

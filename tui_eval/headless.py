@@ -48,7 +48,7 @@ class Progress:
         self.live = sys.stderr.isatty() if live is None else live
         self._bar: Any = None
         self._task: Any = None
-        self.total = self.done = self.passed = self.failed = 0
+        self.samples_total = self.samples_done = self.samples_passed = self.samples_failed = 0
         self._name = ""
         self._last_print = 0.0
         self._next_line = 0
@@ -56,22 +56,22 @@ class Progress:
     def on_event(self, event: Event) -> None:
         """Feed a runner event."""
         if isinstance(event, SampleFinished):
-            self.done += 1
+            self.samples_done += 1
             if event.sample.passed:
-                self.passed += 1
+                self.samples_passed += 1
             else:
-                self.failed += 1
+                self.samples_failed += 1
             self._advance()
         elif isinstance(event, RunStarted):
-            self.done = len(event.resumed)
-            self.passed = sum(1 for s in event.resumed if s.passed)
-            self.failed = self.done - self.passed
+            self.samples_done = len(event.resumed)
+            self.samples_passed = sum(1 for s in event.resumed if s.passed)
+            self.samples_failed = self.samples_done - self.samples_passed
             self._start(event.name, event.total_samples)
         elif isinstance(event, RunFinished):
             self._stop()
 
     def _start(self, name: str, total: int) -> None:
-        self._name, self.total = name, total
+        self._name, self.samples_total = name, total
         if self.live:
             from rich.console import Console
             from rich.progress import (
@@ -100,9 +100,9 @@ class Progress:
             self._task = self._bar.add_task(
                 name.replace("[", "\\["),
                 total=total,
-                completed=self.done,
-                passed=self.passed,
-                failed=self.failed,
+                completed=self.samples_done,
+                passed=self.samples_passed,
+                failed=self.samples_failed,
             )
         else:
             _err(f"[{name}] running {total:,} samples")
@@ -112,16 +112,19 @@ class Progress:
     def _advance(self) -> None:
         if self._bar is not None:
             self._bar.update(
-                self._task, completed=self.done, passed=self.passed, failed=self.failed
+                self._task,
+                completed=self.samples_done,
+                passed=self.samples_passed,
+                failed=self.samples_failed,
             )
             return
         now = time.monotonic()
-        if self.done >= self._next_line or now - self._last_print >= 5:
+        if self.samples_done >= self._next_line or now - self._last_print >= 5:
             _err(
-                f"[{self._name}] {self.done:,}/{self.total:,} samples · {self.passed:,} passed · {self.failed:,} failed"
+                f"[{self._name}] {self.samples_done:,}/{self.samples_total:,} samples · {self.samples_passed:,} passed · {self.samples_failed:,} failed"
             )
             self._last_print = now
-            self._next_line = self.done + max(1, self.total // 10)
+            self._next_line = self.samples_done + max(1, self.samples_total // 10)
 
     def _stop(self) -> None:
         if self._bar is not None:

@@ -124,19 +124,19 @@ class CaseResult:
 
     def __repr__(self) -> str:
         return (
-            f"<CaseResult {self.name!r} {self.n_passed}/{len(self.samples)} samples passed"
+            f"<CaseResult {self.name!r} {self.samples_passed}/{len(self.samples)} samples passed"
             f" · passed={self.passed}>"
         )
 
     @property
-    def n_passed(self) -> int:
+    def samples_passed(self) -> int:
         """How many samples passed."""
         return sum(1 for s in self.samples if s.status == "passed")
 
     @property
     def pass_rate(self) -> float:
         """The fraction of samples that passed (0.0 with no samples)."""
-        return self.n_passed / len(self.samples) if self.samples else 0.0
+        return self.samples_passed / len(self.samples) if self.samples else 0.0
 
     @property
     def passed(self) -> bool:
@@ -154,7 +154,7 @@ class CaseResult:
         Raises:
             ValueError: k > number of samples (or k < 1).
         """
-        return pass_at_k(len(self.samples), self.n_passed, k)
+        return pass_at_k(len(self.samples), self.samples_passed, k)
 
     @property
     def usage(self) -> Usage:
@@ -221,14 +221,14 @@ class Report:
         return not self.cancelled and all(case.passed for case in self.cases)
 
     @property
-    def n_passed(self) -> int:
+    def cases_passed(self) -> int:
         """How many cases passed."""
         return sum(1 for case in self.cases if case.passed)
 
     @property
     def pass_rate(self) -> float:
         """The fraction of cases that passed."""
-        return self.n_passed / len(self.cases) if self.cases else 0.0
+        return self.cases_passed / len(self.cases) if self.cases else 0.0
 
     @property
     def samples(self) -> list[SampleResult]:
@@ -269,7 +269,7 @@ class Report:
         n = len(self.cases)
         samples = sum(len(case.samples) for case in self.cases)
         parts = [
-            f"eval: {self.n_passed}/{n} cases passed ({self.pass_rate:.0%})",
+            f"eval: {self.cases_passed}/{n} cases passed ({self.pass_rate:.0%})",
             f"{samples:,} samples",
             f"{self.usage.total_tokens:,} tokens",
             f"{self.duration_s:.1f}s",
@@ -294,7 +294,7 @@ class Report:
         failing = [c for c in self.cases if not c.passed]
         lines = [
             f"pass rate {self.pass_rate:.0%} is below {min_pass_rate:.0%} "
-            f"({self.n_passed}/{len(self.cases)} passed); failing:"
+            f"({self.cases_passed}/{len(self.cases)} passed); failing:"
         ]
         lines += [f"  ✗ {c.name}: {c.first_failure or 'no samples finished'}" for c in failing[:20]]
         if len(failing) > 20:
@@ -408,7 +408,7 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
             shown = [c for c in report.cases if not c.passed or id(c) in keep]
             hidden = len(passing) - max_passing
     width = min(max((cell_len(c.name) for c in shown), default=0), NAME_CELLS)
-    counts = [f"{c.n_passed}/{len(c.samples)}" for c in shown]
+    counts = [f"{c.samples_passed}/{len(c.samples)}" for c in shown]
     count_width = max((len(x) for x in counts), default=0)
     for case, count in zip(shown, counts, strict=True):
         mark = "✓" if case.passed else "✗"

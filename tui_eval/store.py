@@ -158,11 +158,11 @@ class RunSummary:
     def of(cls, report: Report) -> RunSummary:
         """Summarise `report`."""
         return cls(
-            report.n_passed,
+            report.cases_passed,
             len(report.cases),
             sum(len(c.samples) for c in report.cases),
             report.usage.total_tokens,
-            {c.name: (c.n_passed, len(c.samples)) for c in report.cases},
+            {c.name: (c.samples_passed, len(c.samples)) for c in report.cases},
         )
 
 

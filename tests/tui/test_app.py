@@ -136,7 +136,7 @@ async def test_cancel_mid_run_keeps_finished_samples(tmp_path):
         await pilot.press("enter")
         screen = app.screen
         with anyio.fail_after(10):
-            while screen.session.state.done < 3:
+            while screen.session.state.samples_done < 3:
                 await pilot.pause(0.02)
         await pilot.press("x")
         await wait_until_done(pilot, screen)
@@ -248,7 +248,7 @@ async def test_every_keypress_is_handled_while_streaming(tmp_path):
         original = screen.action_sort
 
         def counting_sort() -> None:
-            handled.append(screen.session.state.done)
+            handled.append(screen.session.state.samples_done)
             original()
 
         screen.action_sort = counting_sort

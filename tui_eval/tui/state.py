@@ -48,12 +48,13 @@ class RunState:
 
     name: str = ""
     cases: list[CaseResult] = field(default_factory=list)
-    total: int = 0
-    done: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    timeouts: int = 0
+    # Counters are of samples (cases have their own `passed`, a verdict).
+    samples_total: int = 0
+    samples_done: int = 0
+    samples_passed: int = 0
+    samples_failed: int = 0
+    samples_errored: int = 0
+    samples_timed_out: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -74,7 +75,7 @@ class RunState:
         """A finished, read-only state showing a saved report."""
         state = cls(report.name, clock=clock, read_only=True)
         state.cases = report.cases
-        state.total = sum(max(c.planned, len(c.samples)) for c in report.cases)
+        state.samples_total = sum(max(c.planned, len(c.samples)) for c in report.cases)
         for case in report.cases:
             for sample in case.samples:
                 state._count(sample)
@@ -134,7 +135,7 @@ class RunState:
                 if position is not None:
                     self.cases[position].samples.append(sample)
                     self._count(sample)
-            self.total = event.total_samples
+            self.samples_total = event.total_samples
             self.started = self.clock()
             self._structure_changed = True
             self._dirty = set(range(len(self.cases)))
@@ -151,16 +152,16 @@ class RunState:
             self._dirty = set(range(len(self.cases)))
 
     def _count(self, sample: SampleResult) -> None:
-        self.done += 1
+        self.samples_done += 1
         status = sample.status
         if status == "passed":
-            self.passed += 1
+            self.samples_passed += 1
         elif status == "error":
-            self.errors += 1
+            self.samples_errored += 1
         elif status == "timeout":
-            self.timeouts += 1
+            self.samples_timed_out += 1
         else:
-            self.failed += 1
+            self.samples_failed += 1
         usage = sample.usage
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
@@ -194,7 +195,7 @@ class RunState:
     def rate(self) -> float:
         """Samples finished per second."""
         elapsed = self.elapsed
-        return self.done / elapsed if elapsed > 0 else 0.0
+        return self.samples_done / elapsed if elapsed > 0 else 0.0
 
     @property
     def eta(self) -> float | None:
@@ -202,7 +203,7 @@ class RunState:
         if not self.running:
             return 0.0
         rate = self.rate
-        return (self.total - self.done) / rate if rate > 0 else None
+        return (self.samples_total - self.samples_done) / rate if rate > 0 else None
 
     def case_status(self, index: int) -> str:
         """`queued`, `running`, `judging`, `retrying`, `passed`, `failed` or `incomplete`."""

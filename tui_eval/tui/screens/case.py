@@ -21,8 +21,8 @@ from tui_eval.tui.workspace import Workspace
 def describe_rate(case: CaseResult) -> str:
     """`2/4 = 50% (95% CI 15–85%)`."""
     n = len(case.samples)
-    low, high = wilson_interval(case.n_passed, n)
-    return f"{case.n_passed}/{n} = {case.pass_rate:.0%} (95% CI {low:.0%}–{high:.0%})"
+    low, high = wilson_interval(case.samples_passed, n)
+    return f"{case.samples_passed}/{n} = {case.pass_rate:.0%} (95% CI {low:.0%}–{high:.0%})"
 
 
 class CaseScreen(Screen[None]):

@@ -219,7 +219,7 @@ class SideBySideScreen(Screen[None]):
             text.append("not in this run", style="dim")
             return text
         text.append(
-            f"{case.n_passed}/{len(case.samples)} samples passed · sample {sample.index + 1}: {sample.status}\n\n"
+            f"{case.samples_passed}/{len(case.samples)} samples passed · sample {sample.index + 1}: {sample.status}\n\n"
         )
         text.append("output\n", style="bold")
         text.append_text(plain(value_text(sample.output, pretty=True), limit=3000))

@@ -84,7 +84,7 @@ class RunScreen(Screen[None]):
             else ("all passed" if report.passed else "some cases failed")
         )
         self.notify(
-            f"{report.n_passed}/{len(report.cases)} cases passed · {verdict}",
+            f"{report.cases_passed}/{len(report.cases)} cases passed · {verdict}",
             title=self.session.title,
         )
 

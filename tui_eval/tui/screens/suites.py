@@ -125,14 +125,14 @@ class SuitesScreen(Screen[None]):
             return Text("ready", style="dim")
         state = session.state
         if state.running:
-            return Text(f"running {state.done}/{state.total}", style="cyan")
+            return Text(f"running {state.samples_done}/{state.samples_total}", style="cyan")
         report = state.report
         if report is None:
             return Text("starting", style="dim")
         if report.cancelled:
             return Text("cancelled", style="yellow")
         return Text(
-            f"{report.n_passed}/{len(report.cases)} passed",
+            f"{report.cases_passed}/{len(report.cases)} passed",
             style="green" if report.passed else "red",
         )
 

@@ -64,7 +64,7 @@ def row_cells(state: RunState, index: int) -> list[Text]:
     n = len(case.samples)
     score = case.mean_score
     samples = (
-        Text(f"{case.n_passed}/{n}")
+        Text(f"{case.samples_passed}/{n}")
         if n >= case.planned
         else Text(f"{n}/{case.planned}…", style="dim")
     )

@@ -35,7 +35,7 @@ class RunHeader(Widget):
 
     def render(self) -> RenderableType:
         state = self.state
-        label = f"{state.name}  {state.done:,}/{state.total:,} samples"
+        label = f"{state.name}  {state.samples_done:,}/{state.samples_total:,} samples"
         if state.running:
             label += f" · eta {format_duration(state.eta)}"
         elif state.report is not None and state.report.cancelled:
@@ -48,12 +48,12 @@ class RunHeader(Widget):
         top.add_column(no_wrap=True)
         top.add_column(ratio=1)
         top.add_column(no_wrap=True, justify="right")
-        percent = f"{state.done / state.total:.0%}" if state.total else "–"
+        percent = f"{state.samples_done / state.samples_total:.0%}" if state.samples_total else "–"
         top.add_row(
             Text(one_line(label, 70)),
             ProgressBar(
-                total=max(1, state.total),
-                completed=state.done,
+                total=max(1, state.samples_total),
+                completed=state.samples_done,
                 complete_style="green",
                 finished_style="green",
             ),
@@ -64,13 +64,20 @@ class RunHeader(Widget):
     @staticmethod
     def _counters(state: RunState) -> Text:
         counters = Text(no_wrap=True, overflow="ellipsis")
-        counters.append(f"✓ {state.passed:,} passed", style="green")
+        counters.append(f"✓ {state.samples_passed:,} passed", style="green")
         counters.append("  ")
-        counters.append(f"✗ {state.failed:,} failed", style="red" if state.failed else "")
+        counters.append(
+            f"✗ {state.samples_failed:,} failed", style="red" if state.samples_failed else ""
+        )
         counters.append("  ")
-        counters.append(f"! {state.errors:,} errors", style="magenta" if state.errors else "")
+        counters.append(
+            f"! {state.samples_errored:,} errors", style="magenta" if state.samples_errored else ""
+        )
         counters.append("  ")
-        counters.append(f"⏱ {state.timeouts:,} timeouts", style="yellow" if state.timeouts else "")
+        counters.append(
+            f"⏱ {state.samples_timed_out:,} timeouts",
+            style="yellow" if state.samples_timed_out else "",
+        )
         counters.append(f"  · {state.usage.total_tokens:,} tokens")
         if state.cost is not None:
             counters.append(f" · ${state.cost:.4f}")
