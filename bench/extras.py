@@ -71,16 +71,16 @@ def realistic_report(cases: int, samples: int, *, fail_every: int = 0) -> Report
                     f"case {c}",
                     s,
                     "passed" if passed else "failed",
-                    checks,
-                    run,
-                    Usage(720, 100, 3),
-                    Usage(300, 40, 1),
-                    812.0,
-                    0.0012,
+                    checks=checks,
+                    run=run,
+                    usage=Usage(720, 100, 3),
+                    judge_usage=Usage(300, 40, 1),
+                    latency_ms=812.0,
+                    cost=0.0012,
                 )
             )
-        out.append(CaseResult(f"case {c}", rows, 1.0, samples, f"Question {c}"))
-    return Report("bench", out, time.time(), 12.0)
+        out.append(CaseResult(f"case {c}", rows, planned=samples, input=f"Question {c}"))
+    return Report("bench", out, started_at=time.time(), duration_s=12.0)
 
 
 def timed(fn, rounds: int) -> float:

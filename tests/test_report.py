@@ -166,8 +166,8 @@ def _case(name: str, outcomes: str, threshold: float = 1.0) -> CaseResult:
     return CaseResult(
         name,
         [SampleResult(name, i, "passed" if o == "p" else "failed") for i, o in enumerate(outcomes)],
-        threshold,
-        len(outcomes),
+        pass_threshold=threshold,
+        planned=len(outcomes),
     )
 
 

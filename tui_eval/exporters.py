@@ -145,22 +145,22 @@ def merge_reports(reports: Sequence[Report]) -> Report:
                 CaseResult(
                     f"{report.name} / {case.name}",
                     case.samples,
-                    case.pass_threshold,
-                    case.planned,
-                    case.input,
-                    case.expected,
-                    case.expected_tools,
-                    case.metadata,
+                    pass_threshold=case.pass_threshold,
+                    planned=case.planned,
+                    input=case.input,
+                    expected=case.expected,
+                    expected_tools=case.expected_tools,
+                    metadata=case.metadata,
                 )
             )
     return Report(
         "+".join(r.name for r in reports),
         cases,
-        min((r.started_at for r in reports), default=0.0),
-        sum(r.duration_s for r in reports),
-        any(r.cancelled for r in reports),
-        any(r.priced for r in reports),
-        {"suites": [r.name for r in reports]},
+        started_at=min((r.started_at for r in reports), default=0.0),
+        duration_s=sum(r.duration_s for r in reports),
+        cancelled=any(r.cancelled for r in reports),
+        priced=any(r.priced for r in reports),
+        metadata={"suites": [r.name for r in reports]},
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -48,6 +48,7 @@ class SampleResult:
     case_name: str
     index: int = 0
     status: SampleStatus = "passed"
+    _: KW_ONLY
     checks: list[CheckResult] = field(default_factory=list)
     run: RunResult | None = None
     usage: Usage = field(default_factory=Usage)
@@ -115,6 +116,7 @@ class CaseResult:
 
     name: str
     samples: list[SampleResult] = field(default_factory=list)
+    _: KW_ONLY
     pass_threshold: float = 1.0
     planned: int = 0
     input: str = ""
@@ -199,6 +201,7 @@ class Report:
 
     name: str = "eval"
     cases: list[CaseResult] = field(default_factory=list)
+    _: KW_ONLY
     started_at: float = 0.0
     duration_s: float = 0.0
     cancelled: bool = False

@@ -127,12 +127,12 @@ class Evaluation:
             CaseResult(
                 case.label,
                 list((done or {}).get(case.label, ()))[: case.samples],
-                case.pass_threshold,
-                case.samples,
-                _input_text(case),
-                case.expected,
-                case.expected_tools,
-                dict(case.metadata),
+                pass_threshold=case.pass_threshold,
+                planned=case.samples,
+                input=_input_text(case),
+                expected=case.expected,
+                expected_tools=case.expected_tools,
+                metadata=dict(case.metadata),
             )
             for case in self.cases
         ]
@@ -174,11 +174,11 @@ class Evaluation:
         return Report(
             self.name,
             [r for r in self._results if r.samples],
-            self._started_at,
-            duration,
-            self._cancelled,
-            self.price is not None,
-            self.metadata,
+            started_at=self._started_at,
+            duration_s=duration,
+            cancelled=self._cancelled,
+            priced=self.price is not None,
+            metadata=self.metadata,
         )
 
     # -- running ---------------------------------------------------------------------

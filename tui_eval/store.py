@@ -231,7 +231,7 @@ class RunRecord:
             return Report.load(self.report_path)
         done = read_journal_samples(self.journal_path)
         cases = [CaseResult(name, samples, planned=len(samples)) for name, samples in done.items()]
-        return Report(self.suite, cases, self.started_at, 0.0, cancelled=True)
+        return Report(self.suite, cases, started_at=self.started_at, cancelled=True)
 
 
 def read_journal_samples(path: Path) -> dict[str, list[SampleResult]]:

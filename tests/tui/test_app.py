@@ -284,7 +284,7 @@ async def test_history_opens_a_past_run_and_compares_two(tmp_path):
         ]
         journal = history.start("echo", "", invocation="t")
         journal.record.started_at = started
-        journal.finish(Report("echo", cases, started, 1.0))
+        journal.finish(Report("echo", cases, started_at=started, duration_s=1.0))
 
     record("ppp", 1000.0)
     record("pfp", 2000.0)
@@ -366,7 +366,10 @@ def test_run_summaries_are_written_beside_reports(tmp_path):
             "s",
             [
                 CaseResult(
-                    "a", [SampleResult("a", 0, "passed"), SampleResult("a", 1, "failed")], 0.5, 2
+                    "a",
+                    [SampleResult("a", 0, "passed"), SampleResult("a", 1, "failed")],
+                    pass_threshold=0.5,
+                    planned=2,
                 )
             ],
         )

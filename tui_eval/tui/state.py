@@ -124,7 +124,11 @@ class RunState:
             self.name = event.name
             self.cases = [
                 CaseResult(
-                    case.label, [], case.pass_threshold, case.samples, metadata=dict(case.metadata)
+                    case.label,
+                    [],
+                    pass_threshold=case.pass_threshold,
+                    planned=case.samples,
+                    metadata=dict(case.metadata),
                 )
                 for case in event.cases
             ]
