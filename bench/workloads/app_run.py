@@ -26,17 +26,15 @@ async def main() -> None:
         report = await evaluate(agent, cases, concurrency=50)
         wall = time.perf_counter() - start
     else:
-        from tui_eval.suites import LoadResult
-        from tui_eval.tui.app import TuiEvalApp
+        from tui_eval.tui.app import make_app
         from tui_eval.tui.screens.run import RunScreen
-        from tui_eval.tui.session import RunSession
 
         suite = Suite("A", agent=agent, cases=cases, concurrency=50)
-        app = TuiEvalApp(loaded=LoadResult(suites=[suite]))
+        app = make_app(suites=[suite])
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
-            session = RunSession.for_suite(suite, clock=time.monotonic, history=None)
-            await app.push_screen(RunScreen(session))
+            session = app.workspace.new_session(suite)
+            await app.push_screen(RunScreen(session, app.workspace))
             await pilot.pause()
             if "--freeze" in sys.argv:
                 import gc
