@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
 import pydantic
 from rich.cells import cell_len
@@ -19,7 +19,7 @@ from tui_eval.text import one_line, pad_cells, validation_message
 
 SampleStatus = Literal["passed", "failed", "error", "timeout", "cancelled"]
 SCHEMA_VERSION = 1
-REPORT_KIND = "tui-eval-report"
+REPORT_KIND: Literal["tui-eval-report"] = "tui-eval-report"
 
 
 class ReportFileError(ValueError):
@@ -208,8 +208,6 @@ class Report:
     priced: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    _file_models: ClassVar[dict[type, type[pydantic.BaseModel]]] = {}
-
     def __repr__(self) -> str:
         samples = sum(len(case.samples) for case in self.cases)
         return (
@@ -306,24 +304,9 @@ class Report:
 
     # -- files ---------------------------------------------------------------------
     @classmethod
-    def file_model(cls) -> type[pydantic.BaseModel]:
-        """The pydantic model of a report file holding this class of report.
-
-        A file is `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`;
-        `save()` writes it and `load()` is its inverse.
-        """
-        model = cls._file_models.get(cls)
-        if model is None:
-            model = cls._file_models[cls] = pydantic.create_model(
-                f"{cls.__name__}File",
-                kind=(Literal["tui-eval-report"], REPORT_KIND),
-                schema_version=(
-                    Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)],
-                    SCHEMA_VERSION,
-                ),
-                report=(cls, ...),
-            )
-        return model
+    def file_model(cls) -> type[ReportFile[Any]]:
+        """The pydantic model of a file holding this class of report (`ReportFile[cls]`)."""
+        return ReportFile[cls]  # type: ignore[valid-type]
 
     def to_json(self) -> bytes:
         """The report as the JSON document `save()` writes."""
@@ -344,7 +327,7 @@ class Report:
             document = model.model_validate_json(data)
         except pydantic.ValidationError as exc:
             raise _report_file_error(data, source, exc) from None
-        report: Self = getattr(document, "report")  # noqa: B009 - a field of a created model
+        report: Self = document.report
         return report
 
     @classmethod
@@ -368,6 +351,21 @@ class Report:
             ValueError: either report has two cases with the same name.
         """
         return compare_reports(self, baseline)
+
+
+ReportT = TypeVar("ReportT", bound=Report)
+
+
+class ReportFile(pydantic.BaseModel, Generic[ReportT]):
+    """A report file: `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`.
+
+    `Report.save()` writes one and `Report.load()` is its inverse. `ReportFile[EvalReport]`
+    holds the seed-000 report type the same way.
+    """
+
+    kind: Literal["tui-eval-report"] = REPORT_KIND
+    schema_version: Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)] = SCHEMA_VERSION
+    report: ReportT
 
 
 def _report_file_error(
