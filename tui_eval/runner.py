@@ -22,6 +22,7 @@ from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.base import resource_scope, retry_listener
 from tui_eval.agents.run_spec import RunSpec
 from tui_eval.agents.sources import make_runner
+from tui_eval.cancellation import cancelled_from_outside
 from tui_eval.cases import Case
 from tui_eval.checks.base import (
     Check,
@@ -304,39 +305,67 @@ class Evaluation:
             emit(SampleStateChanged(index, sample_index, "running"))
             pacer.current = (index, sample_index)  # whom a provider's retry is about
         sample = SampleResult(case.label, sample_index)
+        try:
+            if case.timeout is None:
+                await self._attempt(index, plan, sample, pacer)
+            else:
+                with anyio.move_on_after(case.timeout) as deadline:
+                    await self._attempt(index, plan, sample, pacer)
+                if deadline.cancelled_caught:
+                    stage = "its checks ran" if sample.run is not None else "the agent ran"
+                    sample.status = "timeout"
+                    sample.error = (
+                        f"sample exceeded its timeout of {case.timeout:g}s while {stage}"
+                        " and was cancelled"
+                    )
+                    sample.checks = []
+                    self._settle_usage(sample)
+        finally:
+            pacer.current = None
+        return sample
+
+    async def _attempt(
+        self, index: int, plan: _CasePlan, sample: SampleResult, pacer: _Pacer
+    ) -> None:
+        """Run the agent, then the checks, recording everything on `sample`."""
+        case = plan.case
         run: RunResult | None = None
         start = time.perf_counter()
         try:
-            if case.timeout is not None:
-                with anyio.move_on_after(case.timeout) as deadline:
-                    run = await self._runner(plan.spec)
-                if deadline.cancelled_caught:
-                    sample.status = "timeout"
-                    sample.error = (
-                        f"sample exceeded its timeout of {case.timeout:g}s and was cancelled"
-                    )
-            else:
-                run = await self._runner(plan.spec)
-        except Exception as exc:
+            run = await self._runner(plan.spec)
+        except BaseException as exc:
+            if cancelled_from_outside(exc):
+                sample.latency_ms = (time.perf_counter() - start) * 1000
+                raise
             sample.status = "error"
             sample.error = redact(f"{type(exc).__name__}: {exc}")
             sample.traceback = redact(traceback.format_exc())
             partial = getattr(exc, "partial", None)
             run = partial if isinstance(partial, RunResult) else None
-        finally:
-            pacer.current = None
-        elapsed_ms = (time.perf_counter() - start) * 1000
+        elapsed = time.perf_counter() - start
         sample.run = run
+        pacer.current = None
+        if case.timeout is not None and elapsed > case.timeout and sample.status == "passed":
+            # No cancellation can reach an agent that never yields to the event loop.
+            sample.status = "timeout"
+            sample.error = (
+                f"the agent blocked the event loop for {elapsed:.2f}s, past its timeout of "
+                f"{case.timeout:g}s (run blocking code in a thread: a sync agent is run in "
+                "one automatically)"
+            )
         if sample.status == "passed" and run is not None:
-            sample.latency_ms = run.latency_ms or elapsed_ms
+            sample.latency_ms = run.latency_ms or elapsed * 1000
             await self._judge(index, plan, sample, run)
         else:
-            sample.latency_ms = elapsed_ms
-            if run is not None:
-                sample.usage = run.usage
-            if self.price is not None:
-                sample.cost = self.price(sample.usage)
-        return sample
+            sample.latency_ms = elapsed * 1000
+            self._settle_usage(sample)
+
+    def _settle_usage(self, sample: SampleResult) -> None:
+        """Usage and cost of a sample whose checks did not (all) run."""
+        sample.usage = sample.run.usage if sample.run is not None else Usage()
+        sample.judge_usage = Usage()
+        if self.price is not None:
+            sample.cost = self.price(sample.usage)
 
     async def _judge(
         self, index: int, plan: _CasePlan, sample: SampleResult, run: RunResult

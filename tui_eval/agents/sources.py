@@ -12,6 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import anyio
+import anyio.to_thread
+
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
@@ -83,18 +86,34 @@ def _factory_runner(factory: Callable[[], Any]) -> SampleRunner:
 
 
 def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> SampleRunner:
+    in_thread = not _is_async_callable(fn)
+
     async def run(spec: RunSpec) -> RunResult:
         if spec.model is not None:
             raise AgentSourceError(
                 f"Case(model=...) needs an Agent (or a factory returning one) to clone; got {owner!r}"
             )
         start = time.perf_counter()
-        value = fn(spec.input)
+        if in_thread:
+            # A sync agent would block the event loop: the app's keys, Ctrl+C and timeouts
+            # all wait on it. In a worker thread it can be timed out (the thread is left
+            # to finish on its own; Python cannot stop it).
+            value = await anyio.to_thread.run_sync(fn, spec.input, abandon_on_cancel=True)
+        else:
+            value = fn(spec.input)
         if inspect.isawaitable(value):
             value = await value
         return to_run_result(value, spec.input, (time.perf_counter() - start) * 1000)
 
     return run
+
+
+def _is_async_callable(fn: Any) -> bool:
+    """Whether calling `fn` gives a coroutine (functions, methods, partials, `async __call__`)."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 def _framework_adapter(source: Any) -> SampleRunner | None:

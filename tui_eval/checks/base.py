@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.cancellation import cancelled_from_outside
+from tui_eval.secrets import redact
+from tui_eval.text import one_line
 
 Check: TypeAlias = Callable[
     [RunResult], "CheckResult | bool | float | Awaitable[CheckResult | bool | float]"
@@ -63,8 +66,15 @@ def is_async_check(check: Any) -> bool:
 
 
 def normalise(name: str, value: Any) -> CheckResult:
-    """Turn what a check returned into a `CheckResult`."""
+    """Turn what a check returned into a `CheckResult`.
+
+    A bool passes or fails; a number is a score in 0..1 (passing from `SCORE_PASS`); a
+    `CheckResult` is kept. Anything else — a string such as "false", None, a score outside
+    0..1 — is an error of that check, never a pass.
+    """
     if isinstance(value, CheckResult):
+        if value.score is not None and not _in_unit_range(value.score):
+            return _misused(name, f"a CheckResult with score {value.score!r}, outside 0..1")
         return value
     if isinstance(value, bool):
         return CheckResult(
@@ -72,26 +82,32 @@ def normalise(name: str, value: Any) -> CheckResult:
         )
     if isinstance(value, (int, float)):
         score = float(value)
+        if not _in_unit_range(score):
+            return _misused(name, f"the score {value!r}, outside 0..1")
         passed = score >= SCORE_PASS
         return CheckResult(
             name, passed, score, "" if passed else f"score {score:.2f} below {SCORE_PASS}"
         )
-    if value is None:
-        return CheckResult(
-            name,
-            False,
-            0.0,
-            f"{name} returned None; a check must return a bool, a score or a CheckResult",
-        )
+    shown = one_line(repr(value), 60)
+    return _misused(name, f"{type(value).__name__} {shown}")
+
+
+def _in_unit_range(score: float) -> bool:
+    return 0.0 <= score <= 1.0  # False for NaN too
+
+
+def _misused(name: str, what: str) -> CheckResult:
     return CheckResult(
-        name, bool(value), 1.0 if value else 0.0, "" if value else f"{name} returned {value!r}"
+        name,
+        False,
+        0.0,
+        f"check {name!r} returned {what}; a check must return a bool, a score in 0..1 "
+        "or a CheckResult",
     )
 
 
 def failed_by_exception(name: str, exc: BaseException) -> CheckResult:
     """The result of a check that raised: only that check fails."""
-    from tui_eval.secrets import redact
-
     return CheckResult(name, False, 0.0, redact(f"check raised {type(exc).__name__}: {exc}"))
 
 
@@ -117,9 +133,11 @@ def call_check(check: Check, result: RunResult) -> CheckResult | Awaitable[Any]:
     """
     try:
         value = check(result)
-    except Exception as exc:
+    except BaseException as exc:
+        if cancelled_from_outside(exc):
+            raise
         return failed_by_exception(check_name(check), exc)
-    if type(value) is CheckResult:
+    if type(value) is CheckResult and 0.0 <= (value.score or 0.0) <= 1.0:
         return value
     if inspect.isawaitable(value):
         return value
@@ -130,7 +148,9 @@ async def settle_check(check: Check, pending: Awaitable[Any]) -> CheckResult:
     """Await what `call_check` returned for `check` and normalise it."""
     try:
         value = await pending
-    except Exception as exc:
+    except BaseException as exc:
+        if cancelled_from_outside(exc):
+            raise
         return failed_by_exception(check_name(check), exc)
     return normalise(check_name(check), value)
 

@@ -32,7 +32,7 @@ class Verdict(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="ignore")
 
-    score: float = pydantic.Field(ge=0.0, le=1.0)
+    score: float = pydantic.Field(ge=0.0, le=1.0, strict=True)  # never `true`
     reasoning: str
 
 

@@ -1,0 +1,140 @@
+"""Hardening: runs that neither lie nor die, whatever the agent, its checks or its model do."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import anyio
+import pytest
+
+from tui_eval import Case, CheckResult, contains, evaluate, llm_judge
+from tui_eval.testing import ScriptedProvider, text
+
+pytestmark = pytest.mark.anyio
+
+
+# -- checks that return nonsense -----------------------------------------------------------
+@pytest.mark.parametrize("returned", ["false", "no", "FAILED", "", b"yes", [True], {"ok": 1}])
+async def test_a_check_returning_something_else_is_an_error_naming_it(returned):
+    def verdict_as_text(run):
+        return returned
+
+    report = await evaluate(_echo, [Case("q", checks=[verdict_as_text])])
+    check = report.cases[0].samples[0].checks[0]
+    assert not check.passed
+    assert "verdict_as_text" in check.reason and "must return" in check.reason
+
+
+@pytest.mark.parametrize("score", [1.5, -0.1, float("nan"), float("inf")])
+async def test_a_score_outside_0_1_is_an_error(score):
+    def scored(run):
+        return score
+
+    def result(run):
+        return CheckResult("custom", True, score)
+
+    report = await evaluate(_echo, [Case("q", checks=[scored, result])])
+    first, second = report.cases[0].samples[0].checks
+    assert not first.passed and "outside 0..1" in first.reason
+    assert not second.passed and "outside 0..1" in second.reason
+
+
+async def test_a_judge_verdict_with_a_boolean_score_fails_closed():
+    judge = ScriptedProvider([text('{"score": true, "reasoning": "looks fine"}')])
+    report = await evaluate(_echo, [Case("q", checks=[llm_judge("anything", model=judge)])])
+    check = report.cases[0].samples[0].checks[0]
+    assert not check.passed and "score" in check.reason
+
+
+# -- exceptions that look like cancellation ------------------------------------------------
+@pytest.mark.parametrize(
+    "raised", [asyncio.CancelledError, KeyboardInterrupt, SystemExit]
+)
+async def test_an_agent_raising_a_control_exception_fails_only_its_sample(raised):
+    async def agent(question: str) -> str:
+        if question == "bad":
+            raise raised()
+        await anyio.sleep(0.01)
+        return "ok " + question
+
+    cases = [Case(name, checks=[contains("ok")]) for name in ("a", "bad", "b", "c")]
+    report = await evaluate(agent, cases, concurrency=2)
+    assert not report.cancelled and not report.passed
+    assert [c.name for c in report.cases] == ["a", "bad", "b", "c"]
+    bad = report.cases[1].samples[0]
+    assert bad.status == "error" and raised.__name__ in bad.error
+    assert all(c.passed for c in report.cases if c.name != "bad")
+
+
+async def test_a_check_raising_cancelled_fails_only_that_check():
+    def sneaky(run):
+        raise asyncio.CancelledError()
+
+    report = await evaluate(_echo, [Case("q", checks=[sneaky, contains("q")])])
+    first, second = report.cases[0].samples[0].checks
+    assert not first.passed and "CancelledError" in first.reason and second.passed
+
+
+async def test_a_real_cancellation_from_outside_still_cancels():
+    async def slow(question: str) -> str:
+        await anyio.sleep(10)
+        return "ok"
+
+    with anyio.move_on_after(0.2):
+        await evaluate(slow, [Case("q", checks=[contains("ok")])])
+    # Reaching this line within the deadline is the assertion.
+
+
+# -- timeouts that bound everything --------------------------------------------------------
+async def test_case_timeout_bounds_a_judge_that_never_answers():
+    class Hanging:
+        async def complete(self, messages, tools, *, output_schema=None, settings=None):
+            await anyio.sleep(3600)
+
+    started = time.monotonic()
+    report = await evaluate(
+        _echo, [Case("q", checks=[llm_judge("rubric", model=Hanging())], timeout=0.3)]
+    )
+    assert time.monotonic() - started < 3
+    sample = report.cases[0].samples[0]
+    assert sample.status == "timeout" and "checks" in sample.error
+    assert sample.output == "q"  # the agent's answer is kept
+
+
+async def test_an_agent_that_blocks_the_loop_past_its_timeout_is_a_timeout():
+    async def blocking(question: str) -> str:
+        time.sleep(0.4)  # blocks the event loop: no cancellation can reach it
+        return "ok"
+
+    report = await evaluate(blocking, [Case("q", checks=[contains("ok")], timeout=0.1)])
+    sample = report.cases[0].samples[0]
+    assert sample.status == "timeout" and "blocked" in sample.error
+
+
+async def test_sync_agents_run_in_a_thread_and_time_out():
+    def slow_sync(question: str) -> str:
+        time.sleep(0.5)
+        return "ok"
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.02)
+            ticks += 1
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ticker)
+        started = time.monotonic()
+        report = await evaluate(slow_sync, [Case("q", checks=[contains("ok")], timeout=0.2)])
+        elapsed = time.monotonic() - started
+        group.cancel_scope.cancel()
+    assert report.cases[0].samples[0].status == "timeout"
+    assert elapsed < 0.45
+    assert ticks >= 5  # the loop kept turning while the agent worked
+
+
+async def _echo(question: str) -> str:
+    return question
