@@ -48,9 +48,7 @@ async def test_a_judge_verdict_with_a_boolean_score_fails_closed():
 
 
 # -- exceptions that look like cancellation ------------------------------------------------
-@pytest.mark.parametrize(
-    "raised", [asyncio.CancelledError, KeyboardInterrupt, SystemExit]
-)
+@pytest.mark.parametrize("raised", [asyncio.CancelledError, KeyboardInterrupt, SystemExit])
 async def test_an_agent_raising_a_control_exception_fails_only_its_sample(raised):
     async def agent(question: str) -> str:
         if question == "bad":

@@ -183,9 +183,39 @@ async def test_hanging_server_hits_the_timeout(server):
         Reply(body=openai_text("late"), delay=2.0), Reply(body=openai_text("late"), delay=2.0)
     )
     start = time.perf_counter()
-    with pytest.raises(ProviderError, match=r"no response within 0\.2s \(timeout\)"):
+    with pytest.raises(ProviderError, match=r"no complete response within 0\.2s \(timeout\)"):
         await Agent(openai(server, timeout=0.2, max_retries=1)).run("hi")
     assert time.perf_counter() - start < 1.5
+
+
+async def test_timeout_is_a_deadline_for_the_whole_response(server):
+    """A server dripping one byte every 0.1 s never resets it (it is not an idle timeout)."""
+    server.reply(Reply(body=openai_text("slowly, slowly"), drip=0.1))
+    start = time.perf_counter()
+    with pytest.raises(ProviderError, match=r"no complete response within 0\.5s"):
+        await Agent(openai(server, timeout=0.5, max_retries=0)).run("hi")
+    assert time.perf_counter() - start < 2
+
+
+async def test_a_retry_after_beyond_the_cap_fails_at_once(server):
+    server.reply(Reply(429, {"error": {"message": "quota"}}, {"Retry-After": "480"}))
+    start = time.perf_counter()
+    with pytest.raises(ProviderError, match=r"retry after 480s \(Retry-After\), more than the 60s"):
+        await Agent(openai(server)).run("hi")
+    assert time.perf_counter() - start < 2 and len(server.requests) == 1
+
+
+async def test_a_huge_response_body_is_refused(server):
+    huge = openai_text("x" * 1000)
+    server.reply(Reply(body=huge))
+    with pytest.raises(ProviderError, match="response body over 500 bytes"):
+        await Agent(openai(server, max_response_bytes=500)).run("hi")
+    # Without a content-length up front, the cap holds while reading.
+    server.reply(Reply(body=huge, chunked=True))
+    with pytest.raises(ProviderError, match="response body over 500 bytes"):
+        await Agent(openai(server, max_response_bytes=500)).run("hi")
+    server.reply(Reply(body=openai_text("small"), chunked=True))
+    assert (await Agent(openai(server)).run("hi")).output == "small"
 
 
 async def test_secrets_never_reach_reports(server, tmp_path):

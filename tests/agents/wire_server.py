@@ -17,6 +17,10 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0
+    """Send the body one byte at a time, this many seconds apart (a slow-loris server)."""
+    chunked: bool = False
+    """Send the body with chunked transfer encoding (no content-length up front)."""
 
 
 @dataclass
@@ -57,11 +61,28 @@ class WireServer:
                 try:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
+                    if reply.chunked:
+                        self.send_header("transfer-encoding", "chunked")
+                    else:
+                        self.send_header("content-length", str(len(data)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if reply.chunked:
+                        for start in range(0, len(data), 256):
+                            piece = data[start : start + 256]
+                            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                        self.wfile.write(b"0\r\n\r\n")
+                    elif reply.drip:
+                        deadline = time.monotonic() + 10  # bounded, whatever the client does
+                        for byte in data:
+                            if time.monotonic() > deadline:
+                                break
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(reply.drip)
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

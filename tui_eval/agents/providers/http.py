@@ -12,23 +12,34 @@ import httpx
 from tui_eval.agents.providers.base import ProviderError, notify_retry, run_resources
 
 RETRYABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+MAX_RETRY_AFTER_S = 60.0
+"""A server asking for a longer wait fails the request at once (with the wait it asked)."""
+MAX_RESPONSE_BYTES = 20_000_000
+"""A larger response body is an error, never hundreds of MB held in memory."""
+
+
+class _TooLarge(Exception):
+    pass
 
 
 class HTTPProvider:
     """Base of the providers that speak JSON over HTTP.
 
-    Every request has a timeout. 429, 5xx and timeouts are retried with exponential
-    backoff and jitter, honouring `Retry-After`, at most `max_retries` times; other 4xx
-    fail at once with the server's message. The API key lives only in request headers and
-    is redacted from every error message.
+    Every request has a deadline: `timeout` seconds for the whole response, however the
+    server drips it. 429, 5xx and timeouts are retried with exponential backoff and
+    jitter, honouring `Retry-After` up to `MAX_RETRY_AFTER_S` (a longer wait fails the
+    request at once), at most `max_retries` times; other 4xx fail at once with the
+    server's message. A body over `max_response_bytes` is an error. The API key lives only
+    in request headers and is redacted from every error message.
 
     Args:
         model: the model name sent to the server.
         base_url: the API's base URL.
         api_key: the key (sent as a header, never shown).
-        timeout: seconds per request.
+        timeout: seconds for a whole request, from sending it to the last byte.
         max_retries: retries after the first attempt.
         backoff: the first retry's delay in seconds (doubling each time, capped at 30 s).
+        max_response_bytes: the largest response body accepted.
     """
 
     provider_name = "http"
@@ -42,6 +53,7 @@ class HTTPProvider:
         timeout: float = 60.0,
         max_retries: int = 4,
         backoff: float = 0.5,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
@@ -49,6 +61,7 @@ class HTTPProvider:
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
+        self.max_response_bytes = max_response_bytes
         self._clients: dict[int, httpx.AsyncClient] = {}
 
     def __repr__(self) -> str:
@@ -94,16 +107,21 @@ class HTTPProvider:
         for attempt in range(self.max_retries + 1):
             retry_after: float | None = None
             try:
-                response = await self._client().post(url, json=payload)
-            except httpx.TimeoutException:
-                last = f"no response within {self.timeout:g}s (timeout)"
+                with anyio.fail_after(self.timeout):
+                    status, headers, body = await self._exchange(url, payload)
+            except (TimeoutError, httpx.TimeoutException):
+                last = f"no complete response within {self.timeout:g}s (timeout)"
             except httpx.TransportError as exc:
                 last = f"connection failed: {type(exc).__name__}: {exc}"
+            except _TooLarge:
+                raise ProviderError(
+                    f"{self.provider_name} sent a response body over "
+                    f"{self.max_response_bytes:,} bytes for {url}; refused"
+                ) from None
             else:
-                status = response.status_code
                 if status < 400:
-                    return self._parse(response), attempt
-                message = self._server_message(response)
+                    return self._parse(body), attempt
+                message = self._server_message(body)
                 if status not in RETRYABLE:
                     raise ProviderError(
                         self.redact(
@@ -111,7 +129,15 @@ class HTTPProvider:
                         )
                     )
                 last = f"HTTP {status}: {message}"
-                retry_after = _retry_after(response)
+                retry_after = _retry_after(headers)
+                if retry_after is not None and retry_after > MAX_RETRY_AFTER_S:
+                    raise ProviderError(
+                        self.redact(
+                            f"{self.provider_name} asked to retry after {retry_after:g}s "
+                            f"(Retry-After), more than the {MAX_RETRY_AFTER_S:g}s tui-eval "
+                            f"waits; last: {last}"
+                        )
+                    )
             if attempt == self.max_retries:
                 break
             delay = retry_after if retry_after is not None else min(30.0, self.backoff * 2**attempt)
@@ -124,40 +150,58 @@ class HTTPProvider:
             )
         )
 
-    def _parse(self, response: httpx.Response) -> dict[str, Any]:
+    async def _exchange(
+        self, url: str, payload: dict[str, Any]
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """One request: its status, headers and body, read up to `max_response_bytes`."""
+        async with self._client().stream("POST", url, json=payload) as response:
+            declared = response.headers.get("content-length")
+            if declared is not None and declared.isdigit():
+                if int(declared) > self.max_response_bytes:
+                    raise _TooLarge
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise _TooLarge
+                chunks.append(chunk)
+            return response.status_code, response.headers, b"".join(chunks)
+
+    def _parse(self, body: bytes) -> dict[str, Any]:
         try:
-            body = response.json()
+            parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            snippet = response.text[:200]
+            snippet = body[:200].decode("utf-8", "replace")
             raise ProviderError(
                 self.redact(f"{self.provider_name} sent a malformed (non-JSON) body: {snippet!r}")
             ) from None
-        if not isinstance(body, dict):
+        if not isinstance(parsed, dict):
             raise ProviderError(
-                f"{self.provider_name} sent JSON that is not an object: {str(body)[:200]!r}"
+                f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
             )
-        return body
+        return parsed
 
     @staticmethod
-    def _server_message(response: httpx.Response) -> str:
+    def _server_message(body: bytes) -> str:
         try:
-            body = response.json()
+            parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            return response.text[:300] or response.reason_phrase
-        if isinstance(body, dict):
-            error = body.get("error", body)
+            return body[:300].decode("utf-8", "replace") or "(no body)"
+        if isinstance(parsed, dict):
+            error = parsed.get("error", parsed)
             if isinstance(error, dict):
                 return str(error.get("message") or json.dumps(error)[:300])
             return str(error)[:300]
-        return str(body)[:300]
+        return str(parsed)[:300]
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
+def _retry_after(headers: httpx.Headers) -> float | None:
+    value = headers.get("retry-after")
     if value is None:
         return None
     try:
-        return max(0.0, min(float(value), 120.0))
+        return max(0.0, float(value))
     except ValueError:
         return None
 
