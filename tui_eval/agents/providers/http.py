@@ -156,9 +156,12 @@ class HTTPProvider:
         """One request: its status, headers and body, read up to `max_response_bytes`."""
         async with self._client().stream("POST", url, json=payload) as response:
             declared = response.headers.get("content-length")
-            if declared is not None and declared.isdigit():
-                if int(declared) > self.max_response_bytes:
-                    raise _TooLarge
+            if (
+                declared is not None
+                and declared.isdigit()
+                and int(declared) > self.max_response_bytes
+            ):
+                raise _TooLarge
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():
