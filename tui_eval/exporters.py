@@ -12,7 +12,7 @@ from tui_eval.atomic import atomic_write_bytes
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
 
 # XML 1.0 cannot carry most control characters, whatever the escaping.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _xml_text(text: str) -> str:

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
 import pydantic
 from rich.cells import cell_len
 
-from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.agents.messages import RunResult, ToolCall, Usage
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.checks.base import CheckResult
 from tui_eval.diff import CaseChange, Diff, compare_reports
 from tui_eval.stats import pass_at_k, percentile
-from tui_eval.text import one_line, pad_cells, validation_message
+from tui_eval.text import json_safe, one_line, pad_cells, validation_message
 
 SampleStatus = Literal["passed", "failed", "error", "timeout", "cancelled"]
 SCHEMA_VERSION = 1
@@ -309,9 +309,17 @@ class Report:
         return ReportFile[cls]  # type: ignore[valid-type]
 
     def to_json(self) -> bytes:
-        """The report as the JSON document `save()` writes."""
-        document = self.file_model().model_construct(report=self)
-        return document.model_dump_json(fallback=repr).encode()
+        """The report as the JSON document `save()` writes.
+
+        Values JSON cannot hold (bytes, lone surrogates, a dict containing itself...) are
+        written in their `json_safe` form; the report in memory is left as it is.
+        """
+        try:
+            document = self.file_model().model_construct(report=self)
+            return document.model_dump_json(fallback=repr).encode()
+        except (ValueError, TypeError, RecursionError):  # pydantic-core's serialization errors
+            safe = replace(self, cases=[storable_case(case) for case in self.cases])
+            return self.file_model().model_construct(report=safe).model_dump_json().encode()
 
     def save(self, path: str | Path) -> Path:
         """Write the report atomically as JSON; values that are not JSON are stored as their repr."""
@@ -366,6 +374,58 @@ class ReportFile(pydantic.BaseModel, Generic[ReportT]):
     kind: Literal["tui-eval-report"] = REPORT_KIND
     schema_version: Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)] = SCHEMA_VERSION
     report: ReportT
+
+
+def storable_sample(sample: SampleResult) -> SampleResult:
+    """A copy of `sample` whose every value JSON can hold (see `text.json_safe`)."""
+    run = sample.run
+    if run is not None:
+        calls = {id(call): _storable_call(call) for call in run.tool_calls}
+        run = replace(
+            run,
+            output=json_safe(run.output),
+            messages=[
+                replace(
+                    message,
+                    content=json_safe(message.content),
+                    tool_calls=[calls.get(id(c)) or _storable_call(c) for c in message.tool_calls],
+                )
+                for message in run.messages
+            ],
+            tool_calls=list(calls.values()),
+        )
+    return replace(
+        sample,
+        case_name=json_safe(sample.case_name),
+        run=run,
+        checks=[
+            replace(c, name=json_safe(c.name), reason=json_safe(c.reason)) for c in sample.checks
+        ],
+        error=json_safe(sample.error),
+        traceback=json_safe(sample.traceback),
+    )
+
+
+def storable_case(case: CaseResult) -> CaseResult:
+    """A copy of `case` whose every value JSON can hold."""
+    return replace(
+        case,
+        name=json_safe(case.name),
+        samples=[storable_sample(s) for s in case.samples],
+        input=json_safe(case.input),
+        expected=json_safe(case.expected),
+        expected_tools=json_safe(case.expected_tools),
+        metadata=json_safe(case.metadata),
+    )
+
+
+def _storable_call(call: ToolCall) -> ToolCall:
+    return replace(
+        call,
+        arguments=json_safe(call.arguments),
+        result=json_safe(call.result),
+        error=json_safe(call.error),
+    )
 
 
 def _report_file_error(

@@ -16,7 +16,7 @@ import pydantic
 
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.options import RunOptions
-from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.report import CaseResult, Report, SampleResult, storable_sample
 
 HOME_ENV = "TUI_EVAL_HOME"
 JOURNAL_SCHEMA_VERSION = 2
@@ -273,8 +273,11 @@ class RunJournal:
 
     def append(self, sample: SampleResult) -> None:
         """Journal one finished sample (flushed to the OS, so a killed process keeps it)."""
-        line = JournalSample.model_construct(sample=sample)
-        self._write(line.model_dump_json(fallback=repr).encode())
+        try:
+            data = JournalSample.model_construct(sample=sample).model_dump_json(fallback=repr)
+        except (ValueError, TypeError, RecursionError):  # bytes, lone surrogates, cycles...
+            data = JournalSample.model_construct(sample=storable_sample(sample)).model_dump_json()
+        self._write(data.encode())
 
     def finish(self, report: Report) -> None:
         """Write the run's report and mark the journal finished."""

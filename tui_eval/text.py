@@ -57,6 +57,55 @@ def value_text(value: Any, *, pretty: bool = False) -> str:
         return repr(value)
 
 
+CIRCULAR = "<circular reference>"
+
+
+def json_safe(value: Any) -> Any:
+    """A form of `value` that JSON can hold, losing as little as possible.
+
+    Strings with lone surrogates get them escaped (`\\ud800`), bytes become their repr
+    (`b'\\xff'`), a container that contains itself is cut with `"<circular reference>"`,
+    and any other object becomes its JSON form or, failing that, its repr. Values JSON
+    holds already come back unchanged.
+    """
+    return _json_safe(value, set())
+
+
+def _json_safe(value: Any, seen: set[int]) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return repr(bytes(value))
+    if id(value) in seen:
+        return CIRCULAR
+    if isinstance(value, dict):
+        seen.add(id(value))
+        safe = {str(_json_safe(k, seen)): _json_safe(v, seen) for k, v in value.items()}
+        seen.discard(id(value))
+        return safe
+    if isinstance(value, (list, tuple, set, frozenset)):
+        seen.add(id(value))
+        items = [_json_safe(item, seen) for item in value]
+        seen.discard(id(value))
+        return items
+    try:
+        converted = to_jsonable_python(value, fallback=repr)
+    except (ValueError, TypeError, RecursionError):
+        return _json_safe(repr(value), seen)
+    if converted is value:
+        return repr(value)
+    seen.add(id(value))
+    safe = _json_safe(converted, seen)
+    seen.discard(id(value))
+    return safe
+
+
 def cut(text: str, limit: int) -> str:
     """`text`, or its first `limit - 1` characters and an ellipsis."""
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS
