@@ -241,7 +241,11 @@ def test_ctrl_c_keeps_the_partial_report(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
-    assert "interrupted: stopping the run" in err
+    assert "interrupted (Ctrl+C): stopping the run" in err
     assert "run cancelled: kept" in out and "Traceback" not in err
     report = Report.load(tmp_path / "partial.json")
     assert report.cancelled and 4 <= len(report.samples) < 40
+    # A cancelled run is not lost: `resume` finishes it.
+    resumed = cli("resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "eval: 40/40 cases passed" in resumed.stdout

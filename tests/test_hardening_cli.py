@@ -93,3 +93,176 @@ def test_outputs_that_are_not_json_are_stored_and_the_run_goes_on(tmp_path):
         Path(os.environ["TUI_EVAL_HOME"]).glob("projects/*/runs/*hostile*/journal.jsonl")
     )
     assert all(json.loads(line) for line in journal.read_text().splitlines())
+
+
+SLOW = """
+import os
+from pathlib import Path
+from tui_eval import Case, Suite, contains
+import anyio
+
+LOG = Path(__file__).with_name("calls.log")
+DELAY = float(os.environ.get("AGENT_DELAY", "0"))
+
+async def agent(question: str) -> str:
+    await anyio.sleep(DELAY)
+    with LOG.open("a") as handle:
+        handle.write(question + "\\n")
+    return "answer to " + question
+
+first = Suite("first", agent=agent, concurrency=2,
+              cases=[Case(f"a{i}", checks=[contains("answer")]) for i in range(COUNT)])
+second = Suite("second", agent=agent, concurrency=2,
+               cases=[Case(f"b{i}", checks=[contains("answer")]) for i in range(COUNT)])
+"""
+
+
+def slow_suites(folder: Path, count: int = 20) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "slow_suite.py").write_text(SLOW.replace("COUNT", str(count)))
+    return folder
+
+
+def calls(folder: Path) -> list[str]:
+    log = folder / "calls.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def start(tmp_path: Path, *args: str, delay: float = 0.05, **popen) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui_eval.cli", "run", "suites", "--headless", *args],
+        cwd=tmp_path,
+        env={**os.environ, "AGENT_DELAY": str(delay)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+
+
+def wait_for_calls(folder: Path, count: int, timeout: float = 30) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(calls(folder)) < count:
+        time.sleep(0.01)
+
+
+def assert_each_once(folder: Path, expected: set[str]) -> None:
+    seen = calls(folder)
+    assert set(seen) == expected
+    duplicated = sorted({name for name in seen if seen.count(name) > 1})
+    # A sample in flight when the process died may run again; a journaled one never does.
+    assert len(duplicated) <= 2, duplicated
+
+
+import signal  # noqa: E402
+
+
+def test_sigterm_is_like_ctrl_c_and_every_suite_of_the_run_resumes(tmp_path):
+    folder = slow_suites(tmp_path / "suites")
+    proc = start(tmp_path, "--json", "partial.json", "--markdown", "partial.md")
+    wait_for_calls(folder, 6)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert "run cancelled: kept" in out and "tui-eval resume" in out
+    partial = Report.load(tmp_path / "partial.json")
+    assert partial.cancelled and 4 <= len(partial.samples) < 40
+    assert (tmp_path / "partial.md").exists()
+    # Both suites — the interrupted one and the one that never started — resume.
+    resumed = cli("resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "eval: 20/20 cases passed" in resumed.stdout
+    assert resumed.stdout.count("eval: 20/20 cases passed") == 2
+    assert_each_once(folder, {f"a{i}" for i in range(20)} | {f"b{i}" for i in range(20)})
+    assert cli("resume", cwd=tmp_path).stdout.startswith("nothing to resume")
+
+
+def test_a_killed_multi_suite_run_resumes_every_suite(tmp_path):
+    folder = slow_suites(tmp_path / "suites")
+    proc = start(tmp_path)
+    wait_for_calls(folder, 6)
+    proc.kill()
+    proc.wait()
+    resumed = cli("resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.count("eval: 20/20 cases passed") == 2
+    assert_each_once(folder, {f"a{i}" for i in range(20)} | {f"b{i}" for i in range(20)})
+
+
+def test_two_resumes_at_once_the_second_refuses(tmp_path):
+    folder = slow_suites(tmp_path / "suites", count=10)
+    proc = start(tmp_path, delay=0.05)
+    wait_for_calls(folder, 3)
+    proc.kill()
+    proc.wait()
+    first = subprocess.Popen(
+        [sys.executable, "-m", "tui_eval.cli", "resume"],
+        cwd=tmp_path,
+        env={**os.environ, "AGENT_DELAY": "0.1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_calls(folder, len(calls(folder)) + 2)
+    second = cli("resume", cwd=tmp_path)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert second.returncode == 2 and "another tui-eval process" in second.stderr
+    assert_each_once(folder, {f"a{i}" for i in range(10)} | {f"b{i}" for i in range(10)})
+
+
+def test_a_damaged_journal_resumes_every_sample_exactly_once(tmp_path):
+    folder = slow_suites(tmp_path / "suites", count=8)
+    proc = start(tmp_path, delay=0.05)
+    wait_for_calls(folder, 5)
+    proc.kill()
+    proc.wait()
+    journal = sorted(
+        Path(os.environ["TUI_EVAL_HOME"]).glob("projects/*/runs/*first*/journal.jsonl")
+    )[0]
+    lines = journal.read_bytes().splitlines(keepends=True)
+    header, samples = lines[0], lines[1:]
+    assert len(samples) >= 3
+    damaged = [header, samples[0], samples[0], b"%%% garbage %%%\n", *samples[1:], b'{"kind": "sam']
+    journal.write_bytes(b"".join(damaged))
+    resumed = cli("resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    report_path = journal.with_name("report.json")
+    report = Report.load(report_path)
+    names = [s.case_name for s in report.samples]
+    assert sorted(names) == sorted(f"a{i}" for i in range(8))
+    # The journal reads cleanly after the resume: the torn line did not swallow the next one.
+    from tui_eval.store import read_journal_samples
+
+    done = read_journal_samples(journal)
+    assert sorted(done) == sorted(f"a{i}" for i in range(8))
+    assert all(len(samples) == 1 for samples in done.values())
+
+
+def _limit_file_size() -> None:
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2500, 2500))
+
+
+def test_disk_full_while_journaling_stops_cleanly_and_stays_resumable(tmp_path):
+    folder = slow_suites(tmp_path / "suites", count=20)
+    proc = start(
+        tmp_path, "--json", "big.json", "--markdown", "small.md", delay=0.0,
+        preexec_fn=_limit_file_size,
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err
+    assert "cannot write the journal" in err and "journal.jsonl" in err
+    assert "eval:" in out  # the summary of what ran
+    assert (tmp_path / "small.md").exists()  # an export small enough to write
+    assert "big.json" in err  # the one that could not be, named
+    resumed = cli("resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.count("eval: 20/20 cases passed") == 2
+    assert_each_once(folder, {f"a{i}" for i in range(20)} | {f"b{i}" for i in range(20)})

@@ -7,6 +7,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,14 +142,22 @@ class SuiteOutcome:
     report: Report
     diff: Diff | None = None
     baseline_error: str | None = None
+    journal_error: str | None = None
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the run ended before its last sample (interrupted, or its journal failed)."""
+        return self.report.cancelled or self.journal_error is not None
 
 
 async def _watch_interrupt(service: SuiteRun) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT) as signals:
-        async for _ in signals:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            what = "Ctrl+C" if signum == signal.SIGINT else "SIGTERM"
             _err(
-                "\ninterrupted: stopping the run and keeping finished samples (Ctrl+C again to quit at once)"
+                f"\ninterrupted ({what}): stopping the run and keeping finished samples; "
+                "`tui-eval resume` finishes it (Ctrl+C again to quit at once)"
             )
             service.cancel()
             return
@@ -185,14 +194,17 @@ def _print_outcome(outcome: SuiteOutcome) -> None:
         print(str(outcome.diff))
     for note in outcome.notes:
         print(note)
-    if outcome.report.cancelled:
+    if outcome.stopped:
         finished = sum(len(c.samples) for c in outcome.report.cases)
-        print(f"run cancelled: kept {finished:,} finished samples")
+        print(f"run cancelled: kept {finished:,} finished samples; `tui-eval resume` finishes it")
     print()
 
 
 def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     outcome = SuiteOutcome(suite=service.suite, report=report)
+    if service.journal_error is not None:
+        outcome.journal_error = f"{service.journal_error}; the run stopped"
+        _err(f"error: {outcome.journal_error} (what was journaled resumes with `tui-eval resume`)")
     compared = service.compare()
     if compared.status is BaselineStatus.COMPARED:
         outcome.diff = compared.diff
@@ -205,8 +217,8 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
 
 
 def exit_code(outcomes: list[SuiteOutcome], load_failed: bool) -> int:
-    """2 on load errors; 1 on failures, regressions or a cancelled run; else 0."""
-    if load_failed or any(o.baseline_error for o in outcomes):
+    """2 on load or file errors; 1 on failures, regressions or a cancelled run; else 0."""
+    if load_failed or any(o.baseline_error or o.journal_error for o in outcomes):
         return EXIT_USAGE
     if any(not o.report.passed or (o.diff is not None and not o.diff.ok) for o in outcomes):
         return EXIT_FAILED
@@ -229,46 +241,68 @@ def run_command(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     outcomes = anyio.run(_run_suites, loaded.suites, options)
-    _write_exports(args, outcomes)
-    return exit_code(outcomes, bool(loaded.errors))
+    exported = _write_exports(args, outcomes)
+    return exit_code(outcomes, bool(loaded.errors) or not exported)
 
 
 async def _run_suites(suites: list[Suite], options: RunOptions) -> list[SuiteOutcome]:
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
-    outcomes: list[SuiteOutcome] = []
+    services: list[SuiteRun] = []
+    # Every suite's journal is opened first, so a run killed in its first suite resumes
+    # the ones it never reached too.
     for suite in suites:
         if suite.skip:
             print(f"- {one_line(suite.name, 200)}: {one_line(suite.skip, 200)}\n")
             continue
         try:
-            service = SuiteRun.start(suite, options, history=history, invocation=invocation)
+            services.append(SuiteRun.start(suite, options, history=history, invocation=invocation))
         except EmptySelection as exc:
             print(f"- {one_line(suite.name, 200)}: {exc}\n")
-            continue
+    outcomes: list[SuiteOutcome] = []
+    for position, service in enumerate(services):
         outcome = await execute(service)
         _print_outcome(outcome)
         outcomes.append(outcome)
-        if outcome.report.cancelled:
+        if outcome.stopped:
+            left = services[position + 1 :]
+            for rest in left:
+                rest.close()  # not started: its journal stays resumable
+            if left:
+                names = ", ".join(one_line(s.suite.name, 60) for s in left)
+                print(f"not run: {names}; `tui-eval resume` runs them\n")
             break
     return outcomes
 
 
-def _write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> None:
+def _write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> bool:
+    """Write the files asked for; each that cannot be written is named. True if all were."""
     from tui_eval.exporters import junit_xml, markdown_summary, merge_reports, write_bytes
 
     reports = [o.report for o in outcomes]
     if not reports:
-        return
-    if args.json:
-        merge_reports(reports).save(args.json)
-        _err(f"report written to {args.json}")
-    if args.junit:
-        write_bytes(args.junit, junit_xml(reports))
-        _err(f"JUnit XML written to {args.junit}")
-    if args.markdown:
-        write_bytes(args.markdown, markdown_summary(reports, [o.diff for o in outcomes]).encode())
-        _err(f"Markdown summary written to {args.markdown}")
+        return True
+    exports: list[tuple[str | None, str, Callable[[], bytes]]] = [
+        (args.json, "report", lambda: merge_reports(reports).to_json()),
+        (args.junit, "JUnit XML", lambda: junit_xml(reports)),
+        (
+            args.markdown,
+            "Markdown summary",
+            lambda: markdown_summary(reports, [o.diff for o in outcomes]).encode(),
+        ),
+    ]
+    written = True
+    for path, what, render in exports:
+        if not path:
+            continue
+        try:
+            write_bytes(path, render())
+        except OSError as exc:
+            _err(f"error: {what} not written to {path}: {exc.strerror or exc}")
+            written = False
+        else:
+            _err(f"{what} written to {path}")
+    return written
 
 
 # -- resume, recheck, compare, history ------------------------------------------------------

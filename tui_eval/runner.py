@@ -157,6 +157,11 @@ class Evaluation:
         return _CasePlan(case, spec, sync_checks, async_checks)
 
     # -- control ---------------------------------------------------------------------
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether `cancel()` was called."""
+        return self._cancel_requested
+
     def cancel(self) -> None:
         """Stop the run; finished samples are kept and the report is marked cancelled."""
         self._cancel_requested = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -9,7 +10,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import IO, Annotated, Literal
 
 import platformdirs
 import pydantic
@@ -196,8 +197,13 @@ class RunRecord:
         return self.folder / "report.json"
 
     @property
+    def resumable(self) -> bool:
+        """Whether `resume` can finish it: it was killed or cancelled before its end."""
+        return not self.finished or self.cancelled
+
+    @property
     def status(self) -> str:
-        """`finished`, `cancelled` or `interrupted` (killed: resumable)."""
+        """`finished`, `cancelled` (resumable) or `interrupted` (killed: resumable)."""
         if not self.finished:
             return "interrupted"
         return "cancelled" if self.cancelled else "finished"
@@ -255,17 +261,36 @@ def read_journal_samples(path: Path) -> dict[str, list[SampleResult]]:
     return {name: [by_index[i] for i in sorted(by_index)] for name, by_index in done.items()}
 
 
+class RunLockedError(RuntimeError):
+    """Another process is running (or resuming) this run right now."""
+
+
+class JournalWriteError(OSError):
+    """The journal could not be written (disk full, a file-size limit...); names the path."""
+
+
 class RunJournal:
-    """Appends each finished sample of one run to its JSONL journal as it finishes."""
+    """Appends each finished sample of one run to its JSONL journal as it finishes.
+
+    Opening it locks the run (a lock file beside the journal, released when the journal
+    closes or the process dies), so two processes never run the same samples. A write
+    that fails (disk full) is kept in `error` instead of raised: the run's owner stops
+    the run, and the journal stays resumable.
+
+    Raises:
+        RunLockedError: another process holds the run.
+    """
 
     def __init__(self, record: RunRecord) -> None:
         self.record = record
+        self.error: JournalWriteError | None = None
         record.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_run(record)
         path = record.journal_path
         torn = path.exists() and path.stat().st_size > 0 and not _ends_with_newline(path)
         self._handle = path.open("ab")
         if torn:  # a killed writer left half a line: start ours on a fresh one
-            self._handle.write(b"\n")
+            self._write(b"")
 
     def write_header(self) -> None:
         """Record what is needed to list and resume the run."""
@@ -280,22 +305,63 @@ class RunJournal:
         self._write(data.encode())
 
     def finish(self, report: Report) -> None:
-        """Write the run's report and mark the journal finished."""
-        report.save(self.record.report_path)
-        atomic_write_bytes(self.record.summary_path, _SUMMARY.dump_json(RunSummary.of(report)))
-        self._write(JournalEnd(cancelled=report.cancelled).model_dump_json().encode())
+        """Write the run's report and end the journal: finished, or cancelled (resumable).
+
+        After a failed write nothing more is written: the journal as it stands is what a
+        resume continues from.
+        """
+        if self.error is None:
+            try:
+                report.save(self.record.report_path)
+                atomic_write_bytes(
+                    self.record.summary_path, _SUMMARY.dump_json(RunSummary.of(report))
+                )
+            except OSError as exc:
+                self.error = JournalWriteError(
+                    exc.errno, f"cannot write {self.record.report_path}: {exc.strerror or exc}"
+                )
+            else:
+                self._write(JournalEnd(cancelled=report.cancelled).model_dump_json().encode())
         self.close()
-        self.record.finished = True
-        self.record.cancelled = report.cancelled
+        if self.error is None:
+            self.record.finished = True
+            self.record.cancelled = report.cancelled
 
     def close(self) -> None:
-        """Close the journal file."""
+        """Close the journal file and release the run."""
         if not self._handle.closed:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # its last write failed: recorded in `error`
+                self._handle.close()
+        self._lock.close()
 
     def _write(self, line: bytes) -> None:
-        self._handle.write(line + b"\n")
-        self._handle.flush()
+        if self.error is not None or self._handle.closed:
+            return
+        try:
+            self._handle.write(line + b"\n")
+            self._handle.flush()
+        except OSError as exc:
+            self.error = JournalWriteError(
+                exc.errno,
+                f"cannot write the journal {self.record.journal_path}: {exc.strerror or exc}",
+            )
+
+
+def _lock_run(record: RunRecord) -> IO[bytes]:
+    """Hold the run's lock file; the OS releases it if the process dies."""
+    handle = (record.folder / "lock").open("a+b")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise RunLockedError(
+            f"run {record.run_id} is being run by another tui-eval process right now"
+        ) from None
+    return handle
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -349,8 +415,9 @@ class RunHistory:
         return sorted(records, key=lambda r: (r.started_at, r.run_id), reverse=True)
 
     def interrupted(self) -> list[RunRecord]:
-        """The unfinished runs of the most recent invocation that left any."""
-        unfinished = [r for r in self.runs() if not r.finished]
+        """The resumable runs (killed, or cancelled with Ctrl+C, SIGTERM or `x`) of the
+        most recent invocation that left any."""
+        unfinished = [r for r in self.runs() if r.resumable]
         if not unfinished:
             return []
         latest = unfinished[0].invocation

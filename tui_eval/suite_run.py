@@ -17,7 +17,13 @@ from tui_eval.events import Event, SampleFinished
 from tui_eval.options import RunOptions
 from tui_eval.report import Report, ReportFileError, SampleResult
 from tui_eval.runner import Evaluation
-from tui_eval.store import RunHistory, RunJournal, RunRecord, read_journal_samples
+from tui_eval.store import (
+    RunHistory,
+    RunJournal,
+    RunLockedError,
+    RunRecord,
+    read_journal_samples,
+)
 from tui_eval.suites import Suite, load_suites
 
 
@@ -150,8 +156,8 @@ class SuiteRun:
         """
         if record.problem is not None:
             raise ResumeError(record.problem)
-        if record.finished:
-            raise ResumeError(f"run {record.run_id} has already {record.status}")
+        if not record.resumable:
+            raise ResumeError(f"run {record.run_id} has already finished")
         if not record.suite_path:
             raise ResumeError(f"cannot resume {record.run_id}: its suite file was not recorded")
         loaded = load_suites([record.suite_path])
@@ -166,10 +172,12 @@ class SuiteRun:
             selected = select(suite, record.options)
         except EmptySelection as exc:
             raise ResumeError(f"cannot resume {record.run_id}: {exc}") from None
+        try:
+            journal = history.reopen(record)
+        except RunLockedError as exc:
+            raise ResumeError(str(exc)) from None
         done = read_journal_samples(record.journal_path)
-        return cls(
-            selected, record.options, journal=history.reopen(record), done=done, on_event=on_event
-        )
+        return cls(selected, record.options, journal=journal, done=done, on_event=on_event)
 
     # -- running -----------------------------------------------------------------------
     @property
@@ -182,11 +190,26 @@ class SuiteRun:
         """How many samples an earlier, interrupted run of this one had finished."""
         return sum(len(case.samples) for case in self.evaluation.report.cases)
 
+    @property
+    def journal_error(self) -> str | None:
+        """Why the journal could not be written (the run then stopped), if it could not."""
+        error = self.journal.error if self.journal is not None else None
+        return str(error) if error is not None else None
+
     def _dispatch(self, event: Event) -> None:
-        if self.journal is not None and isinstance(event, SampleFinished):
-            self.journal.append(event.sample)
+        journal = self.journal
+        if journal is not None and isinstance(event, SampleFinished):
+            journal.append(event.sample)
+            if journal.error is not None and not self.evaluation.cancel_requested:
+                # Unjournaled samples could not be resumed: stop while the journal is whole.
+                self.evaluation.cancel()
         if self.on_event is not None:
             self.on_event(event)
+
+    def close(self) -> None:
+        """Release a run that will not be run now; its journal stays resumable."""
+        if self.journal is not None:
+            self.journal.close()
 
     async def run(self) -> Report:
         """Run every missing sample; the journal is finished even when cancelled."""
