@@ -324,3 +324,72 @@ def test_the_shipped_schema_flags_wrong_check_arguments(checks, valid):
     except Exception:
         loaded = False
     assert loaded == valid
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("import sys\nfrom tui_eval import Suite\nsys.exit(3)\n", "called sys.exit(3) while importing"),
+        (
+            "from tui_eval import Case, Suite\nsuite = Suite('s', cases=[Case('q')])\n",
+            "suite 's': it has no agent",
+        ),
+        (
+            "from tui_eval import Case, Suite\n"
+            "suite = Suite('s', agent=print, cases=[Case('q'), 'not a case'])\n",
+            "suite 's': cases[1] is a str, not a Case",
+        ),
+        (
+            "from tui_eval import Case, Suite\n"
+            "suite = Suite('s', agent=print, cases=[Case('q')], concurrency=0)\n",
+            "suite 's': concurrency must be at least 1, got 0",
+        ),
+        (
+            "from tui_eval import Suite\nsuite = Suite('s', agent=print, cases=[])\n",
+            "suite 's': it has no cases",
+        ),
+    ],
+)
+def test_unrunnable_python_suites_are_load_errors_naming_the_file(tmp_path, body, expected):
+    write(tmp_path / "good.py", GOOD_PY)
+    bad = write(tmp_path / "bad_suite.py", body)
+    loaded = load_suites([tmp_path])
+    assert [s.name for s in loaded.suites] == ["echo"]  # the other suite still loads
+    (error,) = loaded.errors
+    assert error.message.startswith(str(bad)) and expected in error.message, error.message
+
+
+def test_a_bad_regex_names_the_case_and_the_field(tmp_path):
+    path = write(
+        tmp_path / "re.yaml",
+        "model: openai:gpt-4o-mini\ncases:\n  - name: pattern\n    input: a\n    checks: [{regex: '[unclosed'}]\n",
+    )
+    with pytest.raises(SuiteFileError) as info:
+        load_yaml_suite(path)
+    message = str(info.value)
+    assert "case 1 ('pattern')" in message and "field 'checks[0]'" in message
+    assert "regex" in message and "unterminated character set" in message
+
+
+def test_symlink_loops_and_fifos_never_hang_discovery(tmp_path):
+    import os
+
+    write(tmp_path / "suites" / "good.py", GOOD_PY)
+    (tmp_path / "suites" / "loop").symlink_to(tmp_path / "suites", target_is_directory=True)
+    (tmp_path / "suites" / "nested").mkdir()
+    (tmp_path / "suites" / "nested" / "back").symlink_to(tmp_path, target_is_directory=True)
+    os.mkfifo(tmp_path / "suites" / "pipe.yaml")
+    (tmp_path / "suites" / "dangling.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    loaded = load_suites([tmp_path / "suites"])
+    assert [s.name for s in loaded.suites] == ["echo"] and not loaded.errors
+    named = load_suites([tmp_path / "suites" / "pipe.yaml"])
+    assert "not a regular file" in named.errors[0].message
+
+
+def test_yaml_suites_load_with_the_c_loader_when_present():
+    import yaml
+
+    from tui_eval.suites import declarative
+
+    if hasattr(yaml, "CSafeLoader"):
+        assert declarative._YAML_LOADER is yaml.CSafeLoader

@@ -42,6 +42,10 @@ from tui_eval.text import validation_error_at, validation_message
 SCHEMA_VERSION = 1
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's own."""
+
+
 class SuiteFileError(ValueError):
     """A declarative suite is invalid; the message names the file, the case and the field."""
 
@@ -130,7 +134,7 @@ def json_schema() -> dict[str, Any]:
 def load_yaml_suite(path: Path) -> Suite:
     """Load and validate a YAML suite. Raises `SuiteFileError` naming file, case and field."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui_eval.cases import Case
 from tui_eval.suites.declarative import SuiteFileError, load_jsonl_suite, load_yaml_suite
 from tui_eval.suites.suite import Suite
 
@@ -38,13 +39,20 @@ class LoadResult:
 
 
 def find_suite_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[LoadError]]:
-    """Expand files and folders into candidate suite files, in a stable order."""
+    """Expand files and folders into candidate suite files, in a stable order.
+
+    Only regular files are read (a FIFO named `x.yaml` would block forever), and a folder
+    reached twice (a symlink loop) is walked once.
+    """
     files: list[Path] = []
     errors: list[LoadError] = []
+    visited: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(_walk(path))
+            files.extend(_walk(path, visited))
+        elif path.exists() and not path.is_file():
+            errors.append(LoadError(path, f"{path}: not a regular file (a FIFO or device?)"))
         elif path.is_file():
             if path.suffix in SUITE_SUFFIXES:
                 files.append(path)
@@ -66,12 +74,22 @@ def find_suite_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Load
     return unique, errors
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    for entry in sorted(folder.iterdir()):
+def _walk(folder: Path, visited: set[Path]) -> Iterator[Path]:
+    try:
+        real = folder.resolve()
+        entries = sorted(folder.iterdir())
+    except (OSError, RuntimeError):  # unreadable, or a symlink loop
+        return
+    if real in visited:
+        return
+    visited.add(real)
+    for entry in entries:
         if (entry.name.startswith((".", "_")) and entry.is_dir()) or entry.name in SKIP_DIRS:
             continue
         if entry.is_dir():
-            yield from _walk(entry)
+            yield from _walk(entry, visited)
+        elif not entry.is_file():
+            continue  # FIFOs, sockets, devices, dangling links: never opened
         elif entry.suffix in (".yaml", ".yml", ".jsonl"):
             yield entry
         elif entry.suffix == ".py" and not entry.name.startswith("_") and _mentions_suite(entry):
@@ -95,6 +113,11 @@ def load_suites(paths: Iterable[str | Path]) -> LoadResult:
             suites = load_file(file)
         except SuiteFileError as exc:
             result.errors.append(LoadError(file, str(exc)))
+            continue
+        except SystemExit as exc:  # sys.exit() at import time must not end the app or CLI
+            result.errors.append(
+                LoadError(file, f"{file}: the file called sys.exit({exc.code!r}) while importing")
+            )
             continue
         except Exception as exc:  # a suite module that raised while importing
             result.errors.append(
@@ -167,4 +190,26 @@ def load_python_suites(path: Path) -> list[Suite]:
         raise SuiteFileError(
             f"{path}: no Suite defined (define `suite = Suite(name, agent=..., cases=[...])`)"
         )
+    for suite in suites:
+        problem = suite_problem(suite)
+        if problem is not None:
+            raise SuiteFileError(f"{path}: suite {suite.name!r}: {problem}")
     return suites
+
+
+def suite_problem(suite: Suite) -> str | None:
+    """What makes a suite defined in code unrunnable, in words; None if nothing does."""
+    if not isinstance(suite.name, str) or not suite.name.strip():
+        return "its name must be non-empty text"
+    if not suite.cases:
+        return "it has no cases"
+    for index, case in enumerate(suite.cases):
+        if not isinstance(case, Case):
+            return f"cases[{index}] is a {type(case).__name__}, not a Case"
+    if isinstance(suite.concurrency, bool) or not isinstance(suite.concurrency, int):
+        return f"concurrency must be a whole number, got {suite.concurrency!r}"
+    if suite.concurrency < 1:
+        return f"concurrency must be at least 1, got {suite.concurrency}"
+    if suite.agent is None and not suite.skip:
+        return "it has no agent (Suite(name, agent=..., cases=[...]))"
+    return None
