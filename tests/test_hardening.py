@@ -136,3 +136,27 @@ async def test_sync_agents_run_in_a_thread_and_time_out():
 
 async def _echo(question: str) -> str:
     return question
+
+
+async def test_a_10_mb_output_is_stored_once_per_sample(tmp_path):
+    from tui_eval.report import Report
+    from tui_eval.store import RunHistory, read_journal_samples
+
+    huge = "A" * 10_000_000
+
+    async def agent(question: str) -> str:
+        return huge
+
+    report = await evaluate(agent, [Case("q", checks=[contains("A")])])
+    path = report.save(tmp_path / "r.json")
+    assert 10_000_000 < path.stat().st_size < 10_100_000
+    back = Report.load(path).cases[0].samples[0]
+    assert back.output == huge and back.run.messages[-1].content == huge
+    journal = RunHistory(tmp_path).start("s", "", invocation="t")
+    journal.append(report.cases[0].samples[0])
+    journal.close()
+    assert journal.record.journal_path.stat().st_size < 10_100_000
+    (sample,) = read_journal_samples(journal.record.journal_path)["q"]
+    assert sample.run.messages[-1].content == huge
+    # Nothing changed in memory.
+    assert report.cases[0].samples[0].run.messages[-1].content == huge

@@ -266,3 +266,34 @@ def test_disk_full_while_journaling_stops_cleanly_and_stays_resumable(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.count("eval: 20/20 cases passed") == 2
     assert_each_once(folder, {f"a{i}" for i in range(20)} | {f"b{i}" for i in range(20)})
+
+
+def test_a_baseline_with_duplicate_cases_is_named_kept_and_exports_still_written(tmp_path):
+    folder = slow_suites(tmp_path / "suites", count=3)
+    baselines = folder / "__baselines__"
+    baselines.mkdir()
+    from tui_eval.report import CaseResult, SampleResult
+
+    twice = [CaseResult("a0", [SampleResult("a0", 0, "passed")], planned=1)] * 2
+    Report("first", twice).save(baselines / "first.json")
+    before = (baselines / "first.json").read_bytes()
+    result = cli(
+        "run", "suites/slow_suite.py", "--headless", "--save-baseline", "--junit", "j.xml",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "first.json" in result.stderr and "duplicate case names ['a0']" in result.stderr
+    assert (baselines / "first.json").read_bytes() == before
+    assert (tmp_path / "j.xml").exists()
+
+
+def test_recheck_against_a_suite_without_the_reports_cases_is_an_error(tmp_path):
+    folder = slow_suites(tmp_path / "suites", count=2)
+    Report("first", []).save(tmp_path / "empty.json")
+    from tui_eval.report import CaseResult, SampleResult
+
+    other = [CaseResult("zzz", [SampleResult("zzz", 0, "passed")], planned=1)]
+    Report("first", other).save(tmp_path / "other.json")
+    result = cli("recheck", "other.json", str(folder / "slow_suite.py"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "none of the 1 cases of other.json is in suite 'first'" in result.stderr

@@ -253,3 +253,20 @@ def test_reprs_are_short_whatever_the_size():
     assert repr(report.cases[0]) == "<CaseResult 'case' 1000/1000 samples passed · passed=True>"
     assert repr(samples[3]) == "<SampleResult 'case' #3 passed>"
     assert repr(EvalReport("acc")).startswith("<EvalReport 'acc' 0 cases")
+
+
+def test_a_sample_without_a_required_field_is_an_error_never_a_pass(tmp_path):
+    good = Report("r", [_case("a", "p")])
+    document = json.loads(good.to_json())
+    del document["report"]["cases"][0]["samples"][0]["status"]
+    path = tmp_path / "no_status.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ReportFileError, match=r"no_status\.json: invalid report: .*status.*Field required"):
+        Report.load(path)
+
+
+def test_absurd_nesting_is_a_named_error(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"kind": "tui-eval-report", "schema_version": 1, "report": ' + "[" * 100_000)
+    with pytest.raises(ReportFileError, match=r"deep\.json: "):
+        Report.load(path)

@@ -363,6 +363,13 @@ def recheck_command(args: argparse.Namespace) -> int:
         names = ", ".join(s.name for s in loaded.suites) or "none"
         _err(f"error: no suite named {report.name!r} in {' '.join(args.paths)} (found: {names})")
         return EXIT_USAGE
+    saved = {case.name for case in report.cases}
+    if not any(case.label in saved for case in suite.cases):
+        _err(
+            f"error: none of the {len(saved):,} cases of {args.report} is in suite "
+            f"{suite.name!r} ({suite.path}); nothing to recheck"
+        )
+        return EXIT_USAGE
     rechecked = anyio.run(
         lambda: recheck(report, suite.cases, concurrency=suite.concurrency, price=suite.price)
     )

@@ -46,8 +46,8 @@ class SampleResult:
     """
 
     case_name: str
-    index: int = 0
-    status: SampleStatus = "passed"
+    index: int
+    status: SampleStatus
     _: KW_ONLY
     checks: list[CheckResult] = field(default_factory=list)
     run: RunResult | None = None
@@ -314,11 +314,14 @@ class Report:
         Values JSON cannot hold (bytes, lone surrogates, a dict containing itself...) are
         written in their `json_safe` form; the report in memory is left as it is.
         """
+        report = self
+        if any(_output_twice(s) for case in self.cases for s in case.samples):
+            report = replace(self, cases=[_with_output_once(case) for case in self.cases])
         try:
-            document = self.file_model().model_construct(report=self)
+            document = self.file_model().model_construct(report=report)
             return document.model_dump_json(fallback=repr).encode()
         except (ValueError, TypeError, RecursionError):  # pydantic-core's serialization errors
-            safe = replace(self, cases=[storable_case(case) for case in self.cases])
+            safe = replace(report, cases=[storable_case(case) for case in report.cases])
             return self.file_model().model_construct(report=safe).model_dump_json().encode()
 
     def save(self, path: str | Path) -> Path:
@@ -336,6 +339,9 @@ class Report:
         except pydantic.ValidationError as exc:
             raise _report_file_error(data, source, exc) from None
         report: Self = document.report
+        for case in report.cases:
+            for sample in case.samples:
+                restore_output(sample)
         return report
 
     @classmethod
@@ -374,6 +380,45 @@ class ReportFile(pydantic.BaseModel, Generic[ReportT]):
     kind: Literal["tui-eval-report"] = REPORT_KIND
     schema_version: Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)] = SCHEMA_VERSION
     report: ReportT
+
+
+OUTPUT_ONCE_FROM = 1024
+"""A text output at least this long is stored once, not again as the last message."""
+OUTPUT_REF = "\x00tui-eval:output\x00"
+"""Stored as the content of a final assistant message that repeats the output."""
+
+
+def _output_twice(sample: SampleResult) -> bool:
+    """Whether `sample`'s long text output is repeated as its last message's content."""
+    run = sample.run
+    if run is None or not isinstance(run.output, str) or len(run.output) < OUTPUT_ONCE_FROM:
+        return False
+    messages = run.messages
+    return (
+        bool(messages) and messages[-1].role == "assistant" and messages[-1].content == run.output
+    )
+
+
+def output_once(sample: SampleResult) -> SampleResult:
+    """`sample` as it is stored: a long text output is not written a second time as the
+    last message (a 10 MB answer is 10 MB on disk, not 20). `restore_output` reverses it."""
+    if not _output_twice(sample):
+        return sample
+    assert sample.run is not None
+    last = sample.run.messages[-1]
+    slim = replace(last, content=OUTPUT_REF)
+    return replace(sample, run=replace(sample.run, messages=[*sample.run.messages[:-1], slim]))
+
+
+def restore_output(sample: SampleResult) -> None:
+    """Put the output back as the last message's content, where `output_once` left a reference."""
+    run = sample.run
+    if run is not None and run.messages and run.messages[-1].content == OUTPUT_REF:
+        run.messages[-1].content = run.output if isinstance(run.output, str) else None
+
+
+def _with_output_once(case: CaseResult) -> CaseResult:
+    return replace(case, samples=[output_once(s) for s in case.samples])
 
 
 def storable_sample(sample: SampleResult) -> SampleResult:
@@ -434,6 +479,8 @@ def _report_file_error(
     """Say what is wrong with a file that did not validate as a report."""
     try:
         document = json.loads(data)
+    except RecursionError:
+        return ReportFileError(f"{source}: not a report: JSON nested too deeply to read")
     except ValueError as parse_error:
         return ReportFileError(f"{source}: not valid JSON (truncated or corrupt?): {parse_error}")
     if not isinstance(document, dict) or document.get("kind") != REPORT_KIND:

@@ -309,7 +309,7 @@ class Evaluation:
         if emit is not None:
             emit(SampleStateChanged(index, sample_index, "running"))
             pacer.current = (index, sample_index)  # whom a provider's retry is about
-        sample = SampleResult(case.label, sample_index)
+        sample = SampleResult(case.label, sample_index, "passed")
         try:
             if case.timeout is None:
                 await self._attempt(index, plan, sample, pacer)

@@ -17,7 +17,14 @@ import pydantic
 
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.options import RunOptions
-from tui_eval.report import CaseResult, Report, SampleResult, storable_sample
+from tui_eval.report import (
+    CaseResult,
+    Report,
+    SampleResult,
+    output_once,
+    restore_output,
+    storable_sample,
+)
 
 HOME_ENV = "TUI_EVAL_HOME"
 JOURNAL_SCHEMA_VERSION = 2
@@ -257,6 +264,7 @@ def read_journal_samples(path: Path) -> dict[str, list[SampleResult]]:
             entry = parse_journal_line(line, path)
             if isinstance(entry, JournalSample):
                 sample = entry.sample
+                restore_output(sample)
                 done.setdefault(sample.case_name, {}).setdefault(sample.index, sample)
     return {name: [by_index[i] for i in sorted(by_index)] for name, by_index in done.items()}
 
@@ -298,6 +306,7 @@ class RunJournal:
 
     def append(self, sample: SampleResult) -> None:
         """Journal one finished sample (flushed to the OS, so a killed process keeps it)."""
+        sample = output_once(sample)
         try:
             data = JournalSample.model_construct(sample=sample).model_dump_json(fallback=repr)
         except (ValueError, TypeError, RecursionError):  # bytes, lone surrogates, cycles...

@@ -254,7 +254,7 @@ def compare_with_baseline(report: Report | None, path: Path) -> BaselineOutcome:
         return read
     try:
         diff = report.compare(read.baseline)
-    except ValueError as exc:
+    except ValueError as exc:  # the run itself has duplicate case names
         return BaselineOutcome(status=BaselineStatus.CORRUPT, path=path, message=str(exc))
     return BaselineOutcome(
         status=BaselineStatus.COMPARED,
@@ -321,6 +321,15 @@ def read_baseline(path: Path) -> BaselineOutcome:
             status=BaselineStatus.CORRUPT,
             path=path,
             message=f"baseline {exc} — not replaced; fix or delete it",
+        )
+    names = [case.name for case in baseline.cases]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        return BaselineOutcome(
+            status=BaselineStatus.CORRUPT,
+            path=path,
+            message=f"baseline {path}: duplicate case names {duplicates[:5]} — not replaced; "
+            "fix or delete it",
         )
     return BaselineOutcome(
         status=BaselineStatus.COMPARED, path=path, message=f"read {path}", baseline=baseline
