@@ -252,7 +252,12 @@ def _limit_file_size() -> None:
 def test_disk_full_while_journaling_stops_cleanly_and_stays_resumable(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=20)
     proc = start(
-        tmp_path, "--json", "big.json", "--markdown", "small.md", delay=0.0,
+        tmp_path,
+        "--json",
+        "big.json",
+        "--markdown",
+        "small.md",
+        delay=0.0,
         preexec_fn=_limit_file_size,
     )
     out, err = proc.communicate(timeout=60)
@@ -278,7 +283,12 @@ def test_a_baseline_with_duplicate_cases_is_named_kept_and_exports_still_written
     Report("first", twice).save(baselines / "first.json")
     before = (baselines / "first.json").read_bytes()
     result = cli(
-        "run", "suites/slow_suite.py", "--headless", "--save-baseline", "--junit", "j.xml",
+        "run",
+        "suites/slow_suite.py",
+        "--headless",
+        "--save-baseline",
+        "--junit",
+        "j.xml",
         cwd=tmp_path,
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -297,3 +307,106 @@ def test_recheck_against_a_suite_without_the_reports_cases_is_an_error(tmp_path)
     result = cli("recheck", "other.json", str(folder / "slow_suite.py"), cwd=tmp_path)
     assert result.returncode == 2
     assert "none of the 1 cases of other.json is in suite 'first'" in result.stderr
+
+
+LEAKY = """
+from tui_eval import Agent, Case, Suite, contains
+from tui_eval.testing import ScriptedProvider, call, text
+import os
+
+KEY = os.environ["ACME_API_KEY"]
+
+def lookup(city: str) -> str:
+    \"\"\"Looks a city up.\"\"\"
+    raise RuntimeError(f"auth failed with key {KEY}")
+
+echoing = Agent(
+    ScriptedProvider.factory([call("lookup", {"city": KEY}), text(f"my key is {KEY}")]),
+    tools=[lookup],
+)
+
+async def plain(question: str) -> str:
+    return {"note": f"the key {KEY} again", "nested": [KEY]}
+
+suite = Suite("leaky", agent=echoing, cases=[Case("tell me", checks=[contains("nothing")])])
+other = Suite("leaky2", agent=plain, cases=[Case("again", checks=[contains("zzz")])])
+"""
+
+
+def test_an_api_key_from_the_environment_lands_in_no_artefact(tmp_path):
+    key = "sk-acme-" + "7" * 32
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "leaky_suite.py").write_text(LEAKY)
+    (folder / "broken_suite.py").write_text(
+        "import os\nfrom tui_eval import Suite\nraise RuntimeError('cannot use ' + os.environ['ACME_API_KEY'])\n"
+    )
+    env = {"ACME_API_KEY": key}
+    run = cli(
+        "run",
+        "suites",
+        "--headless",
+        "--save-baseline",
+        "--json",
+        "all.json",
+        "--junit",
+        "j.xml",
+        "--markdown",
+        "s.md",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert run.returncode == 2  # the broken file
+    assert "cannot use ***" in run.stderr
+    history = cli("history", cwd=tmp_path, env=env)
+    artefacts = {
+        "stdout": run.stdout,
+        "stderr": run.stderr,
+        "history": history.stdout,
+        **{
+            str(path): path.read_text(errors="replace")
+            for path in [
+                *tmp_path.rglob("*.json"),
+                *tmp_path.rglob("*.xml"),
+                *tmp_path.rglob("*.md"),
+            ]
+        },
+        **{
+            str(path): path.read_text(errors="replace")
+            for path in Path(os.environ["TUI_EVAL_HOME"]).rglob("*")
+            if path.is_file()
+        },
+    }
+    assert len(artefacts) > 8
+    leaked = [name for name, body in artefacts.items() if key in body]
+    assert not leaked, leaked
+    assert "***" in (tmp_path / "all.json").read_text()
+
+
+def test_control_characters_in_names_are_printed_visibly(tmp_path):
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "names_suite.py").write_text(
+        "from tui_eval import Case, Suite, contains\n"
+        "async def agent(q):\n    return 'no'\n"
+        "def check(run):\n    return False\n"
+        "check.name = 'bad\\x07check'\n"
+        "suite = Suite('evil\\x1b]0;pwned\\x07suite', agent=agent, cases=["
+        "Case('q', name='case\\x1b[31m\\x00\\r\\x07x', checks=[check, contains('yes')])])\n"
+    )
+    result = cli("run", "suites", "--headless", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    for stream in (result.stdout, result.stderr):
+        assert not any(ch in stream for ch in "\x1b\x07\x00\r"), repr(stream)
+    assert "case␛[31m" in result.stdout and "evil␛]0;pwned␇suite" in result.stdout
+
+
+def test_a_suite_name_never_writes_a_baseline_outside_its_folder(tmp_path):
+    from tui_eval import Suite
+
+    for name in ("../../escape", "/etc/passwd", "a/b\\\\c", "..", ".hidden", ""):
+        suite = Suite(name or "x", agent=print)
+        suite.path = tmp_path / "suites" / "s.py"
+        target = suite.baseline_path.resolve()
+        assert target.parent == (tmp_path / "suites" / "__baselines__").resolve(), (name, target)
+        assert target.suffix == ".json"

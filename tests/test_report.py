@@ -261,7 +261,9 @@ def test_a_sample_without_a_required_field_is_an_error_never_a_pass(tmp_path):
     del document["report"]["cases"][0]["samples"][0]["status"]
     path = tmp_path / "no_status.json"
     path.write_text(json.dumps(document))
-    with pytest.raises(ReportFileError, match=r"no_status\.json: invalid report: .*status.*Field required"):
+    with pytest.raises(
+        ReportFileError, match=r"no_status\.json: invalid report: .*status.*Field required"
+    ):
         Report.load(path)
 
 

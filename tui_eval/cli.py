@@ -170,8 +170,12 @@ def _guard(action: Callable[[], int], debug: bool) -> int:
     except Exception as exc:
         if debug:
             raise
+        from tui_eval.secrets import redact
+        from tui_eval.text import sanitize
+
         print(
-            f"tui-eval: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+            sanitize(redact(f"tui-eval: {type(exc).__name__}: {exc}"))
+            + " (run with --debug for the traceback)",
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.cells import cell_len
 
 from tui_eval.stats import fisher_exact
-from tui_eval.text import pad_cells
+from tui_eval.text import one_line, pad_cells
 
 if TYPE_CHECKING:
     from tui_eval.report import CaseResult, Report
@@ -101,7 +101,7 @@ class Diff:
             f"{len(self.added)} added, {len(self.removed)} removed, {len(self.unchanged)} unchanged"
         )
         lines = [counts]
-        width = max((cell_len(n) for n in self._names()), default=0)
+        width = max((cell_len(one_line(n, 200)) for n in self._names()), default=0)
         width = min(width, 48)
         lines += [
             f"  ✗ regressed   {pad_cells(c.name, width)}  {c.describe()}" for c in self.regressions

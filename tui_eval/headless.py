@@ -21,7 +21,7 @@ from tui_eval.report import Report, ReportFileError
 from tui_eval.store import JournalFileError, RunHistory
 from tui_eval.suite_run import BaselineStatus, EmptySelection, ResumeError, SuiteRun
 from tui_eval.suites import LoadResult, Suite, load_suites
-from tui_eval.text import one_line
+from tui_eval.text import one_line, sanitize
 
 
 def _err(message: str) -> None:
@@ -36,9 +36,9 @@ def default_paths(paths: list[str]) -> list[str]:
 def report_load_errors(loaded: LoadResult, debug: bool) -> None:
     """Print each suite file that failed to load, with its file (and case/field)."""
     for error in loaded.errors:
-        _err(f"error: {error.message}")
+        _err(f"error: {sanitize(error.message)}")
         if debug and error.detail:
-            _err(error.detail)
+            _err(sanitize(error.detail))
 
 
 # -- progress -----------------------------------------------------------------------------
@@ -72,7 +72,7 @@ class Progress:
             self._stop()
 
     def _start(self, name: str, total: int) -> None:
-        self._name, self.samples_total = name, total
+        self._name, self.samples_total = one_line(name, 60), total
         if self.live:
             from rich.console import Console
             from rich.progress import (
@@ -99,14 +99,14 @@ class Progress:
             )
             self._bar.start()
             self._task = self._bar.add_task(
-                name.replace("[", "\\["),
+                self._name.replace("[", "\\["),
                 total=total,
                 completed=self.samples_done,
                 passed=self.samples_passed,
                 failed=self.samples_failed,
             )
         else:
-            _err(f"[{name}] running {total:,} samples")
+            _err(f"[{self._name}] running {total:,} samples")
             self._last_print = time.monotonic()
             self._next_line = max(1, total // 10)
 
@@ -416,5 +416,8 @@ def history_command(limit: int) -> int:
             )
         except (ReportFileError, OSError, ValueError) as exc:
             counts = f"unreadable: {exc}"
-        print(f"  {when}  {record.status:<11}  {record.suite:<24}  {counts}  {record.run_id}")
+        print(
+            f"  {when}  {record.status:<11}  {one_line(record.suite, 24):<24}  {counts}  "
+            f"{record.run_id}"
+        )
     return EXIT_OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
@@ -421,19 +422,23 @@ def _with_output_once(case: CaseResult) -> CaseResult:
     return replace(case, samples=[output_once(s) for s in case.samples])
 
 
-def storable_sample(sample: SampleResult) -> SampleResult:
-    """A copy of `sample` whose every value JSON can hold (see `text.json_safe`)."""
+def map_values(sample: SampleResult, convert: Callable[[Any], Any]) -> SampleResult:
+    """A copy of `sample` with `convert` applied to every value that came from outside:
+    the output, every message and tool call, check names and reasons, error and traceback.
+    """
     run = sample.run
     if run is not None:
-        calls = {id(call): _storable_call(call) for call in run.tool_calls}
+        calls = {id(call): _map_call(call, convert) for call in run.tool_calls}
         run = replace(
             run,
-            output=json_safe(run.output),
+            output=convert(run.output),
             messages=[
                 replace(
                     message,
-                    content=json_safe(message.content),
-                    tool_calls=[calls.get(id(c)) or _storable_call(c) for c in message.tool_calls],
+                    content=convert(message.content),
+                    tool_calls=[
+                        calls.get(id(c)) or _map_call(c, convert) for c in message.tool_calls
+                    ],
                 )
                 for message in run.messages
             ],
@@ -441,14 +446,26 @@ def storable_sample(sample: SampleResult) -> SampleResult:
         )
     return replace(
         sample,
-        case_name=json_safe(sample.case_name),
+        case_name=convert(sample.case_name),
         run=run,
-        checks=[
-            replace(c, name=json_safe(c.name), reason=json_safe(c.reason)) for c in sample.checks
-        ],
-        error=json_safe(sample.error),
-        traceback=json_safe(sample.traceback),
+        checks=[replace(c, name=convert(c.name), reason=convert(c.reason)) for c in sample.checks],
+        error=convert(sample.error),
+        traceback=convert(sample.traceback),
     )
+
+
+def _map_call(call: ToolCall, convert: Callable[[Any], Any]) -> ToolCall:
+    return replace(
+        call,
+        arguments=convert(call.arguments),
+        result=convert(call.result),
+        error=convert(call.error),
+    )
+
+
+def storable_sample(sample: SampleResult) -> SampleResult:
+    """A copy of `sample` whose every value JSON can hold (see `text.json_safe`)."""
+    return map_values(sample, json_safe)
 
 
 def storable_case(case: CaseResult) -> CaseResult:
@@ -461,15 +478,6 @@ def storable_case(case: CaseResult) -> CaseResult:
         expected=json_safe(case.expected),
         expected_tools=json_safe(case.expected_tools),
         metadata=json_safe(case.metadata),
-    )
-
-
-def _storable_call(call: ToolCall) -> ToolCall:
-    return replace(
-        call,
-        arguments=json_safe(call.arguments),
-        result=json_safe(call.result),
-        error=json_safe(call.error),
     )
 
 
@@ -515,7 +523,7 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
             keep = {id(c) for c in passing[:max_passing]}
             shown = [c for c in report.cases if not c.passed or id(c) in keep]
             hidden = len(passing) - max_passing
-    width = min(max((cell_len(c.name) for c in shown), default=0), NAME_CELLS)
+    width = min(max((cell_len(one_line(c.name, 200)) for c in shown), default=0), NAME_CELLS)
     counts = [f"{c.samples_passed}/{len(c.samples)}" for c in shown]
     count_width = max((len(x) for x in counts), default=0)
     for case, count in zip(shown, counts, strict=True):

@@ -41,8 +41,8 @@ from tui_eval.events import (
     SampleFinished,
     SampleStateChanged,
 )
-from tui_eval.report import CaseResult, Report, SampleResult
-from tui_eval.secrets import redact
+from tui_eval.report import CaseResult, Report, SampleResult, map_values
+from tui_eval.secrets import redact, redact_value, secret_values
 
 Price = Callable[[Usage], float]
 YIELD_EVERY_S = 0.01
@@ -146,6 +146,7 @@ class Evaluation:
         self._slice = 0
         self._cancel_caught = False
         self._slice_ends = 0.0
+        self._secrets = secret_values()
         self.finished = False
         """Whether `run()` has ended (completely or cancelled): `report` is then final."""
 
@@ -287,6 +288,10 @@ class Evaluation:
         for sample_index in range(len(result.samples), plan.case.samples):
             started = time.perf_counter()
             sample = await self._run_sample(index, sample_index, plan, pacer)
+            if self._secrets:
+                # The one place outside text enters a record: an agent, tool, model or check
+                # that echoed a key from the environment leaves `***` in every artefact.
+                sample = map_values(sample, lambda value: redact_value(value, self._secrets))
             result.samples.append(sample)
             if emit is not None:
                 emit(SampleFinished(index, sample))

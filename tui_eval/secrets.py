@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from typing import Any
+
+from pydantic_core import to_jsonable_python
 
 SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 MIN_SECRET_LENGTH = 8
@@ -28,3 +31,40 @@ def redact(text: str) -> str:
         if value in text:
             text = text.replace(value, "***")
     return text
+
+
+def redact_value(value: Any, secrets: list[str] | None = None) -> Any:
+    """`value` with every secret replaced by `***` in every string inside it.
+
+    Containers are rebuilt only where a secret was found; an object holding one (a
+    pydantic model, a dataclass) comes back as its JSON form with the secret redacted,
+    anything else as it was.
+    """
+    found = secret_values() if secrets is None else secrets
+    if not found:
+        return value
+    return _redact(value, found)
+
+
+def _redact(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, "***")
+        return value
+    if value is None or isinstance(value, (bool, int, float, bytes)):
+        return value
+    if isinstance(value, dict):
+        items = {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
+        changed = any(a is not b for a, b in zip(items.values(), value.values(), strict=True))
+        return items if changed or list(items) != list(value) else value
+    if isinstance(value, (list, tuple)):
+        redacted = [_redact(item, secrets) for item in value]
+        changed = any(a is not b for a, b in zip(redacted, value, strict=True))
+        return (redacted if isinstance(value, list) else tuple(redacted)) if changed else value
+    try:
+        plain = to_jsonable_python(value, fallback=repr)
+    except (ValueError, TypeError, RecursionError):
+        return value
+    redacted = _redact(plain, secrets)
+    return redacted if redacted is not plain else value

@@ -112,7 +112,9 @@ def cut(text: str, limit: int) -> str:
 
 
 def pad_cells(text: str, cells: int) -> str:
-    """Pad or cut to exactly `cells` terminal cells (CJK characters count two)."""
+    """One sanitised line padded or cut to exactly `cells` terminal cells (CJK characters
+    count two)."""
+    text = " ".join(sanitize(text).split())
     if cell_len(text) > cells:
         return set_cell_size(text, cells - 1) + ELLIPSIS
     return set_cell_size(text, cells)

@@ -329,7 +329,10 @@ def test_the_shipped_schema_flags_wrong_check_arguments(checks, valid):
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("import sys\nfrom tui_eval import Suite\nsys.exit(3)\n", "called sys.exit(3) while importing"),
+        (
+            "import sys\nfrom tui_eval import Suite\nsys.exit(3)\n",
+            "called sys.exit(3) while importing",
+        ),
         (
             "from tui_eval import Case, Suite\nsuite = Suite('s', cases=[Case('q')])\n",
             "suite 's': it has no agent",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_eval.cases import Case
+from tui_eval.secrets import redact
 from tui_eval.suites.declarative import SuiteFileError, load_jsonl_suite, load_yaml_suite
 from tui_eval.suites.suite import Suite
 
@@ -112,7 +113,7 @@ def load_suites(paths: Iterable[str | Path]) -> LoadResult:
         try:
             suites = load_file(file)
         except SuiteFileError as exc:
-            result.errors.append(LoadError(file, str(exc)))
+            result.errors.append(LoadError(file, redact(str(exc))))
             continue
         except SystemExit as exc:  # sys.exit() at import time must not end the app or CLI
             result.errors.append(
@@ -121,7 +122,11 @@ def load_suites(paths: Iterable[str | Path]) -> LoadResult:
             continue
         except Exception as exc:  # a suite module that raised while importing
             result.errors.append(
-                LoadError(file, f"{file}: {type(exc).__name__}: {exc}", traceback.format_exc())
+                LoadError(
+                    file,
+                    redact(f"{file}: {type(exc).__name__}: {exc}"),
+                    redact(traceback.format_exc()),
+                )
             )
             continue
         for suite in suites:

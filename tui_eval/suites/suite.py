@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -10,6 +11,13 @@ from typing import Any
 
 from tui_eval.cases import Case
 from tui_eval.runner import Price
+
+
+def baseline_file_stem(name: str) -> str:
+    """A file name for a suite's baseline that stays inside its folder, whatever the name:
+    path separators, `..`, leading dots and control characters become `_`."""
+    stem = re.sub(r"[^\w\-. ]", "_", name).strip().lstrip(".")
+    return stem[:120] or "suite"
 
 
 @dataclass(eq=False)
@@ -62,7 +70,7 @@ class Suite:
                 return self.path.parent / given
             return given
         folder = self.path.parent if self.path is not None else Path.cwd()
-        return folder / "__baselines__" / f"{self.name}.json"
+        return folder / "__baselines__" / f"{baseline_file_stem(self.name)}.json"
 
     def duplicate_names(self) -> list[str]:
         """Case names used more than once (they would make `compare()` ambiguous)."""
