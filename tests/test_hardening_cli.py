@@ -208,7 +208,7 @@ def test_two_resumes_at_once_the_second_refuses(tmp_path):
     )
     wait_for_calls(folder, len(calls(folder)) + 2)
     second = cli("resume", cwd=tmp_path)
-    out, err = first.communicate(timeout=60)
+    _out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     assert second.returncode == 2 and "another tui-eval process" in second.stderr
     assert_each_once(folder, {f"a{i}" for i in range(10)} | {f"b{i}" for i in range(10)})
