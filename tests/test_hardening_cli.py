@@ -410,3 +410,16 @@ def test_a_suite_name_never_writes_a_baseline_outside_its_folder(tmp_path):
         target = suite.baseline_path.resolve()
         assert target.parent == (tmp_path / "suites" / "__baselines__").resolve(), (name, target)
         assert target.suffix == ".json"
+
+
+def test_kill_trials_lose_and_duplicate_nothing():
+    """bench/kill_trials.py with two trials (the note has the figure for twenty)."""
+    script = Path(__file__).parents[1] / "bench" / "kill_trials.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--trials", "2", "--seed", "7"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 kills: 0 lost, 0 duplicated" in result.stdout

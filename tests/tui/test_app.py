@@ -144,8 +144,9 @@ async def test_cancel_mid_run_keeps_finished_samples(tmp_path):
         assert report is not None and report.cancelled
         assert [c.name for c in report.cases] == ["q0", "q1", "q2"]
         assert table_rows(screen)["q3"] == "· not run"
-    # The partial run is in the history, marked cancelled.
+    # The partial run is in the history, marked cancelled — and it can be finished.
     assert RunHistory(tmp_path).runs()[0].status == "cancelled"
+    assert RunHistory(tmp_path).runs()[0].resumable
 
 
 async def test_untrusted_output_is_shown_literally(tmp_path):
@@ -450,3 +451,45 @@ async def test_s_never_replaces_a_corrupt_baseline(tmp_path):
         await pilot.pause()
         assert any("corrupt" in n.message for n in app._notifications)
     assert baseline.read_text() == "{ corrupt"
+
+
+async def test_a_run_cancelled_with_x_resumes_with_r(tmp_path):
+    suite_file = tmp_path / "cancellable.py"
+    slow, log = tmp_path / "slow.flag", tmp_path / "calls.log"
+    slow.touch()
+    suite_file.write_text(
+        "import anyio\n"
+        "from pathlib import Path\n"
+        "from tui_eval import Case, Suite, contains\n"
+        "HERE = Path(__file__).parent\n"
+        "async def agent(q):\n"
+        "    with (HERE / 'calls.log').open('a') as f:\n"
+        "        f.write(q + '\\n')\n"
+        "    if int(q[1:]) >= 3 and (HERE / 'slow.flag').exists():\n"
+        "        await anyio.sleep(30)\n"
+        "    return 'ok ' + q\n"
+        "suite = Suite('cancellable', agent=agent, concurrency=1,"
+        " cases=[Case(f'q{i}', checks=[contains('ok')]) for i in range(6)])\n"
+    )
+    history = RunHistory(tmp_path)
+    app = make_app([suite_file], history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        screen = app.screen
+        with anyio.fail_after(10):
+            while screen.session.state.samples_done < 3:
+                await pilot.pause(0.02)
+        await pilot.press("x")
+        await wait_until_done(pilot, screen)
+        slow.unlink()
+        log.unlink()
+        await pilot.press("q", "h", "R")
+        await pilot.pause()
+        resumed = app.screen
+        assert isinstance(resumed, RunScreen) and resumed is not screen, [
+            n.message for n in app._notifications
+        ]
+        await wait_until_done(pilot, resumed)
+        assert resumed.session.report.passed and len(resumed.session.report.samples) == 6
+    assert log.read_text().split() == ["q3", "q4", "q5"]
+    assert RunHistory(tmp_path).runs()[0].status == "finished"

@@ -117,8 +117,8 @@ class HistoryScreen(Screen[None]):
         if index is None:
             return
         record = self.records[index]
-        if record.finished:
-            self.notify(f"this run has {record.status}: only an interrupted run can be resumed")
+        if not record.resumable:
+            self.notify("this run has finished: only an interrupted or cancelled run resumes")
             return
         self.post_message(ResumeRun(record))
 

@@ -196,7 +196,11 @@ class RunScreen(Screen[None]):
             self.notify("the run is not running", timeout=2)
             return
         self.session.cancel()
-        self.notify("cancelling: finished samples are kept", severity="warning")
+        self.notify(
+            "cancelling: finished samples are kept; R in History (or `tui-eval resume`) "
+            "finishes the run",
+            severity="warning",
+        )
 
     def action_back(self) -> None:
         filter_box = self.query_one("#filter", Input)
