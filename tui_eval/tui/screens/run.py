@@ -56,6 +56,9 @@ class RunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
+        # A screen opened on a run already under way (reopened from Suites) starts from the
+        # whole current state: earlier screens may have taken its change flags.
+        self.query_one(CaseTable).rebuild()
         self.refresh_frame()
         self.set_interval(FRAME_SECONDS, self.refresh_frame)
         self.query_one(CaseTable).focus()

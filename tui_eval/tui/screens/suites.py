@@ -46,7 +46,8 @@ class SuitesScreen(Screen[None]):
     """`enter` runs (or opens the running) suite under the cursor; `a` runs them all."""
 
     BINDINGS = [
-        Binding("enter", "run", "Run / open", show=False),
+        Binding("enter", "open", "Open", show=False),
+        Binding("r", "new_run", "New run"),
         Binding("a", "run_all", "Run all"),
         Binding("h", "history", "History"),
         Binding("q,escape", "quit", "Quit"),
@@ -154,22 +155,38 @@ class SuitesScreen(Screen[None]):
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        self.action_run()
+        self.action_open()
 
-    def action_run(self) -> None:
-        suite = self._current()
+    def action_open(self) -> None:
+        """Open the suite's run of this session (live or finished); start one if it has none."""
+        suite = self._runnable()
         if suite is None:
             return
-        if suite.skip:
-            self.notify(suite.skip, severity="warning")
-            return
         session = self.workspace.sessions.get(suite.name)
-        if session is not None and session.state.running:
+        if session is not None:
             from tui_eval.tui.screens.run import RunScreen
 
             self.app.push_screen(RunScreen(session, self.workspace))
             return
         self._start(suite, show=True)
+
+    def action_new_run(self) -> None:
+        """Start a new run of the suite under the cursor, and show it."""
+        suite = self._runnable()
+        if suite is None:
+            return
+        current = self.workspace.sessions.get(suite.name)
+        if current is not None and current.state.running:
+            self.notify("this suite is running: enter opens the run", severity="warning")
+            return
+        self._start(suite, show=True)
+
+    def _runnable(self) -> Suite | None:
+        suite = self._current()
+        if suite is not None and suite.skip:
+            self.notify(suite.skip, severity="warning")
+            return None
+        return suite
 
     def _start(self, suite: Suite, *, show: bool) -> None:
         try:

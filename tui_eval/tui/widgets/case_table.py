@@ -188,6 +188,7 @@ class CaseTable(ScrollView, can_focus=True):
         self.name_filter = ""
         self.sort_key: str | None = None
         self.order: list[int] = []
+        self._position: dict[int, int] = {}
         self.cursor = 0
         self._layout = _Layout([w for _, _, w, _ in COLUMNS])
         self._lines: dict[int, tuple[int, bool, int, Strip]] = {}
