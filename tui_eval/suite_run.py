@@ -8,14 +8,14 @@ save, refuse to replace a corrupt file) is written once.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tui_eval.diff import Diff
 from tui_eval.events import Event, SampleFinished
 from tui_eval.options import RunOptions
-from tui_eval.report import Report, ReportFileError, SampleResult
+from tui_eval.report import CaseResult, Report, ReportFileError, SampleResult
 from tui_eval.runner import Evaluation
 from tui_eval.store import (
     RunHistory,
@@ -239,8 +239,11 @@ class SuiteRun:
         return compare_with_baseline(self.report, self.baseline_path)
 
     def save_baseline(self) -> BaselineOutcome:
-        """Write the finished run as the baseline, unless that would lose something."""
-        return save_baseline(self.report, self.baseline_path)
+        """Write the finished run as the baseline, unless that would lose something.
+
+        A partial run (a filter, a rerun of some cases) is merged into the baseline.
+        """
+        return save_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
 
 
 def compare_with_baseline(report: Report | None, path: Path) -> BaselineOutcome:
@@ -265,12 +268,68 @@ def compare_with_baseline(report: Report | None, path: Path) -> BaselineOutcome:
     )
 
 
-def save_baseline(report: Report | None, path: Path) -> BaselineOutcome:
-    """Write `report` as the baseline at `path`, unless that would lose something.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaselinePlan:
+    """What saving a run as the baseline would do, for a front-end to confirm first.
 
-    A cancelled or unfinished run is never saved, and a corrupt baseline file is never
-    replaced (the user fixes or deletes it first).
+    Attributes:
+        merge: merge the run's cases into the baseline (a partial run) instead of replacing it.
+        written: the run's cases that would be written.
+        dropped: baseline cases a full replace would drop (the run lacks them).
+        problem: why it cannot be saved at all (then nothing else applies).
     """
+
+    path: Path
+    merge: bool
+    written: list[str]
+    dropped: list[str]
+    problem: BaselineOutcome | None = None
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """A merge, or a replace that would drop cases, is confirmed first."""
+        return self.problem is None and (self.merge or bool(self.dropped))
+
+    def question(self) -> str:
+        """The confirmation to ask, naming the cases."""
+        if self.merge:
+            return (
+                f"Merge {len(self.written)} case(s) into the baseline {self.path}? "
+                f"{_names(self.written)} (the other cases of the baseline are kept)"
+            )
+        return (
+            f"Replace the baseline {self.path}? It holds {len(self.dropped)} case(s) this run "
+            f"lacks, which would be dropped: {_names(self.dropped)}"
+        )
+
+
+def _names(names: list[str], shown: int = 6) -> str:
+    listed = ", ".join(repr(n) for n in names[:shown])
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def plan_baseline(report: Report | None, path: Path, *, merge: bool) -> BaselinePlan:
+    """What `save_baseline` would do with `report` at `path` (nothing is written)."""
+    refused = _refusal(report, path)
+    if refused is not None or report is None:
+        return BaselinePlan(path=path, merge=merge, written=[], dropped=[], problem=refused)
+    existing = read_baseline(path)
+    written = [case.name for case in report.cases]
+    if existing.status is BaselineStatus.CORRUPT:
+        problem = BaselineOutcome(
+            status=BaselineStatus.CORRUPT,
+            path=path,
+            message=f"baseline not saved: {existing.message}",
+        )
+        return BaselinePlan(path=path, merge=merge, written=written, dropped=[], problem=problem)
+    kept = [c.name for c in existing.baseline.cases] if existing.baseline is not None else []
+    if existing.baseline is None:
+        merge = False  # nothing to merge into: the run becomes the baseline
+    dropped = [] if merge else [name for name in kept if name not in set(written)]
+    return BaselinePlan(path=path, merge=merge, written=written, dropped=dropped)
+
+
+def _refusal(report: Report | None, path: Path) -> BaselineOutcome | None:
     if report is None:
         return BaselineOutcome(
             status=BaselineStatus.REFUSED,
@@ -283,11 +342,65 @@ def save_baseline(report: Report | None, path: Path) -> BaselineOutcome:
             path=path,
             message="baseline not saved: the run was cancelled",
         )
-    if read_baseline(path).status is BaselineStatus.CORRUPT:
+    return None
+
+
+def accept_into_baseline(
+    report: Report, path: Path, names: Sequence[str], *, removed: Sequence[str] = ()
+) -> BaselineOutcome:
+    """Write the current results of cases `names` into the baseline at `path`, and drop
+    the cases `removed` (they are gone from the suite), keeping every other case.
+
+    The review flow's `a`/`A`: the file is rewritten atomically.
+    """
+    existing = read_baseline(path)
+    if existing.status is BaselineStatus.CORRUPT:
         return BaselineOutcome(
-            status=BaselineStatus.CORRUPT,
+            status=BaselineStatus.CORRUPT, path=path, message=f"not accepted: {existing.message}"
+        )
+    wanted = set(names)
+    chosen = [case for case in report.cases if case.name in wanted]
+    base = existing.baseline or Report(report.name, [], metadata=dict(report.metadata))
+    merged = merge_cases(base, chosen, removed=list(removed))
+    merged.save(path)
+    count = len(chosen) + len(removed)
+    return BaselineOutcome(
+        status=BaselineStatus.SAVED,
+        path=path,
+        message=f"accepted {count} case(s) into {path}",
+        baseline=merged,
+    )
+
+
+def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Sequence[str]) -> Report:
+    """`baseline` with `cases` replacing (or added after) those of the same name, and the
+    cases named in `removed` dropped. Case order follows the baseline."""
+    by_name = {case.name: case for case in cases}
+    gone = set(removed)
+    merged = [by_name.pop(c.name, c) for c in baseline.cases if c.name not in gone]
+    merged.extend(by_name.values())
+    return replace(baseline, cases=merged)
+
+
+def save_baseline(report: Report | None, path: Path, *, merge: bool = False) -> BaselineOutcome:
+    """Write `report` as the baseline at `path`, unless that would lose something.
+
+    A cancelled or unfinished run is never saved, and a corrupt baseline file is never
+    replaced (the user fixes or deletes it first). With `merge` (a partial run), the run's
+    cases replace those of the same name and every other baseline case is kept.
+    """
+    plan = plan_baseline(report, path, merge=merge)
+    if plan.problem is not None:
+        return plan.problem
+    assert report is not None
+    if plan.merge:
+        existing = read_baseline(path).baseline
+        assert existing is not None
+        merge_cases(existing, report.cases, removed=[]).save(path)
+        return BaselineOutcome(
+            status=BaselineStatus.SAVED,
             path=path,
-            message=f"baseline not saved: {path} is corrupt; fix or delete it first",
+            message=f"{len(plan.written)} case(s) merged into the baseline {path}",
         )
     report.save(path)
     return BaselineOutcome(

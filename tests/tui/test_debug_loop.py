@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from tui_eval import Case, Suite, contains
+from tui_eval.options import RunOptions
 from tui_eval.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
@@ -60,3 +61,130 @@ async def test_back_to_suites_mid_run_and_enter_reopens_the_live_run(tmp_path):
         await pilot.press("q", "r")
         assert isinstance(app.screen, RunScreen) and app.screen.session is not first.session
         await wait_until_done(pilot, app.screen)
+
+
+def kitchen(tmp_path, wrong: tuple[str, ...] = ()) -> Suite:
+    async def agent(question: str) -> str:
+        return "nope" if question in wrong else "ok " + question
+
+    suite = Suite(
+        "kitchen",
+        agent=agent,
+        cases=[Case(name, checks=[contains("ok")]) for name in ("a", "b", "c", "d", "e")],
+    )
+    suite.path = tmp_path / "kitchen_suite.py"
+    return suite
+
+
+def baseline_cases(tmp_path) -> dict[str, bool]:
+    from tui_eval.report import Report
+
+    report = Report.load(tmp_path / "__baselines__" / "kitchen.json")
+    return {case.name: case.passed for case in report.cases}
+
+
+async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
+    import os
+    import stat
+
+    app = make_app(suites=[kitchen(tmp_path, wrong=("b", "d"))], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s")  # a full run with no baseline yet: saved at once
+        await pilot.pause()
+        assert baseline_cases(tmp_path) == dict(a=True, b=False, c=True, d=False, e=True)
+        mode = stat.S_IMODE(os.stat(tmp_path / "__baselines__" / "kitchen.json").st_mode)
+        assert mode == 0o644  # a file people commit, not a private one
+    # The agent is fixed; a run of one case (a filter) is partial.
+    partial = make_app(
+        suites=[kitchen(tmp_path)], history=RunHistory(tmp_path), options=RunOptions(filter="b")
+    )
+    async with partial.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, partial.screen)
+        await pilot.press("s")
+        await pilot.pause()
+        from tui_eval.tui.screens.prompt import ConfirmScreen
+
+        confirm = partial.screen
+        assert isinstance(confirm, ConfirmScreen)
+        assert "Merge 1 case(s)" in confirm.question and "'b'" in confirm.question
+        await pilot.press("n")  # refused: nothing changes
+        assert baseline_cases(tmp_path)["b"] is False
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+    # Merged: b updated, the other four kept (the file was not cut down to one case).
+    assert baseline_cases(tmp_path) == dict(a=True, b=True, c=True, d=False, e=True)
+
+
+async def test_full_run_asks_before_dropping_baseline_cases(tmp_path):
+    from tui_eval.report import CaseResult, Report, SampleResult
+
+    (tmp_path / "__baselines__").mkdir()
+    extra = CaseResult("retired", [SampleResult("retired", 0, "passed")], planned=1)
+    Report("kitchen", [extra]).save(tmp_path / "__baselines__" / "kitchen.json")
+    app = make_app(suites=[kitchen(tmp_path)], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s")
+        await pilot.pause()
+        assert "lacks, which would be dropped: 'retired'" in app.screen.question
+        await pilot.press("escape")
+        assert "retired" in baseline_cases(tmp_path)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("enter")  # the default button is Yes
+        await pilot.pause()
+    assert set(baseline_cases(tmp_path)) == {"a", "b", "c", "d", "e"}
+
+
+async def test_review_accepts_one_case_then_all(tmp_path):
+    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.tui.screens.diff import DiffScreen, SideBySideScreen
+
+    (tmp_path / "__baselines__").mkdir()
+    app = make_app(suites=[kitchen(tmp_path, wrong=("c",))], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s")
+        await pilot.pause()
+    # Add a case to the baseline that the suite no longer has.
+    base = Report.load(tmp_path / "__baselines__" / "kitchen.json")
+    base.cases.append(CaseResult("gone", [SampleResult("gone", 0, "passed")], planned=1))
+    base.save(tmp_path / "__baselines__" / "kitchen.json")
+    changed = make_app(suites=[kitchen(tmp_path, wrong=("a", "b"))], history=RunHistory(tmp_path))
+    async with changed.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, changed.screen)
+        await pilot.press("c")
+        diff = changed.screen
+        assert isinstance(diff, DiffScreen)
+        assert diff._names == ["a", "b", "c", "gone"]
+        await pilot.press("enter")  # side by side, both results
+        assert isinstance(changed.screen, SideBySideScreen)
+        await pilot.press("q", "a")  # accept `a` only
+        await pilot.pause()
+        assert baseline_cases(tmp_path)["a"] is False and baseline_cases(tmp_path)["b"] is True
+        await pilot.press("A")  # accept the rest shown, the removed case included
+        await pilot.pause()
+        assert diff.accepted == {"a", "b", "c", "gone"}
+    assert baseline_cases(tmp_path) == dict(a=False, b=False, c=True, d=True, e=True)
+
+
+async def test_an_empty_diff_says_so(tmp_path):
+    from tui_eval.tui.screens.diff import DiffScreen
+
+    app = make_app(suites=[kitchen(tmp_path)], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s", "c")
+        await pilot.pause()
+        assert isinstance(app.screen, DiffScreen)
+        message = str(app.screen.query_one("#no-changes").render())
+        assert message == "no changes (5 cases unchanged)"

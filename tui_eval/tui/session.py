@@ -13,9 +13,11 @@ from tui_eval.report import Report
 from tui_eval.store import RunHistory, RunRecord
 from tui_eval.suite_run import (
     BaselineOutcome,
+    BaselinePlan,
     BaselineStatus,
     SuiteRun,
     compare_with_baseline,
+    plan_baseline,
     save_baseline,
 )
 from tui_eval.suites import Suite
@@ -119,13 +121,28 @@ class RunSession:
         """The final report, once the run ended."""
         return self.state.report
 
-    def save_baseline(self) -> BaselineOutcome:
-        """Save the finished run as the baseline (the core's policy: never over a corrupt file)."""
+    @property
+    def partial(self) -> bool:
+        """Whether the run covers only some of its suite's cases (a rerun, a filter)."""
+        return self.service is not None and self.service.options.is_partial
+
+    def plan_baseline(self) -> BaselinePlan | BaselineOutcome:
+        """What `s` would do (merge a partial run, replace with a full one), or why it can't."""
         if self.baseline_path is None:
             return BaselineOutcome(
                 status=BaselineStatus.REFUSED, path=None, message="no baseline path for this run"
             )
-        return save_baseline(self.report, self.baseline_path)
+        plan = plan_baseline(self.report, self.baseline_path, merge=self.partial)
+        return plan.problem if plan.problem is not None else plan
+
+    def save_baseline(self) -> BaselineOutcome:
+        """Save the finished run as the baseline (the core's policy: never over a corrupt
+        file; a partial run is merged)."""
+        if self.baseline_path is None:
+            return BaselineOutcome(
+                status=BaselineStatus.REFUSED, path=None, message="no baseline path for this run"
+            )
+        return save_baseline(self.report, self.baseline_path, merge=self.partial)
 
     def compare(self) -> BaselineOutcome:
         """The comparison with the baseline, or why there is none."""

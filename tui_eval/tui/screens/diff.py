@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
 from rich.text import Text
 from textual import on
@@ -13,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
+from tui_eval.suite_run import BaselineStatus, accept_into_baseline
 from tui_eval.text import value_text
 from tui_eval.tui.screens.sample import render_checks
 from tui_eval.tui.session import RunSession
@@ -66,22 +68,40 @@ def _unified(before: list[str], after: list[str], what: str) -> Text:
 
 
 class DiffScreen(Screen[None]):
-    """The current run against its baseline. `enter` opens a case side by side."""
+    """The current run against its baseline. `enter` opens a case side by side; `a` accepts
+    that case's new result into the baseline and `A` every case shown (a review, like
+    `cargo insta review`)."""
 
     BINDINGS = [
         Binding("enter", "open", "Side by side", show=False),
+        Binding("a", "accept", "Accept case"),
+        Binding("A", "accept_all", "Accept all"),
         Binding("q,escape", "back", "Back"),
     ]
 
     def __init__(
-        self, diff: Diff, current: RunSession | Report, baseline: Report | None, *, title: str = ""
+        self,
+        diff: Diff,
+        current: RunSession | Report,
+        baseline: Report | None,
+        *,
+        title: str = "",
+        baseline_path: Path | None = None,
     ) -> None:
         super().__init__()
         self.diff = diff
         self.current = current.report if isinstance(current, RunSession) else current
         self.baseline = baseline
+        self.baseline_path = baseline_path
         self.title_text = title
         self._names: list[str] = []
+        self.accepted: set[str] = set()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Accepting needs a baseline file and a current run (not two past runs)."""
+        if action in ("accept", "accept_all"):
+            return self.baseline_path is not None and self.current is not None
+        return True
 
     def compose(self) -> ComposeResult:
         d = self.diff
@@ -96,6 +116,12 @@ class DiffScreen(Screen[None]):
             f" · {len(d.added)} added · {len(d.removed)} removed · {len(d.unchanged)} unchanged"
         )
         yield Static(summary, id="screen-title")
+        yield Static(
+            "noise: whether a change in pass rate is larger than sampling noise "
+            "(Fisher's exact test on passed/failed samples; p < 0.05 is significant)",
+            id="diff-legend",
+        )
+        yield Static(id="no-changes")
         yield Table(id="changes")
         yield Footer()
 
@@ -124,16 +150,12 @@ class DiffScreen(Screen[None]):
                 Text(f"{change.current_rate:.0%}", justify="right"),
                 Text(f"{delta:+.0%}", justify="right", style="red" if delta < 0 else "green"),
                 Text(noise, style="dim" if not change.significant else "bold"),
+                key=change.name,
             )
             self._names.append(change.name)
         for name in self.diff.added:
             table.add_row(
-                Text("+ added", style="cyan"),
-                cell(name, 80),
-                Text("–"),
-                Text(""),
-                Text(""),
-                Text(""),
+                Text("+ added", style="cyan"), cell(name, 80), Text("–"), *_blank(3), key=name
             )
             self._names.append(name)
         for name in self.diff.removed:
@@ -142,10 +164,15 @@ class DiffScreen(Screen[None]):
                 cell(name, 80),
                 Text(""),
                 Text("–"),
-                Text(""),
-                Text(""),
+                *_blank(2),
+                key=name,
             )
             self._names.append(name)
+        empty = self.query_one("#no-changes", Static)
+        empty.display = not self._names
+        if not self._names:
+            empty.update(f"no changes ({len(self.diff.unchanged)} cases unchanged)")
+        table.display = bool(self._names)
         table.focus()
 
     @on(DataTable.RowSelected)
@@ -153,11 +180,16 @@ class DiffScreen(Screen[None]):
         event.stop()
         self.action_open()
 
-    def action_open(self) -> None:
+    def _cursor_name(self) -> str | None:
         table = self.query_one(DataTable)
-        if not self._names or table.cursor_row < 0:
+        if not self._names or not 0 <= table.cursor_row < len(self._names):
+            return None
+        return self._names[table.cursor_row]
+
+    def action_open(self) -> None:
+        name = self._cursor_name()
+        if name is None:
             return
-        name = self._names[table.cursor_row]
         now = (
             next((c for c in self.current.cases if c.name == name), None) if self.current else None
         )
@@ -168,8 +200,36 @@ class DiffScreen(Screen[None]):
         )
         self.app.push_screen(SideBySideScreen(name, before, now))
 
+    def action_accept(self) -> None:
+        name = self._cursor_name()
+        if name is not None:
+            self._accept([name])
+
+    def action_accept_all(self) -> None:
+        self._accept([n for n in self._names if n not in self.accepted])
+
+    def _accept(self, names: list[str]) -> None:
+        if self.baseline_path is None or self.current is None or not names:
+            return
+        removed = [n for n in names if n in set(self.diff.removed)]
+        changed = [n for n in names if n not in set(removed)]
+        outcome = accept_into_baseline(self.current, self.baseline_path, changed, removed=removed)
+        if outcome.status is not BaselineStatus.SAVED:
+            self.notify(outcome.message, severity="warning")
+            return
+        self.baseline = outcome.baseline
+        table = self.query_one(DataTable)
+        for name in names:
+            self.accepted.add(name)
+            table.update_cell(name, "kind", Text("✓ accepted", style="bold green"))
+        self.notify(outcome.message)
+
     def action_back(self) -> None:
         self.app.pop_screen()
+
+
+def _blank(count: int) -> list[Text]:
+    return [Text("") for _ in range(count)]
 
 
 class SideBySideScreen(Screen[None]):

@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from tui_eval.suite_run import BaselineStatus, EmptySelection
+from tui_eval.suite_run import BaselineOutcome, BaselineStatus, EmptySelection
 from tui_eval.tui.messages import StartSession
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
@@ -158,6 +158,21 @@ class RunScreen(Screen[None]):
         self.app.push_screen(SampleScreen(self.session, case_index, sample_index))
 
     def action_save_baseline(self) -> None:
+        plan = self.session.plan_baseline()
+        if isinstance(plan, BaselineOutcome):
+            self.notify(plan.message, severity="warning")
+            return
+        if not plan.needs_confirmation:
+            self._save_baseline(True)
+            return
+        from tui_eval.tui.screens.prompt import ConfirmScreen
+
+        self.app.push_screen(ConfirmScreen(plan.question()), self._save_baseline)
+
+    def _save_baseline(self, confirmed: bool | None) -> None:
+        if not confirmed:
+            self.notify("the baseline was not changed", timeout=3)
+            return
         outcome = self.session.save_baseline()
         saved = outcome.status is BaselineStatus.SAVED
         self.notify(outcome.message, severity="information" if saved else "warning")
@@ -169,7 +184,14 @@ class RunScreen(Screen[None]):
             return
         from tui_eval.tui.screens.diff import DiffScreen
 
-        self.app.push_screen(DiffScreen(outcome.diff, self.session, outcome.baseline))
+        self.app.push_screen(
+            DiffScreen(
+                outcome.diff,
+                self.session,
+                outcome.baseline,
+                baseline_path=self.session.baseline_path,
+            )
+        )
 
     def action_rerun_failed(self) -> None:
         state = self.session.state
