@@ -14,6 +14,7 @@ DESCRIPTION = """\
 Evaluate LLM agents: run suites of cases and checks, watch results live, compare with baselines.
 
   tui-eval [PATH...]                 open the app on these suites (default: ./suites)
+  tui-eval --watch PATH...           open the app and rerun a suite whenever its files change
   tui-eval run PATH... [--headless]  run; headless prints a progress bar and the summary
   tui-eval compare CURRENT BASELINE  print a Diff; exit 1 on regressions
   tui-eval show REPORT               open a saved report in the app (read-only)
@@ -60,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--fail-fast", action="store_true", help="run cases one by one, stop at the first failure"
     )
+    run.add_argument(
+        "--watch",
+        action="store_true",
+        help="in the app: rerun the suite (failing cases first) whenever its files change",
+    )
     run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     compare = sub.add_parser("compare", help="compare two saved reports; exit 1 on regressions")
@@ -101,9 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     debug = "--debug" in args_list
     rest = [a for a in args_list if a != "--debug"]
+    watch = rest[:1] == ["--watch"]
+    if watch:
+        rest = rest[1:]
     if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
-        # `tui-eval PATH...` opens the app.
-        return _guard(lambda: _open_app(rest), debug)
+        # `tui-eval [--watch] PATH...` opens the app.
+        return _guard(lambda: _open_app(rest, autorun=watch, watch=watch), debug)
     args = parser.parse_args(args_list)
     return _guard(lambda: _dispatch(args), args.debug)
 
@@ -114,9 +123,15 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         # Files for CI and baseline work are headless jobs, as is any run without a terminal.
         batch = args.junit or args.json or args.markdown or args.save_baseline or args.baseline
+        if args.watch and (args.headless or batch):
+            print(
+                "tui-eval: --watch reruns in the app; it does not go with --headless or files",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         if args.headless or batch or not sys.stdout.isatty():
             return headless.run_command(args)
-        return _open_app(args.paths, autorun=True, options=args)
+        return _open_app(args.paths, autorun=True, options=args, watch=args.watch)
     if args.command == "compare":
         return headless.compare_command(args.current, args.baseline)
     if args.command == "show":
@@ -131,7 +146,11 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _open_app(
-    paths: Sequence[str], *, autorun: bool = False, options: argparse.Namespace | None = None
+    paths: Sequence[str],
+    *,
+    autorun: bool = False,
+    options: argparse.Namespace | None = None,
+    watch: bool = False,
 ) -> int:
     from tui_eval.options import RunOptions
 
@@ -144,7 +163,7 @@ def _open_app(
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return run_app(list(paths), options=run_options, autorun=autorun)
+    return run_app(list(paths), options=run_options, autorun=autorun, watch=watch)
 
 
 def _open_report(path: str) -> int:

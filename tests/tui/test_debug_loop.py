@@ -188,3 +188,85 @@ async def test_an_empty_diff_says_so(tmp_path):
         assert isinstance(app.screen, DiffScreen)
         message = str(app.screen.query_one("#no-changes").render())
         assert message == "no changes (5 cases unchanged)"
+
+
+EDITABLE = """
+from tui_eval import Case, Suite, contains
+from helper_answers import ANSWER
+
+async def agent(question: str) -> str:
+    return ANSWER + " " + question
+
+suite = Suite("editable", agent=agent, cases=[Case(f"q{i}", checks=[contains("right")]) for i in range(3)])
+"""
+
+
+def editable(tmp_path, answer: str = "wrong"):
+    folder = tmp_path / "suites"
+    folder.mkdir(exist_ok=True)
+    (folder / "helper_answers.py").write_text(f"ANSWER = {answer!r}\n")
+    path = folder / "editable_suite.py"
+    if not path.exists():
+        path.write_text(EDITABLE)
+    return folder
+
+
+async def wait_for(pilot, condition, timeout: float = 10) -> None:
+    with anyio.fail_after(timeout):
+        while not condition():
+            await pilot.pause(0.05)
+
+
+async def test_an_edit_is_reloaded_and_the_next_run_uses_it(tmp_path):
+    folder = editable(tmp_path)
+    app = make_app([folder], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        assert not app.screen.session.report.passed
+        await pilot.press("q")
+        await pilot.pause(0.3)  # the watcher is up
+        editable(tmp_path, answer="right")  # an edit to a helper module beside the suite
+        await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
+        suites = app.screen
+        assert "reloaded" in suites.query_one("#suites").get_cell("editable", "status").plain
+        await pilot.press("r")
+        await wait_until_done(pilot, app.screen)
+        assert app.screen.session.report.passed
+        # A syntax error mid-edit: shown inline, the previous version stays usable.
+        await pilot.press("q")
+        (folder / "editable_suite.py").write_text("from tui_eval import Suite\nsuite = Suite(\n")
+        await wait_for(pilot, lambda: bool(app.workspace.edit_errors))
+        errors = str(app.screen.query_one("#load-errors").render())
+        assert "syntax error" in errors and "previous version stays in use" in errors
+        await pilot.press("r")
+        await wait_until_done(pilot, app.screen)
+        assert app.screen.session.report.passed
+
+
+async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp_path):
+    folder = editable(tmp_path, answer="right")
+    app = make_app([folder], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        first = app.screen
+        await wait_until_done(pilot, first)
+        await pilot.press("w")
+        assert first.watching
+        await pilot.pause(0.3)
+        for _ in range(5):  # an editor saving several times in a row
+            editable(tmp_path, answer="wrong")
+            await anyio.sleep(0.05)
+        await wait_for(pilot, lambda: app.screen is not first)
+        rerun = app.screen
+        assert isinstance(rerun, RunScreen) and rerun.watching and rerun.previous is first.session
+        await wait_until_done(pilot, rerun)
+        await pilot.pause(1.2)  # longer than the settle time: no second rerun comes
+        assert app.screen is rerun and rerun.reruns_started == 1
+        diff = rerun.since_previous
+        assert diff is not None and [c.name for c in diff.regressions] == ["q0", "q1", "q2"]
+        assert "3 regressed" in str(rerun.query_one("#run-notes").render())
+        await pilot.press("p")
+        from tui_eval.tui.screens.diff import DiffScreen
+
+        assert isinstance(app.screen, DiffScreen)

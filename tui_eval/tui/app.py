@@ -15,7 +15,13 @@ from tui_eval.report import Report
 from tui_eval.store import RunHistory
 from tui_eval.suite_run import EmptySelection, ResumeError
 from tui_eval.suites import LoadResult, Suite, load_suites
-from tui_eval.tui.messages import ResumeRun, ShowReport, StartSession
+from tui_eval.tui.messages import (
+    ResumeRun,
+    ShowReport,
+    StartSession,
+    SuiteFilesChanged,
+    SuitesReloaded,
+)
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.state import Clock
 from tui_eval.tui.workspace import Workspace
@@ -35,12 +41,22 @@ class TuiEvalApp(App[int]):
     BINDINGS = [Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]
 
     def __init__(
-        self, workspace: Workspace, *, report: Report | None = None, autorun: bool = False
+        self,
+        workspace: Workspace,
+        *,
+        report: Report | None = None,
+        autorun: bool = False,
+        watch_files: bool = True,
+        watch_first: bool = False,
     ) -> None:
         super().__init__()
         self.workspace = workspace
         self.report = report
         self.autorun = autorun
+        self.watch_files = watch_files
+        """Watch the suites' folders and reload what changes (off for saved reports)."""
+        self.watch_first = watch_first
+        """Open the first suite's run in watch mode (`tui-eval --watch PATH`)."""
 
     def on_mount(self) -> None:
         if self.report is not None:
@@ -51,6 +67,28 @@ class TuiEvalApp(App[int]):
         self.push_screen(SuitesScreen(self.workspace))
         if self.autorun:
             self.call_after_refresh(self.run_all)
+        if self.watch_files and self.workspace.watched_folders():
+            self.run_worker(self._watch_suite_files(), name="watch suites", group="watch")
+
+    async def _watch_suite_files(self) -> None:
+        """Post `SuiteFilesChanged` whenever suite files or modules beside them change."""
+        from watchfiles import awatch
+
+        folders = self.workspace.watched_folders()
+        async for changes in awatch(*folders, debounce=400, step=50, recursive=True):
+            paths = {Path(path) for _, path in changes}
+            self.post_message(SuiteFilesChanged(paths))
+
+    @on(SuiteFilesChanged)
+    def _files_changed(self, message: SuiteFilesChanged) -> None:
+        reloaded = self.workspace.reload(message.paths)
+        errors = [e for p, e in self.workspace.edit_errors.items() if p in message.paths]
+        if reloaded:
+            self.notify(f"reloaded {', '.join(sorted(reloaded))} after an edit", timeout=3)
+        for error in errors:
+            self.notify(f"{error.message} (the previous version stays in use)", severity="error")
+        for screen in self.screen_stack:
+            screen.post_message(SuitesReloaded(reloaded))
 
     def run_all(self) -> None:
         """Start every runnable suite and show the first (`tui-eval run PATH` on a terminal)."""
@@ -61,9 +99,9 @@ class TuiEvalApp(App[int]):
             except EmptySelection as exc:
                 self.notify(str(exc), severity="warning")
                 continue
-            self.start(session, show=position == 0)
+            self.start(session, show=position == 0, watch=self.watch_first and position == 0)
 
-    def start(self, session: RunSession, *, show: bool) -> None:
+    def start(self, session: RunSession, *, show: bool, watch: bool = False) -> None:
         """Run `session` in a worker of the app (so it outlives any screen)."""
         from tui_eval.tui.screens.run import RunScreen
 
@@ -71,7 +109,7 @@ class TuiEvalApp(App[int]):
             session.run(), name=f"run {session.title}", group="runs", exit_on_error=False
         )
         if show:
-            self.push_screen(RunScreen(session, self.workspace))
+            self.push_screen(RunScreen(session, self.workspace, watching=watch))
 
     @on(StartSession)
     def _start_session(self, message: StartSession) -> None:
@@ -121,6 +159,7 @@ def make_app(
     autorun: bool = False,
     history: RunHistory | None = None,
     clock: Clock = time.monotonic,
+    watch: bool = False,
 ) -> TuiEvalApp:
     """Build the app — the one factory used by the CLI, the tests and the scripts.
 
@@ -132,6 +171,7 @@ def make_app(
         autorun: start every suite at once.
         history: where runs are journaled (None keeps nothing on disk).
         clock: a monotonic clock (frozen in snapshot tests).
+        watch: start every suite and rerun the first whenever its files change.
     """
     if suites is not None:
         loaded = LoadResult(suites=list(suites))
@@ -142,12 +182,20 @@ def make_app(
     workspace = Workspace(
         loaded=loaded, history=history, clock=clock, options=options or RunOptions()
     )
-    return TuiEvalApp(workspace, report=report, autorun=autorun)
+    return TuiEvalApp(
+        workspace,
+        report=report,
+        autorun=autorun or watch,
+        watch_files=report is None,
+        watch_first=watch,
+    )
 
 
-def run_app(paths: list[str], *, options: RunOptions, autorun: bool = False) -> int:
+def run_app(
+    paths: list[str], *, options: RunOptions, autorun: bool = False, watch: bool = False
+) -> int:
     """Run the app on a real terminal (the CLI's default command)."""
-    app = make_app(paths, options=options, autorun=autorun, history=RunHistory())
+    app = make_app(paths, options=options, autorun=autorun, history=RunHistory(), watch=watch)
     app.run()
     if autorun:
         # `tui-eval run` keeps its exit-code contract in the app too.

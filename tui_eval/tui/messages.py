@@ -1,8 +1,10 @@
-"""Messages screens send up to the app: start a run, show a saved report, resume a run."""
+"""Messages screens send up to the app (start a run, show a report, resume a run), and
+the app's news for its screens (suite files changed, suites reloaded)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from textual.message import Message
 
@@ -32,3 +34,17 @@ class ResumeRun(Message):
     """Finish the interrupted run `record` from its journal, and show it."""
 
     record: RunRecord
+
+
+@dataclass
+class SuiteFilesChanged(Message):
+    """Files under the suites' folders changed on disk (from the app's watcher)."""
+
+    paths: set[Path]
+
+
+@dataclass
+class SuitesReloaded(Message):
+    """The app reloaded these suites after an edit (sent to every screen)."""
+
+    names: set[str]

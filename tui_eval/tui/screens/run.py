@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
+from tui_eval.diff import Diff
 from tui_eval.suite_run import BaselineOutcome, BaselineStatus, EmptySelection
-from tui_eval.tui.messages import StartSession
+from tui_eval.tui.messages import StartSession, SuitesReloaded
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
 from tui_eval.tui.widgets.run_header import RunHeader
@@ -31,13 +35,33 @@ class RunScreen(Screen[None]):
         Binding("c", "compare", "Compare"),
         Binding("r", "rerun_failed", "Rerun"),
         Binding("x", "cancel_run", "Cancel"),
+        Binding("w", "watch", "Watch"),
+        Binding("p", "since_previous", "vs previous"),
         Binding("q,escape", "back", "Back"),
     ]
 
-    def __init__(self, session: RunSession, workspace: Workspace) -> None:
+    WATCH_SETTLE_SECONDS = 0.3
+    """A burst of saves (an editor writing several files) starts one rerun."""
+
+    def __init__(
+        self,
+        session: RunSession,
+        workspace: Workspace,
+        *,
+        watching: bool = False,
+        previous: RunSession | None = None,
+    ) -> None:
         super().__init__()
         self.session = session
         self.workspace = workspace
+        self.watching = watching
+        """Rerun the suite whenever its files change (`w`)."""
+        self.previous = previous
+        """The run this one reran (in watch mode), to show what changed since."""
+        self.since_previous: Diff | None = None
+        self.reruns_started = 0
+        self._rerun_pending = False
+        self._rerun_timer: Timer | None = None
         self._finished_seen = False
 
     def compose(self) -> ComposeResult:
@@ -46,6 +70,7 @@ class RunScreen(Screen[None]):
         yield Input(
             placeholder="filter cases by name (enter to apply, escape to clear)", id="filter"
         )
+        yield Static(id="run-notes")
         yield CaseHeader(id="case-header")
         yield CaseTable(self.session.state, id="cases")
         yield Footer()
@@ -56,6 +81,7 @@ class RunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
+        self._show_notes()
         # A screen opened on a run already under way (reopened from Suites) starts from the
         # whole current state: earlier screens may have taken its change flags.
         self.query_one(CaseTable).rebuild()
@@ -77,6 +103,10 @@ class RunScreen(Screen[None]):
         if not self._finished_seen and state.report is not None and not state.read_only:
             self._finished_seen = True
             self._announce_finish()
+            self._compare_with_previous()
+            if self._rerun_pending:
+                self._rerun_pending = False
+                self._rerun_for_watch()
 
     def _announce_finish(self) -> None:
         report = self.session.report
@@ -89,6 +119,105 @@ class RunScreen(Screen[None]):
         self.notify(
             f"{report.cases_passed}/{len(report.cases)} cases passed · {verdict}",
             title=self.session.title,
+        )
+
+    # -- watch mode --------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Only the keys that apply show: no cancel or rerun on a finished or saved run."""
+        state = self.session.state
+        if action in ("cancel_run",):
+            return state.running
+        if action in ("rerun_failed", "watch"):
+            return self.session.suite is not None and (action == "watch" or not state.running)
+        if action == "save_baseline":
+            return not state.running
+        if action == "since_previous":
+            return self.since_previous is not None
+        return True
+
+    def action_watch(self) -> None:
+        """Toggle watch mode: each save of the suite's files reruns it, failing cases first."""
+        self.watching = not self.watching
+        self._show_notes()
+        self.notify(
+            "watching: saving the suite's files reruns it (failing cases first)"
+            if self.watching
+            else "stopped watching",
+            timeout=3,
+        )
+
+    @on(SuitesReloaded)
+    def _suites_reloaded(self, message: SuitesReloaded) -> None:
+        if not self.watching or self.session.state.name not in message.names:
+            return
+        if self._rerun_timer is not None:
+            self._rerun_timer.stop()
+        self._rerun_timer = self.set_timer(self.WATCH_SETTLE_SECONDS, self._rerun_when_idle)
+
+    def _rerun_when_idle(self) -> None:
+        self._rerun_timer = None
+        if self.session.state.running:
+            self._rerun_pending = True  # one more run when this one ends, however many saves
+            return
+        self._rerun_for_watch()
+
+    def _rerun_for_watch(self) -> None:
+        suite = self.workspace.suite(self.session.state.name)
+        if suite is None:
+            return
+        failing = {c.name for c in self.session.state.cases if c.samples and not c.passed}
+        ordered = sorted(suite.cases, key=lambda case: case.label not in failing)
+        try:
+            session = self.workspace.new_session(replace(suite, cases=ordered))
+        except EmptySelection as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.workspace.reloaded.discard(suite.name)
+        self.reruns_started += 1
+        self.post_message(StartSession(session, show=False))
+        screen = RunScreen(session, self.workspace, watching=True, previous=self.session)
+        screen.reruns_started = self.reruns_started
+        self.app.switch_screen(screen)
+
+    def _compare_with_previous(self) -> None:
+        previous = self.previous.report if self.previous is not None else None
+        current = self.session.report
+        if previous is None or current is None or current.cancelled:
+            return
+        try:
+            self.since_previous = current.compare(previous)
+        except ValueError:
+            return
+        self._show_notes()
+        self.refresh_bindings()
+
+    def _show_notes(self) -> None:
+        notes = self.query_one("#run-notes", Static)
+        parts = []
+        if self.watching:
+            parts.append("watching the suite's files: a save reruns it (w stops)")
+        diff = self.since_previous
+        if diff is not None:
+            changes = (
+                f"{len(diff.regressions)} regressed · {len(diff.improvements)} improved · "
+                f"{len(diff.added)} added · {len(diff.removed)} removed"
+            )
+            parts.append(f"since the previous run: {changes} (p opens the diff)")
+        notes.update(" · ".join(parts))
+        notes.display = bool(parts)
+
+    def action_since_previous(self) -> None:
+        if self.since_previous is None or self.previous is None:
+            return
+        from tui_eval.tui.screens.diff import DiffScreen
+
+        self.app.push_screen(
+            DiffScreen(
+                self.since_previous,
+                self.session,
+                self.previous.report,
+                title="since the previous run",
+            )
         )
 
     # -- actions -----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -12,8 +13,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.suite_run import BaselineStatus, EmptySelection, read_baseline
-from tui_eval.suites import Suite
-from tui_eval.tui.messages import StartSession
+from tui_eval.suites import LoadResult, Suite
+from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
@@ -48,6 +49,7 @@ class SuitesScreen(Screen[None]):
     BINDINGS = [
         Binding("enter", "open", "Open", show=False),
         Binding("r", "new_run", "New run"),
+        Binding("R", "resume", "Resume"),
         Binding("a", "run_all", "Run all"),
         Binding("h", "history", "History"),
         Binding("q,escape", "quit", "Quit"),
@@ -56,8 +58,18 @@ class SuitesScreen(Screen[None]):
     def __init__(self, workspace: Workspace) -> None:
         super().__init__()
         self.workspace = workspace
-        self.loaded = workspace.loaded
-        self._last: dict[str, str] = {}
+        self._last: dict[str, Text] = {}
+
+    # (key, label, width, priority): at a narrow width the lowest priorities go first.
+    COLUMNS = (
+        ("name", "suite", 18, 0),
+        ("status", "now", 24, 1),
+        ("last", "last run", 18, 2),
+        ("cases", "cases", 6, 3),
+        ("baseline", "baseline", 9, 4),
+        ("samples", "samples", 7, 5),
+        ("path", "file", 28, 6),
+    )
 
     def compose(self) -> ComposeResult:
         yield Static("tui-eval · suites", id="screen-title")
@@ -66,64 +78,107 @@ class SuitesScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label, width in (
-            ("name", "suite", 18),
-            ("cases", "cases", 6),
-            ("samples", "samples", 7),
-            ("status", "now", 22),
-            ("last", "last run", 14),
-            ("baseline", "baseline", 9),
-            ("path", "file", 28),
-        ):
-            table.add_column(label, width=width, key=key)
+        self._columns: list[str] = []
+        self._seen_finished: set[int] = set()
         self._last = self._last_results()
+        self.rebuild_table()
+        self.set_interval(0.25, self.refresh_status)
+        self.query_one(DataTable).focus()
+
+    def on_resize(self) -> None:
+        if self._fitting_columns() != self._columns:
+            self.rebuild_table()
+
+    def _fitting_columns(self) -> list[str]:
+        """The columns that fit the screen, dropping the least important first."""
+        room = max(self.size.width, 40) - 4
+        chosen = sorted(self.COLUMNS, key=lambda c: c[3])
+        keep: list[str] = []
+        used = 0
+        for key, _, width, _ in chosen:
+            if used + width + 2 > room and keep:
+                continue
+            keep.append(key)
+            used += width + 2
+        return [key for key, *_ in self.COLUMNS if key in keep]
+
+    def rebuild_table(self) -> None:
+        """Lay the table out again (after a resize or a reload), keeping the cursor's suite."""
+        table = self.query_one(DataTable)
+        current = self._current() if table.row_count else None
+        table.clear(columns=True)
+        self._columns = self._fitting_columns()
+        for key, label, width, _ in self.COLUMNS:
+            if key in self._columns:
+                table.add_column(label, width=width, key=key)
         for suite in self.loaded.suites:
-            table.add_row(*self._cells(suite), key=suite.name)
+            cells = self._cells(suite)
+            table.add_row(*[cells[key] for key in self._columns], key=suite.name)
+        if current is not None and current in self.loaded.suites:
+            table.move_cursor(row=self.loaded.suites.index(current))
+        self._show_errors()
+
+    def _show_errors(self) -> None:
         errors = Text()
-        for error in self.loaded.errors:
+        for error in [*self.loaded.errors, *self.workspace.edit_errors.values()]:
             errors.append("⚠ ", style="bold red")
             errors.append_text(cell(error.message, 300, style="red"))
+            if error.path in self.workspace.edit_errors:
+                errors.append("  (the previous version stays in use)", style="dim")
             errors.append("\n")
         widget = self.query_one("#load-errors", Static)
         widget.update(errors)
-        widget.display = bool(self.loaded.errors)
-        self.set_interval(0.25, self.refresh_status)
-        table.focus()
+        widget.display = bool(errors.plain)
 
-    def _last_results(self) -> dict[str, str]:
+    def _last_results(self) -> dict[str, Text]:
+        """Each suite's newest recorded run: its result, marked when it was a rerun of some
+        cases or was interrupted (and so can be resumed)."""
         history = self.workspace.history
         if history is None:
             return {}
-        last: dict[str, str] = {}
-        for record in history.runs()[:100]:
-            if record.suite in last or not record.finished:
+        last: dict[str, Text] = {}
+        for record in history.runs()[:200]:
+            if record.suite in last:
+                continue
+            rerun = " · rerun" if record.options.is_partial else ""
+            if record.resumable:
+                last[record.suite] = Text(f"interrupted{rerun}", style="yellow")
                 continue
             try:
                 summary = record.summary()
             except Exception:
                 continue
-            last[record.suite] = f"{summary.cases_passed}/{summary.cases_total} passed"
+            when = time.strftime("%H:%M", time.localtime(record.started_at))
+            last[record.suite] = Text(
+                f"{summary.cases_passed}/{summary.cases_total} passed{rerun} · {when}",
+                style="green" if summary.cases_passed == summary.cases_total else "red",
+            )
         return last
 
-    def _cells(self, suite: Suite) -> list[Text]:
+    def _cells(self, suite: Suite) -> dict[str, Text]:
         baseline, style = baseline_status(suite.baseline_path)
-        return [
-            cell(suite.name, 40, style="bold"),
-            Text(f"{len(suite.cases):,}", justify="right"),
-            Text(f"{suite.total_samples:,}", justify="right"),
-            self._status(suite),
-            Text(self._last.get(suite.name, "–")),
-            Text(baseline, style=style),
-            cell(str(suite.path or ""), 200, style="dim"),
-        ]
+        return {
+            "name": cell(suite.name, 40, style="bold"),
+            "cases": Text(f"{len(suite.cases):,}", justify="right"),
+            "samples": Text(f"{suite.total_samples:,}", justify="right"),
+            "status": self._status(suite),
+            "last": self._last.get(suite.name, Text("–", style="dim")),
+            "baseline": Text(baseline, style=style),
+            "path": cell(str(suite.path or ""), 200, style="dim"),
+        }
 
     def _status(self, suite: Suite) -> Text:
         if suite.skip:
             return cell(suite.skip, 60, style="yellow")
+        if suite.path is not None and suite.path in self.workspace.edit_errors:
+            return Text("⚠ edit does not load", style="bold red")
         session = self.workspace.sessions.get(suite.name)
+        reloaded = " · reloaded" if suite.name in self.workspace.reloaded else ""
         if session is None:
-            return Text("ready", style="dim")
+            last = self._last.get(suite.name)
+            if last is not None and last.plain.startswith("interrupted"):
+                return Text("interrupted — R to resume", style="yellow")
+            return Text(f"ready{reloaded}", style="cyan" if reloaded else "dim")
         state = session.state
         if state.running:
             return Text(f"running {state.samples_done}/{state.samples_total}", style="cyan")
@@ -131,21 +186,47 @@ class SuitesScreen(Screen[None]):
         if report is None:
             return Text("starting", style="dim")
         if report.cancelled:
-            return Text("cancelled", style="yellow")
+            return Text("interrupted — R to resume", style="yellow")
         return Text(
-            f"{report.cases_passed}/{len(report.cases)} passed",
+            f"{report.cases_passed}/{len(report.cases)} passed{reloaded}",
             style="green" if report.passed else "red",
         )
 
     def refresh_status(self) -> None:
-        """Show live progress of suites that are running, and baselines saved meanwhile."""
+        """Live progress of running suites; last results and baselines as runs end."""
+        finished = {id(s) for s in self.workspace.sessions.values() if s.state.report is not None}
+        if finished - self._seen_finished:
+            self._seen_finished = finished
+            self._last = self._last_results()  # a run of this session ended: it is the last run
         table = self.query_one(DataTable)
         for suite in self.loaded.suites:
-            if suite.name in self.workspace.sessions:
-                table.update_cell(suite.name, "status", self._status(suite))
-                shown = table.get_cell(suite.name, "baseline").plain
-                if shown == "none" and suite.baseline_path.exists():
-                    table.update_cell(suite.name, "baseline", Text("saved", style="green"))
+            if suite.name not in self.workspace.sessions:
+                continue
+            cells = self._cells(suite)
+            for key in ("status", "last", "baseline"):
+                if key in self._columns:
+                    table.update_cell(suite.name, key, cells[key])
+
+    @on(SuitesReloaded)
+    def _suites_reloaded(self, message: SuitesReloaded) -> None:
+        self.rebuild_table()
+
+    def action_resume(self) -> None:
+        """Finish the suite's interrupted run (the newest one in the history)."""
+        suite = self._current()
+        history = self.workspace.history
+        if suite is None or history is None:
+            return
+        record = next((r for r in history.runs() if r.suite == suite.name), None)
+        if record is None or not record.resumable:
+            self.notify("this suite has no interrupted run to resume", timeout=3)
+            return
+        self.post_message(ResumeRun(record))
+
+    @property
+    def loaded(self) -> LoadResult:
+        """The suites found (the workspace's: reloads replace them)."""
+        return self.workspace.loaded
 
     def _current(self) -> Suite | None:
         table = self.query_one(DataTable)
