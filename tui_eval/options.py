@@ -21,6 +21,8 @@ class RunOptions(pydantic.BaseModel):
         fail_fast: run cases one by one and stop at the first failing case.
         baseline: compare with (and save to) this file instead of the suite's baseline.
         save_baseline: save the run as the baseline when it finishes.
+        parallel_samples: run the samples of a case concurrently when the agent is built
+            fresh for every sample (the app's "more samples" rerun).
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
@@ -32,6 +34,7 @@ class RunOptions(pydantic.BaseModel):
     fail_fast: bool = False
     baseline: str | None = None
     save_baseline: bool = False
+    parallel_samples: bool = False
 
     @property
     def is_partial(self) -> bool:

@@ -7,6 +7,7 @@ and the CLI show is built from the events emitted here.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import time
@@ -92,6 +93,8 @@ class Evaluation:
             the missing samples of each case run (this is how `resume` works).
         replay: saved samples by case name whose runs are checked again instead of calling
             the agent (this is how `recheck` works); cases without saved samples are skipped.
+        parallel_samples: let the samples of one case run concurrently too (only safe for
+            agents built fresh for every sample; `evaluate()` keeps them serial).
     """
 
     def __init__(
@@ -107,12 +110,14 @@ class Evaluation:
         done: Mapping[str, Sequence[SampleResult]] | None = None,
         replay: Mapping[str, Sequence[SampleResult]] | None = None,
         metadata: dict[str, Any] | None = None,
+        parallel_samples: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.cases = list(cases)
         self.concurrency = concurrency
         self.fail_fast = fail_fast
+        self.parallel_samples = parallel_samples
         self.price = price
         self.name = name or "eval"
         self.metadata = dict(metadata or {})
@@ -223,6 +228,8 @@ class Evaluation:
 
                     async with anyio.create_task_group() as group:
                         group.start_soon(serial)
+                elif self.parallel_samples:
+                    await self._run_samples_in_parallel()
                 else:
                     pending = iter(range(len(self.cases)))
 
@@ -279,25 +286,62 @@ class Evaluation:
                 pacer.forced_at = now
                 await anyio.lowlevel.checkpoint()
 
-    async def _run_case(self, index: int, pacer: _Pacer) -> None:
+    async def _run_samples_in_parallel(self) -> None:
+        """Every missing sample of every case as its own unit of work (samples of one case
+        run concurrently: only for agents built fresh for each sample)."""
+        units = [
+            (index, sample_index)
+            for index, case in enumerate(self.cases)
+            for sample_index in range(len(self._results[index].samples), case.samples)
+        ]
+        left = [case.samples - len(self._results[i].samples) for i, case in enumerate(self.cases)]
+        pending = iter(units)
+        emit = self._emit
+
+        async def worker() -> None:
+            pacer = self._new_pacer()
+            for index, sample_index in pending:
+                started = time.perf_counter()
+                plan = self._plan_of(index)
+                self._record(index, await self._run_sample(index, sample_index, plan, pacer))
+                left[index] -= 1
+                if left[index] == 0 and emit is not None:
+                    emit(CaseFinished(index, self._results[index]))
+                await self._pace(pacer, started)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(min(self.concurrency, len(units))):
+                group.start_soon(worker)
+
+    def _plan_of(self, index: int) -> _CasePlan:
         plan = self._plans[index]
         if plan is None:  # planned when first needed: a big suite starts at once
             plan = self._plans[index] = self._plan(self.cases[index])
+        return plan
+
+    def _record(self, index: int, sample: SampleResult) -> None:
+        """Keep a finished sample (in index order) and announce it."""
+        if self._secrets:
+            # The one place outside text enters a record: an agent, tool, model or check
+            # that echoed a key from the environment leaves `***` in every artefact.
+            sample = map_values(sample, lambda value: redact_value(value, self._secrets))
+        samples = self._results[index].samples
+        if not samples or samples[-1].index < sample.index:
+            samples.append(sample)
+        else:  # samples of one case running concurrently finish in any order
+            bisect.insort(samples, sample, key=lambda s: s.index)
+        if self._emit is not None:
+            self._emit(SampleFinished(index, sample))
+
+    async def _run_case(self, index: int, pacer: _Pacer) -> None:
+        plan = self._plan_of(index)
         result = self._results[index]
-        emit = self._emit
         for sample_index in range(len(result.samples), plan.case.samples):
             started = time.perf_counter()
-            sample = await self._run_sample(index, sample_index, plan, pacer)
-            if self._secrets:
-                # The one place outside text enters a record: an agent, tool, model or check
-                # that echoed a key from the environment leaves `***` in every artefact.
-                sample = map_values(sample, lambda value: redact_value(value, self._secrets))
-            result.samples.append(sample)
-            if emit is not None:
-                emit(SampleFinished(index, sample))
+            self._record(index, await self._run_sample(index, sample_index, plan, pacer))
             await self._pace(pacer, started)
-        if emit is not None:
-            emit(CaseFinished(index, result))
+        if self._emit is not None:
+            self._emit(CaseFinished(index, result))
 
     async def _run_sample(
         self, index: int, sample_index: int, plan: _CasePlan, pacer: _Pacer

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tui_eval.agents.sources import samples_independent
 from tui_eval.diff import Diff
 from tui_eval.events import Event, SampleFinished
 from tui_eval.options import RunOptions
@@ -113,6 +114,8 @@ class SuiteRun:
             on_event=self._dispatch,
             done=done,
             metadata=metadata,
+            parallel_samples=options.parallel_samples
+            and all(samples_independent(suite.agent, case.model) for case in suite.cases),
         )
 
     # -- starting ----------------------------------------------------------------------

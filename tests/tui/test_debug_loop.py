@@ -270,3 +270,54 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
         from tui_eval.tui.screens.diff import DiffScreen
 
         assert isinstance(app.screen, DiffScreen)
+
+
+async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path):
+    from tui_eval.tui.screens.case import CaseScreen
+    from tui_eval.tui.screens.sample import SampleScreen
+
+    running = 0
+    most = 0
+    count = 0
+
+    def make_agent():  # a zero-arg factory: a fresh agent for every sample
+        async def agent(question: str) -> str:
+            nonlocal running, most, count
+            running += 1
+            most = max(most, running)
+            count += 1
+            await anyio.sleep(0.05)
+            running -= 1
+            return "ok" if count % 3 else "no"
+
+        return agent
+
+    suite = Suite(
+        "flaky",
+        agent=make_agent,
+        concurrency=4,
+        cases=[Case("coin", checks=[contains("ok")], samples=2, pass_threshold=0.5)],
+    )
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        assert most == 1  # a normal run keeps the seed's rule: a case's samples one by one
+        await pilot.press("enter")
+        case_screen = app.screen
+        assert isinstance(case_screen, CaseScreen)
+        await pilot.press("m", *["backspace"] * 4, "1", "2", "enter")
+        await wait_for(
+            pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
+        )
+        await pilot.pause(0.3)
+        assert most == 4  # the suite's concurrency
+        labels = [str(row[0]) for row in case_screen._rows()]
+        assert labels == ["1", "2", *[f"m{i}" for i in range(1, 13)]]
+        table = case_screen.query_one("#samples")
+        assert table.row_count == 14
+        table.move_cursor(row=5)  # m4
+        await pilot.press("enter")
+        opened = app.screen
+        assert isinstance(opened, SampleScreen)
+        assert opened.session is case_screen.rerun and opened.sample.index == 3

@@ -51,6 +51,15 @@ def make_runner(source: Any) -> SampleRunner:
     )
 
 
+def samples_independent(source: Any, model: Any = None) -> bool:
+    """Whether each sample gets its own agent, so samples of a case may run at once: a
+    zero-arg factory is called per sample, and an `Agent` given a case's model factory
+    is cloned with a fresh model per sample."""
+    if isinstance(source, Agent):
+        return model is not None and callable(model) and not hasattr(model, "complete")
+    return callable(source) and not hasattr(source, "run") and _is_factory(source)
+
+
 def _is_factory(fn: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(fn):
         return False

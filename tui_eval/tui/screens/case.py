@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Sparkline, Static
 
-from tui_eval.report import CaseResult
+from tui_eval.report import CaseResult, SampleResult
 from tui_eval.stats import wilson_interval
 from tui_eval.tui.messages import StartSession
 from tui_eval.tui.session import RunSession
@@ -30,7 +30,7 @@ class CaseScreen(Screen[None]):
 
     BINDINGS = [
         Binding("enter", "open_sample", "Open sample", show=False),
-        Binding("m", "more_samples", "Rerun with more samples"),
+        Binding("m", "more_samples", "More samples"),
         Binding("q,escape", "back", "Back"),
     ]
 
@@ -116,24 +116,32 @@ class CaseScreen(Screen[None]):
         self.query_one("#case-stats", Static).update(stats)
         self.query_one("#latency", Sparkline).data = [s.latency_ms for s in case.samples] or [0.0]
         self._update_rerun()
-        if n != self._shown_samples:
-            self._shown_samples = n
+        rows = self._rows()
+        if len(rows) != self._shown_samples:
+            self._shown_samples = len(rows)
             table = self.query_one("#samples", DataTable)
             cursor = table.cursor_row
             table.clear()
-            for sample in case.samples:
+            for label, sample in rows:
                 style = "green" if sample.passed else "red"
                 score = sample.score
                 table.add_row(
-                    Text(str(sample.index + 1), justify="right"),
+                    Text(label, justify="right"),
                     Text(sample.status, style=style),
                     Text(format_ms(sample.latency_ms), justify="right"),
                     Text(f"{sample.usage.total_tokens:,}", justify="right"),
                     Text(f"{score:.2f}" if score is not None else "–", justify="right"),
                     cell(sample.first_failure, 300, style="red"),
                 )
-            if 0 <= cursor < n:
+            if 0 <= cursor < len(rows):
                 table.move_cursor(row=cursor, animate=False)
+
+    def _rows(self) -> list[tuple[str, SampleResult]]:
+        """The case's samples, then those of its `m` rerun (labelled m1, m2, ...)."""
+        rows = [(str(s.index + 1), s) for s in self.case.samples]
+        if self.rerun is not None and self.rerun.state.cases:
+            rows += [(f"m{s.index + 1}", s) for s in self.rerun.state.cases[0].samples]
+        return rows
 
     def _update_rerun(self) -> None:
         widget = self.query_one("#rerun", Static)
@@ -161,15 +169,16 @@ class CaseScreen(Screen[None]):
 
     def action_open_sample(self) -> None:
         table = self.query_one("#samples", DataTable)
-        if not self.case.samples or table.cursor_row < 0:
+        rows = self._rows()
+        if not rows or not 0 <= table.cursor_row < len(rows):
             return
         from tui_eval.tui.screens.sample import SampleScreen
 
-        self.app.push_screen(
-            SampleScreen(
-                self.session, self.case_index, min(table.cursor_row, len(self.case.samples) - 1)
-            )
-        )
+        own = len(self.case.samples)
+        if table.cursor_row < own:
+            self.app.push_screen(SampleScreen(self.session, self.case_index, table.cursor_row))
+        elif self.rerun is not None:  # a sample of the `m` rerun: its own run, case 0
+            self.app.push_screen(SampleScreen(self.rerun, 0, table.cursor_row - own))
 
     def action_more_samples(self) -> None:
         suite = self.session.suite
@@ -183,7 +192,9 @@ class CaseScreen(Screen[None]):
         def start(samples: int | None) -> None:
             if samples is None or self.session.suite is None:
                 return
-            options = self.workspace.rerun_options(cases=(self.case.name,), samples=samples)
+            options = self.workspace.rerun_options(
+                cases=(self.case.name,), samples=samples, parallel_samples=True
+            )
             self.rerun = self.workspace.new_session(
                 self.session.suite, options, title=f"{self.case.name} × {samples}"
             )
