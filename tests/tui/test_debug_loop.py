@@ -321,3 +321,46 @@ async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path)
         opened = app.screen
         assert isinstance(opened, SampleScreen)
         assert opened.session is case_screen.rerun and opened.sample.index == 3
+
+
+async def test_d_opens_a_failing_sample_beside_the_closest_passing_one(tmp_path):
+    from tui_eval import Agent
+    from tui_eval.testing import ScriptedProvider, call, text
+    from tui_eval.tui.screens.sample import SampleScreen
+    from tui_eval.tui.screens.sample_pair import SamplePairScreen
+
+    def add(a: float, b: float) -> float:
+        """Add two numbers."""
+        return a + b
+
+    scripts = iter(
+        [
+            [call("add", {"a": 2, "b": 3}), text("2 + 3 = 5")],  # passes
+            [call("add", {"a": 2, "b": 4}), text("2 + 4 = 6")],  # wrong argument: fails
+            [text("five, roughly")],  # no tool at all: passes? no — fails contains
+            [call("add", {"a": 2, "b": 3}), text("2 + 3 = 5")],
+        ]
+    )
+    agent = Agent(ScriptedProvider(name="unused"), tools=[add])
+    case = Case(
+        "2 + 3?",
+        checks=[contains("5")],
+        samples=4,
+        pass_threshold=0.5,
+        model=lambda: ScriptedProvider(next(scripts)),
+    )
+    app = make_app(suites=[Suite("pairs", agent=agent, cases=[case])], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("n")
+        sample_screen = app.screen
+        assert isinstance(sample_screen, SampleScreen) and sample_screen.sample.index == 1
+        await pilot.press("d")
+        pair = app.screen
+        assert isinstance(pair, SamplePairScreen)
+        assert pair.passing.index in (0, 3)
+        assert pair.divergence.where == "trajectory" and pair.divergence.line == 0
+        assert pair.divergence.description == "tool call 1: add: b=4 vs 3"
+        shown = str(pair.query_one("#divergence").render())
+        assert "first divergence: tool call 1: add: b=4 vs 3" in shown

@@ -122,6 +122,7 @@ class SampleScreen(Screen[None]):
         Binding("n", "step(1)", "Next failing"),
         Binding("p", "step(-1)", "Prev failing"),
         Binding("v", "view_full", "Full output"),
+        Binding("d", "beside_passing", "Beside passing"),
         Binding("m", "toggle_markdown", "Markdown"),
         Binding("1", "tab('output')", "Output", show=False),
         Binding("2", "tab('trajectory')", "Trajectory", show=False),
@@ -231,6 +232,22 @@ class SampleScreen(Screen[None]):
                 title=f"Full output · {self.session.state.cases[self.case_index].name}",
             )
         )
+
+    def action_beside_passing(self) -> None:
+        """Open this (failing) sample beside the closest passing sample of its case."""
+        from tui_eval.divergence import closest_passing
+        from tui_eval.tui.screens.sample_pair import SamplePairScreen
+
+        sample = self.sample
+        case = self.session.state.cases[self.case_index]
+        if sample.passed:
+            self.notify("this sample passed: d compares a failing sample", timeout=3)
+            return
+        passing = closest_passing(sample, case.samples)
+        if passing is None:
+            self.notify("no sample of this case passed to compare with", timeout=3)
+            return
+        self.app.push_screen(SamplePairScreen(case.name, sample, passing))
 
     def action_back(self) -> None:
         self.app.pop_screen()

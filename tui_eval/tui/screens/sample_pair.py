@@ -1,0 +1,74 @@
+"""A failing sample beside the closest passing sample of its case, aligned, with the first
+place they part ways highlighted on both sides."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui_eval.divergence import Divergence, first_divergence, output_lines, trajectory_lines
+from tui_eval.report import SampleResult
+from tui_eval.tui.screens.sample import render_checks
+from tui_eval.tui.widgets.text import cell, plain
+
+HIGHLIGHT = "bold reverse"
+
+
+class SamplePairScreen(Screen[None]):
+    """Two samples of one case side by side: trajectories and outputs line by line."""
+
+    BINDINGS = [Binding("q,escape", "back", "Back")]
+
+    def __init__(self, case_name: str, failing: SampleResult, passing: SampleResult) -> None:
+        super().__init__()
+        self.case_name = case_name
+        self.failing = failing
+        self.passing = passing
+        self.divergence: Divergence = first_divergence(failing, passing)
+
+    def compose(self) -> ComposeResult:
+        title = Text("Failing beside passing · ")
+        title.append_text(cell(self.case_name, 80))
+        yield Static(title, id="screen-title")
+        first = Text("first divergence: ", style="bold")
+        first.append_text(cell(self.divergence.description, 200, style="yellow"))
+        yield Static(first, id="divergence")
+        with Horizontal(id="sides"):
+            for label, sample in (("failing", self.failing), ("closest passing", self.passing)):
+                with VerticalScroll(classes="side"):
+                    yield Static(self._side(label, sample))
+        yield Footer()
+
+    def _side(self, label: str, sample: SampleResult) -> Text:
+        text = Text()
+        text.append(
+            f"{label} · sample {sample.index + 1}: {sample.status}\n\n", style="bold underline"
+        )
+        text.append("trajectory\n", style="bold")
+        calls = trajectory_lines(sample)
+        if not calls:
+            text.append("(no tool calls)\n", style="dim")
+        for index, line in enumerate(calls):
+            self._line(
+                text, line, self.divergence.where == "trajectory" and index == self.divergence.line
+            )
+        text.append("\noutput\n", style="bold")
+        for index, line in enumerate(output_lines(sample)[:400]):
+            self._line(
+                text, line, self.divergence.where == "output" and index == self.divergence.line
+            )
+        text.append("\nchecks\n", style="bold")
+        text.append_text(render_checks(sample))
+        return text
+
+    @staticmethod
+    def _line(text: Text, line: str, highlighted: bool) -> None:
+        text.append_text(plain(line, limit=500, style=HIGHLIGHT if highlighted else ""))
+        text.append("\n")
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
