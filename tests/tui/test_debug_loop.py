@@ -364,3 +364,27 @@ async def test_d_opens_a_failing_sample_beside_the_closest_passing_one(tmp_path)
         assert pair.divergence.description == "tool call 1: add: b=4 vs 3"
         shown = str(pair.query_one("#divergence").render())
         assert "first divergence: tool call 1: add: b=4 vs 3" in shown
+
+
+async def test_v_on_a_huge_output_scrolls_and_searches(tmp_path):
+    from tui_eval.tui.screens.full_text import FullTextScreen
+    from tui_eval.tui.widgets.long_text import LongText
+
+    text = ("line of text\n" * 200_000) + "the \x1b[31mneedle\x1b[0m at the end"
+    app = make_app(suites=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(FullTextScreen(text, title="huge"))
+        await pilot.pause()
+        view = app.screen.query_one(LongText)
+        assert view.row_count == 200_001
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.scroll_offset.y == view.max_scroll_y > 0
+        await pilot.press("home", "slash", *"needle", "enter")
+        await pilot.pause()
+        assert view.match == (text.index("needle"), text.index("needle") + 6)
+        assert view.row_of(view.match[0]) == 200_000
+        rendered = "".join(
+            s.text for s in view.render_line(view.row_of(view.match[0]) - int(view.scroll_offset.y))
+        )
+        assert "needle" in rendered and "\x1b" not in rendered and "␛[31m" in rendered

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Footer, Input, Static
 
-from tui_eval.text import sanitize
+from tui_eval.tui.widgets.long_text import LongText
 from tui_eval.tui.widgets.text import cell
 
 
 class FullTextScreen(Screen[None]):
-    """The complete text in a read-only, virtualised text area (only visible lines render)."""
+    """The complete text, virtualised (only visible rows render); `/` searches it."""
 
-    BINDINGS = [Binding("q,escape", "back", "Back")]
+    BINDINGS = [
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match", "Next match"),
+        Binding("q,escape", "back", "Back"),
+    ]
 
     def __init__(self, text: str, *, title: str = "Full text") -> None:
         super().__init__()
@@ -25,14 +30,37 @@ class FullTextScreen(Screen[None]):
         yield Static(
             cell(f"{self.title_text} · {len(self.text):,} characters", 200), id="screen-title"
         )
-        yield TextArea(
-            sanitize(self.text),
-            read_only=True,
-            soft_wrap=False,
-            show_line_numbers=True,
-            id="full-text",
-        )
+        yield LongText(self.text, id="full-text")
+        yield Input(placeholder="search (enter finds the next match, escape closes)", id="search")
         yield Footer()
 
+    def on_mount(self) -> None:
+        self.query_one("#search", Input).display = False
+        self.query_one(LongText).focus()
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#search")
+    def _search(self, event: Input.Submitted) -> None:
+        self._find(event.value)
+
+    def action_next_match(self) -> None:
+        self._find(self.query_one("#search", Input).value)
+
+    def _find(self, query: str) -> None:
+        if not query:
+            return
+        view = self.query_one(LongText)
+        if not view.find(query):
+            self.notify(f"not found: {query[:60]}", timeout=2)
+
     def action_back(self) -> None:
+        box = self.query_one("#search", Input)
+        if box.has_focus:
+            box.display = False
+            self.query_one(LongText).focus()
+            return
         self.app.pop_screen()
