@@ -161,6 +161,8 @@ class RunSummary:
     tokens: int
     case_rates: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per case: (passed samples, samples)."""
+    resumed: bool = False
+    """Whether the run was finished by a resume."""
 
     @classmethod
     def of(cls, report: Report) -> RunSummary:
@@ -171,6 +173,7 @@ class RunSummary:
             sum(len(c.samples) for c in report.cases),
             report.usage.total_tokens,
             {c.name: (c.samples_passed, len(c.samples)) for c in report.cases},
+            bool(report.metadata.get("resumed")),
         )
 
 

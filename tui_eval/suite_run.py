@@ -101,9 +101,11 @@ class SuiteRun:
         self.options = options
         self.journal = journal
         self.on_event = on_event
-        metadata = {"suite_path": str(suite.path or "")}
+        metadata: dict[str, object] = {"suite_path": str(suite.path or "")}
         if journal is not None:
             metadata["run_id"] = journal.record.run_id
+        if done is not None:
+            metadata["resumed"] = True
         self.evaluation = Evaluation(
             suite.agent,
             suite.cases,

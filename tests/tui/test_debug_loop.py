@@ -388,3 +388,37 @@ async def test_v_on_a_huge_output_scrolls_and_searches(tmp_path):
             s.text for s in view.render_line(view.row_of(view.match[0]) - int(view.scroll_offset.y))
         )
         assert "needle" in rendered and "\x1b" not in rendered and "␛[31m" in rendered
+
+
+async def test_question_mark_lists_the_keys_of_every_screen(tmp_path):
+    from tui_eval.tui.screens.help import HelpScreen
+
+    app = make_app(suites=[kitchen(tmp_path)], history=RunHistory(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        keys = dict(help_screen.keys)
+        assert keys["r"] == "New run" and keys["a"] == "Run all" and keys["q / escape"] == "Quit"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("question_mark")
+        keys = dict(app.screen.keys)
+        assert "w" in keys and "s" in keys and "x" not in keys  # a finished run: no cancel
+        await pilot.press("question_mark")  # ? closes it too
+        assert isinstance(app.screen, RunScreen)
+        await pilot.press("q", "question_mark")
+        await pilot.press("q")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_notifications_do_not_pile_up(tmp_path):
+    app = make_app(suites=[kitchen(tmp_path)], history=RunHistory(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for number in range(6):
+            app.notify(f"message {number} [bold]not markup[/]")
+        await pilot.pause()
+        shown = [n.message for n in app._notifications]
+        assert shown == ["message 4 [bold]not markup[/]", "message 5 [bold]not markup[/]"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from textual import on
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import Notification, Notify, SeverityLevel
 
 from tui_eval.options import RunOptions
 from tui_eval.report import Report
@@ -38,7 +39,12 @@ class TuiEvalApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "tui-eval"
-    BINDINGS = [Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", tooltip="this list of the screen's keys"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+    MAX_NOTIFICATIONS = 2
+    """Older notifications make way for new ones instead of piling up over the table."""
 
     def __init__(
         self,
@@ -57,6 +63,7 @@ class TuiEvalApp(App[int]):
         """Watch the suites' folders and reload what changes (off for saved reports)."""
         self.watch_first = watch_first
         """Open the first suite's run in watch mode (`tui-eval --watch PATH`)."""
+        self._recent_notifications: list[Notification] = []
 
     def on_mount(self) -> None:
         if self.report is not None:
@@ -144,6 +151,49 @@ class TuiEvalApp(App[int]):
             report, clock=self.workspace.clock, baseline_path=baseline, title=title
         )
         self.push_screen(RunScreen(session, self.workspace))
+
+    def action_help(self) -> None:
+        """Show every key of the current screen (`?`)."""
+        from tui_eval.tui.screens.help import HelpScreen, screen_keys
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        title = type(self.screen).__name__.removesuffix("Screen")
+        self.push_screen(HelpScreen(title, screen_keys(self.screen)))
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Show a notification; at most `MAX_NOTIFICATIONS` stay up, the newest kept.
+
+        Messages quote names and model output, so they are never parsed as markup
+        (`markup` is accepted for compatibility and ignored).
+        """
+        notification = Notification(
+            message,
+            title,
+            severity,
+            self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+            markup=False,
+        )
+        self._recent_notifications.append(notification)
+        while len(self._recent_notifications) > self.MAX_NOTIFICATIONS:
+            old = self._recent_notifications.pop(0)
+            if old in self._notifications:
+                self._unnotify(old)
+        self.post_message(Notify(notification))
+
+    def _on_notify(self, event: Notify) -> None:
+        # Runs before App's own handler (Textual calls each class's in turn): a notification
+        # already made way for newer ones is not shown at all.
+        if event.notification not in self._recent_notifications:
+            event.prevent_default()
 
     def on_unmount(self) -> None:
         for session in self.workspace.sessions.values():

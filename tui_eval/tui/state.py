@@ -55,6 +55,8 @@ class RunState:
     samples_failed: int = 0
     samples_errored: int = 0
     samples_timed_out: int = 0
+    samples_resumed: int = 0
+    """Samples an earlier, interrupted run had finished (they do not count in the rate)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -140,6 +142,7 @@ class RunState:
                     self.cases[position].samples.append(sample)
                     self._count(sample)
             self.samples_total = event.total_samples
+            self.samples_resumed = len(event.resumed)
             self.started = self.clock()
             self._structure_changed = True
             self._dirty = set(range(len(self.cases)))
@@ -197,9 +200,9 @@ class RunState:
 
     @property
     def rate(self) -> float:
-        """Samples finished per second."""
+        """Samples finished per second by this run (a resumed run's earlier ones excluded)."""
         elapsed = self.elapsed
-        return self.samples_done / elapsed if elapsed > 0 else 0.0
+        return (self.samples_done - self.samples_resumed) / elapsed if elapsed > 0 else 0.0
 
     @property
     def eta(self) -> float | None:

@@ -29,9 +29,9 @@ class CaseScreen(Screen[None]):
     """One case. `m` reruns just this case with more samples, to tell flaky from broken."""
 
     BINDINGS = [
+        Binding("q,escape", "back", "Back"),
         Binding("enter", "open_sample", "Open sample", show=False),
         Binding("m", "more_samples", "More samples"),
-        Binding("q,escape", "back", "Back"),
     ]
 
     def __init__(self, session: RunSession, case_index: int, workspace: Workspace) -> None:
@@ -49,6 +49,7 @@ class CaseScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
         yield Static(id="case-stats")
+        yield Static("latency of each sample, in order", id="latency-label")
         yield Sparkline([], id="latency")
         yield Static(id="rerun")
         yield Table(id="samples")

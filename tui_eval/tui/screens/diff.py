@@ -18,7 +18,7 @@ from tui_eval.suite_run import BaselineStatus, accept_into_baseline
 from tui_eval.text import value_text
 from tui_eval.tui.screens.sample import render_checks
 from tui_eval.tui.session import RunSession
-from tui_eval.tui.widgets.table import Table
+from tui_eval.tui.widgets.table import Column, Table, fill, fit_columns
 from tui_eval.tui.widgets.text import cell, plain
 
 
@@ -73,10 +73,10 @@ class DiffScreen(Screen[None]):
     `cargo insta review`)."""
 
     BINDINGS = [
+        Binding("q,escape", "back", "Back"),
         Binding("enter", "open", "Side by side", show=False),
         Binding("a", "accept", "Accept case"),
         Binding("A", "accept_all", "Accept all"),
-        Binding("q,escape", "back", "Back"),
     ]
 
     def __init__(
@@ -125,55 +125,82 @@ class DiffScreen(Screen[None]):
         yield Table(id="changes")
         yield Footer()
 
+    COLUMNS = (
+        Column("kind", "change", 12, 0),
+        Column("name", "case", 30, 1),
+        Column("before", "before", 7, 2),
+        Column("now", "now", 7, 3),
+        Column("delta", "Δ", 6, 4),
+        Column("noise", "noise", 40, 5),
+    )
+
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label, width in (
-            ("kind", "change", 12),
-            ("name", "case", 30),
-            ("before", "before", 7),
-            ("now", "now", 7),
-            ("delta", "Δ", 6),
-            ("noise", "noise", 40),
-        ):
-            table.add_column(label, width=width, key=key)
+        rows: list[tuple[str, dict[str, Text]]] = []
         for change in self.diff.regressions + self.diff.improvements:
             regressed = change in self.diff.regressions
             delta = change.current_rate - change.baseline_rate
             noise = change.noise_label + ("; flaky" if change.flaky else "")
-            table.add_row(
-                Text(
-                    "✗ regressed" if regressed else "✓ improved",
-                    style="red" if regressed else "green",
-                ),
-                cell(change.name, 80),
-                Text(f"{change.baseline_rate:.0%}", justify="right"),
-                Text(f"{change.current_rate:.0%}", justify="right"),
-                Text(f"{delta:+.0%}", justify="right", style="red" if delta < 0 else "green"),
-                Text(noise, style="dim" if not change.significant else "bold"),
-                key=change.name,
+            rows.append(
+                (
+                    change.name,
+                    {
+                        "kind": Text(
+                            "✗ regressed" if regressed else "✓ improved",
+                            style="red" if regressed else "green",
+                        ),
+                        "name": cell(change.name, 80),
+                        "before": Text(f"{change.baseline_rate:.0%}", justify="right"),
+                        "now": Text(f"{change.current_rate:.0%}", justify="right"),
+                        "delta": Text(
+                            f"{delta:+.0%}", justify="right", style="red" if delta < 0 else "green"
+                        ),
+                        "noise": Text(noise, style="dim" if not change.significant else "bold"),
+                    },
+                )
             )
-            self._names.append(change.name)
         for name in self.diff.added:
-            table.add_row(
-                Text("+ added", style="cyan"), cell(name, 80), Text("–"), *_blank(3), key=name
+            rows.append(
+                (
+                    name,
+                    {
+                        "kind": Text("+ added", style="cyan"),
+                        "name": cell(name, 80),
+                        "before": Text("–"),
+                    },
+                )
             )
-            self._names.append(name)
         for name in self.diff.removed:
-            table.add_row(
-                Text("- removed", style="yellow"),
-                cell(name, 80),
-                Text(""),
-                Text("–"),
-                *_blank(2),
-                key=name,
+            rows.append(
+                (
+                    name,
+                    {
+                        "kind": Text("- removed", style="yellow"),
+                        "name": cell(name, 80),
+                        "now": Text("–"),
+                    },
+                )
             )
-            self._names.append(name)
+        self._rows = rows
+        self._names = [name for name, _ in rows]
+        self._columns: list[Column] = []
+        self._lay_out()
         empty = self.query_one("#no-changes", Static)
         empty.display = not self._names
         if not self._names:
             empty.update(f"no changes ({len(self.diff.unchanged)} cases unchanged)")
+        table = self.query_one(DataTable)
         table.display = bool(self._names)
         table.focus()
+
+    def on_resize(self) -> None:
+        if [c.key for c in fit_columns(self.COLUMNS, self.size.width)] != [
+            c.key for c in self._columns
+        ]:
+            self._lay_out()
+
+    def _lay_out(self) -> None:
+        self._columns = fit_columns(self.COLUMNS, self.size.width)
+        fill(self.query_one(DataTable), self._columns, self._rows)
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
@@ -221,15 +248,13 @@ class DiffScreen(Screen[None]):
         table = self.query_one(DataTable)
         for name in names:
             self.accepted.add(name)
-            table.update_cell(name, "kind", Text("✓ accepted", style="bold green"))
+            accepted = Text("✓ accepted", style="bold green")
+            dict(self._rows)[name]["kind"] = accepted
+            table.update_cell(name, "kind", accepted)
         self.notify(outcome.message)
 
     def action_back(self) -> None:
         self.app.pop_screen()
-
-
-def _blank(count: int) -> list[Text]:
-    return [Text("") for _ in range(count)]
 
 
 class SideBySideScreen(Screen[None]):

@@ -16,9 +16,9 @@ class FullTextScreen(Screen[None]):
     """The complete text, virtualised (only visible rows render); `/` searches it."""
 
     BINDINGS = [
+        Binding("q,escape", "back", "Back"),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match", "Next match"),
-        Binding("q,escape", "back", "Back"),
     ]
 
     def __init__(self, text: str, *, title: str = "Full text") -> None:

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.report import Report
 from tui_eval.store import RunRecord, RunSummary
 from tui_eval.tui.messages import ResumeRun, ShowReport
-from tui_eval.tui.widgets.table import Table
+from tui_eval.tui.widgets.table import Column, Table, fill, fit_columns
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
 
@@ -25,11 +25,11 @@ class HistoryScreen(Screen[None]):
     """Runs newest first. `space` marks a run; `c` compares the marked run with the one under the cursor."""
 
     BINDINGS = [
+        Binding("q,escape", "back", "Back"),
         Binding("enter", "open", "Open", show=False),
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked ↔ cursor"),
         Binding("R", "resume", "Resume interrupted"),
-        Binding("q,escape", "back", "Back"),
     ]
 
     def __init__(self, workspace: Workspace) -> None:
@@ -44,44 +44,62 @@ class HistoryScreen(Screen[None]):
         yield Table(id="runs")
         yield Footer()
 
+    COLUMNS = (
+        Column("mark", "", 1, 0),
+        Column("when", "started", 19, 1),
+        Column("suite", "suite", 18, 2),
+        Column("status", "status", 20, 3),
+        Column("cases", "cases", 9, 4),
+        Column("samples", "samples", 8, 6),
+        Column("tokens", "tokens", 9, 7),
+        Column("id", "run", 40, 8),
+    )
+
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label, width in (
-            ("mark", "", 1),
-            ("when", "started", 16),
-            ("suite", "suite", 20),
-            ("status", "status", 11),
-            ("cases", "cases", 9),
-            ("samples", "samples", 8),
-            ("tokens", "tokens", 9),
-            ("id", "run", 40),
-        ):
-            table.add_column(label, width=width, key=key)
         history = self.workspace.history
         self.records = history.runs()[:HISTORY_LIMIT] if history is not None else []
-        for record in self.records:
-            try:
-                summary: RunSummary | None = record.summary()
-            except Exception:
-                summary = None
-            cases = f"{summary.cases_passed}/{summary.cases_total}" if summary else "?"
-            table.add_row(
-                Text(""),
-                Text(time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started_at))),
-                cell(record.suite, 40),
-                Text(
-                    record.status,
-                    style={"finished": "green", "cancelled": "yellow"}.get(record.status, "red"),
-                ),
-                Text(cases, justify="right"),
-                Text(f"{summary.samples:,}" if summary else "?", justify="right"),
-                Text(f"{summary.tokens:,}" if summary else "?", justify="right"),
-                Text(record.run_id, style="dim"),
-                key=record.run_id,
-            )
+        self._rows = [(record.run_id, self._cells(record)) for record in self.records]
+        self._columns: list[Column] = []
+        self._lay_out()
         if not self.records:
             self.notify("no runs recorded yet", timeout=3)
-        table.focus()
+        self.query_one(DataTable).focus()
+
+    def on_resize(self) -> None:
+        if [c.key for c in fit_columns(self.COLUMNS, self.size.width)] != [
+            c.key for c in self._columns
+        ]:
+            self._lay_out()
+
+    def _lay_out(self) -> None:
+        self._columns = fit_columns(self.COLUMNS, self.size.width)
+        fill(self.query_one(DataTable), self._columns, self._rows)
+
+    @staticmethod
+    def _cells(record: RunRecord) -> dict[str, Text]:
+        try:
+            summary: RunSummary | None = record.summary()
+        except Exception:
+            summary = None
+        cases = f"{summary.cases_passed}/{summary.cases_total}" if summary else "?"
+        status = record.status
+        if record.options.is_partial:
+            status += " · rerun"
+        if summary is not None and summary.resumed:
+            status += " · resumed"
+        return {
+            "mark": Text(""),
+            "when": Text(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))),
+            "suite": cell(record.suite, 40),
+            "status": Text(
+                status,
+                style={"finished": "green", "cancelled": "yellow"}.get(record.status, "red"),
+            ),
+            "cases": Text(cases, justify="right"),
+            "samples": Text(f"{summary.samples:,}" if summary else "?", justify="right"),
+            "tokens": Text(f"{summary.tokens:,}" if summary else "?", justify="right"),
+            "id": Text(record.run_id, style="dim"),
+        }
 
     def _report(self, record: RunRecord) -> Report | None:
         if record.run_id not in self._reports:
@@ -128,9 +146,11 @@ class HistoryScreen(Screen[None]):
             return
         table = self.query_one(DataTable)
         if self.marked is not None:
+            self._rows[self.marked][1]["mark"] = Text("")
             table.update_cell(self.records[self.marked].run_id, "mark", Text(""))
         self.marked = None if self.marked == index else index
         if self.marked is not None:
+            self._rows[index][1]["mark"] = Text("●", style="bold yellow")
             table.update_cell(self.records[index].run_id, "mark", Text("●", style="bold yellow"))
 
     def action_compare(self) -> None:

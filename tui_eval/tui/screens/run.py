@@ -27,7 +27,8 @@ class RunScreen(Screen[None]):
     """A run, live or finished. Updates are coalesced: one repaint per frame, not per sample."""
 
     BINDINGS = [
-        Binding("f", "failing_only", "Failing"),
+        Binding("q,escape", "back", "Back"),
+        Binding("f", "failing_only", "Failing only"),
         Binding("slash", "filter", "Filter"),
         Binding("o", "sort", "Sort"),
         Binding("n", "next_failure", "Next fail"),
@@ -37,7 +38,6 @@ class RunScreen(Screen[None]):
         Binding("x", "cancel_run", "Cancel"),
         Binding("w", "watch", "Watch"),
         Binding("p", "since_previous", "vs previous"),
-        Binding("q,escape", "back", "Back"),
     ]
 
     WATCH_SETTLE_SECONDS = 0.3
@@ -329,7 +329,9 @@ class RunScreen(Screen[None]):
             self.notify("a saved report cannot be rerun here: open its suite", severity="warning")
             return
         if state.running:
-            self.notify("the run is still going", severity="warning")
+            self.notify(
+                "the run is still going: rerun its failing cases when it ends", severity="warning"
+            )
             return
         failing = [c.name for c in state.cases if not c.passed]
         if not failing:
@@ -347,7 +349,7 @@ class RunScreen(Screen[None]):
 
     def action_cancel_run(self) -> None:
         if not self.session.state.running:
-            self.notify("the run is not running", timeout=2)
+            self.notify("the run has finished: there is nothing to cancel", timeout=2)
             return
         self.session.cancel()
         self.notify(

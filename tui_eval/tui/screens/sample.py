@@ -107,11 +107,11 @@ def render_usage(session: RunSession, sample: SampleResult) -> Text:
 
 
 TABS = (
-    ("output", "Output"),
-    ("trajectory", "Trajectory"),
-    ("checks", "Checks"),
-    ("error", "Error"),
-    ("usage", "Usage"),
+    ("output", "1 Output"),
+    ("trajectory", "2 Trajectory"),
+    ("checks", "3 Checks"),
+    ("error", "4 Error"),
+    ("usage", "5 Usage"),
 )
 
 
@@ -119,6 +119,7 @@ class SampleScreen(Screen[None]):
     """One sample, in tabs. `n`/`p` walk the failing samples of the whole run."""
 
     BINDINGS = [
+        Binding("q,escape", "back", "Back"),
         Binding("n", "step(1)", "Next failing"),
         Binding("p", "step(-1)", "Prev failing"),
         Binding("v", "view_full", "Full output"),
@@ -129,7 +130,6 @@ class SampleScreen(Screen[None]):
         Binding("3", "tab('checks')", "Checks", show=False),
         Binding("4", "tab('error')", "Error", show=False),
         Binding("5", "tab('usage')", "Usage", show=False),
-        Binding("q,escape", "back", "Back"),
     ]
 
     def __init__(self, session: RunSession, case_index: int, sample_index: int) -> None:

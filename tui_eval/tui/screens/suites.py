@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.suite_run import BaselineStatus, EmptySelection, read_baseline
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded
-from tui_eval.tui.widgets.table import Table
+from tui_eval.tui.widgets.table import Column, Table, fill, fit_columns
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
 
@@ -47,12 +47,12 @@ class SuitesScreen(Screen[None]):
     """`enter` runs (or opens the running) suite under the cursor; `a` runs them all."""
 
     BINDINGS = [
+        Binding("q,escape", "quit", "Quit"),
         Binding("enter", "open", "Open", show=False),
         Binding("r", "new_run", "New run"),
         Binding("R", "resume", "Resume"),
         Binding("a", "run_all", "Run all"),
         Binding("h", "history", "History"),
-        Binding("q,escape", "quit", "Quit"),
     ]
 
     def __init__(self, workspace: Workspace) -> None:
@@ -62,13 +62,13 @@ class SuitesScreen(Screen[None]):
 
     # (key, label, width, priority): at a narrow width the lowest priorities go first.
     COLUMNS = (
-        ("name", "suite", 18, 0),
-        ("status", "now", 24, 1),
-        ("last", "last run", 18, 2),
-        ("cases", "cases", 6, 3),
-        ("baseline", "baseline", 9, 4),
-        ("samples", "samples", 7, 5),
-        ("path", "file", 28, 6),
+        Column("name", "suite", 18, 0),
+        Column("cases", "cases", 6, 3),
+        Column("samples", "samples", 7, 5),
+        Column("status", "now", 26, 1),
+        Column("last", "last run", 24, 2),
+        Column("baseline", "baseline", 9, 4),
+        Column("path", "file", 28, 6),
     )
 
     def compose(self) -> ComposeResult:
@@ -91,31 +91,14 @@ class SuitesScreen(Screen[None]):
 
     def _fitting_columns(self) -> list[str]:
         """The columns that fit the screen, dropping the least important first."""
-        room = max(self.size.width, 40) - 4
-        chosen = sorted(self.COLUMNS, key=lambda c: c[3])
-        keep: list[str] = []
-        used = 0
-        for key, _, width, _ in chosen:
-            if used + width + 2 > room and keep:
-                continue
-            keep.append(key)
-            used += width + 2
-        return [key for key, *_ in self.COLUMNS if key in keep]
+        return [c.key for c in fit_columns(self.COLUMNS, self.size.width)]
 
     def rebuild_table(self) -> None:
-        """Lay the table out again (after a resize or a reload), keeping the cursor's suite."""
-        table = self.query_one(DataTable)
-        current = self._current() if table.row_count else None
-        table.clear(columns=True)
+        """Lay the table out again (after a resize or a reload)."""
         self._columns = self._fitting_columns()
-        for key, label, width, _ in self.COLUMNS:
-            if key in self._columns:
-                table.add_column(label, width=width, key=key)
-        for suite in self.loaded.suites:
-            cells = self._cells(suite)
-            table.add_row(*[cells[key] for key in self._columns], key=suite.name)
-        if current is not None and current in self.loaded.suites:
-            table.move_cursor(row=self.loaded.suites.index(current))
+        columns = [c for c in self.COLUMNS if c.key in self._columns]
+        rows = [(suite.name, self._cells(suite)) for suite in self.loaded.suites]
+        fill(self.query_one(DataTable), columns, rows)
         self._show_errors()
 
     def _show_errors(self) -> None:

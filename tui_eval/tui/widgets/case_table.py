@@ -53,6 +53,8 @@ COLUMNS = (
     ("failure", "first failure", 60, False),
 )
 FLEXIBLE = ("name", "failure")
+SECONDARY = ("score", "tokens", "p50")
+"""Dropped (in this order) before the case name and first failure get narrow."""
 GAP = 2
 SORT_ORDER: tuple[str | None, ...] = ("status", "name", "rate", "score", "p50", "tokens", None)
 
@@ -102,6 +104,8 @@ class _Layout:
         out = [Segment(" ")]
         gap = Segment(" " * GAP)
         for (_, _, _, right), width, value in zip(COLUMNS, self.widths, cells, strict=True):
+            if width == 0:
+                continue  # a secondary column with no room at this width
             plain = value.plain
             size = cell_len(plain)
             if size > width:
@@ -229,6 +233,8 @@ class CaseTable(ScrollView, can_focus=True):
         """The key of the column drawn at cell `x` (None between or past the columns)."""
         left = 1
         for (key, _, _, _), width in zip(COLUMNS, self._layout.widths, strict=True):
+            if not width:
+                continue
             if left <= x < left + width:
                 return key
             left += width + GAP
@@ -246,11 +252,11 @@ class CaseTable(ScrollView, can_focus=True):
     def header_text(self) -> Text:
         """The column labels, aligned with the rows."""
         return Text(
-            "".join(
-                " "
-                + (label.rjust(width) if right else label.ljust(width))[:width]
-                + " " * (GAP - 1)
+            " "
+            + "".join(
+                (label.rjust(width) if right else label.ljust(width))[:width] + " " * GAP
                 for (_, label, _, right), width in zip(COLUMNS, self._layout.widths, strict=True)
+                if width
             )
         )
 
@@ -258,13 +264,24 @@ class CaseTable(ScrollView, can_focus=True):
         self._relayout()
 
     def _relayout(self) -> None:
-        """Size the name column to the longest name (within 40% of the room); failures get the rest."""
+        """Size the name column to the longest name (within 40% of the room); failures get the
+        rest. On a narrow terminal the secondary columns go first, so the case name and its
+        first failure keep their width."""
         width = self.size.width
-        fixed = sum(w + GAP for key, _, w, _ in COLUMNS if key not in FLEXIBLE)
-        available = max(24, width - fixed - 2 * GAP - 2)
+        hidden: set[str] = set()
         longest = max((cell_len(self.state.cases[i].name) for i in self.order[:2000]), default=12)
+        for drop in (None, *SECONDARY):
+            if drop is not None:
+                hidden.add(drop)
+            fixed = sum(
+                w + GAP for key, _, w, _ in COLUMNS if key not in FLEXIBLE and key not in hidden
+            )
+            available = max(24, width - fixed - 2 * GAP - 2)
+            if available >= 48:
+                break
         name_width = max(12, min(longest, 40, int(available * 0.4)))
         widths = {"name": name_width, "failure": max(12, available - name_width)}
+        widths.update(dict.fromkeys(hidden, 0))
         self._layout = _Layout([widths.get(key, w) for key, _, w, _ in COLUMNS])
         self._lines.clear()
         self.virtual_size = Size(width, len(self.order))

@@ -1,9 +1,12 @@
-"""`Table`: a `DataTable` whose footer shows what `enter` does."""
+"""`Table`: a `DataTable` whose footer shows what `enter` does; columns that fit the width."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
@@ -17,3 +20,42 @@ class Table(DataTable[Any]):
         kwargs.setdefault("cursor_type", "row")
         kwargs.setdefault("zebra_stripes", True)
         super().__init__(**kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A table column: its key, label, width, and how important it is (0 first)."""
+
+    key: str
+    label: str
+    width: int
+    priority: int
+
+
+def fit_columns(columns: Sequence[Column], width: int) -> list[Column]:
+    """The columns that fit `width` cells, in their own order: when the terminal is narrow,
+    the least important go first, instead of every column being cut."""
+    room = max(width, 40) - 4
+    keep: set[str] = set()
+    used = 0
+    for column in sorted(columns, key=lambda c: c.priority):
+        if used + column.width + 2 > room and keep:
+            continue
+        keep.add(column.key)
+        used += column.width + 2
+    return [c for c in columns if c.key in keep]
+
+
+def fill(
+    table: DataTable[Any], columns: Sequence[Column], rows: Sequence[tuple[str, dict[str, Text]]]
+) -> None:
+    """Replace `table`'s columns and rows (each row: its key and its cells by column key),
+    keeping the cursor on the same row."""
+    cursor = table.cursor_row
+    table.clear(columns=True)
+    for column in columns:
+        table.add_column(column.label, width=column.width, key=column.key)
+    for key, cells in rows:
+        table.add_row(*[cells.get(c.key, Text("")) for c in columns], key=key)
+    if rows and 0 <= cursor < len(rows):
+        table.move_cursor(row=cursor)
