@@ -40,7 +40,7 @@ class TuiEvalApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "tui-eval"
     BINDINGS = [
-        Binding("question_mark", "help", "Help", tooltip="this list of the screen's keys"),
+        Binding("question_mark", "help", "Help", show=False),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
     MAX_NOTIFICATIONS = 2

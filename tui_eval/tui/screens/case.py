@@ -30,6 +30,7 @@ class CaseScreen(Screen[None]):
 
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("enter", "open_sample", "Open sample", show=False),
         Binding("m", "more_samples", "More samples"),
     ]

@@ -74,6 +74,7 @@ class DiffScreen(Screen[None]):
 
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("enter", "open", "Side by side", show=False),
         Binding("a", "accept", "Accept case"),
         Binding("A", "accept_all", "Accept all"),
@@ -260,7 +261,10 @@ class DiffScreen(Screen[None]):
 class SideBySideScreen(Screen[None]):
     """One case in the baseline and now: outputs, an output diff, a trajectory diff, and checks."""
 
-    BINDINGS = [Binding("q,escape", "back", "Back")]
+    BINDINGS = [
+        Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
+    ]
 
     def __init__(self, name: str, baseline: CaseResult | None, current: CaseResult | None) -> None:
         super().__init__()

@@ -17,6 +17,7 @@ class FullTextScreen(Screen[None]):
 
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match", "Next match"),
     ]

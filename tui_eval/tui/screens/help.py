@@ -35,8 +35,8 @@ def screen_keys(screen: Screen[object]) -> list[tuple[str, str]]:
     ours = [
         (key, active)
         for key, active in screen.active_bindings.items()
-        if type(active.node).__module__.startswith("tui_eval")
-        and not (active.node is screen.app and active.binding.action == "quit")
+        if active.node is not screen.app
+        and active.binding.action in _declared_actions(type(active.node))
     ]
     for key, active in ours:
         binding: Binding = active.binding
@@ -45,7 +45,10 @@ def screen_keys(screen: Screen[object]) -> list[tuple[str, str]]:
             continue
         seen.add(identity)
         keys = [k for k, a in ours if (id(a.node), a.binding.action) == identity]
-        rows.append((key_label(",".join(keys) or key), binding.tooltip or binding.description))
+        what = "this list of the screen's keys" if binding.action == "app.help" else None
+        rows.append(
+            (key_label(",".join(keys) or key), what or binding.tooltip or binding.description)
+        )
     return rows
 
 
@@ -77,3 +80,14 @@ class HelpScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def _declared_actions(kind: type) -> set[str]:
+    """The actions tui-eval's own classes bind (not Textual's focus or copy keys)."""
+    actions: set[str] = set()
+    for klass in kind.__mro__:
+        if klass.__module__.startswith("tui_eval"):
+            for binding in klass.__dict__.get("BINDINGS", []):
+                if isinstance(binding, Binding):
+                    actions.add(binding.action)
+    return actions

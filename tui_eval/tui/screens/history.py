@@ -26,6 +26,7 @@ class HistoryScreen(Screen[None]):
 
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("enter", "open", "Open", show=False),
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked ↔ cursor"),

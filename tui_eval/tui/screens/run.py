@@ -28,6 +28,7 @@ class RunScreen(Screen[None]):
 
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("f", "failing_only", "Failing only"),
         Binding("slash", "filter", "Filter"),
         Binding("o", "sort", "Sort"),

@@ -120,6 +120,7 @@ class SampleScreen(Screen[None]):
 
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("n", "step(1)", "Next failing"),
         Binding("p", "step(-1)", "Prev failing"),
         Binding("v", "view_full", "Full output"),

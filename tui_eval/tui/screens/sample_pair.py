@@ -21,7 +21,10 @@ HIGHLIGHT = "bold reverse"
 class SamplePairScreen(Screen[None]):
     """Two samples of one case side by side: trajectories and outputs line by line."""
 
-    BINDINGS = [Binding("q,escape", "back", "Back")]
+    BINDINGS = [
+        Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
+    ]
 
     def __init__(self, case_name: str, failing: SampleResult, passing: SampleResult) -> None:
         super().__init__()

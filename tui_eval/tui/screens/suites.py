@@ -48,6 +48,7 @@ class SuitesScreen(Screen[None]):
 
     BINDINGS = [
         Binding("q,escape", "quit", "Quit"),
+        Binding("question_mark", "app.help", "Help"),
         Binding("enter", "open", "Open", show=False),
         Binding("r", "new_run", "New run"),
         Binding("R", "resume", "Resume"),
@@ -65,8 +66,8 @@ class SuitesScreen(Screen[None]):
         Column("name", "suite", 18, 0),
         Column("cases", "cases", 6, 3),
         Column("samples", "samples", 7, 5),
-        Column("status", "now", 26, 1),
-        Column("last", "last run", 24, 2),
+        Column("status", "now", 24, 1),
+        Column("last", "last run", 20, 2),
         Column("baseline", "baseline", 9, 4),
         Column("path", "file", 28, 6),
     )
