@@ -1,7 +1,7 @@
 """Regenerate screenshots/*.svg: every screen of the app, from deterministic demo data.
 
 python scripts/screenshots.py            # 120×40
-python scripts/screenshots.py --size 80x24
+python scripts/screenshots.py --size 80x24 suites run_done diff history   # *_80x24.svg
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ async def capture(name: str, size: tuple[int, int], out: Path) -> Path:
             if keys:
                 await pilot.press(*keys)
             await pilot.pause(0.3)
-            target = out / f"{name}.svg"
+            suffix = "" if size == (120, 40) else f"_{size[0]}x{size[1]}"
+            target = out / f"{name}{suffix}.svg"
             app.save_screenshot(filename=target.name, path=str(out))
     return target
 

@@ -68,9 +68,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
-    compare = sub.add_parser("compare", help="compare two saved reports; exit 1 on regressions")
-    compare.add_argument("current", metavar="CURRENT")
-    compare.add_argument("baseline", metavar="BASELINE")
+    compare = sub.add_parser(
+        "compare",
+        help="compare two saved reports; exit 1 on regressions",
+        description="Print the Diff of CURRENT against BASELINE: regressions (a case that "
+        "passed in the baseline fails now), improvements, added and removed cases, each "
+        "with both pass rates and whether the change is larger than sampling noise. "
+        "Exit 1 on a regression, 2 when a file cannot be read.",
+    )
+    compare.add_argument(
+        "current",
+        metavar="CURRENT",
+        help="the report to judge (tui-eval run --json FILE, or a run's report.json)",
+    )
+    compare.add_argument(
+        "baseline",
+        metavar="BASELINE",
+        help="the report to compare it with (usually suites/__baselines__/NAME.json)",
+    )
     compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     show = sub.add_parser("show", help="open a saved report in the app (read-only)")

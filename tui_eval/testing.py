@@ -18,6 +18,23 @@ from tui_eval.agents.providers.scripted import (
 )
 
 
+def verdict(score: float, reasoning: str, **step_options: Any) -> ScriptStep:
+    """A scripted judge's reply: the `Verdict` JSON an `llm_judge` expects.
+
+    Example:
+        >>> judge = ScriptedProvider([verdict(0.9, "Polite and names the capital.")])
+        >>> check = llm_judge("Polite, names the capital", model=judge)  # doctest: +SKIP
+
+    Args:
+        score: 0..1; the check passes when it reaches the judge's threshold.
+        reasoning: the judge's reasons (shown as the check's reason).
+        step_options: `usage=` or `delay=`, as for `text()`.
+    """
+    from tui_eval.checks.judge import verdict_reply
+
+    return text(verdict_reply(score, reasoning), **step_options)
+
+
 class AgentTestClient:
     """Drives an agent whose model is a `ScriptedProvider`.
 
@@ -55,4 +72,5 @@ __all__ = [
     "calls",
     "estimate_tokens",
     "text",
+    "verdict",
 ]
