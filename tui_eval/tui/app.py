@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -247,6 +248,17 @@ def run_app(
     """Run the app on a real terminal (the CLI's default command)."""
     app = make_app(paths, options=options, autorun=autorun, history=RunHistory(), watch=watch)
     app.run()
+    stopped = [
+        name
+        for name, session in app.workspace.sessions.items()
+        if session.report is None or session.report.cancelled
+    ]
+    if stopped:
+        print(
+            f"interrupted: {', '.join(stopped)}; `tui-eval resume` (or R in History) "
+            "finishes the runs, keeping their finished samples",
+            file=sys.stderr,
+        )
     if autorun:
         # `tui-eval run` keeps its exit-code contract in the app too.
         reports = [session.report for session in app.workspace.sessions.values()]
