@@ -16,8 +16,8 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.suite_run import BaselineStatus, accept_into_baseline
 from tui_eval.text import value_text
-from tui_eval.tui.screens.sample import render_checks
 from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.sample_text import render_checks
 from tui_eval.tui.widgets.table import Column, Table, fill, fit_columns
 from tui_eval.tui.widgets.text import cell, plain
 

@@ -12,7 +12,7 @@ from textual.widgets import Footer, Static
 
 from tui_eval.divergence import Divergence, first_divergence, output_lines, trajectory_lines
 from tui_eval.report import SampleResult
-from tui_eval.tui.screens.sample import render_checks
+from tui_eval.tui.widgets.sample_text import render_checks
 from tui_eval.tui.widgets.text import cell, plain
 
 HIGHLIGHT = "bold reverse"

@@ -1,0 +1,102 @@
+"""A sample as text: its trajectory, its checks and its usage (shared by the screens that
+show samples)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tui_eval.agents.messages import RunResult
+from tui_eval.report import SampleResult
+from tui_eval.text import value_text
+from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.text import format_ms, plain
+
+
+def render_trajectory(run: RunResult | None) -> Text:
+    """Every message and tool call in order, with arguments, results, errors and latency."""
+    if run is None:
+        return Text("no trajectory: the agent produced no run", style="dim")
+    text = Text()
+    results = {m.tool_call_id: m for m in run.messages if m.role == "tool"}
+    for message in run.messages:
+        if message.role == "tool" and any(c.id == message.tool_call_id for c in run.tool_calls):
+            continue  # shown under the call that produced it
+        text.append(
+            f"{message.role}\n",
+            style="bold "
+            + {"user": "cyan", "assistant": "green", "system": "magenta"}.get(
+                message.role, "yellow"
+            ),
+        )
+        if message.content:
+            text.append_text(plain(message.content, limit=4000))
+            text.append("\n")
+        for call in message.tool_calls:
+            args = value_text(call.arguments)
+            text.append("  → ", style="bold")
+            text.append_text(plain(f"{call.name}({args})", limit=2000, style="bold"))
+            text.append(f"  {format_ms(call.latency_ms)}\n", style="dim")
+            if call.error is not None:
+                text.append("    ✗ ", style="red")
+                text.append_text(plain(call.error, limit=2000, style="red"))
+            else:
+                shown = results.get(call.id)
+                value = call.result if call.result is not None or shown is None else shown.content
+                text.append("    ← ", style="dim")
+                text.append_text(plain(value_text(value, pretty=True), limit=2000))
+            text.append("\n")
+        text.append("\n")
+    text.append(
+        f"{run.turns} turn(s) · {len(run.tool_calls)} tool call(s) · {format_ms(run.latency_ms)}",
+        style="dim",
+    )
+    return text
+
+
+def render_checks(sample: SampleResult) -> Text:
+    """Each check with pass/fail, score and its whole reason (the judge's reasoning)."""
+    if not sample.checks:
+        why = (
+            "checks did not run: the sample ended with " + sample.status
+            if sample.status in ("error", "timeout")
+            else "no checks"
+        )
+        return Text(why, style="dim")
+    text = Text()
+    for check in sample.checks:
+        mark, style = ("✓", "green") if check.passed else ("✗", "red")
+        text.append(f"{mark} {check.name}", style=f"bold {style}")
+        if check.score is not None:
+            text.append(f"  score {check.score:.2f}")
+        if check.usage is not None:
+            text.append(f"  · judge {check.usage.total_tokens:,} tokens", style="dim")
+        text.append("\n")
+        if check.reason:
+            text.append_text(plain(check.reason, limit=8000))
+            text.append("\n")
+        text.append("\n")
+    return text
+
+
+def render_usage(session: RunSession, sample: SampleResult) -> Text:
+    """Agent and judge tokens, cost, latency, turns and retries."""
+    run = sample.run
+    agent = run.usage if run is not None else None
+    lines = [
+        f"status        {sample.status}",
+        f"latency       {format_ms(sample.latency_ms)}",
+        f"turns         {run.turns if run else 0}",
+        f"retries       {run.retries if run else 0}",
+    ]
+    if agent is not None:
+        lines.append(
+            f"agent tokens  {agent.total_tokens:,}  (in {agent.input_tokens:,} · out {agent.output_tokens:,} · {agent.requests} requests)"
+        )
+    judge = sample.judge_usage
+    lines.append(
+        f"judge tokens  {judge.total_tokens:,}  (in {judge.input_tokens:,} · out {judge.output_tokens:,} · {judge.requests} requests)"
+    )
+    lines.append(f"total tokens  {sample.usage.total_tokens:,}")
+    if sample.cost is not None:
+        lines.append(f"cost          ${sample.cost:.6f}")
+    return Text("\n".join(lines))
