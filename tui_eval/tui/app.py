@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 from textual import on
 from textual.app import App
 from textual.binding import Binding
@@ -65,6 +66,7 @@ class TuiEvalApp(App[int]):
         self.watch_first = watch_first
         """Open the first suite's run in watch mode (`tui-eval --watch PATH`)."""
         self._recent_notifications: list[Notification] = []
+        self._stop_watching = anyio.Event()
 
     def on_mount(self) -> None:
         if self.report is not None:
@@ -83,7 +85,16 @@ class TuiEvalApp(App[int]):
         from watchfiles import awatch
 
         folders = self.workspace.watched_folders()
-        async for changes in awatch(*folders, debounce=400, step=50, recursive=True):
+        # The watching thread cannot be interrupted, only asked to stop (stop_event) or to
+        # come back empty-handed: a short timeout lets the app quit at once.
+        async for changes in awatch(
+            *folders,
+            debounce=400,
+            step=50,
+            recursive=True,
+            rust_timeout=200,
+            stop_event=self._stop_watching,
+        ):
             paths = {Path(path) for _, path in changes}
             self.post_message(SuiteFilesChanged(paths))
 
@@ -197,6 +208,7 @@ class TuiEvalApp(App[int]):
             event.prevent_default()
 
     def on_unmount(self) -> None:
+        self._stop_watching.set()
         for session in self.workspace.sessions.values():
             session.cancel()
 
