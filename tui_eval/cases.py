@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,3 +90,53 @@ class Case:
     def label(self) -> str:
         """The case's name (always set after construction)."""
         return self.name or ""
+
+
+def fingerprint(case: Case) -> str:
+    """A short, stable hash of what defines a case: its input, checks, expected values,
+    threshold, sample count and turn limit (not its name, model or metadata).
+
+    Two runs whose case of the same name has different fingerprints are not comparing
+    like with like: the diff lists such cases as "definition changed".
+    """
+    definition = {
+        "input": _describe(case.input),
+        "checks": [_describe(check) for check in case.checks],
+        "expected": _describe(case.expected),
+        "expected_tools": _describe(case.expected_tools),
+        "pass_threshold": case.pass_threshold,
+        "samples": case.samples,
+        "max_turns": case.max_turns,
+        "output_type": _describe(case.output_type),
+    }
+    encoded = json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def _describe(value: Any, depth: int = 0) -> Any:
+    """A deterministic, JSON-able description of a value (no memory addresses)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if depth > 5:
+        return "…"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_describe(v, depth + 1) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, dict):
+        return {str(k): _describe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, type):
+        return f"type:{value.__module__}.{value.__qualname__}"
+    if isinstance(value, re.Pattern):
+        return f"re:{value.pattern}:{value.flags}"
+    code = getattr(value, "__code__", None)
+    if code is not None:  # a function, lambda or method: its name and its compiled body
+        body = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:12]
+        return f"fn:{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}:{body}"
+    fields = getattr(value, "__dict__", None)
+    if fields is None:
+        slots = [s for klass in type(value).__mro__ for s in getattr(klass, "__slots__", ())]
+        fields = {s: getattr(value, s) for s in slots if hasattr(value, s)}
+    public = {
+        k: _describe(v, depth + 1) for k, v in sorted(fields.items()) if not k.startswith("_")
+    }
+    return {"type": f"{type(value).__module__}.{type(value).__qualname__}", **public}

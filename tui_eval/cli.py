@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from tui_eval.exit_codes import EXIT_FAILED, EXIT_USAGE
 
-COMMANDS = ("run", "compare", "show", "history", "recheck", "resume")
+COMMANDS = ("run", "compare", "merge", "show", "history", "recheck", "resume")
 
 DESCRIPTION = """\
 Evaluate LLM agents: run suites of cases and checks, watch results live, compare with baselines.
@@ -16,13 +16,15 @@ Evaluate LLM agents: run suites of cases and checks, watch results live, compare
   tui-eval [PATH...]                 open the app on these suites (default: ./suites)
   tui-eval --watch PATH...           open the app and rerun a suite whenever its files change
   tui-eval run PATH... [--headless]  run; headless prints a progress bar and the summary
-  tui-eval compare CURRENT BASELINE  print a Diff; exit 1 on regressions
+  tui-eval compare CURRENT [BASELINE] print a Diff; exit 1 on regressions (see --fail-on)
+  tui-eval merge SHARD... -o OUT     one report from the shards of a run (--shard i/n)
   tui-eval show REPORT               open a saved report in the app (read-only)
   tui-eval history                   list past runs
   tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
   tui-eval resume                    finish the last interrupted run
 
-exit codes: 0 all passed and no regression · 1 failures or regressions · 2 usage or load errors
+exit codes: 0 all passed and no regression · 1 a --fail-on condition (default: failures or
+regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing to resume
 """
 
 
@@ -62,6 +64,21 @@ def _parser() -> argparse.ArgumentParser:
         "--fail-fast", action="store_true", help="run cases one by one, stop at the first failure"
     )
     run.add_argument(
+        "--fail-on",
+        metavar="WHAT",
+        help="what fails the run, comma-separated: failures (a case below its threshold), "
+        "regressions (vs the baseline), removed (a baseline case is gone), "
+        "definition-changed (default: failures,regressions)",
+    )
+    run.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run shard I of N (1-based) of the cases, balanced by recorded durations; "
+        "merge the shards' --json reports with tui-eval merge",
+    )
+    run.add_argument("--csv", metavar="FILE", help="write one row per sample as CSV")
+    run.add_argument("--samples-jsonl", metavar="FILE", help="write one JSON line per sample")
+    run.add_argument(
         "--watch",
         action="store_true",
         help="in the app: rerun the suite (failing cases first) whenever its files change",
@@ -84,9 +101,34 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "baseline",
         metavar="BASELINE",
-        help="the report to compare it with (usually suites/__baselines__/NAME.json)",
+        nargs="?",
+        help="the report to compare it with (usually suites/__baselines__/NAME.json); "
+        "without it, each suite of CURRENT is compared with its own baseline",
+    )
+    compare.add_argument(
+        "--baseline-dir",
+        metavar="DIR",
+        help="the folder holding each suite's baseline (NAME.json); default: the suites' "
+        "own __baselines__/ folders",
+    )
+    compare.add_argument(
+        "--fail-on",
+        metavar="WHAT",
+        help="what fails the comparison, comma-separated: regressions, removed, "
+        "definition-changed, failures (default: regressions)",
     )
     compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    merge = sub.add_parser(
+        "merge",
+        help="merge the shards' reports of one run into one report",
+        description="Merge the --json reports of `tui-eval run --shard i/n` jobs into one "
+        "report. A case in two reports, a missing shard or a planned case in no report is "
+        "an error (exit 2).",
+    )
+    merge.add_argument("reports", nargs="+", metavar="REPORT")
+    merge.add_argument("-o", "--output", required=True, metavar="OUT")
+    merge.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     show = sub.add_parser("show", help="open a saved report in the app (read-only)")
     show.add_argument("report", metavar="REPORT")
@@ -104,7 +146,12 @@ def _parser() -> argparse.ArgumentParser:
     recheck.add_argument("--json", metavar="FILE", help="write the rechecked report as JSON")
     recheck.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
-    resume = sub.add_parser("resume", help="finish the last interrupted run from its journal")
+    resume = sub.add_parser(
+        "resume",
+        help="finish the last interrupted run from its journal",
+        description="Finish the interrupted (killed, cancelled) runs of the last invocation, "
+        "running only the samples their journals lack. Exit 3 when there is nothing to resume.",
+    )
     resume.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -137,7 +184,17 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.command == "run":
         # Files for CI and baseline work are headless jobs, as is any run without a terminal.
-        batch = args.junit or args.json or args.markdown or args.save_baseline or args.baseline
+        batch = (
+            args.junit
+            or args.json
+            or args.markdown
+            or args.save_baseline
+            or args.baseline
+            or args.csv
+            or args.samples_jsonl
+            or args.shard
+            or args.fail_on
+        )
         if args.watch and (args.headless or batch):
             print(
                 "tui-eval: --watch reruns in the app; it does not go with --headless or files",
@@ -148,7 +205,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             return headless.run_command(args)
         return _open_app(args.paths, autorun=True, options=args, watch=args.watch)
     if args.command == "compare":
-        return headless.compare_command(args.current, args.baseline)
+        return headless.compare_command(args)
+    if args.command == "merge":
+        return headless.merge_command(args)
     if args.command == "show":
         return _open_report(args.report)
     if args.command == "history":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -88,6 +87,10 @@ class Diff:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    definition_changed: list[str] = field(default_factory=list)
+    """Cases in both reports whose definition (input, checks, expected values, threshold,
+    samples) changed: their verdicts compare different things. Listed also where they
+    moved (regressed, improved, unchanged)."""
 
     @property
     def ok(self) -> bool:
@@ -100,6 +103,8 @@ class Diff:
             f"diff: {len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
             f"{len(self.added)} added, {len(self.removed)} removed, {len(self.unchanged)} unchanged"
         )
+        if self.definition_changed:
+            counts += f", {len(self.definition_changed)} definition changed"
         lines = [counts]
         width = max((cell_len(one_line(n, 200)) for n in self._names()), default=0)
         width = min(width, 48)
@@ -111,32 +116,97 @@ class Diff:
         ]
         lines += [f"  + added       {pad_cells(n, width)}".rstrip() for n in self.added]
         lines += [f"  - removed     {pad_cells(n, width)}".rstrip() for n in self.removed]
+        lines += [
+            f"  ~ definition changed  {pad_cells(n, width)}".rstrip()
+            for n in self.definition_changed
+        ]
         return "\n".join(lines)
 
     def _names(self) -> list[str]:
-        return [c.name for c in self.regressions + self.improvements] + self.added + self.removed
+        changes = [c.name for c in self.regressions + self.improvements]
+        return changes + self.added + self.removed + self.definition_changed
 
 
-def _by_name(report: Report, which: str) -> dict[str, CaseResult]:
-    counts = Counter(case.name for case in report.cases)
-    dupes = [name for name, n in counts.items() if n > 1]
+SUITE_SEPARATOR = " / "
+"""How a case of a report that spans several suites is named in diffs: `suite / case`."""
+
+
+def case_suite(report: Report, case: CaseResult) -> str:
+    """The suite a case belongs to: recorded on it, else (a report merged before suites were
+    recorded per case) the prefix of its `suite / case` name, else the report's name."""
+    if case.suite:
+        return case.suite
+    suites = report.metadata.get("suites")
+    if isinstance(suites, list):
+        prefix = case.name.split(SUITE_SEPARATOR, 1)[0]
+        if prefix in suites and SUITE_SEPARATOR in case.name:
+            return prefix
+    return report.name
+
+
+def case_name(report: Report, case: CaseResult) -> str:
+    """A case's own name (without a legacy `suite / ` prefix)."""
+    suite = case_suite(report, case)
+    prefix = suite + SUITE_SEPARATOR
+    if not case.suite and case.name.startswith(prefix):
+        return case.name[len(prefix) :]
+    return case.name
+
+
+def spans_suites(report: Report) -> bool:
+    """Whether the report holds cases of more than one suite."""
+    return len({case_suite(report, case) for case in report.cases}) > 1
+
+
+def _keyed(report: Report, which: str, by_suite: bool) -> dict[tuple[str, str], CaseResult]:
+    keyed: dict[tuple[str, str], CaseResult] = {}
+    dupes: list[str] = []
+    for case in report.cases:
+        key = (case_suite(report, case) if by_suite else "", case_name(report, case))
+        if key in keyed:
+            dupes.append(_label(key))
+        keyed[key] = case
     if dupes:
         raise ValueError(
             f"the {which} report has duplicate case names {dupes[:5]}; give those cases distinct name= values"
         )
-    return {case.name: case for case in report.cases}
+    return keyed
+
+
+def _label(key: tuple[str, str]) -> str:
+    suite, name = key
+    return f"{suite}{SUITE_SEPARATOR}{name}" if suite else name
 
 
 def compare_reports(current: Report, baseline: Report) -> Diff:
-    """The `Diff` of `current` against `baseline` (see `Report.compare`)."""
-    now = _by_name(current, "current")
-    before = _by_name(baseline, "baseline")
+    """The `Diff` of `current` against `baseline` (see `Report.compare`).
+
+    Cases are matched by (suite, case) whenever either report spans several suites, so a
+    multi-suite report compares with one suite's baseline (the other suites' cases are
+    simply not in it), and two suites' cases of the same name never collide; between two
+    single-suite reports, by case name.
+    """
+    by_suite = spans_suites(current) or spans_suites(baseline)
+    now = _keyed(current, "current", by_suite)
+    before = _keyed(baseline, "baseline", by_suite)
+    if by_suite and not spans_suites(baseline):
+        # One suite's baseline: only that suite's cases of the current report are judged.
+        suites = {suite for suite, _ in before}
+        now = {key: case for key, case in now.items() if key[0] in suites}
+    elif by_suite and not spans_suites(current):
+        # One suite's run against a baseline of several: judged against its own suite's part.
+        suites = {suite for suite, _ in now}
+        before = {key: case for key, case in before.items() if key[0] in suites}
     diff = Diff()
-    for name, case in now.items():
-        old = before.get(name)
+    for key, case in now.items():
+        name = _label(key)
+        old = before.get(key)
         if old is None:
             diff.added.append(name)
             continue
+        old_print, new_print = old.definition_fingerprint(), case.definition_fingerprint()
+        if old_print and new_print and old_print != new_print:
+            diff.definition_changed.append(name)
         if old.passed == case.passed:
             diff.unchanged.append(name)
             continue
@@ -154,5 +224,5 @@ def compare_reports(current: Report, baseline: Report) -> Diff:
             ),
         )
         (diff.regressions if old.passed else diff.improvements).append(change)
-    diff.removed = [name for name in before if name not in now]
+    diff.removed = [_label(key) for key in before if key not in now]
     return diff

@@ -6,3 +6,5 @@ EXIT_FAILED = 1
 """A case failed, a case regressed, or the run was interrupted."""
 EXIT_USAGE = 2
 """Bad usage, a suite or file that could not be loaded, or a corrupt baseline."""
+EXIT_NOTHING_TO_RESUME = 3
+"""`tui-eval resume` found no interrupted run (nothing ran)."""

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from tui_eval.atomic import atomic_write_bytes
+from tui_eval.diff import SUITE_SEPARATOR, case_name, case_suite
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
+from tui_eval.text import one_line
 
 # XML 1.0 cannot carry most control characters, whatever the escaping.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -28,64 +35,90 @@ def _sample_line(sample: SampleResult) -> str:
 
 
 def junit_xml(reports: Sequence[Report]) -> bytes:
-    """JUnit XML: one `<testsuite>` per report, one `<testcase>` per case; failures carry reasons."""
+    """JUnit XML: one `<testsuite>` per suite, one `<testcase>` per case.
+
+    Each case's pass rate, samples and flakiness are properties of its suite (named
+    `CASE:pass_rate`...: the common JUnit schema has no properties on testcases); a failing case a
+    `<failure>` (a check failed) or `<error>` (every failing sample errored or timed out)
+    whose message is its first failing check and reason.
+    """
     root = ET.Element("testsuites", name="tui-eval")
     totals = {"tests": 0, "failures": 0, "errors": 0}
     total_time = 0.0
+    groups: dict[str, list[CaseResult]] = {}
+    started: dict[str, float] = {}
     for report in reports:
-        failures = sum(1 for c in report.cases if not c.passed and not _all_errors(c))
-        errors = sum(1 for c in report.cases if not c.passed and _all_errors(c))
+        for case in report.cases:
+            owner = case_suite(report, case)
+            groups.setdefault(owner, []).append(replace(case, name=case_name(report, case)))
+            started.setdefault(owner, report.started_at)
+    for suite_name, cases in groups.items():
+        failures = sum(1 for c in cases if not c.passed and not _all_errors(c))
+        errors = sum(1 for c in cases if not c.passed and _all_errors(c))
+        seconds = sum(s.latency_ms for c in cases for s in c.samples) / 1000
         suite = ET.SubElement(
             root,
             "testsuite",
-            name=_xml_text(report.name),
-            tests=str(len(report.cases)),
+            name=_xml_text(suite_name),
+            tests=str(len(cases)),
             failures=str(failures),
             errors=str(errors),
             skipped="0",
-            time=f"{report.duration_s:.3f}",
+            time=f"{seconds:.3f}",
             timestamp=time.strftime(
-                "%Y-%m-%dT%H:%M:%S", time.gmtime(report.started_at or time.time())
+                "%Y-%m-%dT%H:%M:%S", time.gmtime(started[suite_name] or time.time())
             ),
         )
-        for case in report.cases:
-            seconds = sum(s.latency_ms for s in case.samples) / 1000
-            testcase = ET.SubElement(
-                suite,
-                "testcase",
-                classname=_xml_text(report.name),
-                name=_xml_text(case.name),
-                time=f"{seconds:.3f}",
-            )
-            if not case.passed:
-                tag = "error" if _all_errors(case) else "failure"
-                detail = "\n".join(_sample_line(s) for s in case.samples)
-                element = ET.SubElement(
-                    testcase,
-                    tag,
-                    message=_xml_text(
-                        f"{case.samples_passed}/{len(case.samples)} samples passed: {case.first_failure}"[
-                            :1000
-                        ]
-                    ),
-                    type="sample-error" if tag == "error" else "check-failed",
+        properties = ET.SubElement(suite, "properties")
+        for case in cases:
+            flaky = 0 < case.samples_passed < len(case.samples)
+            for fact, shown in (
+                ("pass_rate", f"{case.pass_rate:.4f}"),
+                ("samples", str(len(case.samples))),
+                ("samples_passed", str(case.samples_passed)),
+                ("flaky", "true" if flaky else "false"),
+            ):
+                ET.SubElement(
+                    properties, "property", name=_xml_text(f"{case.name}:{fact}"), value=shown
                 )
-                element.text = _xml_text(detail)
-            out = ET.SubElement(testcase, "system-out")
-            out.text = _xml_text(
-                f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{len(case.samples)}), "
-                f"threshold {case.pass_threshold:.0%}, {case.usage.total_tokens:,} tokens"
-            )
-        totals["tests"] += len(report.cases)
+        for case in cases:
+            _junit_case(suite, suite_name, case)
+        totals["tests"] += len(cases)
         totals["failures"] += failures
         totals["errors"] += errors
-        total_time += report.duration_s
+        total_time += seconds
     for key, value in totals.items():
         root.set(key, str(value))
     root.set("time", f"{total_time:.3f}")
     ET.indent(root)
     body: bytes = ET.tostring(root, encoding="utf-8")
     return b'<?xml version="1.0" encoding="utf-8"?>\n' + body + b"\n"
+
+
+def _junit_case(suite: ET.Element, suite_name: str, case: CaseResult) -> None:
+    seconds = sum(s.latency_ms for s in case.samples) / 1000
+    testcase = ET.SubElement(
+        suite,
+        "testcase",
+        classname=_xml_text(suite_name),
+        name=_xml_text(case.name),
+        time=f"{seconds:.3f}",
+    )
+    if not case.passed:
+        tag = "error" if _all_errors(case) else "failure"
+        detail = "\n".join(_sample_line(s) for s in case.samples)
+        element = ET.SubElement(
+            testcase,
+            tag,
+            message=_xml_text(one_line(case.first_failure or "no samples finished", 1000)),
+            type="sample-error" if tag == "error" else "check-failed",
+        )
+        element.text = _xml_text(detail)
+    out = ET.SubElement(testcase, "system-out")
+    out.text = _xml_text(
+        f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{len(case.samples)}), "
+        f"threshold {case.pass_threshold:.0%}, {case.usage.total_tokens:,} tokens"
+    )
 
 
 def _all_errors(case: CaseResult) -> bool:
@@ -130,38 +163,93 @@ def markdown_summary(reports: Sequence[Report], diffs: Sequence[Diff | None] = (
                 parts.append(
                     f"- ✅ improved: {_md_cell(change.name, 80)} — {_md_cell(change.describe())}"
                 )
+            for name in diff.removed:
+                parts.append(f"- ➖ removed: {_md_cell(name, 80)}")
+            for name in diff.definition_changed:
+                parts.append(
+                    f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
+                    "different checks or inputs)"
+                )
         parts.append("")
     return "\n".join(parts)
 
 
+class MergeError(ValueError):
+    """Reports cannot be merged (a case in two of them); the message names the cases."""
+
+
 def merge_reports(reports: Sequence[Report]) -> Report:
-    """One report of several suites' runs; case names become `suite / case`."""
+    """One report of several: the runs of several suites, or the shards of one run.
+
+    Every case keeps its own name and records its suite; a case found in two reports is
+    refused. Shard facts in the reports' metadata (`shard`, `planned_cases`) are carried
+    into the merged report, so missing shards and cases can be reported.
+
+    Raises:
+        MergeError: the same (suite, case) is in two reports.
+    """
     if len(reports) == 1:
         return reports[0]
-    cases = []
-    for report in reports:
+    cases: list[CaseResult] = []
+    where: dict[tuple[str, str], int] = {}
+    overlaps: list[str] = []
+    suites: list[str] = []
+    planned: dict[str, list[str]] = {}
+    shards: list[Any] = []
+    paths: dict[str, str] = {}
+    for position, report in enumerate(reports):
         for case in report.cases:
-            cases.append(
-                CaseResult(
-                    f"{report.name} / {case.name}",
-                    case.samples,
-                    pass_threshold=case.pass_threshold,
-                    planned=case.planned,
-                    input=case.input,
-                    expected=case.expected,
-                    expected_tools=case.expected_tools,
-                    metadata=case.metadata,
-                )
-            )
+            suite, name = case_suite(report, case), case_name(report, case)
+            if (suite, name) in where:
+                overlaps.append(f"{suite}{SUITE_SEPARATOR}{name}")
+                continue
+            where[(suite, name)] = position
+            if suite not in suites:
+                suites.append(suite)
+            cases.append(replace(case, name=name, suite=suite))
+        for suite, names in (report.metadata.get("planned_cases") or {}).items():
+            planned.setdefault(suite, [])
+            planned[suite] += [n for n in names if n not in planned[suite]]
+        shards += report.metadata.get("shards") or []
+        paths.update(report.metadata.get("suite_paths") or {})
+        if report.metadata.get("suite_path"):
+            paths.setdefault(report.name, report.metadata["suite_path"])
+    if overlaps:
+        raise MergeError(
+            f"{len(overlaps)} case(s) are in more than one report: {', '.join(overlaps[:5])}"
+            + (" …" if len(overlaps) > 5 else "")
+        )
+    metadata: dict[str, Any] = {"suites": suites, "suite_paths": paths}
+    if planned:
+        metadata["planned_cases"] = planned
+    if shards:
+        metadata["shards"] = shards
     return Report(
-        "+".join(r.name for r in reports),
+        "+".join(suites),
         cases,
         started_at=min((r.started_at for r in reports), default=0.0),
         duration_s=sum(r.duration_s for r in reports),
         cancelled=any(r.cancelled for r in reports),
         priced=any(r.priced for r in reports),
-        metadata={"suites": [r.name for r in reports]},
+        metadata=metadata,
     )
+
+
+def missing_from(report: Report) -> tuple[list[str], list[str]]:
+    """What a merged shard report lacks: shards (`2/3`) and planned cases (`suite / case`)."""
+    shards = {tuple(s) for s in report.metadata.get("shards") or []}
+    missing_shards = []
+    for total in sorted({n for _, n in shards}):
+        present = {i for i, n in shards if n == total}
+        missing_shards += [f"{i}/{total}" for i in range(1, total + 1) if i not in present]
+    have = {(case_suite(report, c), case_name(report, c)) for c in report.cases}
+    missing_cases = [
+        f"{suite}{SUITE_SEPARATOR}{name}"
+        for suite, names in (report.metadata.get("planned_cases") or {}).items()
+        for name in names
+        if (suite, name) not in have
+    ]
+    return missing_shards, missing_cases
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
@@ -169,3 +257,64 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     target = Path(path)
     atomic_write_bytes(target, data)
     return target
+
+
+SAMPLE_COLUMNS = (
+    "suite",
+    "case",
+    "index",
+    "status",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost",
+    "first_failing_check",
+    "reason",
+)
+"""The columns of the per-sample CSV and JSONL exports."""
+
+
+def sample_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
+    """One row per sample (for pandas or a spreadsheet): suite, case, index, status,
+    latency, tokens, cost, and the first failing check with its reason."""
+    rows = []
+    for report in reports:
+        for case in report.cases:
+            suite, name = case_suite(report, case), case_name(report, case)
+            for sample in case.samples:
+                failing = next((c for c in sample.checks if not c.passed), None)
+                reason = failing.reason if failing is not None else (sample.error or "")
+                rows.append(
+                    {
+                        "suite": suite,
+                        "case": name,
+                        "index": sample.index,
+                        "status": sample.status,
+                        "latency_ms": round(sample.latency_ms, 3),
+                        "input_tokens": sample.usage.input_tokens,
+                        "output_tokens": sample.usage.output_tokens,
+                        "total_tokens": sample.usage.total_tokens,
+                        "cost": sample.cost,
+                        "first_failing_check": failing.name if failing is not None else "",
+                        "reason": one_line(reason, 2000) if not sample.passed else "",
+                    }
+                )
+    return rows
+
+
+def samples_csv(reports: Sequence[Report]) -> bytes:
+    """The per-sample rows as CSV (UTF-8, a header row)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in sample_rows(reports):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue().encode()
+
+
+def samples_jsonl(reports: Sequence[Report]) -> bytes:
+    """The per-sample rows as JSON Lines."""
+    return "".join(
+        json.dumps(row, ensure_ascii=False) + "\n" for row in sample_rows(reports)
+    ).encode()

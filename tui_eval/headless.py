@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from tui_eval.diff import Diff
 from tui_eval.events import Event, RunFinished, RunStarted, SampleFinished
-from tui_eval.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui_eval.exit_codes import EXIT_FAILED, EXIT_NOTHING_TO_RESUME, EXIT_OK, EXIT_USAGE
+from tui_eval.gate import (
+    COMPARE_DEFAULT,
+    RUN_DEFAULT,
+    FailOn,
+    Shard,
+    assign_shards,
+    gate_failures,
+    parse_fail_on,
+)
 from tui_eval.options import RunOptions
-from tui_eval.report import Report, ReportFileError
+from tui_eval.report import CaseResult, Report, ReportFileError, render_summary
 from tui_eval.store import JournalFileError, RunHistory
 from tui_eval.suite_run import BaselineStatus, EmptySelection, ResumeError, SuiteRun
 from tui_eval.suites import LoadResult, Suite, load_suites
@@ -185,8 +196,6 @@ SUMMARY_PASSING_LIMIT = 20
 
 
 def _print_outcome(outcome: SuiteOutcome) -> None:
-    from tui_eval.report import render_summary
-
     where = f" ({outcome.suite.path})" if outcome.suite.path else ""
     print(f"── {one_line(outcome.suite.name, 200)}{where}")
     print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
@@ -216,17 +225,29 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     return outcome
 
 
-def exit_code(outcomes: list[SuiteOutcome], load_failed: bool) -> int:
-    """2 on load or file errors; 1 on failures, regressions or a cancelled run; else 0."""
+def exit_code(
+    outcomes: list[SuiteOutcome],
+    load_failed: bool,
+    fail_on: frozenset[FailOn] = RUN_DEFAULT,
+) -> int:
+    """2 on load or file errors; 1 when a `--fail-on` condition is met (or a run was
+    interrupted); else 0."""
     if load_failed or any(o.baseline_error or o.journal_error for o in outcomes):
         return EXIT_USAGE
-    if any(not o.report.passed or (o.diff is not None and not o.diff.ok) for o in outcomes):
+    reasons = [r for o in outcomes for r in gate_failures(fail_on, o.report, o.diff)]
+    if any(o.stopped for o in outcomes) or reasons:
         return EXIT_FAILED
     return EXIT_OK
 
 
 def run_command(args: argparse.Namespace) -> int:
     """`tui-eval run --headless`."""
+    try:
+        fail_on = parse_fail_on(args.fail_on) if args.fail_on else RUN_DEFAULT
+        shard = Shard.parse(args.shard) if args.shard else None
+    except ValueError as exc:
+        _err(f"error: {exc}")
+        return EXIT_USAGE
     loaded = load_suites(default_paths(args.paths))
     report_load_errors(loaded, args.debug)
     if not loaded.suites and not loaded.errors:
@@ -240,18 +261,77 @@ def run_command(args: argparse.Namespace) -> int:
             + ", ".join(s.name for s in runnable)
         )
         return EXIT_USAGE
-    outcomes = anyio.run(_run_suites, loaded.suites, options)
+    plans = [(suite, options) for suite in loaded.suites]
+    if shard is not None:
+        plans = _shard_plans(loaded.suites, options, shard)
+    outcomes = anyio.run(_run_suites, plans)
     exported = _write_exports(args, outcomes)
-    return exit_code(outcomes, bool(loaded.errors) or not exported)
+    code = exit_code(outcomes, bool(loaded.errors) or not exported, fail_on)
+    reasons = [r for o in outcomes for r in gate_failures(fail_on, o.report, o.diff)]
+    if code == EXIT_FAILED and reasons:
+        fails = ",".join(c.value for c in FailOn if c in fail_on)
+        print(f"failing (--fail-on {fails}): {'; '.join(reasons)}")
+    return code
 
 
-async def _run_suites(suites: list[Suite], options: RunOptions) -> list[SuiteOutcome]:
+def _shard_plans(
+    suites: list[Suite], options: RunOptions, shard: Shard
+) -> list[tuple[Suite, RunOptions]]:
+    """Each suite with the options of this shard: its share of the cases, balanced by the
+    durations the run history recorded, if any."""
+    keys = [
+        (suite.name, case.label)
+        for suite in suites
+        if not suite.skip
+        for case in suite.select(filter=options.filter).cases
+    ]
+    shard_of = assign_shards(keys, shard.total, _recorded_durations(suites))
+    plans: list[tuple[Suite, RunOptions]] = []
+    for suite in suites:
+        mine = tuple(
+            name
+            for (owner, name), n in shard_of.items()
+            if owner == suite.name and n == shard.index
+        )
+        if suite.skip or mine:
+            plans.append(
+                (
+                    suite,
+                    options.model_copy(update={"cases": mine, "shard": (shard.index, shard.total)}),
+                )
+            )
+        else:
+            print(f"- {one_line(suite.name, 200)}: no case in shard {shard}\n")
+    return plans
+
+
+def _recorded_durations(suites: list[Suite]) -> dict[tuple[str, str], float]:
+    """Per (suite, case), the seconds its samples took in the newest finished full run."""
+    durations: dict[tuple[str, str], float] = {}
+    wanted = {suite.name for suite in suites}
+    seen: set[str] = set()
+    for record in RunHistory().runs():
+        if record.suite not in wanted or record.suite in seen or not record.finished:
+            continue
+        if record.cancelled or record.options.is_partial:
+            continue
+        try:
+            summary = record.summary()
+        except (ReportFileError, OSError, ValueError):
+            continue
+        seen.add(record.suite)
+        for name, seconds in summary.case_seconds.items():
+            durations[(record.suite, name)] = seconds
+    return durations
+
+
+async def _run_suites(plans: list[tuple[Suite, RunOptions]]) -> list[SuiteOutcome]:
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
     services: list[SuiteRun] = []
     # Every suite's journal is opened first, so a run killed in its first suite resumes
     # the ones it never reached too.
-    for suite in suites:
+    for suite, options in plans:
         if suite.skip:
             print(f"- {one_line(suite.name, 200)}: {one_line(suite.skip, 200)}\n")
             continue
@@ -276,20 +356,33 @@ async def _run_suites(suites: list[Suite], options: RunOptions) -> list[SuiteOut
 
 
 def _write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> bool:
-    """Write the files asked for; each that cannot be written is named. True if all were."""
-    from tui_eval.exporters import junit_xml, markdown_summary, merge_reports, write_bytes
+    """Write the files asked for; each that cannot be written is named. True if all were.
+
+    When `$GITHUB_STEP_SUMMARY` is set (a GitHub Actions job), the Markdown summary is
+    appended to it as well.
+    """
+    from tui_eval.exporters import (
+        junit_xml,
+        markdown_summary,
+        merge_reports,
+        samples_csv,
+        samples_jsonl,
+        write_bytes,
+    )
 
     reports = [o.report for o in outcomes]
     if not reports:
         return True
+
+    def markdown() -> bytes:
+        return markdown_summary(reports, [o.diff for o in outcomes]).encode()
+
     exports: list[tuple[str | None, str, Callable[[], bytes]]] = [
         (args.json, "report", lambda: merge_reports(reports).to_json()),
         (args.junit, "JUnit XML", lambda: junit_xml(reports)),
-        (
-            args.markdown,
-            "Markdown summary",
-            lambda: markdown_summary(reports, [o.diff for o in outcomes]).encode(),
-        ),
+        (args.markdown, "Markdown summary", markdown),
+        (getattr(args, "csv", None), "per-sample CSV", lambda: samples_csv(reports)),
+        (getattr(args, "samples_jsonl", None), "per-sample JSONL", lambda: samples_jsonl(reports)),
     ]
     written = True
     for path, what, render in exports:
@@ -302,6 +395,13 @@ def _write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> bo
             written = False
         else:
             _err(f"{what} written to {path}")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        try:
+            with open(step_summary, "ab") as handle:
+                handle.write(markdown() + b"\n")
+        except OSError as exc:
+            _err(f"error: job summary not written to {step_summary}: {exc.strerror or exc}")
     return written
 
 
@@ -320,7 +420,7 @@ def resume_command() -> int:
         return EXIT_USAGE
     if not records:
         print("nothing to resume: no interrupted run in this project's history")
-        return EXIT_OK
+        return EXIT_NOTHING_TO_RESUME
 
     async def resume_all() -> tuple[list[SuiteOutcome], bool]:
         outcomes: list[SuiteOutcome] = []
@@ -346,7 +446,12 @@ def resume_command() -> int:
 
 
 def recheck_command(args: argparse.Namespace) -> int:
-    """`tui-eval recheck REPORT PATH...`: the suites' current checks on saved outputs."""
+    """`tui-eval recheck REPORT PATH...`: the suites' current checks on saved outputs.
+
+    A report of several suites (`run suites/ --json`) is rechecked suite by suite.
+    """
+    from tui_eval.diff import case_name, case_suite
+    from tui_eval.exporters import merge_reports
     from tui_eval.runner import recheck
 
     try:
@@ -356,25 +461,40 @@ def recheck_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     loaded = load_suites(args.paths)
     report_load_errors(loaded, args.debug)
-    suite = _find_suite(loaded.suites, report.name) or (
-        loaded.suites[0] if len(loaded.suites) == 1 else None
-    )
-    if suite is None:
-        names = ", ".join(s.name for s in loaded.suites) or "none"
-        _err(f"error: no suite named {report.name!r} in {' '.join(args.paths)} (found: {names})")
-        return EXIT_USAGE
-    saved = {case.name for case in report.cases}
-    if not any(case.label in saved for case in suite.cases):
-        _err(
-            f"error: none of the {len(saved):,} cases of {args.report} is in suite "
-            f"{suite.name!r} ({suite.path}); nothing to recheck"
+    parts: dict[str, list[CaseResult]] = {}
+    for case in report.cases:
+        parts.setdefault(case_suite(report, case), []).append(
+            replace(case, name=case_name(report, case))
         )
-        return EXIT_USAGE
-    rechecked = anyio.run(
-        lambda: recheck(report, suite.cases, concurrency=suite.concurrency, price=suite.price)
-    )
+    jobs: list[tuple[Suite, Report]] = []
+    for suite_name, cases in parts.items():
+        suite = _find_suite(loaded.suites, suite_name) or (
+            loaded.suites[0] if len(loaded.suites) == 1 and len(parts) == 1 else None
+        )
+        if suite is None:
+            names = ", ".join(s.name for s in loaded.suites) or "none"
+            _err(f"error: no suite named {suite_name!r} in {' '.join(args.paths)} (found: {names})")
+            return EXIT_USAGE
+        saved = {case.name for case in cases}
+        if not any(case.label in saved for case in suite.cases):
+            _err(
+                f"error: none of the {len(saved):,} cases of {args.report} is in suite "
+                f"{suite.name!r} ({suite.path}); nothing to recheck"
+            )
+            return EXIT_USAGE
+        jobs.append((suite, replace(report, name=suite.name, cases=cases)))
+
+    async def recheck_all() -> list[Report]:
+        return [
+            await recheck(part, suite.cases, concurrency=suite.concurrency, price=suite.price)
+            for suite, part in jobs
+        ]
+
+    rechecked_parts = anyio.run(recheck_all)
+    rechecked = merge_reports(rechecked_parts)
+    original = merge_reports([part for _, part in jobs])
     print(str(rechecked))
-    diff = rechecked.compare(report)
+    diff = rechecked.compare(original)
     print(str(diff))
     if args.json:
         rechecked.save(args.json)
@@ -384,18 +504,94 @@ def recheck_command(args: argparse.Namespace) -> int:
     return EXIT_OK if rechecked.passed and diff.ok else EXIT_FAILED
 
 
-def compare_command(current_path: str, baseline_path: str) -> int:
-    """`tui-eval compare CURRENT BASELINE`."""
+def compare_command(args: argparse.Namespace) -> int:
+    """`tui-eval compare CURRENT [BASELINE] [--baseline-dir DIR] [--fail-on ...]`."""
     try:
-        current = Report.load(current_path)
-        baseline = Report.load(baseline_path)
-        diff = current.compare(baseline)
+        fail_on = parse_fail_on(args.fail_on) if args.fail_on else COMPARE_DEFAULT
+        current = Report.load(args.current)
+        if args.baseline:
+            pairs = [(args.baseline, Report.load(args.baseline))]
+        else:
+            pairs = _suite_baselines(current, args.baseline_dir)
+        diff = Diff()
+        for _, baseline in pairs:
+            part = current.compare(baseline)
+            for name in (
+                "regressions",
+                "improvements",
+                "added",
+                "removed",
+                "unchanged",
+                "definition_changed",
+            ):
+                getattr(diff, name).extend(getattr(part, name))
     except (ReportFileError, ValueError) as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
-    print(f"{current_path} against {baseline_path}")
+    print(f"{args.current} against {', '.join(path for path, _ in pairs) or 'no baseline'}")
     print(str(diff))
-    return EXIT_OK if diff.ok else EXIT_FAILED
+    reasons = gate_failures(fail_on, None, diff)
+    if reasons:
+        print(
+            f"failing (--fail-on {','.join(c.value for c in FailOn if c in fail_on)}): {'; '.join(reasons)}"
+        )
+    return EXIT_FAILED if reasons else EXIT_OK
+
+
+def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Report]]:
+    """Each suite's baseline for a (multi-suite) report: `folder/<suite>.json`, or the
+    suites' own `__baselines__/` beside their files.
+
+    Raises:
+        ValueError: a suite has no baseline to compare with.
+        ReportFileError: a baseline cannot be read.
+    """
+    from tui_eval.diff import case_suite
+    from tui_eval.suites.suite import baseline_file_stem
+
+    suites = list(dict.fromkeys(case_suite(current, case) for case in current.cases))
+    paths = current.metadata.get("suite_paths") or {}
+    if not paths and current.metadata.get("suite_path"):
+        paths = {current.name: current.metadata["suite_path"]}
+    pairs = []
+    for suite in suites:
+        file = f"{baseline_file_stem(suite)}.json"
+        if folder:
+            path = Path(folder) / file
+        elif paths.get(suite):
+            path = Path(paths[suite]).parent / "__baselines__" / file
+        else:
+            raise ValueError(
+                f"no baseline for suite {suite!r}: give BASELINE or --baseline-dir DIR"
+            )
+        if not path.exists():
+            raise ValueError(f"no baseline for suite {suite!r} at {path}")
+        pairs.append((str(path), Report.load(path)))
+    return pairs
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    """`tui-eval merge REPORT... -o OUT`: one report from the shards of a run."""
+    from tui_eval.exporters import MergeError, merge_reports, missing_from, write_bytes
+
+    try:
+        reports = [Report.load(path) for path in args.reports]
+        merged = merge_reports(reports)
+    except (ReportFileError, MergeError) as exc:
+        _err(f"error: {exc}")
+        return EXIT_USAGE
+    missing_shards, missing_cases = missing_from(merged)
+    if missing_shards or missing_cases:
+        if missing_shards:
+            _err(f"error: missing shard(s) {', '.join(missing_shards)}")
+        if missing_cases:
+            shown = ", ".join(missing_cases[:10]) + (" …" if len(missing_cases) > 10 else "")
+            _err(f"error: {len(missing_cases)} planned case(s) are in no report: {shown}")
+        return EXIT_USAGE
+    write_bytes(args.output, merged.to_json())
+    print(render_summary(merged, max_passing=SUMMARY_PASSING_LIMIT))
+    _err(f"merged {len(reports)} report(s) into {args.output}")
+    return EXIT_OK
 
 
 def history_command(limit: int) -> int:

@@ -23,6 +23,7 @@ class RunOptions(pydantic.BaseModel):
         save_baseline: save the run as the baseline when it finishes.
         parallel_samples: run the samples of a case concurrently when the agent is built
             fresh for every sample (the app's "more samples" rerun).
+        shard: (i, n) when the run is shard i of n (`--shard i/n`); its cases are `cases`.
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
@@ -35,6 +36,7 @@ class RunOptions(pydantic.BaseModel):
     baseline: str | None = None
     save_baseline: bool = False
     parallel_samples: bool = False
+    shard: tuple[int, int] | None = None
 
     @property
     def is_partial(self) -> bool:

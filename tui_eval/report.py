@@ -113,6 +113,13 @@ class CaseResult:
         planned: how many samples were asked for (more than `len(samples)` in a cancelled run).
         input: the case's input as text.
         expected / expected_tools / metadata: carried from the `Case`.
+        suite: the suite the case belongs to (with `name`, what `compare()` matches on
+            when a report spans several suites).
+        fingerprint: a hash of the case's definition (input, checks, expected values,
+            threshold, samples), so a comparison can tell a changed case from a regressed
+            one; "" when unknown. Computed when first needed (see `definition_fingerprint`).
+        definition: the `Case` itself, while the run that made this result is in memory
+            (never saved).
     """
 
     name: str
@@ -124,6 +131,19 @@ class CaseResult:
     expected: Any = None
     expected_tools: list[str] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    suite: str = ""
+    fingerprint: str = ""
+    definition: Annotated[Any, pydantic.Field(exclude=True)] = field(
+        default=None, repr=False, compare=False
+    )
+
+    def definition_fingerprint(self) -> str:
+        """`fingerprint`, computed from `definition` (once) when it was not recorded yet."""
+        if not self.fingerprint and self.definition is not None:
+            from tui_eval.cases import fingerprint
+
+            self.fingerprint = fingerprint(self.definition)
+        return self.fingerprint
 
     def __repr__(self) -> str:
         return (
@@ -315,6 +335,8 @@ class Report:
         Values JSON cannot hold (bytes, lone surrogates, a dict containing itself...) are
         written in their `json_safe` form; the report in memory is left as it is.
         """
+        for case in self.cases:
+            case.definition_fingerprint()
         report = self
         if any(_output_twice(s) for case in self.cases for s in case.samples):
             report = replace(self, cases=[_with_output_once(case) for case in self.cases])

@@ -139,6 +139,8 @@ class Evaluation:
                 expected=case.expected,
                 expected_tools=case.expected_tools,
                 metadata=dict(case.metadata),
+                suite=self.name,
+                definition=case,
             )
             for case in self.cases
         ]

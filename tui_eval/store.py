@@ -163,6 +163,8 @@ class RunSummary:
     """Per case: (passed samples, samples)."""
     resumed: bool = False
     """Whether the run was finished by a resume."""
+    case_seconds: dict[str, float] = field(default_factory=dict)
+    """Per case: the summed latency of its samples (what `--shard` balances on)."""
 
     @classmethod
     def of(cls, report: Report) -> RunSummary:
@@ -174,6 +176,7 @@ class RunSummary:
             report.usage.total_tokens,
             {c.name: (c.samples_passed, len(c.samples)) for c in report.cases},
             bool(report.metadata.get("resumed")),
+            {c.name: sum(s.latency_ms for s in c.samples) / 1000 for c in report.cases},
         )
 
 

@@ -96,12 +96,13 @@ class SuiteRun:
         journal: RunJournal | None,
         done: dict[str, list[SampleResult]] | None = None,
         on_event: Callable[[Event], None] | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> None:
         self.suite = suite
         self.options = options
         self.journal = journal
         self.on_event = on_event
-        metadata: dict[str, object] = {"suite_path": str(suite.path or "")}
+        metadata = {"suite_path": str(suite.path or ""), **(metadata or {})}
         if journal is not None:
             metadata["run_id"] = journal.record.run_id
         if done is not None:
@@ -142,7 +143,13 @@ class SuiteRun:
             journal = history.start(
                 suite.name, str(suite.path or ""), invocation=invocation, options=options
             )
-        return cls(selected, options, journal=journal, on_event=on_event)
+        return cls(
+            selected,
+            options,
+            journal=journal,
+            on_event=on_event,
+            metadata=shard_metadata(suite, options),
+        )
 
     @classmethod
     def resume(
@@ -182,7 +189,14 @@ class SuiteRun:
         except RunLockedError as exc:
             raise ResumeError(str(exc)) from None
         done = read_journal_samples(record.journal_path)
-        return cls(selected, record.options, journal=journal, done=done, on_event=on_event)
+        return cls(
+            selected,
+            record.options,
+            journal=journal,
+            done=done,
+            on_event=on_event,
+            metadata=shard_metadata(suite, record.options),
+        )
 
     # -- running -----------------------------------------------------------------------
     @property
@@ -240,8 +254,13 @@ class SuiteRun:
         return Path(self.options.baseline) if self.options.baseline else self.suite.baseline_path
 
     def compare(self) -> BaselineOutcome:
-        """Compare the finished run with its baseline."""
-        return compare_with_baseline(self.report, self.baseline_path)
+        """Compare the finished run with its baseline.
+
+        A partial run (a filter, a rerun, a shard) is compared with the baseline's cases it
+        ran: the others are not "removed", they live in other runs.
+        """
+        only = [case.label for case in self.suite.cases] if self.options.is_partial else None
+        return compare_with_baseline(self.report, self.baseline_path, only=only)
 
     def save_baseline(self) -> BaselineOutcome:
         """Write the finished run as the baseline, unless that would lose something.
@@ -251,8 +270,11 @@ class SuiteRun:
         return save_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
 
 
-def compare_with_baseline(report: Report | None, path: Path) -> BaselineOutcome:
-    """Compare a finished run's report with the baseline at `path`."""
+def compare_with_baseline(
+    report: Report | None, path: Path, *, only: Sequence[str] | None = None
+) -> BaselineOutcome:
+    """Compare a finished run's report with the baseline at `path` (restricted to the
+    cases named in `only`, when given)."""
     if report is None:
         return BaselineOutcome(
             status=BaselineStatus.REFUSED, path=path, message="the run has not finished yet"
@@ -260,8 +282,12 @@ def compare_with_baseline(report: Report | None, path: Path) -> BaselineOutcome:
     read = read_baseline(path)
     if read.baseline is None:
         return read
+    baseline = read.baseline
+    if only is not None:
+        wanted = set(only)
+        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in wanted])
     try:
-        diff = report.compare(read.baseline)
+        diff = report.compare(baseline)
     except ValueError as exc:  # the run itself has duplicate case names
         return BaselineOutcome(status=BaselineStatus.CORRUPT, path=path, message=str(exc))
     return BaselineOutcome(
@@ -411,6 +437,16 @@ def save_baseline(report: Report | None, path: Path, *, merge: bool = False) -> 
     return BaselineOutcome(
         status=BaselineStatus.SAVED, path=path, message=f"baseline saved to {path}"
     )
+
+
+def shard_metadata(suite: Suite, options: RunOptions) -> dict[str, object]:
+    """What a shard's report records so `tui-eval merge` can tell a missing shard or case."""
+    if options.shard is None:
+        return {}
+    return {
+        "shards": [list(options.shard)],
+        "planned_cases": {suite.name: [case.label for case in suite.cases]},
+    }
 
 
 def select(suite: Suite, options: RunOptions) -> Suite:
