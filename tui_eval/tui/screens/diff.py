@@ -116,6 +116,8 @@ class DiffScreen(Screen[None]):
         summary.append(
             f" · {len(d.added)} added · {len(d.removed)} removed · {len(d.unchanged)} unchanged"
         )
+        if d.definition_changed:
+            summary.append(f" · {len(d.definition_changed)} redefined", style="yellow")
         yield Static(summary, id="screen-title")
         yield Static(
             "noise: whether a change in pass rate is larger than sampling noise "
@@ -181,6 +183,22 @@ class DiffScreen(Screen[None]):
                     },
                 )
             )
+        listed = {name for name, _ in rows}
+        for name in self.diff.definition_changed:
+            if name in listed:  # moved too: say so on its row
+                cells = dict(rows)[name]
+                cells["noise"] = Text("definition changed", style="yellow")
+            else:
+                rows.append(
+                    (
+                        name,
+                        {
+                            "kind": Text("~ redefined", style="yellow"),
+                            "name": cell(name, 80),
+                            "noise": Text("definition changed: same name, other case"),
+                        },
+                    )
+                )
         self._rows = rows
         self._names = [name for name, _ in rows]
         self._columns: list[Column] = []
