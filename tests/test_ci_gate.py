@@ -287,3 +287,38 @@ def test_case_definition_fingerprints():
         Case("q", checks=[contains("x")], samples=2, expected="z"),
     ):
         assert fingerprint(changed) != fingerprint(base)
+
+
+def test_junit_keeps_to_the_common_jenkins_junit_schema(tmp_path):
+    """The rules of the Jenkins xunit plugin's junit-10.xsd that an exporter can break:
+    which elements may nest where, the required attributes, and the time format."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    root = project(tmp_path)
+    cli("run", "suites", "--headless", "--junit", "j.xml", cwd=root, WRONG="b2,a1")
+    tree = ET.parse(root / "j.xml").getroot()
+    time_format = re.compile(r"^(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]*)?$")
+    assert tree.tag == "testsuites" and time_format.match(tree.get("time", ""))
+    assert {child.tag for child in tree} == {"testsuite"}
+    for suite in tree:
+        assert {"name", "tests", "failures", "errors"} <= set(suite.attrib)
+        assert time_format.match(suite.get("time", ""))
+        assert {c.tag for c in suite} <= {
+            "testsuite",
+            "properties",
+            "testcase",
+            "system-out",
+            "system-err",
+        }
+        for prop in suite.iter("property"):
+            assert {"name", "value"} <= set(prop.attrib)
+        for case in suite.iter("testcase"):
+            assert "name" in case.attrib
+            assert {c.tag for c in case} <= {
+                "skipped",
+                "error",
+                "failure",
+                "system-out",
+                "system-err",
+            }
