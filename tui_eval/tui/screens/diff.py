@@ -18,7 +18,7 @@ from tui_eval.suite_run import BaselineStatus, accept_into_baseline
 from tui_eval.text import value_text
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.sample_text import render_checks
-from tui_eval.tui.widgets.table import Column, Table, fill, fit_columns
+from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell, plain
 
 
@@ -199,10 +199,8 @@ class DiffScreen(Screen[None]):
                         },
                     )
                 )
-        self._rows = rows
         self._names = [name for name, _ in rows]
-        self._columns: list[Column] = []
-        self._lay_out()
+        self.query_one(Table).show(self.COLUMNS, rows)
         empty = self.query_one("#no-changes", Static)
         empty.display = not self._names
         if not self._names:
@@ -210,16 +208,6 @@ class DiffScreen(Screen[None]):
         table = self.query_one(DataTable)
         table.display = bool(self._names)
         table.focus()
-
-    def on_resize(self) -> None:
-        if [c.key for c in fit_columns(self.COLUMNS, self.size.width)] != [
-            c.key for c in self._columns
-        ]:
-            self._lay_out()
-
-    def _lay_out(self) -> None:
-        self._columns = fit_columns(self.COLUMNS, self.size.width)
-        fill(self.query_one(DataTable), self._columns, self._rows)
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
@@ -264,12 +252,10 @@ class DiffScreen(Screen[None]):
             self.notify(outcome.message, severity="warning")
             return
         self.baseline = outcome.baseline
-        table = self.query_one(DataTable)
+        table = self.query_one(Table)
         for name in names:
             self.accepted.add(name)
-            accepted = Text("✓ accepted", style="bold green")
-            dict(self._rows)[name]["kind"] = accepted
-            table.update_cell(name, "kind", accepted)
+            table.set_cell(name, "kind", Text("✓ accepted", style="bold green"))
         self.notify(outcome.message)
 
     def action_back(self) -> None:

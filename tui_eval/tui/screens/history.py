@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.report import Report
 from tui_eval.store import RunRecord, RunSummary
 from tui_eval.tui.messages import ResumeRun, ShowReport
-from tui_eval.tui.widgets.table import Column, Table, fill, fit_columns
+from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
 
@@ -59,22 +59,11 @@ class HistoryScreen(Screen[None]):
     def on_mount(self) -> None:
         history = self.workspace.history
         self.records = history.runs()[:HISTORY_LIMIT] if history is not None else []
-        self._rows = [(record.run_id, self._cells(record)) for record in self.records]
-        self._columns: list[Column] = []
-        self._lay_out()
+        rows = [(record.run_id, self._cells(record)) for record in self.records]
+        self.query_one(Table).show(self.COLUMNS, rows)
         if not self.records:
             self.notify("no runs recorded yet", timeout=3)
         self.query_one(DataTable).focus()
-
-    def on_resize(self) -> None:
-        if [c.key for c in fit_columns(self.COLUMNS, self.size.width)] != [
-            c.key for c in self._columns
-        ]:
-            self._lay_out()
-
-    def _lay_out(self) -> None:
-        self._columns = fit_columns(self.COLUMNS, self.size.width)
-        fill(self.query_one(DataTable), self._columns, self._rows)
 
     @staticmethod
     def _cells(record: RunRecord) -> dict[str, Text]:
@@ -145,14 +134,12 @@ class HistoryScreen(Screen[None]):
         index = self._cursor()
         if index is None:
             return
-        table = self.query_one(DataTable)
+        table = self.query_one(Table)
         if self.marked is not None:
-            self._rows[self.marked][1]["mark"] = Text("")
-            table.update_cell(self.records[self.marked].run_id, "mark", Text(""))
+            table.set_cell(self.records[self.marked].run_id, "mark", Text(""))
         self.marked = None if self.marked == index else index
         if self.marked is not None:
-            self._rows[index][1]["mark"] = Text("●", style="bold yellow")
-            table.update_cell(self.records[index].run_id, "mark", Text("●", style="bold yellow"))
+            table.set_cell(self.records[index].run_id, "mark", Text("●", style="bold yellow"))
 
     def action_compare(self) -> None:
         index = self._cursor()

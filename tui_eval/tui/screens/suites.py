@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.suite_run import BaselineStatus, EmptySelection, read_baseline
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded
-from tui_eval.tui.widgets.table import Column, Table, fill, fit_columns
+from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
 
@@ -79,27 +79,16 @@ class SuitesScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._columns: list[str] = []
         self._seen_finished: set[int] = set()
         self._last = self._last_results()
         self.rebuild_table()
         self.set_interval(0.25, self.refresh_status)
         self.query_one(DataTable).focus()
 
-    def on_resize(self) -> None:
-        if self._fitting_columns() != self._columns:
-            self.rebuild_table()
-
-    def _fitting_columns(self) -> list[str]:
-        """The columns that fit the screen, dropping the least important first."""
-        return [c.key for c in fit_columns(self.COLUMNS, self.size.width)]
-
     def rebuild_table(self) -> None:
-        """Lay the table out again (after a resize or a reload)."""
-        self._columns = self._fitting_columns()
-        columns = [c for c in self.COLUMNS if c.key in self._columns]
+        """Fill the table again (on mount, and after a reload)."""
         rows = [(suite.name, self._cells(suite)) for suite in self.loaded.suites]
-        fill(self.query_one(DataTable), columns, rows)
+        self.query_one(Table).show(self.COLUMNS, rows)
         self._show_errors()
 
     def _show_errors(self) -> None:
@@ -182,14 +171,13 @@ class SuitesScreen(Screen[None]):
         if finished - self._seen_finished:
             self._seen_finished = finished
             self._last = self._last_results()  # a run of this session ended: it is the last run
-        table = self.query_one(DataTable)
+        table = self.query_one(Table)
         for suite in self.loaded.suites:
             if suite.name not in self.workspace.sessions:
                 continue
             cells = self._cells(suite)
             for key in ("status", "last", "baseline"):
-                if key in self._columns:
-                    table.update_cell(suite.name, key, cells[key])
+                table.set_cell(suite.name, key, cells[key])
 
     @on(SuitesReloaded)
     def _suites_reloaded(self, message: SuitesReloaded) -> None:

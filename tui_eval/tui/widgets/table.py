@@ -12,7 +12,11 @@ from textual.widgets import DataTable
 
 
 class Table(DataTable[Any]):
-    """A row-cursor table; `enter` selects the row (and says so in the footer)."""
+    """A row-cursor table; `enter` selects the row (and says so in the footer).
+
+    Given its columns with priorities (`show`), it keeps the ones that fit its width,
+    laying itself out again when a resize changes which fit.
+    """
 
     BINDINGS = [Binding("enter", "select_cursor", "Open", show=True)]
 
@@ -20,6 +24,33 @@ class Table(DataTable[Any]):
         kwargs.setdefault("cursor_type", "row")
         kwargs.setdefault("zebra_stripes", True)
         super().__init__(**kwargs)
+        self._all_columns: Sequence[Column] = ()
+        self._rows: list[tuple[str, dict[str, Text]]] = []
+        self.shown_columns: list[Column] = []
+        """The columns on screen now."""
+
+    def show(self, columns: Sequence[Column], rows: Sequence[tuple[str, dict[str, Text]]]) -> None:
+        """Show `rows` (each: its key and its cells by column key) under the columns that fit."""
+        self._all_columns = columns
+        self._rows = list(rows)
+        self._lay_out()
+
+    def set_cell(self, row: str, column: str, value: Text) -> None:
+        """Change one cell (kept for the next layout even when its column is hidden now)."""
+        for key, cells in self._rows:
+            if key == row:
+                cells[column] = value
+        if any(c.key == column for c in self.shown_columns):
+            self.update_cell(row, column, value)
+
+    def on_resize(self) -> None:
+        fitting = fit_columns(self._all_columns, self.size.width)
+        if [c.key for c in fitting] != [c.key for c in self.shown_columns]:
+            self._lay_out()
+
+    def _lay_out(self) -> None:
+        self.shown_columns = fit_columns(self._all_columns, self.size.width)
+        fill(self, self.shown_columns, self._rows)
 
 
 @dataclass(frozen=True, slots=True)
