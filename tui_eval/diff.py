@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 
-from tui_eval.stats import fisher_exact
+from tui_eval.stats import fisher_exact, holm, mean_interval, paired_p_value, samples_needed
 from tui_eval.text import one_line, pad_cells
 
 if TYPE_CHECKING:
@@ -22,7 +22,14 @@ class CaseChange:
 
     Attributes:
         p_value: Fisher's exact test on (passed, failed) sample counts of both runs.
-        significant: the change is larger than sampling noise (p < 0.05).
+        adjusted_p_value: `p_value` adjusted (Holm) across every case of the comparison,
+            so the chance that any case is called significant by luck stays under 5%.
+        label: `significant` (adjusted p < 0.05), `too few samples` (even a change as
+            large as the one seen could not be told from noise with this many samples), or
+            `noise`.
+        samples_needed: samples per side that would detect the observed change at 80%
+            power (None when the pass rate did not change).
+        decided: whether the comparison of this case is settled (see `label`).
     """
 
     name: str
@@ -31,6 +38,10 @@ class CaseChange:
     current_passed: int
     current_total: int
     p_value: float
+    adjusted_p_value: float = 1.0
+    samples_needed: int | None = None
+    label: str = "noise"
+    decided: bool = False
 
     @property
     def baseline_rate(self) -> float:
@@ -87,6 +98,15 @@ class Diff:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    changes: list[CaseChange] = field(default_factory=list)
+    """Every case in both reports, moved or not, with its test, adjusted p-value and label."""
+    delta: float = 0.0
+    """The paired difference of the cases' sample pass rates, current − baseline, over the
+    cases in both (−0.09: nine points worse on average)."""
+    delta_ci: tuple[float, float] = (0.0, 0.0)
+    """The 95% interval of `delta` (standard error of the per-case differences)."""
+    p_value: float = 1.0
+    """Paired test of `delta` across cases (exact sign-flip permutation for up to 16 cases)."""
     definition_changed: list[str] = field(default_factory=list)
     """Cases in both reports whose definition (input, checks, expected values, threshold,
     samples) changed: their verdicts compare different things. Listed also where they
@@ -225,4 +245,44 @@ def compare_reports(current: Report, baseline: Report) -> Diff:
         )
         (diff.regressions if old.passed else diff.improvements).append(change)
     diff.removed = [_label(key) for key in before if key not in now]
+    _settle_statistics(
+        diff, [(before[key], case, _label(key)) for key, case in now.items() if key in before]
+    )
     return diff
+
+
+def _settle_statistics(diff: Diff, pairs: list[tuple[CaseResult, CaseResult, str]]) -> None:
+    """Fill the suite-level delta and a `CaseChange` (Holm-adjusted, labelled) per case."""
+    moved = {c.name: c for c in diff.regressions + diff.improvements}
+    changes = []
+    for old, new, name in pairs:
+        change = moved.get(name) or CaseChange(
+            name,
+            old.samples_passed,
+            len(old.samples),
+            new.samples_passed,
+            len(new.samples),
+            fisher_exact(
+                new.samples_passed,
+                len(new.samples) - new.samples_passed,
+                old.samples_passed,
+                len(old.samples) - old.samples_passed,
+            ),
+        )
+        change.samples_needed = samples_needed(change.baseline_rate, change.current_rate)
+        changes.append(change)
+    for change, adjusted in zip(changes, holm([c.p_value for c in changes]), strict=True):
+        change.adjusted_p_value = adjusted
+        fewest = min(change.baseline_total, change.current_total)
+        if adjusted < NOISE_P:
+            change.label = "significant"
+        elif change.samples_needed is not None and fewest < change.samples_needed:
+            change.label = "too few samples"
+        else:
+            change.label = "noise"
+        change.decided = change.label == "significant"
+    diff.changes = changes
+    differences = [c.current_rate - c.baseline_rate for c in changes]
+    diff.delta, low, high = mean_interval(differences) if differences else (0.0, 0.0, 0.0)
+    diff.delta_ci = (max(-1.0, low), min(1.0, high)) if differences else (0.0, 0.0)
+    diff.p_value = paired_p_value(differences)

@@ -15,7 +15,7 @@ from tui_eval.agents.messages import RunResult, ToolCall, Usage
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.checks.base import CheckResult
 from tui_eval.diff import CaseChange, Diff, compare_reports
-from tui_eval.stats import pass_at_k, percentile
+from tui_eval.stats import mean_interval, pass_at_k, pass_hat_k, percentile, wilson_interval
 from tui_eval.text import json_safe, one_line, pad_cells, validation_message
 
 SampleStatus = Literal["passed", "failed", "error", "timeout", "cancelled"]
@@ -179,6 +179,14 @@ class CaseResult:
         """
         return pass_at_k(len(self.samples), self.samples_passed, k)
 
+    def pass_hat_k(self, k: int) -> float:
+        """Unbiased pass^k: the chance that k samples *all* pass (reliability).
+
+        Raises:
+            ValueError: k > number of samples (or k < 1).
+        """
+        return pass_hat_k(len(self.samples), self.samples_passed, k)
+
     @property
     def usage(self) -> Usage:
         """Summed usage of the case's samples (judge included)."""
@@ -251,6 +259,35 @@ class Report:
     def pass_rate(self) -> float:
         """The fraction of cases that passed."""
         return self.cases_passed / len(self.cases) if self.cases else 0.0
+
+    @property
+    def pass_rate_ci(self) -> tuple[float, float]:
+        """The 95% (Wilson) interval of `pass_rate`, the share of cases that passed."""
+        return wilson_interval(self.cases_passed, len(self.cases))
+
+    @property
+    def sample_pass_rate(self) -> float:
+        """The mean of the cases' sample pass rates (each case weighs the same)."""
+        rates = [case.pass_rate for case in self.cases if case.samples]
+        return sum(rates) / len(rates) if rates else 0.0
+
+    @property
+    def sample_pass_rate_ci(self) -> tuple[float, float]:
+        """The 95% interval of `sample_pass_rate`, its standard error clustered by case
+        (the samples of one case are not independent; Miller, arXiv 2411.00640)."""
+        _, low, high = mean_interval([case.pass_rate for case in self.cases if case.samples])
+        return max(0.0, low), min(1.0, high)
+
+    def pass_hat_k(self, k: int) -> float:
+        """The mean over cases (with at least k samples) of their pass^k.
+
+        Raises:
+            ValueError: no case has k samples (or k < 1).
+        """
+        eligible = [case for case in self.cases if len(case.samples) >= k >= 1]
+        if not eligible:
+            raise ValueError(f"pass^k needs cases with at least k={k} samples; none has")
+        return sum(case.pass_hat_k(k) for case in eligible) / len(eligible)
 
     @property
     def samples(self) -> list[SampleResult]:

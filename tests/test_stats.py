@@ -1,0 +1,71 @@
+"""The statistics behind comparisons, against values computed elsewhere (SciPy/statsmodels
+results copied in as constants) or by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui_eval import Report
+from tui_eval.report import CaseResult, SampleResult
+from tui_eval.stats import holm, paired_p_value, pass_hat_k, samples_needed, t975, wilson_interval
+
+
+def case(name: str, outcomes: str) -> CaseResult:
+    samples = [
+        SampleResult(name, i, "passed" if o == "p" else "failed") for i, o in enumerate(outcomes)
+    ]
+    return CaseResult(name, samples, planned=len(samples))
+
+
+def test_known_values():
+    # statsmodels.stats.proportion.proportion_confint(2, 3, method="wilson")
+    assert wilson_interval(2, 3) == pytest.approx((0.20765, 0.93849), abs=1e-4)
+    # statsmodels.stats.multitest.multipletests([0.01, 0.04, 0.03], method="holm")
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    # scipy.stats.t.ppf(0.975, df)
+    assert t975(1) == pytest.approx(12.706, abs=1e-3) and t975(10) == pytest.approx(2.228, abs=1e-3)
+    # Two proportions, 0.9 vs 0.6, α = 0.05 two-sided, power 0.8 (normal approximation).
+    assert samples_needed(0.9, 0.6) == 32 and samples_needed(0.5, 0.5) is None
+    # Exact sign-flip test: five equal differences, all one way: 2 of 32 patterns as extreme.
+    assert paired_p_value([0.5] * 5) == pytest.approx(2 / 32)
+    assert paired_p_value([0.0, 0.0]) == 1.0
+
+
+def test_pass_hat_k_is_the_chance_that_k_samples_all_pass():
+    assert pass_hat_k(5, 3, 2) == pytest.approx(0.3)  # C(3,2)/C(5,2)
+    assert pass_hat_k(4, 4, 4) == 1.0 and pass_hat_k(4, 3, 4) == 0.0
+    with pytest.raises(ValueError):
+        pass_hat_k(3, 2, 4)
+    flaky = case("flaky", "ppfp")
+    assert flaky.pass_hat_k(2) == pytest.approx(0.5) and flaky.pass_at_k(2) == 1.0
+    report = Report("r", [flaky, case("solid", "pppp")])
+    assert report.pass_hat_k(2) == pytest.approx(0.75)
+
+
+def test_report_intervals():
+    report = Report("r", [case("a", "pppp"), case("b", "pfpf"), case("c", "ffff")])
+    assert report.pass_rate_ci == pytest.approx(wilson_interval(1, 3))
+    assert report.sample_pass_rate == pytest.approx(0.5)
+    low, high = report.sample_pass_rate_ci
+    # mean 0.5, sd 0.5, n 3: 0.5 ± 4.303 · 0.5/√3, clipped to 0..1
+    assert (low, high) == (0.0, 1.0)
+    wide = Report("r", [case(str(i), "pppf" if i % 2 else "pppp") for i in range(20)])
+    low, high = wide.sample_pass_rate_ci
+    assert low < wide.sample_pass_rate < high and high - low < 0.15
+
+
+def test_every_compared_case_has_a_labelled_change():
+    before = Report("r", [case("flip", "p"), case("steady", "pppp"), case("broke", "pppppppp")])
+    after = Report("r", [case("flip", "f"), case("steady", "pppp"), case("broke", "ffffffff")])
+    diff = after.compare(before)
+    labels = {c.name: c.label for c in diff.changes}
+    assert set(labels) == {"flip", "steady", "broke"}
+    assert labels["flip"] == "too few samples"  # one sample each side proves nothing
+    assert labels["broke"] == "significant" and labels["steady"] == "noise"
+    flip = next(c for c in diff.changes if c.name == "flip")
+    assert flip.samples_needed is not None and flip.samples_needed > 1
+    assert diff.delta == pytest.approx((-1.0 + 0.0 - 1.0) / 3)
+    assert diff.delta_ci[0] < diff.delta < diff.delta_ci[1]
+    assert 0.0 < diff.p_value <= 1.0
+    # The verdict lists keep the seed's meaning.
+    assert [c.name for c in diff.regressions] == ["flip", "broke"] and not diff.ok
