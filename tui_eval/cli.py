@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from tui_eval import headless
+    from tui_eval import headless, report_commands
 
     if args.command == "run":
         # Files for CI and baseline work are headless jobs, as is any run without a terminal.
@@ -205,15 +205,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             return headless.run_command(args)
         return _open_app(args.paths, autorun=True, options=args, watch=args.watch)
     if args.command == "compare":
-        return headless.compare_command(args)
+        return report_commands.compare_command(args)
     if args.command == "merge":
-        return headless.merge_command(args)
+        return report_commands.merge_command(args)
     if args.command == "show":
         return _open_report(args.report)
     if args.command == "history":
-        return headless.history_command(args.limit)
+        return report_commands.history_command(args.limit)
     if args.command == "recheck":
-        return headless.recheck_command(args)
+        return report_commands.recheck_command(args)
     if args.command == "resume":
         return headless.resume_command()
     raise AssertionError(args.command)

@@ -6,20 +6,15 @@ import argparse
 import os
 import signal
 import sys
-import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
 
 import anyio
 
 from tui_eval.diff import Diff
-from tui_eval.events import Event, RunFinished, RunStarted, SampleFinished
 from tui_eval.exit_codes import EXIT_FAILED, EXIT_NOTHING_TO_RESUME, EXIT_OK, EXIT_USAGE
 from tui_eval.gate import (
-    COMPARE_DEFAULT,
     RUN_DEFAULT,
     FailOn,
     Shard,
@@ -28,7 +23,8 @@ from tui_eval.gate import (
     parse_fail_on,
 )
 from tui_eval.options import RunOptions
-from tui_eval.report import CaseResult, Report, ReportFileError, render_summary
+from tui_eval.progress import Progress
+from tui_eval.report import Report, ReportFileError, render_summary
 from tui_eval.store import JournalFileError, RunHistory
 from tui_eval.suite_run import BaselineStatus, EmptySelection, ResumeError, SuiteRun
 from tui_eval.suites import LoadResult, Suite, load_suites
@@ -50,98 +46,6 @@ def report_load_errors(loaded: LoadResult, debug: bool) -> None:
         _err(f"error: {sanitize(error.message)}")
         if debug and error.detail:
             _err(sanitize(error.detail))
-
-
-# -- progress -----------------------------------------------------------------------------
-class Progress:
-    """A live progress bar on a terminal; plain periodic lines otherwise (CI logs)."""
-
-    def __init__(self, live: bool | None = None) -> None:
-        self.live = sys.stderr.isatty() if live is None else live
-        self._bar: Any = None
-        self._task: Any = None
-        self.samples_total = self.samples_done = self.samples_passed = self.samples_failed = 0
-        self._name = ""
-        self._last_print = 0.0
-        self._next_line = 0
-
-    def on_event(self, event: Event) -> None:
-        """Feed a runner event."""
-        if isinstance(event, SampleFinished):
-            self.samples_done += 1
-            if event.sample.passed:
-                self.samples_passed += 1
-            else:
-                self.samples_failed += 1
-            self._advance()
-        elif isinstance(event, RunStarted):
-            self.samples_done = len(event.resumed)
-            self.samples_passed = sum(1 for s in event.resumed if s.passed)
-            self.samples_failed = self.samples_done - self.samples_passed
-            self._start(event.name, event.total_samples)
-        elif isinstance(event, RunFinished):
-            self._stop()
-
-    def _start(self, name: str, total: int) -> None:
-        self._name, self.samples_total = one_line(name, 60), total
-        if self.live:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                SpinnerColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._bar = Progress(
-                SpinnerColumn(),
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("[green]✓ {task.fields[passed]}[/] [red]✗ {task.fields[failed]}[/]"),
-                TimeElapsedColumn(),
-                TextColumn("eta"),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task(
-                self._name.replace("[", "\\["),
-                total=total,
-                completed=self.samples_done,
-                passed=self.samples_passed,
-                failed=self.samples_failed,
-            )
-        else:
-            _err(f"[{self._name}] running {total:,} samples")
-            self._last_print = time.monotonic()
-            self._next_line = max(1, total // 10)
-
-    def _advance(self) -> None:
-        if self._bar is not None:
-            self._bar.update(
-                self._task,
-                completed=self.samples_done,
-                passed=self.samples_passed,
-                failed=self.samples_failed,
-            )
-            return
-        now = time.monotonic()
-        if self.samples_done >= self._next_line or now - self._last_print >= 5:
-            _err(
-                f"[{self._name}] {self.samples_done:,}/{self.samples_total:,} samples · {self.samples_passed:,} passed · {self.samples_failed:,} failed"
-            )
-            self._last_print = now
-            self._next_line = self.samples_done + max(1, self.samples_total // 10)
-
-    def _stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
 
 
 # -- running a suite ------------------------------------------------------------------------
@@ -443,177 +347,3 @@ def resume_command() -> int:
 
     outcomes, failed = anyio.run(resume_all)
     return exit_code(outcomes, failed)
-
-
-def recheck_command(args: argparse.Namespace) -> int:
-    """`tui-eval recheck REPORT PATH...`: the suites' current checks on saved outputs.
-
-    A report of several suites (`run suites/ --json`) is rechecked suite by suite.
-    """
-    from tui_eval.diff import case_name, case_suite
-    from tui_eval.exporters import merge_reports
-    from tui_eval.runner import recheck
-
-    try:
-        report = Report.load(args.report)
-    except ReportFileError as exc:
-        _err(f"error: {exc}")
-        return EXIT_USAGE
-    loaded = load_suites(args.paths)
-    report_load_errors(loaded, args.debug)
-    parts: dict[str, list[CaseResult]] = {}
-    for case in report.cases:
-        parts.setdefault(case_suite(report, case), []).append(
-            replace(case, name=case_name(report, case))
-        )
-    jobs: list[tuple[Suite, Report]] = []
-    for suite_name, cases in parts.items():
-        suite = _find_suite(loaded.suites, suite_name) or (
-            loaded.suites[0] if len(loaded.suites) == 1 and len(parts) == 1 else None
-        )
-        if suite is None:
-            names = ", ".join(s.name for s in loaded.suites) or "none"
-            _err(f"error: no suite named {suite_name!r} in {' '.join(args.paths)} (found: {names})")
-            return EXIT_USAGE
-        saved = {case.name for case in cases}
-        if not any(case.label in saved for case in suite.cases):
-            _err(
-                f"error: none of the {len(saved):,} cases of {args.report} is in suite "
-                f"{suite.name!r} ({suite.path}); nothing to recheck"
-            )
-            return EXIT_USAGE
-        jobs.append((suite, replace(report, name=suite.name, cases=cases)))
-
-    async def recheck_all() -> list[Report]:
-        return [
-            await recheck(part, suite.cases, concurrency=suite.concurrency, price=suite.price)
-            for suite, part in jobs
-        ]
-
-    rechecked_parts = anyio.run(recheck_all)
-    rechecked = merge_reports(rechecked_parts)
-    original = merge_reports([part for _, part in jobs])
-    print(str(rechecked))
-    diff = rechecked.compare(original)
-    print(str(diff))
-    if args.json:
-        rechecked.save(args.json)
-        _err(f"report written to {args.json}")
-    if loaded.errors:
-        return EXIT_USAGE
-    return EXIT_OK if rechecked.passed and diff.ok else EXIT_FAILED
-
-
-def compare_command(args: argparse.Namespace) -> int:
-    """`tui-eval compare CURRENT [BASELINE] [--baseline-dir DIR] [--fail-on ...]`."""
-    try:
-        fail_on = parse_fail_on(args.fail_on) if args.fail_on else COMPARE_DEFAULT
-        current = Report.load(args.current)
-        if args.baseline:
-            pairs = [(args.baseline, Report.load(args.baseline))]
-        else:
-            pairs = _suite_baselines(current, args.baseline_dir)
-        diff = Diff()
-        for _, baseline in pairs:
-            part = current.compare(baseline)
-            for name in (
-                "regressions",
-                "improvements",
-                "added",
-                "removed",
-                "unchanged",
-                "definition_changed",
-            ):
-                getattr(diff, name).extend(getattr(part, name))
-    except (ReportFileError, ValueError) as exc:
-        _err(f"error: {exc}")
-        return EXIT_USAGE
-    print(f"{args.current} against {', '.join(path for path, _ in pairs) or 'no baseline'}")
-    print(str(diff))
-    reasons = gate_failures(fail_on, None, diff)
-    if reasons:
-        print(
-            f"failing (--fail-on {','.join(c.value for c in FailOn if c in fail_on)}): {'; '.join(reasons)}"
-        )
-    return EXIT_FAILED if reasons else EXIT_OK
-
-
-def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Report]]:
-    """Each suite's baseline for a (multi-suite) report: `folder/<suite>.json`, or the
-    suites' own `__baselines__/` beside their files.
-
-    Raises:
-        ValueError: a suite has no baseline to compare with.
-        ReportFileError: a baseline cannot be read.
-    """
-    from tui_eval.diff import case_suite
-    from tui_eval.suites.suite import baseline_file_stem
-
-    suites = list(dict.fromkeys(case_suite(current, case) for case in current.cases))
-    paths = current.metadata.get("suite_paths") or {}
-    if not paths and current.metadata.get("suite_path"):
-        paths = {current.name: current.metadata["suite_path"]}
-    pairs = []
-    for suite in suites:
-        file = f"{baseline_file_stem(suite)}.json"
-        if folder:
-            path = Path(folder) / file
-        elif paths.get(suite):
-            path = Path(paths[suite]).parent / "__baselines__" / file
-        else:
-            raise ValueError(
-                f"no baseline for suite {suite!r}: give BASELINE or --baseline-dir DIR"
-            )
-        if not path.exists():
-            raise ValueError(f"no baseline for suite {suite!r} at {path}")
-        pairs.append((str(path), Report.load(path)))
-    return pairs
-
-
-def merge_command(args: argparse.Namespace) -> int:
-    """`tui-eval merge REPORT... -o OUT`: one report from the shards of a run."""
-    from tui_eval.exporters import MergeError, merge_reports, missing_from, write_bytes
-
-    try:
-        reports = [Report.load(path) for path in args.reports]
-        merged = merge_reports(reports)
-    except (ReportFileError, MergeError) as exc:
-        _err(f"error: {exc}")
-        return EXIT_USAGE
-    missing_shards, missing_cases = missing_from(merged)
-    if missing_shards or missing_cases:
-        if missing_shards:
-            _err(f"error: missing shard(s) {', '.join(missing_shards)}")
-        if missing_cases:
-            shown = ", ".join(missing_cases[:10]) + (" …" if len(missing_cases) > 10 else "")
-            _err(f"error: {len(missing_cases)} planned case(s) are in no report: {shown}")
-        return EXIT_USAGE
-    write_bytes(args.output, merged.to_json())
-    print(render_summary(merged, max_passing=SUMMARY_PASSING_LIMIT))
-    _err(f"merged {len(reports)} report(s) into {args.output}")
-    return EXIT_OK
-
-
-def history_command(limit: int) -> int:
-    """`tui-eval history`: the project's past runs, newest first."""
-    history = RunHistory()
-    records = history.runs()[:limit]
-    if not records:
-        print(f"no runs recorded yet for {history.project_root}")
-        return EXIT_OK
-    print(f"runs of {history.project_root} (newest first)")
-    for record in records:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started_at))
-        try:
-            summary = record.summary()
-            counts = (
-                f"{summary.cases_passed}/{summary.cases_total} cases · {summary.samples:,} samples · "
-                f"{summary.tokens:,} tokens"
-            )
-        except (ReportFileError, OSError, ValueError) as exc:
-            counts = f"unreadable: {exc}"
-        print(
-            f"  {when}  {record.status:<11}  {one_line(record.suite, 24):<24}  {counts}  "
-            f"{record.run_id}"
-        )
-    return EXIT_OK
