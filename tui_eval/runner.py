@@ -42,8 +42,9 @@ from tui_eval.events import (
     SampleFinished,
     SampleStateChanged,
 )
-from tui_eval.report import CaseResult, Report, SampleResult, map_values
+from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.secrets import redact, redact_value, secret_values
+from tui_eval.stored_values import map_values
 
 Price = Callable[[Usage], float]
 YIELD_EVERY_S = 0.01

@@ -17,14 +17,8 @@ import pydantic
 
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.options import RunOptions
-from tui_eval.report import (
-    CaseResult,
-    Report,
-    SampleResult,
-    output_once,
-    restore_output,
-    storable_sample,
-)
+from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.stored_values import output_once, restore_output, storable_sample
 
 HOME_ENV = "TUI_EVAL_HOME"
 JOURNAL_SCHEMA_VERSION = 2
