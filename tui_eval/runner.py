@@ -12,8 +12,8 @@ import contextlib
 import math
 import time
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -24,15 +24,8 @@ from tui_eval.agents.providers.base import resource_scope, retry_listener
 from tui_eval.agents.run_spec import RunSpec
 from tui_eval.agents.sources import make_runner
 from tui_eval.cancellation import cancelled_from_outside
+from tui_eval.case_plan import CasePlan
 from tui_eval.cases import Case
-from tui_eval.checks.base import (
-    Check,
-    CheckResult,
-    call_check,
-    is_async_check,
-    run_check,
-    settle_check,
-)
 from tui_eval.events import (
     CaseFinished,
     Event,
@@ -50,14 +43,6 @@ Price = Callable[[Usage], float]
 YIELD_EVERY_S = 0.01
 QUICK_SAMPLE_S = 0.001
 MAX_UNYIELDED_S = 0.1
-
-
-@dataclass(slots=True)
-class _CasePlan:
-    case: Case
-    spec: RunSpec
-    sync_checks: list[tuple[int, Check]]
-    async_checks: list[tuple[int, Check]]
 
 
 class _Pacer:
@@ -129,7 +114,7 @@ class Evaluation:
                 replace(c, samples=len(replay[c.label])) for c in self.cases if replay.get(c.label)
             ]
         self._runner = make_runner(agent) if replay is None else _replay_only
-        self._plans: list[_CasePlan | None] = [None] * len(self.cases)
+        self._plans: list[CasePlan | None] = [None] * len(self.cases)
         self._results = [
             CaseResult(
                 case.label,
@@ -157,13 +142,6 @@ class Evaluation:
         self._secrets = secret_values()
         self.finished = False
         """Whether `run()` has ended (completely or cancelled): `report` is then final."""
-
-    @staticmethod
-    def _plan(case: Case) -> _CasePlan:
-        spec = RunSpec(case.input, case.context, case.max_turns, case.output_type, case.model)
-        sync_checks = [(i, c) for i, c in enumerate(case.checks) if not is_async_check(c)]
-        async_checks = [(i, c) for i, c in enumerate(case.checks) if is_async_check(c)]
-        return _CasePlan(case, spec, sync_checks, async_checks)
 
     # -- control ---------------------------------------------------------------------
     @property
@@ -316,10 +294,10 @@ class Evaluation:
             for _ in range(min(self.concurrency, len(units))):
                 group.start_soon(worker)
 
-    def _plan_of(self, index: int) -> _CasePlan:
+    def _plan_of(self, index: int) -> CasePlan:
         plan = self._plans[index]
         if plan is None:  # planned when first needed: a big suite starts at once
-            plan = self._plans[index] = self._plan(self.cases[index])
+            plan = self._plans[index] = CasePlan.of(self.cases[index])
         return plan
 
     def _record(self, index: int, sample: SampleResult) -> None:
@@ -347,7 +325,7 @@ class Evaluation:
             self._emit(CaseFinished(index, result))
 
     async def _run_sample(
-        self, index: int, sample_index: int, plan: _CasePlan, pacer: _Pacer
+        self, index: int, sample_index: int, plan: CasePlan, pacer: _Pacer
     ) -> SampleResult:
         case = plan.case
         emit = self._emit
@@ -382,7 +360,7 @@ class Evaluation:
         return sample
 
     async def _attempt(
-        self, index: int, plan: _CasePlan, sample: SampleResult, pacer: _Pacer
+        self, index: int, plan: CasePlan, sample: SampleResult, pacer: _Pacer
     ) -> None:
         """Run the agent, then the checks, recording everything on `sample`."""
         case = plan.case
@@ -425,12 +403,12 @@ class Evaluation:
             sample.cost = self.price(sample.usage)
 
     async def _judge(
-        self, index: int, plan: _CasePlan, sample: SampleResult, run: RunResult
+        self, index: int, plan: CasePlan, sample: SampleResult, run: RunResult
     ) -> None:
         """Run the case's checks on a finished run; settle the sample's status, usage and cost."""
         if plan.async_checks and self._emit is not None:
             self._emit(SampleStateChanged(index, sample.index, "judging"))
-        checks = sample.checks = await self._run_checks(plan, run)
+        checks = sample.checks = await plan.run_checks(run)
         sample.usage = run.usage
         for check in checks:
             if check.usage is not None:
@@ -440,47 +418,6 @@ class Evaluation:
         sample.status = "passed" if all(check.passed for check in checks) else "failed"
         if self.price is not None:
             sample.cost = self.price(sample.usage)
-
-    async def _run_checks(self, plan: _CasePlan, run: RunResult) -> list[CheckResult]:
-        """Every check of the case, each called exactly once; async ones run concurrently."""
-        called: dict[int, CheckResult | Awaitable[Any]] = {}
-        if not plan.async_checks:
-            # The common case: free matchers, answered inline with no task group.
-            answered: list[CheckResult] = []
-            for position, check in plan.sync_checks:
-                outcome = call_check(check, run)
-                if not isinstance(outcome, CheckResult):
-                    # It returned an awaitable after all: finish the rest on the general path.
-                    called = dict(enumerate(answered))
-                    called[position] = outcome
-                    break
-                answered.append(outcome)
-            else:
-                return answered
-        for position, check in plan.sync_checks:
-            if position not in called:
-                called[position] = call_check(check, run)
-        results: list[CheckResult | None] = [None] * len(plan.case.checks)
-        waiting: list[tuple[int, Check, Awaitable[Any] | None]] = []
-        for position, outcome in called.items():
-            if isinstance(outcome, CheckResult):
-                results[position] = outcome
-            else:
-                waiting.append((position, plan.case.checks[position], outcome))
-        waiting += [(position, check, None) for position, check in plan.async_checks]
-
-        async def finish(position: int, check: Check, pending: Awaitable[Any] | None) -> None:
-            results[position] = await (
-                run_check(check, run) if pending is None else settle_check(check, pending)
-            )
-
-        if len(waiting) == 1:
-            await finish(*waiting[0])
-        elif waiting:
-            async with anyio.create_task_group() as group:
-                for item in waiting:
-                    group.start_soon(finish, *item)
-        return [r for r in results if r is not None]
 
 
 async def evaluate(
