@@ -422,3 +422,18 @@ async def test_notifications_do_not_pile_up(tmp_path):
         await pilot.pause()
         shown = [n.message for n in app._notifications]
         assert shown == ["message 4 [bold]not markup[/]", "message 5 [bold]not markup[/]"]
+
+
+async def test_watch_flag_starts_the_suite_in_watch_mode(tmp_path):
+    folder = editable(tmp_path, answer="right")
+    app = make_app([folder], history=RunHistory(tmp_path), watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        screen = app.screen
+        assert screen.watching and "watching the suite's files" in str(
+            screen.query_one("#run-notes").render()
+        )
+        await wait_until_done(pilot, screen)
+        editable(tmp_path, answer="wrong")
+        await wait_for(pilot, lambda: app.screen is not screen)
+        assert app.screen.watching and app.screen.previous is screen.session
