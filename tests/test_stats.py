@@ -69,3 +69,94 @@ def test_every_compared_case_has_a_labelled_change():
     assert 0.0 < diff.p_value <= 1.0
     # The verdict lists keep the seed's meaning.
     assert [c.name for c in diff.regressions] == ["flip", "broke"] and not diff.ok
+
+
+# -- run until decided ---------------------------------------------------------------------
+import random  # noqa: E402
+
+
+from tui_eval import Case, compare_agents, contains, decide  # noqa: E402
+from tui_eval.sequential import BATCH, judge_pairs  # noqa: E402
+
+
+def seeded_agent(p: float, seed: int):
+    """An agent that answers right with probability `p` (deterministic for a seed)."""
+    rng = random.Random(seed)
+
+    async def agent(question: str) -> str:
+        return "ok" if rng.random() < p else "no"
+
+    return agent
+
+
+def baseline_of(name: str, passed: int, total: int) -> Report:
+    return Report("b", [case(name, "p" * passed + "f" * (total - passed))])
+
+
+@pytest.mark.anyio
+async def test_compare_agents_finds_a_real_drop_and_stops_early():
+    diff = await compare_agents(
+        seeded_agent(0.9, 1), seeded_agent(0.6, 2), [Case("q", checks=[contains("ok")])]
+    )
+    (change,) = diff.changes
+    assert change.label == "regression" and change.decided
+    assert change.current_total < 100  # decided before the budget
+    assert diff.delta < 0
+
+
+@pytest.mark.anyio
+async def test_decide_says_when_the_baseline_caps_what_can_be_shown():
+    diff = await decide(
+        seeded_agent(0.5, 3), [Case("q", checks=[contains("ok")])], baseline_of("q", 1, 1)
+    )
+    (change,) = diff.changes
+    assert change.label == "undecided: baseline too small" and not change.decided
+
+
+@pytest.mark.anyio
+async def test_decide_regression_and_no_regression():
+    broken = await decide(
+        seeded_agent(0.3, 4), [Case("q", checks=[contains("ok")])], baseline_of("q", 20, 20)
+    )
+    assert broken.changes[0].label == "regression"
+    fine = await decide(
+        seeded_agent(1.0, 5), [Case("q", checks=[contains("ok")])], baseline_of("q", 40, 40)
+    )
+    assert fine.changes[0].label == "no regression" and fine.changes[0].decided
+    capped = await decide(
+        seeded_agent(0.85, 6),
+        [Case("q", checks=[contains("ok")])],
+        baseline_of("q", 9, 10),
+        max_samples=10,
+    )
+    assert capped.changes[0].label == "undecided: budget"
+    assert capped.changes[0].current_total == 10  # max_samples counts the first samples
+
+
+def _simulate(pa: float, pb: float, rng: random.Random, max_samples: int = 100) -> tuple[str, int]:
+    a: list[bool] = []
+    b: list[bool] = []
+    while len(b) < max_samples:
+        for _ in range(min(1 if not b else BATCH, max_samples - len(b))):
+            a.append(rng.random() < pa)
+            b.append(rng.random() < pb)
+        verdict = judge_pairs(a, b, alpha=0.05)
+        if verdict.decided:
+            return verdict.label, len(b)
+    return "undecided", len(b)
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.8, 0.95])
+def test_an_aa_run_is_called_a_regression_at_most_alpha_of_the_time(p):
+    """Looked at after every batch, as decide() does (bench/decide_sim.py runs 1,000+)."""
+    rng = random.Random(int(p * 100))
+    trials = 300
+    false = sum(_simulate(p, p, rng)[0] == "regression" for _ in range(trials))
+    assert false / trials <= 0.05
+
+
+def test_a_real_drop_is_detected_within_the_budget():
+    rng = random.Random(7)
+    outcomes = [_simulate(0.9, 0.6, rng) for _ in range(200)]
+    detected = [n for label, n in outcomes if label == "regression"]
+    assert len(detected) / len(outcomes) >= 0.8

@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "any_of": "tui_eval.checks",
     "contains": "tui_eval.checks",
     "equals": "tui_eval.checks",
+    "compare_agents": "tui_eval.sequential",
+    "decide": "tui_eval.sequential",
     "evaluate": "tui_eval.runner",
     "evaluate_iter": "tui_eval.runner",
     "llm_judge": "tui_eval.checks",
@@ -80,6 +82,8 @@ __all__ = [
     "any_of",
     "contains",
     "equals",
+    "compare_agents",
+    "decide",
     "evaluate",
     "evaluate_iter",
     "llm_judge",
@@ -164,6 +168,7 @@ if TYPE_CHECKING:
         evaluate,
         evaluate_iter,
     )
+    from tui_eval.sequential import compare_agents, decide
     from tui_eval.suites import (
         Suite,
     )

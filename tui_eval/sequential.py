@@ -1,0 +1,316 @@
+"""Run until decided: sample a case until an anytime-valid test settles "regression" or
+"no regression", or the budget runs out.
+
+The tests are betting e-processes (Waudby-Smith & Ramdas): a bettor's wealth that, under the
+hypothesis being tested, is a nonnegative supermartingale starting at 1 — so by Ville's
+inequality it reaches 1/α with probability at most α, however often it is looked at. The
+bet is a mixture over a grid of stakes, so no tuning is needed. Error control is
+family-wise over the run: each case gets α/n (Bonferroni), and `decide()` also spends half
+of a case's share on the baseline's own uncertainty.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tui_eval.cases import Case
+from tui_eval.diff import CaseChange, Diff
+from tui_eval.report import CaseResult, Report
+from tui_eval.runner import Price, evaluate
+from tui_eval.stats import wilson_interval
+
+STAKES = tuple(i / 10 for i in range(1, 10))
+"""Fractions of the largest safe stake the mixture bets with."""
+DEFAULT_MARGIN = 0.1
+"""How far below the baseline's rate still counts as "no regression"."""
+BATCH = 5
+"""Samples added to each undecided case per round."""
+MIN_SAMPLES_FOR_RATE = 10
+"""Samples of the current run before its rate is trusted to call the baseline too small."""
+
+
+@dataclass(slots=True)
+class EProcess:
+    """A mixture betting e-process against H0: E[payoff] <= 0, for payoffs in [low, high]
+    with low < 0 (H0 holds when the payoffs' mean is at most 0).
+
+    Attributes:
+        wealth: the mixture's wealth now (starts at 1); `wealth >= 1/α` rejects H0.
+    """
+
+    low: float
+    high: float
+    _logs: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._logs = [0.0] * len(STAKES)
+
+    @property
+    def max_stake(self) -> float:
+        """The largest stake that can never make the wealth negative: 1/|low|."""
+        return 1.0 / -self.low if self.low < 0 else 1.0
+
+    def update(self, payoff: float) -> None:
+        """Bet on one more observation."""
+        top = self.max_stake * 0.99
+        for i, fraction in enumerate(STAKES):
+            self._logs[i] += math.log1p(fraction * top * payoff)
+
+    @property
+    def wealth(self) -> float:
+        """The mixture's wealth (the mean of the stakes' wealths)."""
+        return sum(math.exp(v) for v in self._logs) / len(self._logs)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How a case's comparison stands."""
+
+    label: str
+    decided: bool
+
+
+def _bernoulli_bets(
+    current: Sequence[bool], regression_below: float, fine_above: float
+) -> tuple[EProcess, EProcess]:
+    """Two e-processes on the current samples: one betting the rate is below
+    `regression_below` (a regression), one that it is above `fine_above` (no regression)."""
+    regression = EProcess(low=regression_below - 1.0, high=regression_below)
+    fine = EProcess(low=-fine_above, high=1.0 - fine_above)
+    for passed in current:
+        x = 1.0 if passed else 0.0
+        regression.update(regression_below - x)
+        fine.update(x - fine_above)
+    return regression, fine
+
+
+def judge_against_baseline(
+    baseline_passed: int,
+    baseline_total: int,
+    current: Sequence[bool],
+    *,
+    alpha: float,
+    margin: float = DEFAULT_MARGIN,
+    exhausted: bool = False,
+) -> Verdict:
+    """The verdict of one case of `decide()`: current samples (in order) against a fixed
+    baseline, at level `alpha` for this case (already split across cases).
+
+    Half of `alpha` bounds the baseline's rate (Wilson), half is the e-processes' share.
+    """
+    z = _z(alpha / 4)  # two-sided interval at level alpha/2
+    low_b, high_b = wilson_interval(baseline_passed, baseline_total, z=z)
+    regression_below = low_b
+    fine_above = high_b - margin
+    if fine_above <= 0:
+        return Verdict("no regression", True)
+    regression, fine = _bernoulli_bets(current, regression_below, fine_above)
+    threshold = 2.0 / alpha
+    if regression.wealth >= threshold:
+        return Verdict("regression", True)
+    if fine.wealth >= threshold:
+        return Verdict("no regression", True)
+    rate = sum(current) / len(current) if current else 0.5
+    baseline_rate = baseline_passed / baseline_total if baseline_total else 0.0
+    settled_rate = len(current) >= MIN_SAMPLES_FOR_RATE
+    if settled_rate and baseline_rate - 1e-9 > rate >= regression_below and rate <= fine_above:
+        # Worse than the baseline, yet no number of samples at this rate could show it:
+        # the baseline's few samples leave its own rate too uncertain.
+        return Verdict("undecided: baseline too small", False)
+    return Verdict("undecided: budget" if exhausted else "undecided", False)
+
+
+def judge_pairs(
+    a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: float = DEFAULT_MARGIN
+) -> Verdict:
+    """The verdict of one case of `compare_agents()`: paired samples of A (the baseline)
+    and B (the current), at level `alpha` for this case."""
+    regression = EProcess(low=-1.0, high=1.0)  # H0: E[a - b] <= 0 (B not worse)
+    fine = EProcess(low=margin - 1.0, high=margin + 1.0)  # H0: E[a - b] >= margin
+    for x, y in zip(a, b, strict=False):
+        d = float(x) - float(y)
+        regression.update(d)
+        fine.update(margin - d)
+    threshold = 1.0 / alpha
+    if regression.wealth >= threshold:
+        return Verdict("regression", True)
+    if fine.wealth >= threshold:
+        return Verdict("no regression", True)
+    return Verdict("undecided", False)
+
+
+def _z(tail: float) -> float:
+    """The standard normal quantile 1 - tail (by bisection on erfc)."""
+    low, high = 0.0, 10.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if 0.5 * math.erfc(mid / math.sqrt(2)) > tail:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+async def decide(
+    agent: Any,
+    cases: Iterable[Case],
+    baseline: Report,
+    *,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    concurrency: int = 4,
+    price: Price | None = None,
+    max_cost: float | None = None,
+    margin: float = DEFAULT_MARGIN,
+) -> Diff:
+    """Sample each case until its comparison with `baseline` is decided.
+
+    Every case first runs its own samples; then the cases whose comparison is undecided get
+    more samples, a few at a time, until an anytime-valid test says "regression" or "no
+    regression" (within `margin` of the baseline's rate), or the case reaches
+    `max_samples` (counting its first samples), or the spent cost reaches `max_cost`.
+    The chance that any case of an A/A run is called a regression is at most `alpha`.
+
+    Returns:
+        The `Diff` against `baseline`; every `CaseChange` in `changes` says how it stands
+        (`label`: regression, no regression, undecided: budget, undecided: baseline too
+        small) and whether it is `decided`.
+    """
+    chosen = list(cases)
+    by_name = {case.name: case for case in baseline.cases}
+    compared = [c for c in chosen if c.label in by_name]
+    per_case = alpha / max(1, len(compared))
+    current = await evaluate(agent, chosen, concurrency=concurrency, price=price)
+    results = {case.name: case for case in current.cases}
+    spent = current.cost or 0.0
+
+    def verdict(case: Case, *, exhausted: bool) -> Verdict:
+        old = by_name[case.label]
+        samples = [s.passed for s in results[case.label].samples]
+        return judge_against_baseline(
+            old.samples_passed,
+            len(old.samples),
+            samples,
+            alpha=per_case,
+            margin=margin,
+            exhausted=exhausted,
+        )
+
+    while True:
+        budget_left = max_cost is None or spent < max_cost
+        pending = [
+            case
+            for case in compared
+            if not verdict(case, exhausted=False).decided
+            and verdict(case, exhausted=False).label != "undecided: baseline too small"
+            and len(results[case.label].samples) < max_samples
+        ]
+        if not pending or not budget_left:
+            break
+        more = [
+            replace(case, samples=min(BATCH, max_samples - len(results[case.label].samples)))
+            for case in pending
+        ]
+        extra = await evaluate(agent, more, concurrency=concurrency, price=price)
+        spent += extra.cost or 0.0
+        for result in extra.cases:
+            _append(results[result.name], result)
+    return _labelled_diff(
+        current,
+        baseline,
+        {case.label: verdict(case, exhausted=True) for case in compared},
+    )
+
+
+async def compare_agents(
+    agent_a: Any,
+    agent_b: Any,
+    cases: Iterable[Case],
+    *,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    concurrency: int = 4,
+    price: Price | None = None,
+    max_cost: float | None = None,
+    margin: float = DEFAULT_MARGIN,
+) -> Diff:
+    """A/B two agents (two models, two prompts), sampling both until decided.
+
+    `agent_a` plays the baseline and `agent_b` the current: `Diff.delta` is b − a, and a
+    case is a "regression" when B is worse. Samples are paired per case (sample i of A with
+    sample i of B); the same error control as `decide()`.
+    """
+    chosen = list(cases)
+    per_case = alpha / max(1, len(chosen))
+    report_a = await evaluate(agent_a, chosen, concurrency=concurrency, price=price)
+    report_b = await evaluate(agent_b, chosen, concurrency=concurrency, price=price)
+    side_a = {case.name: case for case in report_a.cases}
+    side_b = {case.name: case for case in report_b.cases}
+    spent = (report_a.cost or 0.0) + (report_b.cost or 0.0)
+
+    def verdict(case: Case) -> Verdict:
+        return judge_pairs(
+            [s.passed for s in side_a[case.label].samples],
+            [s.passed for s in side_b[case.label].samples],
+            alpha=per_case,
+            margin=margin,
+        )
+
+    while max_cost is None or spent < max_cost:
+        pending = [
+            case
+            for case in chosen
+            if not verdict(case).decided and len(side_b[case.label].samples) < max_samples
+        ]
+        if not pending:
+            break
+        more = [
+            replace(case, samples=min(BATCH, max_samples - len(side_b[case.label].samples)))
+            for case in pending
+        ]
+        extra_a = await evaluate(agent_a, more, concurrency=concurrency, price=price)
+        extra_b = await evaluate(agent_b, more, concurrency=concurrency, price=price)
+        spent += (extra_a.cost or 0.0) + (extra_b.cost or 0.0)
+        for result in extra_a.cases:
+            _append(side_a[result.name], result)
+        for result in extra_b.cases:
+            _append(side_b[result.name], result)
+    verdicts = {}
+    for case in chosen:
+        found = verdict(case)
+        if not found.decided:
+            found = Verdict("undecided: budget", False)
+        verdicts[case.label] = found
+    return _labelled_diff(report_b, report_a, verdicts)
+
+
+def _append(target: CaseResult, extra: CaseResult) -> None:
+    """Add `extra`'s samples after `target`'s, renumbered."""
+    start = len(target.samples)
+    for offset, sample in enumerate(extra.samples):
+        sample.index = start + offset
+        target.samples.append(sample)
+    target.planned = len(target.samples)
+
+
+def _labelled_diff(current: Report, baseline: Report, verdicts: dict[str, Verdict]) -> Diff:
+    diff = current.compare(baseline)
+    for change in diff.changes:
+        found = verdicts.get(change.name)
+        if found is not None:
+            change.label = found.label
+            change.decided = found.decided
+    return diff
+
+
+__all__ = [
+    "CaseChange",
+    "Verdict",
+    "compare_agents",
+    "decide",
+    "judge_against_baseline",
+    "judge_pairs",
+]
