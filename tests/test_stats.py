@@ -74,7 +74,6 @@ def test_every_compared_case_has_a_labelled_change():
 # -- run until decided ---------------------------------------------------------------------
 import random  # noqa: E402
 
-
 from tui_eval import Case, compare_agents, contains, decide  # noqa: E402
 from tui_eval.sequential import BATCH, judge_pairs  # noqa: E402
 
