@@ -70,7 +70,8 @@ async def test_seed_headline_example():
     printed = str(report)
     lines = printed.splitlines()
     assert re.fullmatch(
-        r"eval: 2/3 cases passed \(67%\) · 6 samples · [\d,]+ tokens · \d+\.\ds", lines[0]
+        r"eval: 2/3 cases passed \(67%\) · 6 samples · [\d,]+ tokens · \d+\.\ds · 95% CI 21–94%",
+        lines[0],
     )
     assert lines[1].startswith("  ✓ 法国首都是哪里？") and lines[1].endswith("1/1")
     assert lines[3].startswith(
@@ -94,7 +95,7 @@ async def test_price_gives_cost():
         price=lambda u: u.input_tokens * 3e-6 + u.output_tokens * 15e-6,
     )
     assert report.cost == pytest.approx(2 * (0.003 + 0.0015))
-    assert report.header().endswith("· $0.0090")
+    assert report.header().endswith("· $0.0090 · 95% CI 21–100%")
 
 
 async def test_timeout_cancels_and_others_finish():

@@ -55,17 +55,21 @@ class CaseChange:
 
     @property
     def significant(self) -> bool:
-        """Whether the change in pass rate is larger than sampling noise."""
-        return self.p_value < NOISE_P
+        """Whether the change in pass rate is larger than sampling noise, after the Holm
+        adjustment across every case compared."""
+        return self.adjusted_p_value < NOISE_P
 
     @property
     def noise_label(self) -> str:
-        """`significant` or `could be noise`, with the p-value."""
-        return (
-            f"significant, p={self.p_value:.3f}"
-            if self.significant
-            else f"could be noise, p={self.p_value:.2f}"
-        )
+        """The label in words, with the (Holm-adjusted) p-value or the samples it needs."""
+        if self.label == "significant":
+            return f"significant, p={self.adjusted_p_value:.3f}"
+        if self.label == "too few samples":
+            needed = f"; ~{self.samples_needed} per side would tell" if self.samples_needed else ""
+            return f"too few samples{needed}"
+        if self.label in ("noise",):
+            return f"could be noise, p={self.adjusted_p_value:.2f}"
+        return self.label
 
     @property
     def flaky(self) -> bool:
@@ -119,13 +123,14 @@ class Diff:
 
     def __str__(self) -> str:
 
+        lines = [self.suite_line()] if self.changes else []
         counts = (
             f"diff: {len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
             f"{len(self.added)} added, {len(self.removed)} removed, {len(self.unchanged)} unchanged"
         )
         if self.definition_changed:
             counts += f", {len(self.definition_changed)} definition changed"
-        lines = [counts]
+        lines.append(counts)
         width = max((cell_len(one_line(n, 200)) for n in self._names()), default=0)
         width = min(width, 48)
         lines += [
@@ -141,6 +146,19 @@ class Diff:
             for n in self.definition_changed
         ]
         return "\n".join(lines)
+
+    def suite_line(self) -> str:
+        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the mean of the compared
+        cases' sample pass rates in both runs, their paired difference and its test."""
+        if not self.changes:
+            return "no case in both runs"
+        before = sum(c.baseline_rate for c in self.changes) / len(self.changes)
+        after = sum(c.current_rate for c in self.changes) / len(self.changes)
+        low, high = self.delta_ci
+        return (
+            f"pass rate {before:.0%} → {after:.0%}, Δ {_points(self.delta)} pts "
+            f"[{_points(low)}, {_points(high)}], p={self.p_value:.3f}"
+        )
 
     def _names(self) -> list[str]:
         changes = [c.name for c in self.regressions + self.improvements]
@@ -286,3 +304,9 @@ def _settle_statistics(diff: Diff, pairs: list[tuple[CaseResult, CaseResult, str
     diff.delta, low, high = mean_interval(differences) if differences else (0.0, 0.0, 0.0)
     diff.delta_ci = (max(-1.0, low), min(1.0, high)) if differences else (0.0, 0.0)
     diff.p_value = paired_p_value(differences)
+
+
+def _points(value: float) -> str:
+    """A rate difference in percentage points: `−9`, `+3`, `0`."""
+    points = round(value * 100)
+    return f"{points:+d}".replace("-", "−") if points else "0"

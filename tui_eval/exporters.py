@@ -151,6 +151,7 @@ def markdown_summary(reports: Sequence[Report], diffs: Sequence[Diff | None] = (
                 f"| {case.pass_rate:.0%} | {case.usage.total_tokens:,} | {_md_cell(case.first_failure)} |"
             )
         if diff is not None:
+            parts.append(f"\n**{_md_cell(diff.suite_line(), 200)}**")
             parts.append(
                 f"\n**Against the baseline:** {len(diff.regressions)} regression(s), "
                 f"{len(diff.improvements)} improvement(s), {len(diff.added)} added, {len(diff.removed)} removed\n"

@@ -336,6 +336,9 @@ class Report:
         cost = self.cost
         if cost is not None:
             parts.append(f"${cost:.4f}")
+        if n:
+            low, high = self.pass_rate_ci
+            parts.append(f"95% CI {low:.0%}–{high:.0%}".replace("%–", "–"))
         line = " · ".join(parts)
         return line + " · cancelled" if self.cancelled else line
 
