@@ -322,3 +322,38 @@ def test_junit_keeps_to_the_common_jenkins_junit_schema(tmp_path):
                 "system-out",
                 "system-err",
             }
+
+
+SEEDED = """
+import os
+import random
+from tui_eval import Case, Suite, contains
+
+def seeded(p, seed):
+    rng = random.Random(seed)
+    async def agent(question):
+        return "ok" if rng.random() < p else "no"
+    return agent
+
+strong = seeded(0.9, 1)
+weak = seeded(0.6, 2)
+current = seeded(float(os.environ.get("RATE", "0.9")), 3)
+
+suite = Suite("coin", agent=current, cases=[Case("q", checks=[contains("ok")], samples=10, pass_threshold=0.5)])
+"""
+
+
+def test_run_decide_and_ab(tmp_path):
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "coin_suite.py").write_text(SEEDED)
+    no_baseline = cli("run", "suites", "--decide", cwd=tmp_path)
+    assert no_baseline.returncode == 2 and "--decide compares with a baseline" in no_baseline.stderr
+    cli("run", "suites", "--headless", "--save-baseline", cwd=tmp_path, RATE="0.95", FORCE="1")
+    worse = cli("run", "suites", "--decide", cwd=tmp_path, RATE="0.2")
+    assert worse.returncode == 1 and "regression" in worse.stdout, worse.stdout + worse.stderr
+    ab = cli("ab", "suites", "--a", "coin_suite:strong", "--b", "coin_suite:weak", cwd=tmp_path)
+    assert ab.returncode == 1 and "✗ q" in ab.stdout and "regression" in ab.stdout, ab.stdout
+    same = cli("ab", "suites", "--a", "coin_suite:strong", "--b", "coin_suite:strong", cwd=tmp_path)
+    assert same.returncode == 0, same.stdout
+    bad = cli("ab", "suites", "--a", "nonsense", "--b", "coin_suite:weak", cwd=tmp_path)
+    assert bad.returncode == 2 and "neither a model spec" in bad.stderr

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from tui_eval.exit_codes import EXIT_FAILED, EXIT_USAGE
 
-COMMANDS = ("run", "compare", "merge", "show", "history", "recheck", "resume")
+COMMANDS = ("run", "compare", "merge", "ab", "show", "history", "recheck", "resume")
 
 DESCRIPTION = """\
 Evaluate LLM agents: run suites of cases and checks, watch results live, compare with baselines.
@@ -18,6 +18,7 @@ Evaluate LLM agents: run suites of cases and checks, watch results live, compare
   tui-eval run PATH... [--headless]  run; headless prints a progress bar and the summary
   tui-eval compare CURRENT [BASELINE] print a Diff; exit 1 on regressions (see --fail-on)
   tui-eval merge SHARD... -o OUT     one report from the shards of a run (--shard i/n)
+  tui-eval ab PATH --a SPEC --b SPEC two agents on the same cases, sampled until decided
   tui-eval show REPORT               open a saved report in the app (read-only)
   tui-eval history                   list past runs
   tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
@@ -76,6 +77,22 @@ def _parser() -> argparse.ArgumentParser:
         help="run shard I of N (1-based) of the cases, balanced by recorded durations; "
         "merge the shards' --json reports with tui-eval merge",
     )
+    run.add_argument(
+        "--decide",
+        action="store_true",
+        help="sample each case until its comparison with the baseline is decided "
+        "(needs a baseline)",
+    )
+    run.add_argument(
+        "--max-samples",
+        type=_positive,
+        default=100,
+        metavar="N",
+        help="with --decide: at most N samples per case (default 100)",
+    )
+    run.add_argument(
+        "--max-cost", type=float, metavar="USD", help="with --decide: stop sampling at this cost"
+    )
     run.add_argument("--csv", metavar="FILE", help="write one row per sample as CSV")
     run.add_argument("--samples-jsonl", metavar="FILE", help="write one JSON line per sample")
     run.add_argument(
@@ -130,6 +147,22 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("-o", "--output", required=True, metavar="OUT")
     merge.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
+    ab = sub.add_parser(
+        "ab",
+        help="A/B two agents or models on the same cases, sampled until decided",
+        description="Run every case with agent A (the baseline) and agent B (the current), "
+        "adding samples to each undecided case until an anytime-valid test calls it a "
+        "regression (B worse) or no regression. SPEC is a model spec such as "
+        "openai:gpt-4o-mini (the suite's Agent with that model) or module:attribute (an "
+        "agent). Exit 1 if B regressed on any case.",
+    )
+    ab.add_argument("paths", nargs="*", metavar="PATH")
+    ab.add_argument("--a", required=True, metavar="SPEC", help="the baseline agent or model")
+    ab.add_argument("--b", required=True, metavar="SPEC", help="the agent or model to judge")
+    ab.add_argument("--max-samples", type=_positive, default=100, metavar="N")
+    ab.add_argument("--max-cost", type=float, metavar="USD")
+    ab.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
     show = sub.add_parser("show", help="open a saved report in the app (read-only)")
     show.add_argument("report", metavar="REPORT")
     show.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
@@ -182,6 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     from tui_eval import headless, report_commands
 
+    if args.command == "run" and args.decide:
+        return report_commands.decide_command(args)
+    if args.command == "ab":
+        return report_commands.ab_command(args)
     if args.command == "run":
         # Files for CI and baseline work are headless jobs, as is any run without a terminal.
         batch = (

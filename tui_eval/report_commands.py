@@ -191,3 +191,132 @@ def history_command(limit: int) -> int:
             f"{record.run_id}"
         )
     return EXIT_OK
+
+
+def _print_decisions(title: str, diff: Diff) -> bool:
+    """Print each compared case's verdict; True if any case regressed."""
+    print(f"── {one_line(title, 200)}")
+    print(diff.suite_line())
+    width = min(max((len(one_line(c.name, 60)) for c in diff.changes), default=0), 60)
+    for change in diff.changes:
+        mark = {"regression": "✗", "no regression": "✓"}.get(change.label, "?")
+        print(
+            f"  {mark} {one_line(change.name, 60).ljust(width)}  {change.label:<30}  "
+            f"{change.baseline_passed}/{change.baseline_total} → "
+            f"{change.current_passed}/{change.current_total}"
+        )
+    print()
+    return any(c.label == "regression" for c in diff.changes)
+
+
+def decide_command(args: argparse.Namespace) -> int:
+    """`tui-eval run PATH --decide`: sample each case until its comparison is decided."""
+    from tui_eval.sequential import decide
+
+    loaded = load_suites(args.paths or ["suites"])
+    report_load_errors(loaded, args.debug)
+    jobs: list[tuple[Suite, Report]] = []
+    for suite in loaded.suites:
+        if suite.skip:
+            continue
+        path = Path(args.baseline) if args.baseline else suite.baseline_path
+        if not path.exists():
+            _err(f"error: --decide compares with a baseline; {suite.name!r} has none at {path}")
+            return EXIT_USAGE
+        try:
+            jobs.append((suite.select(filter=args.filter), Report.load(path)))
+        except ReportFileError as exc:
+            _err(f"error: {exc}")
+            return EXIT_USAGE
+
+    async def run_all() -> list[tuple[Suite, Diff]]:
+        return [
+            (
+                suite,
+                await decide(
+                    suite.agent,
+                    suite.cases,
+                    baseline,
+                    max_samples=args.max_samples,
+                    concurrency=args.concurrency or suite.concurrency,
+                    price=suite.price,
+                    max_cost=args.max_cost,
+                ),
+            )
+            for suite, baseline in jobs
+        ]
+
+    regressed = False
+    for suite, diff in anyio.run(run_all):
+        regressed |= _print_decisions(suite.name, diff)
+    if loaded.errors:
+        return EXIT_USAGE
+    return EXIT_FAILED if regressed else EXIT_OK
+
+
+def ab_command(args: argparse.Namespace) -> int:
+    """`tui-eval ab PATH --a SPEC --b SPEC`: two agents on the same cases until decided."""
+    from tui_eval.sequential import compare_agents
+
+    loaded = load_suites(args.paths or ["suites"])
+    report_load_errors(loaded, args.debug)
+    jobs = []
+    for suite in loaded.suites:
+        if suite.skip:
+            continue
+        try:
+            jobs.append((suite, _agent_for(suite, args.a), _agent_for(suite, args.b)))
+        except (ValueError, ImportError) as exc:
+            _err(f"error: {exc}")
+            return EXIT_USAGE
+
+    async def run_all() -> list[tuple[Suite, Diff]]:
+        return [
+            (
+                suite,
+                await compare_agents(
+                    agent_a,
+                    agent_b,
+                    suite.cases,
+                    max_samples=args.max_samples,
+                    concurrency=suite.concurrency,
+                    price=suite.price,
+                    max_cost=args.max_cost,
+                ),
+            )
+            for suite, agent_a, agent_b in jobs
+        ]
+
+    regressed = False
+    for suite, diff in anyio.run(run_all):
+        regressed |= _print_decisions(f"{suite.name}: A = {args.a}, B = {args.b}", diff)
+    if loaded.errors:
+        return EXIT_USAGE
+    return EXIT_FAILED if regressed else EXIT_OK
+
+
+def _agent_for(suite: Suite, spec: str) -> object:
+    """The suite's agent with model `spec` (`openai:gpt-4o-mini`), or the agent that
+    `module:attribute` names (importable from the suite's folder).
+
+    Raises:
+        ValueError: the spec names neither.
+    """
+    from tui_eval.agents.agent import Agent
+    from tui_eval.agents.providers import known_prefixes
+    from tui_eval.suites.declarative import SuiteFileError, import_reference
+
+    prefix, sep, _ = spec.partition(":")
+    if not sep:
+        raise ValueError(f"{spec!r} is neither a model spec (openai:MODEL) nor module:attribute")
+    if prefix in known_prefixes():
+        if not isinstance(suite.agent, Agent):
+            raise ValueError(
+                f"suite {suite.name!r}: a model spec needs an Agent to clone; give "
+                "module:attribute agents instead"
+            )
+        return suite.agent.clone(model=spec)
+    try:
+        return import_reference(spec, suite.path or Path("."))
+    except SuiteFileError as exc:
+        raise ValueError(str(exc)) from None

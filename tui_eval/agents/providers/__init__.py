@@ -25,6 +25,11 @@ def register_provider(prefix: str, target: str | Callable[[str], Provider]) -> N
     _REGISTRY[prefix] = target
 
 
+def known_prefixes() -> list[str]:
+    """The provider prefixes a model spec can start with (`openai`, `anthropic`, ...)."""
+    return sorted(_REGISTRY)
+
+
 def resolve_model(model: ModelLike) -> Provider:
     """Turn a provider, spec string or provider factory into a provider.
 
