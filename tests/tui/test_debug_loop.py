@@ -211,7 +211,7 @@ def editable(tmp_path, answer: str = "wrong"):
     return folder
 
 
-async def wait_for(pilot, condition, timeout: float = 10) -> None:
+async def wait_for(pilot, condition, timeout: float = 20) -> None:
     with anyio.fail_after(timeout):
         while not condition():
             await pilot.pause(0.05)
@@ -429,11 +429,13 @@ async def test_watch_flag_starts_the_suite_in_watch_mode(tmp_path):
     app = make_app([folder], history=RunHistory(tmp_path), watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await pilot.pause()
         screen = app.screen
         assert screen.watching and "watching the suite's files" in str(
             screen.query_one("#run-notes").render()
         )
         await wait_until_done(pilot, screen)
+        await pilot.pause(0.5)  # the watcher is up
         editable(tmp_path, answer="wrong")
-        await wait_for(pilot, lambda: app.screen is not screen)
+        await wait_for(pilot, lambda: app.screen is not screen, timeout=20)
         assert app.screen.watching and app.screen.previous is screen.session

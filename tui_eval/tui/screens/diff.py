@@ -119,9 +119,11 @@ class DiffScreen(Screen[None]):
         if d.definition_changed:
             summary.append(f" · {len(d.definition_changed)} redefined", style="yellow")
         yield Static(summary, id="screen-title")
+        yield Static(Text(d.suite_line(), style="bold"), id="suite-line")
         yield Static(
-            "noise: whether a change in pass rate is larger than sampling noise "
-            "(Fisher's exact test on passed/failed samples; p < 0.05 is significant)",
+            "noise: whether a change in pass rate is larger than sampling noise (Fisher's exact "
+            "test on passed/failed samples, Holm-adjusted across cases; p < 0.05 is "
+            "significant; 'too few samples': these samples could never show it)",
             id="diff-legend",
         )
         yield Static(id="no-changes")

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
+from tui_eval.stats import wilson_interval
 from tui_eval.text import one_line
 from tui_eval.tui.state import RunState
 from tui_eval.tui.widgets.text import format_duration
@@ -78,6 +79,14 @@ class RunHeader(Widget):
             f"⏱ {state.samples_timed_out:,} timeouts",
             style="yellow" if state.samples_timed_out else "",
         )
+        finished = [c for c in state.cases if c.samples and len(c.samples) >= c.planned]
+        if finished:
+            passed = sum(1 for c in finished if c.passed)
+            low, high = wilson_interval(passed, len(finished))
+            counters.append(
+                f"  · cases {passed:,}/{len(finished):,} passed "
+                f"(95% CI {low * 100:.0f}–{high * 100:.0f}%)"
+            )
         counters.append(f"  · {state.usage.total_tokens:,} tokens")
         if state.cost is not None:
             counters.append(f" · ${state.cost:.4f}")
