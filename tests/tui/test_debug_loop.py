@@ -439,3 +439,40 @@ async def test_watch_flag_starts_the_suite_in_watch_mode(tmp_path):
         editable(tmp_path, answer="wrong")
         await wait_for(pilot, lambda: app.screen is not screen, timeout=20)
         assert app.screen.watching and app.screen.previous is screen.session
+
+
+async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
+    import random
+
+    from tui_eval.tui.screens.diff import DiffScreen
+
+    rate = {"p": 1.0}
+    rng = random.Random(11)
+
+    async def agent(question: str) -> str:
+        return "ok" if rng.random() < rate["p"] else "no"
+
+    suite = Suite(
+        "coin",
+        agent=agent,
+        cases=[Case("q", checks=[contains("ok")], samples=10, pass_threshold=0.8)],
+    )
+    suite.path = tmp_path / "coin_suite.py"
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s")
+        await pilot.pause()
+        rate["p"] = 0.3
+        await pilot.press("q", "r")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("c")
+        diff_screen = app.screen
+        assert isinstance(diff_screen, DiffScreen)
+        await pilot.press("m")
+        await wait_for(
+            pilot, lambda: diff_screen.deciding is False and diff_screen.diff.changes[0].decided
+        )
+        (change,) = diff_screen.diff.changes
+        assert change.label == "regression"

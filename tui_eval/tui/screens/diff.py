@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.suite_run import BaselineStatus, accept_into_baseline
-from tui_eval.text import value_text
+from tui_eval.text import one_line, value_text
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.sample_text import render_checks
 from tui_eval.tui.widgets.table import Column, Table
@@ -78,6 +78,7 @@ class DiffScreen(Screen[None]):
         Binding("enter", "open", "Side by side", show=False),
         Binding("a", "accept", "Accept case"),
         Binding("A", "accept_all", "Accept all"),
+        Binding("m", "decide", "More samples until decided"),
     ]
 
     def __init__(
@@ -92,6 +93,9 @@ class DiffScreen(Screen[None]):
         super().__init__()
         self.diff = diff
         self.current = current.report if isinstance(current, RunSession) else current
+        self.suite = current.suite if isinstance(current, RunSession) else None
+        """The suite whose agent `m` samples more (None for two saved reports)."""
+        self.deciding = False
         self.baseline = baseline
         self.baseline_path = baseline_path
         self.title_text = title
@@ -102,6 +106,8 @@ class DiffScreen(Screen[None]):
         """Accepting needs a baseline file and a current run (not two past runs)."""
         if action in ("accept", "accept_all"):
             return self.baseline_path is not None and self.current is not None
+        if action == "decide":
+            return self.suite is not None and self.baseline is not None and not self.deciding
         return True
 
     def compose(self) -> ComposeResult:
@@ -259,6 +265,43 @@ class DiffScreen(Screen[None]):
             self.accepted.add(name)
             table.set_cell(name, "kind", Text("✓ accepted", style="bold green"))
         self.notify(outcome.message)
+
+    def action_decide(self) -> None:
+        """Sample the changed cases until each comparison is decided (or the budget ends)."""
+        changed = {c.name for c in self.diff.regressions + self.diff.improvements}
+        changed |= {c.name for c in self.diff.changes if c.label == "too few samples"}
+        if self.suite is None or self.baseline is None or not changed:
+            self.notify("no changed case to decide", timeout=3)
+            return
+        self.deciding = True
+        self.refresh_bindings()
+        self.notify(f"sampling {len(changed)} case(s) until decided…", timeout=4)
+        self.run_worker(self._decide(sorted(changed)), exclusive=True, group="decide")
+
+    async def _decide(self, names: list[str]) -> None:
+        from tui_eval.sequential import decide
+
+        assert self.suite is not None and self.baseline is not None
+        cases = [case for case in self.suite.cases if case.label in set(names)]
+        diff = await decide(
+            self.suite.agent,
+            cases,
+            self.baseline,
+            concurrency=self.suite.concurrency,
+            price=self.suite.price,
+        )
+        self.deciding = False
+        decided = {c.name: c for c in diff.changes}
+        for change in self.diff.changes:
+            found = decided.get(change.name)
+            if found is not None:
+                change.label, change.decided = found.label, found.decided
+                self.query_one(Table).set_cell(
+                    change.name, "noise", Text(f"{found.label} ({found.current_total} samples)")
+                )
+        self.refresh_bindings()
+        summary = ", ".join(f"{c.name}: {c.label}" for c in diff.changes)
+        self.notify(one_line(summary, 300), timeout=8)
 
     def action_back(self) -> None:
         self.app.pop_screen()
