@@ -213,6 +213,7 @@ def test_junit_reads_in_a_third_party_parser(tmp_path):
     from junitparser import Failure, JUnitXml
 
     root = project(tmp_path)
+    cli("run", "suites", "--headless", "--save-baseline", cwd=root)
     cli("run", "suites", "--headless", "--junit", "j.xml", cwd=root, WRONG="b2")
     xml = JUnitXml.fromfile(str(root / "j.xml"))
     suites = {suite.name: suite for suite in xml}
@@ -224,6 +225,9 @@ def test_junit_reads_in_a_third_party_parser(tmp_path):
     properties = {p.name: p.value for p in suites["beta"].properties()}
     assert properties["b2:pass_rate"] == "0.0000" and properties["b2:samples"] == "1"
     assert properties["b2:flaky"] == "false" and properties["b1:pass_rate"] == "1.0000"
+    # The same verdicts as the terminal and Markdown: the suite line and each case's label.
+    assert properties["against the baseline"].startswith("pass rate 100% → 75%")
+    assert properties["b2:label"].startswith("too few samples")
 
 
 def test_per_sample_csv_and_jsonl_round_trip(tmp_path):

@@ -149,13 +149,13 @@ def _simulate(pa: float, pb: float, rng: random.Random, max_samples: int = 100) 
 def test_an_aa_run_is_called_a_regression_at_most_alpha_of_the_time(p):
     """Looked at after every batch, as decide() does (bench/decide_sim.py runs 1,000+)."""
     rng = random.Random(int(p * 100))
-    trials = 300
+    trials = 200
     false = sum(_simulate(p, p, rng)[0] == "regression" for _ in range(trials))
     assert false / trials <= 0.05
 
 
 def test_a_real_drop_is_detected_within_the_budget():
     rng = random.Random(7)
-    outcomes = [_simulate(0.9, 0.6, rng) for _ in range(200)]
+    outcomes = [_simulate(0.9, 0.6, rng) for _ in range(100)]
     detected = [n for label, n in outcomes if label == "regression"]
     assert len(detected) / len(outcomes) >= 0.8

@@ -34,7 +34,7 @@ def _sample_line(sample: SampleResult) -> str:
     )
 
 
-def junit_xml(reports: Sequence[Report]) -> bytes:
+def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> bytes:
     """JUnit XML: one `<testsuite>` per suite, one `<testcase>` per case.
 
     Each case's pass rate, samples and flakiness are properties of its suite (named
@@ -47,6 +47,17 @@ def junit_xml(reports: Sequence[Report]) -> bytes:
     total_time = 0.0
     groups: dict[str, list[CaseResult]] = {}
     started: dict[str, float] = {}
+    labels = {
+        (report.name, change.name): change.noise_label
+        for report, diff in zip(reports, diffs, strict=False)
+        if diff is not None
+        for change in diff.changes
+    }
+    suite_lines = {
+        report.name: diff.suite_line()
+        for report, diff in zip(reports, diffs, strict=False)
+        if diff is not None and diff.changes
+    }
     for report in reports:
         for case in report.cases:
             owner = case_suite(report, case)
@@ -70,17 +81,23 @@ def junit_xml(reports: Sequence[Report]) -> bytes:
             ),
         )
         properties = ET.SubElement(suite, "properties")
+        if suite_name in suite_lines:
+            ET.SubElement(
+                properties, "property", name="against the baseline", value=suite_lines[suite_name]
+            )
         for case in cases:
             flaky = 0 < case.samples_passed < len(case.samples)
             for fact, shown in (
                 ("pass_rate", f"{case.pass_rate:.4f}"),
+                ("label", labels.get((suite_name, case.name), "")),
                 ("samples", str(len(case.samples))),
                 ("samples_passed", str(case.samples_passed)),
                 ("flaky", "true" if flaky else "false"),
             ):
-                ET.SubElement(
-                    properties, "property", name=_xml_text(f"{case.name}:{fact}"), value=shown
-                )
+                if shown:
+                    ET.SubElement(
+                        properties, "property", name=_xml_text(f"{case.name}:{fact}"), value=shown
+                    )
         for case in cases:
             _junit_case(suite, suite_name, case)
         totals["tests"] += len(cases)

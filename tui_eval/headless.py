@@ -283,7 +283,7 @@ def _write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> bo
 
     exports: list[tuple[str | None, str, Callable[[], bytes]]] = [
         (args.json, "report", lambda: merge_reports(reports).to_json()),
-        (args.junit, "JUnit XML", lambda: junit_xml(reports)),
+        (args.junit, "JUnit XML", lambda: junit_xml(reports, [o.diff for o in outcomes])),
         (args.markdown, "Markdown summary", markdown),
         (getattr(args, "csv", None), "per-sample CSV", lambda: samples_csv(reports)),
         (getattr(args, "samples_jsonl", None), "per-sample JSONL", lambda: samples_jsonl(reports)),
