@@ -14,21 +14,8 @@ import argparse
 import random
 import statistics
 
-from tui_eval.sequential import BATCH, judge_pairs
+from tui_eval.sequential import simulate_pairs
 from tui_eval.stats import samples_needed
-
-
-def simulate(pa: float, pb: float, rng: random.Random, max_samples: int = 100) -> tuple[str, int]:
-    a: list[bool] = []
-    b: list[bool] = []
-    while len(b) < max_samples:
-        for _ in range(min(1 if not b else BATCH, max_samples - len(b))):
-            a.append(rng.random() < pa)
-            b.append(rng.random() < pb)
-        verdict = judge_pairs(a, b, alpha=0.05)
-        if verdict.decided:
-            return verdict.label, len(b)
-    return "undecided", len(b)
 
 
 def main() -> None:
@@ -39,11 +26,11 @@ def main() -> None:
     print("| run | trials | called a regression | median samples |")
     print("|---|---:|---:|---:|")
     for p in (0.2, 0.5, 0.8, 0.95):
-        outcomes = [simulate(p, p, rng) for _ in range(args.trials)]
+        outcomes = [simulate_pairs(p, p, rng) for _ in range(args.trials)]
         false = sum(label == "regression" for label, _ in outcomes) / args.trials
         used = statistics.median(n for _, n in outcomes)
         print(f"| A/A p={p} | {args.trials} | {false:.1%} (α = 5%) | {used:g} |")
-    outcomes = [simulate(0.9, 0.6, rng) for _ in range(args.trials)]
+    outcomes = [simulate_pairs(0.9, 0.6, rng) for _ in range(args.trials)]
     found = [n for label, n in outcomes if label == "regression"]
     print(
         f"| A/B 0.9 → 0.6 | {args.trials} | {len(found) / args.trials:.1%} detected | "

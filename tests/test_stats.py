@@ -75,7 +75,7 @@ def test_every_compared_case_has_a_labelled_change():
 import random  # noqa: E402
 
 from tui_eval import Case, compare_agents, contains, decide  # noqa: E402
-from tui_eval.sequential import BATCH, judge_pairs  # noqa: E402
+from tui_eval.sequential import simulate_pairs  # noqa: E402
 
 
 def seeded_agent(p: float, seed: int):
@@ -132,30 +132,17 @@ async def test_decide_regression_and_no_regression():
     assert capped.changes[0].current_total == 10  # max_samples counts the first samples
 
 
-def _simulate(pa: float, pb: float, rng: random.Random, max_samples: int = 100) -> tuple[str, int]:
-    a: list[bool] = []
-    b: list[bool] = []
-    while len(b) < max_samples:
-        for _ in range(min(1 if not b else BATCH, max_samples - len(b))):
-            a.append(rng.random() < pa)
-            b.append(rng.random() < pb)
-        verdict = judge_pairs(a, b, alpha=0.05)
-        if verdict.decided:
-            return verdict.label, len(b)
-    return "undecided", len(b)
-
-
 @pytest.mark.parametrize("p", [0.2, 0.5, 0.8, 0.95])
 def test_an_aa_run_is_called_a_regression_at_most_alpha_of_the_time(p):
     """Looked at after every batch, as decide() does (bench/decide_sim.py runs 1,000+)."""
     rng = random.Random(int(p * 100))
     trials = 200
-    false = sum(_simulate(p, p, rng)[0] == "regression" for _ in range(trials))
+    false = sum(simulate_pairs(p, p, rng)[0] == "regression" for _ in range(trials))
     assert false / trials <= 0.05
 
 
 def test_a_real_drop_is_detected_within_the_budget():
     rng = random.Random(7)
-    outcomes = [_simulate(0.9, 0.6, rng) for _ in range(100)]
+    outcomes = [simulate_pairs(0.9, 0.6, rng) for _ in range(100)]
     detected = [n for label, n in outcomes if label == "regression"]
     assert len(detected) / len(outcomes) >= 0.8

@@ -12,6 +12,7 @@ of a case's share on the baseline's own uncertainty.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -140,6 +141,24 @@ def judge_pairs(
     if fine.wealth >= threshold:
         return Verdict("no regression", True)
     return Verdict("undecided", False)
+
+
+def simulate_pairs(
+    p_a: float, p_b: float, rng: random.Random, *, alpha: float = 0.05, max_samples: int = 100
+) -> tuple[str, int]:
+    """One simulated `compare_agents()` case: A and B pass with probabilities p_a and p_b,
+    sampled and judged in the same rounds as the real thing. Returns the label and the
+    samples a side it took (for `bench/decide_sim.py` and the error-rate tests)."""
+    a: list[bool] = []
+    b: list[bool] = []
+    while len(b) < max_samples:
+        for _ in range(min(1 if not b else BATCH, max_samples - len(b))):
+            a.append(rng.random() < p_a)
+            b.append(rng.random() < p_b)
+        verdict = judge_pairs(a, b, alpha=alpha)
+        if verdict.decided:
+            return verdict.label, len(b)
+    return "undecided: budget", len(b)
 
 
 def _z(tail: float) -> float:
