@@ -19,6 +19,7 @@ from typing import Any
 
 from tui_eval.cases import Case
 from tui_eval.diff import CaseChange, Diff
+from tui_eval.events import EventHandler
 from tui_eval.report import CaseResult, Report
 from tui_eval.runner import Price, evaluate
 from tui_eval.stats import wilson_interval
@@ -184,6 +185,7 @@ async def decide(
     price: Price | None = None,
     max_cost: float | None = None,
     margin: float = DEFAULT_MARGIN,
+    on_event: EventHandler | None = None,
 ) -> Diff:
     """Sample each case until its comparison with `baseline` is decided.
 
@@ -192,6 +194,10 @@ async def decide(
     regression" (within `margin` of the baseline's rate), or the case reaches
     `max_samples` (counting its first samples), or the spent cost reaches `max_cost`.
     The chance that any case of an A/A run is called a regression is at most `alpha`.
+
+    Args:
+        on_event: receives the runner's events of every round of samples, as they happen
+            (each round is a run of its own: `RunStarted` ... `RunFinished`).
 
     Returns:
         The `Diff` against `baseline`; every `CaseChange` in `changes` says how it stands
@@ -202,7 +208,7 @@ async def decide(
     by_name = {case.name: case for case in baseline.cases}
     compared = [c for c in chosen if c.label in by_name]
     per_case = alpha / max(1, len(compared))
-    current = await evaluate(agent, chosen, concurrency=concurrency, price=price)
+    current = await evaluate(agent, chosen, concurrency=concurrency, price=price, on_event=on_event)
     results = {case.name: case for case in current.cases}
     spent = current.cost or 0.0
 
@@ -233,7 +239,7 @@ async def decide(
             replace(case, samples=min(BATCH, max_samples - len(results[case.label].samples)))
             for case in pending
         ]
-        extra = await evaluate(agent, more, concurrency=concurrency, price=price)
+        extra = await evaluate(agent, more, concurrency=concurrency, price=price, on_event=on_event)
         spent += extra.cost or 0.0
         for result in extra.cases:
             _append(results[result.name], result)
@@ -255,17 +261,21 @@ async def compare_agents(
     price: Price | None = None,
     max_cost: float | None = None,
     margin: float = DEFAULT_MARGIN,
+    on_event: EventHandler | None = None,
 ) -> Diff:
     """A/B two agents (two models, two prompts), sampling both until decided.
 
     `agent_a` plays the baseline and `agent_b` the current: `Diff.delta` is b − a, and a
     case is a "regression" when B is worse. Samples are paired per case (sample i of A with
-    sample i of B); the same error control as `decide()`.
+    sample i of B); the same error control as `decide()`. `on_event` receives the events
+    of B's rounds of samples.
     """
     chosen = list(cases)
     per_case = alpha / max(1, len(chosen))
     report_a = await evaluate(agent_a, chosen, concurrency=concurrency, price=price)
-    report_b = await evaluate(agent_b, chosen, concurrency=concurrency, price=price)
+    report_b = await evaluate(
+        agent_b, chosen, concurrency=concurrency, price=price, on_event=on_event
+    )
     side_a = {case.name: case for case in report_a.cases}
     side_b = {case.name: case for case in report_b.cases}
     spent = (report_a.cost or 0.0) + (report_b.cost or 0.0)
@@ -291,7 +301,9 @@ async def compare_agents(
             for case in pending
         ]
         extra_a = await evaluate(agent_a, more, concurrency=concurrency, price=price)
-        extra_b = await evaluate(agent_b, more, concurrency=concurrency, price=price)
+        extra_b = await evaluate(
+            agent_b, more, concurrency=concurrency, price=price, on_event=on_event
+        )
         spent += (extra_a.cost or 0.0) + (extra_b.cost or 0.0)
         for result in extra_a.cases:
             _append(side_a[result.name], result)

@@ -476,3 +476,5 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
         )
         (change,) = diff_screen.diff.changes
         assert change.label == "regression"
+        # Every sample drawn streamed into the row while it ran.
+        assert diff_screen.samples_drawn["q"] >= 10

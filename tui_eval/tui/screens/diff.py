@@ -13,6 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from tui_eval.events import Event, SampleFinished
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.suite_run import BaselineStatus, accept_into_baseline
 from tui_eval.text import one_line, value_text
@@ -96,6 +97,8 @@ class DiffScreen(Screen[None]):
         self.suite = current.suite if isinstance(current, RunSession) else None
         """The suite whose agent `m` samples more (None for two saved reports)."""
         self.deciding = False
+        self.samples_drawn: dict[str, int] = {}
+        """Per case, the samples `m` drew (streamed into the rows as they finished)."""
         self.baseline = baseline
         self.baseline_path = baseline_path
         self.title_text = title
@@ -283,13 +286,27 @@ class DiffScreen(Screen[None]):
 
         assert self.suite is not None and self.baseline is not None
         cases = [case for case in self.suite.cases if case.label in set(names)]
+        counts = dict.fromkeys(names, 0)
+        table = self.query_one(Table)
+
+        def stream(event: Event) -> None:
+            # Every finished sample shows in its case's row, as a run's table would.
+            if isinstance(event, SampleFinished) and event.sample.case_name in counts:
+                name = event.sample.case_name
+                counts[name] += 1
+                table.set_cell(
+                    name, "noise", Text(f"deciding… {counts[name]} sample(s) drawn", style="cyan")
+                )
+
         diff = await decide(
             self.suite.agent,
             cases,
             self.baseline,
             concurrency=self.suite.concurrency,
             price=self.suite.price,
+            on_event=stream,
         )
+        self.samples_drawn = dict(counts)
         self.deciding = False
         decided = {c.name: c for c in diff.changes}
         for change in self.diff.changes:
