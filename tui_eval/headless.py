@@ -329,20 +329,27 @@ def resume_command() -> int:
     async def resume_all() -> tuple[list[SuiteOutcome], bool]:
         outcomes: list[SuiteOutcome] = []
         failed = False
+        # Every run of the invocation is taken (locked) before any runs, so a second
+        # resume started meanwhile finds them all taken instead of running the later ones.
+        services: list[SuiteRun] = []
         for record in records:
             try:
-                service = SuiteRun.resume(record, history=history)
+                services.append(SuiteRun.resume(record, history=history))
             except (ResumeError, JournalFileError) as exc:
                 _err(f"error: {exc}")
                 failed = True
-                continue
+        for position, service in enumerate(services):
             print(
-                f"resuming {record.run_id}: {service.resumed_samples:,} of "
+                f"resuming {service.run_id}: {service.resumed_samples:,} of "
                 f"{service.suite.total_samples:,} samples already done"
             )
             outcome = await execute(service)
             _print_outcome(outcome)
             outcomes.append(outcome)
+            if outcome.stopped:
+                for rest in services[position + 1 :]:
+                    rest.close()
+                break
         return outcomes, failed
 
     outcomes, failed = anyio.run(resume_all)
