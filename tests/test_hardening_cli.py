@@ -9,6 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.test_cli import cli
 from tui_eval import Report
 
 HOSTILE = """
@@ -43,19 +44,6 @@ suite = Suite("hostile", agent=agent, concurrency=2, cases=[
 ])
 tools = Suite("tools", agent=tool_agent, cases=[Case("call it", checks=[contains("done")])])
 """
-
-
-def cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui_eval.cli", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_outputs_that_are_not_json_are_stored_and_the_run_goes_on(tmp_path):

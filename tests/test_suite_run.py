@@ -4,14 +4,12 @@ whichever front-end asked for it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.test_cli import cli
 from tui_eval import Case, Suite, contains
 from tui_eval.options import RunOptions
 from tui_eval.report import Report
@@ -58,17 +56,6 @@ def simulate_kill(history: RunHistory, keep: int) -> None:
     record.journal_path.write_bytes(b"".join(lines[: 1 + keep]))
     for leftover in (record.report_path, record.summary_path):
         leftover.unlink(missing_ok=True)
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui_eval.cli", *args],
-        cwd=cwd,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 async def run_service(path: Path, options: RunOptions, history: RunHistory) -> SuiteRun:

@@ -224,21 +224,17 @@ async def decide(
             exhausted=exhausted,
         )
 
-    while True:
-        budget_left = max_cost is None or spent < max_cost
+    while max_cost is None or spent < max_cost:
+        # Only a plain "undecided" case can still move: "baseline too small" never will.
         pending = [
             case
             for case in compared
-            if not verdict(case, exhausted=False).decided
-            and verdict(case, exhausted=False).label != "undecided: baseline too small"
+            if verdict(case, exhausted=False).label == "undecided"
             and len(results[case.label].samples) < max_samples
         ]
-        if not pending or not budget_left:
+        if not pending:
             break
-        more = [
-            replace(case, samples=min(BATCH, max_samples - len(results[case.label].samples)))
-            for case in pending
-        ]
+        more = _next_round(pending, results, max_samples)
         extra = await evaluate(agent, more, concurrency=concurrency, price=price, on_event=on_event)
         spent += extra.cost or 0.0
         for result in extra.cases:
@@ -296,10 +292,7 @@ async def compare_agents(
         ]
         if not pending:
             break
-        more = [
-            replace(case, samples=min(BATCH, max_samples - len(side_b[case.label].samples)))
-            for case in pending
-        ]
+        more = _next_round(pending, side_b, max_samples)
         extra_a = await evaluate(agent_a, more, concurrency=concurrency, price=price)
         extra_b = await evaluate(
             agent_b, more, concurrency=concurrency, price=price, on_event=on_event
@@ -316,6 +309,16 @@ async def compare_agents(
             found = Verdict("undecided: budget", False)
         verdicts[case.label] = found
     return _labelled_diff(report_b, report_a, verdicts)
+
+
+def _next_round(
+    pending: list[Case], results: dict[str, CaseResult], max_samples: int
+) -> list[Case]:
+    """The cases of the next round, each with a batch of samples within its budget."""
+    return [
+        replace(case, samples=min(BATCH, max_samples - len(results[case.label].samples)))
+        for case in pending
+    ]
 
 
 def _append(target: CaseResult, extra: CaseResult) -> None:
