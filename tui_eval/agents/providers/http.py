@@ -1,43 +1,69 @@
-"""What every HTTP provider shares: one client per run, timeouts, retries, secret redaction."""
+"""What every HTTP provider shares: pooled connections, one rate limiter per quota,
+time-budgeted retries, the response cache, prices and secret redaction."""
 
 from __future__ import annotations
 
 import json
 import random
+import time
 from typing import Any
 
 import anyio
-import httpx
 
 from tui_eval.agents.providers.base import ProviderError, notify_retry, run_resources
+from tui_eval.agents.providers.connections import (
+    ConnectionPool,
+    Headers,
+    ResponseTooLarge,
+    TimeoutError_,
+    TransportError,
+    header_map,
+)
+from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint, limiter_for, retry_after
+from tui_eval.agents.providers.settings import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_BUDGET_S,
+    DEFAULT_TIMEOUT_S,
+    ProviderOptions,
+    run_provider_options,
+)
 
-RETRYABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+RATE_LIMITED = frozenset({429})
+RETRYABLE = frozenset({408, 409, 425, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER_S = 60.0
-"""A server asking for a longer wait fails the request at once (with the wait it asked)."""
+"""A server asking for a longer single wait (a spent daily quota) fails the request at once."""
 MAX_RESPONSE_BYTES = 20_000_000
 """A larger response body is an error, never hundreds of MB held in memory."""
-
-
-class _TooLarge(Exception):
-    pass
+USER_AGENT = b"tui-eval"
 
 
 class HTTPProvider:
     """Base of the providers that speak JSON over HTTP.
 
-    Every request has a deadline: `timeout` seconds for the whole response, however the
-    server drips it. 429, 5xx and timeouts are retried with exponential backoff and
-    jitter, honouring `Retry-After` up to `MAX_RETRY_AFTER_S` (a longer wait fails the
-    request at once), at most `max_retries` times; other 4xx fail at once with the
-    server's message. A body over `max_response_bytes` is an error. The API key lives only
-    in request headers and is redacted from every error message.
+    - **Rate limits.** Every request goes through the one `RateLimiter` of its quota (base
+      URL and key), shared with every other worker: a 429 pauses them all, the pace is
+      learned from 429s and rate-limit headers (see `limits.py`). A rate-limited request
+      waits while the run makes progress; it fails only when nothing was accepted for
+      `retry_budget` seconds, or when the server asks for a longer wait than that.
+    - **Errors.** 5xx, 408 and timeouts are retried with exponential backoff and jitter
+      (honouring `Retry-After`), at most `max_retries` times; other 4xx fail at once with
+      the server's message.
+    - **Deadlines.** `timeout` seconds for a whole response, however the server drips it;
+      a body over `max_response_bytes` is an error.
+    - **Connections** are kept alive and reused (`connections.py`), one pool per run.
+    - **Secrets.** The API key lives only in request headers and is redacted from errors.
 
     Args:
         model: the model name sent to the server.
         base_url: the API's base URL.
         api_key: the key (sent as a header, never shown).
         timeout: seconds for a whole request, from sending it to the last byte.
-        max_retries: retries after the first attempt.
+        max_retries: retries after server errors and timeouts (429s are not counted).
+        retry_budget: seconds a request may keep waiting out rate limits and errors, from
+            the later of its start and the last response the API accepted.
+        rpm: requests per minute never to exceed (otherwise learned).
+        tpm: tokens per minute never to exceed (otherwise learned, if the API says).
+        headers: extra headers for every request.
         backoff: the first retry's delay in seconds (doubling each time, capped at 30 s).
         max_response_bytes: the largest response body accepted.
     """
@@ -50,49 +76,106 @@ class HTTPProvider:
         *,
         base_url: str,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 4,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry_budget: float = DEFAULT_RETRY_BUDGET_S,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        headers: dict[str, str] | None = None,
         backoff: float = 0.5,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.model = model
-        self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self.timeout = timeout
-        self.max_retries = max_retries
+        self._fingerprint = key_fingerprint(api_key)
+        self.options = ProviderOptions(
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_budget=retry_budget,
+            rpm=rpm,
+            tpm=tpm,
+            base_url=base_url.rstrip("/"),
+            headers=dict(headers or {}),
+        )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
-        self._clients: dict[int, httpx.AsyncClient] = {}
+        self._pools: dict[tuple[int, str], ConnectionPool] = {}
+        self._resolved: tuple[ProviderOptions | None, ProviderOptions, Headers] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """Where requests go (before any run-level override)."""
+        return self.options.base_url or ""
+
+    @property
+    def timeout(self) -> float:
+        """Seconds for one whole request (before any run-level override)."""
+        return self.options.timeout or DEFAULT_TIMEOUT_S
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after server errors and timeouts (before any run-level override)."""
+        return self.options.max_retries if self.options.max_retries is not None else 0
+
+    def configure(self, options: ProviderOptions) -> None:
+        """Apply `options` over this provider's own (a spec's `?rpm=...`, say)."""
+        self.options = self.options.over(options)
+        self._resolved = None
 
     # -- what subclasses provide ---------------------------------------------------------
     def headers(self) -> dict[str, str]:  # pragma: no cover - overridden
         """The headers every request of this provider carries (the key among them)."""
         return {}
 
-    # -- the shared client ---------------------------------------------------------------
-    def _client(self) -> httpx.AsyncClient:
-        """The client of the current run (closed when the run ends), or a provider-wide one."""
+    # -- options, pools, limiter ---------------------------------------------------------
+    def effective_options(self) -> ProviderOptions:
+        """This provider's options with the run's (suite and command line) over them."""
+        return self._settings()[0]
+
+    def _settings(self) -> tuple[ProviderOptions, Headers]:
+        run = run_provider_options.get()
+        resolved = self._resolved
+        if resolved is None or resolved[0] is not run:
+            options = self.options.over(run)
+            wire = [
+                (b"Content-Type", b"application/json"),
+                (b"Accept", b"application/json"),
+                (b"User-Agent", USER_AGENT),
+                *((k.encode(), v.encode()) for k, v in self.headers().items()),
+                *((k.encode(), v.encode()) for k, v in options.headers.items()),
+            ]
+            resolved = self._resolved = (run, options, wire)
+        return resolved[1], resolved[2]
+
+    def _pool(self, base_url: str) -> ConnectionPool:
+        """The connection pool of the current run (closed when it ends), or a provider-wide one."""
         scope = run_resources.get()
-        key = id(scope) if scope is not None else 0
-        client = self._clients.get(key)
-        if client is None or client.is_closed:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), headers=self.headers())
-            self._clients[key] = client
+        key = (id(scope) if scope is not None else 0, base_url)
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = self._pools[key] = ConnectionPool(base_url)
             if scope is not None:
                 scope.append(lambda: self._close(key))
-        return client
+        return pool
 
-    async def _close(self, key: int) -> None:
-        client = self._clients.pop(key, None)
-        if client is not None:
-            await client.aclose()
+    def limiter(self) -> RateLimiter:
+        """The rate limiter this provider's requests go through now."""
+        options = self.effective_options()
+        return limiter_for(
+            options.base_url or "", self._fingerprint, rpm=options.rpm, tpm=options.tpm
+        )
+
+    async def _close(self, key: tuple[int, str]) -> None:
+        pool = self._pools.pop(key, None)
+        if pool is not None:
+            await pool.aclose()
 
     async def aclose(self) -> None:
-        """Close every client this provider opened."""
-        for key in list(self._clients):
+        """Close every connection this provider opened."""
+        for key in list(self._pools):
             await self._close(key)
 
     # -- requests -------------------------------------------------------------------------
@@ -100,85 +183,94 @@ class HTTPProvider:
         """`text` with the API key replaced by `***`."""
         return text.replace(self._api_key, "***") if self._api_key else text
 
+    def _fail(self, message: str) -> ProviderError:
+        return ProviderError(self.redact(f"{self.provider_name} {message}"))
+
     async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """POST `payload`; returns the parsed body and how many retries it took."""
-        url = f"{self.base_url}{path}"
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            retry_after: float | None = None
+        options, wire_headers = self._settings()
+        base_url = (options.base_url or "").rstrip("/")
+        url = f"{base_url}{path}"
+        pool = self._pool(base_url)
+        limiter = limiter_for(base_url, self._fingerprint, rpm=options.rpm, tpm=options.tpm)
+        timeout = options.timeout or DEFAULT_TIMEOUT_S
+        budget = (
+            options.retry_budget if options.retry_budget is not None else DEFAULT_RETRY_BUDGET_S
+        )
+        max_retries = (
+            options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
+        )
+        body = json.dumps(payload).encode()
+        tokens = len(body) // 4 + int(payload.get("max_tokens") or 0)
+        started = time.monotonic()
+        retries = failures = 0
+        while True:
+            await limiter.acquire(tokens)
+            wait: float | None = None
             try:
-                with anyio.fail_after(self.timeout):
-                    status, headers, body = await self._exchange(url, payload)
-            except (TimeoutError, httpx.TimeoutException):
-                last = f"no complete response within {self.timeout:g}s (timeout)"
-            except httpx.TransportError as exc:
+                with anyio.fail_after(timeout):
+                    status, raw_headers, data = await pool.post(
+                        url, body, wire_headers, timeout, self.max_response_bytes
+                    )
+            except (TimeoutError, TimeoutError_):
+                last = f"no complete response within {timeout:g}s (timeout)"
+            except TransportError as exc:
                 last = f"connection failed: {type(exc).__name__}: {exc}"
-            except _TooLarge:
-                raise ProviderError(
-                    f"{self.provider_name} sent a response body over "
-                    f"{self.max_response_bytes:,} bytes for {url}; refused"
+            except ResponseTooLarge:
+                raise self._fail(
+                    f"sent a response body over {self.max_response_bytes:,} bytes for {url}; refused"
                 ) from None
             else:
+                headers = header_map(raw_headers)
                 if status < 400:
-                    return self._parse(body), attempt
-                message = self._server_message(body)
-                if status not in RETRYABLE:
-                    raise ProviderError(
-                        self.redact(
-                            f"{self.provider_name} returned HTTP {status} for {url}: {message}"
-                        )
+                    parsed = self._parse(data)
+                    limiter.on_response(
+                        status, headers, tokens_reserved=tokens, tokens_used=_tokens(parsed)
                     )
+                    return parsed, retries
+                limiter.on_response(status, headers)
+                message = self._server_message(data)
                 last = f"HTTP {status}: {message}"
-                retry_after = _retry_after(headers)
-                if retry_after is not None and retry_after > MAX_RETRY_AFTER_S:
-                    raise ProviderError(
-                        self.redact(
-                            f"{self.provider_name} asked to retry after {retry_after:g}s "
-                            f"(Retry-After), more than the {MAX_RETRY_AFTER_S:g}s tui-eval "
-                            f"waits; last: {last}"
-                        )
+                wait = retry_after(headers)
+                longest = min(MAX_RETRY_AFTER_S, budget)
+                if wait is not None and wait > longest:
+                    raise self._fail(
+                        f"asked to retry after {wait:g}s (Retry-After), more than the "
+                        f"{longest:g}s tui-eval waits at once (a quota, not a rate); last: {last}"
                     )
-            if attempt == self.max_retries:
-                break
-            delay = retry_after if retry_after is not None else min(30.0, self.backoff * 2**attempt)
-            delay *= 1 + random.uniform(0, 0.25) if retry_after is None else 1
-            notify_retry(attempt + 1, delay)
+                if status in RATE_LIMITED:
+                    limiter.on_limited(wait)
+                    waited = time.monotonic() - max(started, limiter.last_success)
+                    if waited > budget:
+                        raise self._fail(
+                            f"request to {url} still rate-limited after {waited:.0f}s with no "
+                            f"request accepted (retry budget {budget:g}s); last: {last}"
+                        )
+                    retries += 1
+                    notify_retry(retries, max(0.0, limiter.paused_until - time.monotonic()))
+                    continue
+                if status not in RETRYABLE:
+                    raise self._fail(f"returned HTTP {status} for {url}: {message}")
+            failures += 1
+            if failures > max_retries:
+                raise self._fail(f"request to {url} failed after {failures} attempts; last: {last}")
+            delay = wait if wait is not None else min(30.0, self.backoff * 2 ** (failures - 1))
+            delay *= 1 + random.uniform(0, 0.25)
+            if time.monotonic() + delay - started > budget:
+                raise self._fail(
+                    f"request to {url} gave up: retrying would pass the {budget:g}s retry "
+                    f"budget; last: {last}"
+                )
+            retries += 1
+            notify_retry(retries, delay)
             await anyio.sleep(delay)
-        raise ProviderError(
-            self.redact(
-                f"{self.provider_name} request to {url} failed after {self.max_retries + 1} attempts; last: {last}"
-            )
-        )
-
-    async def _exchange(
-        self, url: str, payload: dict[str, Any]
-    ) -> tuple[int, httpx.Headers, bytes]:
-        """One request: its status, headers and body, read up to `max_response_bytes`."""
-        async with self._client().stream("POST", url, json=payload) as response:
-            declared = response.headers.get("content-length")
-            if (
-                declared is not None
-                and declared.isdigit()
-                and int(declared) > self.max_response_bytes
-            ):
-                raise _TooLarge
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > self.max_response_bytes:
-                    raise _TooLarge
-                chunks.append(chunk)
-            return response.status_code, response.headers, b"".join(chunks)
 
     def _parse(self, body: bytes) -> dict[str, Any]:
         try:
             parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             snippet = body[:200].decode("utf-8", "replace")
-            raise ProviderError(
-                self.redact(f"{self.provider_name} sent a malformed (non-JSON) body: {snippet!r}")
-            ) from None
+            raise self._fail(f"sent a malformed (non-JSON) body: {snippet!r}") from None
         if not isinstance(parsed, dict):
             raise ProviderError(
                 f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
@@ -199,14 +291,20 @@ class HTTPProvider:
         return str(parsed)[:300]
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
-    value = headers.get("retry-after")
-    if value is None:
+def _tokens(body: dict[str, Any]) -> int | None:
+    """The tokens a response reports using (OpenAI's or Anthropic's usage block)."""
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+    total = usage.get("total_tokens")
+    if isinstance(total, int):
+        return total
+    parts = [
+        usage.get(k)
+        for k in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")
+    ]
+    counted = [p for p in parts if isinstance(p, int)]
+    return sum(counted) if counted else None
 
 
 def malformed(provider: str, detail: str) -> ProviderError:

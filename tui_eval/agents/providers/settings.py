@@ -1,0 +1,106 @@
+"""`ProviderOptions`: how HTTP providers talk to their API, settable wherever users are.
+
+The same options come from four places; later ones win, field by field:
+
+1. the provider's constructor in code (`OpenAIProvider(..., rpm=600)`);
+2. the model spec string: `openai:gpt-4o-mini?rpm=600&timeout=30&header.OpenAI-Project=p1`;
+3. a suite's `provider:` block (YAML) or `Suite(provider=...)`;
+4. the command line: `--rpm`, `--tpm`, `--request-timeout`, `--retry-budget`,
+   `--max-retries`, `--base-url`, `--header 'Name: value'`.
+
+(3) and (4) apply to every HTTP provider of the run, judges included.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
+from urllib.parse import parse_qsl
+
+import pydantic
+
+from tui_eval.agents.providers.base import ModelSpecError
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_RETRY_BUDGET_S = 600.0
+DEFAULT_MAX_RETRIES = 4
+
+
+class ProviderOptions(pydantic.BaseModel):
+    """How an HTTP provider talks to its API. Unset fields keep the provider's own value.
+
+    Attributes:
+        timeout: seconds for one whole request, from sending it to the last byte (60).
+        retry_budget: seconds a request keeps waiting out rate limits and retrying,
+            counted from the later of its start and the last response the API accepted
+            from anyone in the process (600): it fails only when the run stops progressing.
+        max_retries: retries after server errors and timeouts (4); 429s are not counted.
+        rpm: requests per minute never to exceed (otherwise learned from the API).
+        tpm: tokens per minute never to exceed (otherwise learned from the API).
+        base_url: send requests here instead (a proxy, a local server).
+        headers: extra request headers.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    timeout: float | None = pydantic.Field(None, gt=0)
+    retry_budget: float | None = pydantic.Field(None, ge=0)
+    max_retries: int | None = pydantic.Field(None, ge=0)
+    rpm: float | None = pydantic.Field(None, gt=0)
+    tpm: float | None = pydantic.Field(None, gt=0)
+    base_url: str | None = None
+    headers: dict[str, str] = pydantic.Field(default_factory=dict)
+
+    def over(self, other: ProviderOptions | None) -> ProviderOptions:
+        """These options with the fields set in `other` taking their place (headers merged)."""
+        if other is None:
+            return self
+        changes: dict[str, Any] = {
+            name: getattr(other, name)
+            for name in other.model_fields_set
+            if name != "headers" and getattr(other, name) is not None
+        }
+        if other.headers:
+            changes["headers"] = {**self.headers, **other.headers}
+        return self.model_copy(update=changes) if changes else self
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether no option is set."""
+        return not self.headers and all(
+            getattr(self, name) is None for name in type(self).model_fields if name != "headers"
+        )
+
+    @classmethod
+    def from_query(cls, query: str, spec: str) -> ProviderOptions:
+        """Options written after `?` in a model spec; `header.NAME=value` adds a header.
+
+        Raises:
+            ModelSpecError: an unknown option or a bad value, naming the spec.
+        """
+        fields: dict[str, Any] = {}
+        headers: dict[str, str] = {}
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            if name.startswith("header."):
+                headers[name.removeprefix("header.")] = value
+            elif name in cls.model_fields and name != "headers":
+                fields[name] = value
+            else:
+                known = ", ".join([*(n for n in cls.model_fields if n != "headers"), "header.NAME"])
+                raise ModelSpecError(
+                    f"model spec {spec!r}: unknown option {name!r}; known: {known}"
+                )
+        try:
+            return cls(**fields, headers=headers)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise ModelSpecError(f"model spec {spec!r}: {problems}") from None
+
+
+run_provider_options: ContextVar[ProviderOptions | None] = ContextVar(
+    "tui_eval_provider_options", default=None
+)
+"""Set by the runner for one run: the suite's and the command line's options, which every
+HTTP provider of the run applies over its own."""
