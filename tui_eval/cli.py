@@ -91,7 +91,44 @@ def _parser() -> argparse.ArgumentParser:
         help="with --decide: at most N samples per case (default 100)",
     )
     run.add_argument(
-        "--max-cost", type=float, metavar="USD", help="with --decide: stop sampling at this cost"
+        "--max-cost",
+        type=_positive_float,
+        metavar="USD",
+        help="no new sample starts once this many dollars are spent (or in flight); "
+        "the report says the run stopped on budget (with --decide: stop sampling)",
+    )
+    run.add_argument(
+        "--cache",
+        nargs="?",
+        const="on",
+        choices=["on", "read-only", "off"],
+        help="replay stored model responses, keyed by request and sample index "
+        "(read-only: never store new ones)",
+    )
+    api = run.add_argument_group(
+        "API settings", "for every HTTP provider of the run, judges included; over the suite's"
+    )
+    api.add_argument(
+        "--rpm", type=_positive_float, metavar="N", help="requests per minute never to exceed"
+    )
+    api.add_argument(
+        "--tpm", type=_positive_float, metavar="N", help="tokens per minute never to exceed"
+    )
+    api.add_argument(
+        "--request-timeout", type=_positive_float, metavar="S", help="seconds for one request"
+    )
+    api.add_argument(
+        "--retry-budget",
+        type=_positive_float,
+        metavar="S",
+        help="seconds a request keeps waiting out rate limits with no progress (default 600)",
+    )
+    api.add_argument(
+        "--max-retries", type=int, metavar="N", help="retries after server errors (default 4)"
+    )
+    api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
+    api.add_argument(
+        "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
     )
     run.add_argument("--csv", metavar="FILE", help="write one row per sample as CSV")
     run.add_argument("--samples-jsonl", metavar="FILE", help="write one JSON line per sample")
@@ -196,6 +233,13 @@ def _positive(value: str) -> int:
     return number
 
 
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
+    return number
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the process exit code)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -265,7 +309,11 @@ def _open_app(
 ) -> int:
     from tui_eval.options import RunOptions
 
-    run_options = RunOptions.from_args(options or argparse.Namespace())
+    try:
+        run_options = RunOptions.from_args(options or argparse.Namespace())
+    except ValueError as exc:
+        print(f"tui-eval: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         from tui_eval.tui.app import run_app
     except ImportError as exc:  # pragma: no cover - the app ships with the package

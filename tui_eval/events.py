@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from tui_eval.agents.providers.limits import LimitStatus
     from tui_eval.cases import Case
     from tui_eval.report import CaseResult, Report, SampleResult
 
@@ -64,5 +65,21 @@ class RunFinished:
     report: Report
 
 
-Event = RunStarted | SampleStateChanged | SampleFinished | CaseFinished | RunFinished
+@dataclass(slots=True)
+class RunStatus:
+    """Twice a second while the run calls APIs: their rate limiters, and spend against
+    the budget.
+
+    Attributes:
+        limits: one status per API quota the run used.
+        spent: dollars spent so far (None: nothing priced yet).
+        max_cost: the run's budget (None: no budget).
+    """
+
+    limits: list[LimitStatus]
+    spent: float | None = None
+    max_cost: float | None = None
+
+
+Event = RunStarted | SampleStateChanged | SampleFinished | CaseFinished | RunFinished | RunStatus
 EventHandler = Callable[[Event], None]

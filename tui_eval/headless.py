@@ -149,6 +149,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         fail_on = parse_fail_on(args.fail_on) if args.fail_on else RUN_DEFAULT
         shard = Shard.parse(args.shard) if args.shard else None
+        options = RunOptions.from_args(args)
     except ValueError as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
@@ -157,7 +158,6 @@ def run_command(args: argparse.Namespace) -> int:
     if not loaded.suites and not loaded.errors:
         _err(f"error: no suites found in {' '.join(default_paths(args.paths))}")
         return EXIT_USAGE
-    options = RunOptions.from_args(args)
     runnable = [s for s in loaded.suites if not s.skip]
     if args.baseline and len(runnable) > 1:
         _err(

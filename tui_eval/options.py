@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import pydantic
+
+from tui_eval.agents.providers.cache import CacheMode
+from tui_eval.agents.providers.settings import ProviderOptions
 
 
 class RunOptions(pydantic.BaseModel):
@@ -24,6 +28,9 @@ class RunOptions(pydantic.BaseModel):
         parallel_samples: run the samples of a case concurrently when the agent is built
             fresh for every sample (the app's "more samples" rerun).
         shard: (i, n) when the run is shard i of n (`--shard i/n`); its cases are `cases`.
+        provider: HTTP provider options over the suite's (`--rpm`, `--request-timeout`...).
+        max_cost: dollars; no new sample starts past it (None: the suite's own setting).
+        cache: the response cache mode (None: the suite's own setting).
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
@@ -37,6 +44,9 @@ class RunOptions(pydantic.BaseModel):
     save_baseline: bool = False
     parallel_samples: bool = False
     shard: tuple[int, int] | None = None
+    provider: ProviderOptions | None = None
+    max_cost: float | None = pydantic.Field(None, gt=0)
+    cache: CacheMode | None = None
 
     @property
     def is_partial(self) -> bool:
@@ -53,4 +63,37 @@ class RunOptions(pydantic.BaseModel):
             fail_fast=bool(getattr(args, "fail_fast", False)),
             baseline=getattr(args, "baseline", None),
             save_baseline=bool(getattr(args, "save_baseline", False)),
+            provider=provider_options_from_args(args),
+            max_cost=getattr(args, "max_cost", None),
+            cache=getattr(args, "cache", None),
         )
+
+
+def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | None:
+    """`--rpm`, `--tpm`, `--request-timeout`, `--retry-budget`, `--max-retries`,
+    `--base-url` and `--header 'Name: value'` as provider options (None when none given).
+
+    Raises:
+        ValueError: a header without a colon.
+    """
+    fields: dict[str, Any] = {}
+    for flag, name in (
+        ("rpm", "rpm"),
+        ("tpm", "tpm"),
+        ("request_timeout", "timeout"),
+        ("retry_budget", "retry_budget"),
+        ("max_retries", "max_retries"),
+        ("base_url", "base_url"),
+    ):
+        value = getattr(args, flag, None)
+        if value is not None:
+            fields[name] = value
+    headers: dict[str, str] = {}
+    for raw in getattr(args, "header", None) or []:
+        name, sep, value = raw.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"--header {raw!r} should be 'Name: value'")
+        headers[name.strip()] = value.strip()
+    if headers:
+        fields["headers"] = headers
+    return ProviderOptions(**fields) if fields else None

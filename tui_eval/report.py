@@ -44,6 +44,7 @@ class SampleResult:
         cost: `price(usage)` when the run was priced.
         error: what went wrong for `error` and `timeout` samples.
         traceback: the agent's traceback for `error` samples.
+        cached: every model response of the sample came from the response cache.
     """
 
     case_name: str
@@ -58,6 +59,7 @@ class SampleResult:
     cost: float | None = None
     error: str | None = None
     traceback: str | None = None
+    cached: bool = False
 
     def __repr__(self) -> str:
         # Short on purpose: reports hold thousands of these, and debuggers, tracebacks
@@ -226,6 +228,7 @@ class Report:
         cancelled: whether the run was stopped before every sample finished.
         priced: whether samples carry a cost.
         metadata: free-form facts about the run (suite file, git commit...).
+        stopped: why the run stopped before its end on its own (its `max_cost` reached).
     """
 
     name: str = "eval"
@@ -236,6 +239,7 @@ class Report:
     cancelled: bool = False
     priced: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    stopped: str | None = None
 
     def __repr__(self) -> str:
         samples = sum(len(case.samples) for case in self.cases)
@@ -339,7 +343,12 @@ class Report:
         if n:
             low, high = self.pass_rate_ci
             parts.append(f"95% CI {low:.0%}–{high:.0%}".replace("%–", "–"))
+        cached = sum(1 for sample in self.samples if sample.cached)
+        if cached:
+            parts.append(f"{cached:,} cached")
         line = " · ".join(parts)
+        if self.stopped:
+            return f"{line} · stopped: {self.stopped}"
         return line + " · cancelled" if self.cancelled else line
 
     def __str__(self) -> str:

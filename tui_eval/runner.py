@@ -21,6 +21,10 @@ import anyio.lowlevel
 
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.base import resource_scope, retry_listener
+from tui_eval.agents.providers.cache import CacheMode, ResponseCache, run_cache
+from tui_eval.agents.providers.limits import limiters
+from tui_eval.agents.providers.metering import SampleMeter, sample_meter
+from tui_eval.agents.providers.settings import ProviderOptions, run_provider_options
 from tui_eval.agents.run_spec import RunSpec
 from tui_eval.agents.sources import make_runner
 from tui_eval.cancellation import cancelled_from_outside
@@ -32,6 +36,7 @@ from tui_eval.events import (
     EventHandler,
     RunFinished,
     RunStarted,
+    RunStatus,
     SampleFinished,
     SampleStateChanged,
 )
@@ -43,6 +48,7 @@ Price = Callable[[Usage], float]
 YIELD_EVERY_S = 0.01
 QUICK_SAMPLE_S = 0.001
 MAX_UNYIELDED_S = 0.1
+STATUS_EVERY_S = 0.5
 
 
 class _Pacer:
@@ -81,6 +87,12 @@ class Evaluation:
             the agent (this is how `recheck` works); cases without saved samples are skipped.
         parallel_samples: let the samples of one case run concurrently too (only safe for
             agents built fresh for every sample; `evaluate()` keeps them serial).
+        provider: options every HTTP provider of the run applies over its own (rate
+            limits, timeouts, retry budget, headers, base URL).
+        max_cost: dollars; no new sample starts once the spent cost plus an estimate for
+            the samples in flight reaches it, and the report says the run stopped on budget.
+        cache: replay stored model responses (`True`/`"on"`, or `"read-only"`), keyed by
+            the request and the sample index; see `tui_eval.agents.providers.cache`.
     """
 
     def __init__(
@@ -97,6 +109,9 @@ class Evaluation:
         replay: Mapping[str, Sequence[SampleResult]] | None = None,
         metadata: dict[str, Any] | None = None,
         parallel_samples: bool = False,
+        provider: ProviderOptions | None = None,
+        max_cost: float | None = None,
+        cache: bool | CacheMode | ResponseCache = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -105,6 +120,13 @@ class Evaluation:
         self.fail_fast = fail_fast
         self.parallel_samples = parallel_samples
         self.price = price
+        self.provider = provider
+        self.max_cost = max_cost
+        self.cache = _response_cache(cache)
+        self._spent = 0.0
+        self._priced_samples = 0
+        self._in_flight = 0
+        self._stopped: str | None = None
         self.name = name or "eval"
         self.metadata = dict(metadata or {})
         self._emit = on_event
@@ -170,8 +192,9 @@ class Evaluation:
             started_at=self._started_at,
             duration_s=duration,
             cancelled=self._cancelled,
-            priced=self.price is not None,
+            priced=self.price is not None or self._priced_samples > 0,
             metadata=self.metadata,
+            stopped=self._stopped,
         )
 
     # -- running ---------------------------------------------------------------------
@@ -183,14 +206,53 @@ class Evaluation:
         if emit is not None:
             resumed = [s for result in self._results for s in result.samples]
             emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at, resumed))
+        options_token = run_provider_options.set(self.provider)
+        cache_token = run_cache.set(self.cache)
         try:
             async with resource_scope():
-                await self._run_all()
+                if emit is None:
+                    await self._run_all()
+                else:
+                    async with anyio.create_task_group() as status:
+                        status.start_soon(self._report_status, emit)
+                        try:
+                            await self._run_all()
+                        finally:
+                            status.cancel_scope.cancel()
         except BaseException:
             # Cancelled from outside (task cancelled, Ctrl+C): the partial report still goes out.
             self._finish(cancelled=True)
             raise
-        return self._finish(cancelled=self._cancel_requested or self._cancel_caught)
+        finally:
+            run_provider_options.reset(options_token)
+            run_cache.reset(cache_token)
+        stopped = self._stopped is not None
+        return self._finish(cancelled=self._cancel_requested or self._cancel_caught or stopped)
+
+    async def _report_status(self, emit: EventHandler) -> None:
+        """Every half second: the rate limiters this run used, and its spend."""
+        started = time.monotonic()
+        while True:
+            await anyio.sleep(STATUS_EVERY_S)
+            used = [limiter.status() for limiter in limiters() if limiter.last_used >= started]
+            if used or self.max_cost is not None:
+                spent = self._spent if self._priced_samples else None
+                emit(RunStatus(used, spent, self.max_cost))
+
+    def _over_budget(self) -> bool:
+        """Whether a new sample must not start: spent plus the samples in flight (at the
+        mean cost so far) reaches `max_cost`. Sets the report's `stopped` reason."""
+        if self.max_cost is None:
+            return False
+        mean = self._spent / self._priced_samples if self._priced_samples else 0.0
+        if self._spent + self._in_flight * mean < self.max_cost:
+            return False
+        if self._stopped is None:
+            self._stopped = (
+                f"max_cost ${self.max_cost:g} reached: ${self._spent:.4f} spent, "
+                "no new sample started"
+            )
+        return True
 
     async def _run_all(self) -> None:
         try:
@@ -204,7 +266,7 @@ class Evaluation:
                         pacer = self._new_pacer()
                         for index in range(len(self.cases)):
                             await self._run_case(index, pacer)
-                            if not self._results[index].passed:
+                            if not self._results[index].passed or self._stopped:
                                 break
 
                     async with anyio.create_task_group() as group:
@@ -218,6 +280,8 @@ class Evaluation:
                         pacer = self._new_pacer()
                         for index in pending:
                             await self._run_case(index, pacer)
+                            if self._stopped:
+                                return
 
                     async with anyio.create_task_group() as group:
                         for _ in range(min(self.concurrency, len(self.cases))):
@@ -282,6 +346,8 @@ class Evaluation:
         async def worker() -> None:
             pacer = self._new_pacer()
             for index, sample_index in pending:
+                if self._over_budget():
+                    return
                 started = time.perf_counter()
                 plan = self._plan_of(index)
                 self._record(index, await self._run_sample(index, sample_index, plan, pacer))
@@ -311,6 +377,9 @@ class Evaluation:
             samples.append(sample)
         else:  # samples of one case running concurrently finish in any order
             bisect.insort(samples, sample, key=lambda s: s.index)
+        if sample.cost is not None:
+            self._spent += sample.cost
+            self._priced_samples += 1
         if self._emit is not None:
             self._emit(SampleFinished(index, sample))
 
@@ -318,6 +387,8 @@ class Evaluation:
         plan = self._plan_of(index)
         result = self._results[index]
         for sample_index in range(len(result.samples), plan.case.samples):
+            if self._over_budget():
+                return
             started = time.perf_counter()
             self._record(index, await self._run_sample(index, sample_index, plan, pacer))
             await self._pace(pacer, started)
@@ -340,6 +411,9 @@ class Evaluation:
             emit(SampleStateChanged(index, sample_index, "running"))
             pacer.current = (index, sample_index)  # whom a provider's retry is about
         sample = SampleResult(case.label, sample_index, "passed")
+        meter = SampleMeter(sample_index)
+        meter_token = sample_meter.set(meter)
+        self._in_flight += 1
         try:
             if case.timeout is None:
                 await self._attempt(index, plan, sample, pacer)
@@ -357,6 +431,11 @@ class Evaluation:
                     self._settle_usage(sample)
         finally:
             pacer.current = None
+            self._in_flight -= 1
+            sample_meter.reset(meter_token)
+        sample.cached = meter.all_cached
+        if self.price is None and meter.priced:
+            sample.cost = meter.cost
         return sample
 
     async def _attempt(
@@ -429,6 +508,9 @@ async def evaluate(
     price: Price | None = None,
     name: str | None = None,
     on_event: EventHandler | None = None,
+    provider: ProviderOptions | None = None,
+    max_cost: float | None = None,
+    cache: bool | CacheMode | ResponseCache = False,
 ) -> Report:
     """Run every case against the agent and return the `Report`.
 
@@ -443,9 +525,13 @@ async def evaluate(
         cases: the cases to run.
         concurrency: how many cases run at once.
         fail_fast: run cases one at a time and stop after the first failing case.
-        price: turns a sample's `Usage` into a cost; the report sums it.
+        price: turns a sample's `Usage` into a cost; the report sums it. Without it,
+            responses of known models are priced by the built-in table (genai-prices).
         name: the report's name.
         on_event: called with every `Event` (run/sample/case started, changed, finished).
+        provider: `ProviderOptions` for every HTTP provider of the run (`rpm`, `timeout`...).
+        max_cost: stop starting samples once this many dollars are spent (or in flight).
+        cache: `True`/`"on"` or `"read-only"`: replay stored model responses.
     """
     evaluation = Evaluation(
         agent,
@@ -455,6 +541,9 @@ async def evaluate(
         price=price,
         name=name,
         on_event=on_event,
+        provider=provider,
+        max_cost=max_cost,
+        cache=cache,
     )
     return await evaluation.run()
 
@@ -544,3 +633,13 @@ __all__ = [
     "evaluate_iter",
     "recheck",
 ]
+
+
+def _response_cache(cache: bool | CacheMode | ResponseCache) -> ResponseCache | None:
+    if isinstance(cache, ResponseCache):
+        return cache
+    if cache is True:
+        return ResponseCache("on")
+    if cache is False or cache == "off":
+        return None
+    return ResponseCache(cache)

@@ -12,25 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Annotated, Literal
 
-import platformdirs
 import pydantic
 
 from tui_eval.atomic import atomic_write_bytes
+from tui_eval.home import data_root
 from tui_eval.options import RunOptions
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.stored_values import output_once, restore_output, storable_sample
 
-HOME_ENV = "TUI_EVAL_HOME"
 JOURNAL_SCHEMA_VERSION = 2
 """Version 1 journals (lines keyed by `"t"`, no version) are still read."""
-
-
-def data_root() -> Path:
-    """The root of tui-eval's local state: `$TUI_EVAL_HOME` or the platform's data dir."""
-    override = os.environ.get(HOME_ENV)
-    if override:
-        return Path(override)
-    return Path(platformdirs.user_data_dir("tui-eval"))
 
 
 def project_dir(project_root: Path) -> Path:

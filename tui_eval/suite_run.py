@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.sources import samples_independent
 from tui_eval.diff import Diff
 from tui_eval.events import Event, SampleFinished
@@ -113,6 +114,9 @@ class SuiteRun:
             concurrency=options.concurrency or suite.concurrency,
             fail_fast=options.fail_fast,
             price=suite.price,
+            provider=(suite.provider or ProviderOptions()).over(options.provider),
+            max_cost=options.max_cost or suite.max_cost,
+            cache=options.cache or suite.cache,
             name=suite.name,
             on_event=self._dispatch,
             done=done,

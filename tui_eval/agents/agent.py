@@ -28,6 +28,10 @@ class MaxTurnsExceeded(AgentRunError):
     """The model kept calling tools past `max_turns`."""
 
 
+class TokenLimitExceeded(AgentRunError):
+    """The run used more tokens than the agent's `token_limit`."""
+
+
 class OutputValidationError(AgentRunError):
     """The final answer did not validate against the structured `output_type`."""
 
@@ -50,6 +54,8 @@ class Agent:
         max_turns: the most model responses one run may take.
         name: a label for reports.
         settings: provider settings such as `{"temperature": 0}`.
+        token_limit: the most tokens (input plus output, summed over turns) one run may
+            use; the loop stops with `TokenLimitExceeded` instead of starting another turn.
     """
 
     def __init__(
@@ -62,6 +68,7 @@ class Agent:
         max_turns: int = 50,
         name: str | None = None,
         settings: dict[str, Any] | None = None,
+        token_limit: int | None = None,
     ) -> None:
         self.model = model
         self.tools = [t if isinstance(t, Tool) else Tool(t) for t in tools]
@@ -71,6 +78,7 @@ class Agent:
         self.max_turns = max_turns
         self.name = name or "agent"
         self.settings = dict(settings or {})
+        self.token_limit = token_limit
         self._provider: Provider | None = None
 
     def __repr__(self) -> str:
@@ -145,6 +153,15 @@ class Agent:
                 )
                 result.turns += 1
                 result.usage = result.usage + completion.usage
+                if self.token_limit is not None and result.usage.total_tokens > self.token_limit:
+                    messages.append(
+                        Message("assistant", completion.content, list(completion.tool_calls))
+                    )
+                    raise TokenLimitExceeded(
+                        f"agent used {result.usage.total_tokens:,} tokens in {result.turns} "
+                        f"turn(s), over its token_limit={self.token_limit:,}",
+                        finish(),
+                    )
                 result.retries += completion.retries
                 messages.append(
                     Message("assistant", completion.content, list(completion.tool_calls))

@@ -7,6 +7,9 @@ A YAML suite::
     # model: openai:gpt-4o-mini          # a provider spec (with optional instructions)
     concurrency: 4
     judge_model: openai:gpt-4o-mini      # default model for llm_judge checks
+    provider: {rpm: 500, timeout: 30}    # API settings (also in the spec: openai:m?rpm=500)
+    max_cost: 2.50                       # dollars; no new sample starts past it
+    cache: on                            # replay stored responses (or read-only)
     cases:
       - name: capital
         input: What is the capital of France?
@@ -34,6 +37,7 @@ import yaml
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Usage
 from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
+from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.cases import Case
 from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check
 from tui_eval.suites.suite import Suite
@@ -112,6 +116,31 @@ class SuiteSettings(_Strict):
         "or python:MODULE:ATTRIBUTE for a provider defined in code (e.g. an offline ScriptedProvider)",
     )
     baseline: str | None = None
+    provider: ProviderOptions | None = pydantic.Field(
+        None,
+        description="options for every HTTP provider of the suite's runs: timeout, "
+        "retry_budget, max_retries, rpm, tpm, base_url, headers",
+    )
+    max_cost: float | None = pydantic.Field(
+        None, gt=0, description="dollars; a run starts no new sample once this is spent"
+    )
+    cache: Literal["off", "on", "read-only"] = pydantic.Field(
+        "off", description="replay stored model responses (keyed by request and sample index)"
+    )
+
+    @pydantic.field_validator("cache", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: Any) -> Any:
+        # YAML reads a bare `on`/`off` (and yes/no) as booleans.
+        if value is True:
+            return "on"
+        if value is False:
+            return "off"
+        return value
+
+    token_limit: int | None = pydantic.Field(
+        None, ge=1, description="the most tokens one sample's agent run may use (with `model`)"
+    )
     skip_unless_env: list[str] = pydantic.Field(
         [], description="skip the suite (with a message) unless these environment variables are set"
     )
@@ -222,6 +251,9 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
         cases=cases,
         concurrency=settings.concurrency,
         baseline=settings.baseline,
+        provider=settings.provider,
+        max_cost=settings.max_cost,
+        cache=settings.cache,
         skip=skip,
         path=path,
         description=settings.description,
@@ -234,7 +266,9 @@ def _agent(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Any:
     if settings.agent:
         return import_reference(settings.agent, path)
     if settings.model:
-        return Agent(settings.model, instructions=settings.instructions)
+        return Agent(
+            settings.model, instructions=settings.instructions, token_limit=settings.token_limit
+        )
     if all(spec.script is not None or spec.model is not None for spec in specs):
         # Every case brings its own model: the agent is only cloned per case.
         return Agent(ScriptedProvider(name="no-model"), instructions=settings.instructions)

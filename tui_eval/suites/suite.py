@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tui_eval.agents.providers.cache import CacheMode
+from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.cases import Case
 from tui_eval.runner import Price
 
@@ -34,7 +36,10 @@ class Suite:
         agent: any agent source `evaluate()` accepts.
         cases: the cases.
         concurrency: how many cases run at once.
-        price: turns a sample's usage into a cost.
+        price: turns a sample's usage into a cost (default: built-in prices of known models).
+        provider: options for every HTTP provider of its runs (rate limits, timeouts...).
+        max_cost: dollars; a run starts no new sample past it.
+        cache: the response cache mode of its runs (`"off"`, `"on"`, `"read-only"`).
         baseline: where its baseline lives; default `<suite dir>/__baselines__/<name>.json`.
         skip: a reason not to run it (for example a missing API key); shown instead of results.
         path: the file it was loaded from (set by discovery).
@@ -45,6 +50,9 @@ class Suite:
     cases: list[Case] = field(default_factory=list)
     concurrency: int = 4
     price: Price | None = None
+    provider: ProviderOptions | None = None
+    max_cost: float | None = None
+    cache: CacheMode = "off"
     baseline: str | Path | None = None
     skip: str | None = None
     path: Path | None = None

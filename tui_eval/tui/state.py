@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from tui_eval.agents.messages import Usage
+from tui_eval.agents.providers.limits import LimitStatus
+from tui_eval.events import RunStatus
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.runner import (
     CaseFinished,
@@ -60,6 +62,10 @@ class RunState:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
+    max_cost: float | None = None
+    samples_cached: int = 0
+    limits: list[LimitStatus] = field(default_factory=list)
+    """The rate limiters of the APIs the run calls, as of the last `RunStatus`."""
     started: float = 0.0
     finished: float | None = None
     in_flight: dict[tuple[int, int], InFlight] = field(default_factory=dict)
@@ -149,7 +155,11 @@ class RunState:
         elif isinstance(event, CaseFinished):
             self.versions[event.case_index] += 1
             self._dirty.add(event.case_index)
+        elif isinstance(event, RunStatus):
+            self.limits = event.limits
+            self.max_cost = event.max_cost
         elif isinstance(event, RunFinished):
+            self.limits = []
             self.report = event.report
             self.finished = self.clock() - self.started
             self.in_flight.clear()
@@ -174,6 +184,8 @@ class RunState:
         self.output_tokens += usage.output_tokens
         if sample.cost is not None:
             self.cost = (self.cost or 0.0) + sample.cost
+        if sample.cached:
+            self.samples_cached += 1
 
     # -- reading ---------------------------------------------------------------------------
     def take_dirty(self) -> set[int]:

@@ -75,7 +75,30 @@ def from_python_spec(reference: str) -> Provider:
 
 
 def resolve_spec(spec: str) -> Provider:
-    """Resolve `"prefix:model"` through the registry."""
+    """Resolve `"prefix:model"` through the registry.
+
+    Options for HTTP providers may follow a `?`:
+    `openai:gpt-4o-mini?rpm=600&timeout=30&retry_budget=300&header.OpenAI-Project=p1`
+    (see `ProviderOptions`).
+    """
+    spec, has_query, query = spec.partition("?")
+    options = None
+    if has_query:
+        from tui_eval.agents.providers.settings import ProviderOptions
+
+        options = ProviderOptions.from_query(query, f"{spec}?{query}")
+    provider = _resolve_plain(spec)
+    if options is not None and not options.is_empty:
+        configure = getattr(provider, "configure", None)
+        if configure is None:
+            raise ModelSpecError(
+                f"model spec {spec!r}: options after '?' apply to HTTP providers only"
+            )
+        configure(options)
+    return provider
+
+
+def _resolve_plain(spec: str) -> Provider:
     prefix, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise ModelSpecError(

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from tui_eval.agents.providers.base import ProviderError, notify_retry, run_resources
+from tui_eval.agents.providers.cache import run_cache
 from tui_eval.agents.providers.connections import (
     ConnectionPool,
     Headers,
@@ -20,6 +21,7 @@ from tui_eval.agents.providers.connections import (
     header_map,
 )
 from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint, limiter_for, retry_after
+from tui_eval.agents.providers.metering import price_of, sample_meter
 from tui_eval.agents.providers.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
@@ -201,6 +203,16 @@ class HTTPProvider:
             options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
         )
         body = json.dumps(payload).encode()
+        meter = sample_meter.get()
+        cache = run_cache.get() if meter is not None else None
+        cache_key = ""
+        if cache is not None and meter is not None:
+            cache_key = cache.key(self.provider_name, base_url, body, meter.index)
+            stored = cache.get(cache_key)
+            if stored is not None:
+                meter.requests += 1
+                meter.cached += 1
+                return stored, 0
         tokens = len(body) // 4 + int(payload.get("max_tokens") or 0)
         started = time.monotonic()
         retries = failures = 0
@@ -224,9 +236,14 @@ class HTTPProvider:
                 headers = header_map(raw_headers)
                 if status < 400:
                     parsed = self._parse(data)
+                    used = _usage(parsed)
                     limiter.on_response(
-                        status, headers, tokens_reserved=tokens, tokens_used=_tokens(parsed)
+                        status, headers, tokens_reserved=tokens, tokens_used=sum(used)
                     )
+                    if meter is not None:
+                        self._meter(meter, parsed, used)
+                    if cache is not None:
+                        cache.put(cache_key, parsed)
                     return parsed, retries
                 limiter.on_response(status, headers)
                 message = self._server_message(data)
@@ -265,6 +282,16 @@ class HTTPProvider:
             notify_retry(retries, delay)
             await anyio.sleep(delay)
 
+    def _meter(self, meter: Any, parsed: dict[str, Any], used: tuple[int, int]) -> None:
+        meter.requests += 1
+        model = parsed.get("model")
+        cost = price_of(
+            self.provider_name, model if isinstance(model, str) and model else self.model, *used
+        )
+        if cost is not None:
+            meter.cost += cost
+            meter.priced = True
+
     def _parse(self, body: bytes) -> dict[str, Any]:
         try:
             parsed = json.loads(body)
@@ -291,20 +318,20 @@ class HTTPProvider:
         return str(parsed)[:300]
 
 
-def _tokens(body: dict[str, Any]) -> int | None:
-    """The tokens a response reports using (OpenAI's or Anthropic's usage block)."""
+def _usage(body: dict[str, Any]) -> tuple[int, int]:
+    """(input, output) tokens a response reports (OpenAI's or Anthropic's usage block)."""
     usage = body.get("usage")
     if not isinstance(usage, dict):
-        return None
-    total = usage.get("total_tokens")
-    if isinstance(total, int):
-        return total
-    parts = [
-        usage.get(k)
-        for k in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")
-    ]
-    counted = [p for p in parts if isinstance(p, int)]
-    return sum(counted) if counted else None
+        return 0, 0
+
+    def count(*names: str) -> int:
+        for name in names:
+            value = usage.get(name)
+            if isinstance(value, int):
+                return value
+        return 0
+
+    return count("prompt_tokens", "input_tokens"), count("completion_tokens", "output_tokens")
 
 
 def malformed(provider: str, detail: str) -> ProviderError:

@@ -111,6 +111,7 @@ class RateLimiter:
         self.last_held = -math.inf
         self.last_success = now
         self.rejected = 0
+        self.last_used = -math.inf
         self.provisional = False
         """The pace is a guess from a 429's wait, not yet measured."""
 
@@ -129,6 +130,7 @@ class RateLimiter:
         """Wait for this request's turn: after any pause, one pace-slot after the last."""
         while True:
             now = self.clock()
+            self.last_used = now
             if self.first_request is None:
                 self.first_request = now
             slot = max(now, self.paused_until)
@@ -222,13 +224,20 @@ class RateLimiter:
         return min(caps) if caps else None
 
     def _measured_rate(self, now: float) -> float | None:
-        if self.first_request is None:
+        origin = self._origin()
+        if origin is None:
             return None
         recent = [t for t in self.accepted if t >= now - WINDOW_S]
-        span = min(WINDOW_S, now - self.first_request)
+        span = min(WINDOW_S, now - origin)
         if len(recent) < 2 or span <= 0:
             return None
         return len(recent) / span
+
+    def _origin(self) -> float | None:
+        """Since when requests have been counted."""
+        if self.first_request is not None:
+            return self.first_request
+        return self.accepted[0] if self.accepted else None
 
     def _learn(self, headers: Mapping[str, str]) -> None:
         requests = _number(
@@ -250,7 +259,8 @@ class RateLimiter:
         now = self.clock()
         waiting = max(0.0, self.paused_until - now, self.next_slot - now)
         recent = sum(1 for t in self.accepted if t >= now - WINDOW_S)
-        span = min(WINDOW_S, now - self.first_request) if self.first_request is not None else 0
+        origin = self._origin()
+        span = min(WINDOW_S, now - origin) if origin is not None else 0
         limited = now - max(self.last_limited, self.last_held) < LIMITED_SHOWN_S and waiting > 0
         limited = limited or now - self.last_limited < LIMITED_SHOWN_S
         return LimitStatus(

@@ -129,7 +129,7 @@ class CaseScreen(Screen[None]):
                 score = sample.score
                 table.add_row(
                     Text(label, justify="right"),
-                    Text(sample.status, style=style),
+                    Text(sample.status + (" ⟲" if sample.cached else ""), style=style),
                     Text(format_ms(sample.latency_ms), justify="right"),
                     Text(f"{sample.usage.total_tokens:,}", justify="right"),
                     Text(f"{score:.2f}" if score is not None else "–", justify="right"),

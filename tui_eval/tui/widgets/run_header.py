@@ -39,6 +39,8 @@ class RunHeader(Widget):
         label = f"{state.name}  {state.samples_done:,}/{state.samples_total:,} samples"
         if state.running:
             label += f" · eta {format_duration(state.eta)}"
+        elif state.report is not None and state.report.stopped:
+            label += " · stopped on budget"
         elif state.report is not None and state.report.cancelled:
             label += " · cancelled"
         elif state.read_only:
@@ -88,8 +90,13 @@ class RunHeader(Widget):
                 f"(95% CI {low * 100:.0f}–{high * 100:.0f}%)"
             )
         counters.append(f"  · {state.usage.total_tokens:,} tokens")
-        if state.cost is not None:
-            counters.append(f" · ${state.cost:.4f}")
+        if state.cost is not None or state.max_cost is not None:
+            spent = f" · ${state.cost or 0.0:.4f}"
+            if state.max_cost is not None:
+                spent += f" of ${state.max_cost:g}"
+            counters.append(spent)
+        if state.samples_cached:
+            counters.append(f" · {state.samples_cached:,} cached")
         counters.append(f" · {format_duration(state.elapsed)}")
         if not state.read_only:
             counters.append(f" · {state.rate:,.1f} samples/s")
@@ -97,8 +104,14 @@ class RunHeader(Widget):
 
     @staticmethod
     def _in_flight(state: RunState) -> Text:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        limited = [status for status in state.limits if status.limited]
+        if limited:
+            slowest = max(limited, key=lambda status: status.waiting_s)
+            line.append(str(slowest), style="yellow")
+            line.append("  ")
         if not state.in_flight:
-            return Text("")
+            return line
         now = state.clock()
         flights = sorted(state.in_flight.values(), key=lambda f: f.since)
         parts = [
@@ -106,6 +119,5 @@ class RunHeader(Widget):
             for f in flights[:6]
         ]
         more = f"  +{len(flights) - 6} more" if len(flights) > 6 else ""
-        return Text(
-            "now: " + " · ".join(parts) + more, no_wrap=True, overflow="ellipsis", style="dim"
-        )
+        line.append("now: " + " · ".join(parts) + more, style="dim")
+        return line

@@ -99,4 +99,6 @@ def render_usage(session: RunSession, sample: SampleResult) -> Text:
     lines.append(f"total tokens  {sample.usage.total_tokens:,}")
     if sample.cost is not None:
         lines.append(f"cost          ${sample.cost:.6f}")
+    if sample.cached:
+        lines.append("cached        ⟲ every model response came from the response cache ($0)")
     return Text("\n".join(lines))

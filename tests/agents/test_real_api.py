@@ -1,0 +1,255 @@
+"""Real API runs against a loopback server: the shared limiter, the retry budget, prices,
+the cost budget, the response cache, and settings from spec, YAML and CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import cli
+from tui_eval import Agent, Case, contains, equals, evaluate
+from tui_eval.agents import TokenLimitExceeded
+from tui_eval.agents.providers import ModelSpecError, resolve_model
+from tui_eval.agents.providers.limits import LimitStatus, RateLimiter
+from tui_eval.agents.providers.openai import OpenAIProvider
+from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.events import RunStatus
+from tui_eval.testing import ScriptedProvider, text
+
+from .wire_server import Reply, WireServer, openai_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from loopback_api import LoopbackAPI
+
+pytestmark = pytest.mark.anyio
+
+
+def echo_cases(n: int, samples: int = 1) -> list[Case]:
+    return [
+        Case(f"question {i}", checks=[equals(f"answer {i}")], name=f"case {i}", samples=samples)
+        for i in range(n)
+    ]
+
+
+async def test_a_429_pauses_every_worker_and_the_pace_is_learned_without_headers():
+    # 40 requests from 20 workers at 20 req/s: each worker backing off alone collides
+    # again and again; through the shared limiter the rejections stay a fraction of it.
+    with LoopbackAPI(rate=20, burst=2, latency=0.01, headers=False) as api:
+        agent = Agent(OpenAIProvider("m", base_url=api.url))
+        start = time.perf_counter()
+        report = await evaluate(agent, echo_cases(40), concurrency=20)
+        wall = time.perf_counter() - start
+    assert report.passed, report.header()
+    assert api.stats.ok == 40
+    assert api.stats.limited <= 40, api.stats.as_dict()
+    assert wall >= (40 - 2) / 20 * 0.9
+
+
+async def test_rate_limit_headers_set_the_pace_before_anything_is_rejected_again():
+    with LoopbackAPI(rate=25, burst=2, latency=0.01) as api:
+        provider = OpenAIProvider("m", base_url=api.url)
+        report = await evaluate(Agent(provider), echo_cases(50), concurrency=10)
+        limiter = provider.limiter()
+    assert report.passed
+    # Only the first wave (sent before any response said the limit) can be rejected.
+    assert api.stats.limited <= 10, api.stats.as_dict()
+    assert limiter.pace is not None and limiter.pace <= 25
+
+
+def test_limiter_pause_and_aimd_with_a_fake_clock():
+    now = [100.0]
+    limiter = RateLimiter("api", clock=lambda: now[0])
+    for _ in range(30):  # the server accepted 30 requests in the last second
+        now[0] += 1 / 30
+        limiter.on_response(200, {})
+    limiter.on_limited(0.5)
+    assert limiter.paused_until == pytest.approx(now[0] + 0.5)
+    assert limiter.pace is not None and 25 < limiter.pace < 31  # just under the accepted rate
+    cut = limiter.pace
+    limiter.on_limited(0.5)  # same episode: no second cut
+    assert limiter.pace == cut
+    now[0] += 10
+    limiter.on_response(200, {})  # ten seconds without a 429: faster again
+    assert limiter.pace > cut
+    limiter.on_response(200, {"x-ratelimit-limit-requests": "600"})
+    assert limiter.pace == pytest.approx(10.0)  # the server's own limit is a ceiling
+    assert "rate limited" not in str(limiter.status())  # the last 429 was 10 s ago
+    limiter.on_limited(1.5)
+    assert str(limiter.status()).startswith("rate limited · waiting 1.5 s")
+
+
+async def test_a_run_that_stops_progressing_fails_on_its_retry_budget():
+    with WireServer() as server:
+        server.reply(*[Reply(429, {"error": {"message": "slow"}}, {"retry-after-ms": "100"})] * 40)
+        agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1"))
+        start = time.perf_counter()
+        report = await evaluate(agent, [Case("hi")], provider=ProviderOptions(retry_budget=0.5))
+    sample = report.cases[0].samples[0]
+    assert sample.status == "error"
+    assert "still rate-limited" in (sample.error or "") and "retry budget 0.5s" in sample.error
+    assert time.perf_counter() - start < 3
+
+
+async def test_known_models_are_priced_without_a_price_callable():
+    with LoopbackAPI(latency=0) as api:
+        agent = Agent(OpenAIProvider("gpt-4o-mini", base_url=api.url))
+        report = await evaluate(agent, echo_cases(3))
+        unknown = await evaluate(
+            Agent(OpenAIProvider("my-local-llama", base_url=api.url)), echo_cases(1)
+        )
+        overridden = await evaluate(agent, echo_cases(1), price=lambda usage: 1.0)
+    assert report.priced and report.cost is not None and report.cost > 0
+    assert "$" in report.header()
+    assert not unknown.priced and unknown.cost is None
+    assert overridden.cost == 1.0
+
+
+async def test_max_cost_starts_no_sample_past_the_budget():
+    agent = Agent(ScriptedProvider.factory([text("ok")]))
+    cases = [
+        Case(f"q{i}", checks=[contains("ok")], name=f"c{i}", model=agent.model) for i in range(10)
+    ]
+    report = await evaluate(agent, cases, concurrency=1, price=lambda usage: 0.01, max_cost=0.035)
+    assert len(report.samples) == 4  # 0.03 spent < 0.035: one more starts; 0.04 stops it
+    assert report.cancelled and report.stopped is not None
+    assert "max_cost $0.035 reached" in report.stopped
+    assert "stopped: max_cost" in report.header()
+
+
+async def test_max_cost_counts_samples_in_flight():
+    with LoopbackAPI(latency=0.05) as api:
+        agent = Agent(OpenAIProvider("m", base_url=api.url))
+        report = await evaluate(
+            agent, echo_cases(40), concurrency=8, price=lambda usage: 0.01, max_cost=0.1
+        )
+    # Once some are priced, samples in flight count at the mean: the overshoot is bounded
+    # by the first wave, not by the whole suite.
+    assert 10 <= len(report.samples) <= 18, len(report.samples)
+    assert report.stopped
+
+
+async def test_token_limit_stops_the_agent_loop():
+    agent = Agent(ScriptedProvider([text("a long answer " * 50)]), token_limit=20)
+    with pytest.raises(TokenLimitExceeded, match="over its token_limit=20"):
+        await agent.run("hi")
+
+
+async def test_the_cache_replays_per_sample_and_never_merges_samples(tmp_path):
+    with LoopbackAPI(latency=0) as api:
+        agent = Agent(OpenAIProvider("m", base_url=api.url))
+        first = await evaluate(agent, echo_cases(3, samples=2), cache=True)
+        assert api.stats.ok == 6 and not any(s.cached for s in first.samples)
+        again = await evaluate(agent, echo_cases(3, samples=2), cache=True)
+        assert api.stats.ok == 6  # every answer came from the cache
+        assert all(s.cached for s in again.samples) and again.passed
+        assert "6 cached" in again.header()
+        more = await evaluate(agent, echo_cases(3, samples=3), cache="read-only")
+        assert api.stats.ok == 9  # sample 3 of each case is a new request...
+        later = await evaluate(agent, echo_cases(3, samples=3), cache="read-only")
+        assert api.stats.ok == 12  # ...and read-only stored none of them
+    assert [s.cached for s in more.cases[0].samples] == [True, True, False]
+    assert later.passed
+    stored = list((Path(tmp_path).parent).glob("**/cache/responses/*/*.json"))
+    assert len(stored) >= 6
+
+
+async def test_errors_are_never_cached():
+    with WireServer() as server:
+        server.reply(
+            Reply(400, {"error": {"message": "bad request"}}), Reply(body=openai_text("ok"))
+        )
+        agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1"))
+        failed = await evaluate(agent, [Case("hi")], cache=True)
+        passed = await evaluate(agent, [Case("hi", checks=[contains("ok")])], cache=True)
+    assert failed.cases[0].samples[0].status == "error"
+    assert passed.passed and len(server.requests) == 2
+
+
+async def test_spec_options_reach_the_provider():
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("ok")))
+        spec = f"openai-compatible:m@{server.url}/v1?rpm=120&timeout=5&header.X-Team=evals"
+        provider = resolve_model(spec)
+        assert isinstance(provider, OpenAIProvider)
+        options = provider.effective_options()
+        assert options.rpm == 120 and options.timeout == 5
+        await Agent(provider).run("hi")
+        assert server.requests[0].headers.get("X-Team") == "evals"
+        assert provider.limiter().pace == pytest.approx(2.0)
+    with pytest.raises(ModelSpecError, match="unknown option 'rmp'"):
+        resolve_model("openai-compatible:m@http://127.0.0.1:1/v1?rmp=5")
+    with pytest.raises(ModelSpecError, match="rpm"):
+        resolve_model("openai-compatible:m@http://127.0.0.1:1/v1?rpm=fast")
+
+
+def _yaml_suite(folder: Path, url: str, extra: str = "") -> Path:
+    path = folder / "api.yaml"
+    path.write_text(
+        f"name: api\nmodel: openai-compatible:m@{url}/v1\n"
+        "provider:\n  headers: {X-Suite: yaml}\n  timeout: 7\n"
+        f"{extra}cases:\n  - input: hi\n    checks: [{{contains: ok}}]\n"
+    )
+    return path
+
+
+def test_yaml_and_cli_settings_reach_the_provider(tmp_path):
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("ok")), Reply(body=openai_text("ok")))
+        path = _yaml_suite(tmp_path, server.url, "cache: on\nmax_cost: 5\n")
+        done = cli("run", "--headless", str(path), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert server.requests[0].headers.get("X-Suite") == "yaml"
+        done = cli(
+            "run",
+            "--headless",
+            str(path),
+            "--header",
+            "X-Cli: flag",
+            "--rpm",
+            "6000",
+            "--cache",
+            "off",
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        assert server.requests[1].headers.get("X-Cli") == "flag"
+        assert server.requests[1].headers.get("X-Suite") == "yaml"
+    done = cli("run", "--headless", str(path), "--header", "no colon", cwd=tmp_path)
+    assert done.returncode == 2 and "--header 'no colon'" in done.stderr
+
+
+def test_yaml_suite_rejects_unknown_provider_options(tmp_path):
+    path = _yaml_suite(tmp_path, "http://127.0.0.1:1", "")
+    path.write_text(path.read_text().replace("timeout: 7", "timeuot: 7"))
+    done = cli("run", "--headless", str(path), cwd=tmp_path)
+    assert done.returncode == 2 and "timeuot" in done.stderr and str(path) in done.stderr
+
+
+def test_the_run_header_shows_rate_limits_and_the_budget():
+    from tui_eval.tui.state import RunState
+    from tui_eval.tui.widgets.run_header import RunHeader
+
+    state = RunState()
+    status = LimitStatus("http://api", True, 1.2, 96.0, 100.0, 3)
+    state.apply(RunStatus([status], 0.0123, 0.5))
+    state.cost = 0.0123
+    line = RunHeader._in_flight(state).plain
+    assert "rate limited · waiting 1.2 s · 96 req/s" in line
+    assert "$0.0123 of $0.5" in RunHeader._counters(state).plain
+
+
+def test_json_report_keeps_cached_and_stopped(tmp_path):
+    from tui_eval.report import CaseResult, Report, SampleResult
+
+    report = Report(
+        "r", [CaseResult("c", [SampleResult("c", 0, "passed", cached=True)])], stopped="max_cost"
+    )
+    path = tmp_path / "r.json"
+    report.save(path)
+    loaded = Report.load(path)
+    assert loaded.stopped == "max_cost" and loaded.cases[0].samples[0].cached
+    assert json.loads(path.read_text())
