@@ -35,7 +35,9 @@ def peer_python(package: str) -> Path:
     if not python.exists():
         print(f"installing {package} into {venv} …", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", package], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", *package.split()], check=True
+        )
     return python
 
 

@@ -7,6 +7,7 @@ import json
 import random
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -102,6 +103,7 @@ class HTTPProvider:
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
         self._pools: dict[tuple[int, str], ConnectionPool] = {}
+        self._local = is_local(self.options.base_url or "")
         self._resolved: tuple[ProviderOptions | None, ProviderOptions, Headers] | None = None
 
     def __repr__(self) -> str:
@@ -125,6 +127,7 @@ class HTTPProvider:
     def configure(self, options: ProviderOptions) -> None:
         """Apply `options` over this provider's own (a spec's `?rpm=...`, say)."""
         self.options = self.options.over(options)
+        self._local = is_local(self.options.base_url or "")
         self._resolved = None
 
     # -- what subclasses provide ---------------------------------------------------------
@@ -284,6 +287,8 @@ class HTTPProvider:
 
     def _meter(self, meter: Any, parsed: dict[str, Any], used: tuple[int, int]) -> None:
         meter.requests += 1
+        if self._local:
+            return  # a model served from this machine has no list price
         model = parsed.get("model")
         cost = price_of(
             self.provider_name, model if isinstance(model, str) and model else self.model, *used
@@ -316,6 +321,13 @@ class HTTPProvider:
                 return str(error.get("message") or json.dumps(error)[:300])
             return str(error)[:300]
         return str(parsed)[:300]
+
+
+def is_local(base_url: str) -> bool:
+    """Whether `base_url` is this machine (Ollama, vLLM, llama.cpp...): its responses are
+    not priced by the built-in table, which is for the providers' own APIs."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
 
 
 def _usage(body: dict[str, Any]) -> tuple[int, int]:
