@@ -34,10 +34,11 @@ SCENARIOS = {
     "20 req/s": (20.0, 2, 200),
     "no limit": (None, 1, 640),
 }
+EXTRAS = {"pydantic-evals": "pydantic-ai-slim[openai]", "inspect-ai": "openai"}
 DRIVERS = {
     "tui-eval": (None, "tui_eval_api.py"),
-    "pydantic-evals": ("pydantic-evals pydantic-ai-slim[openai]", "pydantic_evals_api.py"),
-    "inspect-ai": ("inspect-ai openai", "inspect_api.py"),
+    "pydantic-evals": ("pydantic-evals", "pydantic_evals_api.py"),
+    "inspect-ai": ("inspect-ai", "inspect_api.py"),
 }
 
 
@@ -91,7 +92,9 @@ def main() -> None:
     args = parser.parse_args()
     chosen = args.only or [n for n in DRIVERS if not (n == "inspect-ai" and args.skip_inspect)]
     pythons = {
-        name: Path(sys.executable) if DRIVERS[name][0] is None else peer_python(DRIVERS[name][0])
+        name: Path(sys.executable)
+        if DRIVERS[name][0] is None
+        else peer_python(DRIVERS[name][0], EXTRAS.get(name, ""))
         for name in chosen
     }
     results: dict[tuple[str, str], list[dict]] = {}

@@ -28,16 +28,17 @@ PEERS = {
 }
 
 
-def peer_python(package: str) -> Path:
-    """The peer's virtualenv interpreter, creating the virtualenv on first use."""
+def peer_python(package: str, extra: str = "") -> Path:
+    """The peer's virtualenv interpreter (bench/.venvs/PACKAGE), made on first use; `extra`
+    names more packages to install into it (an HTTP client for the real-API bench)."""
     venv = HERE / ".venvs" / package
     python = venv / "bin" / "python"
     if not python.exists():
         print(f"installing {package} into {venv} …", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", *package.split()], check=True
-        )
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", package], check=True)
+    if extra:
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *extra.split()], check=True)
     return python
 
 
