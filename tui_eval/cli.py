@@ -105,6 +105,16 @@ def _parser() -> argparse.ArgumentParser:
         help="replay stored model responses, keyed by request and sample index "
         "(read-only: never store new ones)",
     )
+    run.add_argument(
+        "--executor",
+        choices=["in-process", "ray"],
+        help="where samples run: this process (default) or a Ray cluster "
+        "(pip install 'tui-eval[ray]'; joins RAY_ADDRESS or --ray-address, else starts one)",
+    )
+    run.add_argument("--ray-address", metavar="ADDRESS", help="the Ray cluster to join")
+    run.add_argument(
+        "--ray-workers", type=_positive, metavar="N", help="Ray worker actors (default: its CPUs)"
+    )
     api = run.add_argument_group(
         "API settings", "for every HTTP provider of the run, judges included; over the suite's"
     )
@@ -308,10 +318,13 @@ def _open_app(
     watch: bool = False,
 ) -> int:
     from tui_eval.options import RunOptions
+    from tui_eval.ray_executor import ExecutorError, import_ray
 
     try:
         run_options = RunOptions.from_args(options or argparse.Namespace())
-    except ValueError as exc:
+        if run_options.executor == "ray":
+            import_ray()
+    except (ValueError, ExecutorError) as exc:
         print(f"tui-eval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:

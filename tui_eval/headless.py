@@ -24,6 +24,7 @@ from tui_eval.gate import (
 )
 from tui_eval.options import RunOptions
 from tui_eval.progress import Progress
+from tui_eval.ray_executor import ExecutorError, import_ray
 from tui_eval.report import Report, ReportFileError, render_summary
 from tui_eval.store import JournalFileError, RunHistory
 from tui_eval.suite_run import BaselineStatus, EmptySelection, ResumeError, SuiteRun
@@ -150,7 +151,9 @@ def run_command(args: argparse.Namespace) -> int:
         fail_on = parse_fail_on(args.fail_on) if args.fail_on else RUN_DEFAULT
         shard = Shard.parse(args.shard) if args.shard else None
         options = RunOptions.from_args(args)
-    except ValueError as exc:
+        if options.executor == "ray":
+            import_ray()
+    except (ValueError, ExecutorError) as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
     loaded = load_suites(default_paths(args.paths))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 
@@ -31,6 +31,9 @@ class RunOptions(pydantic.BaseModel):
         provider: HTTP provider options over the suite's (`--rpm`, `--request-timeout`...).
         max_cost: dollars; no new sample starts past it (None: the suite's own setting).
         cache: the response cache mode (None: the suite's own setting).
+        executor: where samples run: `in-process` (default) or `ray`.
+        ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
+        ray_workers: Ray worker actors (default: the cluster's CPUs).
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
@@ -47,6 +50,9 @@ class RunOptions(pydantic.BaseModel):
     provider: ProviderOptions | None = None
     max_cost: float | None = pydantic.Field(None, gt=0)
     cache: CacheMode | None = None
+    executor: Literal["in-process", "ray"] = "in-process"
+    ray_address: str | None = None
+    ray_workers: int | None = pydantic.Field(None, ge=1)
 
     @property
     def is_partial(self) -> bool:
@@ -66,6 +72,9 @@ class RunOptions(pydantic.BaseModel):
             provider=provider_options_from_args(args),
             max_cost=getattr(args, "max_cost", None),
             cache=getattr(args, "cache", None),
+            executor=getattr(args, "executor", None) or "in-process",
+            ray_address=getattr(args, "ray_address", None),
+            ray_workers=getattr(args, "ray_workers", None),
         )
 
 

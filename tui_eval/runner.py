@@ -14,7 +14,7 @@ import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -45,6 +45,19 @@ from tui_eval.secrets import redact, redact_value, secret_values
 from tui_eval.stored_values import map_values
 
 Price = Callable[[Usage], float]
+
+
+class Executor(Protocol):
+    """Where an evaluation's samples run, when not in this process.
+
+    `execute` runs every (case index, sample index) unit somewhere and hands each finished
+    sample to `evaluation.accept(index, sample)`, on the driver's event loop, as it
+    arrives: the driver stays the one place that records, journals and emits events.
+    """
+
+    async def execute(self, evaluation: Evaluation, units: Sequence[tuple[int, int]]) -> None: ...
+
+
 YIELD_EVERY_S = 0.01
 QUICK_SAMPLE_S = 0.001
 MAX_UNYIELDED_S = 0.1
@@ -93,6 +106,9 @@ class Evaluation:
             the samples in flight reaches it, and the report says the run stopped on budget.
         cache: replay stored model responses (`True`/`"on"`, or `"read-only"`), keyed by
             the request and the sample index; see `tui_eval.agents.providers.cache`.
+        executor: where samples run; None is this process (the default, and the fastest
+            for a suite that fits one machine). `tui_eval.ray_executor.RayExecutor` runs
+            them on a Ray cluster and streams them back here.
     """
 
     def __init__(
@@ -112,6 +128,7 @@ class Evaluation:
         provider: ProviderOptions | None = None,
         max_cost: float | None = None,
         cache: bool | CacheMode | ResponseCache = False,
+        executor: Executor | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -123,6 +140,11 @@ class Evaluation:
         self.provider = provider
         self.max_cost = max_cost
         self.cache = _response_cache(cache)
+        self.executor = executor
+        if executor is not None and fail_fast:
+            raise ValueError("fail_fast runs cases one by one; it needs the in-process executor")
+        self._accepted: set[tuple[int, int]] = set()
+        self._left: list[int] = []
         self._spent = 0.0
         self._priced_samples = 0
         self._in_flight = 0
@@ -260,7 +282,9 @@ class Evaluation:
                 self._scope = scope
                 if self._cancel_requested:
                     scope.cancel()
-                if self.fail_fast:
+                if self.executor is not None:
+                    await self._execute_elsewhere(self.executor)
+                elif self.fail_fast:
 
                     async def serial() -> None:  # its own task, so its context stays its own
                         pacer = self._new_pacer()
@@ -359,6 +383,47 @@ class Evaluation:
         async with anyio.create_task_group() as group:
             for _ in range(min(self.concurrency, len(units))):
                 group.start_soon(worker)
+
+    # -- the executor seam ----------------------------------------------------------
+    async def _execute_elsewhere(self, executor: Executor) -> None:
+        units = [
+            (index, sample_index)
+            for index, case in enumerate(self.cases)
+            for sample_index in range(len(self._results[index].samples), case.samples)
+        ]
+        self._left = [
+            case.samples - len(self._results[i].samples) for i, case in enumerate(self.cases)
+        ]
+        await executor.execute(self, units)
+
+    def accept(self, index: int, sample: SampleResult) -> bool:
+        """Record a sample another executor ran (False: that sample was already recorded,
+        by a worker that died after running it but before it was requeued)."""
+        key = (index, sample.index)
+        if key in self._accepted or any(
+            s.index == sample.index for s in self._results[index].samples
+        ):
+            return False
+        self._accepted.add(key)
+        self._record(index, sample)
+        self._left[index] -= 1
+        if self._left[index] == 0 and self._emit is not None:
+            self._emit(CaseFinished(index, self._results[index]))
+        return True
+
+    async def sample(self, index: int, sample_index: int) -> SampleResult:
+        """Run one sample of case `index` the normal way (timeouts, checks, judges,
+        redaction) without recording it: what an executor's worker does."""
+        options_token = run_provider_options.set(self.provider)
+        cache_token = run_cache.set(self.cache)
+        try:
+            sample = await self._run_sample(index, sample_index, self._plan_of(index), _Pacer())
+        finally:
+            run_provider_options.reset(options_token)
+            run_cache.reset(cache_token)
+        if self._secrets:
+            sample = map_values(sample, lambda value: redact_value(value, self._secrets))
+        return sample
 
     def _plan_of(self, index: int) -> CasePlan:
         plan = self._plans[index]

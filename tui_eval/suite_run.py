@@ -18,7 +18,7 @@ from tui_eval.diff import Diff
 from tui_eval.events import Event, SampleFinished
 from tui_eval.options import RunOptions
 from tui_eval.report import CaseResult, Report, ReportFileError, SampleResult
-from tui_eval.runner import Evaluation
+from tui_eval.runner import Evaluation, Executor
 from tui_eval.store import (
     RunHistory,
     RunJournal,
@@ -123,6 +123,7 @@ class SuiteRun:
             metadata=metadata,
             parallel_samples=options.parallel_samples
             and all(samples_independent(suite.agent, case.model) for case in suite.cases),
+            executor=_executor(suite, options),
         )
 
     # -- starting ----------------------------------------------------------------------
@@ -491,4 +492,28 @@ def read_baseline(path: Path) -> BaselineOutcome:
         )
     return BaselineOutcome(
         status=BaselineStatus.COMPARED, path=path, message=f"read {path}", baseline=baseline
+    )
+
+
+def _executor(suite: Suite, options: RunOptions) -> Executor | None:
+    """The executor `options` ask for (None: this process).
+
+    Raises:
+        ExecutorError: Ray is not installed, or the suite has no file for workers to load.
+    """
+    if options.executor != "ray":
+        return None
+    from tui_eval.ray_executor import ExecutorError, RayExecutor
+
+    if suite.path is None:
+        raise ExecutorError(
+            f"suite {suite.name!r} was defined in code, not loaded from a file: Ray workers "
+            "load suites from files"
+        )
+    return RayExecutor(
+        suite.path,
+        suite.name,
+        address=options.ray_address,
+        workers=options.ray_workers,
+        env=suite.required_env,
     )

@@ -255,6 +255,7 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
         max_cost=settings.max_cost,
         cache=settings.cache,
         skip=skip,
+        required_env=list(settings.skip_unless_env),
         path=path,
         description=settings.description,
     )

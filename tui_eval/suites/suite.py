@@ -42,6 +42,8 @@ class Suite:
         cache: the response cache mode of its runs (`"off"`, `"on"`, `"read-only"`).
         baseline: where its baseline lives; default `<suite dir>/__baselines__/<name>.json`.
         skip: a reason not to run it (for example a missing API key); shown instead of results.
+        required_env: environment variables it needs (YAML `skip_unless_env`); Ray workers
+            are given these, besides the providers' key variables.
         path: the file it was loaded from (set by discovery).
     """
 
@@ -55,6 +57,7 @@ class Suite:
     cache: CacheMode = "off"
     baseline: str | Path | None = None
     skip: str | None = None
+    required_env: list[str] = field(default_factory=list)
     path: Path | None = None
     description: str = ""
 

@@ -1,0 +1,273 @@
+"""Every executor through the same scenarios: verdicts, counts, streaming order, cancel,
+resume. The Ray ones (and its fault and secrets tests) are marked `ray`: `.ci/run` runs
+them on one local 2-CPU runtime with `python -m pytest -m ray -n 0`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import threading
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tui_eval.events import SampleFinished
+from tui_eval.runner import Evaluation
+from tui_eval.suites import Suite, load_suites
+
+SUITE = """
+import os
+import anyio
+from tui_eval import Case, Suite, contains
+
+CALLS = {calls!r}
+
+async def agent(prompt: str) -> str:
+    with open(CALLS, "a") as log:
+        log.write(prompt + "\\n")
+    await anyio.sleep(0.3 if prompt == "q0" else {latency})
+    if prompt == "q-env":
+        return os.environ.get("TOP_SECRET_KEY", "unset")
+    return prompt.upper() if int(prompt[1:]) % 3 else "wrong"
+
+suite = Suite(
+    "contract",
+    agent=agent,
+    cases=[
+        Case(f"q{{i}}", checks=[contains(f"Q{{i}}")], name=f"c{{i}}", samples={samples})
+        for i in range({cases})
+    ],
+    concurrency={concurrency},
+)
+"""
+
+
+def write_suite(
+    folder: Path, *, cases: int = 12, samples: int = 3, latency: float = 0.005, concurrency: int = 8
+) -> Suite:
+    calls = folder / "calls.log"
+    path = folder / "contract_suite.py"
+    path.write_text(
+        textwrap.dedent(
+            SUITE.format(
+                calls=str(calls),
+                latency=latency,
+                samples=samples,
+                cases=cases,
+                concurrency=concurrency,
+            )
+        )
+    )
+    sys.modules.pop("contract_suite", None)
+    return load_suites([str(path)]).suites[0]
+
+
+def executor_for(kind: str, suite: Suite, **options: object) -> object:
+    if kind == "in-process":
+        return None
+    from tui_eval.ray_executor import RayExecutor
+
+    return RayExecutor(suite.path, suite.name, workers=2, **options)  # type: ignore[arg-type]
+
+
+EXECUTORS = ["in-process", pytest.param("ray", marks=pytest.mark.ray)]
+
+
+@pytest.fixture(scope="session")
+def ray_runtime():
+    """One local 2-CPU Ray runtime for the session, started the way tui-eval starts one,
+    with a secret in the environment that no worker may see."""
+    pytest.importorskip("ray")
+    import ray
+
+    from tui_eval.ray_executor import start_ray
+
+    os.environ["TOP_SECRET_KEY"] = "do-not-ship-this-0123"
+    try:
+        ray.shutdown()
+        start_ray(num_cpus=2)
+        yield ray
+    finally:
+        del os.environ["TOP_SECRET_KEY"]
+        ray.shutdown()
+
+
+@pytest.fixture
+def runtime(request):
+    if "ray" in request.node.keywords:
+        request.getfixturevalue("ray_runtime")
+
+
+def run(evaluation: Evaluation):
+    return anyio.run(evaluation.run)
+
+
+def verdicts(report):
+    return [(c.name, c.samples_passed, len(c.samples), c.passed) for c in report.cases]
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_same_verdicts_and_counts_as_in_process(kind, tmp_path, runtime):
+    suite = write_suite(tmp_path)
+    expected = run(Evaluation(suite.agent, suite.cases, name=suite.name))
+    report = run(
+        Evaluation(suite.agent, suite.cases, name=suite.name, executor=executor_for(kind, suite))
+    )
+    assert verdicts(report) == verdicts(expected)
+    assert len(report.samples) == 36 and not report.cancelled
+    assert sorted(s.index for s in report.cases[1].samples) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_samples_stream_in_completion_order(kind, tmp_path, runtime):
+    suite = write_suite(tmp_path, cases=8, samples=2)
+    order: list[str] = []
+
+    def on_event(event):
+        if isinstance(event, SampleFinished):
+            order.append(event.sample.case_name)
+
+    evaluation = Evaluation(
+        suite.agent,
+        suite.cases,
+        name=suite.name,
+        concurrency=8,
+        on_event=on_event,
+        parallel_samples=kind == "in-process",
+        executor=executor_for(kind, suite),
+    )
+    run(evaluation)
+    assert len(order) == 16
+    # c0 takes 0.3 s a sample; every other case's samples arrive before it finishes.
+    assert order[-1] == "c0" and order.index("c0") >= 10
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
+    suite = write_suite(tmp_path, cases=40, samples=5, latency=0.02, concurrency=4)
+    evaluation = Evaluation(
+        suite.agent, suite.cases, name=suite.name, concurrency=4, executor=executor_for(kind, suite)
+    )
+    seen = []
+
+    def on_event(event):
+        if isinstance(event, SampleFinished):
+            seen.append(event.sample)
+            if len(seen) == 20:
+                evaluation.cancel()
+
+    evaluation._emit = on_event
+    report = run(evaluation)
+    assert report.cancelled
+    assert 20 <= len(report.samples) < 200
+    keys = [(s.case_name, s.index) for s in report.samples]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_resume_runs_only_the_missing_samples(kind, tmp_path, runtime):
+    suite = write_suite(tmp_path, cases=6, samples=4)
+    first = run(Evaluation(suite.agent, suite.cases, name=suite.name))
+    done = {c.name: c.samples[:2] for c in first.cases}
+    calls = tmp_path / "calls.log"
+    calls.write_text("")
+    report = run(
+        Evaluation(
+            suite.agent,
+            suite.cases,
+            name=suite.name,
+            done=done,
+            executor=executor_for(kind, suite),
+        )
+    )
+    assert len(calls.read_text().splitlines()) == 6 * 2
+    assert all([s.index for s in c.samples] == [0, 1, 2, 3] for c in report.cases)
+    assert verdicts(report) == verdicts(first)
+
+
+@pytest.mark.ray
+def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path, ray_runtime):
+    ray = ray_runtime
+    suite = write_suite(tmp_path, cases=100, samples=5, latency=0.02, concurrency=40)
+    executor = executor_for("ray", suite)
+    killed = threading.Event()
+    finished = []
+
+    def kill_one_worker() -> None:
+        pid = ray.get(executor.actors[0].pid.remote())
+        os.kill(pid, signal.SIGKILL)
+        killed.set()
+
+    def on_event(event):
+        if isinstance(event, SampleFinished):
+            finished.append((event.sample.case_name, event.sample.index))
+            if len(finished) == 100:
+                threading.Thread(target=kill_one_worker, daemon=True).start()
+
+    report = run(
+        Evaluation(
+            suite.agent,
+            suite.cases,
+            name=suite.name,
+            concurrency=40,
+            on_event=on_event,
+            executor=executor,
+        )
+    )
+    assert killed.is_set() and executor.restarts >= 1
+    keys = [(s.case_name, s.index) for s in report.samples]
+    assert len(keys) == 500 and len(set(keys)) == 500  # 0 lost, 0 duplicated
+    assert Counter(finished) == Counter(keys)  # and each announced once
+    assert not report.cancelled
+
+
+@pytest.mark.ray
+def test_workers_see_only_the_allowed_environment(tmp_path, ray_runtime):
+    path = tmp_path / "env_suite.py"
+    path.write_text(
+        (tmp_path / "contract_suite.py").read_text()
+        if (tmp_path / "contract_suite.py").exists()
+        else write_suite(tmp_path).path.read_text()  # type: ignore[union-attr]
+    )
+    path.write_text(path.read_text().replace('Case(f"q{i}"', 'Case("q-env"'))
+    suite = load_suites([str(path)]).suites[0]
+    suite.cases = suite.cases[:1]
+    report = run(
+        Evaluation(suite.agent, suite.cases, name=suite.name, executor=executor_for("ray", suite))
+    )
+    # The agent answers with TOP_SECRET_KEY as its process sees it.
+    assert report.samples[0].run.output == "unset"
+    local = run(Evaluation(suite.agent, suite.cases, name=suite.name))
+    assert local.samples[0].run.output == "***"  # the driver has it (and redacts it)
+
+
+def test_without_ray_the_error_says_how_to_install(monkeypatch):
+    import builtins
+
+    from tui_eval.ray_executor import ExecutorError, import_ray
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(ExecutorError, match=r"pip install 'tui-eval\[ray\]'"):
+        import_ray()
+
+
+def test_import_tui_eval_never_imports_ray():
+    import subprocess
+
+    code = (
+        "import sys, tui_eval, tui_eval.cli, tui_eval.headless, tui_eval.suite_run, "
+        "tui_eval.ray_executor; from tui_eval import evaluate; print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,291 @@
+"""Run a suite's samples on a Ray cluster; the driver stays the only writer of the journal.
+
+`pip install 'tui-eval[ray]'`, then `tui-eval run PATH --executor ray` (or
+`Evaluation(..., executor=RayExecutor(suite_path, suite_name))`). It connects to
+`RAY_ADDRESS` / `--ray-address` when given, else starts a local runtime.
+
+- **Units name suites by file, cases by index.** Each worker (an async Ray actor) loads the
+  suite from the same checkout and runs the normal per-sample path (timeouts, checks,
+  judges, redaction); no agent is pickled and no key travels in a unit.
+- **Streaming.** A worker sends finished samples back in micro-batches (every 50 ms, or 256
+  samples); the driver records them in completion order and emits the usual events, so
+  the app, the progress bar, `resume` and exports work unchanged.
+- **Faults.** When a worker dies, the samples it had not sent back are queued again on a
+  new worker: none lost, none counted twice (the driver keeps the first result of each).
+  Cancelling keeps the finished samples; a killed driver resumes from its journal.
+- **Secrets.** Workers get only an allow-list of environment variables (the providers' key
+  variables, `TUI_EVAL_*`, and the suite's `skip_unless_env`), through `runtime_env`.
+
+Importing this module never imports Ray; `RayExecutor()` does, with a clear error when the
+extra is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from tui_eval.report import SampleResult
+from tui_eval.secrets import SECRET_SUFFIXES
+from tui_eval.stored_values import storable_sample
+
+if TYPE_CHECKING:
+    from tui_eval.runner import Evaluation
+
+INSTALL_HINT = "pip install 'tui-eval[ray]'"
+FLUSH_EVERY_S = 0.05
+FLUSH_AT = 256
+CHUNK = 512
+"""Units handed to a worker at a time (its unfinished ones are requeued if it dies)."""
+KEY_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+Unit = tuple[int, int]
+"""(case index, sample index) within the driver's run."""
+Work = tuple[str, int]
+"""(case label, sample index): a unit as a worker knows it (the driver may have filtered
+the suite's cases, so indexes differ; labels do not)."""
+
+
+class ExecutorError(RuntimeError):
+    """An executor could not start (Ray missing, no suite file, an unreachable cluster)."""
+
+
+def import_ray() -> Any:
+    """Ray, or an `ExecutorError` that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError(
+            f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}"
+        ) from None
+    return ray
+
+
+def allowed_environment(extra: Iterable[str] = ()) -> dict[str, str]:
+    """The environment variables workers may see: provider keys, TUI_EVAL_*, and `extra`."""
+    names = {*KEY_VARIABLES, *extra}
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name in names or name.startswith("TUI_EVAL_")
+    }
+
+
+class SampleWorker:
+    """One Ray actor: loads the suite once, runs units, streams micro-batches of samples."""
+
+    def __init__(
+        self,
+        suite_path: str,
+        suite_name: str,
+        concurrency: int,
+        provider: dict[str, Any] | None = None,
+        cache: str = "off",
+    ) -> None:
+        from tui_eval.agents.providers.settings import ProviderOptions
+        from tui_eval.runner import Evaluation
+        from tui_eval.suites import load_suites
+
+        loaded = load_suites([suite_path])
+        suites = [s for s in loaded.suites if s.name == suite_name]
+        if not suites:
+            problems = "; ".join(str(e) for e in loaded.errors) or "no such suite"
+            raise ExecutorError(
+                f"worker cannot load suite {suite_name!r} from {suite_path}: {problems}"
+            )
+        suite = suites[0]
+        self.evaluation = Evaluation(
+            suite.agent,
+            suite.cases,
+            name=suite.name,
+            provider=ProviderOptions(**provider) if provider else None,
+            cache=cache,  # type: ignore[arg-type]
+        )
+        self.positions: dict[str, int] = {}
+        for position, case in enumerate(suite.cases):
+            self.positions.setdefault(case.label, position)
+        self.concurrency = max(1, concurrency)
+
+    async def run(self, units: Sequence[Work]) -> AsyncIterator[list[tuple[str, SampleResult]]]:
+        """Run `units` (at most `concurrency` at once), yielding finished samples in batches."""
+        send, receive = anyio.create_memory_object_stream[tuple[str, SampleResult]](len(units) or 1)
+        pending = iter(units)
+
+        async def work() -> None:
+            async with send.clone() as out:
+                for label, sample_index in pending:
+                    sample = await self.evaluation.sample(self.positions[label], sample_index)
+                    await out.send((label, storable_sample(sample)))
+
+        async def drive() -> None:
+            async with send, anyio.create_task_group() as group:
+                for _ in range(min(self.concurrency, len(units))):
+                    group.start_soon(work)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            batch: list[tuple[str, SampleResult]] = []
+            flush_at = time.monotonic() + FLUSH_EVERY_S
+            async with receive:
+                while True:
+                    timeout = max(0.0, flush_at - time.monotonic())
+                    with anyio.move_on_after(timeout):
+                        try:
+                            batch.append(await receive.receive())
+                        except anyio.EndOfStream:
+                            break
+                        if len(batch) < FLUSH_AT:
+                            continue
+                    if batch:
+                        yield batch
+                        batch = []
+                    flush_at = time.monotonic() + FLUSH_EVERY_S
+            if batch:
+                yield batch
+
+    def pid(self) -> int:
+        """The worker's process id (the fault tests kill it)."""
+        return os.getpid()
+
+
+@contextlib.contextmanager
+def _without_secrets(allowed: Iterable[str]) -> Iterator[None]:
+    """The environment without secret-looking variables (`*_KEY`, `*_TOKEN`...) that are
+    not allowed: a local Ray runtime's processes inherit the environment they start in."""
+    keep = set(allowed)
+    hidden = {
+        name: value
+        for name, value in os.environ.items()
+        if name.upper().endswith(SECRET_SUFFIXES) and name not in keep
+    }
+    for name in hidden:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
+
+
+def start_ray(
+    address: str | None = None,
+    working_dir: Path | None = None,
+    env: Iterable[str] = (),
+    *,
+    num_cpus: int | None = None,
+) -> None:
+    """Join the cluster at `address` (shipping `working_dir`), or start a local runtime.
+
+    Workers see only the allowed variables (`allowed_environment`): other secret-looking
+    variables are hidden from a local runtime's processes while they start.
+
+    Raises:
+        ExecutorError: Ray is missing, or the cluster cannot be reached.
+    """
+    ray = import_ray()
+    allowed = allowed_environment(env)
+    runtime_env: dict[str, Any] = {"env_vars": allowed}
+    if address and working_dir is not None:
+        runtime_env["working_dir"] = str(working_dir)  # a real cluster: ship the checkout
+    try:
+        with _without_secrets(allowed):
+            ray.init(
+                address=address,
+                num_cpus=None if address else num_cpus,
+                runtime_env=runtime_env,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+    except Exception as exc:
+        raise ExecutorError(f"cannot start or reach Ray ({address or 'local'}): {exc}") from exc
+
+
+class RayExecutor:
+    """Runs an `Evaluation`'s missing samples on Ray workers (see the module docstring).
+
+    Args:
+        suite_path: the suite's file (workers load it from the same checkout).
+        suite_name: which suite of that file.
+        address: a cluster to join (default: `RAY_ADDRESS`, else a local runtime).
+        workers: how many worker actors (default: the cluster's CPUs).
+        env: more environment variable names workers may see.
+    """
+
+    def __init__(
+        self,
+        suite_path: str | Path,
+        suite_name: str,
+        *,
+        address: str | None = None,
+        workers: int | None = None,
+        env: Iterable[str] = (),
+    ) -> None:
+        self.ray = import_ray()
+        self.suite_path = str(Path(suite_path).resolve())
+        self.suite_name = suite_name
+        self.address = address or os.environ.get("RAY_ADDRESS")
+        self.workers = workers
+        self.env = list(env)
+        self.restarts = 0
+        """Workers replaced after dying (the fault tests read it)."""
+        self.actors: list[Any] = []
+
+    def _start_ray(self) -> None:
+        if self.ray.is_initialized():
+            return
+        start_ray(self.address, Path(self.suite_path).parent, self.env)
+
+    def _new_actor(self, per_worker: int, evaluation: Evaluation) -> Any:
+        remote = self.ray.remote(SampleWorker).options(max_concurrency=per_worker + 4, num_cpus=0)
+        provider = (
+            evaluation.provider.model_dump(exclude_unset=True) if evaluation.provider else None
+        )
+        cache = evaluation.cache.mode if evaluation.cache is not None else "off"
+        return remote.remote(self.suite_path, self.suite_name, per_worker, provider, cache)
+
+    async def execute(self, evaluation: Evaluation, units: Sequence[Unit]) -> None:
+        """Run `units` on the workers, recording every sample on `evaluation` as it arrives."""
+        ray = self.ray
+        self._start_ray()  # in the calling thread: Ray ties its core worker to it
+        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = max(1, min(count, len(units) or 1))
+        per_worker = max(1, -(-evaluation.concurrency // count))
+        queue: deque[list[Unit]] = deque(
+            list(units[start : start + CHUNK]) for start in range(0, len(units), CHUNK)
+        )
+        labels = [case.label for case in evaluation.cases]
+        positions = {label: position for position, label in enumerate(labels)}
+        self.actors = [self._new_actor(per_worker, evaluation) for _ in range(count)]
+
+        async def serve(slot: int) -> None:
+            while queue:
+                chunk = queue.popleft()
+                left = set(chunk)
+                try:
+                    stream = self.actors[slot].run.remote([(labels[i], s) for i, s in chunk])
+                    async for ref in stream:
+                        for label, sample in await ref:
+                            index = positions[label]
+                            left.discard((index, sample.index))
+                            evaluation.accept(index, sample)
+                except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError):
+                    # The worker died: what it had not sent back runs again elsewhere.
+                    queue.appendleft([u for u in chunk if u in left])
+                    self.restarts += 1
+                    self.actors[slot] = self._new_actor(per_worker, evaluation)
+
+        try:
+            async with anyio.create_task_group() as group:
+                for slot in range(count):
+                    group.start_soon(serve, slot)
+        finally:
+            for actor in self.actors:
+                ray.kill(actor, no_restart=True)
+            self.actors = []
