@@ -9,6 +9,7 @@ import signal
 import sys
 import textwrap
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -271,3 +272,37 @@ def test_import_tui_eval_never_imports_ray():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.ray
+def test_the_limiter_is_shared_by_every_worker(tmp_path, ray_runtime):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from loopback_api import LoopbackAPI
+
+    with LoopbackAPI(rate=10, burst=2, latency=0.01) as api:
+        path = tmp_path / "limited.yaml"
+        cases = "\n".join(
+            f"  - {{name: q{i}, input: question {i}, checks: [{{equals: answer {i}}}]}}"
+            for i in range(40)
+        )
+        path.write_text(
+            f"name: limited\nmodel: openai-compatible:m@{api.url}\nconcurrency: 8\ncases:\n{cases}\n"
+        )
+        suite = load_suites([str(path)]).suites[0]
+        evaluation = Evaluation(
+            suite.agent,
+            suite.cases,
+            name=suite.name,
+            concurrency=8,
+            executor=executor_for("ray", suite),
+        )
+        started = time.perf_counter()
+        report = run(evaluation)
+        stats = api.stats.as_dict()
+    assert report.passed, report.header()
+    rate = (stats["ok"] - 1) / stats["accepting_s"]
+    assert abs(rate - 10) <= 1.0, stats  # the 10 req/s limit held within 10%
+    # One limiter for both workers: only requests sent before any response said the
+    # limit are rejected; two limiters would each pace at 10 req/s and collide all run.
+    assert stats["limited"] <= 16, stats
+    assert time.perf_counter() - started < 30

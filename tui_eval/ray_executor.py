@@ -78,6 +78,126 @@ def allowed_environment(extra: Iterable[str] = ()) -> dict[str, str]:
     }
 
 
+class LimiterActor:
+    """One API quota's `RateLimiter`, as a named Ray actor every worker shares: 20 workers
+    do not each think they own the quota. Requests reserve their slot here and wait for it
+    in their own process."""
+
+    def __init__(self, name: str, rpm: float | None, tpm: float | None) -> None:
+        from tui_eval.agents.providers.limits import RateLimiter
+
+        self.limiter = RateLimiter(name, rpm=rpm, tpm=tpm)
+
+    def reserve(self, tokens: int) -> tuple[float, float]:
+        """(seconds to wait for this request's slot, seconds since the last accepted response)."""
+        limiter = self.limiter
+        now = limiter.clock()
+        limiter.last_used = now
+        if limiter.first_request is None:
+            limiter.first_request = now
+        slot = max(now, limiter.paused_until)
+        if limiter.pace:
+            slot = max(slot, limiter.next_slot)
+            limiter.next_slot = slot + 1 / limiter.pace
+        return slot - now, now - limiter.last_success
+
+    def on_response(
+        self, status: int, headers: dict[str, str], tokens_reserved: int, tokens_used: int | None
+    ) -> None:
+        self.limiter.on_response(
+            status, headers, tokens_reserved=tokens_reserved, tokens_used=tokens_used
+        )
+
+    def on_limited(self, retry_after: float | None) -> float:
+        self.limiter.on_limited(retry_after)
+        return max(0.0, self.limiter.paused_until - self.limiter.clock())
+
+
+class SharedLimiter:
+    """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers."""
+
+    def __init__(self, actor: Any, name: str) -> None:
+        from tui_eval.agents.providers.limits import RateLimiter
+
+        self.actor = actor
+        self.local = RateLimiter(name)  # what this process last heard, for its own reads
+        self.name = name
+
+    @property
+    def paused_until(self) -> float:
+        return self.local.paused_until
+
+    @property
+    def last_success(self) -> float:
+        return self.local.last_success
+
+    @property
+    def last_used(self) -> float:
+        return self.local.last_used
+
+    @property
+    def pace(self) -> float | None:
+        return self.local.pace
+
+    def status(self) -> Any:
+        return self.local.status()
+
+    async def acquire(self, tokens: int = 0) -> None:
+        wait, since_success = await self.actor.reserve.remote(tokens)
+        now = time.monotonic()
+        self.local.last_used = now
+        self.local.last_success = now - since_success
+        if wait > 0:
+            await anyio.sleep(wait)
+
+    def on_response(
+        self,
+        status: int,
+        headers: Any,
+        *,
+        tokens_reserved: int = 0,
+        tokens_used: int | None = None,
+    ) -> None:
+        if status < 400:
+            self.local.last_success = time.monotonic()
+        self.actor.on_response.remote(status, dict(headers), tokens_reserved, tokens_used)
+
+    def on_limited(self, retry_after: float | None) -> None:
+        self.local.paused_until = time.monotonic() + (retry_after or 0.0)
+        self.actor.on_limited.remote(retry_after)
+
+
+def shared_limiter_factory(ray: Any) -> Any:
+    """`limits.use_limiters` factory for workers: one named actor per (base URL, key)."""
+
+    def build(base_url: str, fingerprint: str, rpm: float | None, tpm: float | None) -> Any:
+        actor = (
+            ray.remote(LimiterActor)
+            .options(
+                name=f"tui-eval-limiter:{base_url}:{fingerprint}",
+                get_if_exists=True,
+                lifetime="detached",
+                num_cpus=0,
+            )
+            .remote(base_url, rpm, tpm)
+        )
+        return SharedLimiter(actor, base_url)
+
+    return build
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _sendable(sample: SampleResult) -> SampleResult:
+    """`sample` as it can travel: as is when its output is plain data (the common case),
+    else the journal's JSON-safe form (an output Ray could not pickle would fail the batch)."""
+    run = sample.run
+    if run is None or (type(run.output) in _PLAIN and not run.tool_calls):
+        return sample
+    return storable_sample(sample)
+
+
 class SampleWorker:
     """One Ray actor: loads the suite once, runs units, streams micro-batches of samples."""
 
@@ -101,6 +221,11 @@ class SampleWorker:
                 f"worker cannot load suite {suite_name!r} from {suite_path}: {problems}"
             )
         suite = suites[0]
+        import ray
+
+        from tui_eval.agents.providers.limits import use_limiters
+
+        use_limiters(shared_limiter_factory(ray))
         self.evaluation = Evaluation(
             suite.agent,
             suite.cases,
@@ -112,17 +237,28 @@ class SampleWorker:
         for position, case in enumerate(suite.cases):
             self.positions.setdefault(case.label, position)
         self.concurrency = max(1, concurrency)
+        self._capacity: anyio.CapacityLimiter | None = None
 
     async def run(self, units: Sequence[Work]) -> AsyncIterator[list[tuple[str, SampleResult]]]:
         """Run `units` (at most `concurrency` at once), yielding finished samples in batches."""
+        unknown = sorted({label for label, _ in units if label not in self.positions})
+        if unknown:
+            raise ExecutorError(
+                f"the worker's copy of the suite has no case {unknown[0]!r}: workers must "
+                "load the same suite file as the driver (same checkout and environment)"
+            )
         send, receive = anyio.create_memory_object_stream[tuple[str, SampleResult]](len(units) or 1)
+        if self._capacity is None:  # shared by every stream this worker serves
+            self._capacity = anyio.CapacityLimiter(self.concurrency)
+        capacity = self._capacity
         pending = iter(units)
 
         async def work() -> None:
             async with send.clone() as out:
                 for label, sample_index in pending:
-                    sample = await self.evaluation.sample(self.positions[label], sample_index)
-                    await out.send((label, storable_sample(sample)))
+                    async with capacity:
+                        sample = await self.evaluation.sample(self.positions[label], sample_index)
+                    await out.send((label, _sendable(sample)))
 
         async def drive() -> None:
             async with send, anyio.create_task_group() as group:
@@ -243,7 +379,12 @@ class RayExecutor:
         start_ray(self.address, Path(self.suite_path).parent, self.env)
 
     def _new_actor(self, per_worker: int, evaluation: Evaluation) -> Any:
-        remote = self.ray.remote(SampleWorker).options(max_concurrency=per_worker + 4, num_cpus=0)
+        remote = self.ray.remote(SampleWorker).options(
+            max_concurrency=per_worker + 4,
+            num_cpus=0,
+            # The allow-list as it is now, even on a runtime started earlier.
+            runtime_env={"env_vars": allowed_environment(self.env)},
+        )
         provider = (
             evaluation.provider.model_dump(exclude_unset=True) if evaluation.provider else None
         )
@@ -257,19 +398,22 @@ class RayExecutor:
         count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         count = max(1, min(count, len(units) or 1))
         per_worker = max(1, -(-evaluation.concurrency // count))
+        size = max(1, min(CHUNK, -(-len(units) // (2 * count))))
         queue: deque[list[Unit]] = deque(
-            list(units[start : start + CHUNK]) for start in range(0, len(units), CHUNK)
+            list(units[start : start + size]) for start in range(0, len(units), size)
         )
         labels = [case.label for case in evaluation.cases]
         positions = {label: position for position, label in enumerate(labels)}
         self.actors = [self._new_actor(per_worker, evaluation) for _ in range(count)]
 
         async def serve(slot: int) -> None:
+            # Two streams per worker share its capacity, so it never idles between chunks.
             while queue:
                 chunk = queue.popleft()
                 left = set(chunk)
+                actor = self.actors[slot]
                 try:
-                    stream = self.actors[slot].run.remote([(labels[i], s) for i, s in chunk])
+                    stream = actor.run.remote([(labels[i], s) for i, s in chunk])
                     async for ref in stream:
                         for label, sample in await ref:
                             index = positions[label]
@@ -278,12 +422,14 @@ class RayExecutor:
                 except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError):
                     # The worker died: what it had not sent back runs again elsewhere.
                     queue.appendleft([u for u in chunk if u in left])
-                    self.restarts += 1
-                    self.actors[slot] = self._new_actor(per_worker, evaluation)
+                    if self.actors[slot] is actor:  # the slot's other stream may have done it
+                        self.restarts += 1
+                        self.actors[slot] = self._new_actor(per_worker, evaluation)
 
         try:
             async with anyio.create_task_group() as group:
                 for slot in range(count):
+                    group.start_soon(serve, slot)
                     group.start_soon(serve, slot)
         finally:
             for actor in self.actors:

@@ -40,6 +40,8 @@ CUT = 0.9
 """...and at most this share of the pace that drew the 429."""
 SLOW_START_DOUBLING_S = 0.25
 """While the pace is only a guess, it doubles this often until a 429 measures the real rate."""
+HEADROOM = 0.99
+"""The pace stays at this share of a known limit at most."""
 NEAR_CEILING = 0.98
 """With a known ceiling, a 429 steps the pace down to this share of it, no lower."""
 WINDOW_S = 1.0
@@ -199,7 +201,9 @@ class RateLimiter:
         self.last_raise = now
         measured = self._measured_rate(now)
         ceiling = self._ceiling()
-        if ceiling is not None and (measured is None or measured > ceiling * CUT):
+        origin = self._origin()
+        settled = origin is not None and now - origin >= WINDOW_S  # a whole window measured
+        if ceiling is not None and (measured is None or not settled or measured > ceiling * CUT):
             # The API said its limit and is accepting about that much: this 429 is
             # jitter at the edge of the bucket, not a wrong pace. Step just below it.
             target: float | None = ceiling * NEAR_CEILING
@@ -220,8 +224,10 @@ class RateLimiter:
             self.next_slot = max(self.next_slot, self.paused_until)
 
     def _ceiling(self) -> float | None:
+        """The highest pace allowed: just under the lowest known limit, leaving the API's
+        bucket a little slack for the jitter of requests in flight."""
         caps = [c for c in (self.request_cap, self.header_request_cap) if c]
-        return min(caps) if caps else None
+        return min(caps) * HEADROOM if caps else None
 
     def _measured_rate(self, now: float) -> float | None:
         origin = self._origin()
@@ -311,11 +317,25 @@ def key_fingerprint(api_key: str | None) -> str:
     return hashlib.sha256(api_key.encode()).hexdigest()[:12]
 
 
+LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimiter]
+_factory: LimiterFactory | None = None
+
+
+def use_limiters(factory: LimiterFactory | None) -> None:
+    """Make `limiter_for` build limiters with `factory(base_url, fingerprint, rpm, tpm)`
+    (None: the in-process ones). A Ray worker installs one that shares a cluster-wide
+    limiter; see `tui_eval.ray_executor`."""
+    global _factory
+    _factory = factory
+
+
 def limiter_for(
     base_url: str, fingerprint: str, *, rpm: float | None = None, tpm: float | None = None
 ) -> RateLimiter:
     """The process-wide limiter of the quota (base URL, key)."""
     key = (base_url, fingerprint)
+    if _factory is not None and key not in _LIMITERS:
+        _LIMITERS[key] = _factory(base_url, fingerprint, rpm, tpm)
     limiter = _LIMITERS.get(key)
     if limiter is None:
         limiter = _LIMITERS[key] = RateLimiter(base_url, rpm=rpm, tpm=tpm)
