@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 INSTALL_HINT = "pip install 'tui-eval[ray]'"
 FLUSH_EVERY_S = 0.05
 FLUSH_AT = 256
-CHUNK = 512
-"""Units handed to a worker at a time (its unfinished ones are requeued if it dies)."""
+CHUNK = 8192
+"""The most units handed to a worker at a time (its unsent ones are requeued if it dies)."""
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
 Unit = tuple[int, int]
@@ -398,7 +398,9 @@ class RayExecutor:
         count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         count = max(1, min(count, len(units) or 1))
         per_worker = max(1, -(-evaluation.concurrency // count))
-        size = max(1, min(CHUNK, -(-len(units) // (2 * count))))
+        # Few, large chunks: each new stream costs a worker a moment of idle capacity;
+        # a dead worker's unsent samples are requeued whatever the size.
+        size = max(1, min(CHUNK, max(2 * per_worker, -(-len(units) // (2 * count)))))
         queue: deque[list[Unit]] = deque(
             list(units[start : start + size]) for start in range(0, len(units), size)
         )
