@@ -306,3 +306,67 @@ def test_the_limiter_is_shared_by_every_worker(tmp_path, ray_runtime):
     # limit are rejected; two limiters would each pace at 10 req/s and collide all run.
     assert stats["limited"] <= 16, stats
     assert time.perf_counter() - started < 30
+
+
+@pytest.mark.ray
+def test_a_driver_stopped_mid_run_resumes_from_its_journal(tmp_path, ray_runtime):
+    import subprocess
+
+    from tests.test_hardening_cli import calls, slow_suites, wait_for_calls
+
+    folder = slow_suites(tmp_path / "suites", count=12)
+    env = {
+        **os.environ,
+        "AGENT_DELAY": "0.2",
+        "RAY_ADDRESS": ray_runtime.get_runtime_context().gcs_address,
+    }
+    command = [sys.executable, "-m", "tui_eval.cli"]
+    driver = subprocess.Popen(
+        [*command, "run", "suites", "--headless", "--executor", "ray"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_calls(folder, 4, timeout=60)
+    driver.send_signal(signal.SIGTERM)
+    _out, err = driver.communicate(timeout=60)
+    assert len(calls(folder)) < 24, err
+    resumed = subprocess.run(
+        [*command, "resume"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    # Every sample ran; samples in flight (or finished but unsent) at the stop ran again.
+    assert set(calls(folder)) == {f"a{i}" for i in range(12)} | {f"b{i}" for i in range(12)}
+    # The reports hold each sample exactly once.
+    from tui_eval.report import Report
+
+    reports = sorted(Path(os.environ["TUI_EVAL_HOME"]).glob("projects/*/runs/*/report.json"))
+    names = [s.case_name for path in reports for s in Report.load(path).samples]
+    assert sorted(names) == sorted([f"a{i}" for i in range(12)] + [f"b{i}" for i in range(12)])
+
+
+def test_executor_ray_without_ray_is_a_clear_usage_error(tmp_path, monkeypatch, capsys):
+    import builtins
+
+    from tui_eval import cli
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    suites = slow_suites_for_usage(tmp_path)
+    code = cli.main(["run", str(suites), "--headless", "--executor", "ray"])
+    assert code == 2
+    assert "pip install 'tui-eval[ray]'" in capsys.readouterr().err
+
+
+def slow_suites_for_usage(tmp_path: Path) -> Path:
+    from tests.test_hardening_cli import slow_suites
+
+    return slow_suites(tmp_path / "suites", count=1)

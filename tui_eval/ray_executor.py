@@ -238,6 +238,7 @@ class SampleWorker:
             self.positions.setdefault(case.label, position)
         self.concurrency = max(1, concurrency)
         self._capacity: anyio.CapacityLimiter | None = None
+        self._streams: list[tuple[list[tuple[str, SampleResult]], Any]] = []
 
     async def run(self, units: Sequence[Work]) -> AsyncIterator[list[tuple[str, SampleResult]]]:
         """Run `units` (at most `concurrency` at once), yielding finished samples in batches."""
@@ -265,26 +266,45 @@ class SampleWorker:
                 for _ in range(min(self.concurrency, len(units))):
                     group.start_soon(work)
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(drive)
-            batch: list[tuple[str, SampleResult]] = []
-            flush_at = time.monotonic() + FLUSH_EVERY_S
-            async with receive:
-                while True:
-                    timeout = max(0.0, flush_at - time.monotonic())
-                    with anyio.move_on_after(timeout):
-                        try:
-                            batch.append(await receive.receive())
-                        except anyio.EndOfStream:
-                            break
-                        if len(batch) < FLUSH_AT:
-                            continue
-                    if batch:
-                        yield batch
-                        batch = []
-                    flush_at = time.monotonic() + FLUSH_EVERY_S
-            if batch:
-                yield batch
+        batch: list[tuple[str, SampleResult]] = []
+        entry = (batch, receive)
+        self._streams.append(entry)  # what `take_unsent` drains when the driver cancels
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(drive)
+                flush_at = time.monotonic() + FLUSH_EVERY_S
+                async with receive:
+                    while True:
+                        timeout = max(0.0, flush_at - time.monotonic())
+                        with anyio.move_on_after(timeout):
+                            try:
+                                batch.append(await receive.receive())
+                            except anyio.EndOfStream:
+                                break
+                            if len(batch) < FLUSH_AT:
+                                continue
+                        if batch:
+                            yield list(batch)
+                            batch.clear()
+                        flush_at = time.monotonic() + FLUSH_EVERY_S
+                if batch:
+                    yield list(batch)
+                    batch.clear()
+        finally:
+            self._streams.remove(entry)
+
+    async def take_unsent(self) -> list[tuple[str, SampleResult]]:
+        """Finished samples not yet sent (the driver is cancelling: it keeps them)."""
+        unsent: list[tuple[str, SampleResult]] = []
+        for batch, receive in self._streams:
+            unsent.extend(batch)
+            batch.clear()
+            while True:
+                try:
+                    unsent.append(receive.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+        return unsent
 
     def pid(self) -> int:
         """The worker's process id (the fault tests kill it)."""
@@ -434,6 +454,21 @@ class RayExecutor:
                     group.start_soon(serve, slot)
                     group.start_soon(serve, slot)
         finally:
+            with anyio.CancelScope(shield=True):
+                await self._keep_unsent(evaluation, positions)
             for actor in self.actors:
                 ray.kill(actor, no_restart=True)
             self.actors = []
+
+    async def _keep_unsent(self, evaluation: Evaluation, positions: dict[str, int]) -> None:
+        """On cancel: the samples workers finished but had not sent yet are kept too."""
+        if not evaluation.cancel_requested:
+            return
+        for actor in self.actors:
+            with anyio.move_on_after(2.0):
+                try:
+                    unsent = await actor.take_unsent.remote()
+                except Exception:  # a dead worker has nothing to give
+                    continue
+                for label, sample in unsent:
+                    evaluation.accept(positions[label], sample)

@@ -576,6 +576,7 @@ async def evaluate(
     provider: ProviderOptions | None = None,
     max_cost: float | None = None,
     cache: bool | CacheMode | ResponseCache = False,
+    executor: Executor | None = None,
 ) -> Report:
     """Run every case against the agent and return the `Report`.
 
@@ -597,6 +598,8 @@ async def evaluate(
         provider: `ProviderOptions` for every HTTP provider of the run (`rpm`, `timeout`...).
         max_cost: stop starting samples once this many dollars are spent (or in flight).
         cache: `True`/`"on"` or `"read-only"`: replay stored model responses.
+        executor: where samples run (None: this process); `RayExecutor(suite_file, name)`
+            runs them on Ray, for cases loaded from that suite file.
     """
     evaluation = Evaluation(
         agent,
@@ -609,6 +612,7 @@ async def evaluate(
         provider=provider,
         max_cost=max_cost,
         cache=cache,
+        executor=executor,
     )
     return await evaluation.run()
 
