@@ -329,6 +329,28 @@ def _without_secrets(allowed: Iterable[str]) -> Iterator[None]:
         os.environ.update(hidden)
 
 
+@contextlib.contextmanager
+def _real_standard_streams() -> Iterator[None]:
+    """Standard streams with file descriptors while Ray starts: the app (Textual) replaces
+    them with objects that have none, and Ray needs them. Ray's output goes nowhere."""
+    import sys
+
+    saved = sys.stdout, sys.stderr
+    try:
+        real = all(stream.fileno() >= 0 for stream in saved)
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        real = False
+    if real:  # the CLI, tests
+        yield
+        return
+    with open(os.devnull, "w") as devnull:
+        sys.stdout = sys.stderr = devnull
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
+
+
 def start_ray(
     address: str | None = None,
     working_dir: Path | None = None,
@@ -350,7 +372,7 @@ def start_ray(
     if address and working_dir is not None:
         runtime_env["working_dir"] = str(working_dir)  # a real cluster: ship the checkout
     try:
-        with _without_secrets(allowed):
+        with _without_secrets(allowed), _real_standard_streams():
             ray.init(
                 address=address,
                 num_cpus=None if address else num_cpus,

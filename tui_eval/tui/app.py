@@ -12,6 +12,7 @@ from textual import on
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import Notification, Notify, SeverityLevel
+from textual.worker import Worker, WorkerState
 
 from tui_eval.options import RunOptions
 from tui_eval.report import Report
@@ -129,6 +130,15 @@ class TuiEvalApp(App[int]):
         )
         if show:
             self.push_screen(RunScreen(session, self.workspace, watching=watch))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A run that could not run (Ray unreachable, say) says why, not just "cancelled"."""
+        worker = event.worker
+        if event.state is WorkerState.ERROR and worker.group == "runs":
+            error = worker.error
+            self.notify(
+                f"{worker.name}: {type(error).__name__}: {error}", severity="error", markup=False
+            )
 
     @on(StartSession)
     def _start_session(self, message: StartSession) -> None:
