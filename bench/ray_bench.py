@@ -54,12 +54,14 @@ def main() -> None:
     # 1. per-sample overhead
     small = load(0.0, 1, 1)
     big = load(0.0, 2000, 10)
-    executor = RayExecutor(SUITE, "ray-bench", workers=2)
-    base, _ = timed(small, 100, RayExecutor(SUITE, "ray-bench", workers=2))
+    workers = int(os.environ.get("RAY_BENCH_WORKERS", "2"))
+    executor = RayExecutor(SUITE, "ray-bench", workers=workers)
+    base, _ = timed(small, 100, RayExecutor(SUITE, "ray-bench", workers=workers))
     wall, n = timed(big, 100, executor)
     local, _ = timed(big, 100, None)
     print(
-        f"overhead: {n:,} samples in {wall:.2f}s on Ray (1-sample run {base:.2f}s) -> "
+        f"overhead: {n:,} samples in {wall:.2f}s on Ray, {workers} workers (1-sample run "
+        f"{base:.2f}s) -> "
         f"{(wall - base) / n * 1e6:.0f} µs a sample; in-process {local:.2f}s "
         f"({local / n * 1e6:.0f} µs a sample)"
     )

@@ -238,72 +238,66 @@ class SampleWorker:
             self.positions.setdefault(case.label, position)
         self.concurrency = max(1, concurrency)
         self._capacity: anyio.CapacityLimiter | None = None
-        self._streams: list[tuple[list[tuple[str, SampleResult]], Any]] = []
+        self._batches: list[list[tuple[str, SampleResult]]] = []
 
     async def run(self, units: Sequence[Work]) -> AsyncIterator[list[tuple[str, SampleResult]]]:
-        """Run `units` (at most `concurrency` at once), yielding finished samples in batches."""
+        """Run `units` (at most `concurrency` at once across this worker's streams), yielding
+        finished samples in batches: every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait."""
         unknown = sorted({label for label, _ in units if label not in self.positions})
         if unknown:
             raise ExecutorError(
                 f"the worker's copy of the suite has no case {unknown[0]!r}: workers must "
                 "load the same suite file as the driver (same checkout and environment)"
             )
-        send, receive = anyio.create_memory_object_stream[tuple[str, SampleResult]](len(units) or 1)
         if self._capacity is None:  # shared by every stream this worker serves
             self._capacity = anyio.CapacityLimiter(self.concurrency)
         capacity = self._capacity
         pending = iter(units)
+        batch: list[tuple[str, SampleResult]] = []
+        full = anyio.Event()
+        finished = False
 
         async def work() -> None:
-            async with send.clone() as out:
-                for label, sample_index in pending:
-                    async with capacity:
-                        sample = await self.evaluation.sample(self.positions[label], sample_index)
-                    await out.send((label, _sendable(sample)))
+            for label, sample_index in pending:
+                async with capacity:
+                    sample = await self.evaluation.sample(self.positions[label], sample_index)
+                batch.append((label, _sendable(sample)))
+                if len(batch) >= FLUSH_AT:
+                    full.set()
 
         async def drive() -> None:
-            async with send, anyio.create_task_group() as group:
-                for _ in range(min(self.concurrency, len(units))):
-                    group.start_soon(work)
+            nonlocal finished
+            with self.evaluation.scope():
+                async with anyio.create_task_group() as group:
+                    for _ in range(min(self.concurrency, len(units))):
+                        group.start_soon(work)
+            finished = True
+            full.set()
 
-        batch: list[tuple[str, SampleResult]] = []
-        entry = (batch, receive)
-        self._streams.append(entry)  # what `take_unsent` drains when the driver cancels
+        self._batches.append(batch)  # what `take_unsent` drains when the driver cancels
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(drive)
-                flush_at = time.monotonic() + FLUSH_EVERY_S
-                async with receive:
-                    while True:
-                        timeout = max(0.0, flush_at - time.monotonic())
-                        with anyio.move_on_after(timeout):
-                            try:
-                                batch.append(await receive.receive())
-                            except anyio.EndOfStream:
-                                break
-                            if len(batch) < FLUSH_AT:
-                                continue
-                        if batch:
-                            yield list(batch)
-                            batch.clear()
-                        flush_at = time.monotonic() + FLUSH_EVERY_S
-                if batch:
-                    yield list(batch)
-                    batch.clear()
+                while True:
+                    with anyio.move_on_after(FLUSH_EVERY_S):
+                        await full.wait()
+                    if full.is_set():
+                        full = anyio.Event()
+                    done = finished
+                    if batch:
+                        ready = list(batch)
+                        batch.clear()
+                        yield ready
+                    if done and not batch:
+                        break
         finally:
-            self._streams.remove(entry)
+            self._batches = [other for other in self._batches if other is not batch]
 
     async def take_unsent(self) -> list[tuple[str, SampleResult]]:
         """Finished samples not yet sent (the driver is cancelling: it keeps them)."""
-        unsent: list[tuple[str, SampleResult]] = []
-        for batch, receive in self._streams:
-            unsent.extend(batch)
+        unsent = [item for batch in self._batches for item in batch]
+        for batch in self._batches:
             batch.clear()
-            while True:
-                try:
-                    unsent.append(receive.receive_nowait())
-                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                    break
         return unsent
 
     def pid(self) -> int:

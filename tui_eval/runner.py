@@ -12,7 +12,7 @@ import contextlib
 import math
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -411,16 +411,22 @@ class Evaluation:
             self._emit(CaseFinished(index, self._results[index]))
         return True
 
-    async def sample(self, index: int, sample_index: int) -> SampleResult:
-        """Run one sample of case `index` the normal way (timeouts, checks, judges,
-        redaction) without recording it: what an executor's worker does."""
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[None]:
+        """The run's provider options and cache, for the tasks started inside: an executor's
+        worker runs its `sample()` calls in one."""
         options_token = run_provider_options.set(self.provider)
         cache_token = run_cache.set(self.cache)
         try:
-            sample = await self._run_sample(index, sample_index, self._plan_of(index), _Pacer())
+            yield
         finally:
             run_provider_options.reset(options_token)
             run_cache.reset(cache_token)
+
+    async def sample(self, index: int, sample_index: int) -> SampleResult:
+        """Run one sample of case `index` the normal way (timeouts, checks, judges,
+        redaction) without recording it: what an executor's worker does, in `scope()`."""
+        sample = await self._run_sample(index, sample_index, self._plan_of(index), _Pacer())
         if self._secrets:
             sample = map_values(sample, lambda value: redact_value(value, self._secrets))
         return sample
