@@ -137,6 +137,7 @@ def live_state(report: Report, done: int) -> RunState:
 SCENES = (
     "suites",
     "run_live",
+    "run_rate_limited",
     "run_done",
     "run_failing_only",
     "case",
@@ -182,11 +183,19 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
             journal.record.folder.rename(journal.record.folder.with_name(run_id))
             _rewrite_header(journal.record.folder.with_name(run_id), run_id, run_report.started_at)
         return make_app(suites=[], history=history, clock=clock), nothing, ["h"]
-    if name == "run_live":
+    if name in ("run_live", "run_rate_limited"):
         app = make_app(suites=[], clock=clock)
 
         async def show_live(pilot: Pilot[Any]) -> None:
-            session = RunSession(state=live_state(report, 6), title="calculator")
+            state = live_state(report, 6)
+            if name == "run_rate_limited":
+                from tui_eval.agents.providers.limits import LimitStatus
+                from tui_eval.events import RunStatus
+
+                limited = LimitStatus("https://api.openai.com/v1", True, 1.2, 96.0, 97.0, 12)
+                state.apply(RunStatus([limited], 0.0123, 2.5))
+                state.cost = 0.0123
+            session = RunSession(state=state, title="calculator")
             await pilot.app.push_screen(RunScreen(session, app.workspace))
             await pilot.pause()
 
