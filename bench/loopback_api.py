@@ -91,7 +91,7 @@ class _Connection(asyncio.Protocol):
             body = self.buffer[end + 4 : end + 4 + length]
             self.buffer = self.buffer[end + 4 + length :]
             method, path, _ = lines[0].split(" ", 2)
-            asyncio.get_running_loop().create_task(self.api.answer(self, method, path, body))
+            self.api.answer(self, method, path, body)
 
     def send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
         if self.transport is None or self.transport.is_closing():
@@ -128,7 +128,9 @@ class Server:
             "x-ratelimit-reset-requests": f"{reset * 1000:.0f}ms",
         }
 
-    async def answer(self, conn: _Connection, method: str, path: str, body: bytes) -> None:
+    def answer(self, conn: _Connection, method: str, path: str, body: bytes) -> None:
+        """Answer at once (429, stats) or after `latency` (a timer, not a task: the server
+        must not be the bottleneck of the runs it measures)."""
         if method == "GET" and path.endswith("/stats"):
             conn.send(200, self.stats.as_dict(), {})
             return
@@ -145,16 +147,21 @@ class Server:
             conn.send(429, {"error": error}, headers)
             return
         headers = self._limit_headers()
-        if self.latency:
-            await asyncio.sleep(self.latency)
         request = json.loads(body or b"{}")
         messages = request.get("messages") or [{"content": ""}]
         question = str(messages[-1].get("content") or "")
+        reply = _completion(request.get("model", ""), question)
+        if self.latency:
+            asyncio.get_running_loop().call_later(self.latency, self._ok, conn, reply, headers)
+        else:
+            self._ok(conn, reply, headers)
+
+    def _ok(self, conn: _Connection, reply: dict[str, Any], headers: dict[str, str]) -> None:
         self.stats.ok += 1
         self.stats.last_ok = time.monotonic()
         if self.stats.ok == 1:
             self.stats.first_ok = self.stats.last_ok
-        conn.send(200, _completion(request.get("model", ""), question), headers)
+        conn.send(200, reply, headers)
 
     async def serve(self, port: int = 0, ready: Any = None) -> None:
         loop = asyncio.get_running_loop()
