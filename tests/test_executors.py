@@ -246,10 +246,10 @@ def test_workers_see_only_the_allowed_environment(tmp_path, ray_runtime):
     assert local.samples[0].run.output == "***"  # the driver has it (and redacts it)
 
 
-def test_without_ray_the_error_says_how_to_install(monkeypatch):
+@pytest.fixture
+def without_ray(monkeypatch):
+    """`import ray` fails, as without the extra."""
     import builtins
-
-    from tui_eval.ray_executor import ExecutorError, import_ray
 
     real_import = builtins.__import__
 
@@ -259,6 +259,11 @@ def test_without_ray_the_error_says_how_to_install(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
+
+
+def test_without_ray_the_error_says_how_to_install(without_ray):
+    from tui_eval.ray_executor import ExecutorError, import_ray
+
     with pytest.raises(ExecutorError, match=r"pip install 'tui-eval\[ray\]'"):
         import_ray()
 
@@ -347,19 +352,9 @@ def test_a_driver_stopped_mid_run_resumes_from_its_journal(tmp_path, ray_runtime
     assert sorted(names) == sorted([f"a{i}" for i in range(12)] + [f"b{i}" for i in range(12)])
 
 
-def test_executor_ray_without_ray_is_a_clear_usage_error(tmp_path, monkeypatch, capsys):
-    import builtins
-
+def test_executor_ray_without_ray_is_a_clear_usage_error(tmp_path, without_ray, capsys):
     from tui_eval import cli
 
-    real_import = builtins.__import__
-
-    def no_ray(name, *args, **kwargs):
-        if name == "ray" or name.startswith("ray."):
-            raise ImportError("No module named 'ray'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ray)
     suites = slow_suites_for_usage(tmp_path)
     code = cli.main(["run", str(suites), "--headless", "--executor", "ray"])
     assert code == 2

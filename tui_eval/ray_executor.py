@@ -90,16 +90,8 @@ class LimiterActor:
 
     def reserve(self, tokens: int) -> tuple[float, float]:
         """(seconds to wait for this request's slot, seconds since the last accepted response)."""
-        limiter = self.limiter
-        now = limiter.clock()
-        limiter.last_used = now
-        if limiter.first_request is None:
-            limiter.first_request = now
-        slot = max(now, limiter.paused_until)
-        if limiter.pace:
-            slot = max(slot, limiter.next_slot)
-            limiter.next_slot = slot + 1 / limiter.pace
-        return slot - now, now - limiter.last_success
+        wait = self.limiter.reserve(tokens)
+        return wait, self.limiter.clock() - self.limiter.last_success
 
     def on_response(
         self, status: int, headers: dict[str, str], tokens_reserved: int, tokens_used: int | None
@@ -160,7 +152,8 @@ class SharedLimiter:
     ) -> None:
         if status < 400:
             self.local.last_success = time.monotonic()
-        self.actor.on_response.remote(status, dict(headers), tokens_reserved, tokens_used)
+        lower = {str(name).lower(): value for name, value in dict(headers).items()}
+        self.actor.on_response.remote(status, lower, tokens_reserved, tokens_used)
 
     def on_limited(self, retry_after: float | None) -> None:
         self.local.paused_until = time.monotonic() + (retry_after or 0.0)

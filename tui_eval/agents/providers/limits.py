@@ -131,26 +131,32 @@ class RateLimiter:
     async def acquire(self, tokens: int = 0) -> None:
         """Wait for this request's turn: after any pause, one pace-slot after the last."""
         while True:
-            now = self.clock()
-            self.last_used = now
-            if self.first_request is None:
-                self.first_request = now
-            slot = max(now, self.paused_until)
-            if self.pace:
-                slot = max(slot, self.next_slot)
-                self.next_slot = slot + 1 / self.pace
-            token_pace = self._token_pace()
-            if token_pace and tokens:
-                token_slot = max(now, self.next_token_slot)
-                self.next_token_slot = token_slot + tokens / token_pace
-                slot = max(slot, token_slot)
-            if slot <= now:
+            wait = self.reserve(tokens)
+            if wait <= 0:
                 return
-            self.last_held = now
-            await anyio.sleep(slot - now)
+            await anyio.sleep(wait)
             if self.clock() >= self.paused_until:
                 return
             # A 429 paused everyone while this request waited: queue again after it.
+
+    def reserve(self, tokens: int = 0) -> float:
+        """Take the next slot for a request of `tokens`: the seconds until it comes."""
+        now = self.clock()
+        self.last_used = now
+        if self.first_request is None:
+            self.first_request = now
+        slot = max(now, self.paused_until)
+        if self.pace:
+            slot = max(slot, self.next_slot)
+            self.next_slot = slot + 1 / self.pace
+        token_pace = self._token_pace()
+        if token_pace and tokens:
+            token_slot = max(now, self.next_token_slot)
+            self.next_token_slot = token_slot + tokens / token_pace
+            slot = max(slot, token_slot)
+        if slot > now:
+            self.last_held = now
+        return slot - now
 
     def _token_pace(self) -> float | None:
         caps = [c for c in (self.token_cap, self.header_token_cap) if c]
