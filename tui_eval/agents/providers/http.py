@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import pydantic_core
 
 from tui_eval.agents.providers.base import ProviderError, notify_retry, run_resources
 from tui_eval.agents.providers.cache import run_cache
@@ -205,7 +206,7 @@ class HTTPProvider:
         max_retries = (
             options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
         )
-        body = json.dumps(payload).encode()
+        body = pydantic_core.to_json(payload)
         meter = sample_meter.get()
         cache = run_cache.get() if meter is not None else None
         cache_key = ""
@@ -299,8 +300,8 @@ class HTTPProvider:
 
     def _parse(self, body: bytes) -> dict[str, Any]:
         try:
-            parsed = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+            parsed = pydantic_core.from_json(body)
+        except ValueError:
             snippet = body[:200].decode("utf-8", "replace")
             raise self._fail(f"sent a malformed (non-JSON) body: {snippet!r}") from None
         if not isinstance(parsed, dict):
