@@ -54,6 +54,17 @@ class RunOptions(pydantic.BaseModel):
     ray_address: str | None = None
     ray_workers: int | None = pydantic.Field(None, ge=1)
 
+    def for_disk(self) -> RunOptions:
+        """These options as the journal keeps them: without request headers whose names
+        mark them as credentials (Authorization, *key*, *token*, *secret*, cookies)."""
+        provider = self.provider
+        if provider is None or not provider.headers:
+            return self
+        kept = {k: v for k, v in provider.headers.items() if not _sensitive(k)}
+        if len(kept) == len(provider.headers):
+            return self
+        return self.model_copy(update={"provider": provider.model_copy(update={"headers": kept})})
+
     @property
     def is_partial(self) -> bool:
         """Whether the run covers only some of the suite's cases."""
@@ -106,3 +117,10 @@ def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | No
     if headers:
         fields["headers"] = headers
     return ProviderOptions(**fields) if fields else None
+
+
+def _sensitive(header: str) -> bool:
+    name = header.lower()
+    return name in ("authorization", "proxy-authorization") or any(
+        word in name for word in ("key", "token", "secret", "cookie", "auth", "password")
+    )

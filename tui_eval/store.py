@@ -226,7 +226,7 @@ class RunRecord:
             suite_path=self.suite_path,
             started_at=self.started_at,
             invocation=self.invocation,
-            options=self.options,
+            options=self.options.for_disk(),
         )
 
     def load_report(self) -> Report:

@@ -4,6 +4,7 @@ the cost budget, the response cache, and settings from spec, YAML and CLI."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -214,6 +215,8 @@ def test_yaml_and_cli_settings_reach_the_provider(tmp_path):
             str(path),
             "--header",
             "X-Cli: flag",
+            "--header",
+            "Authorization: Bearer sk-cli-secret-123",
             "--rpm",
             "6000",
             "--cache",
@@ -223,6 +226,10 @@ def test_yaml_and_cli_settings_reach_the_provider(tmp_path):
         assert done.returncode == 0, done.stderr
         assert server.requests[1].headers.get("X-Cli") == "flag"
         assert server.requests[1].headers.get("X-Suite") == "yaml"
+        assert server.requests[1].headers.get("Authorization") == "Bearer sk-cli-secret-123"
+    home = Path(os.environ["TUI_EVAL_HOME"])
+    on_disk = [p.read_text() for p in home.rglob("*") if p.is_file()]
+    assert on_disk and not any("sk-cli-secret-123" in text for text in on_disk)
     done = cli("run", "--headless", str(path), "--header", "no colon", cwd=tmp_path)
     assert done.returncode == 2 and "--header 'no colon'" in done.stderr
 
@@ -258,3 +265,21 @@ def test_json_report_keeps_cached_and_stopped(tmp_path):
     loaded = Report.load(path)
     assert loaded.stopped == "max_cost" and loaded.cases[0].samples[0].cached
     assert json.loads(path.read_text())
+
+
+def test_credential_headers_never_reach_the_journal(tmp_path):
+    from tui_eval.options import RunOptions
+
+    options = RunOptions(
+        provider=ProviderOptions(
+            headers={
+                "Authorization": "Bearer sk-live-123",
+                "X-Api-Key": "k",
+                "OpenAI-Project": "p1",
+            }
+        )
+    )
+    kept = options.for_disk()
+    assert kept.provider is not None and kept.provider.headers == {"OpenAI-Project": "p1"}
+    assert options.provider is not None and "Authorization" in options.provider.headers
+    assert "sk-live-123" not in kept.model_dump_json()
