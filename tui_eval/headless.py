@@ -110,12 +110,19 @@ def _print_outcome(outcome: SuiteOutcome) -> None:
         print(note)
     if outcome.stopped:
         finished = sum(len(c.samples) for c in outcome.report.cases)
-        print(f"run cancelled: kept {finished:,} finished samples; `tui-eval resume` finishes it")
+        why = f"stopped ({outcome.report.stopped})" if outcome.report.stopped else "cancelled"
+        print(f"run {why}: kept {finished:,} finished samples; `tui-eval resume` finishes it")
     print()
 
 
 def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     outcome = SuiteOutcome(suite=service.suite, report=report)
+    budget = service.options.max_cost or service.suite.max_cost
+    if budget is not None and report.samples and not report.priced:
+        outcome.notes.append(
+            f"warning: max_cost ${budget:g} was not enforced: no sample had a price (give the "
+            "suite a price= function, or use a model in the built-in price table)"
+        )
     if service.journal_error is not None:
         outcome.journal_error = f"{service.journal_error}; the run stopped"
         _err(f"error: {outcome.journal_error} (what was journaled resumes with `tui-eval resume`)")

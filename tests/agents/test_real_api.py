@@ -208,6 +208,8 @@ def test_yaml_and_cli_settings_reach_the_provider(tmp_path):
         path = _yaml_suite(tmp_path, server.url, "cache: on\nmax_cost: 5\n")
         done = cli("run", "--headless", str(path), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
+        # A model on this machine has no price: the budget cannot be enforced, and says so.
+        assert "max_cost $5 was not enforced: no sample had a price" in done.stdout
         assert server.requests[0].headers.get("X-Suite") == "yaml"
         done = cli(
             "run",

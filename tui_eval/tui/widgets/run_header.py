@@ -90,11 +90,13 @@ class RunHeader(Widget):
                 f"(95% CI {low * 100:.0f}–{high * 100:.0f}%)"
             )
         counters.append(f"  · {state.usage.total_tokens:,} tokens")
-        if state.cost is not None or state.max_cost is not None:
-            spent = f" · ${state.cost or 0.0:.4f}"
+        if state.cost is not None:
+            spent = f" · ${state.cost:.4f}"
             if state.max_cost is not None:
                 spent += f" of ${state.max_cost:g}"
             counters.append(spent)
+        elif state.max_cost is not None:
+            counters.append(f" · budget ${state.max_cost:g} (nothing priced)")
         if state.samples_cached:
             counters.append(f" · {state.samples_cached:,} cached")
         counters.append(f" · {format_duration(state.elapsed)}")
