@@ -365,3 +365,17 @@ def slow_suites_for_usage(tmp_path: Path) -> Path:
     from tests.test_hardening_cli import slow_suites
 
     return slow_suites(tmp_path / "suites", count=1)
+
+
+def test_any_output_travels_from_a_worker():
+    from tui_eval.agents.messages import RunResult
+    from tui_eval.ray_executor import decode, encode
+    from tui_eval.report import SampleResult
+
+    class Opaque:
+        def __str__(self) -> str:
+            return "opaque value"
+
+    sample = SampleResult("c", 3, "passed", run=RunResult(output=Opaque()))
+    ((label, back),) = decode(encode([("c", sample)]))
+    assert label == "c" and back.index == 3 and back.run.output == "opaque value"

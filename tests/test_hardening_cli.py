@@ -189,7 +189,9 @@ def test_two_resumes_at_once_the_second_refuses(tmp_path):
     first = subprocess.Popen(
         [sys.executable, "-m", "tui_eval.cli", "resume"],
         cwd=tmp_path,
-        env={**os.environ, "AGENT_DELAY": "0.1"},
+        # Slow enough that the second resume starts (a whole interpreter) while this one
+        # still runs, even on a loaded machine; at 0.1 s it sometimes found nothing to do.
+        env={**os.environ, "AGENT_DELAY": "0.3"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -35,7 +35,6 @@ import pydantic
 
 from tui_eval.report import SampleResult
 from tui_eval.secrets import SECRET_SUFFIXES
-from tui_eval.stored_values import storable_sample
 
 if TYPE_CHECKING:
     from tui_eval.runner import Evaluation
@@ -180,11 +179,11 @@ def shared_limiter_factory(ray: Any) -> Any:
     return build
 
 
-_PLAIN = (str, int, float, bool, type(None))
 _BATCH: pydantic.TypeAdapter[list[tuple[str, SampleResult]]] = pydantic.TypeAdapter(
     list[tuple[str, SampleResult]]
 )
-"""Batches travel as JSON made by pydantic-core: half the cost of pickling the dataclasses."""
+"""Batches travel as JSON made by pydantic-core: half the cost of pickling the dataclasses,
+and any output travels (a value JSON cannot hold arrives as its text, as in the journal)."""
 
 
 def encode(batch: list[tuple[str, SampleResult]]) -> bytes:
@@ -195,15 +194,6 @@ def encode(batch: list[tuple[str, SampleResult]]) -> bytes:
 def decode(data: bytes) -> list[tuple[str, SampleResult]]:
     """The batch `encode` made."""
     return _BATCH.validate_json(data)
-
-
-def _sendable(sample: SampleResult) -> SampleResult:
-    """`sample` as it can travel: as is when its output is plain data (the common case),
-    else the journal's JSON-safe form (an output Ray could not pickle would fail the batch)."""
-    run = sample.run
-    if run is None or (type(run.output) in _PLAIN and not run.tool_calls):
-        return sample
-    return storable_sample(sample)
 
 
 class SampleWorker:
@@ -269,7 +259,7 @@ class SampleWorker:
             for label, sample_index in pending:
                 async with capacity:
                     sample = await self.evaluation.sample(self.positions[label], sample_index)
-                batch.append((label, _sendable(sample)))
+                batch.append((label, sample))
                 if len(batch) >= FLUSH_AT:
                     full.set()
 

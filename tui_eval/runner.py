@@ -228,28 +228,27 @@ class Evaluation:
         if emit is not None:
             resumed = [s for result in self._results for s in result.samples]
             emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at, resumed))
-        options_token = run_provider_options.set(self.provider)
-        cache_token = run_cache.set(self.cache)
         try:
-            async with resource_scope():
-                if emit is None:
-                    await self._run_all()
-                else:
-                    async with anyio.create_task_group() as status:
-                        status.start_soon(self._report_status, emit)
-                        try:
-                            await self._run_all()
-                        finally:
-                            status.cancel_scope.cancel()
+            with self.scope():
+                await self._run_in_scope(emit)
         except BaseException:
             # Cancelled from outside (task cancelled, Ctrl+C): the partial report still goes out.
             self._finish(cancelled=True)
             raise
-        finally:
-            run_provider_options.reset(options_token)
-            run_cache.reset(cache_token)
         stopped = self._stopped is not None
         return self._finish(cancelled=self._cancel_requested or self._cancel_caught or stopped)
+
+    async def _run_in_scope(self, emit: EventHandler | None) -> None:
+        async with resource_scope():
+            if emit is None:
+                await self._run_all()
+                return
+            async with anyio.create_task_group() as status:
+                status.start_soon(self._report_status, emit)
+                try:
+                    await self._run_all()
+                finally:
+                    status.cancel_scope.cancel()
 
     async def _report_status(self, emit: EventHandler) -> None:
         """Every half second: the rate limiters this run used, and its spend."""
@@ -358,14 +357,8 @@ class Evaluation:
     async def _run_samples_in_parallel(self) -> None:
         """Every missing sample of every case as its own unit of work (samples of one case
         run concurrently: only for agents built fresh for each sample)."""
-        units = [
-            (index, sample_index)
-            for index, case in enumerate(self.cases)
-            for sample_index in range(len(self._results[index].samples), case.samples)
-        ]
-        left = [case.samples - len(self._results[i].samples) for i, case in enumerate(self.cases)]
+        units = self._missing_units()
         pending = iter(units)
-        emit = self._emit
 
         async def worker() -> None:
             pacer = self._new_pacer()
@@ -374,10 +367,7 @@ class Evaluation:
                     return
                 started = time.perf_counter()
                 plan = self._plan_of(index)
-                self._record(index, await self._run_sample(index, sample_index, plan, pacer))
-                left[index] -= 1
-                if left[index] == 0 and emit is not None:
-                    emit(CaseFinished(index, self._results[index]))
+                self._record_unit(index, await self._run_sample(index, sample_index, plan, pacer))
                 await self._pace(pacer, started)
 
         async with anyio.create_task_group() as group:
@@ -385,7 +375,9 @@ class Evaluation:
                 group.start_soon(worker)
 
     # -- the executor seam ----------------------------------------------------------
-    async def _execute_elsewhere(self, executor: Executor) -> None:
+    def _missing_units(self) -> list[tuple[int, int]]:
+        """Every (case, sample) still to run, one unit each; counts them per case, so
+        `_record_unit` knows when a case is done."""
         units = [
             (index, sample_index)
             for index, case in enumerate(self.cases)
@@ -394,21 +386,26 @@ class Evaluation:
         self._left = [
             case.samples - len(self._results[i].samples) for i, case in enumerate(self.cases)
         ]
-        await executor.execute(self, units)
+        return units
+
+    def _record_unit(self, index: int, sample: SampleResult) -> None:
+        """Record a sample of a unit, and announce its case when that was the last one."""
+        self._record(index, sample)
+        self._left[index] -= 1
+        if self._left[index] == 0 and self._emit is not None:
+            self._emit(CaseFinished(index, self._results[index]))
+
+    async def _execute_elsewhere(self, executor: Executor) -> None:
+        await executor.execute(self, self._missing_units())
 
     def accept(self, index: int, sample: SampleResult) -> bool:
         """Record a sample another executor ran (False: that sample was already recorded,
         by a worker that died after running it but before it was requeued)."""
         key = (index, sample.index)
-        if key in self._accepted or any(
-            s.index == sample.index for s in self._results[index].samples
-        ):
+        if key in self._accepted:
             return False
         self._accepted.add(key)
-        self._record(index, sample)
-        self._left[index] -= 1
-        if self._left[index] == 0 and self._emit is not None:
-            self._emit(CaseFinished(index, self._results[index]))
+        self._record_unit(index, sample)
         return True
 
     @contextlib.contextmanager

@@ -23,7 +23,7 @@ from tui_eval.agents.providers.connections import (
     header_map,
 )
 from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint, limiter_for, retry_after
-from tui_eval.agents.providers.metering import price_of, sample_meter
+from tui_eval.agents.providers.metering import SampleMeter, price_of, sample_meter
 from tui_eval.agents.providers.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
@@ -286,7 +286,7 @@ class HTTPProvider:
             notify_retry(retries, delay)
             await anyio.sleep(delay)
 
-    def _meter(self, meter: Any, parsed: dict[str, Any], used: tuple[int, int]) -> None:
+    def _meter(self, meter: SampleMeter, parsed: dict[str, Any], used: tuple[int, int]) -> None:
         meter.requests += 1
         if self._local:
             return  # a model served from this machine has no list price
