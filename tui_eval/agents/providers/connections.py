@@ -7,15 +7,26 @@ each origin keeps a plain stack of idle HTTP/1.1 connections (httpcore2's
 `AsyncHTTPConnection`, the maintained fork's public connection class): a request pops
 one (or opens one), and pushes it back when its response was read to the end. The pool
 grows to the run's concurrency and no further, and every connection is reused.
+
+Under asyncio (the app's and the CLI's loop) the connections' sockets are asyncio
+transports read through a small protocol (`_AsyncioBackend`, httpcore2's public
+network-backend interface) with timeouts as loop timers. httpcore2's default backend goes
+through anyio's socket streams, which enter a cancel scope for every read and write: a
+third of the HTTP path's CPU at 64 concurrent samples (bench/README.md, "Real API runs").
+Under trio, httpcore2's trio backend is used.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import httpcore2 as httpcore
+import sniffio
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -55,7 +66,9 @@ class ConnectionPool:
         if self.origin.scheme == b"https" and self._ssl is None:
             self._ssl = ssl.create_default_context()
         self.opened += 1
-        return httpcore.AsyncHTTPConnection(self.origin, ssl_context=self._ssl, keepalive_expiry=30)
+        return httpcore.AsyncHTTPConnection(
+            self.origin, ssl_context=self._ssl, keepalive_expiry=30, network_backend=_BACKEND
+        )
 
     async def post(
         self, url: str, body: bytes, headers: Headers, timeout: float, max_bytes: int
@@ -124,3 +137,197 @@ def _header(headers: Headers, name: bytes) -> str | None:
 def header_map(headers: Headers) -> dict[str, str]:
     """Response headers as a dict with lower-case names."""
     return {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in headers}
+
+
+# -- asyncio sockets ------------------------------------------------------------------------
+READ_AHEAD = 1 << 20
+"""Bytes a connection buffers before it stops reading from the socket."""
+
+
+class _Socket(asyncio.Protocol):
+    """One connection's socket: what arrived, and whoever waits for more."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.eof = False
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.writable: asyncio.Future[None] | None = None
+        self.paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if len(self.buffer) > READ_AHEAD and self.transport is not None:
+            self.transport.pause_reading()
+            self.paused = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = exc
+        self._wake()
+        if self.writable is not None and not self.writable.done():
+            self.writable.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.writable is not None and not self.writable.done():
+            self.writable.set_result(None)
+        self.writable = None
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+async def _wait(
+    future: asyncio.Future[None], timeout: float | None, error: type[Exception]
+) -> None:
+    """Await `future`, raising `error` after `timeout` seconds (a timer, not a cancel scope)."""
+    if timeout is None:
+        await future
+        return
+
+    def expire() -> None:
+        if not future.done():
+            future.set_exception(error(f"timed out ({timeout:g}s)"))
+
+    timer = asyncio.get_running_loop().call_later(timeout, expire)
+    try:
+        await future
+    finally:
+        timer.cancel()
+
+
+class _AsyncioStream(httpcore.AsyncNetworkStream):
+    def __init__(self, protocol: _Socket) -> None:
+        self._socket = protocol
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        sock = self._socket
+        if not sock.buffer and not sock.eof:
+            sock.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await _wait(sock.waiter, timeout, httpcore.ReadTimeout)
+            finally:
+                sock.waiter = None
+        if sock.buffer:
+            data = bytes(sock.buffer[:max_bytes])
+            del sock.buffer[:max_bytes]
+            if sock.paused and len(sock.buffer) <= READ_AHEAD and sock.transport is not None:
+                sock.paused = False
+                sock.transport.resume_reading()
+            return data
+        if sock.error is not None:
+            raise httpcore.ReadError(str(sock.error)) from sock.error
+        return b""
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        sock = self._socket
+        if not buffer:
+            return
+        if sock.transport is None or sock.transport.is_closing():
+            raise httpcore.WriteError("connection closed")
+        sock.transport.write(buffer)
+        if sock.writable is not None:
+            await _wait(sock.writable, timeout, httpcore.WriteTimeout)
+            if sock.transport.is_closing():
+                raise httpcore.WriteError("connection closed while writing")
+
+    async def aclose(self) -> None:
+        if self._socket.transport is not None:
+            self._socket.transport.close()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        sock = self._socket
+        assert sock.transport is not None
+        loop = asyncio.get_running_loop()
+        try:
+            transport = await asyncio.wait_for(
+                loop.start_tls(sock.transport, sock, ssl_context, server_hostname=server_hostname),
+                timeout,
+            )
+        except TimeoutError as exc:
+            sock.transport.close()
+            raise httpcore.ConnectTimeout(str(exc)) from exc
+        except (OSError, ssl.SSLError) as exc:
+            sock.transport.close()
+            raise httpcore.ConnectError(str(exc)) from exc
+        if transport is None:
+            raise httpcore.ConnectError("TLS handshake failed")
+        sock.transport = transport
+        return self
+
+    def get_extra_info(self, info: str) -> Any:
+        sock = self._socket
+        if info == "is_readable":
+            return bool(sock.buffer) or sock.eof
+        transport = sock.transport
+        if transport is None:
+            return None
+        name = {"client_addr": "sockname", "server_addr": "peername"}.get(info, info)
+        return transport.get_extra_info(name)
+
+
+class _AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """httpcore2's network backend on asyncio transports; httpcore2's trio one under trio."""
+
+    def __init__(self) -> None:
+        self._trio = httpcore.TrioBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        if sniffio.current_async_library() != "asyncio":
+            return await self._trio.connect_tcp(host, port, timeout, local_address, socket_options)
+        loop = asyncio.get_running_loop()
+        local = (local_address, 0) if local_address else None
+        try:
+            transport, protocol = await asyncio.wait_for(
+                loop.create_connection(_Socket, host, port, local_addr=local), timeout
+            )
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(f"connecting to {host}:{port} timed out") from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        raw = transport.get_extra_info("socket")
+        for option in socket_options or ():
+            if raw is not None:
+                raw.setsockopt(*option)
+        return _AsyncioStream(protocol)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.UnsupportedProtocol("ConnectionPool opens TCP connections only")
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+
+_BACKEND = _AsyncioBackend()
