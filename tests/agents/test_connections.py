@@ -93,3 +93,20 @@ def test_other_event_loops_keep_httpcore2s_own_sockets():
         server.reply(Reply(body=openai_text("from trio")))
         status, body = anyio.run(main, backend="trio")
     assert status == 200 and b"from trio" in body
+
+
+def test_uvloop_transports_work_too():
+    """Ray's actors run on uvloop, whose transports are not asyncio.Transport subclasses."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> tuple[int, bytes]:
+        pool = ConnectionPool(server.url)
+        try:
+            return await post(pool, server.url + "/v1/chat/completions")
+        finally:
+            await pool.aclose()
+
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("from uvloop")))
+        status, body = uvloop.run(main())
+    assert status == 200 and b"from uvloop" in body

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -157,8 +157,9 @@ class _Socket(asyncio.Protocol):
         self.paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports (Ray's actors run on uvloop) are not asyncio.Transport
+        # subclasses, but have its methods.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
