@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tui_eval import ray_executor
 from tui_eval.events import SampleFinished
 from tui_eval.runner import Evaluation
 from tui_eval.suites import Suite, load_suites
@@ -149,6 +150,8 @@ def test_samples_stream_in_completion_order(kind, tmp_path, runtime):
 
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
+    if kind == "ray":
+        ray_executor.release_workers()
     suite = write_suite(tmp_path, cases=40, samples=5, latency=0.02, concurrency=4)
     evaluation = Evaluation(
         suite.agent, suite.cases, name=suite.name, concurrency=4, executor=executor_for(kind, suite)
@@ -167,6 +170,8 @@ def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
     assert 20 <= len(report.samples) < 200
     keys = [(s.case_name, s.index) for s in report.samples]
     assert len(keys) == len(set(keys))
+    if kind == "ray":  # a cancelled run's workers may still be busy: they are stopped
+        assert not ray_executor._IDLE
 
 
 @pytest.mark.parametrize("kind", EXECUTORS)
@@ -244,6 +249,44 @@ def test_workers_see_only_the_allowed_environment(tmp_path, ray_runtime):
     assert report.samples[0].run.output == "unset"
     local = run(Evaluation(suite.agent, suite.cases, name=suite.name))
     assert local.samples[0].run.output == "***"  # the driver has it (and redacts it)
+
+
+@pytest.mark.ray
+def test_a_drivers_next_run_reuses_its_workers_and_loads_the_edited_suite(
+    tmp_path, ray_runtime, monkeypatch
+):
+    ray = ray_runtime
+    ray_executor.release_workers()
+    suite = write_suite(tmp_path, cases=6, samples=2)
+
+    def idle_pids() -> set[int]:
+        return {ray.get(a.pid.remote()) for idle in ray_executor._IDLE.values() for a in idle}
+
+    first = run(
+        Evaluation(suite.agent, suite.cases, name=suite.name, executor=executor_for("ray", suite))
+    )
+    assert first.cases[0].samples_passed == 0  # "wrong" for q0
+    workers = idle_pids()
+    assert len(workers) == 2
+    # The user fixes the agent; the next run takes the same two processes, which load
+    # the suite file again.
+    suite.path.write_text(suite.path.read_text().replace('else "wrong"', "else prompt.upper()"))
+    edited = load_suites([str(suite.path)]).suites[0]
+    second = run(
+        Evaluation(
+            edited.agent, edited.cases, name=edited.name, executor=executor_for("ray", edited)
+        )
+    )
+    assert second.passed and idle_pids() == workers
+    # Another allowed environment gets its own workers: none of these is reused.
+    monkeypatch.setenv("TUI_EVAL_REUSE_TEST", "1")
+    run(
+        Evaluation(
+            edited.agent, edited.cases, name=edited.name, executor=executor_for("ray", edited)
+        )
+    )
+    assert len(idle_pids()) == 4 and workers <= idle_pids()
+    assert ray_executor.release_workers() == 4 and not ray_executor._IDLE
 
 
 @pytest.fixture
@@ -379,3 +422,24 @@ def test_any_output_travels_from_a_worker():
     sample = SampleResult("c", 3, "passed", run=RunResult(output=Opaque()))
     ((label, back),) = decode(encode([("c", sample)]))
     assert label == "c" and back.index == 3 and back.run.output == "opaque value"
+
+
+def test_a_batch_round_trips_every_field_of_a_sample():
+    """Batches leave out fields at their defaults; what arrives equals what was sent."""
+    from tui_eval import Agent, Case, contains, evaluate
+    from tui_eval.agents.providers.scripted import ScriptedProvider, call, text
+    from tui_eval.ray_executor import decode, encode
+
+    def lookup(city: str) -> str:
+        """Country of a city."""
+        return "France"
+
+    agent = Agent(
+        ScriptedProvider([call("lookup", {"city": "Paris"}), text("France")]), tools=[lookup]
+    )
+    report = anyio.run(evaluate, agent, [Case("Where is Paris?", checks=[contains("France")])])
+    sample = report.samples[0]
+    sample.cost, sample.cached, sample.error = 0.25, True, "note"
+    assert sample.run is not None and sample.run.tool_calls and sample.usage.requests
+    ((label, back),) = decode(encode([("case", sample)]))
+    assert label == "case" and back == sample

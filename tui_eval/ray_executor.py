@@ -13,6 +13,11 @@
 - **Faults.** When a worker dies, the samples it had not sent back are queued again on a
   new worker: none lost, none counted twice (the driver keeps the first result of each).
   Cancelling keeps the finished samples; a killed driver resumes from its journal.
+- **Workers are kept between runs.** A run that finishes leaves its workers idle for the
+  driver's next run (the app's rerun loop), which has them load its suite file again
+  instead of starting new processes (about a second each). Runs with another allowed
+  environment get their own; a cancelled or failed run's workers are stopped; all stop
+  with the driver, or with `release_workers()`.
 - **Secrets.** Workers get only an allow-list of environment variables (the providers' key
   variables, `TUI_EVAL_*`, and the suite's `skip_unless_env`), through `runtime_env`.
 
@@ -23,6 +28,7 @@ extra is missing.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 from collections import deque
@@ -42,6 +48,9 @@ if TYPE_CHECKING:
 INSTALL_HINT = "pip install 'tui-eval[ray]'"
 FLUSH_EVERY_S = 0.05
 FLUSH_AT = 256
+MAX_CALLS = 16
+"""Calls a worker serves at once: two streams, `prepare`, `take_unsent` (samples run
+inside a stream, bounded by the run's concurrency, not by this)."""
 CHUNK = 8192
 """The most units handed to a worker at a time (its unsent ones are requeued if it dies)."""
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
@@ -51,6 +60,22 @@ Unit = tuple[int, int]
 Work = tuple[str, int]
 """(case label, sample index): a unit as a worker knows it (the driver may have filtered
 the suite's cases, so indexes differ; labels do not)."""
+
+
+_IDLE: dict[str, list[Any]] = {}
+"""Workers that finished a run of this driver, by `RayExecutor._pool_key`."""
+
+
+def release_workers() -> int:
+    """Stop the idle workers this driver's runs left (they also stop when it exits);
+    returns how many."""
+    idle = [actor for actors in _IDLE.values() for actor in actors]
+    _IDLE.clear()
+    if idle:
+        ray = import_ray()
+        for actor in idle:
+            ray.kill(actor, no_restart=True)
+    return len(idle)
 
 
 class ExecutorError(RuntimeError):
@@ -188,7 +213,8 @@ and any output travels (a value JSON cannot hold arrives as its text, as in the 
 
 def encode(batch: list[tuple[str, SampleResult]]) -> bytes:
     """A batch of finished samples as bytes (values JSON cannot hold become text)."""
-    return _BATCH.dump_json(batch, fallback=str)
+    # Fields at their defaults are left out: half the bytes, and less for the driver to parse.
+    return _BATCH.dump_json(batch, fallback=str, exclude_defaults=True)
 
 
 def decode(data: bytes) -> list[tuple[str, SampleResult]]:
@@ -199,7 +225,15 @@ def decode(data: bytes) -> list[tuple[str, SampleResult]]:
 class SampleWorker:
     """One Ray actor: loads the suite once, runs units, streams micro-batches of samples."""
 
-    def __init__(
+    def __init__(self) -> None:
+        import ray
+
+        from tui_eval.agents.providers.limits import use_limiters
+
+        use_limiters(shared_limiter_factory(ray))
+        self._batches: list[list[tuple[str, SampleResult]]] = []
+
+    def prepare(
         self,
         suite_path: str,
         suite_name: str,
@@ -207,6 +241,8 @@ class SampleWorker:
         provider: dict[str, Any] | None = None,
         cache: str = "off",
     ) -> None:
+        """Load the run's suite from its file, before each run: a worker serves one run
+        after another for its driver, and the suite may have been edited in between."""
         from tui_eval.agents.providers.settings import ProviderOptions
         from tui_eval.runner import Evaluation
         from tui_eval.suites import load_suites
@@ -219,11 +255,6 @@ class SampleWorker:
                 f"worker cannot load suite {suite_name!r} from {suite_path}: {problems}"
             )
         suite = suites[0]
-        import ray
-
-        from tui_eval.agents.providers.limits import use_limiters
-
-        use_limiters(shared_limiter_factory(ray))
         self.evaluation = Evaluation(
             suite.agent,
             suite.cases,
@@ -236,7 +267,6 @@ class SampleWorker:
             self.positions.setdefault(case.label, position)
         self.concurrency = max(1, concurrency)
         self._capacity: anyio.CapacityLimiter | None = None
-        self._batches: list[list[tuple[str, SampleResult]]] = []
 
     async def run(self, units: Sequence[Work]) -> AsyncIterator[bytes]:
         """Run `units` (at most `concurrency` at once across this worker's streams), yielding
@@ -412,18 +442,28 @@ class RayExecutor:
             return
         start_ray(self.address, Path(self.suite_path).parent, self.env)
 
-    def _new_actor(self, per_worker: int, evaluation: Evaluation) -> Any:
-        remote = self.ray.remote(SampleWorker).options(
-            max_concurrency=per_worker + 4,
-            num_cpus=0,
-            # The allow-list as it is now, even on a runtime started earlier.
-            runtime_env={"env_vars": allowed_environment(self.env)},
-        )
+    def _worker_options(self, per_worker: int, evaluation: Evaluation) -> tuple[Any, ...]:
         provider = (
             evaluation.provider.model_dump(exclude_unset=True) if evaluation.provider else None
         )
         cache = evaluation.cache.mode if evaluation.cache is not None else "off"
-        return remote.remote(self.suite_path, self.suite_name, per_worker, provider, cache)
+        return self.suite_path, self.suite_name, per_worker, provider, cache
+
+    def _new_actor(self) -> Any:
+        remote = self.ray.remote(SampleWorker).options(
+            max_concurrency=MAX_CALLS,
+            num_cpus=0,
+            # The allow-list as it is now, even on a runtime started earlier.
+            runtime_env={"env_vars": allowed_environment(self.env)},
+        )
+        return remote.remote()
+
+    def _pool_key(self) -> str:
+        """Which idle workers a run may take: same runtime, same job, same environment."""
+        context = self.ray.get_runtime_context()
+        env = sorted(allowed_environment(self.env).items())
+        seen = repr((context.get_node_id(), context.get_job_id(), env))
+        return hashlib.sha256(seen.encode()).hexdigest()
 
     async def execute(self, evaluation: Evaluation, units: Sequence[Unit]) -> None:
         """Run `units` on the workers, recording every sample on `evaluation` as it arrives."""
@@ -440,7 +480,15 @@ class RayExecutor:
         )
         labels = [case.label for case in evaluation.cases]
         positions = {label: position for position, label in enumerate(labels)}
-        self.actors = [self._new_actor(per_worker, evaluation) for _ in range(count)]
+        options = self._worker_options(per_worker, evaluation)
+        # Workers left by this driver's earlier runs load this run's suite; a new worker
+        # (a new process, about a second) is started only for the rest.
+        key = self._pool_key()
+        idle = _IDLE.pop(key, [])
+        self.actors = [idle.pop() if idle else self._new_actor() for _ in range(count)]
+        if idle:
+            _IDLE[key] = idle
+        prepared = [actor.prepare.remote(*options) for actor in self.actors]
 
         async def serve(slot: int) -> None:
             # Two streams per worker share its capacity, so it never idles between chunks.
@@ -449,6 +497,7 @@ class RayExecutor:
                 left = set(chunk)
                 actor = self.actors[slot]
                 try:
+                    await prepared[slot]
                     stream = actor.run.remote([(labels[i], s) for i, s in chunk])
                     async for ref in stream:
                         for label, sample in decode(await ref):
@@ -460,18 +509,24 @@ class RayExecutor:
                     queue.appendleft([u for u in chunk if u in left])
                     if self.actors[slot] is actor:  # the slot's other stream may have done it
                         self.restarts += 1
-                        self.actors[slot] = self._new_actor(per_worker, evaluation)
+                        self.actors[slot] = self._new_actor()
+                        prepared[slot] = self.actors[slot].prepare.remote(*options)
 
+        keep = False
         try:
             async with anyio.create_task_group() as group:
                 for slot in range(count):
                     group.start_soon(serve, slot)
                     group.start_soon(serve, slot)
+            keep = not evaluation.cancel_requested
         finally:
             with anyio.CancelScope(shield=True):
                 await self._keep_unsent(evaluation, positions)
-            for actor in self.actors:
-                ray.kill(actor, no_restart=True)
+            if keep:  # idle and healthy: the next run of this driver starts at once
+                _IDLE.setdefault(key, []).extend(self.actors)
+            else:  # a cancelled or failed run may leave work running on them
+                for actor in self.actors:
+                    ray.kill(actor, no_restart=True)
             self.actors = []
 
     async def _keep_unsent(self, evaluation: Evaluation, positions: dict[str, int]) -> None:
