@@ -461,8 +461,12 @@ class RayExecutor:
     def _pool_key(self) -> str:
         """Which idle workers a run may take: same runtime, same job, same environment."""
         context = self.ray.get_runtime_context()
+        try:  # this driver's node: a new local runtime is a new node
+            node = context.get_node_id()
+        except Exception:  # Ray Client (ray://) drivers have no node of their own
+            node = self.address or ""
         env = sorted(allowed_environment(self.env).items())
-        seen = repr((context.get_node_id(), context.get_job_id(), env))
+        seen = repr((node, context.get_job_id(), env))
         return hashlib.sha256(seen.encode()).hexdigest()
 
     async def execute(self, evaluation: Evaluation, units: Sequence[Unit]) -> None:
