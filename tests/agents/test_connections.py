@@ -81,7 +81,9 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused():
     server.close()
 
 
-def test_other_event_loops_keep_httpcore2s_own_sockets():
+def one_request_on(run_loop, text: str) -> tuple[int, bytes]:
+    """One request through a fresh pool, on the event loop `run_loop(main)` starts."""
+
     async def main() -> tuple[int, bytes]:
         pool = ConnectionPool(server.url)
         try:
@@ -90,23 +92,17 @@ def test_other_event_loops_keep_httpcore2s_own_sockets():
             await pool.aclose()
 
     with WireServer() as server:
-        server.reply(Reply(body=openai_text("from trio")))
-        status, body = anyio.run(main, backend="trio")
+        server.reply(Reply(body=openai_text(text)))
+        return run_loop(main)
+
+
+def test_other_event_loops_keep_httpcore2s_own_sockets():
+    status, body = one_request_on(lambda main: anyio.run(main, backend="trio"), "from trio")
     assert status == 200 and b"from trio" in body
 
 
 def test_uvloop_transports_work_too():
     """Ray's actors run on uvloop, whose transports are not asyncio.Transport subclasses."""
     uvloop = pytest.importorskip("uvloop")
-
-    async def main() -> tuple[int, bytes]:
-        pool = ConnectionPool(server.url)
-        try:
-            return await post(pool, server.url + "/v1/chat/completions")
-        finally:
-            await pool.aclose()
-
-    with WireServer() as server:
-        server.reply(Reply(body=openai_text("from uvloop")))
-        status, body = uvloop.run(main())
+    status, body = one_request_on(lambda main: uvloop.run(main()), "from uvloop")
     assert status == 200 and b"from uvloop" in body
