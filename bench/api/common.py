@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import time
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for driver_io
+import driver_io
+from driver_io import Timer as Timer
 
 
 def parse() -> argparse.Namespace:
@@ -17,27 +20,4 @@ def parse() -> argparse.Namespace:
 
 
 def emit(framework: str, wall: float, samples: int, passed: int, cpu: float) -> None:
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        json.dumps(
-            {
-                "framework": framework,
-                "wall": wall,
-                "samples": samples,
-                "passed": passed,
-                "cpu": cpu,
-                "rss_mb": rss_mb,
-            }
-        )
-    )
-
-
-class Timer:
-    def __enter__(self) -> Timer:
-        self.start = time.perf_counter()
-        self.cpu_start = time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.start
-        self.cpu = time.process_time() - self.cpu_start
+    driver_io.emit(framework=framework, wall=wall, samples=samples, passed=passed, cpu=cpu)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import resource
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for driver_io
+import driver_io
+from driver_io import Timer as Timer
 
 WORKLOADS = {
     # name: (cases, samples per case, agent latency in seconds, concurrency)
@@ -22,25 +24,6 @@ def parse() -> tuple[str, int, int, float, int]:
 
 def emit(framework: str, workload: str, wall: float, samples: int, passed: int) -> None:
     """One JSON line: what run_bench.py reads."""
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        json.dumps(
-            {
-                "framework": framework,
-                "workload": workload,
-                "wall": wall,
-                "samples": samples,
-                "passed": passed,
-                "rss_mb": rss_mb,
-            }
-        )
+    driver_io.emit(
+        framework=framework, workload=workload, wall=wall, samples=samples, passed=passed
     )
-
-
-class Timer:
-    def __enter__(self) -> Timer:
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.start

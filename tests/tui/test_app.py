@@ -24,6 +24,14 @@ async def wait_until_done(pilot, screen: RunScreen, timeout: float = 20) -> None
     await pilot.pause(0.15)  # one more frame
 
 
+async def run_and_save_baseline(pilot, app) -> None:
+    """Run the suite under the cursor, then `s` on its Run screen."""
+    await pilot.press("enter")
+    await wait_until_done(pilot, app.screen)
+    await pilot.press("s")
+    await pilot.pause()
+
+
 def table_rows(screen: RunScreen) -> dict[str, str]:
     """Case name → status cell, in table order."""
     return {cells[1].plain: cells[0].plain for cells in screen.query_one(CaseTable).rows()}
@@ -102,9 +110,7 @@ def echo_suite(path, wrong: str = "") -> Suite:
 async def test_save_baseline_then_compare_shows_regression(tmp_path):
     app = make_app(suites=[echo_suite(tmp_path)], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("s")
+        await run_and_save_baseline(pilot, app)
         assert (tmp_path / "__baselines__" / "echo.json").exists()
     changed = make_app(suites=[echo_suite(tmp_path, wrong="q2")], history=RunHistory(tmp_path))
     async with changed.run_test(size=(120, 40)) as pilot:
@@ -445,10 +451,7 @@ async def test_s_never_replaces_a_corrupt_baseline(tmp_path):
     baseline.write_text("{ corrupt")
     app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("s")
-        await pilot.pause()
+        await run_and_save_baseline(pilot, app)
         assert any("corrupt" in n.message for n in app._notifications)
     assert baseline.read_text() == "{ corrupt"
 

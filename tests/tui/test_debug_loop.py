@@ -12,7 +12,7 @@ from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
 
-from .test_app import wait_until_done
+from .test_app import run_and_save_baseline, wait_until_done
 
 pytestmark = pytest.mark.anyio
 
@@ -89,10 +89,7 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
 
     app = make_app(suites=[kitchen(tmp_path, wrong=("b", "d"))], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("s")  # a full run with no baseline yet: saved at once
-        await pilot.pause()
+        await run_and_save_baseline(pilot, app)  # a full run, no baseline yet: saved at once
         assert baseline_cases(tmp_path) == dict(a=True, b=False, c=True, d=False, e=True)
         mode = stat.S_IMODE(os.stat(tmp_path / "__baselines__" / "kitchen.json").st_mode)
         assert mode == 0o644  # a file people commit, not a private one
@@ -460,10 +457,7 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
     suite.path = tmp_path / "coin_suite.py"
     app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("s")
-        await pilot.pause()
+        await run_and_save_baseline(pilot, app)
         rate["p"] = 0.3
         await pilot.press("q", "r")
         await wait_until_done(pilot, app.screen)
