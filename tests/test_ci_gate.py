@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.cli_in_process import Completed
+from tests.cli_in_process import cli as run_cli
 from tui_eval import Case, Report, contains
 from tui_eval.report import CaseResult, SampleResult
 
@@ -41,30 +40,8 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def cli(*args: str, cwd: Path, **env: str) -> Result:
-    """The CLI as a user runs it, but in this process (a subprocess per call made these
-    tests cost more in interpreter start-ups than in what they test)."""
-    from tui_eval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd = dict(os.environ), Path.cwd()
-    os.environ.update(env)
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-    return Result(code, out.getvalue(), err.getvalue())
+def cli(*args: str, cwd: Path, **env: str) -> Completed:
+    return run_cli(*args, cwd=cwd, env=env)
 
 
 def test_a_multi_suite_report_is_compared_by_suite_and_case(tmp_path):

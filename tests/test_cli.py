@@ -1,4 +1,5 @@
-"""The headless CLI, run as a user runs it: in a subprocess, with its exit codes."""
+"""The headless CLI, run as a user runs it, with its exit codes (in this process, except
+where a test is about the process: kill, Ctrl-C, start-up)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.cli_in_process import cli
 from tui_eval import Report
 
 SUITE = """
@@ -39,19 +41,6 @@ def make_suite(folder: Path, cases: int = 3) -> Path:
     path = folder / "demo_suite.py"
     path.write_text(SUITE.replace("N)", f"{cases})"))
     return path
-
-
-def cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui_eval.cli", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_good_suite_runs_beside_broken_ones(tmp_path):
