@@ -315,6 +315,14 @@ class Report:
         return sum(s.cost or 0.0 for case in self.cases for s in case.samples)
 
     @property
+    def unpriced_samples(self) -> int:
+        """In a priced report, the samples that called a model yet have no cost (a model
+        with no known price): the total leaves them out."""
+        if not self.priced:
+            return 0
+        return sum(1 for s in self.samples if s.cost is None and s.usage.requests)
+
+    @property
     def avg_latency_ms(self) -> float:
         """The mean sample latency."""
         samples = self.samples
@@ -340,6 +348,9 @@ class Report:
         cost = self.cost
         if cost is not None:
             parts.append(f"${cost:.4f}")
+            unpriced = self.unpriced_samples
+            if unpriced:
+                parts.append(f"{unpriced:,} sample{'s' if unpriced != 1 else ''} unpriced")
         if n:
             low, high = self.pass_rate_ci
             parts.append(f"95% CI {low:.0%}–{high:.0%}".replace("%–", "–"))

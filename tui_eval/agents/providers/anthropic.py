@@ -9,6 +9,7 @@ from typing import Any
 from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
 from tui_eval.agents.providers.base import ModelSpecError, ToolDef
 from tui_eval.agents.providers.http import HTTPProvider, malformed
+from tui_eval.agents.providers.metering import response_tokens
 from tui_eval.agents.providers.openai import schema_instructions
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -122,11 +123,11 @@ def from_wire(body: dict[str, Any]) -> Completion:
         for b in blocks
         if isinstance(b, dict) and b.get("type") == "tool_use"
     ]
-    usage = body.get("usage") or {}
+    tokens = response_tokens(body)  # a server's numbers, checked; cache reads and writes in
     return Completion(
         content="".join(texts) if texts else None,
         tool_calls=calls,
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0), 1),
+        usage=Usage(tokens.input, tokens.output, 1),
         stop_reason=str(body.get("stop_reason") or ""),
         id=str(body.get("id") or ""),
         model=str(body.get("model") or ""),

@@ -3,8 +3,10 @@ time-budgeted retries, the response cache, prices and secret redaction."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import random
+import socket
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,7 +25,14 @@ from tui_eval.agents.providers.connections import (
     header_map,
 )
 from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint, limiter_for, retry_after
-from tui_eval.agents.providers.metering import SampleMeter, price_of, sample_meter
+from tui_eval.agents.providers.metering import (
+    ResponseTokens,
+    SampleMeter,
+    price_of,
+    response_tokens,
+    sample_meter,
+    stated_cost,
+)
 from tui_eval.agents.providers.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
@@ -104,7 +113,6 @@ class HTTPProvider:
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
         self._pools: dict[tuple[int, str], ConnectionPool] = {}
-        self._local = is_local(self.options.base_url or "")
         self._resolved: tuple[ProviderOptions | None, ProviderOptions, Headers] | None = None
 
     def __repr__(self) -> str:
@@ -128,7 +136,6 @@ class HTTPProvider:
     def configure(self, options: ProviderOptions) -> None:
         """Apply `options` over this provider's own (a spec's `?rpm=...`, say)."""
         self.options = self.options.over(options)
-        self._local = is_local(self.options.base_url or "")
         self._resolved = None
 
     # -- what subclasses provide ---------------------------------------------------------
@@ -216,6 +223,8 @@ class HTTPProvider:
             if stored is not None:
                 meter.requests += 1
                 meter.cached += 1
+                if self._list_price(stored, response_tokens(stored)) is not None:
+                    meter.priced = True  # a known model, at no cost this time
                 return stored, 0
         tokens = len(body) // 4 + int(payload.get("max_tokens") or 0)
         started = time.monotonic()
@@ -240,12 +249,15 @@ class HTTPProvider:
                 headers = header_map(raw_headers)
                 if status < 400:
                     parsed = self._parse(data)
-                    used = _usage(parsed)
+                    used = response_tokens(parsed)
                     limiter.on_response(
-                        status, headers, tokens_reserved=tokens, tokens_used=sum(used)
+                        status,
+                        headers,
+                        tokens_reserved=tokens,
+                        tokens_used=used.input + used.output,
                     )
                     if meter is not None:
-                        self._meter(meter, parsed, used)
+                        self._meter(meter, parsed, used, headers)
                     if cache is not None:
                         cache.put(cache_key, parsed)
                     return parsed, retries
@@ -286,17 +298,30 @@ class HTTPProvider:
             notify_retry(retries, delay)
             await anyio.sleep(delay)
 
-    def _meter(self, meter: SampleMeter, parsed: dict[str, Any], used: tuple[int, int]) -> None:
+    def _meter(
+        self,
+        meter: SampleMeter,
+        parsed: dict[str, Any],
+        used: ResponseTokens,
+        headers: dict[str, str],
+    ) -> None:
+        # Priced by the model, wherever it is served; a proxy's own bill comes first.
         meter.requests += 1
-        if self._local:
-            return  # a model served from this machine has no list price
-        model = parsed.get("model")
-        cost = price_of(
-            self.provider_name, model if isinstance(model, str) and model else self.model, *used
-        )
+        cost = stated_cost(headers)
+        if cost is None:
+            cost = self._list_price(parsed, used)
         if cost is not None:
             meter.cost += cost
             meter.priced = True
+
+    def _list_price(self, parsed: dict[str, Any], used: ResponseTokens) -> float | None:
+        """The built-in price of a response, by the model it names (else the one asked for)."""
+        model = parsed.get("model")
+        named = model if isinstance(model, str) and model else self.model
+        cost = price_of(self.provider_name, named, used)
+        if cost is None and named != self.model:
+            cost = price_of(self.provider_name, self.model, used)
+        return cost
 
     def _parse(self, body: bytes) -> dict[str, Any]:
         try:
@@ -325,26 +350,40 @@ class HTTPProvider:
 
 
 def is_local(base_url: str) -> bool:
-    """Whether `base_url` is this machine (Ollama, vLLM, llama.cpp...): its responses are
-    not priced by the built-in table, which is for the providers' own APIs."""
-    host = (urlsplit(base_url).hostname or "").lower()
-    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
+    """Whether `base_url` names this machine, however the host is written.
+
+    `localhost` (with or without the root dot), any loopback address in any form an OS
+    accepts (`127.1`, `2130706433`, `0177.0.0.1`, `0x7f.0.0.1`, `[::1]`,
+    `[::ffff:127.0.0.1]`) and `0.0.0.0`. Prices never depend on it (the model decides);
+    it tells a model served here (Ollama, vLLM...) from a remote API in messages.
+    """
+    try:
+        host = (urlsplit(base_url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    address = _ip_address(host)
+    if address is None:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback or address.is_unspecified
 
 
-def _usage(body: dict[str, Any]) -> tuple[int, int]:
-    """(input, output) tokens a response reports (OpenAI's or Anthropic's usage block)."""
-    usage = body.get("usage")
-    if not isinstance(usage, dict):
-        return 0, 0
-
-    def count(*names: str) -> int:
-        for name in names:
-            value = usage.get(name)
-            if isinstance(value, int):
-                return value
-        return 0
-
-    return count("prompt_tokens", "input_tokens"), count("completion_tokens", "output_tokens")
+def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """`host` as an IP address, reading the IPv4 forms `inet_aton` reads (octal, hex,
+    fewer than four parts, one 32-bit number) as the OS would."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if not host or not all(c in "0123456789abcdefx." for c in host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except (OSError, ValueError):
+        return None
 
 
 def malformed(provider: str, detail: str) -> ProviderError:

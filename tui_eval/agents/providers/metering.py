@@ -2,14 +2,29 @@
 
 The runner opens a `SampleMeter` for every sample (a context variable, so the agent's
 requests and its judges' land in the same one); HTTP providers add each response to it.
+
+Usage numbers come from a server and are not trusted: a count that is not a whole,
+finite, non-negative number of plausible size (`-5`, `NaN`, `"lots"`, `1e30`) counts as
+0, so it can neither crash a sample that answered nor lower (or explode) the spend.
+Prices follow the vendor's bill through genai-prices: cached prompt tokens at the cached
+price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+
+MAX_TOKENS = 100_000_000
+"""More tokens than any model reads or writes in one response: a larger count is a lie."""
+MAX_RESPONSE_COST = 1_000.0
+"""Dollars; a proxy's cost header above this (or negative, or not a number) is ignored."""
+COST_HEADERS = ("x-litellm-response-cost",)
+"""Headers in which a proxy states what it billed for the response."""
 
 
 @dataclass(slots=True)
@@ -39,30 +54,117 @@ class SampleMeter:
 sample_meter: ContextVar[SampleMeter | None] = ContextVar("tui_eval_sample_meter", default=None)
 
 
-def price_of(provider: str, model: str, input_tokens: int, output_tokens: int) -> float | None:
-    """Dollars for one response by the built-in price table (genai-prices), None if unknown."""
-    unit = _unit_prices(provider, model)
-    if unit is None:
+@dataclass(frozen=True, slots=True)
+class ResponseTokens:
+    """The tokens one response reports, checked.
+
+    Attributes:
+        input: every prompt token the model read (cached ones included).
+        output: tokens it wrote.
+        cache_read: prompt tokens served from the provider's prompt cache (part of `input`).
+        cache_write: prompt tokens written to it (part of `input`).
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+def token_count(value: object) -> int:
+    """`value` as a token count: a whole, finite number in [0, MAX_TOKENS], else 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return 0
+    count = int(value)
+    return count if 0 <= count <= MAX_TOKENS else 0
+
+
+def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
+    """The checked token counts of a chat-completions or messages-API response.
+
+    OpenAI's `prompt_tokens` include the cached ones (`prompt_tokens_details.cached_tokens`);
+    Anthropic's `input_tokens` exclude its cache reads and writes, which are added here.
+    """
+    usage = body.get("usage")
+    if not isinstance(usage, Mapping):
+        return ResponseTokens()
+    if "prompt_tokens" in usage or "completion_tokens" in usage:
+        prompt = token_count(usage.get("prompt_tokens"))
+        details = usage.get("prompt_tokens_details")
+        cached = token_count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+        return ResponseTokens(
+            prompt, token_count(usage.get("completion_tokens")), min(cached, prompt), 0
+        )
+    read = token_count(usage.get("cache_read_input_tokens"))
+    write = token_count(usage.get("cache_creation_input_tokens"))
+    return ResponseTokens(
+        min(MAX_TOKENS, token_count(usage.get("input_tokens")) + read + write),
+        token_count(usage.get("output_tokens")),
+        read,
+        write,
+    )
+
+
+def stated_cost(headers: Mapping[str, str]) -> float | None:
+    """The cost a proxy states for a response (LiteLLM's header), if it is a plausible one."""
+    for name in COST_HEADERS:
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            cost = float(raw)
+        except ValueError:
+            continue
+        if math.isfinite(cost) and 0 <= cost <= MAX_RESPONSE_COST:
+            return cost
+    return None
+
+
+def price_of(provider: str, model: str, tokens: ResponseTokens) -> float | None:
+    """Dollars for one response by the built-in price table (genai-prices), None if unknown.
+
+    The model decides, not the host: `gpt-4o-mini` behind a proxy on localhost is priced.
+    A provider prefix (`openai/gpt-4o-mini`, as proxies write it) is understood.
+    """
+    ref = _price_ref(provider, model)
+    if ref is None:
         return None
-    per_input, per_output = unit
-    return input_tokens * per_input + output_tokens * per_output
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(
+        input_tokens=tokens.input,
+        output_tokens=tokens.output,
+        cache_read_tokens=tokens.cache_read or None,
+        cache_write_tokens=tokens.cache_write or None,
+    )
+    try:
+        price = calc_price(usage, ref[1], provider_id=ref[0])
+    except (LookupError, ValueError):
+        return None
+    cost = float(price.total_price)
+    return cost if math.isfinite(cost) and cost >= 0 else None
 
 
 @functools.lru_cache(maxsize=256)
-def _unit_prices(provider: str, model: str) -> tuple[float, float] | None:
-    """(dollars per input token, per output token), looked up once per model."""
+def _price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
+    """(provider id, model ref) under which genai-prices knows `model`, looked up once."""
     try:
         from genai_prices import Usage, calc_price
     except ImportError:  # pragma: no cover - a declared dependency
         return None
-    million = 1_000_000
-    try:
-        inputs: Any = calc_price(
-            Usage(input_tokens=million, output_tokens=0), model, provider_id=provider
-        )
-        outputs: Any = calc_price(
-            Usage(input_tokens=0, output_tokens=million), model, provider_id=provider
-        )
-    except (LookupError, ValueError):
+    if not model:
         return None
-    return float(inputs.total_price) / million, float(outputs.total_price) / million
+    prefix, _, bare = model.rpartition("/")
+    candidates: list[tuple[str | None, str]] = [(provider, model)]
+    if prefix:
+        candidates += [(prefix.split("/")[-1], bare), (provider, bare), (None, bare)]
+    candidates.append((None, model))
+    for provider_id, ref in candidates:
+        try:
+            calc_price(Usage(input_tokens=1), ref, provider_id=provider_id)
+        except (LookupError, ValueError):
+            continue
+        return provider_id, ref
+    return None

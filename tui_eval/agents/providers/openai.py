@@ -9,6 +9,7 @@ from typing import Any
 from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
 from tui_eval.agents.providers.base import ModelSpecError, ProviderError, ToolDef
 from tui_eval.agents.providers.http import HTTPProvider, malformed
+from tui_eval.agents.providers.metering import response_tokens
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 SETTINGS = (
@@ -176,13 +177,11 @@ def from_wire(body: dict[str, Any]) -> Completion:
         if not isinstance(parsed, dict):
             parsed = {"_unparsed_arguments": arguments}
         calls.append(ToolCall(str(function.get("name", "")), parsed, str(raw.get("id") or "")))
-    usage = body.get("usage") or {}
+    tokens = response_tokens(body)  # a server's numbers, checked
     return Completion(
         content=message.get("content"),
         tool_calls=calls,
-        usage=Usage(
-            int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), 1
-        ),
+        usage=Usage(tokens.input, tokens.output, 1),
         stop_reason=str(choice.get("finish_reason") or ""),
         id=str(body.get("id") or ""),
         model=str(body.get("model") or ""),
