@@ -27,6 +27,7 @@ from tui_eval.agents.providers.metering import SampleMeter, sample_meter
 from tui_eval.agents.providers.settings import ProviderOptions, run_provider_options
 from tui_eval.agents.run_spec import RunSpec
 from tui_eval.agents.sources import make_runner
+from tui_eval.budget import CostBudget
 from tui_eval.cancellation import cancelled_from_outside
 from tui_eval.case_plan import CasePlan
 from tui_eval.cases import Case
@@ -102,8 +103,9 @@ class Evaluation:
             agents built fresh for every sample; `evaluate()` keeps them serial).
         provider: options every HTTP provider of the run applies over its own (rate
             limits, timeouts, retry budget, headers, base URL).
-        max_cost: dollars; no new sample starts once the spent cost plus an estimate for
-            the samples in flight reaches it, and the report says the run stopped on budget.
+        max_cost: dollars (or a `CostBudget` shared between runs): a sample starts only
+            while the spend, the estimates of the samples in flight and its own fit in it
+            (see `tui_eval.budget`); the report then says the run stopped on budget.
         cache: replay stored model responses (`True`/`"on"`, or `"read-only"`), keyed by
             the request and the sample index; see `tui_eval.agents.providers.cache`.
         executor: where samples run; None is this process (the default, and the fastest
@@ -126,7 +128,7 @@ class Evaluation:
         metadata: dict[str, Any] | None = None,
         parallel_samples: bool = False,
         provider: ProviderOptions | None = None,
-        max_cost: float | None = None,
+        max_cost: float | CostBudget | None = None,
         cache: bool | CacheMode | ResponseCache = False,
         executor: Executor | None = None,
     ) -> None:
@@ -138,7 +140,8 @@ class Evaluation:
         self.parallel_samples = parallel_samples
         self.price = price
         self.provider = provider
-        self.max_cost = max_cost
+        self.budget = CostBudget.of(max_cost)
+        self.max_cost = None if self.budget is None else self.budget.max_cost
         self.cache = _response_cache(cache)
         self.executor = executor
         if executor is not None and fail_fast:
@@ -147,8 +150,6 @@ class Evaluation:
         self._left: list[int] = []
         self._spent = 0.0
         self._priced_samples = 0
-        self._in_flight = 0
-        self._stopped: str | None = None
         self.name = name or "eval"
         self.metadata = dict(metadata or {})
         self._emit = on_event
@@ -174,6 +175,10 @@ class Evaluation:
             )
             for case in self.cases
         ]
+        if self.budget is not None:  # a resumed run's samples were spent, and say what one costs
+            for result in self._results:
+                for done_sample in result.samples:
+                    self.budget.observe(done_sample)
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self._cancelled = False
@@ -198,6 +203,12 @@ class Evaluation:
         self._cancel_requested = True
         if self._scope is not None:
             self._scope.cancel()
+
+    @property
+    def _stopped(self) -> str | None:
+        """Why the run stopped on its own: its budget was spent (with the final spend)."""
+        budget = self.budget
+        return budget.reason() if budget is not None and budget.stopped else None
 
     @property
     def total_samples(self) -> int:
@@ -260,20 +271,11 @@ class Evaluation:
                 spent = self._spent if self._priced_samples else None
                 emit(RunStatus(used, spent, self.max_cost))
 
-    def _over_budget(self) -> bool:
-        """Whether a new sample must not start: spent plus the samples in flight (at the
-        mean cost so far) reaches `max_cost`. Sets the report's `stopped` reason."""
-        if self.max_cost is None:
-            return False
-        mean = self._spent / self._priced_samples if self._priced_samples else 0.0
-        if self._spent + self._in_flight * mean < self.max_cost:
-            return False
-        if self._stopped is None:
-            self._stopped = (
-                f"max_cost ${self.max_cost:g} reached: ${self._spent:.4f} spent, "
-                "no new sample started"
-            )
-        return True
+    async def _may_start(self, index: int, sample_index: int) -> bool:
+        """Reserve the budget for a sample before it starts (False: the budget is spent)."""
+        if self.budget is None:
+            return True
+        return await self.budget.reserve((id(self), index, sample_index), self.cases[index].label)
 
     async def _run_all(self) -> None:
         try:
@@ -315,6 +317,8 @@ class Evaluation:
 
     def _finish(self, *, cancelled: bool) -> Report:
         self._duration = time.perf_counter() - self._t0
+        if self.budget is not None:
+            self.budget.release(id(self))  # samples cancelled mid-run reserve nothing more
         self._cancelled = cancelled
         self.finished = True
         report = self.report
@@ -363,7 +367,7 @@ class Evaluation:
         async def worker() -> None:
             pacer = self._new_pacer()
             for index, sample_index in pending:
-                if self._over_budget():
+                if not await self._may_start(index, sample_index):
                     return
                 started = time.perf_counter()
                 plan = self._plan_of(index)
@@ -406,6 +410,8 @@ class Evaluation:
             return False
         self._accepted.add(key)
         self._record_unit(index, sample)
+        if self.budget is not None and self.budget.exhausted():
+            self.cancel()  # samples run elsewhere reserve nothing: stop at the budget
         return True
 
     @contextlib.contextmanager
@@ -448,6 +454,8 @@ class Evaluation:
         if sample.cost is not None:
             self._spent += sample.cost
             self._priced_samples += 1
+        if self.budget is not None:
+            self.budget.settle((id(self), index, sample.index), sample)
         if self._emit is not None:
             self._emit(SampleFinished(index, sample))
 
@@ -455,7 +463,7 @@ class Evaluation:
         plan = self._plan_of(index)
         result = self._results[index]
         for sample_index in range(len(result.samples), plan.case.samples):
-            if self._over_budget():
+            if not await self._may_start(index, sample_index):
                 return
             started = time.perf_counter()
             self._record(index, await self._run_sample(index, sample_index, plan, pacer))
@@ -481,7 +489,6 @@ class Evaluation:
         sample = SampleResult(case.label, sample_index, "passed")
         meter = SampleMeter(sample_index)
         meter_token = sample_meter.set(meter)
-        self._in_flight += 1
         try:
             if case.timeout is None:
                 await self._attempt(index, plan, sample, pacer)
@@ -499,7 +506,6 @@ class Evaluation:
                     self._settle_usage(sample)
         finally:
             pacer.current = None
-            self._in_flight -= 1
             sample_meter.reset(meter_token)
         sample.cached = meter.all_cached
         if self.price is None and meter.priced:
@@ -577,7 +583,7 @@ async def evaluate(
     name: str | None = None,
     on_event: EventHandler | None = None,
     provider: ProviderOptions | None = None,
-    max_cost: float | None = None,
+    max_cost: float | CostBudget | None = None,
     cache: bool | CacheMode | ResponseCache = False,
     executor: Executor | None = None,
 ) -> Report:
@@ -599,7 +605,8 @@ async def evaluate(
         name: the report's name.
         on_event: called with every `Event` (run/sample/case started, changed, finished).
         provider: `ProviderOptions` for every HTTP provider of the run (`rpm`, `timeout`...).
-        max_cost: stop starting samples once this many dollars are spent (or in flight).
+        max_cost: dollars: a sample starts only while it fits, by its estimate, in what is
+            left (see `tui_eval.budget` for the bound); a `CostBudget` may be shared.
         cache: `True`/`"on"` or `"read-only"`: replay stored model responses.
         executor: where samples run (None: this process); `RayExecutor(suite_file, name)`
             runs them on Ray, for cases loaded from that suite file.

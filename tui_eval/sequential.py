@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tui_eval.budget import CostBudget
 from tui_eval.cases import Case
 from tui_eval.diff import CaseChange, Diff
 from tui_eval.events import EventHandler
@@ -208,13 +209,15 @@ async def decide(
     by_name = {case.name: case for case in baseline.cases}
     compared = [c for c in chosen if c.label in by_name]
     per_case = alpha / max(1, len(compared))
-    current = await evaluate(agent, chosen, concurrency=concurrency, price=price, on_event=on_event)
+    budget = CostBudget.of(max_cost)  # one budget for every round
+    current = await evaluate(
+        agent, chosen, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
+    )
     results = {case.name: case for case in current.cases}
-    spent = current.cost or 0.0
 
     def verdict(case: Case, *, exhausted: bool) -> Verdict:
         old = by_name[case.label]
-        samples = [s.passed for s in results[case.label].samples]
+        samples = _passes(results, case.label)
         return judge_against_baseline(
             old.samples_passed,
             len(old.samples),
@@ -224,7 +227,7 @@ async def decide(
             exhausted=exhausted,
         )
 
-    while max_cost is None or spent < max_cost:
+    while budget is None or not budget.stopped:
         # Only a plain "undecided" case can still move: "baseline too small" never will.
         pending = [
             case
@@ -235,8 +238,9 @@ async def decide(
         if not pending:
             break
         more = _next_round(pending, results, max_samples)
-        extra = await evaluate(agent, more, concurrency=concurrency, price=price, on_event=on_event)
-        spent += extra.cost or 0.0
+        extra = await evaluate(
+            agent, more, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
+        )
         for result in extra.cases:
             _append(results[result.name], result)
     return _labelled_diff(
@@ -268,23 +272,25 @@ async def compare_agents(
     """
     chosen = list(cases)
     per_case = alpha / max(1, len(chosen))
-    report_a = await evaluate(agent_a, chosen, concurrency=concurrency, price=price)
+    budget = CostBudget.of(max_cost)  # both sides, every round
+    report_a = await evaluate(
+        agent_a, chosen, concurrency=concurrency, price=price, max_cost=budget
+    )
     report_b = await evaluate(
-        agent_b, chosen, concurrency=concurrency, price=price, on_event=on_event
+        agent_b, chosen, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
     )
     side_a = {case.name: case for case in report_a.cases}
     side_b = {case.name: case for case in report_b.cases}
-    spent = (report_a.cost or 0.0) + (report_b.cost or 0.0)
 
     def verdict(case: Case) -> Verdict:
         return judge_pairs(
-            [s.passed for s in side_a[case.label].samples],
-            [s.passed for s in side_b[case.label].samples],
+            _passes(side_a, case.label),
+            _passes(side_b, case.label),
             alpha=per_case,
             margin=margin,
         )
 
-    while max_cost is None or spent < max_cost:
+    while budget is None or not budget.stopped:
         pending = [
             case
             for case in chosen
@@ -293,11 +299,12 @@ async def compare_agents(
         if not pending:
             break
         more = _next_round(pending, side_b, max_samples)
-        extra_a = await evaluate(agent_a, more, concurrency=concurrency, price=price)
-        extra_b = await evaluate(
-            agent_b, more, concurrency=concurrency, price=price, on_event=on_event
+        extra_a = await evaluate(
+            agent_a, more, concurrency=concurrency, price=price, max_cost=budget
         )
-        spent += (extra_a.cost or 0.0) + (extra_b.cost or 0.0)
+        extra_b = await evaluate(
+            agent_b, more, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
+        )
         for result in extra_a.cases:
             _append(side_a[result.name], result)
         for result in extra_b.cases:
@@ -319,6 +326,12 @@ def _next_round(
         replace(case, samples=min(BATCH, max_samples - len(results[case.label].samples)))
         for case in pending
     ]
+
+
+def _passes(results: dict[str, CaseResult], name: str) -> list[bool]:
+    """Whether each sample of case `name` passed (none: the budget stopped it from starting)."""
+    result = results.get(name)
+    return [s.passed for s in result.samples] if result is not None else []
 
 
 def _append(target: CaseResult, extra: CaseResult) -> None:
