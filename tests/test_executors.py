@@ -9,7 +9,6 @@ import signal
 import sys
 import textwrap
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -344,7 +343,6 @@ def test_the_limiter_is_shared_by_every_worker(tmp_path, ray_runtime):
             concurrency=8,
             executor=executor_for("ray", suite),
         )
-        started = time.perf_counter()
         report = run(evaluation)
         stats = api.stats.as_dict()
     assert report.passed, report.header()
@@ -353,7 +351,6 @@ def test_the_limiter_is_shared_by_every_worker(tmp_path, ray_runtime):
     # One limiter for both workers: only requests sent before any response said the
     # limit are rejected; two limiters would each pace at 10 req/s and collide all run.
     assert stats["limited"] <= 16, stats
-    assert time.perf_counter() - started < 30
 
 
 @pytest.mark.ray

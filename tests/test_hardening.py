@@ -75,13 +75,31 @@ async def test_a_check_raising_cancelled_fails_only_that_check():
 
 
 async def test_a_real_cancellation_from_outside_still_cancels():
+    started, cancelled = anyio.Event(), anyio.Event()
+
     async def slow(question: str) -> str:
-        await anyio.sleep(10)
+        started.set()
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
         return "ok"
 
-    with anyio.move_on_after(0.2):
-        await evaluate(slow, [Case("q", checks=[contains("ok")])])
-    # Reaching this line within the deadline is the assertion.
+    finished = False
+    with anyio.fail_after(60):  # a hang guard, not a timing assertion
+        with anyio.CancelScope() as outside:
+
+            async def cancel_once_started() -> None:
+                await started.wait()
+                outside.cancel()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(cancel_once_started)
+                await evaluate(slow, [Case("q", checks=[contains("ok")])])
+                finished = True
+    # The cancellation reached the agent and ended evaluate() instead of becoming a sample.
+    assert outside.cancelled_caught and cancelled.is_set() and not finished
 
 
 # -- timeouts that bound everything --------------------------------------------------------
@@ -90,11 +108,10 @@ async def test_case_timeout_bounds_a_judge_that_never_answers():
         async def complete(self, messages, tools, *, output_schema=None, settings=None):
             await anyio.sleep(3600)
 
-    started = time.monotonic()
-    report = await evaluate(
-        _echo, [Case("q", checks=[llm_judge("rubric", model=Hanging())], timeout=0.3)]
-    )
-    assert time.monotonic() - started < 3
+    with anyio.fail_after(60):  # a hang guard: the case's own timeout must end it
+        report = await evaluate(
+            _echo, [Case("q", checks=[llm_judge("rubric", model=Hanging())], timeout=0.3)]
+        )
     sample = report.cases[0].samples[0]
     assert sample.status == "timeout" and "checks" in sample.error
     assert sample.output == "q"  # the agent's answer is kept
@@ -125,12 +142,10 @@ async def test_sync_agents_run_in_a_thread_and_time_out():
 
     async with anyio.create_task_group() as group:
         group.start_soon(ticker)
-        started = time.monotonic()
         report = await evaluate(slow_sync, [Case("q", checks=[contains("ok")], timeout=0.2)])
-        elapsed = time.monotonic() - started
         group.cancel_scope.cancel()
+    # Reported as a timeout although the thread ran on (a thread cannot be interrupted).
     assert report.cases[0].samples[0].status == "timeout"
-    assert elapsed < 0.45
     assert ticks >= 5  # the loop kept turning while the agent worked
 
 

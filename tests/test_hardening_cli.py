@@ -6,8 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 from tests.test_cli import cli
 from tui_eval import Report
@@ -91,9 +94,14 @@ import anyio
 
 LOG = Path(__file__).with_name("calls.log")
 DELAY = float(os.environ.get("AGENT_DELAY", "0"))
+GATE = os.environ.get("AGENT_GATE")  # a file: when set, calls wait until it exists
 
 async def agent(question: str) -> str:
     await anyio.sleep(DELAY)
+    if GATE:
+        LOG.with_name("entered.log").touch()  # a call has started: the run holds its lock
+    while GATE and not Path(GATE).exists():
+        await anyio.sleep(0.01)
     with LOG.open("a") as handle:
         handle.write(question + "\\n")
     return "answer to " + question
@@ -186,18 +194,23 @@ def test_two_resumes_at_once_the_second_refuses(tmp_path):
     wait_for_calls(folder, 3)
     proc.kill()
     proc.wait()
+    gate = tmp_path / "gate"
     first = subprocess.Popen(
         [sys.executable, "-m", "tui_eval.cli", "resume"],
         cwd=tmp_path,
-        # Slow enough that the second resume starts (a whole interpreter) while this one
-        # still runs, even on a loaded machine; at 0.1 s it sometimes found nothing to do.
-        env={**os.environ, "AGENT_DELAY": "0.3"},
+        # The first resume's agent calls wait at the gate, so it is certainly still running
+        # (and holding its lock) when the second starts, however loaded the machine is.
+        env={**os.environ, "AGENT_DELAY": "0", "AGENT_GATE": str(gate)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    wait_for_calls(folder, len(calls(folder)) + 2)
+    lock_taken = tmp_path / "suites" / "entered.log"
+    deadline = time.monotonic() + 60
+    while not lock_taken.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     second = cli("resume", cwd=tmp_path)
+    gate.touch()
     _out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     assert second.returncode == 2 and "another tui-eval process" in second.stderr
@@ -402,6 +415,7 @@ def test_a_suite_name_never_writes_a_baseline_outside_its_folder(tmp_path):
         assert target.suffix == ".json"
 
 
+@pytest.mark.slow  # kills real processes at random points: .ci/run runs it
 def test_kill_trials_lose_and_duplicate_nothing():
     """bench/kill_trials.py with two trials (the note has the figure for twenty)."""
     script = Path(__file__).parents[1] / "bench" / "kill_trials.py"

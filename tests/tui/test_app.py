@@ -233,6 +233,7 @@ async def test_case_screen_reruns_with_more_samples(tmp_path):
         assert "rerun: 5/10 = 50% (95% CI 24%–76%)" in line and "before: 1/2 = 50%" in line
 
 
+@pytest.mark.slow  # 10,000 samples: .ci/run runs it (pytest -m slow)
 async def test_every_keypress_is_handled_while_streaming(tmp_path):
     from textual import events
 

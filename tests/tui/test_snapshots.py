@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import anyio
@@ -12,13 +13,26 @@ from tests.tui.scenes import SCENES, build_scene
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="session")
+def pristine_suites(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled suites as they are in git: what a user did in `suites/` (saved
+    baselines, labels, logs) never reaches a snapshot."""
+    folder = tmp_path_factory.mktemp("repo") / "suites"
+    shutil.copytree(
+        REPO / "suites",
+        folder,
+        ignore=shutil.ignore_patterns("__baselines__", "__labels__", "__pycache__", "*.log"),
+    )
+    return folder
+
+
 @pytest.mark.parametrize("scene", SCENES)
-def test_screen_snapshot(scene, snap_compare, tmp_path):
-    app, setup, keys = anyio.run(build_scene, scene, REPO / "suites", tmp_path)
+def test_screen_snapshot(scene, snap_compare, tmp_path, pristine_suites):
+    app, setup, keys = anyio.run(build_scene, scene, pristine_suites, tmp_path)
     assert snap_compare(app, press=keys, terminal_size=(120, 40), run_before=setup)
 
 
 @pytest.mark.parametrize("scene", ["suites", "run_done", "diff", "history", "sample_judge"])
-def test_screen_snapshot_at_80x24(scene, snap_compare, tmp_path):
-    app, setup, keys = anyio.run(build_scene, scene, REPO / "suites", tmp_path)
+def test_screen_snapshot_at_80x24(scene, snap_compare, tmp_path, pristine_suites):
+    app, setup, keys = anyio.run(build_scene, scene, pristine_suites, tmp_path)
     assert snap_compare(app, press=keys, terminal_size=(80, 24), run_before=setup)
