@@ -8,10 +8,12 @@ stderr, and gives back what a subprocess would: the exit code and the two stream
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +34,33 @@ class _Stream(io.StringIO):
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> Completed:
     """Run `tui-eval ARGS` in this process; `timeout` is accepted for the subprocess
-    signature's sake (the run's own budgets bound it)."""
+    signature's sake (the run's own budgets bound it).
+
+    Called from a test that is itself async (an event loop runs in this thread), the CLI
+    runs in a thread of its own and this call blocks until it ends, as a subprocess would.
+    """
     del timeout
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run(args, cwd, env)
+    done: list[Completed | BaseException] = []
+
+    def work() -> None:
+        try:
+            done.append(_run(args, cwd, env))
+        except BaseException as error:  # handed to the caller below
+            done.append(error)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return done[0]
+
+
+def _run(args: tuple[str, ...], cwd: Path, env: dict[str, str] | None) -> Completed:
     from tui_eval.cli import main
 
     out, err = _Stream(), _Stream()
