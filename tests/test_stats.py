@@ -24,8 +24,9 @@ def test_known_values():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     # scipy.stats.t.ppf(0.975, df)
     assert t975(1) == pytest.approx(12.706, abs=1e-3) and t975(10) == pytest.approx(2.228, abs=1e-3)
-    # Two proportions, 0.9 vs 0.6, α = 0.05 two-sided, power 0.8 (normal approximation).
-    assert samples_needed(0.9, 0.6) == 32 and samples_needed(0.5, 0.5) is None
+    # Fisher's exact test, 0.9 vs 0.6, α = 0.05 two-sided: power 0.8004 at 36 a side, 0.785
+    # at 35 (enumerated with scipy.stats.fisher_exact and binom.pmf).
+    assert samples_needed(0.9, 0.6) == 36 and samples_needed(0.5, 0.5) is None
     # Exact sign-flip test: five equal differences, all one way: 2 of 32 patterns as extreme.
     assert paired_p_value([0.5] * 5) == pytest.approx(2 / 32)
     assert paired_p_value([0.0, 0.0]) == 1.0
@@ -129,7 +130,10 @@ async def test_decide_regression_and_no_regression():
         max_samples=10,
     )
     assert capped.changes[0].label == "undecided: budget"
-    assert capped.changes[0].current_total == 10  # max_samples counts the first samples
+    # max_samples counts the first samples; sampling stops once no outcome of the
+    # remaining budget could decide it.
+    assert capped.changes[0].current_total <= 10
+    assert "samples would" in capped.changes[0].hint
 
 
 @pytest.mark.parametrize("p", [0.2, 0.5, 0.8, 0.95])
@@ -146,3 +150,99 @@ def test_a_real_drop_is_detected_within_the_budget():
     outcomes = [simulate_pairs(0.9, 0.6, rng) for _ in range(100)]
     detected = [n for label, n in outcomes if label == "regression"]
     assert len(detected) / len(outcomes) >= 0.8
+
+
+# -- round two: power, futility, intervals that never collapse ------------------------------
+from tui_eval.sequential import judge_against_baseline, simulate_decide  # noqa: E402
+from tui_eval.stats import clustered_rate_interval, fisher_power, paired_test  # noqa: E402
+
+
+def test_decide_finds_a_drop_against_a_30_sample_baseline():
+    """0.9 → 0.6, a 30-sample baseline, 100 samples: bench/decide_sim.py runs 2,000."""
+    rng = random.Random(11)
+    labels = [simulate_decide(0.9, 0.6, rng)[0] for _ in range(60)]
+    assert labels.count("regression") / len(labels) >= 0.7
+
+
+def test_decide_aa_looked_at_after_every_sample_stays_under_alpha():
+    rng = random.Random(12)
+    trials = 60
+    false = sum(
+        simulate_decide(0.8, 0.8, rng, batch=1, max_samples=60)[0] == "regression"
+        for _ in range(trials)
+    )
+    assert false / trials <= 0.05
+
+
+def test_baseline_too_small_only_when_no_outcome_could_decide():
+    rng = random.Random(13)
+    labels = [simulate_decide(0.9, 0.7, rng, baseline_total=100)[0] for _ in range(30)]
+    assert labels.count("undecided: baseline too small") == 0
+    one = judge_against_baseline(1, 1, [True, False], alpha=0.05)
+    assert one.label == "undecided: baseline too small" and "baseline of" in one.hint
+
+
+def test_a_case_that_never_passed_cannot_regress():
+    verdict = judge_against_baseline(0, 1, [True] * 30, alpha=0.05)
+    assert verdict.label == "no regression" and verdict.decided
+
+
+def test_intervals_never_collapse():
+    assert clustered_rate_interval([1.0, 1.0, 1.0], [5, 5, 5])[0] < 1.0
+    assert clustered_rate_interval([0.0], [3])[1] > 0.0
+    p, low, high = paired_test([-0.2] * 5, [0.02] * 5)
+    assert low < high and p == pytest.approx(0.0625)
+    p, low, high = paired_test([-0.2] * 20, [0.02] * 20)
+    assert 0 < p < 0.05 and low < -0.2 < high < 0
+
+
+def test_sample_rate_interval_covers_at_five_by_five():
+    rng = random.Random(14)
+    covered = 0
+    for _ in range(2000):
+        rates = [sum(rng.random() < 0.95 for _ in range(5)) / 5 for _ in range(5)]
+        low, high = clustered_rate_interval(rates, [5] * 5)
+        covered += low <= 0.95 <= high
+    assert covered / 2000 >= 0.93
+
+
+def test_delta_ci_excludes_zero_exactly_when_p_is_below_005():
+    rng = random.Random(15)
+    for _ in range(200):
+        n = rng.choice([2, 3, 5, 9, 16, 17, 30])
+        differences = [rng.choice([-1.0, -0.5, -0.2, 0.0, 0.0, 0.2, 0.4]) for _ in range(n)]
+        p, low, high = paired_test(differences, [0.01] * n)
+        assert (p < 0.05) == (not low <= 0.0 <= high)
+        assert low < high
+
+
+def test_samples_needed_has_the_power_it_promises():
+    for p1, p2, alpha in [
+        (0.9, 0.6, 0.05),
+        (1.0, 0.0, 0.05),
+        (0.8, 0.5, 0.05 / 3),
+        (0.7, 0.3, 0.01),
+    ]:
+        n = samples_needed(p1, p2, alpha=alpha)
+        assert n is not None and fisher_power(p1, p2, n, alpha) >= 0.78
+    assert samples_needed(1.0, 0.0) == 4  # 4/4 vs 0/4: p = 2/70 < 0.05; 3 a side cannot
+
+
+def test_decision_table_aligns_wide_case_names(capsys):
+    from rich.cells import cell_len
+
+    from tui_eval.diff import CaseChange, Diff
+    from tui_eval.report_commands import _print_decisions
+
+    changes = [
+        CaseChange("日本語の質問", 9, 10, 3, 10, 0.01, label="regression", decided=True),
+        CaseChange("ascii", 9, 10, 9, 10, 1.0, label="undecided: budget", hint="~400 samples"),
+    ]
+    _print_decisions("suite", Diff(changes=changes))
+    rows = [line for line in capsys.readouterr().out.splitlines() if "→" in line][-2:]
+    starts = [
+        cell_len(row[: row.index(label)])
+        for row, label in zip(rows, ["regression", "undecided"], strict=False)
+    ]
+    assert starts[0] == starts[1]
+    assert "(~400 samples)" in rows[1]

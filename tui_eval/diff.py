@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 
-from tui_eval.stats import fisher_exact, holm, mean_interval, paired_p_value, samples_needed
+from tui_eval.stats import fisher_exact, holm, paired_test, samples_needed
 from tui_eval.text import one_line, pad_cells
 
 if TYPE_CHECKING:
@@ -27,9 +27,13 @@ class CaseChange:
         label: `significant` (adjusted p < 0.05), `too few samples` (even a change as
             large as the one seen could not be told from noise with this many samples), or
             `noise`.
-        samples_needed: samples per side that would detect the observed change at 80%
-            power (None when the pass rate did not change).
+        samples_needed: samples per side, for this case, at which the test behind `label`
+            (Fisher's exact test at the strictest Holm level, 0.05 / cases compared) has
+            80% power to detect the observed change (exact, by search; None when the pass
+            rate did not change).
         decided: whether the comparison of this case is settled (see `label`).
+        hint: for a case `decide()` left undecided, roughly what would decide it (a
+            larger budget, a larger baseline).
     """
 
     name: str
@@ -42,6 +46,7 @@ class CaseChange:
     samples_needed: int | None = None
     label: str = "noise"
     decided: bool = False
+    hint: str = ""
 
     @property
     def baseline_rate(self) -> float:
@@ -65,7 +70,11 @@ class CaseChange:
         if self.label == "significant":
             return f"significant, p={self.adjusted_p_value:.3f}"
         if self.label == "too few samples":
-            needed = f"; ~{self.samples_needed} per side would tell" if self.samples_needed else ""
+            needed = (
+                f"; ~{self.samples_needed} per side would tell (this case)"
+                if self.samples_needed
+                else ""
+            )
             return f"too few samples{needed}"
         if self.label in ("noise",):
             return f"could be noise, p={self.adjusted_p_value:.2f}"
@@ -108,9 +117,12 @@ class Diff:
     """The paired difference of the cases' sample pass rates, current − baseline, over the
     cases in both (−0.09: nine points worse on average)."""
     delta_ci: tuple[float, float] = (0.0, 0.0)
-    """The 95% interval of `delta` (standard error of the per-case differences)."""
+    """The 95% interval of `delta`: the shifts of the per-case differences that the test of
+    `p_value` does not reject, so it excludes 0 exactly when `p_value` < 0.05."""
     p_value: float = 1.0
-    """Paired test of `delta` across cases (exact sign-flip permutation for up to 16 cases)."""
+    """Paired test of `delta` across cases (exact sign-flip permutation for up to 16 cases,
+    a t test with n − 1 degrees of freedom beyond, its standard error never below the
+    cases' sampling noise)."""
     definition_changed: list[str] = field(default_factory=list)
     """Cases in both reports whose definition (input, checks, expected values, threshold,
     samples) changed: their verdicts compare different things. Listed also where they
@@ -287,8 +299,13 @@ def _settle_statistics(diff: Diff, pairs: list[tuple[CaseResult, CaseResult, str
                 len(old.samples) - old.samples_passed,
             ),
         )
-        change.samples_needed = samples_needed(change.baseline_rate, change.current_rate)
         changes.append(change)
+    for change in changes:
+        # Per case, for the test its label uses: Fisher at the level Holm gives the first
+        # case of the family (the strictest), so the figure holds wherever it ranks.
+        change.samples_needed = samples_needed(
+            change.baseline_rate, change.current_rate, alpha=NOISE_P / len(changes)
+        )
     for change, adjusted in zip(changes, holm([c.p_value for c in changes]), strict=True):
         change.adjusted_p_value = adjusted
         fewest = min(change.baseline_total, change.current_total)
@@ -301,9 +318,23 @@ def _settle_statistics(diff: Diff, pairs: list[tuple[CaseResult, CaseResult, str
         change.decided = change.label == "significant"
     diff.changes = changes
     differences = [c.current_rate - c.baseline_rate for c in changes]
-    diff.delta, low, high = mean_interval(differences) if differences else (0.0, 0.0, 0.0)
-    diff.delta_ci = (max(-1.0, low), min(1.0, high)) if differences else (0.0, 0.0)
-    diff.p_value = paired_p_value(differences)
+    diff.delta = sum(differences) / len(differences) if differences else 0.0
+    diff.p_value, low, high = paired_test(differences, [_noise(c) for c in changes])
+    diff.delta_ci = (low, high)
+
+
+def _noise(change: CaseChange) -> float:
+    """The sampling variance of a case's rate difference (each rate shrunk half a sample
+    towards 1/2, so a case at 0% or 100% still counts as uncertain)."""
+    variance = 0.0
+    for passed, total in (
+        (change.baseline_passed, change.baseline_total),
+        (change.current_passed, change.current_total),
+    ):
+        if total:
+            rate = (passed + 0.5) / (total + 1)
+            variance += rate * (1 - rate) / total
+    return variance
 
 
 def _points(value: float) -> str:

@@ -14,7 +14,13 @@ from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.checks.base import CheckResult
 from tui_eval.diff import CaseChange, Diff, compare_reports
-from tui_eval.stats import mean_interval, pass_at_k, pass_hat_k, percentile, wilson_interval
+from tui_eval.stats import (
+    clustered_rate_interval,
+    pass_at_k,
+    pass_hat_k,
+    percentile,
+    wilson_interval,
+)
 from tui_eval.stored_values import output_twice, restore_output, storable_case, with_output_once
 from tui_eval.text import one_line, pad_cells, validation_message
 
@@ -278,9 +284,12 @@ class Report:
     @property
     def sample_pass_rate_ci(self) -> tuple[float, float]:
         """The 95% interval of `sample_pass_rate`, its standard error clustered by case
-        (the samples of one case are not independent; Miller, arXiv 2411.00640)."""
-        _, low, high = mean_interval([case.pass_rate for case in self.cases if case.samples])
-        return max(0.0, low), min(1.0, high)
+        (the samples of one case are not independent; Miller, arXiv 2411.00640), never
+        narrower than independent samples would give (`clustered_rate_interval`)."""
+        cases = [case for case in self.cases if case.samples]
+        return clustered_rate_interval(
+            [case.pass_rate for case in cases], [len(case.samples) for case in cases]
+        )
 
     def pass_hat_k(self, k: int) -> float:
         """The mean over cases (with at least k samples) of their pass^k.

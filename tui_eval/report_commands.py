@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+from rich.cells import cell_len
 
 from tui_eval.diff import Diff
 from tui_eval.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -16,7 +17,7 @@ from tui_eval.headless import SUMMARY_PASSING_LIMIT, _err, _find_suite, report_l
 from tui_eval.report import CaseResult, Report, ReportFileError, render_summary
 from tui_eval.store import RunHistory
 from tui_eval.suites import Suite, load_suites
-from tui_eval.text import one_line
+from tui_eval.text import one_line, pad_cells
 
 
 def recheck_command(args: argparse.Namespace) -> int:
@@ -197,13 +198,15 @@ def _print_decisions(title: str, diff: Diff) -> bool:
     """Print each compared case's verdict; True if any case regressed."""
     print(f"── {one_line(title, 200)}")
     print(diff.suite_line())
-    width = min(max((len(one_line(c.name, 60)) for c in diff.changes), default=0), 60)
+    # Terminal cells, not characters: wide (CJK) names line up as in the run summary.
+    width = min(max((cell_len(one_line(c.name, 60)) for c in diff.changes), default=0), 60)
     for change in diff.changes:
         mark = {"regression": "✗", "no regression": "✓"}.get(change.label, "?")
+        hint = f"  ({change.hint})" if change.hint and not change.decided else ""
         print(
-            f"  {mark} {one_line(change.name, 60).ljust(width)}  {change.label:<30}  "
+            f"  {mark} {pad_cells(one_line(change.name, 60), width)}  {change.label:<30}  "
             f"{change.baseline_passed}/{change.baseline_total} → "
-            f"{change.current_passed}/{change.current_total}"
+            f"{change.current_passed}/{change.current_total}{hint}"
         )
     print()
     return any(c.label == "regression" for c in diff.changes)

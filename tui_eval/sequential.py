@@ -23,7 +23,7 @@ from tui_eval.diff import CaseChange, Diff
 from tui_eval.events import EventHandler
 from tui_eval.report import CaseResult, Report
 from tui_eval.runner import Price, evaluate
-from tui_eval.stats import wilson_interval
+from tui_eval.stats import judge_two_sample
 
 STAKES = tuple(i / 10 for i in range(1, 10))
 """Fractions of the largest safe stake the mixture bets with."""
@@ -31,8 +31,6 @@ DEFAULT_MARGIN = 0.1
 """How far below the baseline's rate still counts as "no regression"."""
 BATCH = 5
 """Samples added to each undecided case per round."""
-MIN_SAMPLES_FOR_RATE = 10
-"""Samples of the current run before its rate is trusted to call the baseline too small."""
 
 
 @dataclass(slots=True)
@@ -74,20 +72,7 @@ class Verdict:
 
     label: str
     decided: bool
-
-
-def _bernoulli_bets(
-    current: Sequence[bool], regression_below: float, fine_above: float
-) -> tuple[EProcess, EProcess]:
-    """Two e-processes on the current samples: one betting the rate is below
-    `regression_below` (a regression), one that it is above `fine_above` (no regression)."""
-    regression = EProcess(low=regression_below - 1.0, high=regression_below)
-    fine = EProcess(low=-fine_above, high=1.0 - fine_above)
-    for passed in current:
-        x = 1.0 if passed else 0.0
-        regression.update(regression_below - x)
-        fine.update(x - fine_above)
-    return regression, fine
+    hint: str = ""
 
 
 def judge_against_baseline(
@@ -98,32 +83,29 @@ def judge_against_baseline(
     alpha: float,
     margin: float = DEFAULT_MARGIN,
     exhausted: bool = False,
+    baseline_samples: Sequence[bool] | None = None,
+    horizon: int = 100,
 ) -> Verdict:
     """The verdict of one case of `decide()`: current samples (in order) against a fixed
-    baseline, at level `alpha` for this case (already split across cases).
+    baseline, at level `alpha` for this case (already split across cases), with at most
+    `horizon` current samples (the budget, fixed before sampling).
 
-    Half of `alpha` bounds the baseline's rate (Wilson), half is the e-processes' share.
+    `baseline_samples` are the baseline's outcomes in their recorded order (the test
+    reveals them block by block); without them, an arrangement of the counts in a fixed
+    pseudo-random order stands in.
     """
-    z = _z(alpha / 4)  # two-sided interval at level alpha/2
-    low_b, high_b = wilson_interval(baseline_passed, baseline_total, z=z)
-    regression_below = low_b
-    fine_above = high_b - margin
-    if fine_above <= 0:
-        return Verdict("no regression", True)
-    regression, fine = _bernoulli_bets(current, regression_below, fine_above)
-    threshold = 2.0 / alpha
-    if regression.wealth >= threshold:
-        return Verdict("regression", True)
-    if fine.wealth >= threshold:
-        return Verdict("no regression", True)
-    rate = sum(current) / len(current) if current else 0.5
-    baseline_rate = baseline_passed / baseline_total if baseline_total else 0.0
-    settled_rate = len(current) >= MIN_SAMPLES_FOR_RATE
-    if settled_rate and baseline_rate - 1e-9 > rate >= regression_below and rate <= fine_above:
-        # Worse than the baseline, yet no number of samples at this rate could show it:
-        # the baseline's few samples leave its own rate too uncertain.
-        return Verdict("undecided: baseline too small", False)
-    return Verdict("undecided: budget" if exhausted else "undecided", False)
+    if baseline_samples is None:
+        baseline_samples = [True] * baseline_passed + [False] * (baseline_total - baseline_passed)
+        random.Random(0).shuffle(baseline_samples)
+    found = judge_two_sample(
+        baseline_samples,
+        current,
+        alpha=alpha,
+        margin=margin,
+        horizon=max(horizon, len(current)),
+        exhausted=exhausted,
+    )
+    return Verdict(found.label, found.decided, found.hint)
 
 
 def judge_pairs(
@@ -163,16 +145,40 @@ def simulate_pairs(
     return "undecided: budget", len(b)
 
 
-def _z(tail: float) -> float:
-    """The standard normal quantile 1 - tail (by bisection on erfc)."""
-    low, high = 0.0, 10.0
-    for _ in range(60):
-        mid = (low + high) / 2
-        if 0.5 * math.erfc(mid / math.sqrt(2)) > tail:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+def simulate_decide(
+    p_baseline: float,
+    p_current: float,
+    rng: random.Random,
+    *,
+    baseline_total: int = 30,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    first: int = 1,
+    batch: int = BATCH,
+    margin: float = DEFAULT_MARGIN,
+) -> tuple[str, int]:
+    """One simulated `decide()` case: a baseline of `baseline_total` samples at
+    `p_baseline`, then current samples at `p_current` drawn as `decide()` draws them
+    (`first`, then `batch` at a time; `batch=1` looks after every sample), judged at level
+    `alpha` for the case. Returns the label and the current samples it took."""
+    baseline = [rng.random() < p_baseline for _ in range(baseline_total)]
+    current: list[bool] = []
+    step = first
+    while True:
+        current += [rng.random() < p_current for _ in range(min(step, max_samples - len(current)))]
+        step = batch
+        verdict = judge_against_baseline(
+            sum(baseline),
+            len(baseline),
+            current,
+            alpha=alpha,
+            margin=margin,
+            exhausted=len(current) >= max_samples,
+            baseline_samples=baseline,
+            horizon=max_samples,
+        )
+        if verdict.label != "undecided":
+            return verdict.label, len(current)
 
 
 async def decide(
@@ -225,6 +231,8 @@ async def decide(
             alpha=per_case,
             margin=margin,
             exhausted=exhausted,
+            baseline_samples=[s.passed for s in old.samples],
+            horizon=max(max_samples, case.samples),
         )
 
     while budget is None or not budget.stopped:
@@ -350,6 +358,7 @@ def _labelled_diff(current: Report, baseline: Report, verdicts: dict[str, Verdic
         if found is not None:
             change.label = found.label
             change.decided = found.decided
+            change.hint = found.hint
     return diff
 
 
@@ -360,4 +369,6 @@ __all__ = [
     "decide",
     "judge_against_baseline",
     "judge_pairs",
+    "simulate_decide",
+    "simulate_pairs",
 ]
