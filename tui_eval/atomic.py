@@ -7,6 +7,9 @@ import os
 import tempfile
 from pathlib import Path
 
+PRIVATE_FILE = 0o600
+PRIVATE_FOLDER = 0o700
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -17,17 +20,35 @@ def _umask() -> int:
 _UMASK = _umask()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def private_folder(folder: Path) -> None:
+    """`mkdir -p folder`, where every folder it creates is its owner's only (0700)."""
+    missing: list[Path] = []
+    current = folder
+    while not current.is_dir() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, PRIVATE_FOLDER)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
     """Write `data` to `path` through a temp file, fsync and `os.replace`.
 
     The file gets ordinary permissions (0644 under the usual umask, or the mode of the
     file it replaces) — baselines and exports are committed and shared, not private.
+    `private=True` (what tui-eval keeps in its data folder: cache, journals, reports)
+    makes it 0600, in folders it creates as 0700.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except OSError:
-        mode = 0o666 & ~_UMASK
+    if private:
+        private_folder(path.parent)
+        mode = PRIVATE_FILE
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = path.stat().st_mode & 0o777
+        except OSError:
+            mode = 0o666 & ~_UMASK
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)
@@ -40,3 +61,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def open_private(path: Path, mode: str) -> int:
+    """Open `path` for appending (`"ab"`) or locking (`"a+b"`) as an owner-only file (0600,
+    also when it existed with wider permissions); returns the descriptor."""
+    flags = os.O_CREAT | os.O_APPEND | (os.O_RDWR if "+" in mode else os.O_WRONLY)
+    fd = os.open(path, flags, PRIVATE_FILE)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, PRIVATE_FILE)
+    return fd

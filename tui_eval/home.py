@@ -16,3 +16,9 @@ def data_root() -> Path:
     if override:
         return Path(override)
     return Path(platformdirs.user_data_dir("tui-eval"))
+
+
+def in_data_root(path: Path) -> bool:
+    """Whether `path` is inside the data root (and so must be its owner's only)."""
+    root = os.path.abspath(data_root())
+    return os.path.abspath(path).startswith(root.rstrip(os.sep) + os.sep)

@@ -9,6 +9,7 @@ import pydantic
 
 from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.secrets import is_credential_header
 
 
 class RunOptions(pydantic.BaseModel):
@@ -120,7 +121,4 @@ def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | No
 
 
 def _sensitive(header: str) -> bool:
-    name = header.lower()
-    return name in ("authorization", "proxy-authorization") or any(
-        word in name for word in ("key", "token", "secret", "cookie", "auth", "password")
-    )
+    return is_credential_header(header)

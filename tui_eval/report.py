@@ -14,6 +14,7 @@ from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.checks.base import CheckResult
 from tui_eval.diff import CaseChange, Diff, compare_reports
+from tui_eval.home import in_data_root
 from tui_eval.stats import (
     clustered_rate_interval,
     pass_at_k,
@@ -419,7 +420,7 @@ class Report:
     def save(self, path: str | Path) -> Path:
         """Write the report atomically as JSON; values that are not JSON are stored as their repr."""
         target = Path(path)
-        atomic_write_bytes(target, self.to_json())
+        atomic_write_bytes(target, self.to_json(), private=in_data_root(target))
         return target
 
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -19,6 +20,26 @@ def secret_values() -> list[str]:
         if name.upper().endswith(SECRET_SUFFIXES) and len(value) >= MIN_SECRET_LENGTH
     }
     return sorted(values, key=len, reverse=True)
+
+
+def is_credential_header(name: str) -> bool:
+    """Whether a request header's name marks its value as a credential (Authorization,
+    `*key*`, `*token*`, `*secret*`, cookies): never written to disk."""
+    lowered = name.lower()
+    return lowered in ("authorization", "proxy-authorization") or any(
+        word in lowered for word in ("key", "token", "secret", "cookie", "auth", "password")
+    )
+
+
+def credential_values(api_key: str | None, headers: Iterable[tuple[str, str]]) -> list[str]:
+    """The secrets a request carries: its key, and its credential headers' values (with
+    and without their scheme: `Bearer sk-...` and `sk-...`), longest first."""
+    found = {api_key} if api_key else set()
+    for name, value in headers:
+        if is_credential_header(name) and value:
+            found.add(value)
+            found.add(value.split()[-1])
+    return sorted((v for v in found if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
 
 
 def redact(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import IO, Annotated, Literal
 
 import pydantic
 
-from tui_eval.atomic import atomic_write_bytes
+from tui_eval.atomic import atomic_write_bytes, open_private, private_folder
 from tui_eval.home import data_root
 from tui_eval.options import RunOptions
 from tui_eval.report import CaseResult, Report, SampleResult
@@ -283,11 +283,11 @@ class RunJournal:
     def __init__(self, record: RunRecord) -> None:
         self.record = record
         self.error: JournalWriteError | None = None
-        record.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(record.folder)  # the data folder is its owner's only (0700/0600)
         self._lock = _lock_run(record)
         path = record.journal_path
         torn = path.exists() and path.stat().st_size > 0 and not _ends_with_newline(path)
-        self._handle = path.open("ab")
+        self._handle = os.fdopen(open_private(path, "ab"), "ab")
         if torn:  # a killed writer left half a line: start ours on a fresh one
             self._write(b"")
 
@@ -314,7 +314,9 @@ class RunJournal:
             try:
                 report.save(self.record.report_path)
                 atomic_write_bytes(
-                    self.record.summary_path, _SUMMARY.dump_json(RunSummary.of(report))
+                    self.record.summary_path,
+                    _SUMMARY.dump_json(RunSummary.of(report)),
+                    private=True,
                 )
             except OSError as exc:
                 self.error = JournalWriteError(
@@ -349,7 +351,7 @@ class RunJournal:
 
 def _lock_run(record: RunRecord) -> IO[bytes]:
     """Hold the run's lock file; the OS releases it if the process dies."""
-    handle = (record.folder / "lock").open("a+b")
+    handle = os.fdopen(open_private(record.folder / "lock", "a+b"), "a+b")
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: no advisory locks

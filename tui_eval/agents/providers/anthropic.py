@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
-from tui_eval.agents.providers.base import ModelSpecError, ToolDef
+from tui_eval.agents.providers.base import ModelSpecError, ProviderError, ToolDef
 from tui_eval.agents.providers.http import HTTPProvider, malformed
 from tui_eval.agents.providers.metering import response_tokens
 from tui_eval.agents.providers.openai import schema_instructions
@@ -44,6 +44,14 @@ class AnthropicProvider(HTTPProvider):
         if self._api_key:
             headers["x-api-key"] = self._api_key
         return headers
+
+    def usable(self, body: dict[str, Any]) -> bool:
+        """Whether a stored response reads as a completion."""
+        try:
+            from_wire(body)
+        except ProviderError:
+            return False
+        return True
 
     async def complete(
         self,

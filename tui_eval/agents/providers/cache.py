@@ -1,10 +1,14 @@
 """The opt-in response cache: replay a run's model answers at zero cost.
 
 A response is stored under a key made of the provider, its base URL, the whole request
-body and the **sample index**, so the samples of a case never collapse into one answer:
-sample 3 of a rerun gets what sample 3 got before. Only successful responses are stored;
-errors and rate limits always go to the API. Files live under
-`$TUI_EVAL_HOME/cache/responses/`, one JSON file per response.
+body, the **sample index** and the request's headers — those that select a tenant
+(`OpenAI-Project`, `OpenAI-Organization`, `anthropic-version`...) and the API key, which
+enters only through the key's one-way hash — so the samples of a case never collapse
+into one answer, and an answer goes back only to the project and key that asked for it.
+Only successful responses are stored; errors and rate limits always go to the API. Files
+live under `$TUI_EVAL_HOME/cache/responses/`, one JSON file per response, owner-only
+(0600, in 0700 folders), with every secret of the request (and of the environment)
+replaced by `***`: a model that echoes the key leaves no key on disk.
 
 Modes: `"on"` reads and writes; `"read-only"` reads, and sends misses to the API without
 storing them (replaying a CI run without growing the cache).
@@ -14,12 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
 from tui_eval.atomic import atomic_write_bytes
 from tui_eval.home import data_root
+from tui_eval.secrets import redact_value, secret_values
 
 CacheMode = Literal["off", "on", "read-only"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "on", "read-only")
@@ -40,12 +46,20 @@ class ResponseCache:
         return f"ResponseCache({self.mode!r}, {str(self.folder)!r})"
 
     @staticmethod
-    def key(provider: str, base_url: str, body: bytes, sample_index: int) -> str:
-        """The key of one request of one sample."""
+    def key(
+        provider: str,
+        base_url: str,
+        body: bytes,
+        sample_index: int,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> str:
+        """The key of one request of one sample, sent with `headers` (names in any case)."""
         digest = hashlib.sha256()
         for part in (provider.encode(), base_url.encode(), str(sample_index).encode()):
             digest.update(part)
             digest.update(b"\0")
+        for name, value in sorted((name.lower(), value) for name, value in headers):
+            digest.update(name + b":" + hashlib.sha256(value).digest() + b"\0")
         digest.update(body)
         return digest.hexdigest()
 
@@ -65,10 +79,19 @@ class ResponseCache:
         self.hits += 1
         return stored
 
-    def put(self, key: str, response: dict[str, Any]) -> None:
-        """Store a successful response (not in read-only mode)."""
-        if self.mode == "on":
-            atomic_write_bytes(self._path(key), json.dumps(response).encode())
+    def miss(self) -> None:
+        """Count a stored entry its provider could not use (`{}`, no choices) as a miss."""
+        self.hits -= 1
+        self.misses += 1
+
+    def put(self, key: str, response: dict[str, Any], secrets: Iterable[str] = ()) -> None:
+        """Store a successful response (not in read-only mode), `secrets` and those of the
+        environment redacted, readable by its owner only."""
+        if self.mode != "on":
+            return
+        found = sorted({*secrets, *secret_values()}, key=len, reverse=True)
+        stored = redact_value(response, found) if found else response
+        atomic_write_bytes(self._path(key), json.dumps(stored).encode(), private=True)
 
 
 run_cache: ContextVar[ResponseCache | None] = ContextVar("tui_eval_response_cache", default=None)

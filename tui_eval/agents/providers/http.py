@@ -40,6 +40,7 @@ from tui_eval.agents.providers.settings import (
     ProviderOptions,
     run_provider_options,
 )
+from tui_eval.secrets import credential_values
 
 RATE_LIMITED = frozenset({429})
 RETRYABLE = frozenset({408, 409, 425, 500, 502, 503, 504, 529})
@@ -143,6 +144,15 @@ class HTTPProvider:
         """The headers every request of this provider carries (the key among them)."""
         return {}
 
+    def usable(self, body: dict[str, Any]) -> bool:
+        """Whether a stored response is one this provider can read (a cache entry that is
+        not is a miss, never a failed sample)."""
+        return True
+
+    def _secrets(self, options: ProviderOptions) -> list[str]:
+        """What a stored response must not contain: the key, credential headers' values."""
+        return credential_values(self._api_key, [*self.headers().items(), *options.headers.items()])
+
     # -- options, pools, limiter ---------------------------------------------------------
     def effective_options(self) -> ProviderOptions:
         """This provider's options with the run's (suite and command line) over them."""
@@ -218,8 +228,11 @@ class HTTPProvider:
         cache = run_cache.get() if meter is not None else None
         cache_key = ""
         if cache is not None and meter is not None:
-            cache_key = cache.key(self.provider_name, base_url, body, meter.index)
+            cache_key = cache.key(self.provider_name, base_url, body, meter.index, wire_headers)
             stored = cache.get(cache_key)
+            if stored is not None and not self.usable(stored):
+                cache.miss()  # readable but wrong ({}, no choices): ask the API again
+                stored = None
             if stored is not None:
                 meter.requests += 1
                 meter.cached += 1
@@ -259,7 +272,7 @@ class HTTPProvider:
                     if meter is not None:
                         self._meter(meter, parsed, used, headers)
                     if cache is not None:
-                        cache.put(cache_key, parsed)
+                        cache.put(cache_key, parsed, self._secrets(options))
                     return parsed, retries
                 limiter.on_response(status, headers)
                 message = self._server_message(data)

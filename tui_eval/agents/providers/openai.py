@@ -58,6 +58,14 @@ class OpenAIProvider(HTTPProvider):
         """The headers every request of this provider carries (the key among them)."""
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
+    def usable(self, body: dict[str, Any]) -> bool:
+        """Whether a stored response reads as a completion."""
+        try:
+            from_wire(body)
+        except ProviderError:
+            return False
+        return True
+
     async def complete(
         self,
         messages: list[Message],
@@ -164,6 +172,8 @@ def from_wire(body: dict[str, Any]) -> Completion:
     try:
         choice = body["choices"][0]
         message = choice["message"]
+        if not isinstance(message, dict):
+            raise TypeError(message)
     except (KeyError, IndexError, TypeError):
         raise malformed("openai", f"no choices[0].message in {json.dumps(body)[:200]}") from None
     calls = []

@@ -1,0 +1,127 @@
+"""The response cache against a real loopback server: an answer goes back only to the
+tenant and key that asked for it, no secret is written, a wrong entry is a miss, and
+nothing under the data folder is readable by other users."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import cli
+from tui_eval import Agent, Case, contains, evaluate
+from tui_eval.agents.providers.anthropic import AnthropicProvider
+from tui_eval.agents.providers.openai import OpenAIProvider
+from tui_eval.agents.providers.settings import ProviderOptions
+
+from .wire_server import Reply, WireServer, anthropic_text, openai_text
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-cache-test-0123456789"
+
+
+def home() -> Path:
+    return Path(os.environ["TUI_EVAL_HOME"])
+
+
+def cache_files() -> list[Path]:
+    return list(home().glob("cache/responses/*/*.json"))
+
+
+async def test_tenant_headers_are_part_of_the_key():
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("ok from p1")), Reply(body=openai_text("ok from p2")))
+        agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1"))
+        case = [Case("hi", checks=[contains("ok")])]
+        runs = []
+        for project in ("p1", "p2", "p1"):
+            options = ProviderOptions(headers={"OpenAI-Project": project})
+            runs.append(await evaluate(agent, case, cache=True, provider=options))
+    outputs = [report.samples[0].output for report in runs]
+    # Today p2 got p1's stored answer.
+    assert outputs == ["ok from p1", "ok from p2", "ok from p1"]
+    assert len(server.requests) == 2 and runs[2].samples[0].cached
+
+
+async def test_the_api_key_is_part_of_the_key_and_never_stored():
+    with WireServer() as server:
+        server.reply(
+            Reply(body=openai_text(f"ok, your key is {KEY}")),
+            Reply(body=openai_text("ok for the other key")),
+        )
+        mine = Agent(OpenAIProvider("m", base_url=server.url + "/v1", api_key=KEY))
+        other = Agent(OpenAIProvider("m", base_url=server.url + "/v1", api_key=KEY + "x"))
+        case = [Case("hi", checks=[contains("ok")])]
+        await evaluate(mine, case, cache=True)
+        second = await evaluate(other, case, cache=True)
+        again = await evaluate(mine, case, cache=True)
+    assert len(server.requests) == 2
+    assert second.samples[0].output == "ok for the other key"
+    assert again.samples[0].cached and again.samples[0].output == "ok, your key is ***"
+    for path in home().rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.parametrize("wrong", [{}, {"choices": []}, {"choices": [{"message": None}]}, []])
+async def test_a_readable_but_wrong_entry_is_a_miss(wrong):
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("ok")), Reply(body=openai_text("ok again")))
+        agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1"))
+        case = [Case("hi", checks=[contains("ok")])]
+        await evaluate(agent, case, cache=True)
+        for path in cache_files():
+            path.write_text(json.dumps(wrong))
+        report = await evaluate(agent, case, cache=True)
+        sample = report.samples[0]
+        assert sample.status == "passed" and not sample.cached, sample.error
+        assert sample.output == "ok again" and len(server.requests) == 2
+        # The wrong entry was replaced by the good answer.
+        again = await evaluate(agent, case, cache=True)
+    assert again.samples[0].cached and again.samples[0].output == "ok again"
+
+
+async def test_a_wrong_anthropic_entry_is_a_miss():
+    with WireServer() as server:
+        server.reply(Reply(body=anthropic_text("ok")), Reply(body=anthropic_text("ok again")))
+        agent = Agent(AnthropicProvider("claude-test", base_url=server.url, api_key=KEY))
+        case = [Case("hi", checks=[contains("ok")])]
+        await evaluate(agent, case, cache=True)
+        for path in cache_files():
+            path.write_text(json.dumps({"content": "not blocks"}))
+        report = await evaluate(agent, case, cache=True)
+    assert report.samples[0].status == "passed" and not report.samples[0].cached
+    assert len(server.requests) == 2
+
+
+def test_nothing_under_the_data_folder_is_readable_by_others(tmp_path):
+    with WireServer() as server:
+        server.reply(*[Reply(body=openai_text("ok"))] * 4)
+        suite = tmp_path / "private.py"
+        suite.write_text(
+            textwrap.dedent(
+                f"""
+                from tui_eval import Agent, Case, Suite, contains
+                from tui_eval.agents.providers.openai import OpenAIProvider
+
+                suite = Suite(
+                    "private",
+                    agent=Agent(OpenAIProvider("m", base_url="{server.url}/v1")),
+                    cases=[Case("hi", checks=[contains("ok")], name="c", samples=2)],
+                    cache="on",
+                )
+                """
+            )
+        )
+        done = cli("run", "--headless", str(suite), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    found = list(home().rglob("*"))
+    assert any(p.name.endswith(".jsonl") for p in found) and cache_files()
+    for path in found:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o077 == 0, f"{path} is {mode:o}"
