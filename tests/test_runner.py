@@ -74,7 +74,7 @@ async def test_seed_headline_example():
     )
     assert lines[1].startswith("  ✓ 法国首都是哪里？") and lines[1].endswith("1/1")
     assert lines[3].startswith(
-        "  ✗ 为一家书店写一句雨天文案  2/4  llm_judge (score 0.55) — 缺少阅读意象"
+        "  ✗ 为一家书店写一句雨天文案  2/4  llm_judge (score 0.55 < 0.70) — 缺少阅读意象"
     )
     # CJK names are padded by terminal cells, so the counts line up.
     from rich.cells import cell_len

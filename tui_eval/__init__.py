@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "AccuracyEval": "tui_eval.evaluators",
     "Agent": "tui_eval.agents",
+    "Calibration": "tui_eval.calibration",
     "Case": "tui_eval.cases",
     "CaseResult": "tui_eval.report",
     "Check": "tui_eval.checks",
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "any_of": "tui_eval.checks",
     "contains": "tui_eval.checks",
     "equals": "tui_eval.checks",
+    "calibrate": "tui_eval.calibration",
     "compare_agents": "tui_eval.sequential",
     "decide": "tui_eval.sequential",
     "evaluate": "tui_eval.runner",
@@ -58,6 +60,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AccuracyEval",
     "Agent",
+    "Calibration",
     "Case",
     "CaseResult",
     "Check",
@@ -80,6 +83,7 @@ __all__ = [
     "Verdict",
     "all_of",
     "any_of",
+    "calibrate",
     "compare_agents",
     "contains",
     "decide",
@@ -124,6 +128,7 @@ if TYPE_CHECKING:
         ToolCall,
         Usage,
     )
+    from tui_eval.calibration import Calibration, calibrate
     from tui_eval.cases import (
         Case,
     )

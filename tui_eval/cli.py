@@ -8,7 +8,17 @@ from collections.abc import Callable, Sequence
 
 from tui_eval.exit_codes import EXIT_FAILED, EXIT_USAGE
 
-COMMANDS = ("run", "compare", "merge", "ab", "show", "history", "recheck", "resume")
+COMMANDS = (
+    "run",
+    "compare",
+    "merge",
+    "ab",
+    "show",
+    "history",
+    "recheck",
+    "resume",
+    "calibrate",
+)
 
 DESCRIPTION = """\
 Evaluate LLM agents: run suites of cases and checks, watch results live, compare with baselines.
@@ -23,6 +33,7 @@ Evaluate LLM agents: run suites of cases and checks, watch results live, compare
   tui-eval history                   list past runs
   tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
   tui-eval resume                    finish the last interrupted run
+  tui-eval calibrate PATH            judge–human agreement on labelled outputs (--min-kappa X)
 
 exit codes: 0 all passed and no regression · 1 a --fail-on condition (default: failures or
 regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing to resume
@@ -233,6 +244,10 @@ def _parser() -> argparse.ArgumentParser:
         "running only the samples their journals lack. Exit 3 when there is nothing to resume.",
     )
     resume.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    from tui_eval.calibrate_command import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -307,6 +322,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return report_commands.recheck_command(args)
     if args.command == "resume":
         return headless.resume_command()
+    if args.command == "calibrate":
+        from tui_eval.calibrate_command import calibrate_command
+
+        return calibrate_command(args)
     raise AssertionError(args.command)
 
 

@@ -101,7 +101,9 @@ class SampleResult:
         for check in self.checks:
             if not check.passed:
                 score = ""
-                if check.score is not None and check.score not in (0.0, 1.0):
+                if check.score_text:  # a judge: the score against the bar it missed
+                    score = f" ({check.score_text})"
+                elif check.score is not None and check.score not in (0.0, 1.0):
                     score = f" (score {check.score:.2f})"
                 return (
                     f"{check.name}{score} — {check.reason}"

@@ -481,7 +481,17 @@ class Evaluation:
             if stored.run is None or stored.status in ("error", "timeout", "cancelled"):
                 return replace(stored, index=sample_index)
             sample = replace(stored, index=sample_index, checks=[], judge_usage=Usage())
-            await self._judge(index, plan, sample, stored.run)
+            # Judges of a recheck are metered like a run's: cached, priced, within max_cost.
+            meter = SampleMeter(sample_index)
+            meter_token = sample_meter.set(meter)
+            try:
+                await self._judge(index, plan, sample, stored.run)
+            finally:
+                sample_meter.reset(meter_token)
+            if meter.requests:
+                sample.cached = meter.all_cached
+            if self.price is None and meter.priced and stored.cost is None:
+                sample.cost = meter.cost
             return sample
         if emit is not None:
             emit(SampleStateChanged(index, sample_index, "running"))

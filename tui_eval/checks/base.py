@@ -22,6 +22,23 @@ SCORE_PASS = 0.5
 
 
 @dataclass(slots=True)
+class JudgeVerdict:
+    """One judge's verdict within a jury (`llm_judge(..., model=[m1, m2, m3])`).
+
+    Attributes:
+        judge: the judge model, as given (a spec string, or the provider's name).
+        passed: whether this judge alone passed the output.
+        score: its score in 0..1 (None when its reply was not a valid verdict).
+        reasoning: its reasoning, or why its reply was refused.
+    """
+
+    judge: str
+    passed: bool
+    score: float | None = None
+    reasoning: str = ""
+
+
+@dataclass(slots=True)
 class CheckResult:
     """The outcome of one check on one sample.
 
@@ -31,6 +48,8 @@ class CheckResult:
         score: 0..1; 1.0 or 0.0 for pass/fail checks.
         reason: why it failed (or, for a judge, its reasoning) in words a person can act on.
         usage: model usage the check itself spent (the judge's tokens), if any.
+        threshold: the lowest passing score, for scored checks that have one (a judge).
+        verdicts: every judge's own verdict, for a jury.
     """
 
     name: str
@@ -38,6 +57,16 @@ class CheckResult:
     score: float | None = None
     reason: str = ""
     usage: Usage | None = None
+    threshold: float | None = None
+    verdicts: list[JudgeVerdict] | None = None
+
+    @property
+    def score_text(self) -> str:
+        """The score against its threshold: "score 0.80 < 0.90" ("" without both)."""
+        if self.score is None or self.threshold is None:
+            return ""
+        sign = "≥" if self.score >= self.threshold else "<"
+        return f"score {self.score:.2f} {sign} {self.threshold:.2f}"
 
 
 def check_name(check: Any) -> str:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Literal
 
+import anyio
 import pydantic
 
 from tui_eval.agents.agent import Agent, AgentRunError
 from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import Provider
-from tui_eval.checks.base import CheckResult, Declared
+from tui_eval.checks.base import CheckResult, Declared, JudgeVerdict
 from tui_eval.text import value_text
 
 JUDGE_MODEL_ENV = "TUI_EVAL_JUDGE_MODEL"
@@ -40,20 +42,31 @@ class JudgeConfigError(RuntimeError):
     """No judge model was given and `$TUI_EVAL_JUDGE_MODEL` is not set."""
 
 
+Aggregate = Literal["majority", "mean", "min"]
+AGGREGATES: tuple[Aggregate, ...] = ("majority", "mean", "min")
+
+
 class llm_judge:
-    """Judge the output against a rubric with another model.
+    """Judge the output against a rubric with another model, or with a jury of models.
 
     The judge runs at temperature 0 with `Verdict` as its output type. A reply that is
     not a valid verdict fails the check (it never passes by accident).
 
     Example:
         >>> llm_judge("Polite, actionable, proposes one concrete next step.")  # doctest: +SKIP
+        >>> llm_judge("Polite.", model=["openai:gpt-4o", "anthropic:claude-sonnet-4-5",
+        ...                             "openai:gpt-4o-mini"], aggregate="majority")  # doctest: +SKIP
 
     Args:
         rubric: what a good answer does, in plain words.
         model: a provider, a spec string or a zero-arg factory; defaults to
-            `$TUI_EVAL_JUDGE_MODEL`. Never the agent under test.
-        threshold: the lowest score that passes.
+            `$TUI_EVAL_JUDGE_MODEL`. Never the agent under test. A list makes a jury: every
+            judge reads the same prompt, each verdict is kept (`CheckResult.verdicts`).
+        threshold: the lowest score that passes (for a jury: each judge's own pass, and the
+            `mean`/`min` score's).
+        aggregate: how a jury decides: `"majority"` passes when more than half of the judges
+            pass; `"mean"` when the mean score reaches the threshold; `"min"` when every
+            judge's score does.
     """
 
     is_async = True
@@ -62,32 +75,83 @@ class llm_judge:
         self,
         rubric: str,
         *,
-        model: Annotated[ModelLike | None, Declared("str | None")] = None,
+        model: Annotated[
+            ModelLike | Sequence[ModelLike] | None, Declared("str | list[str] | None")
+        ] = None,
         threshold: Annotated[float, pydantic.Field(ge=0, le=1)] = 0.7,
+        aggregate: Aggregate = "majority",
         name: str = "llm_judge",
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"llm_judge threshold must be within 0..1, got {threshold}")
+        if aggregate not in AGGREGATES:
+            raise ValueError(
+                f"llm_judge aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}"
+            )
+        jury = isinstance(model, (list, tuple))
+        if jury and not model:
+            raise ValueError("llm_judge model=[...] needs at least one judge")
         self.rubric = rubric
-        self.model = model
+        self.model: ModelLike | list[ModelLike] | None = (
+            list(model) if isinstance(model, (list, tuple)) else model  # type: ignore[assignment]
+        )
         self.threshold = threshold
+        self.aggregate: Aggregate = aggregate
         self.name = name
-        self._shared: Provider | None = None
+        self._shared: dict[int, Provider] = {}
 
     def __repr__(self) -> str:
-        return f"llm_judge({self.rubric!r}, threshold={self.threshold})"
+        jury = f", {len(self.models)} judges, {self.aggregate}" if self.is_jury else ""
+        return f"llm_judge({self.rubric!r}, threshold={self.threshold}{jury})"
 
-    def _provider(self) -> Provider:
-        model = self.model if self.model is not None else os.environ.get(JUDGE_MODEL_ENV)
+    @property
+    def is_jury(self) -> bool:
+        """Whether several judges decide (`model` was a list)."""
+        return isinstance(self.model, list)
+
+    @property
+    def models(self) -> list[ModelLike | None]:
+        """The judge models (one, unless this is a jury)."""
+        if isinstance(self.model, list):
+            return list(self.model)
+        return [self.model]
+
+    @property
+    def judge_names(self) -> list[str]:
+        """A distinct display name for every judge, in order."""
+        names: list[str] = []
+        for model in self.models:
+            base = _model_name(model)
+            name, count = base, 2
+            while name in names:
+                name, count = f"{base}#{count}", count + 1
+            names.append(name)
+        return names
+
+    def with_model(self, model: ModelLike | Sequence[ModelLike]) -> llm_judge:
+        """The same rubric, threshold, aggregate and name, judged by `model` instead."""
+        return llm_judge(
+            self.rubric,
+            model=model,
+            threshold=self.threshold,
+            aggregate=self.aggregate,
+            name=self.name,
+        )
+
+    def _provider(self, position: int = 0) -> Provider:
+        model = self.models[position]
+        if model is None:
+            model = os.environ.get(JUDGE_MODEL_ENV)
         if model is None or model == "":
             raise JudgeConfigError(
                 f"llm_judge needs a judge model: pass llm_judge(..., model=...) or set ${JUDGE_MODEL_ENV}"
             )
         if callable(model) and not hasattr(model, "complete"):
             return resolve_model(model)  # a factory: a fresh provider per judgement
-        if self._shared is None:
-            self._shared = resolve_model(model)
-        return self._shared
+        shared = self._shared.get(position)
+        if shared is None:
+            shared = self._shared[position] = resolve_model(model)
+        return shared
 
     def prompt(self, run: RunResult) -> str:
         """The user message the judge reads."""
@@ -104,11 +168,12 @@ class llm_judge:
         parts.append(f"<answer>\n{answer}\n</answer>")
         return "\n\n".join(parts)
 
-    async def __call__(self, run: RunResult) -> CheckResult:
+    async def _verdict(self, position: int, prompt: str) -> tuple[Verdict | None, str, Usage]:
+        """One judge's verdict (None and why, when it gave none) and what it spent."""
         try:
-            provider = self._provider()
+            provider = self._provider(position)
         except (JudgeConfigError, ValueError) as exc:
-            return CheckResult(self.name, False, 0.0, str(exc))
+            return None, str(exc), Usage()
         judge = Agent(
             provider,
             instructions=JUDGE_INSTRUCTIONS,
@@ -118,15 +183,85 @@ class llm_judge:
             settings={"temperature": 0},
         )
         try:
-            result = await judge.run([Message("user", self.prompt(run))])
+            result = await judge.run([Message("user", prompt)])
         except AgentRunError as exc:
             usage = exc.partial.usage if exc.partial is not None else Usage()
-            return CheckResult(
-                self.name, False, 0.0, f"judge reply is not a valid verdict: {exc}", usage
-            )
+            return None, f"judge reply is not a valid verdict: {exc}", usage
         verdict: Verdict = result.output
-        passed = verdict.score >= self.threshold
-        return CheckResult(self.name, passed, verdict.score, verdict.reasoning, result.usage)
+        return verdict, verdict.reasoning, result.usage
+
+    async def __call__(self, run: RunResult) -> CheckResult:
+        prompt = self.prompt(run)
+        if not self.is_jury:
+            verdict, reasoning, usage = await self._verdict(0, prompt)
+            if verdict is None:
+                return CheckResult(
+                    self.name, False, 0.0, reasoning, usage or None, threshold=self.threshold
+                )
+            passed = verdict.score >= self.threshold
+            return CheckResult(
+                self.name, passed, verdict.score, reasoning, usage, threshold=self.threshold
+            )
+        answers: list[tuple[Verdict | None, str, Usage]] = [(None, "", Usage())] * len(self.models)
+
+        async def ask(position: int) -> None:
+            answers[position] = await self._verdict(position, prompt)
+
+        async with anyio.create_task_group() as group:
+            for position in range(len(self.models)):
+                group.start_soon(ask, position)
+        return self._decide(answers)
+
+    def _decide(self, answers: list[tuple[Verdict | None, str, Usage]]) -> CheckResult:
+        """The jury's verdict from every judge's (a judge without a valid verdict fails)."""
+        verdicts = [
+            JudgeVerdict(
+                name,
+                verdict is not None and verdict.score >= self.threshold,
+                verdict.score if verdict is not None else None,
+                reasoning,
+            )
+            for name, (verdict, reasoning, _) in zip(self.judge_names, answers, strict=True)
+        ]
+        usage = Usage()
+        for _, _, spent in answers:
+            usage = usage + spent
+        scores = [v.score if v.score is not None else 0.0 for v in verdicts]
+        passing = sum(v.passed for v in verdicts)
+        threshold: float | None = self.threshold
+        if self.aggregate == "majority":
+            score = sum(scores) / len(scores)
+            passed = passing * 2 > len(verdicts)
+            threshold = None  # decided by votes, not by the mean score
+        elif self.aggregate == "mean":
+            score = sum(scores) / len(scores)
+            passed = score >= self.threshold
+        else:
+            score = min(scores)
+            passed = score >= self.threshold
+        listed = "; ".join(
+            f"{v.judge}: {'pass' if v.passed else 'fail'}"
+            + (f" {v.score:.2f}" if v.score is not None else "")
+            + (f" — {v.reasoning}" if v.reasoning else "")
+            for v in verdicts
+        )
+        reason = f"{passing} of {len(verdicts)} judges passed ({self.aggregate}): {listed}"
+        return CheckResult(
+            self.name, passed, score, reason, usage, threshold=threshold, verdicts=verdicts
+        )
+
+
+def _model_name(model: ModelLike | None) -> str:
+    """A judge's name for people: its spec string, else its provider's name."""
+    if model is None:
+        return os.environ.get(JUDGE_MODEL_ENV) or "judge"
+    if isinstance(model, str):
+        return model
+    spec_model, provider = getattr(model, "model", None), getattr(model, "provider_name", None)
+    if isinstance(spec_model, str) and isinstance(provider, str):
+        return f"{provider}:{spec_model}"  # an HTTP provider, named as its spec would be
+    name = getattr(model, "name", None) or getattr(model, "__name__", None)
+    return str(name) if name else type(model).__name__
 
 
 def verdict_reply(score: float, reasoning: str) -> str:

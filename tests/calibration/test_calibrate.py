@@ -1,0 +1,185 @@
+"""`calibrate()` and `tui-eval calibrate`: the agent is never called, one judge call per
+labelled output per judge (cached on a rerun), κ as scikit-learn computes it, exit codes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from tests.calibration.judge_server import JudgeServer, verdict_for
+from tui_eval import Calibration, Case, Suite, calibrate, llm_judge
+from tui_eval.agents.providers.openai import OpenAIProvider
+from tui_eval.calibration import CalibrationError
+from tui_eval.cli import main
+from tui_eval.labels import LabelStore, labels_path, new_label
+
+pytestmark = pytest.mark.anyio
+
+CASES = 50
+OUTPUTS_PER_CASE = 4  # 200 labelled outputs
+
+SUITE_FILE = """\
+import os
+from pathlib import Path
+
+from tui_eval import Case, Suite, llm_judge
+
+
+def agent(question):
+    with open(os.environ["AGENT_CALLS"], "a") as calls:
+        calls.write("called\\n")
+    return "GOOD"
+
+
+suite = Suite(
+    "support",
+    agent=agent,
+    cases=[
+        Case(f"question {i}", name=f"case {i}", checks=[llm_judge("Is it good?", model="openai:judge-a", threshold=0.5)])
+        for i in range(50)
+    ],
+)
+"""
+
+
+def output(case: int, k: int) -> str:
+    return f"{'GOOD' if (case + k) % 3 else 'bad'} answer {case}.{k}"
+
+
+def human_label(case: int, k: int) -> str:
+    good = (case + k) % 3 != 0
+    flipped = (case * OUTPUTS_PER_CASE + k) % 10 == 0  # the humans disagree with 1 in 10
+    return "pass" if good != flipped else "fail"
+
+
+def write_labels(suite: Suite) -> list[tuple[bool, bool]]:
+    """200 labels; returns (human passed, judge will pass) per label."""
+    store = LabelStore.of(suite)
+    expected = []
+    for case in range(CASES):
+        for k in range(OUTPUTS_PER_CASE):
+            label = human_label(case, k)
+            store.put(new_label(f"case {case}", "llm_judge", output(case, k), label, labeler="t"))
+            expected.append((label == "pass", verdict_for("judge-a", output(case, k)) >= 0.5))
+    return expected
+
+
+@pytest.fixture
+def suite_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    with JudgeServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("AGENT_CALLS", str(tmp_path / "agent_calls.txt"))
+        path = tmp_path / "suites" / "support.py"
+        path.parent.mkdir()
+        path.write_text(SUITE_FILE)
+        yield path, server
+
+
+async def test_200_labels_no_agent_call_one_judge_call_each_cached_on_rerun(suite_file):
+    path, server = suite_file
+    expected = write_labels(Suite("support", path=path))
+    calibration = await calibrate(path)
+    assert not (path.parent.parent / "agent_calls.txt").exists()  # the agent never ran
+    assert calibration.n == 200
+    assert server.requests == {"judge-a": 200}  # exactly one judge call per output
+    assert calibration.judge_requests == 200 and calibration.cached_requests == 0
+    human = [h for h, _ in expected]
+    judge = [j for _, j in expected]
+    assert calibration.kappa == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    assert calibration.agreement == pytest.approx(0.9)
+    assert len(calibration.disagreements) == 20
+    low, high = calibration.kappa_ci
+    assert low < calibration.kappa < high
+    again = await calibrate(path)
+    assert server.requests == {"judge-a": 200}  # the rerun asked nobody
+    assert again.cached_requests == 200
+    assert again.kappa == calibration.kappa and again.kappa_ci == calibration.kappa_ci
+
+
+def test_cli_exit_codes_and_json(suite_file, tmp_path: Path, capsys):
+    path, server = suite_file
+    assert main(["calibrate", str(path)]) == 2  # no labels yet
+    assert "no labels" in capsys.readouterr().err
+    write_labels(Suite("support", path=path))
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", str(path), "--json", str(out), "--min-kappa", "0.5"]) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(out.read_text())
+    assert f"κ {document['kappa']:.2f}" in printed
+    for key in (
+        "n",
+        "agreement",
+        "kappa",
+        "kappa_ci",
+        "weighted_kappa",
+        "tpr",
+        "tnr",
+        "confusion",
+        "disagreements",
+        "by_check",
+        "judges_alpha",
+    ):
+        assert key in document
+    assert document["n"] == 200 and set(document["confusion"]) == {"tp", "fp", "fn", "tn"}
+    assert document["by_check"]["llm_judge"]["kappa"] == document["kappa"]
+    assert main(["calibrate", str(path), "--min-kappa", "0.95"]) == 1
+    assert main(["calibrate", str(path), "--check", "nope"]) == 2
+    assert "no labels for check 'nope'" in capsys.readouterr().err
+    assert server.requests == {"judge-a": 200}  # four calibrations, one judging
+    # Another judge on the same labels: one call each, its own κ.
+    assert main(["calibrate", str(path), "--judge", "openai:wrong-b", "--json", str(out)]) == 0
+    assert server.requests["wrong-b"] == 200
+    assert json.loads(out.read_text())["kappa"] < 0
+
+
+async def test_score_labels_pass_at_the_threshold_and_give_a_weighted_kappa(tmp_path: Path):
+    with JudgeServer() as server:
+        judge = llm_judge(
+            "good?", model=OpenAIProvider("judge-a", base_url=server.url), threshold=0.8
+        )
+        suite = Suite("s", cases=[Case("q", name="c", checks=[judge])], path=tmp_path / "s.py")
+        store = LabelStore.of(suite)
+        # judge: GOOD → 0.9 (pass at 0.8), else 0.2
+        for i, (text, label) in enumerate(
+            [("GOOD a", 0.9), ("GOOD b", 0.7), ("bad c", 0.2), ("bad d", 0.0), ("GOOD e", 1.0)]
+        ):
+            store.put(new_label("c", "llm_judge", f"{text} {i}", label))
+        calibration = await calibrate(suite, cache="off")
+    # 0.7 is below the check's 0.8: a human "fail" the judge passed.
+    assert calibration.confusion == {"tp": 2, "fp": 1, "fn": 0, "tn": 2}
+    assert calibration.weighted_kappa is not None and 0 < calibration.weighted_kappa < 1
+    (disagreement,) = calibration.disagreements
+    assert disagreement.record.label == 0.7 and disagreement.judge.score_text == "score 0.90 ≥ 0.80"
+
+
+async def test_a_label_for_a_gone_case_or_check_is_skipped_and_said(tmp_path: Path):
+    judge = llm_judge("good?", model="openai:x")
+    suite = Suite("s", cases=[Case("q", name="c", checks=[judge])], path=tmp_path / "s.py")
+    store = LabelStore.of(suite)
+    store.put(new_label("gone", "llm_judge", "o", "pass"))
+    store.put(new_label("c", "other", "o", "pass"))
+    calibration = await calibrate(suite)
+    assert calibration.n == 0 and math.isnan(calibration.kappa)
+    assert any("'gone'" in s for s in calibration.skipped)
+    assert any("no check 'other'" in s for s in calibration.skipped)
+    assert calibration.below(0.0)  # an undefined κ fails a gate closed
+
+
+async def test_judge_for_a_plain_check_or_a_bad_labels_file_is_a_calibration_error(tmp_path: Path):
+    suite = Suite(
+        "s", cases=[Case("q", name="c", checks=[lambda run: True])], path=tmp_path / "s.py"
+    )
+    LabelStore.of(suite).put(new_label("c", "<lambda>", "o", "pass"))
+    with pytest.raises(CalibrationError, match="not an llm_judge"):
+        await calibrate(suite, judge="openai:x")
+    labels_path(suite).write_text("{oops\n")
+    with pytest.raises(CalibrationError, match="line 1"):
+        await calibrate(suite)
+    assert isinstance(
+        await calibrate(suite, labels=[new_label("c", "<lambda>", "o", "pass")]), Calibration
+    )
