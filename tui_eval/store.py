@@ -1,4 +1,4 @@
-"""Where things live on disk: baselines beside suites, run history and journals per project."""
+"""Where things live on disk: run history and journals per project (baselines: `suite_run`)."""
 
 from __future__ import annotations
 
@@ -38,23 +38,6 @@ def find_project_root(start: Path | None = None) -> Path:
         if any((folder / marker).exists() for marker in ("pyproject.toml", "setup.cfg", ".git")):
             return folder
     return here
-
-
-# -- baselines ----------------------------------------------------------------------------
-def load_baseline(path: Path) -> Report | None:
-    """The baseline at `path`, None when there is none.
-
-    Raises:
-        ReportFileError: the file exists but is corrupt (it is never silently replaced).
-    """
-    if not path.exists():
-        return None
-    return Report.load(path)
-
-
-def save_baseline(path: Path, report: Report) -> Path:
-    """Write `report` as the baseline at `path` (atomically)."""
-    return report.save(path)
 
 
 # -- run history and journals -------------------------------------------------------------

@@ -8,7 +8,7 @@ save, refuse to replace a corrupt file) is written once.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -267,12 +267,38 @@ class SuiteRun:
         only = [case.label for case in self.suite.cases] if self.options.is_partial else None
         return compare_with_baseline(self.report, self.baseline_path, only=only)
 
+    def plan_baseline(self) -> BaselinePlan:
+        """What `save_baseline()` would do (merge a partial run, replace with a full one)."""
+        return plan_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+
     def save_baseline(self) -> BaselineOutcome:
         """Write the finished run as the baseline, unless that would lose something.
 
         A partial run (a filter, a rerun of some cases) is merged into the baseline.
         """
         return save_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+
+    def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
+        """Write a review's decisions: the run's result of every `accepted` case it ran
+        replaces the baseline's, and an accepted case the suite no longer has is dropped.
+
+        Every other baseline case is kept: rejected or skipped ones, and those this run did
+        not cover (a partial run removes nothing).
+        """
+        if self.report is None:
+            return BaselineOutcome(
+                status=BaselineStatus.REFUSED,
+                path=self.baseline_path,
+                message="not accepted: the run has not finished yet",
+            )
+        ran = {case.name for case in self.report.cases}
+        defined = None if self.options.is_partial else {case.label for case in self.suite.cases}
+        return accept_into_baseline(
+            self.report,
+            self.baseline_path,
+            [name for name in accepted if name in ran],
+            removed=[n for n in accepted if defined is not None and n not in defined | ran],
+        )
 
 
 def compare_with_baseline(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.util
+import stat
 import sys
 import traceback
 from collections.abc import Iterable, Iterator
@@ -96,6 +98,32 @@ def _walk(folder: Path, visited: set[Path]) -> Iterator[Path]:
         elif entry.suffix == ".py" and not entry.name.startswith("_") and _mentions_suite(entry):
             # Helper modules beside suites are not imported: only files that build a Suite.
             yield entry
+
+
+def is_suite_file(path: Path) -> bool:
+    """Whether discovery would load `path` from a folder: a YAML or JSONL file, or a Python
+    file not named `_*` that builds a `Suite` (helper modules are not suites)."""
+    if path.suffix in (".yaml", ".yml", ".jsonl"):
+        return True
+    return path.suffix == ".py" and not path.name.startswith("_") and _mentions_suite(path)
+
+
+def not_a_suite_file(path: Path) -> str | None:
+    """Why `path` cannot be read as a suite file although it is there (a folder, a link
+    loop, a FIFO...), in words; None when it is a regular file or is not there at all."""
+    try:
+        mode = path.stat().st_mode
+    except RuntimeError:
+        return f"{path}: a symbolic link loop, not a suite file"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{path}: a symbolic link loop, not a suite file"
+        return None if not path.is_symlink() else f"{path}: a link to nothing ({exc.strerror})"
+    if stat.S_ISDIR(mode):
+        return f"{path}: a folder now, not a suite file"
+    if not stat.S_ISREG(mode):
+        return f"{path}: not a regular file (a FIFO or device?)"
+    return None
 
 
 def _mentions_suite(path: Path) -> bool:

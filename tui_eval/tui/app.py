@@ -101,14 +101,16 @@ class TuiEvalApp(App[int]):
 
     @on(SuiteFilesChanged)
     def _files_changed(self, message: SuiteFilesChanged) -> None:
-        reloaded = self.workspace.reload(message.paths)
-        errors = [e for p, e in self.workspace.edit_errors.items() if p in message.paths]
-        if reloaded:
-            self.notify(f"reloaded {', '.join(sorted(reloaded))} after an edit", timeout=3)
-        for error in errors:
-            self.notify(f"{error.message} (the previous version stays in use)", severity="error")
-        for screen in self.screen_stack:
-            screen.post_message(SuitesReloaded(reloaded))
+        result = self.workspace.reload(message.paths)
+        if result.names:
+            self.notify(f"reloaded {', '.join(sorted(result.names))} after an edit", timeout=3)
+        for error in result.errors:
+            kept = error.path in self.workspace.edit_errors
+            suffix = " (the previous version stays in use)" if kept else ""
+            self.notify(f"{error.message}{suffix}", severity="error")
+        if result.names or result.errors:
+            for screen in self.screen_stack:
+                screen.post_message(SuitesReloaded(result.names))
 
     def run_all(self) -> None:
         """Start every runnable suite and show the first (`tui-eval run PATH` on a terminal)."""
@@ -165,10 +167,11 @@ class TuiEvalApp(App[int]):
     def _show_report(self, report: Report, *, title: str = "") -> None:
         from tui_eval.tui.screens.run import RunScreen
 
-        baseline = None
+        suite = self.workspace.suite(report.name)
         suite_path = report.metadata.get("suite_path")
-        if suite_path:
-            baseline = Path(suite_path).parent / "__baselines__" / f"{report.name}.json"
+        if suite is None and suite_path:  # not loaded now: its file's default place
+            suite = Suite(report.name, path=Path(str(suite_path)))
+        baseline = suite.baseline_path if suite is not None else None
         session = RunSession.for_report(
             report, clock=self.workspace.clock, baseline_path=baseline, title=title
         )

@@ -3,8 +3,10 @@ core's `SuiteRun` service behind it (or a saved report shown read-only)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import uuid
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from tui_eval.suite_run import (
     BaselinePlan,
     BaselineStatus,
     SuiteRun,
+    accept_into_baseline,
     compare_with_baseline,
     plan_baseline,
     save_baseline,
@@ -25,6 +28,30 @@ from tui_eval.tui.state import Clock, RunState
 
 INVOCATION = uuid.uuid4().hex[:12]
 """Every run started in one app session belongs to one invocation (resumed together)."""
+
+_runs_under_way = 0
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """While any run is under way, what was alive when the first began is out of the cyclic
+    garbage collector's sight.
+
+    Otherwise every full collection during a run walks the whole widget tree, which measured
+    as most of the app's cost on a zero-latency suite (bench/). When the last run ends it
+    is handed back: frozen objects are never collected, so a closed screen (a cycle of
+    widgets) would otherwise stay alive with its session and report for good.
+    """
+    global _runs_under_way
+    if _runs_under_way == 0:
+        gc.freeze()
+    _runs_under_way += 1
+    try:
+        yield
+    finally:
+        _runs_under_way -= 1
+        if _runs_under_way == 0:
+            gc.unfreeze()
 
 
 @dataclass(kw_only=True)
@@ -104,12 +131,8 @@ class RunSession:
     async def run(self) -> Report:
         """Run the suite to the end (or until `cancel()`), journaling every sample."""
         assert self.service is not None, "a saved report does not run"
-        # Everything alive now (the app's widgets, loaded suites, earlier runs) is moved out
-        # of the garbage collector's sight: otherwise every full collection during the run
-        # walks the whole widget tree, which measured as most of the app's cost on a
-        # zero-latency suite (bench/). Reference counting still frees it as usual.
-        gc.freeze()
-        return await self.service.run()
+        with _collector_paused():
+            return await self.service.run()
 
     def cancel(self) -> None:
         """Stop the run; finished samples are kept."""
@@ -123,34 +146,43 @@ class RunSession:
 
     @property
     def partial(self) -> bool:
-        """Whether the run covers only some of its suite's cases (a rerun, a filter)."""
-        return self.service is not None and self.service.options.is_partial
+        """Whether the run may cover only some of its suite's cases (a rerun, a filter; a
+        saved report, whose coverage is not known): its comparison removes nothing."""
+        return self.service.options.is_partial if self.service is not None else True
+
+    def _no_path(self, verb: str) -> BaselineOutcome:
+        return BaselineOutcome(
+            status=BaselineStatus.REFUSED, path=None, message=f"no baseline to {verb} for this run"
+        )
 
     def plan_baseline(self) -> BaselinePlan | BaselineOutcome:
         """What `s` would do (merge a partial run, replace with a full one), or why it can't."""
-        if self.baseline_path is None:
-            return BaselineOutcome(
-                status=BaselineStatus.REFUSED, path=None, message="no baseline path for this run"
-            )
-        plan = plan_baseline(self.report, self.baseline_path, merge=self.partial)
+        if self.service is not None:
+            plan = self.service.plan_baseline()
+        elif self.baseline_path is not None:
+            plan = plan_baseline(self.report, self.baseline_path, merge=True)
+        else:
+            return self._no_path("save")
         return plan.problem if plan.problem is not None else plan
 
     def save_baseline(self) -> BaselineOutcome:
         """Save the finished run as the baseline (the core's policy: never over a corrupt
         file; a partial run is merged)."""
+        if self.service is not None:
+            return self.service.save_baseline()
         if self.baseline_path is None:
-            return BaselineOutcome(
-                status=BaselineStatus.REFUSED, path=None, message="no baseline path for this run"
-            )
-        return save_baseline(self.report, self.baseline_path, merge=self.partial)
+            return self._no_path("save")
+        return save_baseline(self.report, self.baseline_path, merge=True)
 
     def compare(self) -> BaselineOutcome:
-        """The comparison with the baseline, or why there is none."""
-        if self.baseline_path is None:
-            return BaselineOutcome(
-                status=BaselineStatus.REFUSED, path=None, message="no baseline for this run"
-            )
-        outcome = compare_with_baseline(self.report, self.baseline_path)
+        """The comparison with the baseline (of the cases this run covers), or why there is none."""
+        if self.service is not None:
+            outcome = self.service.compare()
+        elif self.baseline_path is not None:
+            ran = [case.name for case in self.report.cases] if self.report else None
+            outcome = compare_with_baseline(self.report, self.baseline_path, only=ran)
+        else:
+            return self._no_path("compare with")
         if outcome.status is BaselineStatus.MISSING:
             return BaselineOutcome(
                 status=outcome.status,
@@ -158,3 +190,14 @@ class RunSession:
                 message=f"{outcome.message} (press s to save this run as the baseline)",
             )
         return outcome
+
+    def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
+        """Write a review's accepted cases into the baseline, keeping every other case (those
+        rejected, skipped, or not covered by this run)."""
+        if self.service is not None:
+            return self.service.write_baseline(accepted)
+        if self.baseline_path is None or self.report is None:
+            return self._no_path("accept into")
+        ran = {case.name for case in self.report.cases}
+        names = [name for name in accepted if name in ran]
+        return accept_into_baseline(self.report, self.baseline_path, names)

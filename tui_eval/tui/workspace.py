@@ -7,13 +7,16 @@ show or resume things with messages ("messages up"); they never reach into the a
 
 from __future__ import annotations
 
+import os
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_eval.options import RunOptions
 from tui_eval.store import RunHistory
 from tui_eval.suites import LoadError, LoadResult, Suite, load_suites
+from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.state import Clock
 
@@ -49,46 +52,65 @@ class Workspace:
         """The folders holding the suites' files (their helper modules live there too)."""
         files = [s.path for s in self.loaded.suites if s.path is not None]
         files += [e.path for e in self.loaded.errors]
-        folders = {f.resolve().parent if f.suffix else f.resolve() for f in files}
+        folders = {_real(f.parent) if f.suffix else _real(f) for f in files}
         return sorted(f for f in folders if f.exists())
 
-    def reload(self, changed: set[Path]) -> set[str]:
-        """Reload the suite files affected by `changed` files; returns the suites reloaded.
+    def reload(self, changed: set[Path]) -> Reload:
+        """Reload the suite files affected by `changed` files.
 
-        A change to any Python module in a suite's folder reloads the suites of that folder
-        (their helpers are imported afresh). A file whose new version does not load keeps
+        A suite file that changed is loaded again, and so is every suite file of a folder
+        where a helper module changed (its helpers are imported afresh); only the suites
+        that changed or import a changed helper count as reloaded. Baselines, labels,
+        caches and other files are not edits. A file whose new version does not load keeps
         its previous suites in use, with the error in `edit_errors`.
         """
-        folders = {p.resolve().parent for p in changed}
-        files = sorted(
-            {
-                s.path
-                for s in self.loaded.suites
-                if s.path is not None and s.path.resolve().parent in folders
-            }
-            | {e.path for e in self.loaded.errors if e.path.resolve().parent in folders}
-            | {p for p in changed if p.suffix in (".py", ".yaml", ".yml", ".jsonl") and p.exists()}
-        )
-        _forget_modules(folders)
-        reloaded: set[str] = set()
-        for file in files:
-            fresh = load_suites([file])
+        known = {_identity(s.path): s.path for s in self.loaded.suites if s.path is not None}
+        known |= {_identity(e.path): e.path for e in self.loaded.errors}
+        edited = {_identity(p) for p in changed if _is_edit(p)}
+        if not edited:
+            return Reload()
+        helpers = {
+            p for p in edited if p not in known and p.suffix == ".py" and not is_suite_file(p)
+        }
+        files = {known[p] for p in edited if p in known}
+        files |= {
+            p
+            for p in edited - helpers
+            if p not in known and os.path.lexists(p) and is_suite_file(p)
+        }
+        helper_folders = {p.parent for p in helpers}
+        files |= {path for key, path in known.items() if key.parent in helper_folders}
+        result = Reload()
+        for file in sorted(files, key=str):
+            fresh, imported = _load_with_imports(file)
             if not fresh.suites and not fresh.errors:
-                continue  # not a suite file (a helper module)
-            if fresh.errors:
-                previous = [s for s in self.loaded.suites if s.path == file]
-                if previous:  # keep the last good version in use
-                    self.edit_errors[file] = fresh.errors[0]
-                    continue
-                self.loaded.errors = [e for e in self.loaded.errors if e.path != file]
-                self.loaded.errors.extend(fresh.errors)
+                continue
+            error = fresh.errors[0] if fresh.errors else self._name_taken(file, fresh.suites)
+            if error is not None:
+                result.errors.append(error)
+                if any(s.path == file for s in self.loaded.suites):
+                    self.edit_errors[file] = error  # the last good version stays in use
+                else:
+                    self.loaded.errors = [e for e in self.loaded.errors if e.path != file]
+                    self.loaded.errors.append(error)
                 continue
             self.edit_errors.pop(file, None)
             self.loaded.errors = [e for e in self.loaded.errors if e.path != file]
             self._replace(file, fresh.suites)
-            reloaded |= {s.name for s in fresh.suites}
-        self.reloaded |= reloaded
-        return reloaded
+            if _identity(file) in edited or imported & helpers:
+                result.names |= {s.name for s in fresh.suites}
+        self.reloaded |= result.names
+        return result
+
+    def _name_taken(self, file: Path, suites: list[Suite]) -> LoadError | None:
+        """Two files defining one suite name would be two rows with one key: an error."""
+        for suite in suites:
+            other = self.suite(suite.name)
+            if other is not None and other.path is not None and other.path != file:
+                return LoadError(
+                    file, f"{file}: suite name {suite.name!r} is also used by {other.path}"
+                )
+        return None
 
     def _replace(self, file: Path, suites: list[Suite]) -> None:
         old = [i for i, s in enumerate(self.loaded.suites) if s.path == file]
@@ -119,9 +141,84 @@ class Workspace:
         return self.options.model_copy(update=changes)
 
 
+@dataclass
+class Reload:
+    """What a reload after an edit did.
+
+    Attributes:
+        names: the suites reloaded (their file, or a helper they import, changed).
+        errors: the files whose new version does not load.
+    """
+
+    names: set[str] = field(default_factory=set)
+    errors: list[LoadError] = field(default_factory=list)
+
+
+NOT_EDITS = {"__baselines__", "__labels__", "__pycache__", ".git"}
+"""Folders whose files the app or tools write: a change there is not an edit of a suite."""
+
+
+def _real(path: Path) -> Path:
+    """`path` made absolute with its links followed, when they can be (a loop cannot)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
+def _identity(path: Path) -> Path:
+    """One name per file, however it was given (relative, absolute, through a linked
+    folder); the file itself is not followed, so a link loop is still its own name."""
+    return _real(path.parent) / path.name
+
+
+def _is_edit(path: Path) -> bool:
+    if any(part in NOT_EDITS for part in path.parts):
+        return False
+    return path.suffix in SUITE_SUFFIXES and not path.name.startswith(".")
+
+
+def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
+    """Load one suite file with its folder's modules imported afresh; also returns the
+    files of the modules of that folder it imported (the helpers it depends on)."""
+    folder = _real(file.parent)
+    _forget_modules({folder})
+    _forget_namesakes(folder)
+    before = set(sys.modules)
+    problem = not_a_suite_file(file)
+    if problem is not None:
+        return LoadResult(errors=[LoadError(file, problem)]), set()
+    fresh = load_suites([file])
+    imported = set()
+    for name in set(sys.modules) - before:
+        location = getattr(sys.modules.get(name), "__file__", None)
+        if location and _real(Path(location)).parent == folder:
+            imported.add(_identity(Path(location)))
+    return fresh, imported
+
+
+def _forget_namesakes(folder: Path) -> None:
+    """Drop modules named like a module of `folder` but imported from another folder of
+    suites (a `helpers.py` beside other suites): this folder's own is imported instead."""
+    installed = tuple(
+        _real(Path(p)) for key, p in sysconfig.get_paths().items() if key.endswith("lib")
+    )
+    try:
+        names = {entry.stem for entry in folder.glob("*.py")}
+    except OSError:
+        return
+    for name in names:
+        location = getattr(sys.modules.get(name), "__file__", None)
+        if location is None:
+            continue
+        real = _real(Path(location))
+        if real.parent != folder and not any(real.is_relative_to(p) for p in installed):
+            del sys.modules[name]
+
+
 def _forget_modules(folders: set[Path]) -> None:
     """Drop imported modules that live in `folders`, so the next import reads the edit."""
     for name, module in list(sys.modules.items()):
         location = getattr(module, "__file__", None)
-        if location and Path(location).resolve().parent in folders:
+        if location and _real(Path(location)).parent in folders:
             del sys.modules[name]

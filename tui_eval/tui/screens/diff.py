@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.events import Event, SampleFinished
 from tui_eval.report import CaseResult, Diff, Report, SampleResult
-from tui_eval.suite_run import BaselineStatus, accept_into_baseline
+from tui_eval.suite_run import BaselineStatus
 from tui_eval.text import one_line, value_text
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.sample_text import render_checks
@@ -94,6 +94,8 @@ class DiffScreen(Screen[None]):
         super().__init__()
         self.diff = diff
         self.current = current.report if isinstance(current, RunSession) else current
+        self.session = current if isinstance(current, RunSession) else None
+        """The run whose results `a`/`A` write into the baseline (through its `SuiteRun`)."""
         self.suite = current.suite if isinstance(current, RunSession) else None
         """The suite whose agent `m` samples more (None for two saved reports)."""
         self.deciding = False
@@ -108,7 +110,7 @@ class DiffScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Accepting needs a baseline file and a current run (not two past runs)."""
         if action in ("accept", "accept_all"):
-            return self.baseline_path is not None and self.current is not None
+            return self.baseline_path is not None and self.session is not None
         if action == "decide":
             return self.suite is not None and self.baseline is not None and not self.deciding
         return True
@@ -256,9 +258,9 @@ class DiffScreen(Screen[None]):
     def _accept(self, names: list[str]) -> None:
         if self.baseline_path is None or self.current is None or not names:
             return
-        removed = [n for n in names if n in set(self.diff.removed)]
-        changed = [n for n in names if n not in set(removed)]
-        outcome = accept_into_baseline(self.current, self.baseline_path, changed, removed=removed)
+        if self.session is None:
+            return
+        outcome = self.session.write_baseline(names)
         if outcome.status is not BaselineStatus.SAVED:
             self.notify(outcome.message, severity="warning")
             return

@@ -1,0 +1,191 @@
+"""The app's flow through `SuiteRun`: baselines that keep what a run did not cover, runs of
+the code as edited, watch and resume that survive navigation, nothing kept alive for good."""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import weakref
+
+import anyio
+import pytest
+
+from tui_eval import Case, Suite, contains
+from tui_eval.report import Report
+from tui_eval.store import RunHistory
+from tui_eval.tui.app import make_app
+from tui_eval.tui.screens.run import RunScreen
+from tui_eval.tui.screens.suites import SuitesScreen
+from tui_eval.tui.session import RunSession
+
+from .test_app import wait_until_done
+
+pytestmark = pytest.mark.anyio
+
+
+async def wait_for(pilot, condition, timeout: float = 20) -> None:
+    with anyio.fail_after(timeout):
+        while not condition():
+            await pilot.pause(0.05)
+
+
+def switchable(tmp_path, wrong: set[str]) -> Suite:
+    """Cases a-e; those named in `wrong` (a set the test may change) fail."""
+
+    async def agent(question: str) -> str:
+        return "nope" if question in wrong else "ok " + question
+
+    suite = Suite(
+        "kitchen",
+        agent=agent,
+        cases=[Case(name, checks=[contains("ok")]) for name in ("a", "b", "c", "d", "e")],
+    )
+    suite.path = tmp_path / "kitchen_suite.py"
+    return suite
+
+
+def baseline_of(tmp_path, name: str = "kitchen") -> dict[str, bool]:
+    report = Report.load(tmp_path / "__baselines__" / f"{name}.json")
+    return {case.name: case.passed for case in report.cases}
+
+
+async def test_rerun_compare_accept_all_keeps_the_cases_the_rerun_did_not_cover(tmp_path):
+    from tui_eval.tui.screens.diff import DiffScreen
+
+    wrong = {"b", "d"}
+    app = make_app(suites=[switchable(tmp_path, wrong)], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("s")
+        await pilot.pause()
+        assert baseline_of(tmp_path) == dict(a=True, b=False, c=True, d=False, e=True)
+        wrong.clear()  # the agent is fixed
+        await pilot.press("r")  # rerun the two failing cases
+        await wait_for(pilot, lambda: app.screen.session.title.endswith("rerun of 2 failing"))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("c")
+        diff = app.screen
+        assert isinstance(diff, DiffScreen)
+        assert diff.diff.removed == []  # a, c, e were not run, not removed
+        assert sorted(c.name for c in diff.diff.improvements) == ["b", "d"]
+        await pilot.press("A")
+        await pilot.pause()
+    assert baseline_of(tmp_path) == dict(a=True, b=True, c=True, d=True, e=True)
+
+
+async def test_closed_run_screens_and_their_runs_are_freed(tmp_path):
+    app = make_app(suites=[switchable(tmp_path, set())], history=RunHistory(tmp_path))
+    screens: list[weakref.ref[RunScreen]] = []
+    sessions: list[weakref.ref[RunSession]] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(6):
+            await pilot.press("r")
+            screen = app.screen
+            assert isinstance(screen, RunScreen)
+            await wait_until_done(pilot, screen)
+            screens.append(weakref.ref(screen))
+            assert screen.session.report is not None
+            sessions.append(weakref.ref(screen.session))  # it holds the run's report
+            del screen
+            await pilot.press("q")
+            assert isinstance(app.screen, SuitesScreen)
+        await pilot.pause(0.2)
+        gc.collect()
+        alive = [ref for ref in screens if ref() is not None]
+        # The latest run stays (Suites shows it; enter reopens it); its screens do not.
+        assert alive == []
+        assert [ref() is not None for ref in sessions] == [False] * 5 + [True]
+
+
+async def test_the_app_started_from_a_relative_path_survives_an_edit(
+    example_suites, tmp_path, monkeypatch
+):
+    """`tui-eval suites/` as the README says, then an edit of a suite file."""
+    shutil.copytree(example_suites, tmp_path / "suites")
+    monkeypatch.chdir(tmp_path)
+    app = make_app(["suites/"], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        names = [s.name for s in app.workspace.loaded.suites]
+        assert "geography" in names
+        await pilot.pause(0.5)  # the watcher is up
+        geography = tmp_path / "suites" / "geography.yaml"
+        geography.write_text(geography.read_text().replace("Paris", "Lyon", 1))
+        await wait_for(pilot, lambda: "geography" in app.workspace.reloaded)
+        await pilot.pause(0.3)
+        assert [s.name for s in app.workspace.loaded.suites] == names  # loaded once each
+        table = app.screen.query_one("#suites")
+        assert table.row_count == len(names)
+        # Only the edited suite is marked, not every suite of the folder.
+        assert app.workspace.reloaded == {"geography"}
+
+
+EDITABLE = """
+from tui_eval import Case, Suite, contains
+from helper_answers import ANSWER
+
+async def agent(question: str) -> str:
+    return ANSWER + " " + question
+
+suite = Suite("editable", agent=agent, cases=[Case(f"q{i}", checks=[contains("right")]) for i in range(3)])
+"""
+
+PLAIN = """
+from tui_eval import Case, Suite, contains
+
+async def agent(question: str) -> str:
+    return "right " + question
+
+suite = Suite("plain", agent=agent, cases=[Case("p", checks=[contains("right")])])
+"""
+
+
+def suite_folder(tmp_path, answer: str = "wrong"):
+    """`editable` (imports helper_answers.py) and `plain` (imports no helper)."""
+    folder = tmp_path / "suites"
+    folder.mkdir(exist_ok=True)
+    (folder / "helper_answers.py").write_text(f"ANSWER = {answer!r}\n")
+    for name, text in (("editable_suite.py", EDITABLE), ("plain_suite.py", PLAIN)):
+        if not (folder / name).exists():
+            (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("replacement", ["folder", "link loop"])
+async def test_a_suite_file_replaced_by_a_folder_or_a_link_loop_is_a_load_error(
+    tmp_path, replacement
+):
+    folder = suite_folder(tmp_path)
+    app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.5)  # the watcher is up
+        path = folder / "plain_suite.py"
+        path.unlink()
+        if replacement == "folder":
+            path.mkdir()
+        else:
+            path.symlink_to(path)
+        await wait_for(pilot, lambda: bool(app.workspace.edit_errors))
+        (error,) = app.workspace.edit_errors.values()
+        word = "a folder now" if replacement == "folder" else "symbolic link loop"
+        assert word in error.message
+        await pilot.pause(0.3)
+        shown = str(app.screen.query_one("#load-errors").render())
+        assert word in shown and "previous version stays in use" in shown
+
+
+async def test_a_helper_edit_marks_only_the_suites_that_import_it_and_s_is_no_edit(tmp_path):
+    folder = suite_folder(tmp_path)
+    app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")  # editable: the first row
+        await wait_until_done(pilot, app.screen)
+        await pilot.pause(0.5)  # the watcher is up
+        await pilot.press("s")  # creates __baselines__/
+        await pilot.pause(1.5)  # longer than the watcher's debounce
+        assert (folder / "__baselines__" / "editable.json").exists()
+        assert app.workspace.reloaded == set()
+        suite_folder(tmp_path, answer="right")  # an edit of the helper module
+        await wait_for(pilot, lambda: bool(app.workspace.reloaded))
+        await pilot.pause(0.3)
+        assert app.workspace.reloaded == {"editable"}
