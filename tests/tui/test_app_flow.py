@@ -4,6 +4,7 @@ the code as edited, watch and resume that survive navigation, nothing kept alive
 from __future__ import annotations
 
 import gc
+import json
 import shutil
 import weakref
 
@@ -189,3 +190,171 @@ async def test_a_helper_edit_marks_only_the_suites_that_import_it_and_s_is_no_ed
         await wait_for(pilot, lambda: bool(app.workspace.reloaded))
         await pilot.pause(0.3)
         assert app.workspace.reloaded == {"editable"}
+
+
+async def test_r_after_a_reload_reruns_the_failing_cases_with_the_new_code(tmp_path):
+    folder = suite_folder(tmp_path)
+    app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        assert not app.screen.session.report.passed
+        await pilot.press("q")
+        await pilot.pause(0.5)  # the watcher is up
+        suite_folder(tmp_path, answer="right")
+        await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
+        await pilot.press("enter")  # the finished run of the old code
+        await pilot.press("r")  # rerun its failing cases
+        await wait_for(pilot, lambda: "rerun" in app.screen.session.title)
+        await wait_until_done(pilot, app.screen)
+        assert app.screen.session.report.passed
+
+
+async def test_watch_survives_leaving_the_run_and_coming_back(tmp_path):
+    folder = suite_folder(tmp_path, answer="right")
+    app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        first = app.screen
+        await wait_until_done(pilot, first)
+        await pilot.press("w", "q")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        back = app.screen
+        assert isinstance(back, RunScreen) and back.watching
+        suite_folder(tmp_path, answer="wrong")
+        await wait_for(pilot, lambda: app.screen is not back)
+        rerun = app.screen
+        assert isinstance(rerun, RunScreen) and rerun.watching
+        await wait_until_done(pilot, rerun)
+        assert not rerun.session.report.passed
+
+
+async def test_watch_reruns_while_the_user_is_elsewhere(tmp_path):
+    folder = suite_folder(tmp_path, answer="right")
+    app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        first = app.screen.session
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("w", "q")
+        await pilot.pause(0.5)
+        suite_folder(tmp_path, answer="wrong")  # edited while the Suites screen shows
+        await wait_for(pilot, lambda: app.workspace.sessions["editable"] is not first)
+        rerun = app.workspace.sessions["editable"]
+        await wait_for(pilot, lambda: rerun.report is not None)
+        await pilot.press("enter")
+        assert app.screen.session is rerun and app.screen.watching
+
+
+GATED = """
+import anyio
+from pathlib import Path
+from tui_eval import Case, Suite, contains
+HERE = Path(__file__).parent
+
+async def agent(q):
+    while int(q[1:]) >= 2 and (HERE / "gate.flag").exists():
+        await anyio.sleep(0.02)
+    return "ok " + q
+
+suite = Suite("gated", agent=agent, concurrency=1,
+              cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(5)])
+"""
+
+
+async def test_resume_leaves_no_stale_interrupted_state(tmp_path):
+    suite_file = tmp_path / "gated_suite.py"
+    suite_file.write_text(GATED)
+    (tmp_path / "gate.flag").touch()
+    app = make_app([suite_file], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        run = app.screen
+        await wait_for(pilot, lambda: run.session.state.samples_done >= 2)
+        await pilot.press("x")
+        await wait_until_done(pilot, run)
+        assert run.session.report.cancelled
+        await pilot.press("q")
+        (tmp_path / "gate.flag").unlink()
+        await pilot.press("R")
+        resumed = app.screen
+        assert isinstance(resumed, RunScreen) and resumed.session is not run.session
+        await wait_until_done(pilot, resumed)
+        assert not resumed.session.report.cancelled
+        await pilot.press("q")
+        await pilot.pause(0.5)
+        status = app.screen.query_one("#suites").get_cell("gated", "status").plain
+        assert "interrupted" not in status and "5/5 passed" in status
+        await pilot.press("enter")  # the resumed run, not the cancelled one
+        assert app.screen.session is resumed.session
+
+
+async def test_more_samples_stay_with_the_case_and_reach_its_latency_chart(tmp_path):
+    from textual.widgets import Sparkline
+
+    from tui_eval.tui.screens.case import CaseScreen
+
+    app = make_app(suites=[switchable(tmp_path, set())], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("enter")
+        case_screen = app.screen
+        assert isinstance(case_screen, CaseScreen)
+        await pilot.press("m", *["backspace"] * 4, "4", "enter")
+        await wait_for(
+            pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
+        )
+        await pilot.press("q", "enter")  # leave the case, open it again
+        again = app.screen
+        assert isinstance(again, CaseScreen) and again is not case_screen
+        await pilot.pause(0.3)
+        labels = [str(row[0]) for row in again._rows()]
+        assert labels == ["1", "m1", "m2", "m3", "m4"]
+        assert len(again.query_one("#latency", Sparkline).data) == 5
+
+
+async def test_e_opens_the_suite_file_at_the_case_and_r_reruns_just_that_case(
+    tmp_path, monkeypatch
+):
+    import sys
+
+    from tui_eval.tui.screens.case import CaseScreen
+
+    folder = suite_folder(tmp_path)
+    opened = tmp_path / "editor-args.json"
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        f"import json, sys\nopen({str(opened)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+    )
+    monkeypatch.setenv("VISUAL", f"{sys.executable} {editor}")
+    app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("down", "enter")  # case q1
+        assert isinstance(app.screen, CaseScreen) and app.screen.case.name == "q1"
+        await pilot.press("e")
+        await wait_for(pilot, opened.exists)
+        # Its name is built in code (f"q{i}"), not written: the file opens at its top.
+        assert json.loads(opened.read_text()) == ["+1", str(folder / "editable_suite.py")]
+        suite_folder(tmp_path, answer="right")
+        await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
+        await pilot.press("r")
+        rerun = app.screen
+        assert isinstance(rerun, RunScreen)
+        await wait_until_done(pilot, rerun)
+        assert [c.name for c in rerun.session.report.cases] == ["q1"]
+        assert rerun.session.report.passed  # the code as edited
+
+
+def test_case_line_finds_a_yaml_case_by_its_name(tmp_path):
+    from tui_eval.tui.editor import case_line, editor_command
+
+    path = tmp_path / "s.yaml"
+    path.write_text('cases:\n  - input: "Capital of France?"\n  - input: 首都は？\n')
+    assert case_line(path, "首都は？") == 3
+    assert case_line(path, "Capital of France?") == 2
+    assert case_line(path, "missing") == 1
+    assert editor_command(path, 3)[-2:] == ["+3", str(path)]

@@ -12,6 +12,7 @@ from textual import on
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import Notification, Notify, SeverityLevel
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from tui_eval.options import RunOptions
@@ -25,6 +26,7 @@ from tui_eval.tui.messages import (
     StartSession,
     SuiteFilesChanged,
     SuitesReloaded,
+    WatchRerun,
 )
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.state import Clock
@@ -46,6 +48,8 @@ class TuiEvalApp(App[int]):
         Binding("question_mark", "help", "Help", show=False),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
+    WATCH_SETTLE_SECONDS = 0.3
+    """A watched suite reruns this long after the last save of a burst."""
     MAX_NOTIFICATIONS = 2
     """Older notifications make way for new ones instead of piling up over the table."""
 
@@ -67,6 +71,11 @@ class TuiEvalApp(App[int]):
         self.watch_first = watch_first
         """Open the first suite's run in watch mode (`tui-eval --watch PATH`)."""
         self._recent_notifications: list[Notification] = []
+        self._runs_by_worker: dict[Worker[Report], str] = {}
+        """The suite of each run under way."""
+        self._watch_timers: dict[str, Timer] = {}
+        self._watch_after: set[str] = set()
+        """Watched suites edited while they ran: rerun once when the run ends."""
         self._stop_watching = anyio.Event()
 
     def on_mount(self) -> None:
@@ -111,6 +120,33 @@ class TuiEvalApp(App[int]):
         if result.names or result.errors:
             for screen in self.screen_stack:
                 screen.post_message(SuitesReloaded(result.names))
+        for name in result.names & self.workspace.watching:
+            # A burst of saves (an editor writing several files) starts one rerun.
+            pending = self._watch_timers.pop(name, None)
+            if pending is not None:
+                pending.stop()
+            self._watch_timers[name] = self.set_timer(
+                self.WATCH_SETTLE_SECONDS, lambda name=name: self._watch_rerun(name)
+            )
+
+    def _watch_rerun(self, name: str) -> None:
+        """Rerun a watched suite after an edit, failing cases first; a run still going
+        reruns once when it ends, however many saves came meanwhile."""
+        self._watch_timers.pop(name, None)
+        previous = self.workspace.sessions.get(name)
+        if previous is not None and previous.state.running:
+            self._watch_after.add(name)
+            return
+        try:
+            session = self.workspace.watch_rerun(name)
+        except EmptySelection as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        if session is None:
+            return
+        self.start(session, show=False)
+        for screen in self.screen_stack:
+            screen.post_message(WatchRerun(session, previous))
 
     def run_all(self) -> None:
         """Start every runnable suite and show the first (`tui-eval run PATH` on a terminal)."""
@@ -127,15 +163,21 @@ class TuiEvalApp(App[int]):
         """Run `session` in a worker of the app (so it outlives any screen)."""
         from tui_eval.tui.screens.run import RunScreen
 
-        self.run_worker(
+        worker = self.run_worker(
             session.run(), name=f"run {session.title}", group="runs", exit_on_error=False
         )
+        self._runs_by_worker[worker] = session.state.name
         if show:
             self.push_screen(RunScreen(session, self.workspace, watching=watch))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A run that could not run (Ray unreachable, say) says why, not just "cancelled"."""
         worker = event.worker
+        if worker.is_finished and worker in self._runs_by_worker:
+            name = self._runs_by_worker.pop(worker)
+            if name in self._watch_after:
+                self._watch_after.discard(name)
+                self._watch_rerun(name)
         if event.state is WorkerState.ERROR and worker.group == "runs":
             error = worker.error
             self.notify(
@@ -158,6 +200,9 @@ class TuiEvalApp(App[int]):
         except ResumeError as exc:
             self.notify(str(exc), severity="warning")
             return
+        if not message.record.options.is_partial:
+            # It finishes the suite's interrupted run: it is the suite's run now.
+            self.workspace.sessions[message.record.suite] = session
         self.start(session, show=True)
 
     @on(ShowReport)

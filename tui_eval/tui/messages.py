@@ -48,3 +48,12 @@ class SuitesReloaded(Message):
     """The app reloaded these suites after an edit (sent to every screen)."""
 
     names: set[str]
+
+
+@dataclass
+class WatchRerun(Message):
+    """Watch mode started `session`, a rerun of `previous` after an edit (sent to every
+    screen: the Run screen showing `previous` follows it)."""
+
+    session: RunSession
+    previous: RunSession | None

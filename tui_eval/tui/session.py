@@ -7,7 +7,7 @@ import contextlib
 import gc
 import uuid
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_eval.options import RunOptions
@@ -63,12 +63,15 @@ class RunSession:
         service: the run itself (None for a report opened from disk).
         baseline_path: where `s` saves and `c` compares.
         title: the Run screen's title.
+        more_samples: each case's latest "more samples" rerun (`m` on the Case screen), by
+            case name: it stays with the run when the Case screen closes.
     """
 
     state: RunState
     service: SuiteRun | None = None
     baseline_path: Path | None = None
     title: str = ""
+    more_samples: dict[str, RunSession] = field(default_factory=dict)
 
     @classmethod
     def start(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tui_eval.options import RunOptions
@@ -34,6 +34,7 @@ class Workspace:
         edit_errors: suite files whose latest edit does not load (the previous version of
             their suites stays in use), with the error.
         reloaded: suites reloaded after an edit and not yet run since.
+        watching: suites in watch mode (an edit reruns them), wherever the user is.
     """
 
     loaded: LoadResult
@@ -43,6 +44,7 @@ class Workspace:
     sessions: dict[str, RunSession] = field(default_factory=dict)
     edit_errors: dict[Path, LoadError] = field(default_factory=dict)
     reloaded: set[str] = field(default_factory=set)
+    watching: set[str] = field(default_factory=set)
 
     def suite(self, name: str) -> Suite | None:
         """The current version of the suite called `name`."""
@@ -134,7 +136,27 @@ class Workspace:
         )
         if options is None:
             self.sessions[suite.name] = session
+            self.reloaded.discard(suite.name)  # this run is of the code as edited
         return session
+
+    def watch_rerun(self, name: str) -> RunSession | None:
+        """A new run of the current version of suite `name`, its failing cases first (the
+        watch mode's rerun); None when the suite is gone.
+
+        Raises:
+            EmptySelection: the options select no case.
+        """
+        suite = self.suite(name)
+        if suite is None:
+            return None
+        current = self.sessions.get(name)
+        failing = (
+            {c.name for c in current.state.cases if c.samples and not c.passed}
+            if current is not None
+            else set()
+        )
+        ordered = sorted(suite.cases, key=lambda case: case.label not in failing)
+        return self.new_session(replace(suite, cases=ordered))
 
     def rerun_options(self, **changes: object) -> RunOptions:
         """The launch options with `changes` (cases, samples...) for a rerun."""

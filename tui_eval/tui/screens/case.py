@@ -11,6 +11,9 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 
 from tui_eval.report import CaseResult, SampleResult
 from tui_eval.stats import wilson_interval
+from tui_eval.suite_run import EmptySelection
+from tui_eval.suites import Suite
+from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import StartSession
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.table import Table
@@ -33,6 +36,8 @@ class CaseScreen(Screen[None]):
         Binding("question_mark", "app.help", "Help"),
         Binding("enter", "open_sample", "Open sample", show=False),
         Binding("m", "more_samples", "More samples"),
+        Binding("r", "rerun_case", "Rerun case"),
+        Binding("e", "edit", "Edit"),
     ]
 
     def __init__(self, session: RunSession, case_index: int, workspace: Workspace) -> None:
@@ -40,8 +45,12 @@ class CaseScreen(Screen[None]):
         self.session = session
         self.workspace = workspace
         self.case_index = case_index
-        self.rerun: RunSession | None = None
         self._shown_samples = -1
+
+    @property
+    def rerun(self) -> RunSession | None:
+        """The case's latest "more samples" rerun (kept by the run, not by this screen)."""
+        return self.session.more_samples.get(self.case.name)
 
     @property
     def case(self) -> CaseResult:
@@ -116,7 +125,8 @@ class CaseScreen(Screen[None]):
         if self.history_line:
             stats.append("\n" + self.history_line, style="dim")
         self.query_one("#case-stats", Static).update(stats)
-        self.query_one("#latency", Sparkline).data = [s.latency_ms for s in case.samples] or [0.0]
+        latencies = [sample.latency_ms for _, sample in self._rows()]
+        self.query_one("#latency", Sparkline).data = latencies or [0.0]
         self._update_rerun()
         rows = self._rows()
         if len(rows) != self._shown_samples:
@@ -182,30 +192,67 @@ class CaseScreen(Screen[None]):
         elif self.rerun is not None:  # a sample of the `m` rerun: its own run, case 0
             self.app.push_screen(SampleScreen(self.rerun, 0, table.cursor_row - own))
 
-    def action_more_samples(self) -> None:
-        suite = self.session.suite
-        if suite is None:
+    def _current_suite(self) -> Suite | None:
+        """The suite as it is now (reloaded after an edit), None for a saved report."""
+        if self.session.suite is None:
             self.notify("a saved report has no agent to rerun", severity="warning")
+            return None
+        suite = self.workspace.suite(self.session.state.name)
+        if suite is None:
+            self.notify("the suite is no longer loaded", severity="warning")
+        return suite
+
+    def action_more_samples(self) -> None:
+        if self._current_suite() is None:
             return
         from tui_eval.tui.screens.prompt import NumberPrompt
 
         default = max(10, 2 * max(1, len(self.case.samples)))
+        name = self.case.name
 
         def start(samples: int | None) -> None:
-            if samples is None or self.session.suite is None:
+            suite = self._current_suite() if samples is not None else None
+            if samples is None or suite is None:
                 return
             options = self.workspace.rerun_options(
-                cases=(self.case.name,), samples=samples, parallel_samples=True
+                cases=(name,), samples=samples, parallel_samples=True
             )
-            self.rerun = self.workspace.new_session(
-                self.session.suite, options, title=f"{self.case.name} × {samples}"
-            )
-            self.post_message(StartSession(self.rerun, show=False))
+            try:
+                rerun = self.workspace.new_session(suite, options, title=f"{name} × {samples}")
+            except EmptySelection as exc:
+                self.notify(str(exc), severity="warning")
+                return
+            self.session.more_samples[name] = rerun
+            self._shown_samples = -1
+            self.post_message(StartSession(rerun, show=False))
             self.notify(f"rerunning with {samples} samples")
 
         self.app.push_screen(
-            NumberPrompt(f"Rerun “{self.case.name[:40]}” with how many samples?", default), start
+            NumberPrompt(f"Rerun “{name[:40]}” with how many samples?", default), start
         )
+
+    def action_rerun_case(self) -> None:
+        """A new run of just this case, with the suite as it is now."""
+        suite = self._current_suite()
+        if suite is None:
+            return
+        name = self.case.name
+        try:
+            session = self.workspace.new_session(
+                suite, self.workspace.rerun_options(cases=(name,)), title=f"{suite.name} · {name}"
+            )
+        except EmptySelection as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.post_message(StartSession(session, show=True))
+
+    def action_edit(self) -> None:
+        """Open the suite file at this case in `$VISUAL`/`$EDITOR`."""
+        suite = self.workspace.suite(self.session.state.name) or self.session.suite
+        if suite is None or suite.path is None:
+            self.notify("this case has no suite file to edit", severity="warning")
+            return
+        edit_case(self.app, suite.path, self.case.name)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from tui_eval.diff import Diff
 from tui_eval.suite_run import BaselineOutcome, BaselineStatus, EmptySelection
-from tui_eval.tui.messages import StartSession, SuitesReloaded
+from tui_eval.tui.messages import StartSession, WatchRerun
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
 from tui_eval.tui.widgets.run_header import RunHeader
@@ -41,9 +38,6 @@ class RunScreen(Screen[None]):
         Binding("p", "since_previous", "vs previous"),
     ]
 
-    WATCH_SETTLE_SECONDS = 0.3
-    """A burst of saves (an editor writing several files) starts one rerun."""
-
     def __init__(
         self,
         session: RunSession,
@@ -55,15 +49,18 @@ class RunScreen(Screen[None]):
         super().__init__()
         self.session = session
         self.workspace = workspace
-        self.watching = watching
-        """Rerun the suite whenever its files change (`w`)."""
+        if watching:
+            workspace.watching.add(session.state.name)
         self.previous = previous
         """The run this one reran (in watch mode), to show what changed since."""
         self.since_previous: Diff | None = None
         self.reruns_started = 0
-        self._rerun_pending = False
-        self._rerun_timer: Timer | None = None
         self._finished_seen = False
+
+    @property
+    def watching(self) -> bool:
+        """Whether an edit of the suite's files reruns it (`w`; kept when the screen closes)."""
+        return self.session.state.name in self.workspace.watching
 
     def compose(self) -> ComposeResult:
         yield Static(cell(self._title(), 200), id="screen-title")
@@ -105,9 +102,6 @@ class RunScreen(Screen[None]):
             self._finished_seen = True
             self._announce_finish()
             self._compare_with_previous()
-            if self._rerun_pending:
-                self._rerun_pending = False
-                self._rerun_for_watch()
 
     def _announce_finish(self) -> None:
         report = self.session.report
@@ -138,7 +132,8 @@ class RunScreen(Screen[None]):
 
     def action_watch(self) -> None:
         """Toggle watch mode: each save of the suite's files reruns it, failing cases first."""
-        self.watching = not self.watching
+        name = self.session.state.name
+        self.workspace.watching ^= {name}
         self._show_notes()
         self.notify(
             "watching: saving the suite's files reruns it (failing cases first)"
@@ -147,37 +142,12 @@ class RunScreen(Screen[None]):
             timeout=3,
         )
 
-    @on(SuitesReloaded)
-    def _suites_reloaded(self, message: SuitesReloaded) -> None:
-        if not self.watching or self.session.state.name not in message.names:
+    @on(WatchRerun)
+    def _watch_rerun(self, message: WatchRerun) -> None:
+        if message.previous is not self.session or not self.is_current:
             return
-        if self._rerun_timer is not None:
-            self._rerun_timer.stop()
-        self._rerun_timer = self.set_timer(self.WATCH_SETTLE_SECONDS, self._rerun_when_idle)
-
-    def _rerun_when_idle(self) -> None:
-        self._rerun_timer = None
-        if self.session.state.running:
-            self._rerun_pending = True  # one more run when this one ends, however many saves
-            return
-        self._rerun_for_watch()
-
-    def _rerun_for_watch(self) -> None:
-        suite = self.workspace.suite(self.session.state.name)
-        if suite is None:
-            return
-        failing = {c.name for c in self.session.state.cases if c.samples and not c.passed}
-        ordered = sorted(suite.cases, key=lambda case: case.label not in failing)
-        try:
-            session = self.workspace.new_session(replace(suite, cases=ordered))
-        except EmptySelection as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.workspace.reloaded.discard(suite.name)
-        self.reruns_started += 1
-        self.post_message(StartSession(session, show=False))
-        screen = RunScreen(session, self.workspace, watching=True, previous=self.session)
-        screen.reruns_started = self.reruns_started
+        screen = RunScreen(message.session, self.workspace, previous=self.session)
+        screen.reruns_started = self.reruns_started + 1
         self.app.switch_screen(screen)
 
     def _compare_with_previous(self) -> None:
@@ -325,7 +295,7 @@ class RunScreen(Screen[None]):
 
     def action_rerun_failed(self) -> None:
         state = self.session.state
-        suite = self.session.suite
+        suite = self.workspace.suite(state.name) if self.session.suite is not None else None
         if suite is None:
             self.notify("a saved report cannot be rerun here: open its suite", severity="warning")
             return

@@ -1,0 +1,66 @@
+"""`e`: open a suite file in the user's editor at a case, with the app suspended meanwhile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from textual.app import App, SuspendNotSupported
+
+
+def case_line(path: Path, name: str) -> int:
+    """The 1-based line of `path` where the case called `name` is written (1 if not found).
+
+    A case's name is written in its file as its `name:`/`name=`, or as its input when it
+    has none (names of long inputs are cut with "…": the part before it is looked for).
+    """
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return 1
+    needle = name.split("…")[0].strip()
+    if not needle:
+        return 1
+    escaped = json.dumps(needle, ensure_ascii=False)[1:-1]  # as JSON and Python write it
+    for number, line in enumerate(lines, 1):
+        if needle in line or escaped in line:
+            return number
+    return 1
+
+
+def editor_command(path: Path, line: int) -> list[str]:
+    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`."""
+    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+    program = Path(editor[0]).name
+    if program in ("code", "code-insiders", "codium", "cursor"):
+        return [*editor, "--goto", f"{path}:{line}"]
+    if program in ("subl", "zed"):
+        return [*editor, f"{path}:{line}"]
+    return [*editor, f"+{line}", str(path)]  # vi, vim, nvim, nano, emacs, micro, helix...
+
+
+def edit_case(app: App[object], path: Path, name: str) -> None:
+    """Open `path` at case `name` in the editor and come back when it exits. The watcher
+    reloads the file if it was saved."""
+    command = editor_command(path, case_line(path, name))
+    try:
+        try:
+            with app.suspend():
+                _run(command)
+        except SuspendNotSupported:
+            if not app.is_headless:
+                app.notify(
+                    f"this terminal cannot hand over to an editor: open {path} yourself",
+                    severity="warning",
+                )
+                return
+            _run(command)  # tests: no terminal to hand over
+    except OSError as exc:
+        app.notify(f"cannot start the editor {command[0]!r}: {exc}", severity="error")
+
+
+def _run(command: list[str]) -> None:
+    subprocess.run(command, check=False)
