@@ -251,7 +251,7 @@ def compare_reports(current: Report, baseline: Report) -> Diff:
     for key, case in now.items():
         name = _label(key)
         old = before.get(key)
-        if old is None:
+        if old is None or not old.samples:  # a baseline case with no samples proves nothing
             diff.added.append(name)
             continue
         old_print, new_print = old.definition_fingerprint(), case.definition_fingerprint()
@@ -276,7 +276,12 @@ def compare_reports(current: Report, baseline: Report) -> Diff:
         (diff.regressions if old.passed else diff.improvements).append(change)
     diff.removed = [_label(key) for key in before if key not in now]
     _settle_statistics(
-        diff, [(before[key], case, _label(key)) for key, case in now.items() if key in before]
+        diff,
+        [
+            (before[key], case, _label(key))
+            for key, case in now.items()
+            if key in before and before[key].samples
+        ],
     )
     return diff
 

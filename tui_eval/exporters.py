@@ -210,7 +210,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         return reports[0]
     cases: list[CaseResult] = []
     where: dict[tuple[str, str], int] = {}
-    overlaps: list[str] = []
+    overlaps: dict[str, None] = {}  # each duplicated case once, in order
     suites: list[str] = []
     planned: dict[str, list[str]] = {}
     shards: list[Any] = []
@@ -219,7 +219,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         for case in report.cases:
             suite, name = case_suite(report, case), case_name(report, case)
             if (suite, name) in where:
-                overlaps.append(f"{suite}{SUITE_SEPARATOR}{name}")
+                overlaps[f"{suite}{SUITE_SEPARATOR}{name}"] = None
                 continue
             where[(suite, name)] = position
             if suite not in suites:
@@ -234,7 +234,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             paths.setdefault(report.name, report.metadata["suite_path"])
     if overlaps:
         raise MergeError(
-            f"{len(overlaps)} case(s) are in more than one report: {', '.join(overlaps[:5])}"
+            f"{len(overlaps)} case(s) are in more than one report: {', '.join(list(overlaps)[:5])}"
             + (" …" if len(overlaps) > 5 else "")
         )
     metadata: dict[str, Any] = {"suites": suites, "suite_paths": paths}
@@ -321,13 +321,28 @@ def sample_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
     return rows
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP's CSV injection rule)."""
+
+
+def csv_cell(value: Any) -> Any:
+    """A value for a CSV cell: text a spreadsheet would run as a formula gets a leading
+    `'`, so it shows as the text it is (numbers are left as numbers)."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def samples_csv(reports: Sequence[Report]) -> bytes:
-    """The per-sample rows as CSV (UTF-8, a header row)."""
+    """The per-sample rows as CSV (UTF-8, a header row); no cell runs as a formula."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\n")
+    # CRLF rows (RFC 4180): a cell holding a bare CR or LF is then quoted, never a new row.
+    writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\r\n")
     writer.writeheader()
     for row in sample_rows(reports):
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buffer.getvalue().encode()
 
 

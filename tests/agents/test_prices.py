@@ -218,3 +218,21 @@ def test_local_hosts_are_recognised_however_written(url):
 )
 def test_other_hosts_are_not_local(url):
     assert not is_local(url)
+
+
+def test_the_app_run_header_says_how_many_samples_are_unpriced():
+    from tui_eval.agents.messages import Usage
+    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.tui.state import RunState
+    from tui_eval.tui.widgets.run_header import RunHeader
+
+    called = Usage(10, 2, 1)
+    samples = [
+        SampleResult("a", 0, "passed", usage=called, cost=0.0048),
+        *(SampleResult("a", i, "passed", usage=called) for i in (1, 2, 3)),
+    ]
+    report = Report("r", [CaseResult("a", samples)], priced=True)
+    state = RunState.from_report(report)
+    line = RunHeader._counters(state).plain
+    assert "$0.0048 · 3 samples unpriced" in line
+    assert "$0.0048 · 3 samples unpriced" in report.header()

@@ -94,6 +94,9 @@ class RunHeader(Widget):
             spent = f" · ${state.cost:.4f}"
             if state.max_cost is not None:
                 spent += f" of ${state.max_cost:g}"
+            unpriced = state.report.unpriced_samples if state.report is not None else 0
+            if unpriced:  # the total leaves them out: say so beside it
+                spent += f" · {unpriced:,} sample{'s' if unpriced != 1 else ''} unpriced"
             counters.append(spent)
         elif state.max_cost is not None:
             counters.append(f" · budget ${state.max_cost:g} (nothing priced)")
