@@ -13,20 +13,30 @@ transports read through a small protocol (`_AsyncioBackend`, httpcore2's public
 network-backend interface) with timeouts as loop timers. httpcore2's default backend goes
 through anyio's socket streams, which enter a cancel scope for every read and write: a
 third of the HTTP path's CPU at 64 concurrent samples (bench/README.md, "Real API runs").
-Under trio, httpcore2's trio backend is used.
+Under trio, httpcore2's trio backend is used (made on first use: a plain install has no trio).
+
+Proxies come from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`,
+as curl reads them), and HTTPS is verified against the system's trust store unless
+`SSL_CERT_FILE` / `SSL_CERT_DIR` say otherwise (`ssl_context`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
+import urllib.request
 from collections.abc import Iterable
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import httpcore2 as httpcore
 import sniffio
+
+# httpcore2 exports its proxy *pool* only; its two proxy connection classes are what a
+# LIFO stack of connections needs (the pool's per-request scan is what this module avoids).
+from httpcore2._async.http_proxy import AsyncForwardHTTPConnection, AsyncTunnelHTTPConnection
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -53,19 +63,23 @@ class ConnectionPool:
         port = parts.port or (443 if scheme == b"https" else 80)
         self.origin = httpcore.Origin(scheme, host, port)
         self.host_header = parts.netloc.encode()
-        self._idle: list[httpcore.AsyncHTTPConnection] = []
+        self.proxy = proxy_for(base_url)
+        """The proxy requests go through (from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`), or None."""
+        self._idle: list[httpcore.AsyncConnectionInterface] = []
         self._ssl: ssl.SSLContext | None = None
         self.opened = 0
         """How many connections this pool has opened (the benchmarks report it)."""
 
-    def _connection(self) -> httpcore.AsyncHTTPConnection:
+    def _connection(self) -> httpcore.AsyncConnectionInterface:
         while self._idle:
             connection = self._idle.pop()
             if connection.is_idle() and not connection.has_expired():
                 return connection
         if self.origin.scheme == b"https" and self._ssl is None:
-            self._ssl = ssl.create_default_context()
+            self._ssl = ssl_context()
         self.opened += 1
+        if self.proxy is not None:
+            return self.proxy.connection(self.origin, self._ssl)
         return httpcore.AsyncHTTPConnection(
             self.origin, ssl_context=self._ssl, keepalive_expiry=30, network_backend=_BACKEND
         )
@@ -125,6 +139,105 @@ class ConnectionPool:
         idle, self._idle = self._idle, []
         for connection in idle:
             await connection.aclose()
+
+
+def ssl_context() -> ssl.SSLContext:
+    """How HTTPS servers are verified: `SSL_CERT_FILE` (or `SSL_CERT_DIR`) when set, else the
+    system's trust store, so a CA that IT installed on the machine is trusted.
+
+    This is httpcore2's `default_ssl_context`: `truststore` (the OS's own verifier) on
+    macOS and Windows; on Linux the system's CA bundle, found where OpenSSL was built to
+    look or at the distributions' usual paths (what `truststore` reads on Linux, without
+    its per-handshake reload, which older OpenSSL versions accumulate).
+    """
+    return httpcore.default_ssl_context()
+
+
+class Proxy:
+    """An HTTP(S) proxy: plain `http://` requests are forwarded, `https://` ones tunnelled
+    through `CONNECT` (the proxy never sees the API key or the body).
+
+    Args:
+        url: the proxy's URL, `http://[user:password@]host:port` (or `https://...`).
+    """
+
+    def __init__(self, url: str) -> None:
+        if "://" not in url:
+            url = f"http://{url}"  # HTTPS_PROXY=proxy.corp:3128, as curl accepts it
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"proxy {_without_password(url)!r} is not supported: tui-eval speaks to "
+                "http:// and https:// proxies (not SOCKS)"
+            )
+        self.url = _without_password(url)
+        scheme = parts.scheme.encode()
+        self.origin = httpcore.Origin(
+            scheme, parts.hostname.encode(), parts.port or (443 if scheme == b"https" else 80)
+        )
+        self.headers: Headers = []
+        if parts.username is not None:
+            user = unquote(parts.username)
+            password = unquote(parts.password or "")
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            self.headers.append((b"Proxy-Authorization", f"Basic {token}".encode()))
+        self._ssl = ssl_context() if scheme == b"https" else None
+
+    def __repr__(self) -> str:
+        return f"Proxy({self.url!r})"
+
+    def connection(
+        self, origin: httpcore.Origin, ssl_context: ssl.SSLContext | None
+    ) -> httpcore.AsyncConnectionInterface:
+        """A new connection to `origin` through this proxy."""
+        if origin.scheme == b"https":
+            return AsyncTunnelHTTPConnection(
+                self.origin,
+                origin,
+                ssl_context=ssl_context,
+                proxy_ssl_context=self._ssl,
+                proxy_headers=self.headers,
+                keepalive_expiry=30,
+                network_backend=_BACKEND,
+            )
+        return AsyncForwardHTTPConnection(
+            self.origin,
+            origin,
+            proxy_headers=self.headers,
+            keepalive_expiry=30,
+            network_backend=_BACKEND,
+            proxy_ssl_context=self._ssl,
+        )
+
+
+def proxy_for(url: str) -> Proxy | None:
+    """The proxy the environment names for `url`, as curl and the requests library read it:
+    `https_proxy`/`HTTPS_PROXY` for https URLs, `http_proxy`/`HTTP_PROXY` for http ones,
+    `all_proxy`/`ALL_PROXY` for both; `no_proxy`/`NO_PROXY` (hosts, `.domain` suffixes,
+    `host:port`, `*`) bypasses it. Lower-case names win.
+
+    Raises:
+        ValueError: the variable names a proxy tui-eval cannot use (SOCKS), naming it.
+    """
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    chosen = proxies.get(parts.scheme) or proxies.get("all")
+    if not chosen:
+        return None
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"  # no_proxy entries match the host or host:port
+    if urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]
+        return None
+    return Proxy(chosen)
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
 
 
 def _header(headers: Headers, name: bytes) -> str | None:
@@ -288,10 +401,14 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
 
 
 class _AsyncioBackend(httpcore.AsyncNetworkBackend):
-    """httpcore2's network backend on asyncio transports; httpcore2's trio one under trio."""
+    """httpcore2's network backend on asyncio transports; httpcore2's trio one under trio.
+
+    The trio backend is made on first use under trio: building it needs `trio` installed,
+    which a plain `pip install tui-eval` does not bring (and asyncio runs never need).
+    """
 
     def __init__(self) -> None:
-        self._trio = httpcore.TrioBackend()
+        self._trio: httpcore.AsyncNetworkBackend | None = None
 
     async def connect_tcp(
         self,
@@ -302,6 +419,8 @@ class _AsyncioBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         if sniffio.current_async_library() != "asyncio":
+            if self._trio is None:
+                self._trio = httpcore.TrioBackend()
             return await self._trio.connect_tcp(host, port, timeout, local_address, socket_options)
         loop = asyncio.get_running_loop()
         local = (local_address, 0) if local_address else None

@@ -179,7 +179,10 @@ class HTTPProvider:
         key = (id(scope) if scope is not None else 0, base_url)
         pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[key] = ConnectionPool(base_url)
+            try:
+                pool = self._pools[key] = ConnectionPool(base_url)
+            except ValueError as exc:  # a proxy variable tui-eval cannot use
+                raise self._fail(str(exc)) from None
             if scope is not None:
                 scope.append(lambda: self._close(key))
         return pool

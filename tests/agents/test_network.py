@@ -1,0 +1,182 @@
+"""What users install and where they sit: no trio, proxies from the environment, trust stores."""
+
+from __future__ import annotations
+
+import os
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui_eval.agents.messages import Message
+from tui_eval.agents.providers import ProviderError
+from tui_eval.agents.providers.connections import ConnectionPool, proxy_for
+from tui_eval.agents.providers.openai import OpenAIProvider
+
+from .proxy_server import ProxyServer
+from .wire_server import Reply, WireServer, openai_text
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_machine(monkeypatch):
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+def test_a_plain_install_without_trio_calls_both_apis():
+    """Bug: the trio backend was built at import, and a plain `pip install` has no trio."""
+    blocked = (
+        "import runpy, sys; sys.modules['trio'] = None; sys.argv = ['smoke'];"
+        f"runpy.run_path({str(ROOT / 'scripts' / 'smoke_http.py')!r}, run_name='__main__')"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "smoke: openai-compatible request ok" in out.stdout
+    assert "smoke: anthropic request ok" in out.stdout
+    assert "smoke: ok" in out.stdout
+
+
+async def ask(provider: OpenAIProvider) -> str | None:
+    completion = await provider.complete([Message("user", "hi")], [])
+    await provider.aclose()
+    return completion.content
+
+
+async def test_http_proxy_forwards_plain_http_requests(monkeypatch):
+    with WireServer() as server, ProxyServer() as proxy:
+        server.reply(Reply(body=openai_text("via proxy")))
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        provider = OpenAIProvider("m", base_url=server.url + "/v1", api_key="sk-test")
+        assert await ask(provider) == "via proxy"
+    assert [(r.method, r.target) for r in proxy.requests] == [
+        ("POST", server.url + "/v1/chat/completions")
+    ]
+    assert server.requests[0].path == "/v1/chat/completions"
+
+
+async def test_lower_case_proxy_variables_and_proxy_credentials(monkeypatch):
+    with WireServer() as server, ProxyServer() as proxy:
+        server.reply(Reply(body=openai_text("ok")))
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+        monkeypatch.setenv("http_proxy", proxy.url.replace("http://", "http://me:p%40ss@"))
+        provider = OpenAIProvider("m", base_url=server.url + "/v1")
+        assert await ask(provider) == "ok"
+    # me:p@ss, base64-encoded; and never passed on to the API.
+    assert proxy.requests[0].headers["proxy-authorization"] == "Basic bWU6cEBzcw=="
+    assert "proxy-authorization" not in {k.lower() for k in server.requests[0].headers}
+
+
+async def test_https_proxy_tunnels_with_connect(tmp_path, monkeypatch):
+    trustme = pytest.importorskip("trustme")
+    authority = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(ca_file))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    with WireServer() as server, ProxyServer() as proxy:
+        server.httpd.socket = server_context.wrap_socket(server.httpd.socket, server_side=True)
+        server.reply(Reply(body=openai_text("tunnelled")), Reply(body=openai_text("again")))
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        base = server.url.replace("http://", "https://") + "/v1"
+        provider = OpenAIProvider("m", base_url=base, api_key="sk-secret")
+        assert await ask(provider) == "tunnelled"
+        assert await ask(provider) == "again"
+    host_port = server.url.removeprefix("http://")
+    assert [(r.method, r.target) for r in proxy.requests] == [("CONNECT", host_port)] * 2
+    # The proxy saw only the CONNECT line: the key went inside the TLS tunnel.
+    assert all("authorization" not in r.headers for r in proxy.requests)
+    assert server.requests[0].headers["Authorization"] == "Bearer sk-secret"
+
+
+@pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1", "*", "PORT"])
+async def test_no_proxy_bypasses_the_proxy(monkeypatch, no_proxy):
+    with WireServer() as server, ProxyServer() as proxy:
+        server.reply(Reply(body=openai_text("direct")))
+        port = server.url.rsplit(":", 1)[1]
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", no_proxy.replace("PORT", f"127.0.0.1:{port}"))
+        provider = OpenAIProvider("m", base_url=server.url + "/v1")
+        assert await ask(provider) == "direct"
+    assert proxy.requests == []
+
+
+def test_which_variable_applies_to_which_url(monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.corp:3128")
+    assert proxy_for("http://api.example/v1") is None  # HTTPS_PROXY is for https only
+    chosen = proxy_for("https://api.example/v1")
+    assert chosen is not None and chosen.origin.host == b"proxy.corp"
+    assert chosen.origin.port == 3128
+    monkeypatch.setenv("ALL_PROXY", "http://all.corp:8080")
+    all_proxy = proxy_for("http://api.example/v1")
+    assert all_proxy is not None and all_proxy.origin.host == b"all.corp"
+    monkeypatch.setenv("NO_PROXY", ".example")
+    assert proxy_for("https://api.example/v1") is None
+
+
+async def test_a_socks_proxy_is_a_clear_error_naming_it_without_its_password(monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://me:hunter2@127.0.0.1:1080")
+    provider = OpenAIProvider("m", base_url="https://api.example/v1")
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete([Message("user", "hi")], [])
+    message = str(caught.value)
+    assert "socks5://me:***@127.0.0.1:1080" in message and "not supported" in message
+    assert "hunter2" not in message
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="macOS and Windows use truststore")
+async def test_without_ssl_cert_file_the_systems_ca_bundle_is_trusted(tmp_path, monkeypatch):
+    """A CA that IT added to the system's bundle is trusted, with no variable set."""
+    trustme = pytest.importorskip("trustme")
+    authority = trustme.CA()
+    bundle = tmp_path / "system-bundle.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    # Where this Python's OpenSSL was built to look: here, the bundle with IT's CA.
+    real = ssl.get_default_verify_paths()
+    monkeypatch.setattr(
+        ssl,
+        "get_default_verify_paths",
+        lambda: real._replace(openssl_cafile=str(bundle), openssl_capath=str(tmp_path / "none")),
+    )
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    with WireServer() as server:
+        server.httpd.socket = server_context.wrap_socket(server.httpd.socket, server_side=True)
+        server.reply(Reply(body=openai_text("trusted")))
+        url = server.url.replace("http://", "https://") + "/v1/chat/completions"
+        pool = ConnectionPool(url)
+        status, _, body = await pool.post(url, b"{}", [], 5, 10**6)
+        await pool.aclose()
+    assert status == 200 and b"trusted" in body
+
+
+async def test_a_server_nobody_trusts_is_refused(tmp_path, monkeypatch):
+    trustme = pytest.importorskip("trustme")
+    authority = trustme.CA()  # not written anywhere a client looks
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    other = trustme.CA()
+    ca_file = tmp_path / "other.pem"
+    other.cert_pem.write_to_path(str(ca_file))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))  # SSL_CERT_FILE wins: only it is trusted
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    with WireServer() as server:
+        server.httpd.socket = server_context.wrap_socket(server.httpd.socket, server_side=True)
+        base = server.url.replace("http://", "https://") + "/v1"
+        provider = OpenAIProvider("m", base_url=base, max_retries=0)
+        with pytest.raises(ProviderError, match="CERTIFICATE_VERIFY_FAILED"):
+            await provider.complete([Message("user", "hi")], [])
+        await provider.aclose()
