@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any
 
-from tui_eval.events import Event, RunFinished, RunStarted, SampleFinished
+from tui_eval.events import Event, RunFinished, RunStarted, RunStatus, SampleFinished
 from tui_eval.text import one_line
 
 
@@ -25,6 +25,7 @@ class Progress:
         self._name = ""
         self._last_print = 0.0
         self._next_line = 0
+        self._paces: dict[str, str] = {}
 
     def on_event(self, event: Event) -> None:
         """Feed a runner event."""
@@ -42,6 +43,15 @@ class Progress:
             self._start(event.name, event.total_samples)
         elif isinstance(event, RunFinished):
             self._stop()
+        elif isinstance(event, RunStatus):
+            for status in event.limits:
+                if status.pace is not None and self._paces.get(status.name) != status.reason:
+                    # Which pace the run keeps against an API, and why (once per change).
+                    self._paces[status.name] = status.reason
+                    self._log(
+                        f"rate limit {one_line(status.name, 60)}: pace {status.pace:.3g} req/s"
+                        f" ({status.reason})"
+                    )
 
     def _start(self, name: str, total: int) -> None:
         self._name, self.samples_total = one_line(name, 60), total
@@ -98,6 +108,12 @@ class Progress:
             )
             self._last_print = now
             self._next_line = self.samples_done + max(1, self.samples_total // 10)
+
+    def _log(self, message: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(message, markup=False, highlight=False)
+        else:
+            _err(f"[{self._name}] {message}")
 
     def _stop(self) -> None:
         if self._bar is not None:

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,13 +160,23 @@ class SharedLimiter:
     def status(self) -> Any:
         return self.local.status()
 
-    async def acquire(self, tokens: int = 0) -> None:
+    async def acquire(self, tokens: int = 0, deadline: Callable[[], float] | None = None) -> None:
         wait, since_success = await self.actor.reserve.remote(tokens)
         now = time.monotonic()
         self.local.last_used = now
         self.local.last_success = now - since_success
-        if wait > 0:
-            await anyio.sleep(wait)
+        if wait <= 0:
+            return
+        limit = deadline() if deadline is not None else math.inf
+        if now + wait > limit:  # every wait is bounded by the retry budget
+            await anyio.sleep(max(0.0, limit - now))
+            from tui_eval.agents.providers.limits import RateLimitWait
+
+            raise RateLimitWait(now + wait - time.monotonic(), "the cluster's shared limiter")
+        await anyio.sleep(wait)
+
+    def give_up_at(self, started: float, budget: float) -> float:
+        return self.local.give_up_at(started, budget)
 
     def on_response(
         self,
@@ -181,7 +192,11 @@ class SharedLimiter:
         self.actor.on_response.remote(status, lower, tokens_reserved, tokens_used)
 
     def on_limited(self, retry_after: float | None) -> None:
-        self.local.paused_until = time.monotonic() + (retry_after or 0.0)
+        now = time.monotonic()
+        self.local.paused_until = now + (retry_after or 0.0)
+        if self.local.stalled_since is None or self.local.stalled_since < self.local.last_success:
+            self.local.stalled_since = now  # what this process saw: its budget's start
+        self.local.last_limited = now
         self.actor.on_limited.remote(retry_after)
 
 

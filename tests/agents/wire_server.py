@@ -35,6 +35,8 @@ class WireServer:
 
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
+        self.always: Reply | None = None
+        """The reply once the scripted ones ran out (None: a 500 saying so)."""
         self.requests: list[Recorded] = []
         outer = self
 
@@ -51,7 +53,7 @@ class WireServer:
                 reply = (
                     outer.replies.popleft()
                     if outer.replies
-                    else Reply(500, {"error": {"message": "no reply scripted"}})
+                    else outer.always or Reply(500, {"error": {"message": "no reply scripted"}})
                 )
                 if reply.delay:
                     time.sleep(reply.delay)

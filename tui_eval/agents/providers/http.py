@@ -3,11 +3,13 @@ time-budgeted retries, the response cache, prices and secret redaction."""
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import json
 import random
 import socket
 import time
+import zlib
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,7 +26,13 @@ from tui_eval.agents.providers.connections import (
     TransportError,
     header_map,
 )
-from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint, limiter_for, retry_after
+from tui_eval.agents.providers.limits import (
+    RateLimiter,
+    RateLimitWait,
+    key_fingerprint,
+    limiter_for,
+    retry_after,
+)
 from tui_eval.agents.providers.metering import (
     ResponseTokens,
     SampleMeter,
@@ -58,7 +66,10 @@ class HTTPProvider:
       URL and key), shared with every other worker: a 429 pauses them all, the pace is
       learned from 429s and rate-limit headers (see `limits.py`). A rate-limited request
       waits while the run makes progress; it fails only when nothing was accepted for
-      `retry_budget` seconds, or when the server asks for a longer wait than that.
+      `retry_budget` seconds (queued time included), when the server asks for a longer
+      wait than that, or at once when a 429 says the quota is gone (`insufficient_quota`).
+    - **Bodies.** gzip/deflate are decoded; a redirect is an error (never followed: the key
+      goes to `base_url` only).
     - **Errors.** 5xx, 408 and timeouts are retried with exponential backoff and jitter
       (honouring `Retry-After`), at most `max_retries` times; other 4xx fail at once with
       the server's message.
@@ -166,6 +177,7 @@ class HTTPProvider:
             wire = [
                 (b"Content-Type", b"application/json"),
                 (b"Accept", b"application/json"),
+                (b"Accept-Encoding", b"gzip, deflate"),
                 (b"User-Agent", USER_AGENT),
                 *((k.encode(), v.encode()) for k, v in self.headers().items()),
                 *((k.encode(), v.encode()) for k, v in options.headers.items()),
@@ -245,8 +257,20 @@ class HTTPProvider:
         tokens = len(body) // 4 + int(payload.get("max_tokens") or 0)
         started = time.monotonic()
         retries = failures = 0
+
+        def give_up_at() -> float:
+            return limiter.give_up_at(started, budget)
+
         while True:
-            await limiter.acquire(tokens)
+            try:
+                await limiter.acquire(tokens, give_up_at)
+            except RateLimitWait as exc:
+                waited = time.monotonic() - (give_up_at() - budget)
+                raise self._fail(
+                    f"request to {url} still rate-limited after {waited:.0f}s with no request "
+                    f"accepted (retry budget {budget:g}s): its turn would come "
+                    f"{exc.wait_s:.3g}s later ({exc.why})"
+                ) from None
             wait: float | None = None
             try:
                 with anyio.fail_after(timeout):
@@ -263,7 +287,8 @@ class HTTPProvider:
                 ) from None
             else:
                 headers = header_map(raw_headers)
-                if status < 400:
+                data = self._decoded(data, headers, url)
+                if status < 300:
                     parsed = self._parse(data)
                     used = response_tokens(parsed)
                     limiter.on_response(
@@ -277,26 +302,45 @@ class HTTPProvider:
                     if cache is not None:
                         cache.put(cache_key, parsed, self._secrets(options))
                     return parsed, retries
+                if status < 400:
+                    # Never followed: the key would go wherever Location points.
+                    where = headers.get("location", "(no Location header)")
+                    raise self._fail(
+                        f"answered HTTP {status} for {url}, redirecting to {where}; redirects "
+                        "are not followed (the API key is sent only to base_url): set "
+                        "base_url to where the API is"
+                    )
                 limiter.on_response(status, headers)
                 message = self._server_message(data)
                 last = f"HTTP {status}: {message}"
+                if status in RATE_LIMITED and _quota_gone(data):
+                    raise self._fail(
+                        f"returned HTTP 429 for {url}: the account's quota is used up, so "
+                        f"retrying cannot help (add credit or raise the limit): {message}"
+                    )
                 wait = retry_after(headers)
                 longest = min(MAX_RETRY_AFTER_S, budget)
                 if wait is not None and wait > longest:
+                    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(
+                        seconds=min(wait, 1e9)
+                    )
                     raise self._fail(
-                        f"asked to retry after {wait:g}s (Retry-After), more than the "
-                        f"{longest:g}s tui-eval waits at once (a quota, not a rate); last: {last}"
+                        f"quota exhausted until {until:%Y-%m-%d %H:%M:%S} UTC: asked to retry "
+                        f"after {wait:g}s (Retry-After), more than the {longest:g}s tui-eval "
+                        f"waits at once (a quota, not a rate); last: {last}"
                     )
                 if status in RATE_LIMITED:
                     limiter.on_limited(wait)
-                    waited = time.monotonic() - max(started, limiter.last_success)
-                    if waited > budget:
+                    now = time.monotonic()
+                    deadline = give_up_at()
+                    if now >= deadline:
+                        waited = now - (deadline - budget)
                         raise self._fail(
                             f"request to {url} still rate-limited after {waited:.0f}s with no "
                             f"request accepted (retry budget {budget:g}s); last: {last}"
                         )
                     retries += 1
-                    notify_retry(retries, max(0.0, limiter.paused_until - time.monotonic()))
+                    notify_retry(retries, max(0.0, limiter.paused_until - now))
                     continue
                 if status not in RETRYABLE:
                     raise self._fail(f"returned HTTP {status} for {url}: {message}")
@@ -313,6 +357,34 @@ class HTTPProvider:
             retries += 1
             notify_retry(retries, delay)
             await anyio.sleep(delay)
+
+    def _decoded(self, data: bytes, headers: dict[str, str], url: str) -> bytes:
+        """The body with its `Content-Encoding` undone (gzip, deflate; proxies add them).
+
+        Raises:
+            ProviderError: an encoding tui-eval cannot decode (named), or a corrupt body.
+        """
+        encodings = [
+            e.strip().lower() for e in headers.get("content-encoding", "").split(",") if e.strip()
+        ]
+        for encoding in reversed(encodings):
+            if encoding == "identity":
+                continue
+            if encoding not in ("gzip", "x-gzip", "deflate"):
+                raise self._fail(
+                    f"sent a body with Content-Encoding {encoding!r} for {url}, which tui-eval "
+                    "cannot decode (it asks for gzip or deflate at most)"
+                )
+            try:
+                data = _decompress(data, encoding, self.max_response_bytes)
+            except ResponseTooLarge:
+                raise self._fail(
+                    f"sent a {encoding} body over {self.max_response_bytes:,} bytes once "
+                    f"decoded for {url}; refused"
+                ) from None
+            except (zlib.error, EOFError) as exc:
+                raise self._fail(f"sent a corrupt {encoding} body for {url}: {exc}") from None
+        return data
 
     def _meter(
         self,
@@ -363,6 +435,39 @@ class HTTPProvider:
                 return str(error.get("message") or json.dumps(error)[:300])
             return str(error)[:300]
         return str(parsed)[:300]
+
+
+QUOTA_GONE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
+"""Error codes of a 429 that no wait fixes: the account has no quota or credit left."""
+
+
+def _quota_gone(body: bytes) -> bool:
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    if not isinstance(error, dict):
+        return False
+    return any(error.get(name) in QUOTA_GONE for name in ("code", "type"))
+
+
+def _decompress(data: bytes, encoding: str, max_bytes: int) -> bytes:
+    """Undo one content encoding, refusing output over `max_bytes` (a zip bomb)."""
+    if encoding != "deflate":
+        wbits = 16 + zlib.MAX_WBITS  # gzip
+    elif len(data) >= 2 and data[0] & 0x0F == 8 and ((data[0] << 8) | data[1]) % 31 == 0:
+        wbits = zlib.MAX_WBITS  # zlib-wrapped deflate, as the RFC says
+    else:
+        wbits = -zlib.MAX_WBITS  # raw deflate, as some servers send it
+    decoder = zlib.decompressobj(wbits)
+    out = decoder.decompress(data, max_bytes + 1)
+    if len(out) > max_bytes or decoder.unconsumed_tail:
+        raise ResponseTooLarge
+    out += decoder.flush()
+    if not decoder.eof:
+        raise EOFError("the body ends before the compressed stream does")
+    return out
 
 
 def is_local(base_url: str) -> bool:

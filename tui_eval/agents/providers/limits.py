@@ -6,7 +6,11 @@ second) and one pause for all of them:
 
 - **Headers first.** OpenAI's `x-ratelimit-limit-requests` / `-tokens` and Anthropic's
   `anthropic-ratelimit-requests-limit` / `-tokens-limit` (both per minute) set the pace
-  from the first response, before anything is rejected.
+  from the first response, before anything is rejected. Nonsense values (under one
+  request or 100 tokens a minute, NaN) are ignored. Headers can be wrong about their
+  window, so a pace held to them for a while with nothing rejected is probed above
+  (doubling) until a 429 says whether they were right (back under them) or understated
+  the limit (the pace is then learned from 429s).
 - **A 429 pauses everyone** until its `retry-after-ms` / `Retry-After` has passed, and
   the released requests leave one pace-slot apart, so they never return all at once.
 - **AIMD on the pace.** The first 429 of a congestion episode cuts the pace to just under
@@ -16,13 +20,17 @@ second) and one pause for all of them:
 - **Tokens.** With `tpm` (given or learned), each request reserves its estimated tokens
   and the estimate is corrected by the usage the server reports.
 
-Giving up is decided by the provider with a time budget, measured from the later of the
-request's start and this limiter's last accepted response: a rate-limited request waits
-for as long as the run is making progress.
+Giving up is decided by the provider with a time budget (`give_up_at`), measured from the
+later of the request's start and this limiter's last accepted response — or, while the API
+rejects everything, from its first rejection: a rate-limited request waits for as long as
+the run is making progress, and every wait (in a pause or behind the pace) ends with it.
+429s that name no wait pause 1 s, 2 s, 4 s... (at most 30 s) while they keep coming.
 """
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import hashlib
 import math
 import time
@@ -48,6 +56,21 @@ WINDOW_S = 1.0
 """Accepted requests are counted over this window to measure the server's rate."""
 LIMITED_SHOWN_S = 2.0
 """How long after a 429 (or a paced wait) the limiter still reports itself as limiting."""
+PROBE_AFTER_S = 2.0
+"""Held to a header-derived pace this long with nothing rejected, the limiter probes above it."""
+PROBE_DOUBLING_S = 0.5
+"""While probing above a header-derived pace, it doubles this often until a 429."""
+HEADER_CONFIRMED = 1.25
+"""A 429 while probing, at an accepted rate under this multiple of the headers' limit,
+confirms the headers (the pace goes back under them); above it they are overruled."""
+MIN_HEADER_REQUESTS_PER_MIN = 1.0
+"""Header request limits under this (`0.001`, `1e-9`) are nonsense, not a limit: ignored."""
+MIN_HEADER_TOKENS_PER_MIN = 100.0
+"""Header token limits under this (`1`) are ignored: no API answers a request in so few."""
+RECHECK_S = 0.25
+"""A request waiting for a later slot looks this often whether the pace went up."""
+BACKOFF_MAX_S = 30.0
+"""Consecutive 429s that name no wait pause for 1 s, 2 s, 4 s... at most this long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +84,8 @@ class LimitStatus:
         rate: requests per second the server accepted over the last second.
         pace: the pace the limiter keeps (None: not pacing).
         rejected: 429s seen so far.
+        reason: why it keeps that pace ("" when not pacing), e.g.
+            `x-ratelimit-limit-requests: 600/min` or `probing above the headers' 60/min`.
     """
 
     name: str
@@ -69,11 +94,15 @@ class LimitStatus:
     rate: float
     pace: float | None
     rejected: int
+    reason: str = ""
 
     def __str__(self) -> str:
         if not self.limited:
             return f"{self.rate:.0f} req/s"
-        return f"rate limited · waiting {self.waiting_s:.1f} s · {self.rate:.0f} req/s"
+        text = f"rate limited · waiting {self.waiting_s:.1f} s · {self.rate:.0f} req/s"
+        if self.pace is not None and self.reason:
+            text += f" · pace {self.pace:.3g}/s: {self.reason}"
+        return text
 
 
 class RateLimiter:
@@ -116,6 +145,19 @@ class RateLimiter:
         self.last_used = -math.inf
         self.provisional = False
         """The pace is a guess from a 429's wait, not yet measured."""
+        self.stalled_since: float | None = None
+        """When the first 429 since the last accepted response came (None: none since)."""
+        self.backoff_streak = 0
+        """Pauses in a row for 429s that named no wait (reset by an accepted response)."""
+        self.header_since = -math.inf
+        """When the headers' request limit was last learned."""
+        self.header_verdict: str | None = None
+        """None: headers unchecked; "probing": pacing above them; "confirmed"; "overruled"."""
+        self.learned = False
+        """The pace was set by 429s (AIMD), not only by a limit."""
+        self.repaced_at: float | None = None
+        """The pace when queued requests last took new slots."""
+        self._generation = 0
 
     def set_caps(self, rpm: float | None, tpm: float | None) -> None:
         """Explicit ceilings (from settings); the lower of old and new wins."""
@@ -128,16 +170,41 @@ class RateLimiter:
             self.token_cap = min(self.token_cap or cap, cap)
 
     # -- asking ------------------------------------------------------------------------
-    async def acquire(self, tokens: int = 0) -> None:
-        """Wait for this request's turn: after any pause, one pace-slot after the last."""
+    async def acquire(self, tokens: int = 0, deadline: Callable[[], float] | None = None) -> None:
+        """Wait for this request's turn: after any pause, one pace-slot after the last.
+
+        A request queued behind a slow pace queues anew when the pace doubles (probing
+        above wrong headers, or growing from a guess), so old slots never hold a run back.
+
+        Raises:
+            RateLimitWait: `deadline()` (monotonic seconds, asked again as the request
+                waits: progress moves it) passed before the request's turn came.
+        """
         while True:
             wait = self.reserve(tokens)
             if wait <= 0:
                 return
-            await anyio.sleep(wait)
+            slot = self.clock() + wait
+            generation = self._generation
+            while True:
+                now = self.clock()
+                if now >= slot or generation != self._generation:
+                    break
+                limit = deadline() if deadline is not None else math.inf
+                if now >= limit:
+                    raise RateLimitWait(slot - now, self._why(now))
+                await anyio.sleep(min(slot, limit, now + RECHECK_S) - now)
+            if generation != self._generation:
+                continue  # the pace went up: take a new, earlier slot
             if self.clock() >= self.paused_until:
                 return
             # A 429 paused everyone while this request waited: queue again after it.
+
+    def _repace(self, now: float) -> None:
+        """The pace went up a lot: forget the slots handed out at the old one."""
+        self.repaced_at = self.pace
+        self.next_slot = max(now, self.paused_until)
+        self._generation += 1
 
     def reserve(self, tokens: int = 0) -> float:
         """Take the next slot for a request of `tokens`: the seconds until it comes."""
@@ -146,17 +213,39 @@ class RateLimiter:
         if self.first_request is None:
             self.first_request = now
         slot = max(now, self.paused_until)
+        next_slot = self.next_slot
         if self.pace:
             slot = max(slot, self.next_slot)
-            self.next_slot = slot + 1 / self.pace
+            next_slot = slot + 1 / self.pace
+            if self.repaced_at is None or self.pace < self.repaced_at:
+                self.repaced_at = self.pace  # the slowest pace a slot was handed out at
         token_pace = self._token_pace()
+        next_token_slot = self.next_token_slot
         if token_pace and tokens:
             token_slot = max(now, self.next_token_slot)
-            self.next_token_slot = token_slot + tokens / token_pace
+            next_token_slot = token_slot + tokens / token_pace
             slot = max(slot, token_slot)
+        self.next_slot, self.next_token_slot = next_slot, next_token_slot
         if slot > now:
             self.last_held = now
         return slot - now
+
+    def give_up_at(self, started: float, budget: float) -> float:
+        """When a request that started at `started` stops waiting, for a retry budget of
+        `budget` seconds: `budget` after the later of its start and the last accepted
+        response — but while the API is rejecting everything, `budget` after the first
+        rejection, whenever the request joined (a queue of later requests must not each
+        wait a whole budget again). A rejection streak older than the budget with nothing
+        rejected since is stale (the API was idle, not stalling)."""
+        stall = self.stalled_since
+        if stall is not None and self.clock() - self.last_limited <= budget:
+            return stall + budget
+        return max(started, self.last_success) + budget
+
+    def _why(self, now: float) -> str:
+        if now < self.paused_until:
+            return f"paused by a 429 for {self.paused_until - now:.3g}s more"
+        return f"paced at {self.pace:.3g} req/s ({self.pace_reason()})" if self.pace else "paced"
 
     def _token_pace(self) -> float | None:
         caps = [c for c in (self.token_cap, self.header_token_cap) if c]
@@ -177,11 +266,20 @@ class RateLimiter:
         if status < 400:
             self.accepted.append(now)
             self.last_success = now
+            self.stalled_since = None
+            self.backoff_streak = 0
             while self.accepted and self.accepted[0] < now - WINDOW_S:
                 self.accepted.popleft()
             if self.pace:
+                self._maybe_probe(now)
                 ceiling = self._ceiling()
-                doubling_s = SLOW_START_DOUBLING_S if self.provisional else None
+                doubling_s = (
+                    SLOW_START_DOUBLING_S
+                    if self.provisional
+                    else PROBE_DOUBLING_S
+                    if self.header_verdict == "probing"
+                    else None
+                )
                 dt = now - self.last_raise
                 grown = (
                     self.pace * 2 ** (dt / doubling_s)
@@ -189,23 +287,55 @@ class RateLimiter:
                     else self.pace * (1 + INCREASE_PER_S * dt)
                 )
                 self.pace = min(grown, ceiling) if ceiling else grown
+                if self.pace >= 2 * (self.repaced_at or math.inf):
+                    self._repace(now)
             self.last_raise = now
             token_pace = self._token_pace()
             if token_pace and tokens_used is not None:
                 self.next_token_slot += (tokens_used - tokens_reserved) / token_pace
 
+    def _maybe_probe(self, now: float) -> None:
+        """Start probing above the headers' limit: the pace has sat at it for a while,
+        requests are being held for it, and the API rejected nothing meanwhile — some
+        servers send a per-second or per-day figure under a per-minute name."""
+        header = self.header_request_cap
+        if header is None or self.header_verdict is not None or self.pace is None:
+            return
+        if self.request_cap is not None and self.request_cap <= header:
+            return  # the user's own rpm is lower: nothing to find out
+        at_header = self.pace >= header * HEADROOM * 0.999
+        quiet = self.last_limited < self.header_since and now - self.header_since >= PROBE_AFTER_S
+        if at_header and quiet and now - self.last_held < max(WINDOW_S, 2 / self.pace):
+            self.header_verdict = "probing"
+            self.last_raise = now
+
     def on_limited(self, retry_after: float | None) -> None:
-        """A 429: pause everyone for `retry_after` (or one slot), and slow down once per episode."""
+        """A 429: pause everyone for `retry_after` (or, naming no wait, a backoff that
+        doubles with each pause in a row), and slow down once per episode."""
         now = self.clock()
         self.rejected += 1
+        if self.stalled_since is None or self.stalled_since < self.last_success:
+            self.stalled_since = now
+        fresh = now >= self.paused_until  # not a request that left before the last pause
         self.last_limited = now
-        wait = retry_after if retry_after is not None else (1 / self.pace if self.pace else 1.0)
+        if retry_after is not None:
+            wait = retry_after
+        else:
+            if fresh:
+                self.backoff_streak += 1
+            base = 1 / self.pace if self.pace else 1.0
+            wait = min(BACKOFF_MAX_S, base * 2 ** max(0, self.backoff_streak - 1))
         self.paused_until = max(self.paused_until, now + wait)
         if now - self.last_cut < max(wait, 0.25):
             return  # the same congestion episode: one cut is enough
         self.last_cut = now
         self.last_raise = now
+        self.learned = True
         measured = self._measured_rate(now)
+        if self.header_verdict == "probing":
+            header = self.header_request_cap or 0.0
+            confirmed = measured is None or measured <= header * HEADER_CONFIRMED
+            self.header_verdict = "confirmed" if confirmed else "overruled"
         ceiling = self._ceiling()
         origin = self._origin()
         settled = origin is not None and now - origin >= WINDOW_S  # a whole window measured
@@ -232,8 +362,35 @@ class RateLimiter:
     def _ceiling(self) -> float | None:
         """The highest pace allowed: just under the lowest known limit, leaving the API's
         bucket a little slack for the jitter of requests in flight."""
-        caps = [c for c in (self.request_cap, self.header_request_cap) if c]
+        caps = [c for c in (self.request_cap, self._header_cap()) if c]
         return min(caps) * HEADROOM if caps else None
+
+    def _header_cap(self) -> float | None:
+        """The headers' request limit, while it binds (not while probing above it, nor
+        once a probe showed the API accepting well over it)."""
+        if self.header_verdict in ("probing", "overruled"):
+            return None
+        return self.header_request_cap
+
+    def pace_reason(self) -> str:
+        """Why the pace is what it is, in words for the app and the CLI."""
+        if self.pace is None:
+            return ""
+        header = self.header_request_cap
+        per_min = f"{header * 60:g}/min" if header else ""
+        if self.header_verdict == "probing":
+            return f"probing above the headers' {per_min}: nothing rejected at that pace"
+        if self.header_verdict == "overruled":
+            return f"learned from 429s; the headers' {per_min} understated what the API accepts"
+        ceiling = self._ceiling()
+        at_ceiling = ceiling is not None and self.pace >= ceiling * NEAR_CEILING * 0.999
+        if at_ceiling and self.request_cap and (header is None or self.request_cap <= header):
+            return f"rpm setting {self.request_cap * 60:g}/min"
+        if at_ceiling and header:
+            return f"the API's rate-limit headers: {per_min}"
+        if self.provisional:
+            return "a guess from a 429's wait, growing until the next 429"
+        return "learned from 429s" if self.learned else "the API's rate-limit headers"
 
     def _measured_rate(self, now: float) -> float | None:
         origin = self._origin()
@@ -255,14 +412,17 @@ class RateLimiter:
         requests = _number(
             headers, "x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"
         )
-        if requests and requests > 0:
+        if requests is not None and requests >= MIN_HEADER_REQUESTS_PER_MIN:
             cap = requests / 60
             if self.header_request_cap != cap:
                 self.header_request_cap = cap
+                self.header_since = self.clock()
+                self.header_verdict = None
                 ceiling = self._ceiling() or cap
                 self.pace = min(self.pace, ceiling) if self.pace else ceiling
+                self.next_slot = min(self.next_slot, self.clock() + 1 / self.pace)
         tokens = _number(headers, "x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit")
-        if tokens and tokens > 0:
+        if tokens is not None and tokens >= MIN_HEADER_TOKENS_PER_MIN:
             self.header_token_cap = tokens / 60
 
     # -- reporting ---------------------------------------------------------------------
@@ -282,6 +442,7 @@ class RateLimiter:
             rate=recent / span if span > 0 else 0.0,
             pace=self.pace,
             rejected=self.rejected,
+            reason=self.pace_reason(),
         )
 
 
@@ -290,27 +451,59 @@ def _number(headers: Mapping[str, str], *names: str) -> float | None:
         value = headers.get(name)
         if value is not None:
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 return None
+            return number if math.isfinite(number) else None
     return None
 
 
-def retry_after(headers: Mapping[str, str]) -> float | None:
-    """The wait a response asks for: `retry-after-ms`, else `Retry-After` (seconds)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
+def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The wait a response asks for, in seconds: `retry-after-ms`, else `Retry-After`
+    (seconds or an HTTP-date), each also under a proxy's `llm_provider-` prefix (LiteLLM
+    passes the upstream API's headers on that way). `now`: the wall clock (tests)."""
+    for prefix in ("", "llm_provider-"):
+        millis = _seconds(headers.get(f"{prefix}retry-after-ms"))
+        if millis is not None:
+            return millis / 1000
+        value = headers.get(f"{prefix}retry-after")
+        if value is None:
+            continue
+        seconds = _seconds(value)
+        if seconds is not None:
+            return seconds
         try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            continue
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return None
+
+
+def _seconds(value: str | None) -> float | None:
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        number = float(value)
     except ValueError:
         return None
+    return max(0.0, number) if math.isfinite(number) else None
+
+
+class RateLimitWait(Exception):
+    """A request's turn in the limiter would come after its retry budget ends.
+
+    Attributes:
+        wait_s: how long it would have waited.
+        why: what holds it back (a 429's pause, or the pace and where it comes from).
+    """
+
+    def __init__(self, wait_s: float, why: str) -> None:
+        super().__init__(f"would wait {wait_s:.3g}s in the rate limiter ({why})")
+        self.wait_s = wait_s
+        self.why = why
 
 
 _LIMITERS: dict[tuple[str, str], RateLimiter] = {}
