@@ -238,7 +238,8 @@ class RateLimiter:
         wait a whole budget again). A rejection streak older than the budget with nothing
         rejected since is stale (the API was idle, not stalling)."""
         stall = self.stalled_since
-        if stall is not None and self.clock() - self.last_limited <= budget:
+        stalled = stall is not None and stall >= self.last_success
+        if stall is not None and stalled and self.clock() - self.last_limited <= budget:
             return stall + budget
         return max(started, self.last_success) + budget
 
