@@ -171,3 +171,19 @@ def test_report_stop_message_and_cli_agree_on_the_spend(tmp_path):
     assert "max_cost $3 reached: $3.0000 spent" in done.stdout
     saved = Report.load(tmp_path / "r.json")
     assert saved.cost == 3.0 and saved.stopped is not None and "$3.0000 spent" in saved.stopped
+
+
+async def test_samples_from_an_executor_stop_the_run_at_the_budget():
+    class InOrder:
+        """An executor that runs units one by one and hands each back, as Ray's does."""
+
+        async def execute(self, evaluation: Evaluation, units: Any) -> None:
+            for index, sample_index in units:
+                if evaluation.cancel_requested:
+                    return
+                evaluation.accept(index, await evaluation.sample(index, sample_index))
+
+    agent = CountingAgent()
+    report = await evaluate(agent, cases(10), price=dollar, max_cost=3, executor=InOrder())
+    assert agent.calls == 3 and report.cost == 3.0
+    assert report.stopped == "max_cost $3 reached: $3.0000 spent, no new sample started"

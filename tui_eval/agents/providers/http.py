@@ -475,8 +475,8 @@ def is_local(base_url: str) -> bool:
 
     `localhost` (with or without the root dot), any loopback address in any form an OS
     accepts (`127.1`, `2130706433`, `0177.0.0.1`, `0x7f.0.0.1`, `[::1]`,
-    `[::ffff:127.0.0.1]`) and `0.0.0.0`. Prices never depend on it (the model decides);
-    it tells a model served here (Ollama, vLLM...) from a remote API in messages.
+    `[::ffff:127.0.0.1]`) and `0.0.0.0`. Prices never depend on it: the model decides
+    (a LiteLLM proxy on localhost serving `gpt-4o-mini` is priced).
     """
     try:
         host = (urlsplit(base_url).hostname or "").lower().rstrip(".")
