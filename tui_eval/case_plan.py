@@ -20,6 +20,7 @@ from tui_eval.checks.base import (
     run_check,
     settle_check,
 )
+from tui_eval.checks.expected import case_expected
 
 
 @dataclass(slots=True)
@@ -40,7 +41,13 @@ class CasePlan:
         return cls(case, spec, sync_checks, async_checks)
 
     async def run_checks(self, run: RunResult) -> list[CheckResult]:
-        """Every check of the case, each called exactly once; async ones run concurrently."""
+        """Every check of the case, each called exactly once; async ones run concurrently.
+
+        Checks that compare with the case's `expected` value read it from here."""
+        with case_expected(self.case.expected):
+            return await self._run_checks(run)
+
+    async def _run_checks(self, run: RunResult) -> list[CheckResult]:
         called: dict[int, CheckResult | Awaitable[Any]] = {}
         if not self.async_checks:
             # The common case: free matchers, answered inline with no task group.

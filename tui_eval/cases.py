@@ -9,20 +9,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_eval.agents.messages import Message
+from tui_eval.agents.messages import Message, is_conversation, structured_input_text
 from tui_eval.agents.providers import ModelLike
 from tui_eval.checks.base import Check
 
 NAME_LIMIT = 200
 
 
-def name_from_input(input: str | Sequence[Message]) -> str:
+DEFAULT_MAX_TURNS = 50
+"""The agent's own turn limit when neither the case nor the agent sets one."""
+
+
+def name_from_input(input: str | Sequence[Message] | Any) -> str:
     """A one-line form of the input, used as the default case name."""
     if isinstance(input, str):
         text = input
-    else:
+    elif is_conversation(input):
         users = [m.content for m in input if m.role == "user" and m.content]
         text = users[-1] if users else ""
+    else:
+        text = structured_input_text(input)
     line = " ".join(text.split())
     return line if len(line) <= NAME_LIMIT else line[: NAME_LIMIT - 1] + "…"
 
@@ -36,14 +42,17 @@ class Case:
         Case('Capital of France?', samples=4)
 
     Attributes:
-        input: a string, or a list of `Message` for a conversation.
+        input: a string, a list of `Message` for a conversation, or a structured value
+            (such as `{"question": ...}`): a plain-function agent receives it unchanged,
+            an `Agent` sends it to the model as JSON text.
         checks: every sample must meet all of them to pass.
         name: the report label and the key `compare()` matches on; defaults to the input.
         samples: run the case this many times, to measure its variance.
         pass_threshold: the fraction of passing samples the case needs to pass.
         context: passed to the run as its deps.
         output_type: a per-case structured output type (None: the agent's own).
-        max_turns: the most model responses a run may take.
+        max_turns: the most model responses a run may take; None (the default) leaves
+            the agent's own limit (`Agent(max_turns=...)`, 50 unless set) in force.
         model: run this case with another model (a provider, spec string or factory);
             the agent is cloned per sample.
         timeout: seconds of wall time per sample; a sample past it is a `timeout`.
@@ -52,14 +61,14 @@ class Case:
         expected_tools: the expected tool names, likewise.
     """
 
-    input: str | list[Message]
+    input: str | list[Message] | Any
     checks: Sequence[Check] = ()
     name: str | None = None
     samples: int = 1
     pass_threshold: float = 1.0
     context: Any = None
     output_type: Any = None
-    max_turns: int = 50
+    max_turns: int | None = None
     model: ModelLike | None = None
     timeout: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -106,7 +115,8 @@ def fingerprint(case: Case) -> str:
         "expected_tools": _describe(case.expected_tools),
         "pass_threshold": case.pass_threshold,
         "samples": case.samples,
-        "max_turns": case.max_turns,
+        # An unset limit hashes as the old default, so existing baselines stay comparable.
+        "max_turns": DEFAULT_MAX_TURNS if case.max_turns is None else case.max_turns,
         "output_type": _describe(case.output_type),
     }
     encoded = json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.lowlevel
 
-from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.agents.messages import RunResult, Usage, input_text
 from tui_eval.agents.providers.base import resource_scope, retry_listener
 from tui_eval.agents.providers.cache import CacheMode, ResponseCache, run_cache
 from tui_eval.agents.providers.limits import limiters
@@ -78,9 +78,7 @@ class _Pacer:
 
 
 def _input_text(case: Case) -> str:
-    if isinstance(case.input, str):
-        return case.input
-    return "\n".join(f"{m.role}: {m.content or ''}" for m in case.input)
+    return input_text(case.input)
 
 
 async def _replay_only(spec: RunSpec) -> RunResult:

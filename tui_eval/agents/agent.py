@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic
 
-from tui_eval.agents.messages import Message, RunResult
+from tui_eval.agents.messages import Message, RunResult, input_messages
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.agents.tools import RunContext, Tool, tool_result_text
@@ -106,13 +106,16 @@ class Agent:
 
     async def run(
         self,
-        input: str | Sequence[Message],
+        input: str | Sequence[Message] | Any,
         *,
         deps: Any = None,
         max_turns: int | None = None,
         output_type: Any = None,
     ) -> RunResult:
         """Run the loop until the model answers without calling a tool.
+
+        `input` is a prompt, a conversation, or a structured value (sent as JSON text).
+        The result's `stop_reason` is the last response's.
 
         Raises:
             MaxTurnsExceeded: the model was still calling tools after `max_turns` responses.
@@ -129,10 +132,7 @@ class Agent:
         messages: list[Message] = []
         if self.instructions:
             messages.append(Message("system", self.instructions))
-        if isinstance(input, str):
-            messages.append(Message("user", input))
-        else:
-            messages.extend(input)
+        messages.extend(input_messages(input))
         result = RunResult(messages=messages)
         tool_defs = [t.definition for t in self.tools]
 
@@ -153,6 +153,7 @@ class Agent:
                 )
                 result.turns += 1
                 result.usage = result.usage + completion.usage
+                result.stop_reason = completion.stop_reason or None
                 if self.token_limit is not None and result.usage.total_tokens > self.token_limit:
                     messages.append(
                         Message("assistant", completion.content, list(completion.tool_calls))
@@ -173,7 +174,9 @@ class Agent:
                 for tool_call in completion.tool_calls:
                     result.tool_calls.append(tool_call)
                     tool = self._tools_by_name.get(tool_call.name)
-                    if tool is None:
+                    if tool_call.error is not None:
+                        pass  # the provider could not read the call (invalid JSON arguments)
+                    elif tool is None:
                         known = ", ".join(self._tools_by_name) or "none"
                         tool_call.error = f"unknown tool {tool_call.name!r} (available: {known})"
                     else:

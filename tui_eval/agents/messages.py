@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tui_eval.text import value_text
+
 Role = Literal["system", "user", "assistant", "tool"]
+
+StopReason = Literal["stop", "length", "content_filter", "tool_calls", "refusal"]
+"""Why the model stopped answering, in one vocabulary for every provider."""
+
+STOP_REASONS: tuple[str, ...] = ("stop", "length", "content_filter", "tool_calls", "refusal")
 
 _ids = itertools.count(1)
 
@@ -88,7 +96,7 @@ class Completion:
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    stop_reason: str = "end_turn"
+    stop_reason: str = "stop"
     id: str = ""
     model: str = ""
     retries: int = 0
@@ -106,6 +114,8 @@ class RunResult:
         turns: how many model responses the run took.
         latency_ms: wall time of the run.
         retries: provider retries (429/5xx) during the run.
+        stop_reason: why the model's last response ended (`stop`, `length`,
+            `content_filter`, `tool_calls`, `refusal`); None when the agent does not say.
     """
 
     output: Any = None
@@ -115,8 +125,45 @@ class RunResult:
     turns: int = 0
     latency_ms: float = 0.0
     retries: int = 0
+    stop_reason: str | None = None
 
     @property
     def tool_names(self) -> list[str]:
         """Names of the called tools, in call order."""
         return [call.name for call in self.tool_calls]
+
+
+def is_conversation(input: Any) -> bool:
+    """Whether a case's input is a conversation (a non-empty list of `Message`), as opposed
+    to a prompt string or a structured value such as `{"question": ...}`."""
+    return (
+        isinstance(input, (list, tuple))
+        and bool(input)
+        and all(isinstance(m, Message) for m in input)
+    )
+
+
+def input_messages(input: Any) -> list[Message]:
+    """A case's input as the messages a model is sent: a prompt as one user message, a
+    conversation as itself, a structured value as one user message of JSON text."""
+    if isinstance(input, str):
+        return [Message("user", input)]
+    if is_conversation(input):
+        return list(input)
+    return [Message("user", structured_input_text(input))]
+
+
+def input_text(input: Any) -> str:
+    """A case's input as one text: a prompt as itself, a conversation as `role: content`
+    lines, a structured value as JSON."""
+    if isinstance(input, str):
+        return input
+    if is_conversation(input):
+        messages: Sequence[Message] = input
+        return "\n".join(f"{m.role}: {m.content or ''}" for m in messages)
+    return structured_input_text(input)
+
+
+def structured_input_text(value: Any) -> str:
+    """A structured input as the JSON text a model reads (values JSON cannot hold as repr)."""
+    return value_text(value)

@@ -9,8 +9,9 @@ from typing import Any
 from tui_eval.agents.messages import Message, RunResult
 from tui_eval.agents.providers import ModelLike
 
-Input = str | Sequence[Message]
-"""A case's input: a prompt, or a conversation."""
+Input = str | Sequence[Message] | Any
+"""A case's input: a prompt, a conversation, or a structured value (passed to plain
+functions unchanged, sent to a model as JSON text)."""
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 
 from tui_eval.agents.agent import Agent
-from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
+from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
 from tui_eval.text import value_text
 
@@ -166,7 +166,7 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
 
 
 def _input_messages(input: Input) -> list[Message]:
-    return [Message("user", input)] if isinstance(input, str) else list(input)
+    return input_messages(input)
 
 
 def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | None:

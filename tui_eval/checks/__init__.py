@@ -2,6 +2,7 @@
 
 from tui_eval.checks.base import Check, CheckResult, check_name, run_check
 from tui_eval.checks.combinators import all_of, any_of, weighted
+from tui_eval.checks.expected import equals_expected, matches_expected, stop_reason
 from tui_eval.checks.judge import Verdict, llm_judge, verdict_reply
 from tui_eval.checks.matchers import (
     contains,
@@ -27,8 +28,10 @@ __all__ = [
     "check_name",
     "contains",
     "equals",
+    "equals_expected",
     "llm_judge",
     "matches",
+    "matches_expected",
     "max_latency",
     "max_tokens",
     "max_turns",
@@ -36,6 +39,7 @@ __all__ = [
     "not_contains",
     "regex",
     "run_check",
+    "stop_reason",
     "tool_called",
     "tool_not_called",
     "tool_sequence",

@@ -24,6 +24,7 @@ import pydantic
 
 from tui_eval.checks.base import Check, Declared
 from tui_eval.checks.combinators import all_of, any_of, weighted
+from tui_eval.checks.expected import equals_expected, matches_expected, stop_reason
 from tui_eval.checks.judge import llm_judge
 from tui_eval.checks.matchers import (
     contains,
@@ -46,6 +47,9 @@ BUILT_IN_CHECKS: tuple[type, ...] = (
     regex,
     equals,
     matches,
+    equals_expected,
+    matches_expected,
+    stop_reason,
     tool_called,
     tool_not_called,
     tool_sequence,
@@ -188,12 +192,20 @@ def _tag(value: Any) -> str | None:
     return str(name)
 
 
+def _listed(value: Any) -> Any:
+    """One item where a list of them is wanted, as that list."""
+    return value if isinstance(value, list) else [value]
+
+
 def _build() -> tuple[dict[str, _Entry], Any]:
     entries = {factory.__name__: _entry(factory) for factory in BUILT_IN_CHECKS}
     members = []
     for name, entry in entries.items():
         if entry.shorthand is None:
             short: Any = Literal[True] | None  # `no_error: true` (or nothing)
+        elif entry.shorthand.kind is inspect.Parameter.VAR_POSITIONAL:
+            # `stop_reason: stop` as well as `stop_reason: [stop, length]`.
+            short = Annotated[entry.shorthand.type, pydantic.BeforeValidator(_listed)]
         else:
             short = entry.shorthand.type
         value_type = short | entry.arguments if entry.mapping_form else short

@@ -78,13 +78,18 @@ class ScriptStepSpec(_Strict):
 class CaseSpec(_Strict):
     """One case of a declarative suite."""
 
-    input: str | list[dict[str, Any]]
+    input: str | list[dict[str, Any]] | dict[str, Any] = pydantic.Field(
+        description="a prompt, a conversation (a list of {role, content}), or a structured "
+        "value (a mapping) passed to the agent function as it is"
+    )
     name: str | None = None
     checks: list[CheckSpec] = []
     samples: int = pydantic.Field(1, ge=1)
     pass_threshold: float = pydantic.Field(1.0, ge=0, le=1)
     timeout: float | None = pydantic.Field(None, gt=0)
-    max_turns: int = pydantic.Field(50, ge=1)
+    max_turns: int | None = pydantic.Field(
+        None, ge=1, description="the most model responses a run may take (default: the agent's)"
+    )
     model: str | None = None
     script: list[ScriptStepSpec] | None = pydantic.Field(
         None,
@@ -140,6 +145,9 @@ class SuiteSettings(_Strict):
 
     token_limit: int | None = pydantic.Field(
         None, ge=1, description="the most tokens one sample's agent run may use (with `model`)"
+    )
+    checks: list[CheckSpec] = pydantic.Field(
+        [], description="checks every case must meet, besides its own"
     )
     skip_unless_env: list[str] = pydantic.Field(
         [], description="skip the suite (with a message) unless these environment variables are set"
@@ -238,6 +246,10 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
     missing = [var for var in settings.skip_unless_env if not os.environ.get(var)]
     skip = f"skipped: set {', '.join(missing)} to run it" if missing else None
     agent = _agent(settings, specs, path) if skip is None else None
+    try:
+        shared = _checks(settings.checks, settings)
+    except SuiteFileError as exc:
+        raise SuiteFileError(f"{path}: suite {exc}") from None
     cases = []
     for index, spec in enumerate(specs):
         label = f"case {index + 1}" + (f" ({spec.name!r})" if spec.name else "")
@@ -258,6 +270,7 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
         required_env=list(settings.skip_unless_env),
         path=path,
         description=settings.description,
+        checks=shared,
     )
 
 
@@ -308,13 +321,7 @@ def import_reference(reference: str, path: Path) -> Any:
 def _case(spec: CaseSpec, settings: SuiteSettings) -> Case:
     from tui_eval.agents.messages import Message
 
-    defaults = {"llm_judge": {"model": settings.judge_model}} if settings.judge_model else {}
-    checks = []
-    for index, check in enumerate(spec.checks):
-        try:
-            checks.append(build_check(check, defaults=defaults))
-        except CheckSpecError as exc:
-            raise SuiteFileError(f"field 'checks[{index}]': {exc}") from None
+    checks = _checks(spec.checks, settings)
     model: Any = spec.model
     if spec.script is not None:
         if spec.model is not None:
@@ -337,6 +344,17 @@ def _case(spec: CaseSpec, settings: SuiteSettings) -> Case:
         expected=spec.expected,
         expected_tools=spec.expected_tools,
     )
+
+
+def _checks(specs: list[Any], settings: SuiteSettings) -> list[Any]:
+    defaults = {"llm_judge": {"model": settings.judge_model}} if settings.judge_model else {}
+    checks = []
+    for index, check in enumerate(specs):
+        try:
+            checks.append(build_check(check, defaults=defaults))
+        except CheckSpecError as exc:
+            raise SuiteFileError(f"field 'checks[{index}]': {exc}") from None
+    return checks
 
 
 def _step(step: ScriptStepSpec) -> ScriptStep:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.cases import Case
+from tui_eval.checks.base import Check
 from tui_eval.runner import Price
 
 
@@ -45,6 +46,8 @@ class Suite:
         required_env: environment variables it needs (YAML `skip_unless_env`); Ray workers
             are given these, besides the providers' key variables.
         path: the file it was loaded from (set by discovery).
+        checks: checks every case must meet, run before each case's own (YAML: a
+            top-level `checks:` list).
     """
 
     name: str
@@ -60,9 +63,22 @@ class Suite:
     required_env: list[str] = field(default_factory=list)
     path: Path | None = None
     description: str = ""
+    checks: Sequence[Check] = ()
 
     def __post_init__(self) -> None:
-        self.cases = list(self.cases)
+        self.checks = list(self.checks)
+        self.cases = [self._with_suite_checks(case) for case in self.cases]
+
+    def _with_suite_checks(self, case: Case) -> Case:
+        """`case` with the suite's checks first (once: a copy of the suite, as `select`
+        makes, finds them already there — the same check objects)."""
+        shared = list(self.checks)
+        if not shared:
+            return case
+        own = list(case.checks)
+        if len(own) >= len(shared) and all(a is b for a, b in zip(own, shared, strict=False)):
+            return case
+        return replace(case, checks=[*shared, *own])
 
     def __repr__(self) -> str:
         return f"Suite({self.name!r}, {len(self.cases)} cases)"

@@ -7,7 +7,12 @@ import os
 from typing import Any
 
 from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
-from tui_eval.agents.providers.base import ModelSpecError, ProviderError, ToolDef
+from tui_eval.agents.providers.base import (
+    ModelSpecError,
+    ProviderError,
+    ToolDef,
+    normalize_stop_reason,
+)
 from tui_eval.agents.providers.http import HTTPProvider, malformed
 from tui_eval.agents.providers.metering import response_tokens
 from tui_eval.agents.providers.openai import schema_instructions
@@ -136,7 +141,7 @@ def from_wire(body: dict[str, Any]) -> Completion:
         content="".join(texts) if texts else None,
         tool_calls=calls,
         usage=Usage(tokens.input, tokens.output, 1),
-        stop_reason=str(body.get("stop_reason") or ""),
+        stop_reason=normalize_stop_reason(body.get("stop_reason")),
         id=str(body.get("id") or ""),
         model=str(body.get("model") or ""),
     )

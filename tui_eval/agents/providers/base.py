@@ -80,3 +80,32 @@ async def resource_scope() -> AsyncIterator[None]:
         for close in closers:
             with anyio.CancelScope(shield=True):
                 await close()
+
+
+_STOP_REASONS = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+}
+
+
+def normalize_stop_reason(raw: Any) -> str:
+    """A provider's own stop reason in tui-eval's vocabulary (`stop`, `length`,
+    `content_filter`, `tool_calls`, `refusal`); one it does not know is kept as given."""
+    text = str(raw or "")
+    return _STOP_REASONS.get(text, text)
+
+
+def invalid_arguments_error(raw: Any, problem: str) -> str:
+    """The error of a tool call whose arguments are not a JSON object."""
+    shown = raw if isinstance(raw, str) else repr(raw)
+    if len(shown) > 200:
+        shown = shown[:199] + "…"
+    return f"invalid JSON in tool arguments: {problem}; got {shown!r}"

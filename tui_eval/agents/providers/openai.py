@@ -7,7 +7,13 @@ import os
 from typing import Any
 
 from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
-from tui_eval.agents.providers.base import ModelSpecError, ProviderError, ToolDef
+from tui_eval.agents.providers.base import (
+    ModelSpecError,
+    ProviderError,
+    ToolDef,
+    invalid_arguments_error,
+    normalize_stop_reason,
+)
 from tui_eval.agents.providers.http import HTTPProvider, malformed
 from tui_eval.agents.providers.metering import response_tokens
 
@@ -180,19 +186,32 @@ def from_wire(body: dict[str, Any]) -> Completion:
     for raw in message.get("tool_calls") or []:
         function = raw.get("function") or {}
         arguments = function.get("arguments") or "{}"
+        error = None
         try:
             parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError:
+        except ValueError as exc:
+            parsed, error = None, invalid_arguments_error(arguments, str(exc))
+        if error is None and not isinstance(parsed, dict):
+            error = invalid_arguments_error(arguments, "not a JSON object")
+        if error is not None:
+            # The tool is not run; the model is told why, and the raw text is kept.
             parsed = {"_unparsed_arguments": arguments}
-        if not isinstance(parsed, dict):
-            parsed = {"_unparsed_arguments": arguments}
-        calls.append(ToolCall(str(function.get("name", "")), parsed, str(raw.get("id") or "")))
+        call = ToolCall(str(function.get("name", "")), parsed, str(raw.get("id") or ""))
+        call.error = error
+        calls.append(call)
     tokens = response_tokens(body)  # a server's numbers, checked
+    content = message.get("content")
+    stop_reason = normalize_stop_reason(choice.get("finish_reason"))
+    refusal = message.get("refusal")
+    if refusal:
+        # A refusal comes with no content: keep its words as the answer, and say so.
+        content = content or str(refusal)
+        stop_reason = "refusal"
     return Completion(
-        content=message.get("content"),
+        content=content,
         tool_calls=calls,
         usage=Usage(tokens.input, tokens.output, 1),
-        stop_reason=str(choice.get("finish_reason") or ""),
+        stop_reason=stop_reason,
         id=str(body.get("id") or ""),
         model=str(body.get("model") or ""),
     )

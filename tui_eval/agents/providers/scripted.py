@@ -47,7 +47,7 @@ def call(
         >>> ScriptedProvider([call("add", {"a": 2, "b": 3}), text("2 + 3 = 5")])  # doctest: +SKIP
     """
     completion = Completion(
-        tool_calls=[ToolCall(tool_name, dict(args or {}))], stop_reason="tool_use"
+        tool_calls=[ToolCall(tool_name, dict(args or {}))], stop_reason="tool_calls"
     )
     return ScriptStep(completion, usage, delay)
 
@@ -57,7 +57,8 @@ def calls(
 ) -> ScriptStep:
     """A scripted response that calls several tools at once (parallel tool calls)."""
     completion = Completion(
-        tool_calls=[ToolCall(name, dict(args)) for name, args in tool_calls], stop_reason="tool_use"
+        tool_calls=[ToolCall(name, dict(args)) for name, args in tool_calls],
+        stop_reason="tool_calls",
     )
     return ScriptStep(completion, usage, delay)
 

@@ -1,0 +1,157 @@
+"""Checks against the case's own `expected` value, and the stop reason of the model.
+
+`equals_expected()` and `matches_expected()` read the expected value of the case whose
+sample they check: the runner sets it (`case_expected`) around every sample's checks, so
+one check object can sit in a suite's `checks` and serve every case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+
+from tui_eval.agents.messages import RunResult
+from tui_eval.checks.base import CheckResult
+from tui_eval.checks.matchers import subset_mismatch
+from tui_eval.text import one_line
+
+
+@dataclass(frozen=True, slots=True)
+class _Expected:
+    value: Any
+
+
+_EXPECTED: ContextVar[_Expected | None] = ContextVar("tui_eval_case_expected", default=None)
+
+
+@contextlib.contextmanager
+def case_expected(value: Any) -> Iterator[None]:
+    """Within this block, `equals_expected()`/`matches_expected()` compare with `value`."""
+    token = _EXPECTED.set(_Expected(value))
+    try:
+        yield
+    finally:
+        _EXPECTED.reset(token)
+
+
+def _expected_of(name: str) -> tuple[Any, CheckResult | None]:
+    current = _EXPECTED.get()
+    if current is None or current.value is None:
+        return None, CheckResult(
+            name,
+            False,
+            0.0,
+            "the case has no expected value: set Case(expected=...) (YAML `expected:`)",
+        )
+    return current.value, None
+
+
+def _structured(value: Any) -> Any:
+    """A pydantic model or dataclass output as plain data, to compare with YAML values."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+@dataclass(eq=False, slots=True)
+class equals_expected:
+    """The output equals the case's `expected` value.
+
+    A structured output (a pydantic model, a dataclass, or JSON text when the expected
+    value is not a string) is compared as plain data.
+
+    Example:
+        >>> Case("2 + 2?", expected="4", checks=[equals_expected()])  # doctest: +SKIP
+    """
+
+    name: str = "equals_expected"
+
+    def __call__(self, run: RunResult) -> CheckResult:
+        expected, missing = _expected_of(self.name)
+        if missing is not None:
+            return missing
+        output = run.output
+        if output == expected:
+            return CheckResult(self.name, True, 1.0, "")
+        actual = _structured(output)
+        if isinstance(actual, str) and not isinstance(expected, str):
+            with contextlib.suppress(ValueError):
+                actual = json.loads(actual)
+        if actual == expected:
+            return CheckResult(self.name, True, 1.0, "")
+        return CheckResult(
+            self.name,
+            False,
+            0.0,
+            f"expected {one_line(expected, 80)!r} (the case's expected value), "
+            f"got {one_line(output, 80)!r}",
+        )
+
+
+@dataclass(eq=False, slots=True)
+class matches_expected:
+    """Structured output matches the case's `expected` value as a recursive subset (as
+    `matches`: extra fields ignored, list lengths exact)."""
+
+    name: str = "matches_expected"
+
+    def __call__(self, run: RunResult) -> CheckResult:
+        expected, missing = _expected_of(self.name)
+        if missing is not None:
+            return missing
+        output = run.output
+        if isinstance(output, str) and not isinstance(expected, str):
+            try:
+                output = json.loads(output)
+            except ValueError:
+                return CheckResult(
+                    self.name,
+                    False,
+                    0.0,
+                    f"expected structured output, got text {one_line(output, 80)!r}",
+                )
+        problem = subset_mismatch(expected, output)
+        if problem is None:
+            return CheckResult(self.name, True, 1.0, "")
+        return CheckResult(self.name, False, 0.0, f"{problem} (the case's expected value)")
+
+
+class stop_reason:
+    """The model's last response ended for one of `reasons` (`stop`, `length`,
+    `content_filter`, `tool_calls`, `refusal`).
+
+    Example:
+        >>> stop_reason("stop")  # doctest: +SKIP  - not cut off, not refused
+    """
+
+    __slots__ = ("name", "reasons")
+
+    def __init__(self, *reasons: str | Sequence[str]) -> None:
+        flat: list[str] = []
+        for reason in reasons:
+            flat.extend([reason] if isinstance(reason, str) else list(reason))
+        if not flat:
+            raise ValueError("stop_reason needs at least one reason, such as 'stop'")
+        self.reasons = tuple(flat)
+        self.name = "stop_reason"
+
+    def __repr__(self) -> str:
+        return f"stop_reason({', '.join(map(repr, self.reasons))})"
+
+    def __call__(self, run: RunResult) -> CheckResult:
+        if run.stop_reason in self.reasons:
+            return CheckResult(self.name, True, 1.0, "")
+        wanted = " or ".join(repr(r) for r in self.reasons)
+        got = repr(run.stop_reason) if run.stop_reason else "no stop reason (the agent gave none)"
+        return CheckResult(
+            self.name, False, 0.0, f"expected the model to stop with {wanted}, got {got}"
+        )
