@@ -15,3 +15,18 @@ def test_importing_the_library_does_not_import_textual():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_running_plain_agents_never_imports_the_adapters_frameworks():
+    code = (
+        "import sys, anyio\n"
+        "from tui_eval import Case, evaluate\n"
+        "async def agent(x):\n"
+        "    return {'messages': [x], 'answer': 1}\n"
+        "anyio.run(evaluate, agent, [Case('a'), Case({'q': 1})])\n"
+        "roots = {'agents', 'langgraph', 'langchain_core', 'opentelemetry', 'pydantic_ai'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in roots))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

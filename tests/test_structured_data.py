@@ -81,13 +81,13 @@ async def test_suite_checks_apply_to_every_case_once():
 def test_yaml_top_level_checks_apply_to_every_case(tmp_path: Path):
     path = tmp_path / "suite.yaml"
     path.write_text(
-        "agent: agents:echo\n"
+        "agent: echo_agents:echo\n"
         "checks:\n  - contains: ok\n  - stop_reason: stop\n"
         "cases:\n  - input: one\n  - input: {question: two}\n    checks: [{equals_expected: true}]\n"
         "    expected: two\n",
         encoding="utf-8",
     )
-    (tmp_path / "agents.py").write_text("async def echo(x):\n    return 'ok'\n", encoding="utf-8")
+    (tmp_path / "echo_agents.py").write_text("async def echo(x):\n    return 'ok'\n", encoding="utf-8")
     suite = load_yaml_suite(path)
     assert [[type(c).__name__ for c in case.checks] for case in suite.cases] == [
         ["contains", "stop_reason"],
@@ -99,9 +99,9 @@ def test_yaml_top_level_checks_apply_to_every_case(tmp_path: Path):
 def test_yaml_suite_check_errors_name_the_field(tmp_path: Path):
     path = tmp_path / "suite.yaml"
     path.write_text(
-        "agent: agents:echo\nchecks:\n  - regex: '('\ncases:\n  - input: one\n", encoding="utf-8"
+        "agent: echo_agents:echo\nchecks:\n  - regex: '('\ncases:\n  - input: one\n", encoding="utf-8"
     )
-    (tmp_path / "agents.py").write_text("async def echo(x):\n    return 'ok'\n", encoding="utf-8")
+    (tmp_path / "echo_agents.py").write_text("async def echo(x):\n    return 'ok'\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"suite field 'checks\[0\]': regex"):
         load_yaml_suite(path)
 

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
@@ -38,6 +39,10 @@ def make_runner(source: Any) -> SampleRunner:
     adapter = _framework_adapter(source)
     if adapter is not None:
         return adapter
+    own = getattr(source, "sample_runner", None)
+    if callable(own) and not inspect.isclass(source):  # the adapters' wrapped agents
+        runner: SampleRunner = own()
+        return runner
     run = getattr(source, "run", None)
     if run is not None and callable(run) and not inspect.isclass(source):
         return _callable_runner(run, owner=source)
@@ -154,6 +159,9 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
                 Message("assistant", value_text(value.output)),
             ]
         return value
+    framework = from_framework(value, input, latency_ms)
+    if framework is not None:
+        return framework
     duck = _duck_result(value, input, latency_ms)
     if duck is not None:
         return duck

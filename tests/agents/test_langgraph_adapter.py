@@ -1,0 +1,104 @@
+"""A LangGraph ReAct agent (LangChain's ChatOpenAI) against a loopback OpenAI-compatible
+server, evaluated by tui-eval: through `wrap`, and as raw results of a plain function."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from tests.agents.wire_server import Reply, WireServer, openai_call, openai_text
+from tui_eval import Case, contains, evaluate, no_error, not_contains, tool_called
+
+pytest.importorskip("langgraph")
+langchain_openai = pytest.importorskip("langchain_openai")
+
+from langchain_core.tools import ToolException, tool  # noqa: E402
+
+from tui_eval.agents.adapters.langgraph import wrap  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+
+def make_graph(url: str):
+    with warnings.catch_warnings():  # create_react_agent moved to langchain.agents in 1.0
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+    @tool
+    def get_weather(city: str) -> dict:
+        """The weather in a city."""
+        return {"city": city, "temp_c": 21}
+
+    @tool
+    def get_forecast(city: str) -> str:
+        """Tomorrow's forecast."""
+        raise ToolException("forecast service down")
+
+    get_forecast.handle_tool_error = True
+    llm = langchain_openai.ChatOpenAI(model="test-model", base_url=url, api_key="k")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(llm, [get_weather, get_forecast], prompt="Be brief.")
+
+
+def one_tool_then_answer(server: WireServer) -> None:
+    server.reply(
+        Reply(200, openai_call("get_weather", {"city": "Tokyo"}, prompt=40, completion=9)),
+        Reply(200, openai_text("It is 21 °C in Tokyo.", prompt=60, completion=11)),
+    )
+
+
+CHECKS = [tool_called("get_weather", city="Tokyo"), contains("21 °C"), no_error()]
+
+
+async def test_wrapped_graph_gives_its_trajectory_usage_and_output():
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        report = await evaluate(wrap(make_graph(server.url)), [Case("Weather in Tokyo?", CHECKS)])
+    assert report.passed, str(report)
+    run = report.cases[0].samples[0].run
+    assert run.output == "It is 21 °C in Tokyo." and run.stop_reason == "stop"
+    (weather,) = run.tool_calls
+    assert weather.arguments == {"city": "Tokyo"} and weather.result == {
+        "city": "Tokyo",
+        "temp_c": 21,
+    }
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.requests) == (100, 20, 2)
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_plain_functions_returning_graph_state_or_ai_message_are_converted():
+    with WireServer() as server:
+        graph = make_graph(server.url)
+
+        async def returns_state(prompt: str):
+            return await graph.ainvoke({"messages": [("user", prompt)]})
+
+        async def returns_last_message(prompt: str):
+            state = await graph.ainvoke({"messages": [("user", prompt)]})
+            return state["messages"][-1]
+
+        cases = [Case("Weather in Tokyo?", [*CHECKS, not_contains("Weather in Tokyo?")])]
+        one_tool_then_answer(server)
+        state_report = await evaluate(returns_state, cases)
+        one_tool_then_answer(server)
+        message_report = await evaluate(returns_last_message, [Case("Weather in Tokyo?")])
+    assert state_report.passed, str(state_report)
+    run = state_report.cases[0].samples[0].run
+    assert run.output == "It is 21 °C in Tokyo." and run.tool_names == ["get_weather"]
+    assert run.tool_calls[0].arguments == {"city": "Tokyo"} and run.usage.total_tokens == 120
+    alone = message_report.cases[0].samples[0].run
+    assert alone.output == "It is 21 °C in Tokyo." and alone.usage.total_tokens == 71
+
+
+async def test_a_tool_error_message_is_a_failed_call():
+    with WireServer() as server:
+        server.reply(
+            Reply(200, openai_call("get_forecast", {"city": "Tokyo"})),
+            Reply(200, openai_text("No forecast.")),
+        )
+        report = await evaluate(wrap(make_graph(server.url)), [Case("Forecast?", [no_error()])])
+    sample = report.cases[0].samples[0]
+    assert not sample.passed
+    assert sample.run.tool_calls[0].error == "forecast service down"

@@ -1,0 +1,93 @@
+"""An OpenAI Agents SDK agent against a loopback OpenAI-compatible server, evaluated by
+tui-eval: through `wrap`, and as the raw `RunResult` a plain function returns."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agents.wire_server import Reply, WireServer, openai_call, openai_text
+from tui_eval import Case, contains, evaluate, no_error, not_contains, tool_called
+
+agents = pytest.importorskip("agents")
+openai = pytest.importorskip("openai")
+
+from tui_eval.agents.adapters.openai_agents import wrap  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _no_tracing_upload():
+    agents.set_tracing_disabled(True)
+
+
+def make_agent(url: str, *, failing: bool = False) -> agents.Agent:
+    @agents.function_tool
+    def get_weather(city: str) -> dict:
+        """The weather in a city."""
+        if failing:
+            raise RuntimeError("weather service down")
+        return {"city": city, "temp_c": 21}
+
+    model = agents.OpenAIChatCompletionsModel(
+        model="test-model", openai_client=openai.AsyncOpenAI(base_url=url, api_key="k")
+    )
+    return agents.Agent(name="weather", instructions="Be brief.", model=model, tools=[get_weather])
+
+
+def one_tool_then_answer(server: WireServer) -> None:
+    server.reply(
+        Reply(200, openai_call("get_weather", {"city": "Tokyo"}, prompt=40, completion=9)),
+        Reply(200, openai_text("It is 21 °C in Tokyo.", prompt=60, completion=11)),
+    )
+
+
+CHECKS = [tool_called("get_weather", city="Tokyo"), contains("21 °C"), no_error()]
+
+
+async def test_wrapped_agent_gives_its_trajectory_usage_and_output():
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        report = await evaluate(wrap(make_agent(server.url)), [Case("Weather in Tokyo?", CHECKS)])
+    assert report.passed, str(report)
+    run = report.cases[0].samples[0].run
+    assert run.output == "It is 21 °C in Tokyo."
+    (weather,) = run.tool_calls
+    assert weather.arguments == {"city": "Tokyo"} and weather.result == {
+        "city": "Tokyo",
+        "temp_c": 21,
+    }
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.requests) == (100, 20, 2)
+    assert run.turns == 2
+    assert [m.role for m in run.messages] == ["system", "user", "assistant", "tool", "assistant"]
+
+
+async def test_a_plain_function_returning_the_sdk_result_is_converted_not_serialised():
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        agent = make_agent(server.url)
+
+        async def my_agent(prompt: str):
+            return await agents.Runner.run(agent, prompt)
+
+        # The echoed prompt must not make a contains() check pass falsely.
+        cases = [Case("Weather in Tokyo?", [*CHECKS, not_contains("Weather in Tokyo?")])]
+        report = await evaluate(my_agent, cases)
+    assert report.passed, str(report)
+    run = report.cases[0].samples[0].run
+    assert run.output == "It is 21 °C in Tokyo." and run.tool_names == ["get_weather"]
+    assert run.tool_calls[0].arguments == {"city": "Tokyo"}
+    assert run.usage.total_tokens == 120
+
+
+async def test_a_tool_that_raises_is_a_failed_call():
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        report = await evaluate(
+            wrap(make_agent(server.url, failing=True)), [Case("Tokyo?", [no_error()])]
+        )
+    sample = report.cases[0].samples[0]
+    assert not sample.passed
+    assert (sample.run.tool_calls[0].error or "").startswith(
+        "An error occurred while running the tool"
+    )

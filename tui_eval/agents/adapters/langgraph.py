@@ -1,0 +1,226 @@
+"""Run a LangGraph graph (or any LangChain runnable over messages) under tui-eval
+(`pip install 'tui-eval[langgraph]'`).
+
+Example:
+    >>> from tui_eval.agents.adapters.langgraph import wrap
+    >>> suite = Suite("weather", agent=wrap(create_react_agent(llm, tools)), cases=[...])  # doctest: +SKIP
+
+The graph's final state becomes the `RunResult` every check reads: `AIMessage.tool_calls`
+(with their `args`) paired with their `ToolMessage` results (status `error` as the call's
+error), `usage_metadata` summed, and the last AI message's text as the output. A plain
+function returning such a state (a mapping with `messages`), a list of messages, or one
+`AIMessage` is converted the same way. No LangChain import is needed to convert: messages
+are read by their fields.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tui_eval.agents.messages import (
+    Message,
+    Role,
+    RunResult,
+    ToolCall,
+    Usage,
+    input_messages,
+    is_conversation,
+)
+from tui_eval.agents.providers.base import normalize_stop_reason
+from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.text import value_text
+
+_ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def wrap(graph: Any, *, config: Mapping[str, Any] | None = None) -> GraphAgent:
+    """An agent source calling `await graph.ainvoke({"messages": [...]}, config)`.
+
+    A prompt or conversation is sent as the state's `messages`; a structured input (a
+    mapping) is sent as the input state itself, unchanged.
+    """
+    return GraphAgent(graph, dict(config or {}))
+
+
+class GraphAgent:
+    """What `wrap` returns: an object with an async `run(input)`, like any agent source."""
+
+    def __init__(self, graph: Any, config: dict[str, Any]) -> None:
+        self.graph = graph
+        self.config = config
+        self.name = str(getattr(graph, "name", "") or "langgraph")
+
+    def __repr__(self) -> str:
+        return f"langgraph.wrap({self.name!r})"
+
+    async def run(self, input: Input, *, deps: Any = None) -> RunResult:
+        """Run the graph once and convert its final state."""
+        if isinstance(input, Mapping):
+            state: Any = dict(input)
+        else:
+            state = {
+                "messages": [
+                    {"role": m.role, "content": m.content or ""} for m in input_messages(input)
+                ]
+            }
+        config = dict(self.config)
+        if deps is not None:
+            configurable = dict(config.get("configurable") or {})
+            configurable.setdefault("deps", deps)
+            config["configurable"] = configurable
+        start = time.perf_counter()
+        final = await self.graph.ainvoke(state, config or None)
+        return from_value(final, input, (time.perf_counter() - start) * 1000) or RunResult(
+            output=final, messages=input_messages(input), turns=1
+        )
+
+    def sample_runner(self) -> SampleRunner:
+        """The per-sample call (`Case(context=...)` reaches the graph as `configurable.deps`)."""
+
+        async def run(spec: RunSpec) -> RunResult:
+            return await self.run(spec.input, deps=spec.deps)
+
+        return run
+
+
+def is_message(value: Any) -> bool:
+    """Whether `value` is a LangChain message (told by its type's module, not imported)."""
+    module = type(value).__module__ or ""
+    return module.startswith("langchain_core.messages") or (
+        module.startswith("langchain") and hasattr(value, "content") and hasattr(value, "type")
+    )
+
+
+def is_result(value: Any) -> bool:
+    """A LangGraph state with `messages`, a list of LangChain messages, or one message."""
+    if is_message(value):
+        return True
+    if isinstance(value, Mapping):
+        messages = value.get("messages")
+        return isinstance(messages, list) and bool(messages) and all(map(is_message, messages))
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and not is_conversation(value)
+        and all(map(is_message, value))
+    )
+
+
+def from_value(value: Any, input: Input, latency_ms: float) -> RunResult | None:
+    """A LangGraph state, a list of LangChain messages or one `AIMessage` as our
+    `RunResult`; None when `value` is none of those."""
+    if not is_result(value):
+        return None
+    if is_message(value):
+        raw = [value]
+    elif isinstance(value, Mapping):
+        raw = list(value["messages"])
+    else:
+        raw = list(value)
+    return from_messages(raw, input, latency_ms)
+
+
+def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunResult:
+    """LangChain messages (the graph's whole history, or its answer alone) as a run."""
+    messages: list[Message] = []
+    calls: dict[str, ToolCall] = {}
+    ordered: list[ToolCall] = []
+    usage = Usage()
+    turns = 0
+    stop_reason: str | None = None
+    output: Any = None
+    for message in raw:
+        role = _ROLES.get(str(getattr(message, "type", "")), "assistant")
+        if role == "assistant":
+            turns += 1
+            response_calls = []
+            for raw_call in getattr(message, "tool_calls", None) or []:
+                call = ToolCall(
+                    str(_get(raw_call, "name") or "tool"),
+                    dict(_get(raw_call, "args") or {}),
+                    str(_get(raw_call, "id") or ""),
+                )
+                calls[call.id] = call
+                ordered.append(call)
+                response_calls.append(call)
+            for invalid in getattr(message, "invalid_tool_calls", None) or []:
+                call = ToolCall(
+                    str(_get(invalid, "name") or "tool"),
+                    {"_unparsed_arguments": _get(invalid, "args")},
+                    str(_get(invalid, "id") or ""),
+                )
+                call.error = f"invalid tool call: {_get(invalid, 'error') or 'arguments not JSON'}"
+                ordered.append(call)
+                response_calls.append(call)
+            meta = getattr(message, "usage_metadata", None) or {}
+            usage = usage + Usage(
+                int(_get(meta, "input_tokens") or 0), int(_get(meta, "output_tokens") or 0), 1
+            )
+            finish = (getattr(message, "response_metadata", None) or {}).get("finish_reason")
+            if finish:
+                stop_reason = normalize_stop_reason(finish)
+            text = content_text(getattr(message, "content", ""))
+            messages.append(Message("assistant", text or None, response_calls))
+            if not response_calls:
+                output = text
+        elif role == "tool":
+            call_id = str(getattr(message, "tool_call_id", "") or "")
+            content = getattr(message, "content", "")
+            text = content_text(content)
+            found = calls.get(call_id)
+            if found is not None:
+                if getattr(message, "status", "success") == "error":
+                    found.error = text
+                else:
+                    artifact = getattr(message, "artifact", None)
+                    found.result = artifact if artifact is not None else _value(content)
+            messages.append(Message("tool", text, tool_call_id=call_id))
+        else:
+            messages.append(Message(role, content_text(getattr(message, "content", ""))))
+    if not any(m.role == "user" for m in messages):
+        messages = [*input_messages(input), *messages]
+    if output is None and messages and messages[-1].role == "assistant":
+        output = messages[-1].content or ""
+    return RunResult(
+        output=output,
+        messages=messages,
+        tool_calls=ordered,
+        usage=usage,
+        turns=turns,
+        latency_ms=latency_ms,
+        stop_reason=stop_reason,
+    )
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string as itself, content blocks' text joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "".join(parts)
+    return value_text(content)
+
+
+def _value(content: Any) -> Any:
+    """A tool message's content as the value the tool returned, where it is JSON text."""
+    if isinstance(content, str):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def _get(raw: Any, name: str) -> Any:
+    if isinstance(raw, Mapping):
+        return raw.get(name)
+    return getattr(raw, name, None)

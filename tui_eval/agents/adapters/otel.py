@@ -1,0 +1,235 @@
+"""Trajectories from OpenTelemetry spans, collected in process (`pip install 'tui-eval[otel]'`).
+
+Example:
+    >>> from tui_eval.agents.adapters.otel import capture
+    >>> suite = Suite("support", agent=capture(my_instrumented_agent), cases=[...])  # doctest: +SKIP
+
+`capture(fn)` runs `fn(input)` inside a fresh trace of its own and collects every span that
+trace gets (the GenAI semantic conventions and OpenInference, see
+`tui_eval.agents.adapters.spans`). Samples running at the same time are in different
+traces, so they never see each other's spans. The collector is a span processor added to
+the global SDK `TracerProvider` (one is installed when the application has none), so the
+application's own exporters keep working.
+
+What `fn` returns is its output (a framework result object is converted as anywhere else);
+its tool calls, usage and turns come from the spans when the return value has none.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from tui_eval.agents.adapters import from_framework
+from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans
+from tui_eval.agents.messages import Message, RunResult, input_messages
+from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.text import value_text
+
+SAMPLE_SPAN = "tui_eval.sample"
+"""The root span `capture` opens around each call (not part of the trajectory)."""
+
+
+def capture(fn: Callable[[Any], Any], *, tracer_provider: Any = None) -> CapturedAgent:
+    """An agent source running `fn(input)` while collecting its OpenTelemetry spans.
+
+    Args:
+        fn: a sync or async function of the case's input.
+        tracer_provider: an SDK `TracerProvider` to collect from (default: the global one,
+            installed if the application set none).
+    """
+    return CapturedAgent(fn, tracer_provider)
+
+
+class CapturedAgent:
+    """What `capture` returns: an agent source with an async `run(input)`."""
+
+    def __init__(self, fn: Callable[[Any], Any], tracer_provider: Any = None) -> None:
+        self.fn = fn
+        self._provider = tracer_provider
+        self.name = getattr(fn, "__name__", "otel-agent")
+
+    def __repr__(self) -> str:
+        return f"otel.capture({self.name!r})"
+
+    async def run(self, input: Input) -> RunResult:
+        """Call the function once in a trace of its own and build its run from the spans."""
+        from opentelemetry import context as otel_context
+        from opentelemetry import trace
+
+        provider, collector = _collector(self._provider)
+        tracer = provider.get_tracer("tui_eval")
+        start = time.perf_counter()
+        # An empty parent context: a new trace id, whatever trace the caller is in.
+        with tracer.start_as_current_span(SAMPLE_SPAN, context=otel_context.Context()) as root:
+            trace_id = root.get_span_context().trace_id
+            spans = collector.open(trace_id)
+            try:
+                if _is_async(self.fn):
+                    value = await self.fn(input)
+                else:
+                    parent = trace.set_span_in_context(root)
+                    value = await anyio.to_thread.run_sync(
+                        _in_context, self.fn, input, parent, abandon_on_cancel=True
+                    )
+                if inspect.isawaitable(value):
+                    value = await value
+            finally:
+                collector.close(trace_id)
+        latency_ms = (time.perf_counter() - start) * 1000
+        return merge(_returned(value, input, latency_ms), spans)
+
+    def sample_runner(self) -> SampleRunner:
+        """The per-sample call."""
+
+        async def run(spec: RunSpec) -> RunResult:
+            return await self.run(spec.input)
+
+        return run
+
+
+def merge(run: RunResult, spans: list[SpanRecord]) -> RunResult:
+    """`run` (from the function's return value) completed with what its spans recorded."""
+    if not spans:
+        return run
+    traced = run_from_spans(spans, output=run.output)
+    if not run.tool_calls and traced.tool_calls:
+        run.tool_calls = traced.tool_calls
+        users = [m for m in run.messages if m.role in ("system", "user")]
+        run.messages = [*users, *[m for m in traced.messages if m.role not in ("system", "user")]]
+    if run.usage.total_tokens == 0 and traced.usage.total_tokens:
+        run.usage = traced.usage
+    if traced.turns:
+        run.turns = max(run.turns, traced.turns)
+    if run.stop_reason is None:
+        run.stop_reason = traced.stop_reason
+    return run
+
+
+def _returned(value: Any, input: Input, latency_ms: float) -> RunResult:
+    """What the function returned, as a run its spans then complete."""
+    if isinstance(value, RunResult):
+        if not value.latency_ms:
+            value.latency_ms = latency_ms
+        return value
+    converted = from_framework(value, input, latency_ms)
+    if converted is not None:
+        return converted
+    messages = [*input_messages(input), Message("assistant", value_text(value))]
+    return RunResult(output=value, messages=messages, latency_ms=latency_ms)
+
+
+def _in_context(fn: Callable[[Any], Any], input: Any, parent: Any) -> Any:
+    from opentelemetry import context as otel_context
+
+    token = otel_context.attach(parent)
+    try:
+        return fn(input)
+    finally:
+        otel_context.detach(token)
+
+
+def _is_async(fn: Any) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+class _Collector:
+    """A span processor keeping the finished spans of the traces being captured."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, list[SpanRecord]] = {}
+        self._lock = threading.Lock()
+
+    def open(self, trace_id: int) -> list[SpanRecord]:
+        spans: list[SpanRecord] = []
+        with self._lock:
+            self._open[trace_id] = spans
+        return spans
+
+    def close(self, trace_id: int) -> None:
+        with self._lock:
+            self._open.pop(trace_id, None)
+
+    # -- the SDK's SpanProcessor protocol --------------------------------------------
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        return None
+
+    def _on_ending(self, span: Any) -> None:
+        return None
+
+    def on_end(self, span: Any) -> None:
+        context = span.get_span_context()
+        with self._lock:
+            bucket = self._open.get(context.trace_id)
+        if bucket is None or (span.name == SAMPLE_SPAN and span.parent is None):
+            return
+        bucket.append(record(span))
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def record(span: Any) -> SpanRecord:
+    """An SDK `ReadableSpan` as a `SpanRecord`."""
+    from opentelemetry.trace import StatusCode
+
+    context = span.get_span_context()
+    attributes = {
+        key: list(value) if isinstance(value, tuple) else value
+        for key, value in (span.attributes or {}).items()
+    }
+    error = None
+    if span.status is not None and span.status.status_code == StatusCode.ERROR:
+        error = span.status.description or str(attributes.get("error.type") or "")
+        for event in span.events or ():
+            if event.name == "exception":
+                message = (event.attributes or {}).get("exception.message")
+                kind = (event.attributes or {}).get("exception.type")
+                if not error and (message or kind):
+                    error = f"{kind}: {message}" if kind else str(message)
+        error = error or "error"
+    parent = span.parent
+    return SpanRecord(
+        trace_id=f"{context.trace_id:032x}",
+        span_id=f"{context.span_id:016x}",
+        parent_id=f"{parent.span_id:016x}" if parent is not None else None,
+        name=str(span.name),
+        start_ns=int(span.start_time or 0),
+        end_ns=int(span.end_time or 0),
+        attributes=attributes,
+        error=error,
+    )
+
+
+_installed: dict[int, _Collector] = {}
+_install_lock = threading.Lock()
+
+
+def _collector(provider: Any = None) -> tuple[Any, _Collector]:
+    """The tracer provider spans are collected from, with our processor added once."""
+    from opentelemetry import trace
+
+    with _install_lock:
+        if provider is None:
+            provider = trace.get_tracer_provider()
+            if not hasattr(provider, "add_span_processor"):
+                from opentelemetry.sdk.trace import TracerProvider
+
+                trace.set_tracer_provider(TracerProvider())
+                provider = trace.get_tracer_provider()
+        collector = _installed.get(id(provider))
+        if collector is None:
+            collector = _installed[id(provider)] = _Collector()
+            provider.add_span_processor(collector)
+    return provider, collector

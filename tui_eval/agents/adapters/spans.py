@@ -1,0 +1,284 @@
+"""Trajectories from OpenTelemetry spans: the GenAI semantic conventions and OpenInference.
+
+Live capture (`otel.capture`) and recorded OTLP files (`otlp`) both turn their spans into
+`SpanRecord`s, and `run_from_spans` turns one trace's records into the `RunResult` every
+check reads. Nothing here imports OpenTelemetry.
+
+Read attributes — GenAI: `gen_ai.operation.name` (`chat`, `execute_tool`, `invoke_agent`),
+`gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.arguments`,
+`gen_ai.tool.call.result`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`,
+`gen_ai.usage.output_tokens`, `gen_ai.input.messages`, `gen_ai.output.messages`,
+`gen_ai.response.finish_reasons`; OpenInference: `openinference.span.kind` (`TOOL`, `LLM`,
+`AGENT`, `CHAIN`), `tool.name`, `tool.parameters`, `input.value`, `output.value`,
+`llm.token_count.prompt`, `llm.token_count.completion`, `llm.input_messages.N.message.*`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
+from tui_eval.agents.providers.base import normalize_stop_reason
+from tui_eval.text import value_text
+
+CASE_ATTRIBUTE = "tui_eval.case"
+"""A span attribute naming the case a recorded trace belongs to."""
+
+_LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
+
+
+@dataclass(slots=True)
+class SpanRecord:
+    """One finished span, as plain data."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """The status description (or `error.type`) of a span whose status is ERROR."""
+
+    @property
+    def kind(self) -> str:
+        """`tool`, `llm`, `agent` or `other`, from either convention."""
+        operation = self.attributes.get("gen_ai.operation.name")
+        if operation == "execute_tool":
+            return "tool"
+        if operation in _LLM_OPERATIONS:
+            return "llm"
+        if operation in ("invoke_agent", "create_agent"):
+            return "agent"
+        open_kind = str(self.attributes.get("openinference.span.kind", "")).upper()
+        return {"TOOL": "tool", "LLM": "llm", "AGENT": "agent"}.get(open_kind, "other")
+
+    @property
+    def duration_ms(self) -> float:
+        """How long the span lasted."""
+        return max(0, self.end_ns - self.start_ns) / 1e6
+
+
+def is_genai_span(span: SpanRecord) -> bool:
+    """Whether a span says anything about an agent's trajectory."""
+    return span.kind != "other" or CASE_ATTRIBUTE in span.attributes
+
+
+def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunResult:
+    """One trace's spans as a run: tool calls (in start order, with arguments, results,
+    errors and latency), summed model usage, the conversation, and the final output (the
+    last model or agent answer unless `output` is given)."""
+    ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
+    calls: list[ToolCall] = []
+    usage = Usage()
+    turns = 0
+    stop_reason: str | None = None
+    first_input: list[Message] = []
+    last_answer: str | None = None
+    agent_answer: str | None = None
+    for span in ordered:
+        kind = span.kind
+        attrs = span.attributes
+        if kind == "tool":
+            calls.append(_tool_call(span))
+        elif kind == "llm":
+            turns += 1
+            usage = usage + Usage(
+                _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))),
+                _int(
+                    attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
+                ),
+                1,
+            )
+            if not first_input:
+                first_input = input_messages_of(span)
+            answer = _answer_text(span)
+            if answer is not None:
+                last_answer = answer
+            finish = attrs.get("gen_ai.response.finish_reasons")
+            if isinstance(finish, (list, tuple)) and finish:
+                stop_reason = normalize_stop_reason(finish[-1])
+            elif isinstance(finish, str) and finish:
+                stop_reason = normalize_stop_reason(finish)
+        elif kind == "agent":
+            if not first_input:
+                first_input = input_messages_of(span)
+            answer = _answer_text(span)
+            if answer is not None:
+                agent_answer = answer
+    if not first_input:
+        for span in ordered:
+            first_input = input_messages_of(span)
+            if first_input:
+                break
+    final = agent_answer if agent_answer is not None else last_answer
+    messages = list(first_input)
+    for call in calls:
+        messages.append(Message("assistant", None, [call]))
+        text = f"Error: {call.error}" if call.error is not None else value_text(call.result)
+        messages.append(Message("tool", text, tool_call_id=call.id))
+    result_output = output if output is not None else (final or "")
+    messages.append(Message("assistant", value_text(result_output)))
+    latency = 0.0
+    if ordered:
+        latency = (max(s.end_ns for s in ordered) - min(s.start_ns for s in ordered)) / 1e6
+    return RunResult(
+        output=result_output,
+        messages=messages,
+        tool_calls=calls,
+        usage=usage,
+        turns=turns,
+        latency_ms=latency,
+        stop_reason=stop_reason,
+    )
+
+
+def first_user_message(spans: Sequence[SpanRecord]) -> str | None:
+    """The first user message of a trace (what a case's `input` is matched against)."""
+    for span in sorted(spans, key=lambda s: (s.start_ns, s.end_ns)):
+        for message in input_messages_of(span):
+            if message.role == "user" and message.content is not None:
+                return message.content
+    return None
+
+
+def case_name_of(spans: Sequence[SpanRecord]) -> str | None:
+    """The `tui_eval.case` attribute of any span of the trace."""
+    for span in spans:
+        name = span.attributes.get(CASE_ATTRIBUTE)
+        if name:
+            return str(name)
+    return None
+
+
+def _tool_call(span: SpanRecord) -> ToolCall:
+    attrs = span.attributes
+    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.name
+    raw_args = attrs.get("gen_ai.tool.call.arguments")
+    if raw_args is None:
+        raw_args = attrs.get("tool.parameters", attrs.get("input.value"))
+    arguments = _json(raw_args)
+    if not isinstance(arguments, dict):
+        arguments = {} if raw_args in (None, "") else {"input": arguments}
+    raw_result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
+    call = ToolCall(
+        str(name),
+        arguments,
+        str(attrs.get("gen_ai.tool.call.id") or attrs.get("tool_call.id") or span.span_id),
+        result=_json(raw_result),
+        error=span.error,
+        latency_ms=span.duration_ms,
+    )
+    return call
+
+
+def input_messages_of(span: SpanRecord) -> list[Message]:
+    """The input messages a span records, in either convention."""
+    attrs = span.attributes
+    raw = attrs.get("gen_ai.input.messages")
+    if raw is not None:
+        return _messages(_json(raw))
+    indexed = _indexed_messages(attrs, "llm.input_messages")
+    if indexed:
+        return indexed
+    value = attrs.get("input.value")
+    if value is not None and span.kind in ("agent", "llm"):
+        parsed = _json(value)
+        if isinstance(parsed, Mapping) and isinstance(parsed.get("messages"), list):
+            return _messages(parsed["messages"])
+        if isinstance(parsed, list):
+            messages = _messages(parsed)
+            if messages:
+                return messages
+        return [Message("user", value_text(parsed))]
+    return []
+
+
+def _answer_text(span: SpanRecord) -> str | None:
+    attrs = span.attributes
+    raw = attrs.get("gen_ai.output.messages")
+    if raw is not None:
+        texts = [m.content for m in _messages(_json(raw)) if m.content]
+        return "".join(texts) if texts else None
+    indexed = _indexed_messages(attrs, "llm.output_messages")
+    if indexed:
+        texts = [m.content for m in indexed if m.content]
+        return "".join(texts) if texts else None
+    value = attrs.get("output.value")
+    if value is not None:
+        return value if isinstance(value, str) else value_text(value)
+    return None
+
+
+def _messages(raw: Any) -> list[Message]:
+    """GenAI messages (`{"role", "parts": [...]}`) or chat messages (`{"role", "content"}`)."""
+    if not isinstance(raw, list):
+        return []
+    messages = []
+    for item in raw:
+        if not isinstance(item, Mapping):
+            continue
+        role = str(item.get("role") or "user")
+        role = {"human": "user", "ai": "assistant", "model": "assistant"}.get(role, role)
+        if role not in ("system", "user", "assistant", "tool"):
+            role = "user"
+        parts = item.get("parts")
+        if isinstance(parts, list):
+            texts = [
+                str(p.get("content", ""))
+                for p in parts
+                if isinstance(p, Mapping) and p.get("type") == "text"
+            ]
+            content: str | None = "".join(texts) if texts else None
+        else:
+            raw_content = item.get("content")
+            content = (
+                raw_content
+                if isinstance(raw_content, str) or raw_content is None
+                else value_text(raw_content)
+            )
+        messages.append(Message(role, content))  # type: ignore[arg-type]
+    return messages
+
+
+def _indexed_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
+    """OpenInference's flattened `llm.input_messages.0.message.role` attributes."""
+    found: dict[int, dict[str, Any]] = {}
+    start = prefix + "."
+    for key, value in attrs.items():
+        if not key.startswith(start):
+            continue
+        index, _, rest = key[len(start) :].partition(".")
+        if index.isdigit() and rest in ("message.role", "message.content"):
+            found.setdefault(int(index), {})[rest.split(".")[1]] = value
+    return _messages([found[i] for i in sorted(found)])
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "[", '"') or text in ("true", "false", "null") or _numeric(text):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return value
+    return value
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
