@@ -87,7 +87,9 @@ def test_yaml_top_level_checks_apply_to_every_case(tmp_path: Path):
         "    expected: two\n",
         encoding="utf-8",
     )
-    (tmp_path / "echo_agents.py").write_text("async def echo(x):\n    return 'ok'\n", encoding="utf-8")
+    (tmp_path / "echo_agents.py").write_text(
+        "async def echo(x):\n    return 'ok'\n", encoding="utf-8"
+    )
     suite = load_yaml_suite(path)
     assert [[type(c).__name__ for c in case.checks] for case in suite.cases] == [
         ["contains", "stop_reason"],
@@ -99,9 +101,12 @@ def test_yaml_top_level_checks_apply_to_every_case(tmp_path: Path):
 def test_yaml_suite_check_errors_name_the_field(tmp_path: Path):
     path = tmp_path / "suite.yaml"
     path.write_text(
-        "agent: echo_agents:echo\nchecks:\n  - regex: '('\ncases:\n  - input: one\n", encoding="utf-8"
+        "agent: echo_agents:echo\nchecks:\n  - regex: '('\ncases:\n  - input: one\n",
+        encoding="utf-8",
     )
-    (tmp_path / "echo_agents.py").write_text("async def echo(x):\n    return 'ok'\n", encoding="utf-8")
+    (tmp_path / "echo_agents.py").write_text(
+        "async def echo(x):\n    return 'ok'\n", encoding="utf-8"
+    )
     with pytest.raises(ValueError, match=r"suite field 'checks\[0\]': regex"):
         load_yaml_suite(path)
 

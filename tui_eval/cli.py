@@ -18,6 +18,7 @@ COMMANDS = (
     "recheck",
     "resume",
     "calibrate",
+    "import",
 )
 
 DESCRIPTION = """\
@@ -34,6 +35,7 @@ Evaluate LLM agents: run suites of cases and checks, watch results live, compare
   tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
   tui-eval resume                    finish the last interrupted run
   tui-eval calibrate PATH            judge–human agreement on labelled outputs (--min-kappa X)
+  tui-eval import KIND FILE -o SUITE.yaml  a suite from otel traces, pydantic-evals, inspect
 
 exit codes: 0 all passed and no regression · 1 a --fail-on condition (default: failures or
 regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing to resume
@@ -248,6 +250,9 @@ def _parser() -> argparse.ArgumentParser:
     from tui_eval.calibrate_command import add_parser
 
     add_parser(sub)
+    from tui_eval import importers
+
+    importers.add_parser(sub)
     return parser
 
 
@@ -326,6 +331,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tui_eval.calibrate_command import calibrate_command
 
         return calibrate_command(args)
+    if args.command == "import":
+        from tui_eval.importers import import_command
+
+        return import_command(args)
     raise AssertionError(args.command)
 
 

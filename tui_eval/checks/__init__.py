@@ -7,6 +7,7 @@ from tui_eval.checks.judge import Verdict, llm_judge, verdict_reply
 from tui_eval.checks.matchers import (
     contains,
     equals,
+    is_instance,
     matches,
     max_latency,
     max_tokens,
@@ -29,6 +30,7 @@ __all__ = [
     "contains",
     "equals",
     "equals_expected",
+    "is_instance",
     "llm_judge",
     "matches",
     "matches_expected",

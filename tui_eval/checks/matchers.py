@@ -311,3 +311,26 @@ class no_error:
             self.name,
             f"{len(failed)} tool call(s) failed; first: {first.name}: {one_line(first.error, 80)}",
         )
+
+
+@dataclass(eq=False, slots=True)
+class is_instance:
+    """The output is an instance of a type named `type_name` (its class or any base class
+    has that name: `str`, `dict`, `int`, or a pydantic model's class name).
+
+    Example:
+        >>> is_instance("WeatherReport")  # doctest: +SKIP
+    """
+
+    type_name: str
+    name: str = "is_instance"
+
+    def __call__(self, run: RunResult) -> CheckResult:
+        names = [klass.__name__ for klass in type(run.output).__mro__]
+        if self.type_name in names:
+            return _ok(self.name)
+        return _fail(
+            self.name,
+            f"expected output of type {self.type_name!r}, got {type(run.output).__name__!r}: "
+            f"{one_line(run.output, 60)!r}",
+        )

@@ -29,6 +29,7 @@ from tui_eval.checks.judge import llm_judge
 from tui_eval.checks.matchers import (
     contains,
     equals,
+    is_instance,
     matches,
     max_latency,
     max_tokens,
@@ -50,6 +51,7 @@ BUILT_IN_CHECKS: tuple[type, ...] = (
     equals_expected,
     matches_expected,
     stop_reason,
+    is_instance,
     tool_called,
     tool_not_called,
     tool_sequence,

@@ -4,12 +4,14 @@ A YAML suite::
 
     name: geography
     agent: my_agents:make_agent          # module:attribute, or
+    # recorded: traces.json              # OTLP JSON traces to check, no agent call, or
     # model: openai:gpt-4o-mini          # a provider spec (with optional instructions)
     concurrency: 4
     judge_model: openai:gpt-4o-mini      # default model for llm_judge checks
     provider: {rpm: 500, timeout: 30}    # API settings (also in the spec: openai:m?rpm=500)
     max_cost: 2.50                       # dollars; no new sample starts past it
     cache: on                            # replay stored responses (or read-only)
+    checks: [{no_error: true}]           # checks every case must meet, besides its own
     cases:
       - name: capital
         input: What is the capital of France?
@@ -40,6 +42,7 @@ from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, cal
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.cases import Case
 from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check
+from tui_eval.suites.recorded import TraceFileError, recorded_cases
 from tui_eval.suites.suite import Suite
 from tui_eval.text import validation_error_at, validation_message
 
@@ -109,6 +112,12 @@ class SuiteSettings(_Strict):
     description: str = ""
     agent: str | None = pydantic.Field(
         None, description="module:attribute of an agent or agent factory"
+    )
+    recorded: str | None = pydantic.Field(
+        None,
+        description="an OTLP JSON trace file (beside the suite) to evaluate instead of an "
+        "agent: each trace is one sample of the case with its first user message as input, "
+        "or named by its `tui_eval.case` attribute",
     )
     model: str | None = pydantic.Field(
         None, description="a provider spec such as openai:gpt-4o-mini"
@@ -245,7 +254,7 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
     name = settings.name or path.stem
     missing = [var for var in settings.skip_unless_env if not os.environ.get(var)]
     skip = f"skipped: set {', '.join(missing)} to run it" if missing else None
-    agent = _agent(settings, specs, path) if skip is None else None
+    agent = _agent(settings, specs, path) if skip is None and not settings.recorded else None
     try:
         shared = _checks(settings.checks, settings)
     except SuiteFileError as exc:
@@ -257,6 +266,13 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
             cases.append(_case(spec, settings))
         except (SuiteFileError, ValueError, TypeError) as exc:
             raise SuiteFileError(f"{path}: {label}: {exc}") from None
+    if settings.recorded:
+        if settings.agent or settings.model:
+            raise SuiteFileError(f"{path}: give `recorded` or an agent (`agent`/`model`), not both")
+        try:
+            cases, agent = recorded_cases(cases, path.parent / settings.recorded)
+        except TraceFileError as exc:
+            raise SuiteFileError(f"{path}: field 'recorded': {exc}") from None
     return Suite(
         name,
         agent=agent,
