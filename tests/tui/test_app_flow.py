@@ -358,3 +358,46 @@ def test_case_line_finds_a_yaml_case_by_its_name(tmp_path):
     assert case_line(path, "Capital of France?") == 2
     assert case_line(path, "missing") == 1
     assert editor_command(path, 3)[-2:] == ["+3", str(path)]
+
+
+def live_timers(app) -> list[str]:
+    """The app's and its screens' timers that still fire (neither paused nor stopped)."""
+    owners = [app, *app.screen_stack]
+    for screen in app.screen_stack:
+        owners.extend(screen.walk_children())
+    return [
+        f"{type(owner).__name__}:{timer.name}"
+        for owner in owners
+        for timer in list(owner._timers)
+        if timer._task is not None and timer._active.is_set()
+    ]
+
+
+async def test_finished_screens_stop_their_timers(tmp_path):
+    """Idle CPU: nothing repaints on a timer once a run and its reruns have ended."""
+    from tui_eval.tui.screens.case import CaseScreen
+
+    app = make_app(suites=[switchable(tmp_path, {"b"})], history=RunHistory(tmp_path), watch=False)
+    app.watch_files = False  # the file watcher is a thread, not a timer; kept out here
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert live_timers(app) == []  # Suites, nothing running
+        await pilot.press("enter")
+        run = app.screen
+        await wait_until_done(pilot, run)
+        await pilot.pause(0.3)
+        assert isinstance(run, RunScreen) and live_timers(app) == []
+        await pilot.press("down", "enter")
+        case_screen = app.screen
+        assert isinstance(case_screen, CaseScreen)
+        await pilot.press("m", *["backspace"] * 4, "3", "enter")
+        await wait_for(
+            pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
+        )
+        await pilot.pause(0.6)
+        assert live_timers(app) == []
+        assert [str(row[0]) for row in case_screen._rows()] == ["1", "m1", "m2", "m3"]
+        await pilot.press("q", "q")
+        await pilot.pause(0.6)
+        assert isinstance(app.screen, SuitesScreen) and live_timers(app) == []
+        assert "4/5 passed" in app.screen.query_one("#suites").get_cell("kitchen", "status").plain

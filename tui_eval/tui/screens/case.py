@@ -77,9 +77,15 @@ class CaseScreen(Screen[None]):
         ):
             table.add_column(label, width=width, key=key)
         self.history_line = self._history_line()
+        self._ticks = self.set_interval(0.25, self.refresh_view)
         self.refresh_view()
-        self.set_interval(0.25, self.refresh_view)
         table.focus()
+
+    def on_screen_suspend(self) -> None:
+        self._ticks.pause()
+
+    def on_screen_resume(self) -> None:
+        self._ticks.resume()  # one tick at least: what changed while it was hidden
 
     def _history_line(self) -> str:
         history = self.workspace.history
@@ -101,7 +107,11 @@ class CaseScreen(Screen[None]):
         )
 
     def refresh_view(self) -> None:
-        """Repaint when samples arrive (the run may still be going)."""
+        """Repaint when samples arrive (the run, or its `m` rerun, may still be going); with
+        neither going, the timer pauses until the next `m`."""
+        rerun = self.rerun
+        if not self.session.state.running and (rerun is None or not rerun.state.running):
+            self._ticks.pause()
         case = self.case
         title = Text("Case · ")
         title.append_text(cell(case.name, 100))
@@ -225,6 +235,7 @@ class CaseScreen(Screen[None]):
             self.session.more_samples[name] = rerun
             self._shown_samples = -1
             self.post_message(StartSession(rerun, show=False))
+            self._ticks.resume()
             self.notify(f"rerunning with {samples} samples")
 
         self.app.push_screen(

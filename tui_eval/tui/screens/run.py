@@ -83,9 +83,15 @@ class RunScreen(Screen[None]):
         # A screen opened on a run already under way (reopened from Suites) starts from the
         # whole current state: earlier screens may have taken its change flags.
         self.query_one(CaseTable).rebuild()
+        self._frames = self.set_interval(FRAME_SECONDS, self.refresh_frame)
         self.refresh_frame()
-        self.set_interval(FRAME_SECONDS, self.refresh_frame)
         self.query_one(CaseTable).focus()
+
+    def on_screen_suspend(self) -> None:
+        self._frames.pause()
+
+    def on_screen_resume(self) -> None:
+        self._frames.resume()  # one frame at least: what changed while it was hidden
 
     def refresh_frame(self) -> None:
         """Apply what changed since the last frame."""
@@ -102,6 +108,9 @@ class RunScreen(Screen[None]):
             self._finished_seen = True
             self._announce_finish()
             self._compare_with_previous()
+            self.refresh_bindings()  # the keys of a finished run (s, r) instead of x
+        if not state.running:
+            self._frames.pause()  # a finished run changes no more: an idle screen costs nothing
 
     def _announce_finish(self) -> None:
         report = self.session.report

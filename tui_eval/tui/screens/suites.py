@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from tui_eval.suite_run import BaselineStatus, EmptySelection, read_baseline
 from tui_eval.suites import LoadResult, Suite
-from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded
+from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded, WatchRerun
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
@@ -82,8 +82,18 @@ class SuitesScreen(Screen[None]):
         self._seen_finished: set[int] = set()
         self._last = self._last_results()
         self.rebuild_table()
-        self.set_interval(0.25, self.refresh_status)
+        self._ticks = self.set_interval(0.25, self.refresh_status)
         self.query_one(DataTable).focus()
+
+    def on_screen_resume(self) -> None:
+        self.wake()
+
+    def on_screen_suspend(self) -> None:
+        self._ticks.pause()
+
+    def wake(self) -> None:
+        """Follow the runs again (one started, or this screen is shown again)."""
+        self._ticks.resume()
 
     def rebuild_table(self) -> None:
         """Fill the table again (on mount, and after a reload)."""
@@ -166,8 +176,12 @@ class SuitesScreen(Screen[None]):
         )
 
     def refresh_status(self) -> None:
-        """Live progress of running suites; last results and baselines as runs end."""
-        finished = {id(s) for s in self.workspace.sessions.values() if s.state.report is not None}
+        """Live progress of running suites; last results and baselines as runs end. With
+        nothing running, the timer pauses until `wake()` (an idle screen costs nothing)."""
+        sessions = self.workspace.sessions.values()
+        if not any(session.state.running for session in sessions):
+            self._ticks.pause()
+        finished = {id(s) for s in sessions if s.state.report is not None}
         if finished - self._seen_finished:
             self._seen_finished = finished
             self._last = self._last_results()  # a run of this session ended: it is the last run
@@ -182,6 +196,10 @@ class SuitesScreen(Screen[None]):
     @on(SuitesReloaded)
     def _suites_reloaded(self, message: SuitesReloaded) -> None:
         self.rebuild_table()
+
+    @on(WatchRerun)
+    def _watch_rerun(self, message: WatchRerun) -> None:
+        self.wake()
 
     def action_resume(self) -> None:
         """Finish the suite's interrupted run (the newest one in the history)."""
@@ -248,6 +266,7 @@ class SuitesScreen(Screen[None]):
             self.notify(str(exc), severity="warning")
             return
         self.post_message(StartSession(session, show=show))
+        self.wake()
 
     def action_run_all(self) -> None:
         runnable = [s for s in self.loaded.suites if not s.skip]
