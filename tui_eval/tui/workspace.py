@@ -7,6 +7,7 @@ show or resume things with messages ("messages up"); they never reach into the a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import sysconfig
@@ -46,6 +47,22 @@ class Workspace:
     reloaded: set[str] = field(default_factory=set)
     watching: set[str] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        self._contents: dict[Path, str | None] = {}
+        """What each edited file held when last seen: saving it again unchanged (a burst
+        of saves of one content) is not another edit."""
+
+    def _new(self, key: Path) -> bool:
+        """Whether the file `key` holds something else than when last seen."""
+        try:
+            content: str | None = hashlib.sha256(key.read_bytes()).hexdigest()
+        except OSError:  # gone, a folder, a link loop: its load says what it is
+            content = None
+        if key in self._contents and self._contents[key] == content and content is not None:
+            return False
+        self._contents[key] = content
+        return True
+
     def suite(self, name: str) -> Suite | None:
         """The current version of the suite called `name`."""
         return next((s for s in self.loaded.suites if s.name == name), None)
@@ -68,7 +85,7 @@ class Workspace:
         """
         known = {_identity(s.path): s.path for s in self.loaded.suites if s.path is not None}
         known |= {_identity(e.path): e.path for e in self.loaded.errors}
-        edited = {_identity(p) for p in changed if _is_edit(p)}
+        edited = {key for key in map(_identity, changed) if _is_edit(key) and self._new(key)}
         if not edited:
             return Reload()
         helpers = {
