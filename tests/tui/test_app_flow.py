@@ -401,3 +401,88 @@ async def test_finished_screens_stop_their_timers(tmp_path):
         await pilot.pause(0.6)
         assert isinstance(app.screen, SuitesScreen) and live_timers(app) == []
         assert "4/5 passed" in app.screen.query_one("#suites").get_cell("kitchen", "status").plain
+
+
+async def test_the_error_tab_shows_a_tool_that_raised(tmp_path):
+    from tui_eval import Agent, no_error
+    from tui_eval.testing import ScriptedProvider, call, text
+    from tui_eval.tui.screens.sample import SampleScreen
+
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        return a / b
+
+    agent = Agent(
+        ScriptedProvider.factory([call("divide", {"a": 1, "b": 0}), text("cannot")]),
+        tools=[divide],
+    )
+    suite = Suite("tools", agent=agent, cases=[Case("1/0?", checks=[no_error()])])
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("n")
+        assert isinstance(app.screen, SampleScreen)
+        shown = str(app.screen.query_one("#error-body").render())
+        assert "no error" not in shown
+        assert "divide" in shown and "division by zero" in shown
+
+
+async def test_a_cancelled_run_says_how_many_cases_never_ran(tmp_path):
+    gate = anyio.Event()
+
+    async def agent(question: str) -> str:
+        if int(question[1:]) >= 5:
+            await gate.wait()
+        return "ok"
+
+    suite = Suite(
+        "gated",
+        agent=agent,
+        concurrency=1,
+        cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(8)],
+    )
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        run = app.screen
+        await wait_for(pilot, lambda: run.session.state.samples_done >= 5)
+        await pilot.press("x")
+        await wait_until_done(pilot, run)
+        messages = [n.message for n in app._notifications]
+        assert not any("5/5 cases passed" in m for m in messages), messages
+        assert any("5/8 cases ran" in m and "cancelled" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("keys", [("escape", "escape"), ("q", "q")])
+async def test_leaving_the_app_mid_run_asks_first(tmp_path, keys):
+    from tui_eval.tui.screens.prompt import ConfirmScreen
+
+    gate = anyio.Event()
+
+    async def agent(question: str) -> str:
+        await gate.wait()
+        return "ok"
+
+    suite = Suite("slow", agent=agent, cases=[Case("q", checks=[contains("ok")])])
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        run = app.screen
+        await pilot.press(*keys)
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "still running" in app.screen.question
+        await pilot.press("n")  # stay
+        await pilot.pause()
+        assert app.is_running and run.session.state.running
+        gate.set()
+        await wait_until_done(pilot, run)
+
+
+async def test_the_interrupted_status_fits_the_suites_table_at_120_columns(tmp_path):
+    app = make_app(suites=[switchable(tmp_path, set())], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        (status,) = [c for c in screen.query_one("#suites").shown_columns if c.key == "status"]
+        assert status.width >= len("interrupted — R to resume")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual import on
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
@@ -86,3 +86,26 @@ class ConfirmScreen(ModalScreen[bool]):
 def cell_text(text: str) -> Text:
     """Untrusted names inside a question, shown literally."""
     return Text(sanitize(text))
+
+
+def quit_asking(app: App[object]) -> None:
+    """Quit the app, asking first while runs are still going (they would be cancelled)."""
+    running = [
+        w.name.removeprefix("run ") for w in app.workers if w.group == "runs" and not w.is_finished
+    ]
+    if not running:
+        app.exit()
+        return
+    names = ", ".join(running[:3]) + (f" and {len(running) - 3} more" if len(running) > 3 else "")
+
+    def answered(confirmed: bool | None) -> None:
+        if confirmed:
+            app.exit()
+
+    app.push_screen(
+        ConfirmScreen(
+            f"{names} still running. Quit and cancel? (finished samples are kept; "
+            "`tui-eval resume` finishes the runs)"
+        ),
+        answered,
+    )

@@ -11,6 +11,7 @@ from textual.widgets import Footer, Input, Static
 from tui_eval.diff import Diff
 from tui_eval.suite_run import BaselineOutcome, BaselineStatus, EmptySelection
 from tui_eval.tui.messages import StartSession, WatchRerun
+from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
 from tui_eval.tui.widgets.run_header import RunHeader
@@ -115,15 +116,18 @@ class RunScreen(Screen[None]):
     def _announce_finish(self) -> None:
         report = self.session.report
         assert report is not None
-        verdict = (
-            "cancelled"
-            if report.cancelled
-            else ("all passed" if report.passed else "some cases failed")
-        )
-        self.notify(
-            f"{report.cases_passed}/{len(report.cases)} cases passed · {verdict}",
-            title=self.session.title,
-        )
+        planned = len(self.session.state.cases)
+        if report.cancelled or report.stopped:
+            ran = sum(1 for case in self.session.state.cases if case.samples)
+            why = "cancelled" if report.cancelled else "stopped on budget"
+            message = (
+                f"{why}: {ran}/{planned} cases ran, {report.cases_passed} passed; "
+                "R in History (or `tui-eval resume`) finishes the run"
+            )
+        else:
+            verdict = "all passed" if report.passed else "some cases failed"
+            message = f"{report.cases_passed}/{planned} cases passed · {verdict}"
+        self.notify(message, title=self.session.title)
 
     # -- watch mode --------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -348,4 +352,4 @@ class RunScreen(Screen[None]):
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
         else:
-            self.app.exit()
+            quit_asking(self.app)

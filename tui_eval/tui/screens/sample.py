@@ -94,6 +94,16 @@ class SampleScreen(Screen[None]):
             error.append("\n\n")
         if sample.traceback:
             error.append_text(plain(sample.traceback, limit=20_000))
+            error.append("\n\n")
+        failed_calls = (
+            [c for c in sample.run.tool_calls if c.error is not None] if sample.run else []
+        )
+        if failed_calls:
+            # The run went on (the error went back to the model), but a tool raised.
+            error.append(f"{len(failed_calls)} tool call(s) raised:\n", style="bold red")
+            for call in failed_calls:
+                error.append_text(plain(f"  {call.name}: {call.error}", limit=2000, style="red"))
+                error.append("\n")
         self.query_one("#error-body", Static).update(error or Text("no error", style="dim"))
         self.query_one("#usage-body", Static).update(render_usage(self.session, sample))
 

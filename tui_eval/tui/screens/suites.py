@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from tui_eval.suite_run import BaselineStatus, EmptySelection, read_baseline
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded, WatchRerun
+from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
@@ -66,7 +67,7 @@ class SuitesScreen(Screen[None]):
         Column("name", "suite", 18, 0),
         Column("cases", "cases", 6, 3),
         Column("samples", "samples", 7, 5),
-        Column("status", "now", 24, 1),
+        Column("status", "now", 26, 1),
         Column("last", "last run", 20, 2),
         Column("baseline", "baseline", 9, 4),
         Column("path", "file", 28, 6),
@@ -281,5 +282,5 @@ class SuitesScreen(Screen[None]):
 
         self.app.push_screen(HistoryScreen(self.workspace))
 
-    async def action_quit(self) -> None:
-        self.app.exit()
+    def action_quit(self) -> None:
+        quit_asking(self.app)
