@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.sources import samples_independent
+from tui_eval.baseline_file import write_baseline_file
 from tui_eval.diff import Diff
 from tui_eval.events import Event, SampleFinished
 from tui_eval.options import RunOptions
@@ -424,7 +425,7 @@ def accept_into_baseline(
     chosen = [case for case in report.cases if case.name in wanted]
     base = existing.baseline or Report(report.name, [], metadata=dict(report.metadata))
     merged = merge_cases(base, chosen, removed=list(removed))
-    merged.save(path)
+    write_baseline_file(merged, path)
     count = len(chosen) + len(removed)
     return BaselineOutcome(
         status=BaselineStatus.SAVED,
@@ -458,13 +459,13 @@ def save_baseline(report: Report | None, path: Path, *, merge: bool = False) -> 
     if plan.merge:
         existing = read_baseline(path).baseline
         assert existing is not None
-        merge_cases(existing, report.cases, removed=[]).save(path)
+        write_baseline_file(merge_cases(existing, report.cases, removed=[]), path)
         return BaselineOutcome(
             status=BaselineStatus.SAVED,
             path=path,
             message=f"{len(plan.written)} case(s) merged into the baseline {path}",
         )
-    report.save(path)
+    write_baseline_file(report, path)
     return BaselineOutcome(
         status=BaselineStatus.SAVED, path=path, message=f"baseline saved to {path}"
     )

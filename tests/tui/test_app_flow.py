@@ -480,9 +480,11 @@ async def test_leaving_the_app_mid_run_asks_first(tmp_path, keys):
 
 
 async def test_the_interrupted_status_fits_the_suites_table_at_120_columns(tmp_path):
+    from tui_eval.tui.screens.suites import INTERRUPTED
+
     app = make_app(suites=[switchable(tmp_path, set())], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.screen
         (status,) = [c for c in screen.query_one("#suites").shown_columns if c.key == "status"]
-        assert status.width >= len("interrupted — R to resume")
+        assert status.width >= len(INTERRUPTED)

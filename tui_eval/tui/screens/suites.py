@@ -25,6 +25,8 @@ _BASELINE_SHOWN = {
     BaselineStatus.CORRUPT: ("corrupt", "bold red"),
     BaselineStatus.COMPARED: ("saved", "green"),
 }
+INTERRUPTED = "interrupted · R resumes"
+"""The status of a suite whose run can be finished (it fits the column at 80 and 120)."""
 _baseline_seen: dict[Path, tuple[tuple[int, int], tuple[str, str]]] = {}
 
 
@@ -67,7 +69,7 @@ class SuitesScreen(Screen[None]):
         Column("name", "suite", 18, 0),
         Column("cases", "cases", 6, 3),
         Column("samples", "samples", 7, 5),
-        Column("status", "now", 26, 1),
+        Column("status", "now", 24, 1),
         Column("last", "last run", 20, 2),
         Column("baseline", "baseline", 9, 4),
         Column("path", "file", 28, 6),
@@ -161,7 +163,7 @@ class SuitesScreen(Screen[None]):
         if session is None:
             last = self._last.get(suite.name)
             if last is not None and last.plain.startswith("interrupted"):
-                return Text("interrupted — R to resume", style="yellow")
+                return Text(INTERRUPTED, style="yellow")
             return Text(f"ready{reloaded}", style="cyan" if reloaded else "dim")
         state = session.state
         if state.running:
@@ -170,7 +172,7 @@ class SuitesScreen(Screen[None]):
         if report is None:
             return Text("starting", style="dim")
         if report.cancelled:
-            return Text("interrupted — R to resume", style="yellow")
+            return Text(INTERRUPTED, style="yellow")
         return Text(
             f"{report.cases_passed}/{len(report.cases)} passed{reloaded}",
             style="green" if report.passed else "red",
