@@ -3,12 +3,15 @@
     python bench/decide_sim.py [--trials 1000] [--what pairs|decide|all]
 
 `compare_agents()` (pairs): A/A, both agents pass with the same probability p, looked at
-after every batch; any "regression" call is a false one. A/B: 0.9 → 0.6.
+after every batch; any "regression" call is a false one. A/B: 0.9 → 0.6. In the family
+table: one case and 20 cases (A at 0.9, B at 0.6 on one, 0.9/0.9 on 19), A/A looked at
+after every pair, beside fixed-n Fisher on 100 samples a side.
 
 `decide()`: a 30-sample baseline at 0.9; the current agent at 0.6 (a regression) or 0.9
 (A/A), up to 100 samples. One case at α = 0.05, and 20 cases (one regressed, 19
 unchanged; each case's test at α/20). Detection is judged in decide()'s rounds (1, then
-5 at a time); A/A false regressions are looked at after *every* sample. Beside each, a
+5 at a time); A/A false regressions are looked at after *every* sample (the test's
+largest e-value over the run). Beside each, a
 fixed-n Fisher test (two-sided, same level) on the same samples: the baseline against all
 100 current samples.
 """
@@ -16,11 +19,12 @@ fixed-n Fisher test (two-sided, same level) on the same samples: the baseline ag
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 
-from tui_eval.sequential import judge_against_baseline, simulate_pairs
-from tui_eval.stats import fisher_exact, samples_needed
+from tui_eval.sequential import EProcess, judge_against_baseline, simulate_pairs
+from tui_eval.stats import evidence_path, fisher_exact, samples_needed
 
 BASELINE, BUDGET = 30, 100
 
@@ -43,6 +47,15 @@ def decide_case(
         if verdict.label != "undecided":
             return verdict.label, n
         n = min(len(current), n + batch)
+
+
+def ever_called_a_regression(baseline: list[bool], current: list[bool], alpha: float) -> bool:
+    """Whether the regression test crosses 1/α at any sample of `current`: the e-value
+    after each block is the same whenever it is looked at, so the largest over the whole
+    run is what looking after every sample can see (an upper bound on decide()'s false
+    regressions, which also stops a case once it is decided otherwise)."""
+    path = evidence_path(baseline, current, len(current), regression=True)
+    return max(path, default=0.0) >= math.log(1 / alpha)
 
 
 def fisher_rejects(baseline: list[bool], current: list[bool], alpha: float) -> bool:
@@ -88,7 +101,7 @@ def decide(trials: int, cases: int) -> None:
         false = fisher_false = False
         for _ in range(max(1, cases - 1)):  # the unchanged cases (one A/A case for cases=1)
             baseline, current = draw(rng, 0.9, 0.9)
-            false |= decide_case(baseline, current, alpha, batch=1)[0] == "regression"
+            false |= ever_called_a_regression(baseline, current, alpha)
             fisher_false |= fisher_rejects(baseline, current, alpha)
         false_family += false
         fisher_false_family += fisher_false
@@ -97,6 +110,44 @@ def decide(trials: int, cases: int) -> None:
         f"(median {statistics.median(used):g} samples; baseline too small {too_small / trials:.1%}) "
         f"| {fisher_detected / trials:.1%} | {false_family / trials:.1%} "
         f"| {fisher_false_family / trials:.1%} |"
+    )
+
+
+def pairs_ever_called_a_regression(a: list[bool], b: list[bool], alpha: float) -> bool:
+    """compare_agents()'s regression e-process looked at after every pair of samples."""
+    bet = EProcess(low=-1.0, high=1.0)
+    for x, y in zip(a, b, strict=True):
+        bet.update(float(x) - float(y))
+        if bet.wealth >= 1 / alpha:
+            return True
+    return False
+
+
+def pairs_family(trials: int, cases: int) -> None:
+    """compare_agents(): A at 0.9, B at 0.6 on one case, 0.9/0.9 on the others."""
+    rng = random.Random(2024 + cases)
+    alpha = 0.05 / cases
+    detected = fisher_detected = false_family = fisher_false_family = 0
+    used: list[int] = []
+    for _ in range(trials):
+        label, n = simulate_pairs(0.9, 0.6, rng, alpha=alpha)
+        detected += label == "regression"
+        used.append(n)
+        a = [rng.random() < 0.9 for _ in range(BUDGET)]
+        b = [rng.random() < 0.6 for _ in range(BUDGET)]
+        fisher_detected += fisher_rejects(a, b, alpha)
+        false = fisher_false = False
+        for _ in range(max(1, cases - 1)):
+            a = [rng.random() < 0.9 for _ in range(BUDGET)]
+            b = [rng.random() < 0.9 for _ in range(BUDGET)]
+            false |= pairs_ever_called_a_regression(a, b, alpha)
+            fisher_false |= fisher_rejects(a, b, alpha)
+        false_family += false
+        fisher_false_family += fisher_false
+    print(
+        f"| compare_agents(), {cases} case(s) | {trials} | {detected / trials:.1%} "
+        f"(median {statistics.median(used):g} samples) | {fisher_detected / trials:.1%} "
+        f"| {false_family / trials:.1%} | {fisher_false_family / trials:.1%} |"
     )
 
 
@@ -110,13 +161,15 @@ def main() -> None:
         print()
     if args.what in ("decide", "all"):
         print(
-            "| 0.9 → 0.6, 30-sample baseline, ≤ 100 samples | trials | decide() detects "
+            "| 0.9 → 0.6, ≤ 100 samples (decide(): 30-sample baseline) | trials | detected "
             "| fixed-n Fisher detects | A/A false regressions (family, every sample) "
             "| fixed-n Fisher A/A |"
         )
         print("|---|---:|---:|---:|---:|---:|")
         decide(args.trials, 1)
         decide(max(1, args.trials // 5), 20)
+        pairs_family(args.trials, 1)
+        pairs_family(max(1, args.trials // 5), 20)
 
 
 if __name__ == "__main__":

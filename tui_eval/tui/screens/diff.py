@@ -134,7 +134,8 @@ class DiffScreen(Screen[None]):
         yield Static(
             "noise: whether a change in pass rate is larger than sampling noise (Fisher's exact "
             "test on passed/failed samples, Holm-adjusted across cases; p < 0.05 is "
-            "significant; 'too few samples': these samples could never show it)",
+            "significant; 'too few samples': these samples could never show it, with the "
+            "samples per side at which this case's test would have 80% power)",
             id="diff-legend",
         )
         yield Static(id="no-changes")
