@@ -153,7 +153,7 @@ def test_a_real_drop_is_detected_within_the_budget():
 
 
 # -- round two: power, futility, intervals that never collapse ------------------------------
-from tui_eval.sequential import judge_against_baseline, simulate_decide  # noqa: E402
+from tui_eval.sequential import judge_against_baseline, judge_pairs, simulate_decide  # noqa: E402
 from tui_eval.stats import clustered_rate_interval, fisher_power, paired_test  # noqa: E402
 
 
@@ -254,3 +254,8 @@ def test_decide_detection_meets_the_issue_25_bar():
     rng = random.Random(25)
     labels = [simulate_decide(0.9, 0.6, rng)[0] for _ in range(300)]
     assert labels.count("regression") / len(labels) >= 0.78
+
+
+def test_an_undecided_pair_says_roughly_what_budget_would_decide_it():
+    verdict = judge_pairs([True, False] * 5, [True, False] * 5, alpha=0.05)
+    assert verdict.label == "undecided" and "samples a side would" in verdict.hint

@@ -1,13 +1,14 @@
 """Run until decided: sample a case until an anytime-valid test settles "regression" or
 "no regression", or the budget runs out.
 
-The tests are betting e-processes (Waudby-Smith & Ramdas): a bettor's wealth that, under the
-hypothesis being tested, is a nonnegative supermartingale starting at 1 — so by Ville's
-inequality it reaches 1/α with probability at most α, however often it is looked at. The
-bet is a mixture over a grid of stakes, so no tuning is needed. Error control is
-family-wise over the run: each case gets α/n (Bonferroni), and `decide()` also spends half
-of a case's share on the baseline's own uncertainty.
-"""
+The tests are e-processes: under the hypothesis being tested they are dominated by a
+nonnegative supermartingale starting at 1, so by Ville's inequality they reach 1/α with
+probability at most α, however often they are looked at. `compare_agents()` bets on the
+paired differences (Waudby-Smith & Ramdas; a mixture over a grid of stakes).
+`decide()` tests the current samples against the baseline's own samples with block
+e-variables on both likelihoods (`tui_eval.stats.judge_two_sample`). Error control is
+family-wise over the run: each case gets α/n (Bonferroni); a regression and "no
+regression within the margin" are disjoint claims, so each gets the case's whole share."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 from typing import Any
 
 from tui_eval.budget import CostBudget
@@ -124,7 +126,24 @@ def judge_pairs(
         return Verdict("regression", True)
     if fine.wealth >= threshold:
         return Verdict("no regression", True)
-    return Verdict("undecided", False)
+    return Verdict("undecided", False, _pairs_hint(a, b, alpha=alpha, margin=margin))
+
+
+def _pairs_hint(a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: float) -> str:
+    """Roughly how many samples a side would decide a paired comparison if the rates stay
+    as they are: a fixed design's count for 80% power, doubled for looking all along."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return ""
+    p_a = (sum(a[:n]) + 0.5) / (n + 1)
+    p_b = (sum(b[:n]) + 0.5) / (n + 1)
+    drop = p_a - p_b
+    # Towards a regression when B looks worse, else towards "within the margin".
+    effect = drop if drop > margin / 2 else margin - drop
+    variance = p_a * (1 - p_a) + p_b * (1 - p_b)
+    z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(0.8)
+    needed = math.ceil(2 * z * z * variance / (effect * effect))
+    return f"~{max(needed, n + BATCH)} samples a side would likely decide it"
 
 
 def simulate_pairs(
@@ -321,7 +340,7 @@ async def compare_agents(
     for case in chosen:
         found = verdict(case)
         if not found.decided:
-            found = Verdict("undecided: budget", False)
+            found = replace(found, label="undecided: budget")
         verdicts[case.label] = found
     return _labelled_diff(report_b, report_a, verdicts)
 
