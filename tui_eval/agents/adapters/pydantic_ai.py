@@ -1,7 +1,11 @@
 """Run a pydantic-ai `Agent` under tui-eval (`pip install 'tui-eval[pydantic-ai]'`).
 
 Its output, the tool calls found in its messages, and its usage become the `RunResult`
-every check reads.
+every check reads. A tool call whose return part's `outcome` is not `success` (pydantic-ai
+≥ 2.6 marks a call it asked the model to retry as `retried`) is a failed call; a run that
+raises keeps the trajectory up to the failure; a conversation input is sent with its
+system and assistant turns; the run's `instructions` are its system message; a case's
+`openai-compatible:MODEL@URL` model is resolved here, since pydantic-ai has no such spec.
 """
 
 from __future__ import annotations
@@ -9,28 +13,50 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
-from tui_eval.agents.run_spec import RunSpec, SampleRunner
+from tui_eval.agents.messages import (
+    Message,
+    RunResult,
+    ToolCall,
+    Usage,
+    is_conversation,
+    structured_input_text,
+)
+from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.text import value_text
 
 
 def pydantic_ai_runner(agent: Any) -> SampleRunner:
     """The per-sample call for a pydantic-ai agent."""
 
     async def run(spec: RunSpec) -> RunResult:
+        import pydantic_ai
+
         kwargs: dict[str, Any] = {}
         if spec.deps is not None:
             kwargs["deps"] = spec.deps
         if spec.output_type is not None:
             kwargs["output_type"] = spec.output_type
         if spec.model is not None:
-            kwargs["model"] = spec.model
-        prompt = (
-            spec.input
-            if isinstance(spec.input, str)
-            else "\n\n".join(m.content or "" for m in spec.input if m.role == "user")
-        )
+            kwargs["model"] = pydantic_ai_model(spec.model)
+        prompt, history = prompt_and_history(spec.input)
+        if history:
+            kwargs["message_history"] = history
         start = time.perf_counter()
-        result = await agent.run(prompt, **kwargs)
+        with pydantic_ai.capture_run_messages() as captured:
+            try:
+                result = await agent.run(prompt, **kwargs)
+            except Exception as exc:
+                # The trajectory up to the failure, for the failing sample's trajectory tab.
+                messages, calls, turns = convert_messages(list(captured))
+                exc.partial = RunResult(  # type: ignore[attr-defined]
+                    None,
+                    messages,
+                    calls,
+                    Usage(),
+                    turns,
+                    (time.perf_counter() - start) * 1000,
+                )
+                raise
         latency_ms = (time.perf_counter() - start) * 1000
         messages, calls, turns = convert_messages(result.all_messages())
         raw_usage = result.usage
@@ -41,9 +67,103 @@ def pydantic_ai_runner(agent: Any) -> SampleRunner:
             int(getattr(raw_usage, "output_tokens", 0) or 0),
             int(getattr(raw_usage, "requests", 0) or 0),
         )
-        return RunResult(result.output, messages, calls, usage, turns, latency_ms)
+        stop = _stop_reason(result.all_messages())
+        return RunResult(result.output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
 
     return run
+
+
+def pydantic_ai_model(model: Any) -> Any:
+    """A case's model as pydantic-ai takes it: `openai-compatible:MODEL@URL` becomes an
+    OpenAI chat model on that base URL; other spec strings and pydantic-ai models pass."""
+    if isinstance(model, str) and model.startswith("openai-compatible:"):
+        import os
+
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        from tui_eval.agents.providers.base import ModelSpecError
+
+        name, sep, base_url = model.removeprefix("openai-compatible:").partition("@")
+        if not sep or not name or not base_url.startswith(("http://", "https://")):
+            raise ModelSpecError(
+                f"{model} should be openai-compatible:MODEL@BASE_URL, "
+                "e.g. openai-compatible:llama3.1@http://localhost:11434/v1"
+            )
+        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
+        return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
+    if hasattr(model, "complete") or (callable(model) and not isinstance(model, str)):
+        raise TypeError(
+            "a pydantic-ai agent takes a model name or a pydantic-ai model as Case(model=...), "
+            f"not a tui-eval provider ({model!r})"
+        )
+    return model
+
+
+def prompt_and_history(input: Input) -> tuple[str, list[Any]]:
+    """The user prompt and the earlier turns (system, user, assistant, tool) of an input."""
+    if isinstance(input, str):
+        return input, []
+    if not is_conversation(input):
+        return structured_input_text(input), []
+    from pydantic_ai import messages as pm
+
+    turns = list(input)
+    last_user = max((i for i, m in enumerate(turns) if m.role == "user"), default=None)
+    prompt = (turns[last_user].content or "") if last_user is not None else ""
+    earlier = [m for i, m in enumerate(turns) if i != last_user]
+    history: list[Any] = []
+    for message in earlier:
+        if message.role == "system":
+            history.append(pm.ModelRequest(parts=[pm.SystemPromptPart(message.content or "")]))
+        elif message.role == "user":
+            history.append(pm.ModelRequest(parts=[pm.UserPromptPart(message.content or "")]))
+        elif message.role == "assistant":
+            parts: list[Any] = []
+            if message.content:
+                parts.append(pm.TextPart(message.content))
+            parts += [
+                pm.ToolCallPart(c.name, dict(c.arguments), tool_call_id=c.id)
+                for c in message.tool_calls
+            ]
+            history.append(pm.ModelResponse(parts=parts or [pm.TextPart("")]))
+        elif message.role == "tool":
+            name = _tool_name(history, message.tool_call_id)
+            history.append(
+                pm.ModelRequest(
+                    parts=[
+                        pm.ToolReturnPart(
+                            name, message.content or "", tool_call_id=message.tool_call_id or ""
+                        )
+                    ]
+                )
+            )
+    # pydantic-ai puts a history's system prompt first; keep them there.
+    systems = [h for h in history if _is_system(h)]
+    return prompt, [*systems, *[h for h in history if not _is_system(h)]]
+
+
+def _is_system(message: Any) -> bool:
+    parts = getattr(message, "parts", ())
+    return bool(parts) and all(type(p).__name__ == "SystemPromptPart" for p in parts)
+
+
+def _tool_name(history: list[Any], call_id: str | None) -> str:
+    for message in reversed(history):
+        for part in getattr(message, "parts", ()):
+            if type(part).__name__ == "ToolCallPart" and part.tool_call_id == call_id:
+                return str(part.tool_name)
+    return "tool"
+
+
+def _stop_reason(history: list[Any]) -> str | None:
+    from tui_eval.agents.providers.base import normalize_stop_reason
+
+    for item in reversed(history):
+        if type(item).__name__ == "ModelResponse":
+            reason = getattr(item, "finish_reason", None)
+            return normalize_stop_reason(reason) if reason else None
+    return None
 
 
 def convert_messages(history: list[Any]) -> tuple[list[Message], list[ToolCall], int]:
@@ -52,6 +172,7 @@ def convert_messages(history: list[Any]) -> tuple[list[Message], list[ToolCall],
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
     turns = 0
+    instructions_seen: str | None = None
     for item in history:
         kind = type(item).__name__
         if kind == "ModelResponse":
@@ -73,32 +194,40 @@ def convert_messages(history: list[Any]) -> tuple[list[Message], list[ToolCall],
                     response_calls.append(call)
             messages.append(Message("assistant", "".join(texts) or None, response_calls))
             continue
+        instructions = getattr(item, "instructions", None)
+        if instructions and instructions != instructions_seen:
+            # `Agent(instructions=...)`: sent with each request, recorded once (and again
+            # only if it changes).
+            messages.append(Message("system", str(instructions)))
+            instructions_seen = instructions
         for part in getattr(item, "parts", ()):
             part_kind = type(part).__name__
             if part_kind == "SystemPromptPart":
                 messages.append(Message("system", str(part.content)))
             elif part_kind == "UserPromptPart":
-                content = part.content if isinstance(part.content, str) else str(part.content)
+                content = (
+                    part.content if isinstance(part.content, str) else value_text(part.content)
+                )
                 messages.append(Message("user", content))
             elif part_kind == "ToolReturnPart":
-                returned = calls.get(str(part.tool_call_id or ""))
+                call_id = str(part.tool_call_id or "")
+                returned = calls.get(call_id)
+                outcome = getattr(part, "outcome", "success")
+                text = value_text(part.content)
                 if returned is not None:
-                    returned.result = part.content
-                messages.append(
-                    Message("tool", str(part.content), tool_call_id=str(part.tool_call_id or ""))
-                )
+                    if outcome not in (None, "success"):
+                        returned.error = f"{outcome}: {text}" if text else str(outcome)
+                    else:
+                        returned.result = part.content
+                messages.append(Message("tool", text, tool_call_id=call_id))
             elif part_kind == "RetryPromptPart":
-                retried = calls.get(str(getattr(part, "tool_call_id", "") or ""))
-                error = (
-                    part.model_response() if hasattr(part, "model_response") else str(part.content)
+                call_id = str(getattr(part, "tool_call_id", "") or "")
+                retried = calls.get(call_id)
+                content = (
+                    part.content if isinstance(part.content, str) else value_text(part.content)
                 )
                 if retried is not None:
-                    retried.error = str(part.content)
-                messages.append(
-                    Message(
-                        "tool",
-                        str(error),
-                        tool_call_id=str(getattr(part, "tool_call_id", "") or ""),
-                    )
-                )
+                    retried.error = content
+                error = part.model_response() if hasattr(part, "model_response") else content
+                messages.append(Message("tool", str(error), tool_call_id=call_id))
     return messages, ordered, turns
