@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 
 import platformdirs
@@ -22,3 +24,19 @@ def in_data_root(path: Path) -> bool:
     """Whether `path` is inside the data root (and so must be its owner's only)."""
     root = os.path.abspath(data_root())
     return os.path.abspath(path).startswith(root.rstrip(os.sep) + os.sep)
+
+
+def private_subfolder(name: str) -> Path:
+    """`data_root()/name` (tui-eval's own `projects`, `cache`), created or tightened to its
+    owner only (0700): whatever an older tui-eval left readable in it is out of other
+    users' reach. The data root itself is left as it is (it may be a folder one chose)."""
+    folder = data_root() / name
+    if not folder.is_dir():
+        folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+    mode = folder.stat().st_mode
+    if mode & 0o077:
+        with contextlib.suppress(OSError):  # not ours to change: leave it
+            os.chmod(folder, stat.S_IMODE(mode) & 0o700)
+    return folder

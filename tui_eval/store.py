@@ -15,7 +15,7 @@ from typing import IO, Annotated, Literal
 import pydantic
 
 from tui_eval.atomic import atomic_write_bytes, open_private, private_folder
-from tui_eval.home import data_root
+from tui_eval.home import data_root, in_data_root, private_subfolder
 from tui_eval.options import RunOptions
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.stored_values import output_once, restore_output, storable_sample
@@ -266,6 +266,8 @@ class RunJournal:
     def __init__(self, record: RunRecord) -> None:
         self.record = record
         self.error: JournalWriteError | None = None
+        if in_data_root(record.folder):
+            private_subfolder("projects")  # a folder an older tui-eval left 0755 included
         private_folder(record.folder)  # the data folder is its owner's only (0700/0600)
         self._lock = _lock_run(record)
         path = record.journal_path

@@ -125,3 +125,21 @@ def test_nothing_under_the_data_folder_is_readable_by_others(tmp_path):
     for path in found:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o077 == 0, f"{path} is {mode:o}"
+
+
+async def test_folders_an_older_version_left_readable_are_tightened():
+    for name in ("projects", "cache"):
+        (home() / name).mkdir(mode=0o755)
+        os.chmod(home() / name, 0o755)
+        (home() / name / "old.json").write_text("{}")
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("ok")))
+        agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1"))
+        await evaluate(agent, [Case("hi", checks=[contains("ok")])], cache=True)
+    assert stat.S_IMODE((home() / "cache").stat().st_mode) == 0o700
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory
+
+    journal = RunHistory(home()).start("s", "s.py", invocation="test", options=RunOptions())
+    journal.close()
+    assert stat.S_IMODE((home() / "projects").stat().st_mode) == 0o700

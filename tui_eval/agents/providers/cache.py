@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tui_eval.atomic import atomic_write_bytes
-from tui_eval.home import data_root
+from tui_eval.home import data_root, private_subfolder
 from tui_eval.secrets import redact_value, secret_values
 
 CacheMode = Literal["off", "on", "read-only"]
@@ -39,6 +39,7 @@ class ResponseCache:
             raise ValueError(f"cache mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
         self.mode = mode
         self.folder = folder or data_root() / "cache" / "responses"
+        self._private = folder is None  # tighten the data folder's `cache` once, on first write
         self.hits = 0
         self.misses = 0
 
@@ -89,6 +90,9 @@ class ResponseCache:
         environment redacted, readable by its owner only."""
         if self.mode != "on":
             return
+        if self._private:
+            private_subfolder("cache")
+            self._private = False
         found = sorted({*secrets, *secret_values()}, key=len, reverse=True)
         stored = redact_value(response, found) if found else response
         atomic_write_bytes(self._path(key), json.dumps(stored).encode(), private=True)
