@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--shard",
         metavar="I/N",
-        help="run shard I of N (1-based) of the cases, balanced by recorded durations; "
+        help="run shard I of N (1-based) of the cases (the same split on every machine); "
         "merge the shards' --json reports with tui-eval merge",
     )
     run.add_argument(
@@ -304,7 +304,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             or args.csv
             or args.samples_jsonl
             or args.shard
-            or args.fail_on
+            or args.fail_on is not None
         )
         if args.watch and (args.headless or batch):
             print(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui_eval.diff import Diff
@@ -31,8 +32,10 @@ def parse_fail_on(text: str) -> frozenset[FailOn]:
     """`failures,regressions` → the set of conditions.
 
     Raises:
-        ValueError: an unknown condition (the message lists the known ones).
+        ValueError: an unknown condition, or none at all (`,` or a blank CI variable would
+            otherwise switch the gate off); the message lists the known ones.
     """
+    known = ", ".join(c.value for c in FailOn)
     chosen = set()
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -40,8 +43,9 @@ def parse_fail_on(text: str) -> frozenset[FailOn]:
         try:
             chosen.add(FailOn(part))
         except ValueError:
-            known = ", ".join(c.value for c in FailOn)
             raise ValueError(f"unknown --fail-on value {part!r}; known: {known}") from None
+    if not chosen:
+        raise ValueError(f"--fail-on {text!r} names no condition; give one or more of: {known}")
     return frozenset(chosen)
 
 
@@ -90,28 +94,18 @@ class Shard:
         return f"{self.index}/{self.total}"
 
 
-def assign_shards(
-    keys: Sequence[tuple[str, str]],
-    total: int,
-    durations: Mapping[tuple[str, str], float] | None = None,
-) -> dict[tuple[str, str], int]:
-    """A deterministic shard (1-based) for every (suite, case): every case in exactly one.
+def assign_shards(keys: Sequence[tuple[str, str]], total: int) -> dict[tuple[str, str], int]:
+    """The shard (1-based) of every (suite, case): every case in exactly one.
 
-    With recorded durations the cases are balanced by them, longest first into the least
-    loaded shard (as pytest-split does; a case without a duration counts as the median);
-    without any, sorted keys are dealt round-robin.
+    A pure function of the keys: each CI job computes the same split whatever it ran
+    before (a split balanced on one machine's recorded durations made shards computed on
+    machines with different histories overlap and miss cases). The keys are ordered by a
+    stable hash of their names, so a new case does not reshuffle the others' neighbours,
+    then dealt round-robin, so shard sizes differ by at most one.
     """
-    ordered = sorted(keys)
-    known = {k: v for k, v in (durations or {}).items() if k in set(ordered)}
-    if not known:
-        return {key: position % total + 1 for position, key in enumerate(ordered)}
-    values = sorted(known.values())
-    typical = values[len(values) // 2]
-    weight = {key: known.get(key, typical) for key in ordered}
-    loads = [0.0] * total
-    shard_of: dict[tuple[str, str], int] = {}
-    for key in sorted(ordered, key=lambda k: (-weight[k], k)):
-        lightest = min(range(total), key=lambda i: (loads[i], i))
-        loads[lightest] += weight[key]
-        shard_of[key] = lightest + 1
-    return shard_of
+    ordered = sorted(set(keys), key=lambda key: (_stable_hash(key), key))
+    return {key: position % total + 1 for position, key in enumerate(ordered)}
+
+
+def _stable_hash(key: tuple[str, str]) -> str:
+    return hashlib.sha256("\0".join(key).encode()).hexdigest()

@@ -25,7 +25,7 @@ from tui_eval.gate import (
 from tui_eval.options import RunOptions
 from tui_eval.progress import Progress
 from tui_eval.ray_executor import ExecutorError, import_ray
-from tui_eval.report import Report, ReportFileError, render_summary
+from tui_eval.report import Report, render_summary
 from tui_eval.store import JournalFileError, RunHistory
 from tui_eval.suite_run import BaselineStatus, EmptySelection, ResumeError, SuiteRun
 from tui_eval.suites import LoadResult, Suite, load_suites
@@ -155,7 +155,7 @@ def exit_code(
 def run_command(args: argparse.Namespace) -> int:
     """`tui-eval run --headless`."""
     try:
-        fail_on = parse_fail_on(args.fail_on) if args.fail_on else RUN_DEFAULT
+        fail_on = parse_fail_on(args.fail_on) if args.fail_on is not None else RUN_DEFAULT
         shard = Shard.parse(args.shard) if args.shard else None
         options = RunOptions.from_args(args)
         if options.executor == "ray":
@@ -191,15 +191,15 @@ def run_command(args: argparse.Namespace) -> int:
 def _shard_plans(
     suites: list[Suite], options: RunOptions, shard: Shard
 ) -> list[tuple[Suite, RunOptions]]:
-    """Each suite with the options of this shard: its share of the cases, balanced by the
-    durations the run history recorded, if any."""
+    """Each suite with the options of this shard: its share of the cases (a function of
+    the suites and the filter alone, so every CI job computes the same split)."""
     keys = [
         (suite.name, case.label)
         for suite in suites
         if not suite.skip
         for case in suite.select(filter=options.filter).cases
     ]
-    shard_of = assign_shards(keys, shard.total, _recorded_durations(suites))
+    shard_of = assign_shards(keys, shard.total)
     plans: list[tuple[Suite, RunOptions]] = []
     for suite in suites:
         mine = tuple(
@@ -217,26 +217,6 @@ def _shard_plans(
         else:
             print(f"- {one_line(suite.name, 200)}: no case in shard {shard}\n")
     return plans
-
-
-def _recorded_durations(suites: list[Suite]) -> dict[tuple[str, str], float]:
-    """Per (suite, case), the seconds its samples took in the newest finished full run."""
-    durations: dict[tuple[str, str], float] = {}
-    wanted = {suite.name for suite in suites}
-    seen: set[str] = set()
-    for record in RunHistory().runs():
-        if record.suite not in wanted or record.suite in seen or not record.finished:
-            continue
-        if record.cancelled or record.options.is_partial:
-            continue
-        try:
-            summary = record.summary()
-        except (ReportFileError, OSError, ValueError):
-            continue
-        seen.add(record.suite)
-        for name, seconds in summary.case_seconds.items():
-            durations[(record.suite, name)] = seconds
-    return durations
 
 
 async def _run_suites(plans: list[tuple[Suite, RunOptions]]) -> list[SuiteOutcome]:

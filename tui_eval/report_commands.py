@@ -82,7 +82,7 @@ def recheck_command(args: argparse.Namespace) -> int:
 def compare_command(args: argparse.Namespace) -> int:
     """`tui-eval compare CURRENT [BASELINE] [--baseline-dir DIR] [--fail-on ...]`."""
     try:
-        fail_on = parse_fail_on(args.fail_on) if args.fail_on else COMPARE_DEFAULT
+        fail_on = parse_fail_on(args.fail_on) if args.fail_on is not None else COMPARE_DEFAULT
         current = Report.load(args.current)
         if args.baseline:
             pairs = [(args.baseline, Report.load(args.baseline))]
@@ -105,7 +105,7 @@ def compare_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(f"{args.current} against {', '.join(path for path, _ in pairs) or 'no baseline'}")
     print(str(diff))
-    reasons = gate_failures(fail_on, None, diff)
+    reasons = gate_failures(fail_on, current, diff)
     if reasons:
         print(
             f"failing (--fail-on {','.join(c.value for c in FailOn if c in fail_on)}): {'; '.join(reasons)}"
