@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.test_ci_gate import cli, project
 from tui_eval import Report
 from tui_eval.gate import Shard, assign_shards, parse_fail_on
@@ -61,3 +63,288 @@ def test_assign_shards_is_pure_balanced_and_stable():
     sizes = sorted(list(one.values()).count(n) for n in (1, 2, 3))
     assert sizes == [3, 3, 4]
     assert Shard.parse("2/3") == Shard(2, 3)
+
+
+# -- one settings object, one export list ----------------------------------------------------
+def test_the_export_list_is_the_one_list():
+    import ast
+
+    import tui_eval
+
+    source = Path(tui_eval.__file__).read_text()
+    guarded = next(
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+    )
+    typed = {alias.asname for node in guarded.body for alias in node.names}  # type: ignore[attr-defined]
+    assert set(tui_eval.__all__) == typed == set(tui_eval._EXPORTS)
+    assert "RunSettings" in tui_eval.__all__
+    for name in tui_eval.__all__:
+        assert getattr(tui_eval, name) is not None
+
+
+# -- bug 3: decide, A/B and recheck go through SuiteRun ---------------------------------------
+SETTINGS_SUITE = """
+import os
+from tui_eval import Case, Suite
+from tui_eval.agents.providers.cache import run_cache
+from tui_eval.agents.providers.settings import ProviderOptions, run_provider_options
+
+
+def seen() -> str:
+    options = run_provider_options.get() or ProviderOptions()
+    cache = run_cache.get()
+    return (
+        f"base_url={options.base_url} retries={options.max_retries} rpm={options.rpm} "
+        f"cache={cache.mode if cache else 'off'}"
+    )
+
+
+async def agent(question: str) -> str:
+    return seen()
+
+
+agent_b = agent
+
+
+def settings_reached(run) -> bool:
+    # A check runs in the run's context too: what a judge's calls would use.
+    return seen() == os.environ["EXPECTED"] and run.output == os.environ["EXPECTED"]
+
+
+suite = Suite(
+    "settings",
+    agent=agent,
+    provider=ProviderOptions(rpm=600),
+    cases=[Case(f"q{i}", checks=[settings_reached], samples=2) for i in range(2)],
+)
+"""
+
+EXPECTED = "base_url=http://proxy.test/v1 retries=7 rpm=600.0 cache=read-only"
+FLAGS = ("--base-url", "http://proxy.test/v1", "--max-retries", "7", "--cache", "read-only")
+
+
+def settings_project(tmp_path: Path) -> Path:
+    (tmp_path / "suites").mkdir(exist_ok=True)
+    (tmp_path / "suites" / "settings_suite.py").write_text(SETTINGS_SUITE)
+    return tmp_path
+
+
+def test_decide_honours_the_settings_and_writes_the_exports(tmp_path):
+    root = settings_project(tmp_path)
+    saved = cli(
+        "run", "suites", "--headless", "--save-baseline", *FLAGS, cwd=root, EXPECTED=EXPECTED
+    )
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    run = cli(
+        "run", "suites", "--decide", "--max-samples", "6", *FLAGS,
+        "--json", "d.json", "--junit", "d.xml", cwd=root, EXPECTED=EXPECTED,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = Report.load(root / "d.json")
+    outputs = {s.output for c in report.cases for s in c.samples}
+    assert outputs == {EXPECTED} and all(s.passed for c in report.cases for s in c.samples)
+    assert (root / "d.xml").read_text().count("<testcase") == 2
+    # The rounds were journaled like any run.
+    from tui_eval.store import RunHistory
+
+    record = RunHistory(root).runs()[0]
+    assert record.options.decide and record.finished
+    journaled = sum(
+        1 for line in record.journal_path.read_text().splitlines() if '"sample"' in line
+    )
+    assert journaled == sum(len(c.samples) for c in report.cases) >= 4
+
+
+def test_ab_honours_the_settings_and_writes_the_exports(tmp_path):
+    root = settings_project(tmp_path)
+    ab = cli(
+        "ab", "suites", "--a", "settings_suite:agent", "--b", "settings_suite:agent_b",
+        "--max-samples", "4", *FLAGS, "--json", "ab.json", "--junit", "ab.xml",
+        cwd=root, EXPECTED=EXPECTED,
+    )  # fmt: skip
+    assert ab.returncode == 0, ab.stdout + ab.stderr
+    report = Report.load(root / "ab.json")
+    assert {s.output for c in report.cases for s in c.samples} == {EXPECTED}
+    assert (root / "ab.xml").exists()
+
+
+def test_recheck_honours_the_settings_and_writes_the_exports(tmp_path):
+    root = settings_project(tmp_path)
+    cli("run", "suites", "--headless", "--json", "r.json", *FLAGS, cwd=root, EXPECTED=EXPECTED)
+    other = "base_url=http://other.test retries=7 rpm=600.0 cache=read-only"
+    # The saved outputs name the first settings; the checks now see the new ones.
+    re = cli(
+        "recheck", "r.json", "suites", "--base-url", "http://other.test", "--max-retries", "7",
+        "--cache", "read-only", "--json", "re.json", "--junit", "re.xml", cwd=root, EXPECTED=other,
+    )  # fmt: skip
+    assert re.returncode == 1, re.stdout + re.stderr  # outputs differ from EXPECTED: checks fail
+    rechecked = Report.load(root / "re.json")
+    assert {s.output for c in rechecked.cases for s in c.samples} == {EXPECTED}
+    assert (root / "re.xml").exists()
+    same = cli("recheck", "r.json", "suites", *FLAGS, cwd=root, EXPECTED=EXPECTED)
+    assert same.returncode == 0, same.stdout + same.stderr
+
+
+COIN_SUITE = """
+from pathlib import Path
+from tui_eval import Case, Suite, contains
+
+LOG = Path(__file__).with_name("calls.log")
+
+
+async def agent(question: str) -> str:
+    with LOG.open("a") as handle:
+        handle.write(question + "\\n")
+    return "ok"
+
+
+other = agent
+
+suite = Suite("coin", agent=agent, price=lambda usage: 1.0, concurrency=50,
+              cases=[Case(f"q{i}", checks=[contains("ok")], samples=3) for i in range(3)])
+"""
+
+
+def coin_project(tmp_path: Path) -> Path:
+    (tmp_path / "suites").mkdir(exist_ok=True)
+    (tmp_path / "suites" / "coin_suite.py").write_text(COIN_SUITE)
+    return tmp_path / "suites" / "coin_suite.py"
+
+
+def calls(path: Path) -> int:
+    log = path.with_name("calls.log")
+    return len(log.read_text().split()) if log.exists() else 0
+
+
+async def run_decision(path: Path, options, history):
+    from tui_eval.suite_run import SuiteRun
+    from tui_eval.suites import load_suites
+
+    (suite,) = load_suites([path]).suites
+    service = SuiteRun.start(suite, options, history=history, invocation="test")
+    report = await service.run()
+    return service, report
+
+
+def sample_counts(report: Report) -> dict[str, int]:
+    return {c.name: len(c.samples) for c in report.cases}
+
+
+def test_a_killed_decide_run_resumes_where_it_stopped(tmp_path):
+    import anyio
+
+    from tests.test_suite_run import simulate_kill
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory
+    from tui_eval.suite_run import SuiteRun
+
+    path = coin_project(tmp_path)
+    history = RunHistory(tmp_path)
+    first, _ = anyio.run(run_decision, path, RunOptions(), history)
+    assert first.save_baseline().status.value == "saved"  # 3 of 3 per case
+    path.with_name("calls.log").unlink()
+    service, whole = anyio.run(run_decision, path, RunOptions(decide=True), history)
+    assert service.decision is not None and not whole.cancelled
+    total = sum(sample_counts(whole).values())
+    assert total > 9 and calls(path) == total  # more rounds than the first
+    # The same decision, killed after 7 journaled samples, then resumed:
+    path.with_name("calls.log").unlink()
+    anyio.run(run_decision, path, RunOptions(decide=True), history)
+    simulate_kill(history, keep=7)
+    before = calls(path)
+    record = history.interrupted()[0]
+    assert record.options.decide
+
+    async def resume():
+        resumed = SuiteRun.resume(record, history=history)
+        return resumed, await resumed.run()
+
+    resumed, report = anyio.run(resume)
+    assert calls(path) - before == total - 7  # only what the journal lacked ran
+    assert sample_counts(report) == sample_counts(whole)
+    assert [c.label for c in resumed.decision.diff.changes] == [
+        c.label for c in service.decision.diff.changes
+    ]
+    assert history.runs()[0].finished and not history.interrupted()
+
+
+def test_a_killed_ab_run_resumes_both_sides(tmp_path):
+    import anyio
+
+    from tests.test_suite_run import simulate_kill
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory, read_journal_samples
+    from tui_eval.suite_run import SuiteRun
+
+    path = coin_project(tmp_path)
+    history = RunHistory(tmp_path)
+    options = RunOptions(ab=("coin_suite:agent", "coin_suite:other"), max_samples=20)
+    _, whole = anyio.run(run_decision, path, options, history)
+    total = calls(path)
+    record = history.runs()[0]
+    a_side = read_journal_samples(record.journal_path, arm="a")
+    assert sum(map(len, a_side.values())) + sum(len(c.samples) for c in whole.cases) == total
+    path.with_name("calls.log").unlink()
+    anyio.run(run_decision, path, options, history)
+    simulate_kill(history, keep=10)
+    before = calls(path)
+
+    async def resume():
+        resumed = SuiteRun.resume(history.interrupted()[0], history=history)
+        return resumed, await resumed.run()
+
+    resumed, report = anyio.run(resume)
+    assert calls(path) - before == total - 10
+    assert sample_counts(report) == sample_counts(whole)
+    assert resumed.decision is not None and resumed.decision.other is not None
+
+
+def test_decide_max_cost_bounds_every_round(tmp_path):
+    import anyio
+
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory
+
+    path = coin_project(tmp_path)
+    history = RunHistory(tmp_path)
+    first, _ = anyio.run(run_decision, path, RunOptions(), history)
+    first.save_baseline()
+    path.with_name("calls.log").unlink()
+    # $1 a sample at concurrency 50: the first round alone would spend $9.
+    service, report = anyio.run(run_decision, path, RunOptions(decide=True, max_cost=4), history)
+    assert report.cost is not None and report.cost <= 4
+    assert calls(path) == 4 and "max_cost $4 reached" in (report.stopped or "")
+    assert all(c.label.startswith("undecided") for c in service.decision.diff.changes)
+
+
+def test_front_ends_import_neither_the_runner_nor_sequential():
+    """What the `.importlinter` front-ends contract enforces, checked without it too."""
+    import ast
+    import configparser
+
+    import tui_eval
+
+    root = Path(tui_eval.__file__).parent
+    config = configparser.ConfigParser()
+    config.read(root.parent / ".importlinter")
+    contract = config["importlinter:contract:front-ends"]
+    fronts = contract["source_modules"].split()
+    assert {"tui_eval.cli", "tui_eval.headless", "tui_eval.report_commands"} <= set(fronts)
+    assert contract["forbidden_modules"].split() == ["tui_eval.runner", "tui_eval.sequential"]
+    for module in fronts:
+        path = root / (module.removeprefix("tui_eval.").replace(".", "/") + ".py")
+        if not path.exists():
+            path = path.with_suffix("") / "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                assert not name.startswith(("tui_eval.runner", "tui_eval.sequential")), (
+                    module,
+                    name,
+                )

@@ -232,7 +232,7 @@ def test_decision_table_aligns_wide_case_names(capsys):
     from rich.cells import cell_len
 
     from tui_eval.diff import CaseChange, Diff
-    from tui_eval.report_commands import _print_decisions
+    from tui_eval.headless import print_decisions as _print_decisions
 
     changes = [
         CaseChange("日本語の質問", 9, 10, 3, 10, 0.01, label="regression", decided=True),

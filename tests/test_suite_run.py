@@ -13,7 +13,7 @@ from tests.test_cli import cli
 from tui_eval import Case, Suite, contains
 from tui_eval.options import RunOptions
 from tui_eval.report import Report
-from tui_eval.store import RunHistory
+from tui_eval.store import JOURNAL_SCHEMA_VERSION, RunHistory
 from tui_eval.suite_run import BaselineStatus, SuiteRun
 from tui_eval.suites import load_suites
 
@@ -143,7 +143,7 @@ def test_journal_lines_are_typed_and_versioned(tmp_path):
     anyio.run(run_service, path, RunOptions(filter="keep-0"), history)
     lines = [json.loads(x) for x in history.runs()[0].journal_path.read_text().splitlines()]
     assert [line["kind"] for line in lines] == ["header", "sample", "end"]
-    assert all(line["schema_version"] == 2 for line in lines)
+    assert all(line["schema_version"] == JOURNAL_SCHEMA_VERSION for line in lines)
 
 
 def test_newer_journal_is_a_named_error_for_resume(tmp_path):
@@ -161,7 +161,8 @@ def test_newer_journal_is_a_named_error_for_resume(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert str(journal) in result.stderr
-    assert "schema_version 7" in result.stderr and "up to 2" in result.stderr
+    assert "schema_version 7" in result.stderr
+    assert f"up to {JOURNAL_SCHEMA_VERSION}" in result.stderr
     assert "upgrade tui-eval" in result.stderr
     # The history still lists it, as something this version cannot read.
     assert history.runs()[0].problem is not None

@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "PerformanceEval": "tui_eval.evaluators",
     "Report": "tui_eval.report",
     "RunResult": "tui_eval.agents",
+    "RunSettings": "tui_eval.run_settings",
     "SampleResult": "tui_eval.report",
     "Suite": "tui_eval.suites",
     "ToolCall": "tui_eval.agents",
@@ -60,56 +61,7 @@ _EXPORTS: dict[str, str] = {
     "weighted": "tui_eval.checks",
 }
 
-__all__ = [
-    "AccuracyEval",
-    "Agent",
-    "Calibration",
-    "Case",
-    "CaseResult",
-    "Check",
-    "CheckResult",
-    "Completion",
-    "Diff",
-    "EvalDataset",
-    "EvalExample",
-    "EvalReport",
-    "EvalResult",
-    "Message",
-    "PerformanceEval",
-    "Report",
-    "RunResult",
-    "SampleResult",
-    "Suite",
-    "ToolCall",
-    "TrajectoryEval",
-    "Usage",
-    "Verdict",
-    "all_of",
-    "any_of",
-    "calibrate",
-    "compare_agents",
-    "contains",
-    "decide",
-    "equals",
-    "equals_expected",
-    "evaluate",
-    "evaluate_iter",
-    "llm_judge",
-    "matches",
-    "matches_expected",
-    "max_latency",
-    "max_tokens",
-    "max_turns",
-    "no_error",
-    "not_contains",
-    "regex",
-    "run_check",
-    "stop_reason",
-    "tool_called",
-    "tool_not_called",
-    "tool_sequence",
-    "weighted",
-]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
@@ -126,63 +78,52 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from tui_eval.agents import (
-        Agent,
-        Completion,
-        Message,
-        RunResult,
-        ToolCall,
-        Usage,
-    )
-    from tui_eval.calibration import Calibration, calibrate
-    from tui_eval.cases import (
-        Case,
-    )
-    from tui_eval.checks import (
-        Check,
-        CheckResult,
-        Verdict,
-        all_of,
-        any_of,
-        contains,
-        equals,
-        equals_expected,
-        llm_judge,
-        matches,
-        matches_expected,
-        max_latency,
-        max_tokens,
-        max_turns,
-        no_error,
-        not_contains,
-        regex,
-        run_check,
-        stop_reason,
-        tool_called,
-        tool_not_called,
-        tool_sequence,
-        weighted,
-    )
-    from tui_eval.evaluators import (
-        AccuracyEval,
-        EvalDataset,
-        EvalExample,
-        EvalReport,
-        EvalResult,
-        PerformanceEval,
-        TrajectoryEval,
-    )
-    from tui_eval.report import (
-        CaseResult,
-        Diff,
-        Report,
-        SampleResult,
-    )
-    from tui_eval.runner import (
-        evaluate,
-        evaluate_iter,
-    )
-    from tui_eval.sequential import compare_agents, decide
-    from tui_eval.suites import (
-        Suite,
-    )
+    from tui_eval.agents import Agent as Agent
+    from tui_eval.agents import Completion as Completion
+    from tui_eval.agents import Message as Message
+    from tui_eval.agents import RunResult as RunResult
+    from tui_eval.agents import ToolCall as ToolCall
+    from tui_eval.agents import Usage as Usage
+    from tui_eval.calibration import Calibration as Calibration
+    from tui_eval.calibration import calibrate as calibrate
+    from tui_eval.cases import Case as Case
+    from tui_eval.checks import Check as Check
+    from tui_eval.checks import CheckResult as CheckResult
+    from tui_eval.checks import Verdict as Verdict
+    from tui_eval.checks import all_of as all_of
+    from tui_eval.checks import any_of as any_of
+    from tui_eval.checks import contains as contains
+    from tui_eval.checks import equals as equals
+    from tui_eval.checks import equals_expected as equals_expected
+    from tui_eval.checks import llm_judge as llm_judge
+    from tui_eval.checks import matches as matches
+    from tui_eval.checks import matches_expected as matches_expected
+    from tui_eval.checks import max_latency as max_latency
+    from tui_eval.checks import max_tokens as max_tokens
+    from tui_eval.checks import max_turns as max_turns
+    from tui_eval.checks import no_error as no_error
+    from tui_eval.checks import not_contains as not_contains
+    from tui_eval.checks import regex as regex
+    from tui_eval.checks import run_check as run_check
+    from tui_eval.checks import stop_reason as stop_reason
+    from tui_eval.checks import tool_called as tool_called
+    from tui_eval.checks import tool_not_called as tool_not_called
+    from tui_eval.checks import tool_sequence as tool_sequence
+    from tui_eval.checks import weighted as weighted
+    from tui_eval.evaluators import AccuracyEval as AccuracyEval
+    from tui_eval.evaluators import EvalDataset as EvalDataset
+    from tui_eval.evaluators import EvalExample as EvalExample
+    from tui_eval.evaluators import EvalReport as EvalReport
+    from tui_eval.evaluators import EvalResult as EvalResult
+    from tui_eval.evaluators import PerformanceEval as PerformanceEval
+    from tui_eval.evaluators import TrajectoryEval as TrajectoryEval
+    from tui_eval.report import CaseResult as CaseResult
+    from tui_eval.report import Diff as Diff
+    from tui_eval.report import Report as Report
+    from tui_eval.report import SampleResult as SampleResult
+    from tui_eval.run_settings import RunSettings as RunSettings
+    from tui_eval.runner import evaluate as evaluate
+    from tui_eval.runner import evaluate_iter as evaluate_iter
+    from tui_eval.sequential import compare_agents as compare_agents
+    from tui_eval.sequential import decide as decide
+    from tui_eval.suites import Suite as Suite

@@ -220,7 +220,14 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--a", required=True, metavar="SPEC", help="the baseline agent or model")
     ab.add_argument("--b", required=True, metavar="SPEC", help="the agent or model to judge")
     ab.add_argument("--max-samples", type=_positive, default=100, metavar="N")
-    ab.add_argument("--max-cost", type=float, metavar="USD")
+    ab.add_argument(
+        "--max-cost",
+        type=_positive_float,
+        metavar="USD",
+        help="both agents together start no new sample past this many dollars",
+    )
+    _add_settings_args(ab)
+    _add_export_args(ab)
     ab.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     show = sub.add_parser("show", help="open a saved report in the app (read-only)")
@@ -237,6 +244,9 @@ def _parser() -> argparse.ArgumentParser:
     recheck.add_argument("report", metavar="REPORT")
     recheck.add_argument("paths", nargs="+", metavar="PATH")
     recheck.add_argument("--json", metavar="FILE", help="write the rechecked report as JSON")
+    recheck.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
+    recheck.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
+    _add_settings_args(recheck)
     recheck.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     resume = sub.add_parser(
@@ -244,6 +254,11 @@ def _parser() -> argparse.ArgumentParser:
         help="finish the last interrupted run from its journal",
         description="Finish the interrupted (killed, cancelled) runs of the last invocation, "
         "running only the samples their journals lack. Exit 3 when there is nothing to resume.",
+    )
+    resume.add_argument(
+        "--force",
+        action="store_true",
+        help="resume even though the suite's cases or checks changed since the run started",
     )
     resume.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
@@ -254,6 +269,42 @@ def _parser() -> argparse.ArgumentParser:
 
     importers.add_parser(sub)
     return parser
+
+
+def _add_export_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
+    parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
+
+
+def _add_settings_args(parser: argparse.ArgumentParser) -> None:
+    """The run settings `ab` and `recheck` share with `run` (a judge's calls follow them)."""
+    parser.add_argument(
+        "--concurrency", type=_positive, metavar="N", help="cases at once (default: the suite's)"
+    )
+    parser.add_argument(
+        "--cache",
+        nargs="?",
+        const="on",
+        choices=["on", "read-only", "off"],
+        help="replay stored model responses (read-only: never store new ones)",
+    )
+    api = parser.add_argument_group(
+        "API settings", "for every HTTP provider of the run, judges included; over the suite's"
+    )
+    api.add_argument("--rpm", type=_positive_float, metavar="N", help="requests per minute")
+    api.add_argument("--tpm", type=_positive_float, metavar="N", help="tokens per minute")
+    api.add_argument(
+        "--request-timeout", type=_positive_float, metavar="S", help="seconds for one request"
+    )
+    api.add_argument(
+        "--retry-budget", type=_positive_float, metavar="S", help="seconds of rate-limit waits"
+    )
+    api.add_argument("--max-retries", type=int, metavar="N", help="retries after server errors")
+    api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
+    api.add_argument(
+        "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
+    )
 
 
 def _positive(value: str) -> int:
@@ -290,9 +341,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     from tui_eval import headless, report_commands
 
     if args.command == "run" and args.decide:
-        return report_commands.decide_command(args)
+        return headless.run_command(args, mode="decide")
     if args.command == "ab":
-        return report_commands.ab_command(args)
+        return headless.run_command(args, mode="ab")
     if args.command == "run":
         # Files for CI and baseline work are headless jobs, as is any run without a terminal.
         batch = (
@@ -324,9 +375,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "history":
         return report_commands.history_command(args.limit)
     if args.command == "recheck":
-        return report_commands.recheck_command(args)
+        return headless.run_command(args, mode="recheck")
     if args.command == "resume":
-        return headless.resume_command()
+        return headless.resume_command(args)
     if args.command == "calibrate":
         from tui_eval.calibrate_command import calibrate_command
 

@@ -1,4 +1,6 @@
-"""The headless commands: run, resume, recheck, compare and history, for terminals and CI."""
+"""The headless commands that run suites — run (`--decide` too), ab, recheck and resume —
+for terminals and CI. Each builds `SuiteRun`s and runs them the same way: journaled,
+resumable, with the same exports and exit codes."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
+from rich.cells import cell_len
 
 from tui_eval.diff import Diff
 from tui_eval.exit_codes import EXIT_FAILED, EXIT_NOTHING_TO_RESUME, EXIT_OK, EXIT_USAGE
@@ -25,11 +29,19 @@ from tui_eval.gate import (
 from tui_eval.options import RunOptions
 from tui_eval.progress import Progress
 from tui_eval.ray_executor import ExecutorError, import_ray
-from tui_eval.report import Report, render_summary
+from tui_eval.report import Report, ReportFileError, render_summary
 from tui_eval.store import JournalFileError, RunHistory
-from tui_eval.suite_run import BaselineStatus, EmptySelection, ResumeError, SuiteRun
+from tui_eval.suite_run import (
+    BaselineStatus,
+    EmptySelection,
+    PlanError,
+    ResumeError,
+    SuiteRun,
+    recheck_part,
+    recheck_parts,
+)
 from tui_eval.suites import LoadResult, Suite, load_suites
-from tui_eval.text import one_line, sanitize
+from tui_eval.text import one_line, pad_cells, sanitize
 
 
 def _err(message: str) -> None:
@@ -56,6 +68,8 @@ class SuiteOutcome:
 
     suite: Suite
     report: Report
+    mode: str = "run"
+    title: str = ""
     diff: Diff | None = None
     baseline_error: str | None = None
     journal_error: str | None = None
@@ -101,11 +115,14 @@ SUMMARY_PASSING_LIMIT = 20
 
 
 def _print_outcome(outcome: SuiteOutcome) -> None:
-    where = f" ({outcome.suite.path})" if outcome.suite.path else ""
-    print(f"── {one_line(outcome.suite.name, 200)}{where}")
-    print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
-    if outcome.diff is not None:
-        print(str(outcome.diff))
+    if outcome.mode in ("decide", "ab") and outcome.diff is not None:
+        print_decisions(outcome.title or outcome.suite.name, outcome.diff)
+    elif outcome.mode != "recheck":  # a recheck prints its merged summary at the end
+        where = f" ({outcome.suite.path})" if outcome.suite.path else ""
+        print(f"── {one_line(outcome.suite.name, 200)}{where}")
+        print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
+        if outcome.diff is not None:
+            print(str(outcome.diff))
     for note in outcome.notes:
         print(note)
     if outcome.stopped:
@@ -116,7 +133,10 @@ def _print_outcome(outcome: SuiteOutcome) -> None:
 
 
 def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
-    outcome = SuiteOutcome(suite=service.suite, report=report)
+    title = service.suite.name
+    if service.options.ab is not None:
+        title = f"{title}: A = {service.options.ab[0]}, B = {service.options.ab[1]}"
+    outcome = SuiteOutcome(suite=service.suite, report=report, mode=service.mode, title=title)
     budget = service.options.max_cost or service.suite.max_cost
     if budget is not None and report.samples and not report.priced:
         outcome.notes.append(
@@ -146,46 +166,138 @@ def exit_code(
     interrupted); else 0."""
     if load_failed or any(o.baseline_error or o.journal_error for o in outcomes):
         return EXIT_USAGE
-    reasons = [r for o in outcomes for r in gate_failures(fail_on, o.report, o.diff)]
+    reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)]
     if any(o.stopped for o in outcomes) or reasons:
         return EXIT_FAILED
     return EXIT_OK
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """`tui-eval run --headless`."""
+def outcome_failures(outcome: SuiteOutcome, fail_on: frozenset[FailOn]) -> list[str]:
+    """Why one suite's outcome fails the gate. A decide or A/B run fails on a case
+    *decided* a regression (its whole point: a noisy drop is not one)."""
+    if outcome.mode in ("decide", "ab"):
+        decided = [
+            c for c in (outcome.diff.changes if outcome.diff else []) if c.label == "regression"
+        ]
+        return [f"{len(decided)} case(s) decided a regression"] if decided else []
+    return gate_failures(fail_on, outcome.report, outcome.diff)
+
+
+def print_decisions(title: str, diff: Diff) -> None:
+    """Print each compared case's verdict of a decide or A/B run."""
+    print(f"── {one_line(title, 200)}")
+    print(diff.suite_line())
+    # Terminal cells, not characters: wide (CJK) names line up as in the run summary.
+    width = min(max((cell_len(one_line(c.name, 60)) for c in diff.changes), default=0), 60)
+    for change in diff.changes:
+        mark = {"regression": "✗", "no regression": "✓"}.get(change.label, "?")
+        hint = f"  ({change.hint})" if change.hint and not change.decided else ""
+        print(
+            f"  {mark} {pad_cells(one_line(change.name, 60), width)}  {change.label:<30}  "
+            f"{change.baseline_passed}/{change.baseline_total} → "
+            f"{change.current_passed}/{change.current_total}{hint}"
+        )
+
+
+def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
+    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`: `mode`)."""
     try:
-        fail_on = parse_fail_on(args.fail_on) if args.fail_on is not None else RUN_DEFAULT
-        shard = Shard.parse(args.shard) if args.shard else None
+        fail_on = (
+            parse_fail_on(args.fail_on)
+            if getattr(args, "fail_on", None) is not None
+            else RUN_DEFAULT
+        )
+        shard = Shard.parse(args.shard) if getattr(args, "shard", None) else None
         options = RunOptions.from_args(args)
+        if mode == "ab":
+            options = options.model_copy(update={"ab": (args.a, args.b)})
         if options.executor == "ray":
             import_ray()
     except (ValueError, ExecutorError) as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
-    loaded = load_suites(default_paths(args.paths))
+    rechecked: Report | None = None
+    if mode == "recheck":
+        try:
+            rechecked = Report.load(args.report)
+        except ReportFileError as exc:
+            _err(f"error: {exc}")
+            return EXIT_USAGE
+        options = options.model_copy(update={"recheck": str(Path(args.report).resolve())})
+    paths = default_paths(args.paths)
+    loaded = load_suites(paths)
     report_load_errors(loaded, args.debug)
     if not loaded.suites and not loaded.errors:
-        _err(f"error: no suites found in {' '.join(default_paths(args.paths))}")
+        _err(f"error: no suites found in {' '.join(paths)}")
         return EXIT_USAGE
     runnable = [s for s in loaded.suites if not s.skip]
-    if args.baseline and len(runnable) > 1:
+    if getattr(args, "baseline", None) and len(runnable) > 1:
         _err(
             "error: --baseline FILE needs exactly one suite; the suites found were "
             + ", ".join(s.name for s in runnable)
         )
         return EXIT_USAGE
-    plans = [(suite, options) for suite in loaded.suites]
+    plans: list[Plan] = [(suite, options, None) for suite in loaded.suites]
+    if rechecked is not None:
+        parts = _recheck_plans(loaded.suites, options, rechecked, paths)
+        if parts is None:
+            return EXIT_USAGE
+        plans = parts
     if shard is not None:
-        plans = _shard_plans(loaded.suites, options, shard)
-    outcomes = anyio.run(_run_suites, plans)
+        plans = [(s, o, None) for s, o in _shard_plans(loaded.suites, options, shard)]
+    outcomes, failed = anyio.run(_run_suites, plans)
+    if rechecked is not None and outcomes:
+        _print_recheck(outcomes)
     exported = _write_exports(args, outcomes)
-    code = exit_code(outcomes, bool(loaded.errors) or not exported, fail_on)
-    reasons = [r for o in outcomes for r in gate_failures(fail_on, o.report, o.diff)]
-    if code == EXIT_FAILED and reasons:
+    code = exit_code(outcomes, bool(loaded.errors) or failed or not exported, fail_on)
+    reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)]
+    if code == EXIT_FAILED and reasons and mode == "run" and not options.decide:
         fails = ",".join(c.value for c in FailOn if c in fail_on)
         print(f"failing (--fail-on {fails}): {'; '.join(reasons)}")
     return code
+
+
+Plan = tuple[Suite, RunOptions, "Report | None"]
+"""A suite to run, its options, and (for a recheck) the saved report part it rechecks."""
+
+
+def _recheck_plans(
+    suites: list[Suite], options: RunOptions, report: Report, paths: list[str]
+) -> list[Plan] | None:
+    """Each suite with the part of `report` it rechecks (None: a usage error, printed)."""
+    parts = recheck_parts(report)
+    plans: list[Plan] = []
+    for name in parts:
+        suite = _find_suite(suites, name)
+        if suite is None and len(suites) == 1 and len(parts) == 1:
+            suite = suites[0]
+        if suite is None:
+            found = ", ".join(s.name for s in suites) or "none"
+            _err(f"error: no suite named {name!r} in {' '.join(paths)} (found: {found})")
+            return None
+        plans.append((suite, options, recheck_part(report, suite.name, only_suite=True)))
+    return plans
+
+
+def _print_recheck(outcomes: list[SuiteOutcome]) -> None:
+    """The rechecked report and how its verdicts moved, over every suite rechecked."""
+    from tui_eval.exporters import merge_reports
+
+    rechecked = merge_reports([o.report for o in outcomes])
+    print(str(rechecked))
+    diff = Diff()
+    for outcome in outcomes:
+        if outcome.diff is not None:
+            for name in (
+                "regressions",
+                "improvements",
+                "added",
+                "removed",
+                "unchanged",
+                "definition_changed",
+            ):
+                getattr(diff, name).extend(getattr(outcome.diff, name))
+    print(str(diff))
 
 
 def _shard_plans(
@@ -219,22 +331,45 @@ def _shard_plans(
     return plans
 
 
-async def _run_suites(plans: list[tuple[Suite, RunOptions]]) -> list[SuiteOutcome]:
+async def _run_suites(plans: list[Plan]) -> tuple[list[SuiteOutcome], bool]:
+    """Run every plan's suite; also whether a plan could not start (a usage error)."""
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
-    services: list[SuiteRun] = []
-    # Every suite's journal is opened first, so a run killed in its first suite resumes
-    # the ones it never reached too.
-    for suite, options in plans:
+    runnable = []
+    for suite, options, rechecked in plans:
         if suite.skip:
             print(f"- {one_line(suite.name, 200)}: {one_line(suite.skip, 200)}\n")
             continue
-        try:
-            services.append(SuiteRun.start(suite, options, history=history, invocation=invocation))
+        try:  # nothing runs (or is journaled) unless every plan can start
+            SuiteRun.start(suite, options, history=None, invocation=invocation, rechecked=rechecked)
         except EmptySelection as exc:
             print(f"- {one_line(suite.name, 200)}: {exc}\n")
+            continue
+        except (PlanError, ExecutorError) as exc:
+            _err(f"error: {exc}")
+            return [], True
+        runnable.append((suite, options, rechecked))
+    services: list[SuiteRun] = []
+    # Every suite's journal is opened first, so a run killed in its first suite resumes
+    # the ones it never reached too.
+    for suite, options, rechecked in runnable:
+        services.append(
+            SuiteRun.start(
+                suite, options, history=history, invocation=invocation, rechecked=rechecked
+            )
+        )
+    return await _execute_all(services), False
+
+
+async def _execute_all(services: list[SuiteRun], *, resuming: bool = False) -> list[SuiteOutcome]:
+    """Run the services one after another; the rest stay resumable once one stops."""
     outcomes: list[SuiteOutcome] = []
     for position, service in enumerate(services):
+        if resuming:
+            print(
+                f"resuming {service.run_id}: {service.resumed_samples:,} of "
+                f"{service.suite.total_samples:,} samples already done"
+            )
         outcome = await execute(service)
         _print_outcome(outcome)
         outcomes.append(outcome)
@@ -304,8 +439,9 @@ def _find_suite(suites: list[Suite], name: str) -> Suite | None:
     return next((s for s in suites if s.name == name), None)
 
 
-def resume_command() -> int:
+def resume_command(args: argparse.Namespace | None = None) -> int:
     """`tui-eval resume`: finish the interrupted runs of the last invocation."""
+    force = bool(getattr(args, "force", False))
     history = RunHistory()
     try:
         records = history.interrupted()
@@ -317,29 +453,19 @@ def resume_command() -> int:
         return EXIT_NOTHING_TO_RESUME
 
     async def resume_all() -> tuple[list[SuiteOutcome], bool]:
-        outcomes: list[SuiteOutcome] = []
         failed = False
         # Every run of the invocation is taken (locked) before any runs, so a second
         # resume started meanwhile finds them all taken instead of running the later ones.
         services: list[SuiteRun] = []
         for record in records:
             try:
-                services.append(SuiteRun.resume(record, history=history))
+                services.append(SuiteRun.resume(record, history=history, force=force))
             except (ResumeError, JournalFileError) as exc:
                 _err(f"error: {exc}")
                 failed = True
-        for position, service in enumerate(services):
-            print(
-                f"resuming {service.run_id}: {service.resumed_samples:,} of "
-                f"{service.suite.total_samples:,} samples already done"
-            )
-            outcome = await execute(service)
-            _print_outcome(outcome)
-            outcomes.append(outcome)
-            if outcome.stopped:
-                for rest in services[position + 1 :]:
-                    rest.close()
-                break
+        outcomes = await _execute_all(services, resuming=True)
+        if outcomes and all(o.mode == "recheck" for o in outcomes):
+            _print_recheck(outcomes)
         return outcomes, failed
 
     outcomes, failed = anyio.run(resume_all)

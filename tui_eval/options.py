@@ -35,6 +35,12 @@ class RunOptions(pydantic.BaseModel):
         executor: where samples run: `in-process` (default) or `ray`.
         ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
         ray_workers: Ray worker actors (default: the cluster's CPUs).
+        decide: sample each case until its comparison with the baseline is decided
+            (`run --decide`), in journaled rounds.
+        max_samples: with `decide` or `ab`: at most this many samples per case (and side).
+        ab: (spec of agent A, spec of agent B): an A/B run of two agents (`tui-eval ab`).
+        recheck: the report file whose saved outputs the suite's current checks judge
+            again (`tui-eval recheck`), instead of calling the agent.
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
@@ -54,6 +60,10 @@ class RunOptions(pydantic.BaseModel):
     executor: Literal["in-process", "ray"] = "in-process"
     ray_address: str | None = None
     ray_workers: int | None = pydantic.Field(None, ge=1)
+    decide: bool = False
+    max_samples: int = pydantic.Field(100, ge=1)
+    ab: tuple[str, str] | None = None
+    recheck: str | None = None
 
     def for_disk(self) -> RunOptions:
         """These options as the journal keeps them: without request headers whose names
@@ -87,6 +97,8 @@ class RunOptions(pydantic.BaseModel):
             executor=getattr(args, "executor", None) or "in-process",
             ray_address=getattr(args, "ray_address", None),
             ray_workers=getattr(args, "ray_workers", None),
+            decide=bool(getattr(args, "decide", False)),
+            max_samples=getattr(args, "max_samples", None) or 100,
         )
 
 

@@ -12,9 +12,9 @@ import contextlib
 import math
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -42,22 +42,9 @@ from tui_eval.events import (
     SampleStateChanged,
 )
 from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.run_settings import Executor, Price, RunSettings, resolve
 from tui_eval.secrets import redact, redact_value, secret_values
 from tui_eval.stored_values import map_values
-
-Price = Callable[[Usage], float]
-
-
-class Executor(Protocol):
-    """Where an evaluation's samples run, when not in this process.
-
-    `execute` runs every (case index, sample index) unit somewhere and hands each finished
-    sample to `evaluation.accept(index, sample)`, on the driver's event loop, as it
-    arrives: the driver stays the one place that records, journals and emits events.
-    """
-
-    async def execute(self, evaluation: Evaluation, units: Sequence[tuple[int, int]]) -> None: ...
-
 
 YIELD_EVERY_S = 0.01
 QUICK_SAMPLE_S = 0.001
@@ -93,22 +80,12 @@ class Evaluation:
     marked `cancelled=True`.
 
     Args:
+        settings: how the run runs (`RunSettings`); the keyword arguments of the same
+            names, when given, override its fields.
         done: samples already finished in an earlier, interrupted run, by case name; only
             the missing samples of each case run (this is how `resume` works).
         replay: saved samples by case name whose runs are checked again instead of calling
             the agent (this is how `recheck` works); cases without saved samples are skipped.
-        parallel_samples: let the samples of one case run concurrently too (only safe for
-            agents built fresh for every sample; `evaluate()` keeps them serial).
-        provider: options every HTTP provider of the run applies over its own (rate
-            limits, timeouts, retry budget, headers, base URL).
-        max_cost: dollars (or a `CostBudget` shared between runs): a sample starts only
-            while the spend, the estimates of the samples in flight and its own fit in it
-            (see `tui_eval.budget`); the report then says the run stopped on budget.
-        cache: replay stored model responses (`True`/`"on"`, or `"read-only"`), keyed by
-            the request and the sample index; see `tui_eval.agents.providers.cache`.
-        executor: where samples run; None is this process (the default, and the fastest
-            for a suite that fits one machine). `tui_eval.ray_executor.RayExecutor` runs
-            them on a Ray cluster and streams them back here.
     """
 
     def __init__(
@@ -116,34 +93,45 @@ class Evaluation:
         agent: Any,
         cases: Iterable[Case],
         *,
-        concurrency: int = 4,
-        fail_fast: bool = False,
+        settings: RunSettings | None = None,
+        concurrency: int | None = None,
+        fail_fast: bool | None = None,
         price: Price | None = None,
         name: str | None = None,
         on_event: EventHandler | None = None,
         done: Mapping[str, Sequence[SampleResult]] | None = None,
         replay: Mapping[str, Sequence[SampleResult]] | None = None,
         metadata: dict[str, Any] | None = None,
-        parallel_samples: bool = False,
+        parallel_samples: bool | None = None,
         provider: ProviderOptions | None = None,
         max_cost: float | CostBudget | None = None,
-        cache: bool | CacheMode | ResponseCache = False,
+        cache: bool | CacheMode | ResponseCache | None = None,
         executor: Executor | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.settings = settings = resolve(
+            settings,
+            concurrency=concurrency,
+            fail_fast=fail_fast,
+            price=price,
+            parallel_samples=parallel_samples,
+            provider=provider,
+            max_cost=max_cost,
+            cache=cache,
+            executor=executor,
+        )
         self.cases = list(cases)
-        self.concurrency = concurrency
-        self.fail_fast = fail_fast
-        self.parallel_samples = parallel_samples
-        self.price = price
-        self.provider = provider
-        self.budget = CostBudget.of(max_cost)
+        if settings.samples is not None:
+            self.cases = [replace(case, samples=settings.samples) for case in self.cases]
+        self.concurrency = settings.concurrency
+        self.fail_fast = settings.fail_fast
+        self.parallel_samples = settings.parallel_samples
+        self.price = settings.price
+        self.provider = settings.provider
+        self.budget = CostBudget.of(settings.max_cost)
         self.max_cost = None if self.budget is None else self.budget.max_cost
-        self.cache = _response_cache(cache)
-        self.executor = executor
-        if executor is not None and fail_fast:
-            raise ValueError("fail_fast runs cases one by one; it needs the in-process executor")
+        self.time_budget = settings.time_budget
+        self.cache = _response_cache(settings.cache)
+        self.executor = settings.executor
         self._accepted: set[tuple[int, int]] = set()
         self._left: list[int] = []
         self._spent = 0.0
@@ -173,7 +161,9 @@ class Evaluation:
             )
             for case in self.cases
         ]
-        if self.budget is not None:  # a resumed run's samples were spent, and say what one costs
+        if self.budget is not None and not isinstance(settings.max_cost, CostBudget):
+            # A resumed run's samples were spent, and say what one costs. (A budget shared
+            # with earlier runs, decide()'s rounds, has seen them already: its owner seeds it.)
             for result in self._results:
                 for done_sample in result.samples:
                     self.budget.observe(done_sample)
@@ -187,6 +177,7 @@ class Evaluation:
         self._cancel_caught = False
         self._slice_ends = 0.0
         self._secrets = secret_values()
+        self._out_of_time = False
         self.finished = False
         """Whether `run()` has ended (completely or cancelled): `report` is then final."""
 
@@ -204,9 +195,14 @@ class Evaluation:
 
     @property
     def _stopped(self) -> str | None:
-        """Why the run stopped on its own: its budget was spent (with the final spend)."""
+        """Why the run stopped on its own: its budget was spent (with the final spend), or
+        its time budget."""
         budget = self.budget
-        return budget.reason() if budget is not None and budget.stopped else None
+        if budget is not None and budget.stopped:
+            return budget.reason()
+        if self._out_of_time:
+            return f"time budget of {self.time_budget:g}s reached: no new sample started"
+        return None
 
     @property
     def total_samples(self) -> int:
@@ -270,7 +266,11 @@ class Evaluation:
                 emit(RunStatus(used, spent, self.max_cost))
 
     async def _may_start(self, index: int, sample_index: int) -> bool:
-        """Reserve the budget for a sample before it starts (False: the budget is spent)."""
+        """Reserve the budget for a sample before it starts (False: the budget is spent, or
+        the run has taken its `time_budget`)."""
+        if self.time_budget is not None and time.perf_counter() - self._t0 >= self.time_budget:
+            self._out_of_time = True
+            return False
         if self.budget is None:
             return True
         return await self.budget.reserve((id(self), index, sample_index), self.cases[index].label)
@@ -585,14 +585,15 @@ async def evaluate(
     agent: Any,
     cases: Iterable[Case],
     *,
-    concurrency: int = 4,
-    fail_fast: bool = False,
+    settings: RunSettings | None = None,
+    concurrency: int | None = None,
+    fail_fast: bool | None = None,
     price: Price | None = None,
     name: str | None = None,
     on_event: EventHandler | None = None,
     provider: ProviderOptions | None = None,
     max_cost: float | CostBudget | None = None,
-    cache: bool | CacheMode | ResponseCache = False,
+    cache: bool | CacheMode | ResponseCache | None = None,
     executor: Executor | None = None,
 ) -> Report:
     """Run every case against the agent and return the `Report`.
@@ -606,7 +607,10 @@ async def evaluate(
         agent: an `Agent`, a zero-arg factory (called per sample), an async callable
             `f(input)`, or an object with an async `run(input)`.
         cases: the cases to run.
-        concurrency: how many cases run at once.
+        settings: how the run runs (`RunSettings`: concurrency, price, provider options,
+            cache, max_cost, executor, time budget...). The keyword arguments below
+            override its fields when given.
+        concurrency: how many cases run at once (default 4).
         fail_fast: run cases one at a time and stop after the first failing case.
         price: turns a sample's `Usage` into a cost; the report sums it. Without it,
             responses of known models are priced by the built-in table (genai-prices).
@@ -622,6 +626,7 @@ async def evaluate(
     evaluation = Evaluation(
         agent,
         cases,
+        settings=settings,
         concurrency=concurrency,
         fail_fast=fail_fast,
         price=price,
@@ -639,41 +644,61 @@ async def recheck(
     report: Report,
     cases: Iterable[Case],
     *,
-    concurrency: int = 4,
+    settings: RunSettings | None = None,
+    concurrency: int | None = None,
     price: Price | None = None,
     on_event: EventHandler | None = None,
+    provider: ProviderOptions | None = None,
+    cache: bool | CacheMode | ResponseCache | None = None,
 ) -> Report:
     """Run the current checks of `cases` on the saved outputs of `report`, without the agent.
 
-    A new rubric, a new judge or a fixed check costs no agent calls. Samples that errored
-    or timed out stay as they were; cases not in `report` are skipped.
+    A new rubric, a new judge or a fixed check costs no agent calls (a judge's calls follow
+    `settings`: its provider options, cache and price). Samples that errored or timed out
+    stay as they were; cases not in `report` are skipped.
     """
-    replay = {case.name: case.samples for case in report.cases}
     evaluation = Evaluation(
         None,
         cases,
-        concurrency=concurrency,
-        price=price,
+        settings=resolve(settings, samples=None).but(
+            concurrency=concurrency, price=price, provider=provider, cache=cache
+        ),
         name=report.name,
         on_event=on_event,
-        replay=replay,
-        metadata={**report.metadata, "rechecked_from": report.started_at},
+        replay=replay_of(report),
+        metadata=recheck_metadata(report),
     )
     return await evaluation.run()
+
+
+def replay_of(report: Report) -> dict[str, list[SampleResult]]:
+    """The saved samples of `report` by case name, for `Evaluation(replay=...)`."""
+    return {case.name: case.samples for case in report.cases}
+
+
+def recheck_metadata(report: Report) -> dict[str, Any]:
+    """What a rechecked report records about the report it rechecked."""
+    return {**report.metadata, "rechecked_from": report.started_at}
 
 
 async def evaluate_iter(
     agent: Any,
     cases: Iterable[Case],
     *,
-    concurrency: int = 4,
-    fail_fast: bool = False,
+    settings: RunSettings | None = None,
+    concurrency: int | None = None,
+    fail_fast: bool | None = None,
     price: Price | None = None,
     name: str | None = None,
+    provider: ProviderOptions | None = None,
+    max_cost: float | None = None,
+    cache: bool | CacheMode | ResponseCache | None = None,
+    executor: Executor | None = None,
 ) -> AsyncIterator[Event]:
     """The events of `evaluate()` as an async generator; the last one is `RunFinished`.
 
-    Leaving the loop early cancels the run.
+    Takes the same `settings` and keyword arguments as `evaluate()`. Leaving the loop
+    early cancels the run.
     """
     send, receive = anyio.create_memory_object_stream[Event](math.inf)
 
@@ -685,11 +710,16 @@ async def evaluate_iter(
     evaluation = Evaluation(
         agent,
         cases,
+        settings=settings,
         concurrency=concurrency,
         fail_fast=fail_fast,
         price=price,
         name=name,
         on_event=forward,
+        provider=provider,
+        max_cost=max_cost,
+        cache=cache,
+        executor=executor,
     )
 
     async def drive() -> None:
@@ -712,7 +742,10 @@ __all__ = [
     "CaseFinished",
     "Evaluation",
     "Event",
+    "Executor",
+    "Price",
     "RunFinished",
+    "RunSettings",
     "RunStarted",
     "SampleFinished",
     "SampleStateChanged",

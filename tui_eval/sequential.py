@@ -12,10 +12,11 @@ regression within the margin" are disjoint claims, so each gets the case's whole
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
@@ -23,8 +24,9 @@ from tui_eval.budget import CostBudget
 from tui_eval.cases import Case
 from tui_eval.diff import CaseChange, Diff
 from tui_eval.events import EventHandler
-from tui_eval.report import CaseResult, Report
-from tui_eval.runner import Price, evaluate
+from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.run_settings import Price, RunSettings, resolve
+from tui_eval.runner import Evaluation
 from tui_eval.stats import judge_two_sample
 
 STAKES = tuple(i / 10 for i in range(1, 10))
@@ -69,7 +71,7 @@ class EProcess:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class ComparisonVerdict:
     """How a case's comparison stands."""
 
     label: str
@@ -87,7 +89,7 @@ def judge_against_baseline(
     exhausted: bool = False,
     baseline_samples: Sequence[bool] | None = None,
     horizon: int = 100,
-) -> Verdict:
+) -> ComparisonVerdict:
     """The verdict of one case of `decide()`: current samples (in order) against a fixed
     baseline, at level `alpha` for this case (already split across cases), with at most
     `horizon` current samples (the budget, fixed before sampling).
@@ -107,12 +109,12 @@ def judge_against_baseline(
         horizon=max(horizon, len(current)),
         exhausted=exhausted,
     )
-    return Verdict(found.label, found.decided, found.hint)
+    return ComparisonVerdict(found.label, found.decided, found.hint)
 
 
 def judge_pairs(
     a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: float = DEFAULT_MARGIN
-) -> Verdict:
+) -> ComparisonVerdict:
     """The verdict of one case of `compare_agents()`: paired samples of A (the baseline)
     and B (the current), at level `alpha` for this case."""
     regression = EProcess(low=-1.0, high=1.0)  # H0: E[a - b] <= 0 (B not worse)
@@ -123,10 +125,10 @@ def judge_pairs(
         fine.update(margin - d)
     threshold = 1.0 / alpha
     if regression.wealth >= threshold:
-        return Verdict("regression", True)
+        return ComparisonVerdict("regression", True)
     if fine.wealth >= threshold:
-        return Verdict("no regression", True)
-    return Verdict("undecided", False, _pairs_hint(a, b, alpha=alpha, margin=margin))
+        return ComparisonVerdict("no regression", True)
+    return ComparisonVerdict("undecided", False, _pairs_hint(a, b, alpha=alpha, margin=margin))
 
 
 def _pairs_hint(a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: float) -> str:
@@ -200,14 +202,58 @@ def simulate_decide(
             return verdict.label, len(current)
 
 
+RoundRunner = Callable[
+    [list[Case], dict[str, list[SampleResult]], CostBudget | None], Awaitable[Report]
+]
+"""Runs one round of samples: `(cases, done, budget)` → the report of `cases` at their
+sample counts, where the samples in `done` (by case name) are kept and only the missing
+ones run, within `budget` (one `CostBudget` shared by every round). `decide()` runs rounds with a plain
+`Evaluation`; the suite-run layer runs them journaled, so a killed run resumes."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Decision:
+    """The outcome of sampling until decided.
+
+    Attributes:
+        report: every sample of the current agent (of agent B, for an A/B run).
+        diff: the comparison; each `CaseChange` says how it stands (`label`, `decided`).
+        other: agent A's samples, for an A/B run.
+    """
+
+    report: Report
+    diff: Diff
+    other: Report | None = None
+
+
+def _round_runner(
+    agent: Any, settings: RunSettings, name: str | None, on_event: EventHandler | None
+) -> RoundRunner:
+    async def run_round(
+        cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+    ) -> Report:
+        evaluation = Evaluation(
+            agent,
+            cases,
+            settings=dataclasses.replace(settings, samples=None, max_cost=budget),
+            name=name,
+            on_event=on_event,
+            done=done,
+        )
+        return await evaluation.run()
+
+    return run_round
+
+
 async def decide(
     agent: Any,
     cases: Iterable[Case],
     baseline: Report,
     *,
+    settings: RunSettings | None = None,
     alpha: float = 0.05,
     max_samples: int = 100,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     price: Price | None = None,
     max_cost: float | None = None,
     margin: float = DEFAULT_MARGIN,
@@ -222,6 +268,9 @@ async def decide(
     The chance that any case of an A/A run is called a regression is at most `alpha`.
 
     Args:
+        settings: how the rounds of samples run (`RunSettings`); `concurrency`, `price`
+            and `max_cost`, when given, override its fields. `max_cost` bounds the whole
+            decision, its first round included.
         on_event: receives the runner's events of every round of samples, as they happen
             (each round is a run of its own: `RunStarted` ... `RunFinished`).
 
@@ -230,19 +279,42 @@ async def decide(
         (`label`: regression, no regression, undecided: budget, undecided: baseline too
         small) and whether it is `decided`.
     """
-    chosen = list(cases)
-    by_name = {case.name: case for case in baseline.cases}
-    compared = [c for c in chosen if c.label in by_name]
-    per_case = alpha / max(1, len(compared))
-    budget = CostBudget.of(max_cost)  # one budget for every round
-    current = await evaluate(
-        agent, chosen, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
+    chosen = resolve(settings, concurrency=concurrency, price=price, max_cost=max_cost)
+    decision = await decide_in_rounds(
+        _round_runner(agent, chosen, None, on_event),
+        list(cases),
+        baseline,
+        alpha=alpha,
+        max_samples=max_samples,
+        max_cost=chosen.max_cost,
+        margin=margin,
     )
-    results = {case.name: case for case in current.cases}
+    return decision.diff
 
-    def verdict(case: Case, *, exhausted: bool) -> Verdict:
+
+async def decide_in_rounds(
+    run_round: RoundRunner,
+    cases: list[Case],
+    baseline: Report,
+    *,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    max_cost: float | CostBudget | None = None,
+    margin: float = DEFAULT_MARGIN,
+    done: Mapping[str, Sequence[SampleResult]] | None = None,
+) -> Decision:
+    """`decide()` over any way of running rounds: samples already in `done` (a resumed
+    run) count, and only what is missing runs. Every round shares one `CostBudget`."""
+    by_name = {case.name: case for case in baseline.cases}
+    compared = [c for c in cases if c.label in by_name]
+    per_case = alpha / max(1, len(compared))
+    budget = _shared_budget(max_cost, done)
+    rounds = _Rounds(run_round, cases, budget, done)
+    await rounds.first()
+
+    def verdict(case: Case, *, exhausted: bool) -> ComparisonVerdict:
         old = by_name[case.label]
-        samples = _passes(results, case.label)
+        samples = [s.passed for s in rounds.samples(case)]
         return judge_against_baseline(
             old.samples_passed,
             len(old.samples),
@@ -254,27 +326,24 @@ async def decide(
             horizon=max(max_samples, case.samples),
         )
 
-    while budget is None or not budget.stopped:
+    while rounds.can_go_on():
         # Only a plain "undecided" case can still move: "baseline too small" never will.
         pending = [
             case
             for case in compared
             if verdict(case, exhausted=False).label == "undecided"
-            and len(results[case.label].samples) < max_samples
+            and len(rounds.samples(case)) < max_samples
         ]
         if not pending:
             break
-        more = _next_round(pending, results, max_samples)
-        extra = await evaluate(
-            agent, more, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
-        )
-        for result in extra.cases:
-            _append(results[result.name], result)
-    return _labelled_diff(
+        await rounds.more(pending, max_samples)
+    current = rounds.report()
+    diff = _labelled_diff(
         current,
         baseline,
         {case.label: verdict(case, exhausted=True) for case in compared},
     )
+    return Decision(report=current, diff=diff)
 
 
 async def compare_agents(
@@ -282,9 +351,10 @@ async def compare_agents(
     agent_b: Any,
     cases: Iterable[Case],
     *,
+    settings: RunSettings | None = None,
     alpha: float = 0.05,
     max_samples: int = 100,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     price: Price | None = None,
     max_cost: float | None = None,
     margin: float = DEFAULT_MARGIN,
@@ -294,83 +364,185 @@ async def compare_agents(
 
     `agent_a` plays the baseline and `agent_b` the current: `Diff.delta` is b − a, and a
     case is a "regression" when B is worse. Samples are paired per case (sample i of A with
-    sample i of B); the same error control as `decide()`. `on_event` receives the events
-    of B's rounds of samples.
+    sample i of B); the same error control as `decide()`. `settings` (and the keywords
+    over it) apply to both sides; `max_cost` bounds both together. `on_event` receives
+    the events of B's rounds of samples.
     """
-    chosen = list(cases)
-    per_case = alpha / max(1, len(chosen))
-    budget = CostBudget.of(max_cost)  # both sides, every round
-    report_a = await evaluate(
-        agent_a, chosen, concurrency=concurrency, price=price, max_cost=budget
+    chosen = resolve(settings, concurrency=concurrency, price=price, max_cost=max_cost)
+    decision = await compare_in_rounds(
+        _round_runner(agent_a, chosen, None, None),
+        _round_runner(agent_b, chosen, None, on_event),
+        list(cases),
+        alpha=alpha,
+        max_samples=max_samples,
+        max_cost=chosen.max_cost,
+        margin=margin,
     )
-    report_b = await evaluate(
-        agent_b, chosen, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
-    )
-    side_a = {case.name: case for case in report_a.cases}
-    side_b = {case.name: case for case in report_b.cases}
+    return decision.diff
 
-    def verdict(case: Case) -> Verdict:
+
+async def compare_in_rounds(
+    run_a: RoundRunner,
+    run_b: RoundRunner,
+    cases: list[Case],
+    *,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    max_cost: float | CostBudget | None = None,
+    margin: float = DEFAULT_MARGIN,
+    done_a: Mapping[str, Sequence[SampleResult]] | None = None,
+    done_b: Mapping[str, Sequence[SampleResult]] | None = None,
+) -> Decision:
+    """`compare_agents()` over any way of running rounds (A's, then B's, sharing one
+    `CostBudget`); samples already in `done_a`/`done_b` count."""
+    per_case = alpha / max(1, len(cases))
+    budget = _shared_budget(max_cost, done_a, done_b)
+    side_a = _Rounds(run_a, cases, budget, done_a)
+    side_b = _Rounds(run_b, cases, budget, done_b)
+    await side_a.first()
+    await side_b.first()
+
+    def verdict(case: Case) -> ComparisonVerdict:
         return judge_pairs(
-            _passes(side_a, case.label),
-            _passes(side_b, case.label),
+            [s.passed for s in side_a.samples(case)],
+            [s.passed for s in side_b.samples(case)],
             alpha=per_case,
             margin=margin,
         )
 
-    while budget is None or not budget.stopped:
+    while side_a.can_go_on() and side_b.can_go_on():
         pending = [
             case
-            for case in chosen
-            if not verdict(case).decided and len(side_b[case.label].samples) < max_samples
+            for case in cases
+            if not verdict(case).decided and len(side_b.samples(case)) < max_samples
         ]
         if not pending:
             break
-        more = _next_round(pending, side_b, max_samples)
-        extra_a = await evaluate(
-            agent_a, more, concurrency=concurrency, price=price, max_cost=budget
-        )
-        extra_b = await evaluate(
-            agent_b, more, concurrency=concurrency, price=price, on_event=on_event, max_cost=budget
-        )
-        for result in extra_a.cases:
-            _append(side_a[result.name], result)
-        for result in extra_b.cases:
-            _append(side_b[result.name], result)
+        await side_a.more(pending, max_samples, pair=side_b)
+        await side_b.more(pending, max_samples, pair=side_a)
     verdicts = {}
-    for case in chosen:
+    for case in cases:
         found = verdict(case)
         if not found.decided:
-            found = replace(found, label="undecided: budget")
+            found = dataclasses.replace(found, label="undecided: budget")
         verdicts[case.label] = found
-    return _labelled_diff(report_b, report_a, verdicts)
+    report_a, report_b = side_a.report(), side_b.report()
+    return Decision(
+        report=report_b, diff=_labelled_diff(report_b, report_a, verdicts), other=report_a
+    )
 
 
-def _next_round(
-    pending: list[Case], results: dict[str, CaseResult], max_samples: int
-) -> list[Case]:
-    """The cases of the next round, each with a batch of samples within its budget."""
-    return [
-        replace(case, samples=min(BATCH, max_samples - len(results[case.label].samples)))
-        for case in pending
-    ]
+def _shared_budget(
+    max_cost: float | CostBudget | None, *done: Mapping[str, Sequence[SampleResult]] | None
+) -> CostBudget | None:
+    """One budget for every round; a new one has seen the samples already `done` (a
+    resumed decision spent them). A `CostBudget` given is its owner's, used as it is."""
+    if max_cost is None or isinstance(max_cost, CostBudget):
+        return max_cost
+    budget = CostBudget(max_cost)
+    for side in done:
+        for samples in (side or {}).values():
+            for sample in samples:
+                budget.observe(sample)
+    return budget
 
 
-def _passes(results: dict[str, CaseResult], name: str) -> list[bool]:
-    """Whether each sample of case `name` passed (none: the budget stopped it from starting)."""
-    result = results.get(name)
-    return [s.passed for s in result.samples] if result is not None else []
+class _Rounds:
+    """One side's samples over the rounds of a decision."""
+
+    def __init__(
+        self,
+        run_round: RoundRunner,
+        cases: list[Case],
+        budget: CostBudget | None,
+        done: Mapping[str, Sequence[SampleResult]] | None,
+    ) -> None:
+        self.run_round = run_round
+        self.cases = cases
+        self.budget = budget
+        self.done: dict[str, list[SampleResult]] = {k: list(v) for k, v in (done or {}).items()}
+        self.last: Report | None = None
+        self.first_report: Report | None = None
+        self.duration = 0.0
+        self.stopped: str | None = None
+        self.interrupted = False
+
+    def samples(self, case: Case) -> list[SampleResult]:
+        return self.done.get(case.label, [])
+
+    def can_go_on(self) -> bool:
+        if self.interrupted or self.stopped is not None:
+            return False
+        if self.budget is not None and self.budget.stopped:
+            self.stopped = self.budget.reason()
+            return False
+        return True
+
+    async def first(self) -> None:
+        """Every case at its own sample count (at least what `done` already holds)."""
+        cases = [
+            dataclasses.replace(case, samples=max(case.samples, len(self.samples(case))))
+            for case in self.cases
+        ]
+        if not self.can_go_on():
+            return
+        await self._run(cases)
+
+    async def more(
+        self, pending: list[Case], max_samples: int, *, pair: _Rounds | None = None
+    ) -> None:
+        """A batch more samples of each `pending` case (up to the pair's count first)."""
+        if not self.can_go_on():
+            return
+        cases = []
+        for case in pending:
+            have = len(self.samples(case))
+            target = min(have + BATCH, max_samples)
+            if pair is not None:
+                target = max(target, min(len(pair.samples(case)), max_samples))
+            if target > have:
+                cases.append(dataclasses.replace(case, samples=target))
+        if cases:
+            await self._run(cases)
+
+    async def _run(self, cases: list[Case]) -> None:
+        report = await self.run_round(cases, self.done, self.budget)
+        self.first_report = self.first_report or report
+        self.last = report
+        self.duration += report.duration_s
+        for result in report.cases:
+            self.done[result.name] = list(result.samples)
+        if report.stopped is not None:
+            self.stopped = self.budget.reason() if self.budget is not None else report.stopped
+        elif report.cancelled:
+            self.interrupted = True
+
+    def report(self) -> Report:
+        """Every sample so far, in the cases' order, as one report."""
+        first = self.first_report or Report("eval", [])
+        by_name: dict[str, CaseResult] = {}
+        for source in (first, self.last or first):
+            for ran in source.cases:
+                by_name[ran.name] = ran
+        cases = []
+        for case in self.cases:
+            result = by_name.get(case.label)
+            samples = self.samples(case)
+            if result is not None and samples:
+                cases.append(dataclasses.replace(result, samples=samples, planned=len(samples)))
+        return dataclasses.replace(
+            first,
+            cases=cases,
+            duration_s=self.duration,
+            cancelled=self.interrupted,
+            stopped=self.stopped,
+            priced=first.priced or any(s.cost is not None for c in cases for s in c.samples),
+        )
 
 
-def _append(target: CaseResult, extra: CaseResult) -> None:
-    """Add `extra`'s samples after `target`'s, renumbered."""
-    start = len(target.samples)
-    for offset, sample in enumerate(extra.samples):
-        sample.index = start + offset
-        target.samples.append(sample)
-    target.planned = len(target.samples)
-
-
-def _labelled_diff(current: Report, baseline: Report, verdicts: dict[str, Verdict]) -> Diff:
+def _labelled_diff(
+    current: Report, baseline: Report, verdicts: dict[str, ComparisonVerdict]
+) -> Diff:
     diff = current.compare(baseline)
     for change in diff.changes:
         found = verdicts.get(change.name)
@@ -383,9 +555,13 @@ def _labelled_diff(current: Report, baseline: Report, verdicts: dict[str, Verdic
 
 __all__ = [
     "CaseChange",
-    "Verdict",
+    "ComparisonVerdict",
+    "Decision",
+    "RoundRunner",
     "compare_agents",
+    "compare_in_rounds",
     "decide",
+    "decide_in_rounds",
     "judge_against_baseline",
     "judge_pairs",
     "simulate_decide",

@@ -20,8 +20,9 @@ from tui_eval.options import RunOptions
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.stored_values import output_once, restore_output, storable_sample
 
-JOURNAL_SCHEMA_VERSION = 2
-"""Version 1 journals (lines keyed by `"t"`, no version) are still read."""
+JOURNAL_SCHEMA_VERSION = 3
+"""Version 3 added the header's case `definitions` and A/B samples' `arm`; versions 2 and 1
+(lines keyed by `"t"`, no version) are still read."""
 
 
 def project_dir(project_root: Path) -> Path:
@@ -61,6 +62,9 @@ class JournalHeader(_JournalLine):
     started_at: float = 0.0
     invocation: str = ""
     options: RunOptions = RunOptions()
+    definitions: dict[str, str] = {}
+    """Per case run: the fingerprint of its definition when the run started (a resume
+    refuses to mix samples of a case whose checks or input changed since)."""
 
 
 class JournalSample(_JournalLine):
@@ -68,6 +72,8 @@ class JournalSample(_JournalLine):
 
     kind: Literal["sample"] = "sample"
     sample: SampleResult
+    arm: Literal["a"] | None = None
+    """`"a"`: a sample of agent A of an A/B run (`tui-eval ab`); None: of the agent run."""
 
 
 class JournalEnd(_JournalLine):
@@ -94,9 +100,13 @@ def parse_journal_line(
         JournalFileError: the line was written by a newer schema than this version reads.
     """
     try:
-        return _LINE.validate_json(line)
+        entry = _LINE.validate_json(line)
     except pydantic.ValidationError:
         pass
+    else:
+        if entry.schema_version > JOURNAL_SCHEMA_VERSION:
+            raise JournalFileError(_newer(source, entry.schema_version))
+        return entry
     try:
         raw = json.loads(line)
     except ValueError:
@@ -105,10 +115,7 @@ def parse_journal_line(
         return None
     version = raw.get("schema_version")
     if isinstance(version, int) and version > JOURNAL_SCHEMA_VERSION:
-        raise JournalFileError(
-            f"{source}: written by a newer tui-eval (journal schema_version {version}; "
-            f"this version reads up to {JOURNAL_SCHEMA_VERSION}); upgrade tui-eval to resume it"
-        )
+        raise JournalFileError(_newer(source, version))
     legacy = raw.pop("t", None)  # version 1: {"t": "header" | "sample" | "end", ...}
     if legacy not in ("header", "sample", "end") or "schema_version" in raw:
         return None
@@ -116,6 +123,13 @@ def parse_journal_line(
         return _LINE.validate_python({**raw, "kind": legacy, "schema_version": 1})
     except pydantic.ValidationError:
         return None
+
+
+def _newer(source: Path, version: int) -> str:
+    return (
+        f"{source}: written by a newer tui-eval (journal schema_version {version}; "
+        f"this version reads up to {JOURNAL_SCHEMA_VERSION}); upgrade tui-eval to resume it"
+    )
 
 
 @dataclass(slots=True)
@@ -164,6 +178,8 @@ class RunRecord:
     finished: bool = False
     cancelled: bool = False
     options: RunOptions = field(default_factory=RunOptions)
+    definitions: dict[str, str] = field(default_factory=dict)
+    """Per case: its definition's fingerprint when the run started (see `JournalHeader`)."""
     problem: str | None = None
     """Why the journal cannot be used by this version (a newer tui-eval wrote it)."""
 
@@ -210,6 +226,7 @@ class RunRecord:
             started_at=self.started_at,
             invocation=self.invocation,
             options=self.options.for_disk(),
+            definitions=self.definitions,
         )
 
     def load_report(self) -> Report:
@@ -221,8 +238,9 @@ class RunRecord:
         return Report(self.suite, cases, started_at=self.started_at, cancelled=True)
 
 
-def read_journal_samples(path: Path) -> dict[str, list[SampleResult]]:
-    """The samples a journal recorded, by case name, in order.
+def read_journal_samples(path: Path, *, arm: str | None = None) -> dict[str, list[SampleResult]]:
+    """The samples a journal recorded, by case name, in order (of agent A of an A/B run,
+    with `arm="a"`).
 
     A torn last line (the process died mid-write) and lines that are not journal lines
     are skipped; a sample recorded twice counts once.
@@ -236,7 +254,7 @@ def read_journal_samples(path: Path) -> dict[str, list[SampleResult]]:
             if not line.endswith(b"\n"):
                 break  # the process died mid-write: that sample was in flight
             entry = parse_journal_line(line, path)
-            if isinstance(entry, JournalSample):
+            if isinstance(entry, JournalSample) and entry.arm == arm:
                 sample = entry.sample
                 restore_output(sample)
                 done.setdefault(sample.case_name, {}).setdefault(sample.index, sample)
@@ -280,13 +298,18 @@ class RunJournal:
         """Record what is needed to list and resume the run."""
         self._write(self.record.header().model_dump_json().encode())
 
-    def append(self, sample: SampleResult) -> None:
-        """Journal one finished sample (flushed to the OS, so a killed process keeps it)."""
+    def append(self, sample: SampleResult, *, arm: Literal["a"] | None = None) -> None:
+        """Journal one finished sample (flushed to the OS, so a killed process keeps it);
+        `arm="a"` marks a sample of agent A of an A/B run."""
         sample = output_once(sample)
         try:
-            data = JournalSample.model_construct(sample=sample).model_dump_json(fallback=repr)
+            data = JournalSample.model_construct(sample=sample, arm=arm).model_dump_json(
+                fallback=repr
+            )
         except (ValueError, TypeError, RecursionError):  # bytes, lone surrogates, cycles...
-            data = JournalSample.model_construct(sample=storable_sample(sample)).model_dump_json()
+            data = JournalSample.model_construct(
+                sample=storable_sample(sample), arm=arm
+            ).model_dump_json()
         self._write(data.encode())
 
     def finish(self, report: Report) -> None:
@@ -371,8 +394,9 @@ class RunHistory:
         *,
         invocation: str,
         options: RunOptions | None = None,
+        definitions: dict[str, str] | None = None,
     ) -> RunJournal:
-        """Open the journal of a new run."""
+        """Open the journal of a new run (`definitions`: each case's fingerprint)."""
         started = time.time()
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in suite)[:40]
@@ -385,6 +409,7 @@ class RunHistory:
             started_at=started,
             invocation=invocation,
             options=options or RunOptions(),
+            definitions=dict(definitions or {}),
         )
         journal = RunJournal(record)
         journal.write_header()
@@ -444,6 +469,7 @@ def read_record(folder: Path) -> RunRecord | None:
         finished=isinstance(last, JournalEnd),
         cancelled=isinstance(last, JournalEnd) and last.cancelled,
         options=header.options,
+        definitions=header.definitions,
     )
 
 

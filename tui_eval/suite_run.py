@@ -2,24 +2,41 @@
 
 The headless CLI and the app are thin callers of this service, so both record the same
 options and metadata, resume from either honours them, and the baseline policy (compare,
-save, refuse to replace a corrupt file) is written once.
+save, refuse to replace a corrupt file; `tui_eval.baselines`) is written once. Every way
+of running a suite is a kind of `SuiteRun`, journaled and resumable alike: a plain run,
+a rerun of some cases, `--decide` (rounds of samples until each comparison with the
+baseline is decided), an A/B run of two agents, and a recheck of saved outputs.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.sources import samples_independent
-from tui_eval.baseline_file import write_baseline_file
-from tui_eval.diff import Diff
+from tui_eval.baselines import (
+    BaselineOutcome,
+    BaselinePlan,
+    BaselineStatus,
+    accept_into_baseline,
+    compare_with_baseline,
+    merge_cases,
+    plan_baseline,
+    read_baseline,
+    save_baseline,
+)
+from tui_eval.budget import CostBudget
+from tui_eval.cases import Case, fingerprint
+from tui_eval.diff import case_name, case_suite
 from tui_eval.events import Event, SampleFinished
 from tui_eval.options import RunOptions
-from tui_eval.report import CaseResult, Report, ReportFileError, SampleResult
-from tui_eval.runner import Evaluation, Executor
+from tui_eval.report import Report, ReportFileError, SampleResult
+from tui_eval.run_settings import Executor, RunSettings
+from tui_eval.runner import Evaluation, recheck_metadata, replay_of
+from tui_eval.sequential import Decision, compare_in_rounds, decide_in_rounds
 from tui_eval.store import (
     RunHistory,
     RunJournal,
@@ -28,6 +45,14 @@ from tui_eval.store import (
     read_journal_samples,
 )
 from tui_eval.suites import Suite, load_suites
+
+Mode = Literal["run", "decide", "ab", "recheck"]
+_MODE_FLAGS = {
+    "run": "run",
+    "decide": "--decide",
+    "ab": "tui-eval ab",
+    "recheck": "tui-eval recheck",
+}
 
 
 class ResumeError(Exception):
@@ -38,56 +63,27 @@ class EmptySelection(ValueError):
     """The run's options select none of the suite's cases."""
 
 
-class BaselineStatus(enum.Enum):
-    """What happened when a run's baseline was read or written."""
-
-    SAVED = "saved"
-    """The run was written as the baseline."""
-    COMPARED = "compared"
-    """The baseline was read and compared: the outcome's `diff` holds the result."""
-    MISSING = "missing"
-    """There is no baseline file yet."""
-    CORRUPT = "corrupt"
-    """The file exists but is not a readable report; it is never replaced silently."""
-    REFUSED = "refused"
-    """Not saved: the run is not finished, was cancelled, or has no baseline path."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BaselineOutcome:
-    """The typed result of reading or saving a baseline, with a sentence for people.
-
-    Attributes:
-        status: what happened.
-        path: the baseline file concerned (None when the run has none).
-        message: the same, in words (for a notification or the CLI).
-        diff: the comparison, when `status` is `COMPARED`.
-        baseline: the baseline report that was read, when it was.
-    """
-
-    status: BaselineStatus
-    path: Path | None
-    message: str
-    diff: Diff | None = None
-    baseline: Report | None = None
-
-    @property
-    def is_error(self) -> bool:
-        """Whether the baseline file itself is a problem (exit 2 in the CLI)."""
-        return self.status is BaselineStatus.CORRUPT
+class PlanError(ValueError):
+    """A run cannot start as asked (no baseline to decide against, an A/B agent that
+    cannot be built, a report to recheck that has none of the suite's cases)."""
 
 
 class SuiteRun:
-    """One run of one suite: the evaluation, its journal, and its baseline.
+    """One run of one suite: its samples, its journal, and its baseline.
 
     Create it with `SuiteRun.start()` (a new run) or `SuiteRun.resume()` (finish an
     interrupted one), then `await run()`. `cancel()` stops it keeping finished samples.
+    What kind of run it is comes from its options (`mode`): a plain run, `decide`, `ab`
+    or `recheck`; each is journaled and resumes the same way.
 
     Attributes:
         suite: the suite as run (the options' filter and sample count applied).
         options: what the run was asked to do (journaled).
+        settings: how its samples run (the suite's settings under the options').
         journal: where samples are appended (None: nothing kept on disk).
-        evaluation: the runner's handle.
+        evaluation: the runner's handle on the samples running now (for `decide` and
+            `ab`, the current round's).
+        decision: for `decide` and `ab`, the outcome once the run has ended.
     """
 
     def __init__(
@@ -99,6 +95,10 @@ class SuiteRun:
         done: dict[str, list[SampleResult]] | None = None,
         on_event: Callable[[Event], None] | None = None,
         metadata: dict[str, object] | None = None,
+        baseline: Report | None = None,
+        rechecked: Report | None = None,
+        agents: tuple[Any, Any] | None = None,
+        done_a: dict[str, list[SampleResult]] | None = None,
     ) -> None:
         self.suite = suite
         self.options = options
@@ -109,22 +109,50 @@ class SuiteRun:
             metadata["run_id"] = journal.record.run_id
         if done is not None:
             metadata["resumed"] = True
-        self.evaluation = Evaluation(
-            suite.agent,
-            suite.cases,
-            concurrency=options.concurrency or suite.concurrency,
-            fail_fast=options.fail_fast,
-            price=suite.price,
-            provider=(suite.provider or ProviderOptions()).over(options.provider),
-            max_cost=options.max_cost or suite.max_cost,
-            cache=options.cache or suite.cache,
-            name=suite.name,
-            on_event=self._dispatch,
-            done=done,
-            metadata=metadata,
-            parallel_samples=options.parallel_samples
-            and all(samples_independent(suite.agent, case.model) for case in suite.cases),
-            executor=_executor(suite, options),
+        self.metadata = metadata
+        self.settings = run_settings(suite, options)
+        self.baseline = baseline
+        self.rechecked = rechecked
+        self.agents = agents
+        self.decision: Decision | None = None
+        self._done = done or {}
+        self._done_a = done_a or {}
+        self._final: Report | None = None
+        self._cancel_requested = False
+        if self.mode == "recheck":
+            assert rechecked is not None
+            self.metadata = {**recheck_metadata(rechecked), **metadata}
+            self.evaluation = self._evaluation(None, suite.cases, self._done)
+        else:
+            agent = agents[1] if agents is not None else suite.agent
+            self.evaluation = self._evaluation(agent, suite.cases, self._done)
+
+    @property
+    def mode(self) -> Mode:
+        """What kind of run this is."""
+        return run_mode(self.options)
+
+    def _evaluation(
+        self,
+        agent: Any,
+        cases: Sequence[Case],
+        done: Mapping[str, Sequence[SampleResult]],
+        *,
+        budget: CostBudget | None = None,
+        arm: Literal["a"] | None = None,
+    ) -> Evaluation:
+        settings = self.settings
+        if self.mode in ("decide", "ab"):  # every round shares the decision's budget
+            settings = dataclasses.replace(settings, max_cost=budget)
+        return Evaluation(
+            agent,
+            cases,
+            settings=settings,
+            name=self.suite.name,
+            on_event=self._dispatch if arm is None else self._journal_only(arm),
+            done=done or None,
+            replay=replay_of(self.rechecked) if self.rechecked is not None else None,
+            metadata=self.metadata,
         )
 
     # -- starting ----------------------------------------------------------------------
@@ -137,17 +165,28 @@ class SuiteRun:
         history: RunHistory | None,
         invocation: str,
         on_event: Callable[[Event], None] | None = None,
+        rechecked: Report | None = None,
     ) -> SuiteRun:
         """A new run of `suite` as `options` ask, journaled in `history` (if given).
 
+        For a recheck (`options.recheck`), `rechecked` is the saved report (read from
+        `options.recheck` when not given).
+
         Raises:
             EmptySelection: the filter or case list selects no case.
+            PlanError: a decide run without a readable baseline, an A/B agent that cannot
+                be built, a recheck of a report without any of the suite's cases.
         """
         selected = select(suite, options)
+        extra = _prepare(selected, options, rechecked)
         journal = None
         if history is not None:
             journal = history.start(
-                suite.name, str(suite.path or ""), invocation=invocation, options=options
+                suite.name,
+                str(suite.path or ""),
+                invocation=invocation,
+                options=options,
+                definitions=definitions(selected),
             )
         return cls(
             selected,
@@ -155,6 +194,7 @@ class SuiteRun:
             journal=journal,
             on_event=on_event,
             metadata=shard_metadata(suite, options),
+            **extra,
         )
 
     @classmethod
@@ -164,13 +204,15 @@ class SuiteRun:
         *,
         history: RunHistory,
         on_event: Callable[[Event], None] | None = None,
+        force: bool = False,
     ) -> SuiteRun:
         """Finish the interrupted run `record` with the options it was started with.
 
         Only the samples missing from its journal run; new ones are appended to it.
 
         Raises:
-            ResumeError: the run already ended, or its suite cannot be loaded any more.
+            ResumeError: the run already ended, its suite cannot be loaded any more, or
+                (unless `force`) the suite's cases or checks changed since it started.
         """
         if record.problem is not None:
             raise ResumeError(record.problem)
@@ -188,20 +230,31 @@ class SuiteRun:
             )
         try:
             selected = select(suite, record.options)
-        except EmptySelection as exc:
+            extra = _prepare(selected, record.options, None)
+        except (EmptySelection, PlanError) as exc:
             raise ResumeError(f"cannot resume {record.run_id}: {exc}") from None
+        changed = changed_definitions(record.definitions, selected)
+        if changed and not force:
+            raise ResumeError(
+                f"cannot resume {record.run_id}: the suite {record.suite!r} changed since the "
+                f"run started ({changed}); its finished samples were judged by the old "
+                "definitions. Start a new run, or `tui-eval resume --force` to mix them"
+            )
         try:
             journal = history.reopen(record)
         except RunLockedError as exc:
             raise ResumeError(str(exc)) from None
         done = read_journal_samples(record.journal_path)
+        done_a = read_journal_samples(record.journal_path, arm="a") if extra.get("agents") else None
         return cls(
             selected,
             record.options,
             journal=journal,
             done=done,
+            done_a=done_a,
             on_event=on_event,
             metadata=shard_metadata(suite, record.options),
+            **extra,
         )
 
     # -- running -----------------------------------------------------------------------
@@ -213,7 +266,9 @@ class SuiteRun:
     @property
     def resumed_samples(self) -> int:
         """How many samples an earlier, interrupted run of this one had finished."""
-        return sum(len(case.samples) for case in self.evaluation.report.cases)
+        return sum(len(samples) for samples in self._done.values()) + sum(
+            len(samples) for samples in self._done_a.values()
+        )
 
     @property
     def journal_error(self) -> str | None:
@@ -222,14 +277,20 @@ class SuiteRun:
         return str(error) if error is not None else None
 
     def _dispatch(self, event: Event) -> None:
-        journal = self.journal
-        if journal is not None and isinstance(event, SampleFinished):
-            journal.append(event.sample)
-            if journal.error is not None and not self.evaluation.cancel_requested:
-                # Unjournaled samples could not be resumed: stop while the journal is whole.
-                self.evaluation.cancel()
+        self._journal(event, None)
         if self.on_event is not None:
             self.on_event(event)
+
+    def _journal_only(self, arm: Literal["a"]) -> Callable[[Event], None]:
+        return lambda event: self._journal(event, arm)
+
+    def _journal(self, event: Event, arm: Literal["a"] | None) -> None:
+        journal = self.journal
+        if journal is not None and isinstance(event, SampleFinished):
+            journal.append(event.sample, arm=arm)
+            if journal.error is not None and not self.evaluation.cancel_requested:
+                # Unjournaled samples could not be resumed: stop while the journal is whole.
+                self.cancel()
 
     def close(self) -> None:
         """Release a run that will not be run now; its journal stays resumable."""
@@ -238,20 +299,100 @@ class SuiteRun:
 
     async def run(self) -> Report:
         """Run every missing sample; the journal is finished even when cancelled."""
+        report: Report | None = None
         try:
-            return await self.evaluation.run()
+            if self.mode == "decide":
+                report = await self._decide()
+            elif self.mode == "ab":
+                report = await self._ab()
+            else:
+                report = await self.evaluation.run()
+            self._final = report
+            return report
         finally:
-            if self.journal is not None and self.evaluation.finished:
+            if self.journal is not None and self._final is not None:
+                self.journal.finish(self._final)
+            elif self.journal is not None and self.evaluation.finished:
                 self.journal.finish(self.evaluation.report)
+
+    async def _round(
+        self,
+        agent: Any,
+        cases: list[Case],
+        done: dict[str, list[SampleResult]],
+        budget: CostBudget | None,
+        arm: Literal["a"] | None = None,
+    ) -> Report:
+        self.evaluation = self._evaluation(agent, cases, done, budget=budget, arm=arm)
+        if self._cancel_requested:
+            self.evaluation.cancel()
+        return await self.evaluation.run()
+
+    async def _decide(self) -> Report:
+        assert self.baseline is not None
+
+        async def run_round(
+            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+        ) -> Report:
+            return await self._round(self.suite.agent, cases, done, budget)
+
+        self.decision = await decide_in_rounds(
+            run_round,
+            list(self.suite.cases),
+            self.baseline,
+            max_samples=self.options.max_samples,
+            max_cost=self.settings.max_cost,
+            done=self._done,
+        )
+        return self._ended(self.decision.report)
+
+    async def _ab(self) -> Report:
+        assert self.agents is not None
+        agent_a, agent_b = self.agents
+
+        async def run_a(
+            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+        ) -> Report:
+            return await self._round(agent_a, cases, done, budget, arm="a")
+
+        async def run_b(
+            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+        ) -> Report:
+            return await self._round(agent_b, cases, done, budget)
+
+        self.decision = await compare_in_rounds(
+            run_a,
+            run_b,
+            list(self.suite.cases),
+            max_samples=self.options.max_samples,
+            max_cost=self.settings.max_cost,
+            done_a=self._done_a,
+            done_b=self._done,
+        )
+        return self._ended(self.decision.report)
+
+    def _ended(self, report: Report) -> Report:
+        cancelled = report.cancelled or self._cancel_requested
+        return dataclasses.replace(report, metadata=self.metadata, cancelled=cancelled)
 
     def cancel(self) -> None:
         """Stop the run; finished samples are kept and the report is marked cancelled."""
+        self._cancel_requested = True
         self.evaluation.cancel()
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether `cancel()` was called."""
+        return self._cancel_requested
 
     @property
     def report(self) -> Report | None:
         """The final report, once the run has ended."""
-        return self.evaluation.report if self.evaluation.finished else None
+        if self._final is not None:
+            return self._final
+        if self.mode == "run" or self.mode == "recheck":
+            return self.evaluation.report if self.evaluation.finished else None
+        return None
 
     # -- the baseline --------------------------------------------------------------------
     @property
@@ -263,8 +404,26 @@ class SuiteRun:
         """Compare the finished run with its baseline.
 
         A partial run (a filter, a rerun, a shard) is compared with the baseline's cases it
-        ran: the others are not "removed", they live in other runs.
+        ran: the others are not "removed", they live in other runs. A decide or A/B run
+        gives its decision, a recheck its comparison with the outputs' first verdicts.
         """
+        if self.decision is not None:
+            path = self.baseline_path if self.mode == "decide" else None
+            return BaselineOutcome(
+                status=BaselineStatus.COMPARED,
+                path=path,
+                message="decided" if path is None else f"decided against {path}",
+                diff=self.decision.diff,
+                baseline=self.decision.other or self.baseline,
+            )
+        if self.mode == "recheck" and self.rechecked is not None and self.report is not None:
+            return BaselineOutcome(
+                status=BaselineStatus.COMPARED,
+                path=None,
+                message=f"compared with {self.options.recheck}",
+                diff=self.report.compare(self.rechecked),
+                baseline=self.rechecked,
+            )
         only = [case.label for case in self.suite.cases] if self.options.is_partial else None
         return compare_with_baseline(self.report, self.baseline_path, only=only)
 
@@ -302,173 +461,152 @@ class SuiteRun:
         )
 
 
-def compare_with_baseline(
-    report: Report | None, path: Path, *, only: Sequence[str] | None = None
-) -> BaselineOutcome:
-    """Compare a finished run's report with the baseline at `path` (restricted to the
-    cases named in `only`, when given)."""
-    if report is None:
-        return BaselineOutcome(
-            status=BaselineStatus.REFUSED, path=path, message="the run has not finished yet"
-        )
-    read = read_baseline(path)
-    if read.baseline is None:
-        return read
-    baseline = read.baseline
-    if only is not None:
-        wanted = set(only)
-        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in wanted])
-    try:
-        diff = report.compare(baseline)
-    except ValueError as exc:  # the run itself has duplicate case names
-        return BaselineOutcome(status=BaselineStatus.CORRUPT, path=path, message=str(exc))
-    return BaselineOutcome(
-        status=BaselineStatus.COMPARED,
-        path=path,
-        message=f"compared with {path}",
-        diff=diff,
-        baseline=read.baseline,
+def run_mode(options: RunOptions) -> Mode:
+    """The kind of run `options` ask for."""
+    if options.recheck is not None:
+        return "recheck"
+    if options.ab is not None:
+        return "ab"
+    return "decide" if options.decide else "run"
+
+
+def run_settings(suite: Suite, options: RunOptions) -> RunSettings:
+    """How the samples of `suite` run under `options`: the options over the suite's own
+    settings (concurrency, price, provider options, cache, max_cost, executor)."""
+    return RunSettings(
+        concurrency=options.concurrency or suite.concurrency,
+        fail_fast=options.fail_fast,
+        price=suite.price,
+        provider=(suite.provider or ProviderOptions()).over(options.provider),
+        max_cost=options.max_cost or suite.max_cost,
+        cache=options.cache or suite.cache,
+        executor=_executor(suite, options) if run_mode(options) == "run" else None,
+        parallel_samples=options.parallel_samples
+        and all(samples_independent(suite.agent, case.model) for case in suite.cases),
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BaselinePlan:
-    """What saving a run as the baseline would do, for a front-end to confirm first.
+def _prepare(suite: Suite, options: RunOptions, rechecked: Report | None) -> dict[str, Any]:
+    """What a run of this mode needs beside its suite (a baseline, two agents, a report).
 
-    Attributes:
-        merge: merge the run's cases into the baseline (a partial run) instead of replacing it.
-        written: the run's cases that would be written.
-        dropped: baseline cases a full replace would drop (the run lacks them).
-        problem: why it cannot be saved at all (then nothing else applies).
+    Raises:
+        PlanError: it cannot be had.
     """
-
-    path: Path
-    merge: bool
-    written: list[str]
-    dropped: list[str]
-    problem: BaselineOutcome | None = None
-
-    @property
-    def needs_confirmation(self) -> bool:
-        """A merge, or a replace that would drop cases, is confirmed first."""
-        return self.problem is None and (self.merge or bool(self.dropped))
-
-    def question(self) -> str:
-        """The confirmation to ask, naming the cases."""
-        if self.merge:
-            return (
-                f"Merge {len(self.written)} case(s) into the baseline {self.path}? "
-                f"{_names(self.written)} (the other cases of the baseline are kept)"
+    mode = run_mode(options)
+    if mode != "run" and (options.executor == "ray" or options.fail_fast):
+        what = "--executor ray" if options.executor == "ray" else "--fail-fast"
+        raise PlanError(f"{what} goes with plain runs, not with {_MODE_FLAGS[mode]}")
+    if mode == "decide":
+        path = Path(options.baseline) if options.baseline else suite.baseline_path
+        read = read_baseline(path)
+        if read.baseline is None:
+            if read.status is BaselineStatus.MISSING:
+                raise PlanError(
+                    f"--decide compares with a baseline; {suite.name!r} has none at {path}"
+                )
+            raise PlanError(read.message)
+        return {"baseline": read.baseline}
+    if mode == "ab":
+        assert options.ab is not None
+        try:
+            return {"agents": (agent_for(suite, options.ab[0]), agent_for(suite, options.ab[1]))}
+        except (ValueError, ImportError) as exc:
+            raise PlanError(str(exc)) from None
+    if mode == "recheck":
+        assert options.recheck is not None
+        if rechecked is None:
+            try:
+                saved = Report.load(options.recheck)
+            except ReportFileError as exc:
+                raise PlanError(str(exc)) from None
+            rechecked = recheck_part(saved, suite.name, only_suite=True)
+        if rechecked is None or not any(c.name in _labels(suite) for c in rechecked.cases):
+            count = len(rechecked.cases) if rechecked is not None else 0
+            raise PlanError(
+                f"none of the {count:,} cases of {options.recheck} is in suite "
+                f"{suite.name!r} ({suite.path}); nothing to recheck"
             )
-        return (
-            f"Replace the baseline {self.path}? It holds {len(self.dropped)} case(s) this run "
-            f"lacks, which would be dropped: {_names(self.dropped)}"
+        return {"rechecked": rechecked}
+    return {}
+
+
+def _labels(suite: Suite) -> set[str]:
+    return {case.label for case in suite.cases}
+
+
+def recheck_parts(report: Report) -> dict[str, Report]:
+    """A saved report split by suite (a report of several suites, `run suites/ --json`,
+    is rechecked suite by suite), each part with its cases' plain names."""
+    parts: dict[str, list[Any]] = {}
+    for case in report.cases:
+        parts.setdefault(case_suite(report, case), []).append(
+            dataclasses.replace(case, name=case_name(report, case))
         )
+    return {
+        suite: dataclasses.replace(report, name=suite, cases=cases)
+        for suite, cases in parts.items()
+    }
 
 
-def _names(names: list[str], shown: int = 6) -> str:
-    listed = ", ".join(repr(n) for n in names[:shown])
-    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
-
-
-def plan_baseline(report: Report | None, path: Path, *, merge: bool) -> BaselinePlan:
-    """What `save_baseline` would do with `report` at `path` (nothing is written)."""
-    refused = _refusal(report, path)
-    if refused is not None or report is None:
-        return BaselinePlan(path=path, merge=merge, written=[], dropped=[], problem=refused)
-    existing = read_baseline(path)
-    written = [case.name for case in report.cases]
-    if existing.status is BaselineStatus.CORRUPT:
-        problem = BaselineOutcome(
-            status=BaselineStatus.CORRUPT,
-            path=path,
-            message=f"baseline not saved: {existing.message}",
-        )
-        return BaselinePlan(path=path, merge=merge, written=written, dropped=[], problem=problem)
-    kept = [c.name for c in existing.baseline.cases] if existing.baseline is not None else []
-    if existing.baseline is None:
-        merge = False  # nothing to merge into: the run becomes the baseline
-    dropped = [] if merge else [name for name in kept if name not in set(written)]
-    return BaselinePlan(path=path, merge=merge, written=written, dropped=dropped)
-
-
-def _refusal(report: Report | None, path: Path) -> BaselineOutcome | None:
-    if report is None:
-        return BaselineOutcome(
-            status=BaselineStatus.REFUSED,
-            path=path,
-            message="baseline not saved: the run has not finished yet",
-        )
-    if report.cancelled:
-        return BaselineOutcome(
-            status=BaselineStatus.REFUSED,
-            path=path,
-            message="baseline not saved: the run was cancelled",
-        )
+def recheck_part(report: Report, suite: str, *, only_suite: bool = False) -> Report | None:
+    """The part of `report` that suite `suite` rechecks: its own cases, or (`only_suite`)
+    the whole report when it holds one suite's cases under another name."""
+    parts = recheck_parts(report)
+    if suite in parts:
+        return parts[suite]
+    if only_suite and len(parts) == 1:
+        (part,) = parts.values()
+        return dataclasses.replace(part, name=suite)
     return None
 
 
-def accept_into_baseline(
-    report: Report, path: Path, names: Sequence[str], *, removed: Sequence[str] = ()
-) -> BaselineOutcome:
-    """Write the current results of cases `names` into the baseline at `path`, and drop
-    the cases `removed` (they are gone from the suite), keeping every other case.
+def definitions(suite: Suite) -> dict[str, str]:
+    """Each case's definition fingerprint, by name (what a journal records)."""
+    return {case.label: fingerprint(case) for case in suite.cases}
 
-    The review flow's `a`/`A`: the file is rewritten atomically.
+
+def changed_definitions(recorded: Mapping[str, str], suite: Suite) -> str:
+    """How the suite's cases differ from the fingerprints a run recorded ("" when they do
+    not, or when the run recorded none: a journal older than version 3)."""
+    if not recorded:
+        return ""
+    now = definitions(suite)
+    changed = sorted(name for name in recorded.keys() & now.keys() if recorded[name] != now[name])
+    added = sorted(now.keys() - recorded.keys())
+    removed = sorted(recorded.keys() - now.keys())
+    parts = []
+    for what, names in (("changed", changed), ("added", added), ("removed", removed)):
+        if names:
+            shown = ", ".join(repr(n) for n in names[:5]) + (" …" if len(names) > 5 else "")
+            parts.append(f"{len(names)} case(s) {what}: {shown}")
+    return "; ".join(parts)
+
+
+def agent_for(suite: Suite, spec: str) -> object:
+    """The suite's agent with model `spec` (`openai:gpt-4o-mini`), or the agent that
+    `module:attribute` names (importable from the suite's folder).
+
+    Raises:
+        ValueError: the spec names neither.
     """
-    existing = read_baseline(path)
-    if existing.status is BaselineStatus.CORRUPT:
-        return BaselineOutcome(
-            status=BaselineStatus.CORRUPT, path=path, message=f"not accepted: {existing.message}"
-        )
-    wanted = set(names)
-    chosen = [case for case in report.cases if case.name in wanted]
-    base = existing.baseline or Report(report.name, [], metadata=dict(report.metadata))
-    merged = merge_cases(base, chosen, removed=list(removed))
-    write_baseline_file(merged, path)
-    count = len(chosen) + len(removed)
-    return BaselineOutcome(
-        status=BaselineStatus.SAVED,
-        path=path,
-        message=f"accepted {count} case(s) into {path}",
-        baseline=merged,
-    )
+    from tui_eval.agents.agent import Agent
+    from tui_eval.agents.providers import known_prefixes
+    from tui_eval.suites.declarative import SuiteFileError, import_reference
 
-
-def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Sequence[str]) -> Report:
-    """`baseline` with `cases` replacing (or added after) those of the same name, and the
-    cases named in `removed` dropped. Case order follows the baseline."""
-    by_name = {case.name: case for case in cases}
-    gone = set(removed)
-    merged = [by_name.pop(c.name, c) for c in baseline.cases if c.name not in gone]
-    merged.extend(by_name.values())
-    return replace(baseline, cases=merged)
-
-
-def save_baseline(report: Report | None, path: Path, *, merge: bool = False) -> BaselineOutcome:
-    """Write `report` as the baseline at `path`, unless that would lose something.
-
-    A cancelled or unfinished run is never saved, and a corrupt baseline file is never
-    replaced (the user fixes or deletes it first). With `merge` (a partial run), the run's
-    cases replace those of the same name and every other baseline case is kept.
-    """
-    plan = plan_baseline(report, path, merge=merge)
-    if plan.problem is not None:
-        return plan.problem
-    assert report is not None
-    if plan.merge:
-        existing = read_baseline(path).baseline
-        assert existing is not None
-        write_baseline_file(merge_cases(existing, report.cases, removed=[]), path)
-        return BaselineOutcome(
-            status=BaselineStatus.SAVED,
-            path=path,
-            message=f"{len(plan.written)} case(s) merged into the baseline {path}",
-        )
-    write_baseline_file(report, path)
-    return BaselineOutcome(
-        status=BaselineStatus.SAVED, path=path, message=f"baseline saved to {path}"
-    )
+    prefix, sep, _ = spec.partition(":")
+    if not sep:
+        raise ValueError(f"{spec!r} is neither a model spec (openai:MODEL) nor module:attribute")
+    if prefix in known_prefixes():
+        if not isinstance(suite.agent, Agent):
+            raise ValueError(
+                f"suite {suite.name!r}: a model spec needs an Agent to clone; give "
+                "module:attribute agents instead"
+            )
+        return suite.agent.clone(model=spec)
+    try:
+        return import_reference(spec, suite.path or Path("."))
+    except SuiteFileError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def shard_metadata(suite: Suite, options: RunOptions) -> dict[str, object]:
@@ -494,34 +632,6 @@ def select(suite: Suite, options: RunOptions) -> Suite:
     return selected
 
 
-def read_baseline(path: Path) -> BaselineOutcome:
-    """Read the baseline at `path`: `COMPARED`-ready (with `baseline`), `MISSING` or `CORRUPT`."""
-    if not path.exists():
-        return BaselineOutcome(
-            status=BaselineStatus.MISSING, path=path, message=f"no baseline yet at {path}"
-        )
-    try:
-        baseline = Report.load(path)
-    except ReportFileError as exc:
-        return BaselineOutcome(
-            status=BaselineStatus.CORRUPT,
-            path=path,
-            message=f"baseline {exc} — not replaced; fix or delete it",
-        )
-    names = [case.name for case in baseline.cases]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        return BaselineOutcome(
-            status=BaselineStatus.CORRUPT,
-            path=path,
-            message=f"baseline {path}: duplicate case names {duplicates[:5]} — not replaced; "
-            "fix or delete it",
-        )
-    return BaselineOutcome(
-        status=BaselineStatus.COMPARED, path=path, message=f"read {path}", baseline=baseline
-    )
-
-
 def _executor(suite: Suite, options: RunOptions) -> Executor | None:
     """The executor `options` ask for (None: this process).
 
@@ -544,3 +654,25 @@ def _executor(suite: Suite, options: RunOptions) -> Executor | None:
         workers=options.ray_workers,
         env=suite.required_env,
     )
+
+
+__all__ = [
+    "BaselineOutcome",
+    "BaselinePlan",
+    "BaselineStatus",
+    "EmptySelection",
+    "PlanError",
+    "ResumeError",
+    "SuiteRun",
+    "accept_into_baseline",
+    "agent_for",
+    "compare_with_baseline",
+    "merge_cases",
+    "plan_baseline",
+    "read_baseline",
+    "recheck_part",
+    "recheck_parts",
+    "run_settings",
+    "save_baseline",
+    "select",
+]

@@ -13,7 +13,7 @@ from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.cases import Case
 from tui_eval.checks.base import Check
-from tui_eval.runner import Price
+from tui_eval.run_settings import Price
 
 
 def baseline_file_stem(name: str) -> str:
