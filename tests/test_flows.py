@@ -348,3 +348,143 @@ def test_front_ends_import_neither_the_runner_nor_sequential():
                     module,
                     name,
                 )
+
+
+# -- issue 23/24: resume guards, interrupted runs, missing baselines, --last-failed ---------
+def test_resume_refuses_when_the_suite_changed_unless_forced(tmp_path):
+    import anyio
+
+    from tests.test_suite_run import run_service, simulate_kill, write_suite
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory
+
+    path = write_suite(tmp_path / "suites")
+    history = RunHistory(tmp_path)
+    anyio.run(run_service, path, RunOptions(), history)
+    simulate_kill(history, keep=2)
+    path.write_text(path.read_text().replace('contains("answer")', 'contains("answer to")'))
+    refused = cli("resume", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (
+        "changed since the run started" in refused.stderr and "6 case(s) changed" in refused.stderr
+    )
+    assert "--force" in refused.stderr and history.interrupted()  # still resumable
+    forced = cli("resume", "--force", cwd=tmp_path)
+    assert forced.returncode == 1, forced.stdout + forced.stderr  # bad-keep fails, as before
+    assert not history.interrupted()
+
+
+def test_a_journal_line_of_a_newer_schema_is_a_clear_error(tmp_path):
+    import json
+
+    import anyio
+
+    from tests.test_suite_run import run_service, simulate_kill, write_suite
+    from tui_eval.options import RunOptions
+    from tui_eval.store import JOURNAL_SCHEMA_VERSION, RunHistory
+
+    path = write_suite(tmp_path / "suites")
+    history = RunHistory(tmp_path)
+    anyio.run(run_service, path, RunOptions(), history)
+    simulate_kill(history, keep=2)
+    journal = history.runs()[0].journal_path
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    lines[2]["schema_version"] = JOURNAL_SCHEMA_VERSION + 1  # otherwise a valid sample line
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = cli("resume", cwd=tmp_path)
+    assert result.returncode == 2 and "newer tui-eval" in result.stderr, result.stderr
+    assert f"schema_version {JOURNAL_SCHEMA_VERSION + 1}" in result.stderr
+
+
+def test_an_interrupted_run_does_not_report_unrun_cases_as_removed(tmp_path):
+    import anyio
+
+    from tests.test_suite_run import write_suite
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory
+    from tui_eval.suite_run import SuiteRun
+    from tui_eval.suites import load_suites
+
+    path = write_suite(tmp_path / "suites")
+    slow = "import anyio\n" + path.read_text().replace(
+        "async def agent(question: str) -> str:\n",
+        "async def agent(question: str) -> str:\n    await anyio.sleep(0.01)\n",
+    )
+    path.write_text(slow)
+    (suite,) = load_suites([path]).suites
+
+    async def run(stop_after: int | None):
+        finished = []
+
+        def on_event(event):
+            from tui_eval.events import SampleFinished
+
+            if isinstance(event, SampleFinished):
+                finished.append(event)
+                if stop_after is not None and len(finished) == stop_after:
+                    service.cancel()  # what Ctrl+C does
+
+        service = SuiteRun.start(suite, RunOptions(), history=RunHistory(tmp_path), invocation="t")
+        service.on_event = on_event
+        await service.run()
+        return service
+
+    full = anyio.run(run, None)
+    assert full.save_baseline().status.value == "saved"
+    cut = anyio.run(run, 2)
+    assert cut.report is not None and cut.report.cancelled and len(cut.report.cases) == 2
+    diff = cut.compare().diff
+    assert diff is not None and diff.removed == []
+    # A case really gone from the suite is still "removed", cut short or not.
+    path.write_text(path.read_text().replace('"drop-1"', ""))
+    (suite,) = load_suites([path]).suites
+    cut = anyio.run(run, 2)
+    assert cut.compare().diff.removed == ["drop-1"]
+
+
+def test_fail_on_regressions_without_any_baseline_says_so_and_fails_closed(tmp_path):
+    root = project(tmp_path)
+    default = cli("run", "suites", "--headless", cwd=root)
+    assert default.returncode == 0  # a new project's first run passes...
+    gated = cli("run", "suites", "--headless", "--fail-on", "regressions", cwd=root)
+    assert gated.returncode == 1, (
+        gated.stdout + gated.stderr
+    )  # ...but an explicit gate has nothing to check
+    assert "no baseline for suite 'alpha'" in gated.stderr
+    assert "no baseline to check regressions against" in gated.stdout
+    # One suite with a baseline: the other is new, said so, and does not fail the gate.
+    cli("run", "suites", "--headless", "--save-baseline", "--filter", "a", cwd=root)
+    (root / "suites" / "__baselines__" / "beta.json").unlink(missing_ok=True)
+    one = cli("run", "suites", "--headless", "--fail-on", "regressions", cwd=root)
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert "no baseline for suite 'beta'" in one.stderr
+
+
+def test_the_ci_gate_compares_a_new_suite_as_new_not_as_an_error(tmp_path):
+    root = project(tmp_path)
+    cli("run", "suites", "--headless", "--save-baseline", cwd=root)
+    (root / "suites" / "__baselines__" / "beta.json").unlink()
+    cli("run", "suites", "--headless", "--json", "all.json", cwd=root, WRONG="a2")
+    gate = cli("compare", "all.json", "--fail-on", "regressions,removed", cwd=root)
+    assert gate.returncode == 1 and "1 regression(s)" in gate.stdout, gate.stdout + gate.stderr
+    assert "no baseline for suite 'beta'" in gate.stderr and "4 case(s) are new" in gate.stderr
+    fine = cli("run", "suites", "--headless", "--json", "ok.json", cwd=root)
+    assert cli("compare", "ok.json", "--fail-on", "regressions,removed", cwd=root).returncode == 0
+    assert fine.returncode == 0
+    for name in ("alpha.json",):
+        (root / "suites" / "__baselines__" / name).unlink()
+    none = cli("compare", "ok.json", cwd=root)
+    assert none.returncode == 2 and "no baseline for suite" in none.stderr
+
+
+def test_last_failed_reruns_what_failed_in_each_suites_last_run(tmp_path):
+    root = project(tmp_path)
+    first = cli("run", "suites", "--headless", "--last-failed", cwd=root, WRONG="a1,b2")
+    assert "no recorded run" in first.stdout and first.returncode == 1
+    again = cli("run", "suites", "--headless", "--lf", "--json", "lf.json", cwd=root)
+    assert again.returncode == 0, again.stdout + again.stderr
+    ran = {(c.suite, c.name) for c in Report.load(root / "lf.json").cases}
+    assert ran == {("alpha", "a1"), ("beta", "b2")}
+    everything = cli("run", "suites", "--headless", "--lf", "--json", "all.json", cwd=root)
+    assert "no failure in its last run" in everything.stdout
+    assert len(Report.load(root / "all.json").cases) == 7

@@ -56,10 +56,15 @@ class BaselineOutcome:
 
 
 def compare_with_baseline(
-    report: Report | None, path: Path, *, only: Sequence[str] | None = None
+    report: Report | None,
+    path: Path,
+    *,
+    only: Sequence[str] | None = None,
+    not_run: Sequence[str] = (),
 ) -> BaselineOutcome:
     """Compare a finished run's report with the baseline at `path` (restricted to the
-    cases named in `only`, when given)."""
+    cases named in `only`, when given). The cases in `not_run` (an interrupted run never
+    reached them) are left out: not run is not "removed"."""
     if report is None:
         return BaselineOutcome(
             status=BaselineStatus.REFUSED, path=path, message="the run has not finished yet"
@@ -71,6 +76,9 @@ def compare_with_baseline(
     if only is not None:
         wanted = set(only)
         baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in wanted])
+    if not_run:
+        skipped = set(not_run)
+        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name not in skipped])
     try:
         diff = report.compare(baseline)
     except ValueError as exc:  # the run itself has duplicate case names

@@ -75,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--filter", metavar="TEXT", help="only cases whose name contains TEXT")
     run.add_argument(
+        "--last-failed",
+        "--lf",
+        action="store_true",
+        help="only the cases that failed in each suite's last run (all if none did)",
+    )
+    run.add_argument(
         "--fail-fast", action="store_true", help="run cases one by one, stop at the first failure"
     )
     run.add_argument(
@@ -356,6 +362,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             or args.samples_jsonl
             or args.shard
             or args.fail_on is not None
+            or args.last_failed
         )
         if args.watch and (args.headless or batch):
             print(

@@ -37,6 +37,7 @@ from tui_eval.suite_run import (
     PlanError,
     ResumeError,
     SuiteRun,
+    last_failed,
     recheck_part,
     recheck_parts,
 )
@@ -72,6 +73,8 @@ class SuiteOutcome:
     title: str = ""
     diff: Diff | None = None
     baseline_error: str | None = None
+    baseline_missing: str | None = None
+    """The baseline file the run had none of (a new suite), when it had none."""
     journal_error: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -149,6 +152,8 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     compared = service.compare()
     if compared.status is BaselineStatus.COMPARED:
         outcome.diff = compared.diff
+    elif compared.status is BaselineStatus.MISSING and not service.options.save_baseline:
+        outcome.baseline_missing = str(compared.path)
     elif compared.is_error:
         outcome.baseline_error = compared.message
         _err(f"error: {compared.message}")
@@ -245,20 +250,70 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
         plans = parts
     if shard is not None:
         plans = [(s, o, None) for s, o in _shard_plans(loaded.suites, options, shard)]
+    if getattr(args, "last_failed", False):
+        plans = [(s, _last_failed_options(s, o), r) for s, o, r in plans]
     outcomes, failed = anyio.run(_run_suites, plans)
     if rechecked is not None and outcomes:
         _print_recheck(outcomes)
     exported = _write_exports(args, outcomes)
+    explicit = getattr(args, "fail_on", None) is not None
+    unchecked = _missing_baselines(outcomes, fail_on, explicit=explicit, shard=shard is not None)
     code = exit_code(outcomes, bool(loaded.errors) or failed or not exported, fail_on)
-    reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)]
+    reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)] + unchecked
+    if unchecked and code == EXIT_OK:
+        code = EXIT_FAILED
     if code == EXIT_FAILED and reasons and mode == "run" and not options.decide:
         fails = ",".join(c.value for c in FailOn if c in fail_on)
         print(f"failing (--fail-on {fails}): {'; '.join(reasons)}")
     return code
 
 
+BASELINE_CONDITIONS = frozenset({FailOn.REGRESSIONS, FailOn.REMOVED, FailOn.DEFINITION_CHANGED})
+
+
+def _missing_baselines(
+    outcomes: list[SuiteOutcome], fail_on: frozenset[FailOn], *, explicit: bool, shard: bool
+) -> list[str]:
+    """Say which suites had no baseline to gate on; the gate's reason when it fails closed.
+
+    A suite without a baseline is new: its cases cannot regress, and the run says so
+    rather than passing in silence. When `--fail-on` explicitly asks for a condition that
+    needs a baseline and no suite of the run has one (a forgotten commit, a wrong
+    `--baseline`), the gate fails closed. A shard never does: the merged report is gated.
+    """
+    needed = fail_on & BASELINE_CONDITIONS
+    missing = [o for o in outcomes if o.baseline_missing and o.mode == "run"]
+    if not needed or not missing:
+        return []
+    what = ", ".join(sorted(c.value for c in needed))
+    for outcome in missing:
+        _err(
+            f"note: no baseline for suite {outcome.suite.name!r} at {outcome.baseline_missing}: "
+            f"its cases are new, not checked for {what} (save one with --save-baseline)"
+        )
+    if explicit and not shard and len(missing) == len(outcomes):
+        return [f"no baseline to check {what} against ({len(missing)} suite(s) without one)"]
+    return []
+
+
 Plan = tuple[Suite, RunOptions, "Report | None"]
 """A suite to run, its options, and (for a recheck) the saved report part it rechecks."""
+
+
+def _last_failed_options(suite: Suite, options: RunOptions) -> RunOptions:
+    """`--last-failed`: the options running only the cases of `suite` that failed in its
+    last run (all of them when none did, or when it has never run), and say which."""
+    if suite.skip:
+        return options
+    failed = last_failed(suite, RunHistory())
+    name = one_line(suite.name, 200)
+    if not failed:
+        why = "no recorded run" if failed is None else "no failure in its last run"
+        print(f"--last-failed: {name}: {why}; running every case")
+        return options
+    print(f"--last-failed: {name}: rerunning the {len(failed)} case(s) that failed last time")
+    chosen = failed if options.cases is None else tuple(c for c in failed if c in options.cases)
+    return options.model_copy(update={"cases": chosen})
 
 
 def _recheck_plans(

@@ -53,8 +53,11 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
     """Each suite's baseline for a (multi-suite) report: `folder/<suite>.json`, or the
     suites' own `__baselines__/` beside their files.
 
+    A suite without a baseline file (a new suite) is left out, with a note: its cases
+    cannot regress. Only when no suite has one is that an error.
+
     Raises:
-        ValueError: a suite has no baseline to compare with.
+        ValueError: no suite has a baseline to compare with (or a suite has no path).
         ReportFileError: a baseline cannot be read.
     """
     from tui_eval.diff import case_suite
@@ -65,6 +68,7 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
     if not paths and current.metadata.get("suite_path"):
         paths = {current.name: current.metadata["suite_path"]}
     pairs = []
+    missing: list[tuple[str, Path]] = []
     for suite in suites:
         file = f"{baseline_file_stem(suite)}.json"
         if folder:
@@ -76,8 +80,17 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
                 f"no baseline for suite {suite!r}: give BASELINE or --baseline-dir DIR"
             )
         if not path.exists():
-            raise ValueError(f"no baseline for suite {suite!r} at {path}")
+            missing.append((suite, path))
+            continue
         pairs.append((str(path), Report.load(path)))
+    if missing and not pairs:
+        suite, path = missing[0]
+        raise ValueError(f"no baseline for suite {suite!r} at {path}")
+    for suite, path in missing:  # a new suite: nothing to regress from, said out loud
+        count = sum(1 for case in current.cases if case_suite(current, case) == suite)
+        _err(
+            f"note: no baseline for suite {suite!r} at {path}: its {count} case(s) are new, not compared"
+        )
     return pairs
 
 

@@ -404,7 +404,8 @@ class SuiteRun:
         """Compare the finished run with its baseline.
 
         A partial run (a filter, a rerun, a shard) is compared with the baseline's cases it
-        ran: the others are not "removed", they live in other runs. A decide or A/B run
+        ran: the others are not "removed", they live in other runs. Nor are the cases an
+        interrupted run never reached (a case gone from the suite still is). A decide or A/B run
         gives its decision, a recheck its comparison with the outputs' first verdicts.
         """
         if self.decision is not None:
@@ -420,12 +421,17 @@ class SuiteRun:
             return BaselineOutcome(
                 status=BaselineStatus.COMPARED,
                 path=None,
-                message=f"compared with {self.options.recheck}",
+                message=f"compared with {_shown(self.options.recheck or '')}",
                 diff=self.report.compare(self.rechecked),
                 baseline=self.rechecked,
             )
         only = [case.label for case in self.suite.cases] if self.options.is_partial else None
-        return compare_with_baseline(self.report, self.baseline_path, only=only)
+        report = self.report
+        not_run: list[str] = []
+        if report is not None and report.cancelled:  # Ctrl+C, SIGTERM, a budget: cut short
+            ran = {case.name for case in report.cases}
+            not_run = [case.label for case in self.suite.cases if case.label not in ran]
+        return compare_with_baseline(report, self.baseline_path, only=only, not_run=not_run)
 
     def plan_baseline(self) -> BaselinePlan:
         """What `save_baseline()` would do (merge a partial run, replace with a full one)."""
@@ -459,6 +465,22 @@ class SuiteRun:
             [name for name in accepted if name in ran],
             removed=[n for n in accepted if defined is not None and n not in defined | ran],
         )
+
+
+def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
+    """The cases of `suite` that did not pass in its last run (`--last-failed`, like
+    pytest's `--lf`); None when it has no readable run yet. A case gone from the suite is
+    left out."""
+    names = {case.label for case in suite.cases}
+    for record in history.runs():
+        if record.suite != suite.name or record.problem or run_mode(record.options) != "run":
+            continue
+        try:
+            report = record.load_report()
+        except (ReportFileError, OSError, ValueError):
+            continue
+        return tuple(c.name for c in report.cases if not c.passed and c.name in names)
+    return None
 
 
 def run_mode(options: RunOptions) -> Mode:
@@ -523,11 +545,19 @@ def _prepare(suite: Suite, options: RunOptions, rechecked: Report | None) -> dic
         if rechecked is None or not any(c.name in _labels(suite) for c in rechecked.cases):
             count = len(rechecked.cases) if rechecked is not None else 0
             raise PlanError(
-                f"none of the {count:,} cases of {options.recheck} is in suite "
+                f"none of the {count:,} cases of {_shown(options.recheck)} is in suite "
                 f"{suite.name!r} ({suite.path}); nothing to recheck"
             )
         return {"rechecked": rechecked}
     return {}
+
+
+def _shown(path: str) -> str:
+    """A path as the user would type it here: relative to the working folder if inside."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
 
 
 def _labels(suite: Suite) -> set[str]:
@@ -667,6 +697,7 @@ __all__ = [
     "accept_into_baseline",
     "agent_for",
     "compare_with_baseline",
+    "last_failed",
     "merge_cases",
     "plan_baseline",
     "read_baseline",
