@@ -1,7 +1,7 @@
-"""The evaluator-style API (seed 000), as presets over `evaluate()` and its checks.
+"""The evaluator-style API (`AccuracyEval`, `TrajectoryEval`, `PerformanceEval`), as presets over `evaluate()` and its checks.
 
 An `EvalExample` becomes a `Case`; an evaluator becomes one check on it; the
-`EvalReport` is a `Report` with the seed's per-example view on top.
+`EvalReport` is a `Report` with a per-example view on top.
 
 Example:
     >>> dataset = EvalDataset([EvalExample("6 * 7?", expected="42")], name="qa")

@@ -469,7 +469,7 @@ class ReportFile(pydantic.BaseModel, Generic[ReportT]):
     """A report file: `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`.
 
     `Report.save()` writes one and `Report.load()` is its inverse. `ReportFile[EvalReport]`
-    holds the seed-000 report type the same way.
+    holds the evaluator API's `EvalReport` the same way.
     """
 
     kind: Literal["tui-eval-report"] = REPORT_KIND

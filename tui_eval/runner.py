@@ -1,8 +1,10 @@
-"""`evaluate()`: run cases against an agent concurrently and stream typed events.
+"""`evaluate()`, `evaluate_iter()` and `recheck()`: run cases against an agent and stream
+typed events; `Evaluation` is the handle behind them (cancel, partial report).
 
-Concurrency is across cases (a pool of `concurrency` workers); the samples of one case
-run one after another; the checks of one sample run concurrently. Everything the app
-and the CLI show is built from the events emitted here.
+By default concurrency is across cases (a pool of `concurrency` workers), the samples of
+one case run one after another, and the checks of one sample run concurrently;
+`RunSettings` changes how (samples of a case in parallel, a budget, an executor
+elsewhere). Everything the app and the CLI show is built from the events emitted here.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -371,15 +372,8 @@ def _exact_samples_needed(
 
 
 def _normal_quantile(q: float) -> float:
-    """The standard normal quantile (by bisection on erfc)."""
-    low, high = -10.0, 10.0
-    for _ in range(80):
-        mid = (low + high) / 2
-        if 0.5 * math.erfc(-mid / math.sqrt(2)) < q:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+    """The standard normal quantile."""
+    return statistics.NormalDist().inv_cdf(q)
 
 
 # -- An anytime-valid test of a current pass rate against a fixed baseline ------------------

@@ -1,4 +1,4 @@
-"""Offline testing helpers: scripted models and the seed-000 test client."""
+"""Offline testing helpers: scripted models and `AgentTestClient`, the evaluator API's test client."""
 
 from __future__ import annotations
 
