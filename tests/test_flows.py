@@ -488,3 +488,14 @@ def test_last_failed_reruns_what_failed_in_each_suites_last_run(tmp_path):
     everything = cli("run", "suites", "--headless", "--lf", "--json", "all.json", cwd=root)
     assert "no failure in its last run" in everything.stdout
     assert len(Report.load(root / "all.json").cases) == 7
+
+
+def test_results_diff_and_stored_values_have_no_cycle_even_in_annotations():
+    """The cycle report → diff → report held only because `if TYPE_CHECKING:` imports
+    were left out of the graph; the result types now live below both."""
+    import grimp
+
+    graph = grimp.build_graph("tui_eval", exclude_type_checking_imports=False)
+    for lower in ("tui_eval.diff", "tui_eval.stored_values", "tui_eval.results"):
+        assert graph.find_shortest_chain(importer=lower, imported="tui_eval.report") is None, lower
+    assert graph.find_shortest_chain(importer="tui_eval.results", imported="tui_eval.diff") is None

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rich.cells import cell_len
 
+from tui_eval.results import CaseResult
 from tui_eval.stats import fisher_exact, holm, paired_test, samples_needed
 from tui_eval.text import one_line, pad_cells
 
-if TYPE_CHECKING:
-    from tui_eval.report import CaseResult, Report
+
+class ReportLike(Protocol):
+    """What a comparison reads of a `tui_eval.report.Report` (which imports this module,
+    so it is named here by its shape)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cases(self) -> list[CaseResult]: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
 
 NOISE_P = 0.05
 
@@ -181,7 +192,7 @@ SUITE_SEPARATOR = " / "
 """How a case of a report that spans several suites is named in diffs: `suite / case`."""
 
 
-def case_suite(report: Report, case: CaseResult) -> str:
+def case_suite(report: ReportLike, case: CaseResult) -> str:
     """The suite a case belongs to: recorded on it, else (a report merged before suites were
     recorded per case) the prefix of its `suite / case` name, else the report's name."""
     if case.suite:
@@ -194,7 +205,7 @@ def case_suite(report: Report, case: CaseResult) -> str:
     return report.name
 
 
-def case_name(report: Report, case: CaseResult) -> str:
+def case_name(report: ReportLike, case: CaseResult) -> str:
     """A case's own name (without a legacy `suite / ` prefix)."""
     suite = case_suite(report, case)
     prefix = suite + SUITE_SEPARATOR
@@ -203,12 +214,12 @@ def case_name(report: Report, case: CaseResult) -> str:
     return case.name
 
 
-def spans_suites(report: Report) -> bool:
+def spans_suites(report: ReportLike) -> bool:
     """Whether the report holds cases of more than one suite."""
     return len({case_suite(report, case) for case in report.cases}) > 1
 
 
-def _keyed(report: Report, which: str, by_suite: bool) -> dict[tuple[str, str], CaseResult]:
+def _keyed(report: ReportLike, which: str, by_suite: bool) -> dict[tuple[str, str], CaseResult]:
     keyed: dict[tuple[str, str], CaseResult] = {}
     dupes: list[str] = []
     for case in report.cases:
@@ -228,7 +239,7 @@ def _label(key: tuple[str, str]) -> str:
     return f"{suite}{SUITE_SEPARATOR}{name}" if suite else name
 
 
-def compare_reports(current: Report, baseline: Report) -> Diff:
+def compare_reports(current: ReportLike, baseline: ReportLike) -> Diff:
     """The `Diff` of `current` against `baseline` (see `Report.compare`).
 
     Cases are matched by (suite, case) whenever either report spans several suites, so a

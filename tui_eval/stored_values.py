@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tui_eval.agents.messages import ToolCall
+from tui_eval.results import CaseResult, SampleResult
 from tui_eval.text import json_safe
-
-if TYPE_CHECKING:
-    from tui_eval.agents.messages import ToolCall
-    from tui_eval.report import CaseResult, SampleResult
-
 
 OUTPUT_ONCE_FROM = 1024
 """A text output at least this long is stored once, not again as the last message."""
