@@ -209,8 +209,8 @@ suite = Suite("coin", agent=agent, price=lambda usage: 1.0, concurrency=50,
 
 def coin_project(tmp_path: Path) -> Path:
     (tmp_path / "suites").mkdir(exist_ok=True)
-    (tmp_path / "suites" / "coin_suite.py").write_text(COIN_SUITE)
-    return tmp_path / "suites" / "coin_suite.py"
+    (tmp_path / "suites" / "flow_coin_suite.py").write_text(COIN_SUITE)
+    return tmp_path / "suites" / "flow_coin_suite.py"
 
 
 def calls(path: Path) -> int:
@@ -280,7 +280,7 @@ def test_a_killed_ab_run_resumes_both_sides(tmp_path):
 
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
-    options = RunOptions(ab=("coin_suite:agent", "coin_suite:other"), max_samples=20)
+    options = RunOptions(ab=("flow_coin_suite:agent", "flow_coin_suite:other"), max_samples=20)
     _, whole = anyio.run(run_decision, path, options, history)
     total = calls(path)
     record = history.runs()[0]
