@@ -52,10 +52,14 @@ def one_tool_then_answer(server: WireServer) -> None:
 CHECKS = [tool_called("get_weather", city="Tokyo"), contains("21 °C"), no_error()]
 
 
-async def test_wrapped_graph_gives_its_trajectory_usage_and_output():
+@pytest.mark.parametrize("wrapped", [True, False], ids=["wrap", "the graph itself"])
+async def test_wrapped_graph_gives_its_trajectory_usage_and_output(wrapped):
     with WireServer() as server:
         one_tool_then_answer(server)
-        report = await evaluate(wrap(make_graph(server.url)), [Case("Weather in Tokyo?", CHECKS)])
+        graph = make_graph(server.url)
+        report = await evaluate(
+            wrap(graph) if wrapped else graph, [Case("Weather in Tokyo?", CHECKS)]
+        )
     assert report.passed, str(report)
     run = report.cases[0].samples[0].run
     assert run.output == "It is 21 °C in Tokyo." and run.stop_reason == "stop"

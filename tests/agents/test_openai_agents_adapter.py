@@ -45,10 +45,14 @@ def one_tool_then_answer(server: WireServer) -> None:
 CHECKS = [tool_called("get_weather", city="Tokyo"), contains("21 °C"), no_error()]
 
 
-async def test_wrapped_agent_gives_its_trajectory_usage_and_output():
+@pytest.mark.parametrize("wrapped", [True, False], ids=["wrap", "the SDK agent itself"])
+async def test_wrapped_agent_gives_its_trajectory_usage_and_output(wrapped):
     with WireServer() as server:
         one_tool_then_answer(server)
-        report = await evaluate(wrap(make_agent(server.url)), [Case("Weather in Tokyo?", CHECKS)])
+        agent = make_agent(server.url)
+        report = await evaluate(
+            wrap(agent) if wrapped else agent, [Case("Weather in Tokyo?", CHECKS)]
+        )
     assert report.passed, str(report)
     run = report.cases[0].samples[0].run
     assert run.output == "It is 21 °C in Tokyo."

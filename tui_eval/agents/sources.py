@@ -136,6 +136,18 @@ def _framework_adapter(source: Any) -> SampleRunner | None:
         from tui_eval.agents.adapters.pydantic_ai import pydantic_ai_runner
 
         return pydantic_ai_runner(source)
+    if (
+        module.split(".")[0] == "agents"
+        and hasattr(source, "tools")
+        and hasattr(source, "handoffs")
+    ):
+        from tui_eval.agents.adapters import openai_agents  # an Agents SDK agent, unwrapped
+
+        return openai_agents.wrap(source).sample_runner()
+    if module.startswith("langgraph") and hasattr(source, "ainvoke"):
+        from tui_eval.agents.adapters import langgraph  # a compiled graph, unwrapped
+
+        return langgraph.wrap(source).sample_runner()
     return None
 
 
