@@ -206,7 +206,15 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
 
         async def show_diff(pilot: Pilot[Any]) -> None:
             diff = report.compare(baseline)
-            await pilot.app.push_screen(DiffScreen(diff, report, baseline, title="calculator"))
+            await pilot.app.push_screen(
+                DiffScreen(
+                    diff,
+                    report,
+                    baseline,
+                    title="calculator",
+                    baseline_path=home / "calculator.json",
+                )
+            )
             await pilot.pause()
 
         return app, show_diff, ["enter"] if name == "side_by_side" else []

@@ -139,40 +139,6 @@ async def test_full_run_asks_before_dropping_baseline_cases(tmp_path):
     assert set(baseline_cases(tmp_path)) == {"a", "b", "c", "d", "e"}
 
 
-async def test_review_accepts_one_case_then_all(tmp_path):
-    from tui_eval.report import CaseResult, Report, SampleResult
-    from tui_eval.tui.screens.diff import DiffScreen, SideBySideScreen
-
-    (tmp_path / "__baselines__").mkdir()
-    app = make_app(suites=[kitchen(tmp_path, wrong=("c",))], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("s")
-        await pilot.pause()
-    # Add a case to the baseline that the suite no longer has.
-    base = Report.load(tmp_path / "__baselines__" / "kitchen.json")
-    base.cases.append(CaseResult("gone", [SampleResult("gone", 0, "passed")], planned=1))
-    base.save(tmp_path / "__baselines__" / "kitchen.json")
-    changed = make_app(suites=[kitchen(tmp_path, wrong=("a", "b"))], history=RunHistory(tmp_path))
-    async with changed.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, changed.screen)
-        await pilot.press("c")
-        diff = changed.screen
-        assert isinstance(diff, DiffScreen)
-        assert diff._names == ["a", "b", "c", "gone"]
-        await pilot.press("enter")  # side by side, both results
-        assert isinstance(changed.screen, SideBySideScreen)
-        await pilot.press("q", "a")  # accept `a` only
-        await pilot.pause()
-        assert baseline_cases(tmp_path)["a"] is False and baseline_cases(tmp_path)["b"] is True
-        await pilot.press("A")  # accept the rest shown, the removed case included
-        await pilot.pause()
-        assert diff.accepted == {"a", "b", "c", "gone"}
-    assert baseline_cases(tmp_path) == dict(a=False, b=False, c=True, d=True, e=True)
-
-
 async def test_an_empty_diff_says_so(tmp_path):
     from tui_eval.tui.screens.diff import DiffScreen
 

@@ -228,7 +228,7 @@ class TuiEvalApp(App[int]):
 
         if isinstance(self.screen, HelpScreen):
             return
-        title = type(self.screen).__name__.removesuffix("Screen")
+        title = self.screen.TITLE or type(self.screen).__name__.removesuffix("Screen")
         self.push_screen(HelpScreen(title, screen_keys(self.screen)))
 
     def notify(

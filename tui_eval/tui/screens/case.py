@@ -7,7 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 
 from tui_eval.report import CaseResult, SampleResult
 from tui_eval.stats import wilson_interval
@@ -16,6 +16,7 @@ from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import StartSession
 from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell, format_ms
 from tui_eval.tui.workspace import Workspace
@@ -31,6 +32,7 @@ def describe_rate(case: CaseResult) -> str:
 class CaseScreen(Screen[None]):
     """One case. `m` reruns just this case with more samples, to tell flaky from broken."""
 
+    TITLE = "Case"
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
@@ -63,7 +65,7 @@ class CaseScreen(Screen[None]):
         yield Sparkline([], id="latency")
         yield Static(id="rerun")
         yield Table(id="samples")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#samples", DataTable)

@@ -1,85 +1,107 @@
-"""The Diff screen: regressions, improvements, added and removed cases; side by side samples."""
+"""The Diff screen: the current run against its baseline, reviewed case by case like
+`cargo insta review` — decisions are collected, then written to the baseline at once."""
 
 from __future__ import annotations
 
-import difflib
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from tui_eval.diff import CaseChange, Diff
 from tui_eval.events import Event, SampleFinished
-from tui_eval.report import CaseResult, Diff, Report, SampleResult
+from tui_eval.report import Report
 from tui_eval.suite_run import BaselineStatus
-from tui_eval.text import one_line, value_text
+from tui_eval.text import one_line
+from tui_eval.tui.review import Decision, Review, review_items
+from tui_eval.tui.screens.side_by_side import SideBySideScreen
 from tui_eval.tui.session import RunSession
-from tui_eval.tui.widgets.sample_text import render_checks
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
-from tui_eval.tui.widgets.text import cell, plain
+from tui_eval.tui.widgets.text import cell
+
+KIND_SHOWN = {
+    "regressed": ("✗ regressed", "red"),
+    "improved": ("✓ improved", "green"),
+    "added": ("+ added", "cyan"),
+    "removed": ("- removed", "yellow"),
+    "redefined": ("~ redefined", "yellow"),
+}
+DECISION_SHOWN = {
+    None: ("·", "dim"),
+    Decision.ACCEPT: ("accept", "bold green"),
+    Decision.REJECT: ("reject", "yellow"),
+    Decision.SKIP: ("skip", "dim"),
+}
+LEGEND = (
+    "before → now: the share of the case's samples that pass. noise: Fisher's exact test, "
+    "Holm-adjusted — significant below p = 0.05, else noise?; too few (~n): with n samples "
+    "a side this case's test would have 80% power; ~ flaky. m samples until decided"
+)
 
 
-def _representative(case: CaseResult) -> SampleResult | None:
-    """The sample that best explains the case: its first failure, else its first sample."""
-    return next(
-        (s for s in case.samples if not s.passed), case.samples[0] if case.samples else None
+def points(delta: float) -> str:
+    """A difference of rates in percentage points, with a real minus: `−12`, `+50`, `0`."""
+    value = round(delta * 100)
+    return f"{value:+d}".replace("-", "−") if value else "0"
+
+
+def suite_line(diff: Diff) -> str:
+    """The suite-level comparison, saying what its rate is: the mean over the cases in both
+    runs of each case's share of passing samples (not the share of cases that passed)."""
+    if not diff.changes:
+        return "no case in both runs"
+    before = sum(c.baseline_rate for c in diff.changes) / len(diff.changes)
+    after = sum(c.current_rate for c in diff.changes) / len(diff.changes)
+    low, high = diff.delta_ci
+    return (
+        f"mean pass rate of the cases {before:.0%} → {after:.0%} · Δ {points(diff.delta)} pts "
+        f"[{points(low)}, {points(high)}] · p={diff.p_value:.3f}"
     )
 
 
-def _trajectory_lines(sample: SampleResult | None) -> list[str]:
-    if sample is None or sample.run is None:
-        return []
-    lines = []
-    for call in sample.run.tool_calls:
-        outcome = (
-            f"error: {call.error}"
-            if call.error is not None
-            else f"→ {value_text(call.result, pretty=True)[:200]}"
-        )
-        lines.append(
-            f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}) {outcome}"
-        )
-    return lines
-
-
-def _unified(before: list[str], after: list[str], what: str) -> Text:
-    text = Text()
-    diff = list(
-        difflib.unified_diff(before, after, f"baseline {what}", f"current {what}", lineterm="", n=2)
-    )
-    if not diff:
-        return Text(f"{what}: identical", style="dim")
-    for line in diff[:400]:
-        style = (
-            "green"
-            if line.startswith("+")
-            else "red"
-            if line.startswith("-")
-            else "cyan"
-            if line.startswith("@@")
-            else ""
-        )
-        text.append_text(plain(line[:500], limit=None, style=style))
-        text.append("\n")
-    return text
+def noise_text(change: CaseChange) -> Text:
+    """The noise column: short enough for 80 columns, explained by the legend."""
+    if change.label == "significant":
+        words = f"significant p={change.adjusted_p_value:.3f}"
+    elif change.label == "too few samples":
+        words = f"too few (~{change.samples_needed})" if change.samples_needed else "too few"
+    elif change.label == "noise":
+        words = f"noise? p={change.adjusted_p_value:.2f}"
+    else:
+        words = change.label
+    if change.flaky:
+        words += " ~"
+    return Text(words, style="bold" if change.significant else "dim")
 
 
 class DiffScreen(Screen[None]):
-    """The current run against its baseline. `enter` opens a case side by side; `a` accepts
-    that case's new result into the baseline and `A` every case shown (a review, like
-    `cargo insta review`)."""
+    """The current run against its baseline, as a review queue.
 
+    For each changed case: `a` accept its new result, `r` reject it (the baseline keeps
+    its own), `s` skip, `u` undo the last decision; `A` accepts every pending case. Nothing
+    is written until `w`, which writes every decision to the baseline file at once; leaving
+    with decisions not written asks first. `enter` opens the case side by side, where
+    `a`/`r`/`s` decide it too and the next pending case opens.
+    """
+
+    TITLE = "Diff"
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
         Binding("enter", "open", "Side by side", show=False),
-        Binding("a", "accept", "Accept case"),
-        Binding("A", "accept_all", "Accept all"),
-        Binding("m", "decide", "More samples until decided"),
+        Binding("a", "decide_case('accept')", "Accept", tooltip="Accept the case's new result"),
+        Binding("r", "decide_case('reject')", "Reject", tooltip="Reject: keep the baseline's"),
+        Binding("s", "decide_case('skip')", "Skip", tooltip="Skip the case for now"),
+        Binding("u", "undo", "Undo", tooltip="Undo the last decision not written"),
+        Binding("w", "write", "Write", tooltip="Write every decision to the baseline file"),
+        Binding("A", "accept_all", "Accept all", tooltip="Accept every pending case"),
+        Binding("m", "decide", "More samples", tooltip="More samples until each change is decided"),
     ]
 
     def __init__(
@@ -93,9 +115,11 @@ class DiffScreen(Screen[None]):
     ) -> None:
         super().__init__()
         self.diff = diff
+        """The comparison as first made (the rows); `shown` is it after the decisions."""
+        self.shown = diff
         self.current = current.report if isinstance(current, RunSession) else current
         self.session = current if isinstance(current, RunSession) else None
-        """The run whose results `a`/`A` write into the baseline (through its `SuiteRun`)."""
+        """The run whose results `w` writes into the baseline (through its `SuiteRun`)."""
         self.suite = current.suite if isinstance(current, RunSession) else None
         """The suite whose agent `m` samples more (None for two saved reports)."""
         self.deciding = False
@@ -104,117 +128,50 @@ class DiffScreen(Screen[None]):
         self.baseline = baseline
         self.baseline_path = baseline_path
         self.title_text = title
-        self._names: list[str] = []
-        self.accepted: set[str] = set()
+        self.review = Review(review_items(diff))
+        self._names = [item.name for item in self.review.items]
+        self._scope = {c.name for c in diff.changes} | set(diff.removed)
+        """The baseline cases the comparison covered (a partial run covers some only)."""
+
+    @property
+    def reviewing(self) -> bool:
+        """Whether decisions can be written (a baseline file and a current run)."""
+        return self.baseline_path is not None and self.session is not None
+
+    @property
+    def accepted(self) -> set[str]:
+        """Cases accepted into the baseline file (written)."""
+        return set(self.review.written)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Accepting needs a baseline file and a current run (not two past runs)."""
-        if action in ("accept", "accept_all"):
-            return self.baseline_path is not None and self.session is not None
+        """Reviewing needs a baseline file and a current run (not two past runs)."""
+        if action in ("decide_case", "accept_all", "undo", "write"):
+            return self.reviewing
         if action == "decide":
             return self.suite is not None and self.baseline is not None and not self.deciding
         return True
 
     def compose(self) -> ComposeResult:
-        d = self.diff
-        summary = Text(f"Diff{' · ' + self.title_text if self.title_text else ''} · ")
-        summary.append(
-            f"{len(d.regressions)} regression(s)", style="bold red" if d.regressions else ""
-        )
-        summary.append(
-            f" · {len(d.improvements)} improvement(s)", style="green" if d.improvements else ""
-        )
-        summary.append(
-            f" · {len(d.added)} added · {len(d.removed)} removed · {len(d.unchanged)} unchanged"
-        )
-        if d.definition_changed:
-            summary.append(f" · {len(d.definition_changed)} redefined", style="yellow")
-        yield Static(summary, id="screen-title")
-        yield Static(Text(d.suite_line(), style="bold"), id="suite-line")
-        yield Static(
-            "noise: whether a change in pass rate is larger than sampling noise (Fisher's exact "
-            "test on passed/failed samples, Holm-adjusted across cases; p < 0.05 is "
-            "significant; 'too few samples': these samples could never show it, with the "
-            "samples per side at which this case's test would have 80% power)",
-            id="diff-legend",
-        )
+        yield Static(id="screen-title")
+        yield Static(id="review-status")
+        yield Static(id="suite-line")
+        yield Static(LEGEND, id="diff-legend")
         yield Static(id="no-changes")
         yield Table(id="changes")
-        yield Footer()
+        yield KeyFooter()
 
     COLUMNS = (
-        Column("kind", "change", 12, 0),
-        Column("name", "case", 30, 1),
-        Column("before", "before", 7, 2),
-        Column("now", "now", 7, 3),
-        Column("delta", "Δ", 6, 4),
-        Column("noise", "noise", 40, 5),
+        Column("decision", "review", 6, 0),
+        Column("kind", "change", 11, 0),
+        Column("name", "case", 14, 1, grow=40),
+        Column("rates", "before → now", 12, 2),
+        Column("delta", "Δ pts", 5, 4),
+        Column("noise", "noise", 17, 3, grow=14),
     )
 
     def on_mount(self) -> None:
-        rows: list[tuple[str, dict[str, Text]]] = []
-        for change in self.diff.regressions + self.diff.improvements:
-            regressed = change in self.diff.regressions
-            delta = change.current_rate - change.baseline_rate
-            noise = change.noise_label + ("; flaky" if change.flaky else "")
-            rows.append(
-                (
-                    change.name,
-                    {
-                        "kind": Text(
-                            "✗ regressed" if regressed else "✓ improved",
-                            style="red" if regressed else "green",
-                        ),
-                        "name": cell(change.name, 80),
-                        "before": Text(f"{change.baseline_rate:.0%}", justify="right"),
-                        "now": Text(f"{change.current_rate:.0%}", justify="right"),
-                        "delta": Text(
-                            f"{delta:+.0%}", justify="right", style="red" if delta < 0 else "green"
-                        ),
-                        "noise": Text(noise, style="dim" if not change.significant else "bold"),
-                    },
-                )
-            )
-        for name in self.diff.added:
-            rows.append(
-                (
-                    name,
-                    {
-                        "kind": Text("+ added", style="cyan"),
-                        "name": cell(name, 80),
-                        "before": Text("–"),
-                    },
-                )
-            )
-        for name in self.diff.removed:
-            rows.append(
-                (
-                    name,
-                    {
-                        "kind": Text("- removed", style="yellow"),
-                        "name": cell(name, 80),
-                        "now": Text("–"),
-                    },
-                )
-            )
-        listed = {name for name, _ in rows}
-        for name in self.diff.definition_changed:
-            if name in listed:  # moved too: say so on its row
-                cells = dict(rows)[name]
-                cells["noise"] = Text("definition changed", style="yellow")
-            else:
-                rows.append(
-                    (
-                        name,
-                        {
-                            "kind": Text("~ redefined", style="yellow"),
-                            "name": cell(name, 80),
-                            "noise": Text("definition changed: same name, other case"),
-                        },
-                    )
-                )
-        self._names = [name for name, _ in rows]
-        self.query_one(Table).show(self.COLUMNS, rows)
+        columns = self.COLUMNS if self.reviewing else self.COLUMNS[1:]
+        self.query_one(Table).show(columns, [(name, self._cells(name)) for name in self._names])
         empty = self.query_one("#no-changes", Static)
         empty.display = not self._names
         if not self._names:
@@ -222,6 +179,72 @@ class DiffScreen(Screen[None]):
         table = self.query_one(DataTable)
         table.display = bool(self._names)
         table.focus()
+        self._show_header()
+
+    def _cells(self, name: str) -> dict[str, Text]:
+        kind = self.review.kind(name)
+        label, style = KIND_SHOWN[kind]
+        cells = {"kind": Text(label, style=style), "name": cell(name, 80)}
+        cells["decision"] = self._decision_cell(name)
+        change = next((c for c in self.diff.changes if c.name == name), None)
+        if change is not None:
+            delta = change.current_rate - change.baseline_rate
+            cells["rates"] = Text(f"{change.baseline_rate:.0%} → {change.current_rate:.0%}")
+            cells["delta"] = Text(
+                points(delta), justify="right", style="red" if delta < 0 else "green"
+            )
+            cells["noise"] = noise_text(change)
+        elif kind in ("added", "removed"):
+            report = self.current if kind == "added" else self.baseline
+            found = next((c for c in report.cases if c.name == name), None) if report else None
+            rate = f"{found.pass_rate:.0%}" if found is not None and found.samples else "?"
+            cells["rates"] = Text(f"– → {rate}" if kind == "added" else f"{rate} → –")
+        if name in self.diff.definition_changed:
+            cells["noise"] = Text("definition changed", style="yellow")
+        return cells
+
+    def _decision_cell(self, name: str) -> Text:
+        if name in self.review.written:
+            return Text("saved", style="bold green")
+        label, style = DECISION_SHOWN[self.review.decisions.get(name)]
+        return Text(label, style=style)
+
+    def _show_header(self) -> None:
+        """The counts as they will be once the decisions are written, and the review's state."""
+        d = self.shown
+        summary = Text(f"Diff{' · ' + self.title_text if self.title_text else ''} · ")
+        summary.append(f"{len(d.regressions)} regressed", style="bold red" if d.regressions else "")
+        summary.append(
+            f" · {len(d.improvements)} improved", style="green" if d.improvements else ""
+        )
+        for count, words in ((len(d.added), "added"), (len(d.removed), "removed")):
+            if count:
+                summary.append(f" · {count} {words}")
+        summary.append(f" · {len(d.unchanged)} unchanged")
+        if d.definition_changed:
+            summary.append(f" · {len(d.definition_changed)} redefined", style="yellow")
+        self.query_one("#screen-title", Static).update(summary)
+        status = self.query_one("#review-status", Static)
+        status.display = self.reviewing and bool(self._names)
+        if status.display:
+            line = Text("review: ", style="bold")
+            line.append(self.review.status())
+            unwritten = sum(len(names) for names in self.review.accepted())
+            if unwritten:
+                line.append(f" — w writes {unwritten} change(s) to the baseline", style="yellow")
+            status.update(line)
+        self.query_one("#suite-line", Static).update(Text(suite_line(d), style="bold"))
+
+    def _decided(self, name: str) -> None:
+        """Repaint after a decision about `name`: its row, the header, the footer."""
+        self.query_one(Table).set_cell(name, "decision", self._decision_cell(name))
+        if self.baseline is not None and self.current is not None:
+            try:
+                self.shown = self.review.preview(self.current, self.baseline, self._scope)
+            except ValueError:
+                self.shown = self.diff
+        self._show_header()
+        self.refresh_bindings()
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
@@ -234,8 +257,14 @@ class DiffScreen(Screen[None]):
             return None
         return self._names[table.cursor_row]
 
+    def _move_to(self, name: str | None) -> None:
+        if name is not None:
+            self.query_one(DataTable).move_cursor(row=self._names.index(name), animate=False)
+
     def action_open(self) -> None:
-        name = self._cursor_name()
+        self._open(self._cursor_name())
+
+    def _open(self, name: str | None) -> None:
         if name is None:
             return
         now = (
@@ -246,30 +275,114 @@ class DiffScreen(Screen[None]):
             if self.baseline
             else None
         )
-        self.app.push_screen(SideBySideScreen(name, before, now))
+        screen = SideBySideScreen(
+            name, before, now, reviewing=self.reviewing, pending=self.review.status()
+        )
 
-    def action_accept(self) -> None:
+        def decided(decision: Decision | None) -> None:
+            if decision is None:
+                return
+            self._record(name, decision, then=self._open_next)
+
+        self.app.push_screen(screen, decided)
+
+    def _open_next(self, name: str) -> None:
+        """After deciding in the side by side view: the next pending case, side by side."""
+        following = self.review.next_pending(name)
+        self._move_to(following or name)
+        if following is not None:
+            self._open(following)
+        else:
+            self.notify("every case is decided: w writes the decisions", timeout=4)
+
+    def action_decide_case(self, decision: str) -> None:
         name = self._cursor_name()
-        if name is not None:
-            self._accept([name])
+        if name is not None and name not in self.review.written:
+            self._record(name, Decision(decision), then=self._after_row_decision)
+
+    def _after_row_decision(self, name: str) -> None:
+        self._move_to(self.review.next_pending(name) or name)
+
+    def _record(
+        self, name: str, decision: Decision, *, then: Callable[[str], None] | None = None
+    ) -> None:
+        """Record `decision`; accepting a regression is confirmed first."""
+
+        def record(confirmed: bool | None = True) -> None:
+            if not confirmed:
+                self.notify(f"{name}: not accepted", timeout=2)
+                return
+            self.review.decide(name, decision)
+            self._decided(name)
+            if then is not None:
+                then(name)
+
+        if decision is Decision.ACCEPT and self.review.kind(name) == "regressed":
+            from tui_eval.tui.screens.prompt import ConfirmScreen
+
+            change = next(c for c in self.diff.regressions if c.name == name)
+            question = (
+                f"Accept the regression of {name!r}? It passed before and fails now "
+                f"({change.baseline_rate:.0%} → {change.current_rate:.0%} of samples): the "
+                "baseline will expect the failing result."
+            )
+            self.app.push_screen(ConfirmScreen(question), record)
+            return
+        record()
+
+    def action_undo(self) -> None:
+        name = self.review.undo()
+        if name is None:
+            self.notify("nothing to undo", timeout=2)
+            return
+        self._decided(name)
+        self._move_to(name)
 
     def action_accept_all(self) -> None:
-        self._accept([n for n in self._names if n not in self.accepted])
-
-    def _accept(self, names: list[str]) -> None:
-        if self.baseline_path is None or self.current is None or not names:
+        """Accept every pending case (asking first when regressions are among them)."""
+        pending = self.review.pending
+        if not pending:
+            self.notify("no pending case", timeout=2)
             return
+
+        def record(confirmed: bool | None = True) -> None:
+            if not confirmed:
+                self.notify("nothing accepted", timeout=2)
+                return
+            for name in pending:
+                self.review.decide(name, Decision.ACCEPT)
+                self._decided(name)
+
+        regressed = [n for n in pending if self.review.kind(n) == "regressed"]
+        if regressed:
+            from tui_eval.tui.screens.prompt import ConfirmScreen
+
+            named = ", ".join(repr(n) for n in regressed[:6])
+            more = f" and {len(regressed) - 6} more" if len(regressed) > 6 else ""
+            question = (
+                f"Accept {len(pending)} case(s), {len(regressed)} of them regressions "
+                f"({named}{more})? The baseline will expect their failing results."
+            )
+            self.app.push_screen(ConfirmScreen(question), record)
+            return
+        record()
+
+    def action_write(self) -> None:
+        """Write every accepted decision to the baseline file, atomically, in one go."""
+        changed, removed = self.review.accepted()
         if self.session is None:
             return
-        outcome = self.session.write_baseline(names)
+        if not changed and not removed:
+            self.notify("no accepted change to write: the baseline is unchanged", timeout=3)
+            return
+        outcome = self.session.write_baseline(changed + removed)
         if outcome.status is not BaselineStatus.SAVED:
             self.notify(outcome.message, severity="warning")
             return
         self.baseline = outcome.baseline
-        table = self.query_one(Table)
-        for name in names:
-            self.accepted.add(name)
-            table.set_cell(name, "kind", Text("✓ accepted", style="bold green"))
+        self.review.mark_written()
+        for name in changed + removed:
+            self._decided(name)
         self.notify(outcome.message)
 
     def action_decide(self) -> None:
@@ -324,69 +437,19 @@ class DiffScreen(Screen[None]):
         self.notify(one_line(summary, 300), timeout=8)
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        changed, removed = self.review.accepted()
+        if not changed and not removed:
+            self.app.pop_screen()
+            return
+        from tui_eval.tui.screens.prompt import ConfirmScreen
 
+        def leave(confirmed: bool | None) -> None:
+            if confirmed:
+                self.app.pop_screen()
 
-class SideBySideScreen(Screen[None]):
-    """One case in the baseline and now: outputs, an output diff, a trajectory diff, and checks."""
-
-    BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-    ]
-
-    def __init__(self, name: str, baseline: CaseResult | None, current: CaseResult | None) -> None:
-        super().__init__()
-        self.case_name = name
-        self.before = _representative(baseline) if baseline else None
-        self.after = _representative(current) if current else None
-        self.baseline_case = baseline
-        self.current_case = current
-
-    def compose(self) -> ComposeResult:
-        title = Text("Side by side · ")
-        title.append_text(cell(self.case_name, 100))
-        yield Static(title, id="screen-title")
-        with Horizontal(id="sides"):
-            for label, case, sample in (
-                ("baseline", self.baseline_case, self.before),
-                ("current", self.current_case, self.after),
-            ):
-                with VerticalScroll(classes="side"):
-                    yield Static(self._side(label, case, sample))
-        with VerticalScroll(id="diffs"):
-            before_out = (
-                value_text(self.before.output, pretty=True).splitlines() if self.before else []
-            )
-            after_out = (
-                value_text(self.after.output, pretty=True).splitlines() if self.after else []
-            )
-            yield Static(_unified(before_out, after_out, "output"))
-            yield Static(
-                _unified(
-                    _trajectory_lines(self.before), _trajectory_lines(self.after), "trajectory"
-                )
-            )
-        yield Footer()
-
-    @staticmethod
-    def _side(label: str, case: CaseResult | None, sample: SampleResult | None) -> Text:
-        text = Text()
-        text.append(f"{label}\n", style="bold underline")
-        if case is None or sample is None:
-            text.append("not in this run", style="dim")
-            return text
-        text.append(
-            f"{case.samples_passed}/{len(case.samples)} samples passed · sample {sample.index + 1}: {sample.status}\n\n"
+        count = len(changed) + len(removed)
+        question = (
+            f"Leave without writing? {count} accepted case(s) are not written to the "
+            f"baseline (w writes them)."
         )
-        text.append("output\n", style="bold")
-        text.append_text(plain(value_text(sample.output, pretty=True), limit=3000))
-        text.append("\n\nchecks\n", style="bold")
-        text.append_text(render_checks(sample))
-        if sample.error:
-            text.append("error\n", style="bold red")
-            text.append_text(plain(sample.error, limit=2000))
-        return text
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
+        self.app.push_screen(ConfirmScreen(question), leave)

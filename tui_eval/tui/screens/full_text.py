@@ -6,8 +6,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.long_text import LongText
 from tui_eval.tui.widgets.text import cell
 
@@ -15,6 +16,7 @@ from tui_eval.tui.widgets.text import cell
 class FullTextScreen(Screen[None]):
     """The complete text, virtualised (only visible rows render); `/` searches it."""
 
+    TITLE = "Full output"
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
@@ -33,7 +35,7 @@ class FullTextScreen(Screen[None]):
         )
         yield LongText(self.text, id="full-text")
         yield Input(placeholder="search (enter finds the next match, escape closes)", id="search")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#search", Input).display = False

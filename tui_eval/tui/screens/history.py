@@ -9,11 +9,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from tui_eval.report import Report
 from tui_eval.store import RunRecord, RunSummary
 from tui_eval.tui.messages import ResumeRun, ShowReport
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
@@ -24,13 +25,14 @@ HISTORY_LIMIT = 200
 class HistoryScreen(Screen[None]):
     """Runs newest first. `space` marks a run; `c` compares the marked run with the one under the cursor."""
 
+    TITLE = "History"
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
         Binding("enter", "open", "Open", show=False),
         Binding("space", "mark", "Mark"),
-        Binding("c", "compare", "Compare marked ↔ cursor"),
-        Binding("R", "resume", "Resume interrupted"),
+        Binding("c", "compare", "Compare", tooltip="Compare the marked run with the cursor's"),
+        Binding("R", "resume", "Resume", tooltip="Resume an interrupted or cancelled run"),
     ]
 
     def __init__(self, workspace: Workspace) -> None:
@@ -43,14 +45,15 @@ class HistoryScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("History · past runs of this project (newest first)", id="screen-title")
         yield Table(id="runs")
-        yield Footer()
+        yield KeyFooter()
 
     COLUMNS = (
+        # At 80 columns the pass count stays and samples, tokens and the run id go.
         Column("mark", "", 1, 0),
-        Column("when", "started", 19, 1),
-        Column("suite", "suite", 18, 2),
-        Column("status", "status", 20, 3),
-        Column("cases", "cases", 9, 4),
+        Column("when", "started", 14, 1),
+        Column("suite", "suite", 14, 3, grow=14),
+        Column("status", "status", 20, 2, grow=8),
+        Column("cases", "cases passed", 12, 4),
         Column("samples", "samples", 8, 6),
         Column("tokens", "tokens", 9, 7),
         Column("id", "run", 40, 8),
@@ -79,7 +82,7 @@ class HistoryScreen(Screen[None]):
             status += " · resumed"
         return {
             "mark": Text(""),
-            "when": Text(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))),
+            "when": Text(time.strftime("%m-%d %H:%M:%S", time.localtime(record.started_at))),
             "suite": cell(record.suite, 40),
             "status": Text(
                 status,

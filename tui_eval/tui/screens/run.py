@@ -6,7 +6,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tui_eval.diff import Diff
 from tui_eval.suite_run import BaselineOutcome, BaselineStatus, EmptySelection
@@ -14,6 +14,7 @@ from tui_eval.tui.messages import StartSession, WatchRerun
 from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
@@ -24,19 +25,22 @@ FRAME_SECONDS = 0.1
 class RunScreen(Screen[None]):
     """A run, live or finished. Updates are coalesced: one repaint per frame, not per sample."""
 
+    TITLE = "Run"
     BINDINGS = [
+        # The footer shows these in this order, as many as fit (`?` lists all): while a run
+        # goes `x` comes early; once it ends `r`, `c` and `s` take its place.
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
-        Binding("f", "failing_only", "Failing only"),
-        Binding("slash", "filter", "Filter"),
-        Binding("o", "sort", "Sort"),
-        Binding("n", "next_failure", "Next fail"),
-        Binding("s", "save_baseline", "Save base"),
-        Binding("c", "compare", "Compare"),
-        Binding("r", "rerun_failed", "Rerun"),
-        Binding("x", "cancel_run", "Cancel"),
-        Binding("w", "watch", "Watch"),
-        Binding("p", "since_previous", "vs previous"),
+        Binding("x", "cancel_run", "Cancel", tooltip="Cancel the run (finished samples are kept)"),
+        Binding("n", "next_failure", "Next fail", tooltip="Open the next failing sample"),
+        Binding("r", "rerun_failed", "Rerun", tooltip="Rerun the failing cases"),
+        Binding("c", "compare", "Compare", tooltip="Compare with the baseline (review)"),
+        Binding("s", "save_baseline", "Save", tooltip="Save the run as the baseline"),
+        Binding("f", "failing_only", "Failing", tooltip="Show failing cases only (again: all)"),
+        Binding("slash", "filter", "Filter", tooltip="Filter cases by name"),
+        Binding("o", "sort", "Sort", tooltip="Sort by the next column (again: run order)"),
+        Binding("w", "watch", "Watch", tooltip="Watch: rerun on every save of the suite's files"),
+        Binding("p", "since_previous", "vs prev", tooltip="What changed since the previous run"),
     ]
 
     def __init__(
@@ -57,6 +61,7 @@ class RunScreen(Screen[None]):
         self.since_previous: Diff | None = None
         self.reruns_started = 0
         self._finished_seen = False
+        self._was_running: bool | None = None
 
     @property
     def watching(self) -> bool:
@@ -72,7 +77,7 @@ class RunScreen(Screen[None]):
         yield Static(id="run-notes")
         yield CaseHeader(id="case-header")
         yield CaseTable(self.session.state, id="cases")
-        yield Footer()
+        yield KeyFooter()
 
     def _title(self) -> str:
         path = self.session.suite.path if self.session.suite else None
@@ -105,6 +110,10 @@ class RunScreen(Screen[None]):
             else:
                 table.sync(state.take_dirty())
             self.query_one(RunHeader).sync(state)
+        if state.running != self._was_running:
+            # Which keys apply (cancel while running; save, rerun once finished) changed.
+            self._was_running = state.running
+            self.refresh_bindings()
         if not self._finished_seen and state.report is not None and not state.read_only:
             self._finished_seen = True
             self._announce_finish()

@@ -7,11 +7,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Markdown, Static, TabbedContent, TabPane
+from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.report import SampleResult
 from tui_eval.text import sanitize, value_text
 from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory, render_usage
 from tui_eval.tui.widgets.text import DISPLAY_LIMIT, cell, format_ms, plain
 
@@ -27,14 +28,15 @@ TABS = (
 class SampleScreen(Screen[None]):
     """One sample, in tabs. `n`/`p` walk the failing samples of the whole run."""
 
+    TITLE = "Sample"
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
-        Binding("n", "step(1)", "Next failing"),
-        Binding("p", "step(-1)", "Prev failing"),
-        Binding("v", "view_full", "Full output"),
-        Binding("d", "beside_passing", "Beside passing"),
-        Binding("m", "toggle_markdown", "Markdown"),
+        Binding("n", "step(1)", "Next fail", tooltip="Next failing sample of the run"),
+        Binding("p", "step(-1)", "Prev fail", tooltip="Previous failing sample of the run"),
+        Binding("d", "beside_passing", "Beside pass", tooltip="Beside the closest passing sample"),
+        Binding("v", "view_full", "Full", tooltip="The full output (any size; / searches)"),
+        Binding("t", "toggle_markdown", "Markdown", tooltip="Output as Markdown / as plain text"),
         Binding("1", "tab('output')", "Output", show=False),
         Binding("2", "tab('trajectory')", "Trajectory", show=False),
         Binding("3", "tab('checks')", "Checks", show=False),
@@ -61,7 +63,7 @@ class SampleScreen(Screen[None]):
                     yield Static(id=f"{tab_id}-body", classes="tab-body")
                     if tab_id == "output":
                         yield Markdown(id="output-markdown", classes="tab-body")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.markdown = False

@@ -8,10 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui_eval.divergence import Divergence, first_divergence, output_lines, trajectory_lines
 from tui_eval.report import SampleResult
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks
 from tui_eval.tui.widgets.text import cell, plain
 
@@ -21,6 +22,7 @@ HIGHLIGHT = "bold reverse"
 class SamplePairScreen(Screen[None]):
     """Two samples of one case side by side: trajectories and outputs line by line."""
 
+    TITLE = "Failing beside passing"
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
@@ -44,7 +46,7 @@ class SamplePairScreen(Screen[None]):
             for label, sample in (("failing", self.failing), ("closest passing", self.passing)):
                 with VerticalScroll(classes="side"):
                     yield Static(self._side(label, sample))
-        yield Footer()
+        yield KeyFooter()
 
     def _side(self, label: str, sample: SampleResult) -> Text:
         text = Text()

@@ -10,12 +10,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from tui_eval.suite_run import BaselineStatus, EmptySelection, read_baseline
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded, WatchRerun
 from tui_eval.tui.screens.prompt import quit_asking
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
@@ -49,6 +50,7 @@ def baseline_status(path: Path) -> tuple[str, str]:
 class SuitesScreen(Screen[None]):
     """`enter` runs (or opens the running) suite under the cursor; `a` runs them all."""
 
+    TITLE = "Suites"
     BINDINGS = [
         Binding("q,escape", "quit", "Quit"),
         Binding("question_mark", "app.help", "Help"),
@@ -66,20 +68,20 @@ class SuitesScreen(Screen[None]):
 
     # (key, label, width, priority): at a narrow width the lowest priorities go first.
     COLUMNS = (
-        Column("name", "suite", 18, 0),
-        Column("cases", "cases", 6, 3),
+        Column("name", "suite", 14, 0, grow=8),
+        Column("cases", "cases", 6, 4),
         Column("samples", "samples", 7, 5),
-        Column("status", "now", 24, 1),
-        Column("last", "last run", 20, 2),
-        Column("baseline", "baseline", 9, 4),
-        Column("path", "file", 28, 6),
+        Column("status", "now", 26, 1),
+        Column("last", "last run", 20, 3, grow=8),
+        Column("baseline", "baseline", 8, 2),
+        Column("path", "file", 28, 6, grow=20),
     )
 
     def compose(self) -> ComposeResult:
         yield Static("tui-eval · suites", id="screen-title")
         yield Table(id="suites")
         yield Static(id="load-errors")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._seen_finished: set[int] = set()

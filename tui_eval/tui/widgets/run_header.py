@@ -66,7 +66,10 @@ class RunHeader(Widget):
 
     @staticmethod
     def _counters(state: RunState) -> Text:
+        """Two labelled lines: samples (each run of a case) and cases (verdicts), then what
+        the run used. The pass rates say what they count."""
         counters = Text(no_wrap=True, overflow="ellipsis")
+        counters.append("samples  ", style="bold")
         counters.append(f"✓ {state.samples_passed:,} passed", style="green")
         counters.append("  ")
         counters.append(
@@ -81,15 +84,25 @@ class RunHeader(Widget):
             f"⏱ {state.samples_timed_out:,} timeouts",
             style="yellow" if state.samples_timed_out else "",
         )
+        if state.samples_done:
+            counters.append(f"  · {state.samples_passed / state.samples_done:.0%} passed")
+        if state.samples_cached:
+            counters.append(f" · {state.samples_cached:,} cached")
+        counters.append("\n")
+        counters.append("cases    ", style="bold")
         finished = [c for c in state.cases if c.samples and len(c.samples) >= c.planned]
         if finished:
             passed = sum(1 for c in finished if c.passed)
             low, high = wilson_interval(passed, len(finished))
             counters.append(
-                f"  · cases {passed:,}/{len(finished):,} passed "
+                f"{passed:,}/{len(finished):,} passed · {passed / len(finished):.0%} "
                 f"(95% CI {low * 100:.0f}–{high * 100:.0f}%)"
             )
-        counters.append(f"  · {state.usage.total_tokens:,} tokens")
+            if len(finished) < len(state.cases):
+                counters.append(f" · {len(state.cases) - len(finished):,} to go")
+        else:
+            counters.append(f"0/{len(state.cases):,} finished", style="dim")
+        counters.append(f" · {state.usage.total_tokens:,} tokens")
         if state.cost is not None:
             spent = f" · ${state.cost:.4f}"
             if state.max_cost is not None:
@@ -100,10 +113,8 @@ class RunHeader(Widget):
             counters.append(spent)
         elif state.max_cost is not None:
             counters.append(f" · budget ${state.max_cost:g} (nothing priced)")
-        if state.samples_cached:
-            counters.append(f" · {state.samples_cached:,} cached")
         counters.append(f" · {format_duration(state.elapsed)}")
-        if not state.read_only:
+        if state.running:
             counters.append(f" · {state.rate:,.1f} samples/s")
         return counters
 

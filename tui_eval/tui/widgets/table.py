@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.text import Text
@@ -15,10 +15,15 @@ class Table(DataTable[Any]):
     """A row-cursor table; `enter` selects the row (and says so in the footer).
 
     Given its columns with priorities (`show`), it keeps the ones that fit its width,
-    laying itself out again when a resize changes which fit.
+    laying itself out again when a resize changes which fit. `home`/`end` move the cursor
+    to the first/last row, as on the Run screen (not sideways).
     """
 
-    BINDINGS = [Binding("enter", "select_cursor", "Open", show=True)]
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Open", show=True),
+        Binding("home", "cursor_to(0)", "First row", show=False),
+        Binding("end", "cursor_to(-1)", "Last row", show=False),
+    ]
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("cursor_type", "row")
@@ -43,9 +48,14 @@ class Table(DataTable[Any]):
         if any(c.key == column for c in self.shown_columns):
             self.update_cell(row, column, value)
 
+    def action_cursor_to(self, row: int) -> None:
+        """Put the cursor on row `row` (-1: the last), scrolling it into view."""
+        if self.row_count:
+            self.move_cursor(row=row % self.row_count, column=0, animate=False)
+
     def on_resize(self) -> None:
         fitting = fit_columns(self._all_columns, self.size.width)
-        if [c.key for c in fitting] != [c.key for c in self.shown_columns]:
+        if [(c.key, c.width) for c in fitting] != [(c.key, c.width) for c in self.shown_columns]:
             self._lay_out()
 
     def _lay_out(self) -> None:
@@ -55,26 +65,43 @@ class Table(DataTable[Any]):
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """A table column: its key, label, width, and how important it is (0 first)."""
+    """A table column: its key, label, width, and how important it is (0 first).
+
+    A column with `grow` is `width` wide at least and takes up to `grow` more cells of
+    the room the kept columns leave (a case name, say).
+    """
 
     key: str
     label: str
     width: int
     priority: int
+    grow: int = 0
 
 
 def fit_columns(columns: Sequence[Column], width: int) -> list[Column]:
     """The columns that fit `width` cells, in their own order: when the terminal is narrow,
-    the least important go first, instead of every column being cut."""
+    the least important go first, instead of every column being cut.
+
+    Columns are kept strictly by priority: once one does not fit, no less important one is
+    shown in its place (a narrow column of little use never pushes out a useful one).
+    """
     room = max(width, 40) - 4
-    keep: set[str] = set()
+    keep: list[Column] = []
     used = 0
     for column in sorted(columns, key=lambda c: c.priority):
         if used + column.width + 2 > room and keep:
-            continue
-        keep.add(column.key)
+            break
+        keep.append(column)
         used += column.width + 2
-    return [c for c in columns if c.key in keep]
+    spare = room - used
+    grown: dict[str, Column] = {}
+    for column in keep:
+        if column.grow and spare > 0:
+            extra = min(column.grow, spare)
+            spare -= extra
+            column = replace(column, width=column.width + extra)
+        grown[column.key] = column
+    return [grown[c.key] for c in columns if c.key in grown]
 
 
 def fill(

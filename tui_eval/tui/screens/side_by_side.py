@@ -1,0 +1,183 @@
+"""One case in the baseline and now: the differences first, then both samples section by
+section (output, trajectory, checks, error), each section starting on the same line."""
+
+from __future__ import annotations
+
+import difflib
+
+from rich.console import Group, RenderableType
+from rich.table import Table as RichTable
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Static
+
+from tui_eval.report import CaseResult, SampleResult
+from tui_eval.text import value_text
+from tui_eval.tui.review import Decision
+from tui_eval.tui.widgets.footer import KeyFooter
+from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory
+from tui_eval.tui.widgets.text import cell, plain
+
+
+def representative(case: CaseResult) -> SampleResult | None:
+    """The sample that best explains the case: its first failure, else its first sample."""
+    return next(
+        (s for s in case.samples if not s.passed), case.samples[0] if case.samples else None
+    )
+
+
+def trajectory_lines(sample: SampleResult | None) -> list[str]:
+    """One line per tool call: `name(args) → result` or `name(args) error: ...`."""
+    if sample is None or sample.run is None:
+        return []
+    lines = []
+    for call in sample.run.tool_calls:
+        outcome = (
+            f"error: {call.error}"
+            if call.error is not None
+            else f"→ {value_text(call.result, pretty=True)[:200]}"
+        )
+        lines.append(
+            f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}) {outcome}"
+        )
+    return lines
+
+
+def unified(before: list[str], after: list[str], what: str) -> Text:
+    """A unified diff of two texts, coloured; `what: identical` when they are."""
+    text = Text()
+    diff = list(difflib.unified_diff(before, after, "baseline", "current", lineterm="", n=2))
+    if not diff:
+        return Text(f"{what}: identical\n", style="dim")
+    text.append(f"{what}\n", style="bold")
+    for line in diff[2:402]:  # the ---/+++ file lines say nothing the heading does not
+        style = (
+            "green"
+            if line.startswith("+")
+            else "red"
+            if line.startswith("-")
+            else "cyan"
+            if line.startswith("@@")
+            else ""
+        )
+        text.append_text(plain(line[:500], limit=None, style=style))
+        text.append("\n")
+    return text
+
+
+def _output_lines(sample: SampleResult | None) -> list[str]:
+    return value_text(sample.output, pretty=True).splitlines() if sample else []
+
+
+class SideBySideScreen(Screen[Decision | None]):
+    """A changed case, baseline beside current. In a review, `a`/`r`/`s` decide it here and
+    return to the Diff screen, which opens the next case still pending."""
+
+    TITLE = "Side by side"
+    BINDINGS = [
+        Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
+        Binding("a", "decide('accept')", "Accept"),
+        Binding("r", "decide('reject')", "Reject"),
+        Binding("s", "decide('skip')", "Skip"),
+    ]
+
+    def __init__(
+        self,
+        name: str,
+        baseline: CaseResult | None,
+        current: CaseResult | None,
+        *,
+        reviewing: bool = False,
+        pending: str = "",
+    ) -> None:
+        super().__init__()
+        self.case_name = name
+        self.before = representative(baseline) if baseline else None
+        self.after = representative(current) if current else None
+        self.baseline_case = baseline
+        self.current_case = current
+        self.reviewing = reviewing
+        """Whether `a`/`r`/`s` decide this case (a Diff screen that can write the baseline)."""
+        self.pending = pending
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "decide":
+            return self.reviewing
+        return True
+
+    def compose(self) -> ComposeResult:
+        title = Text("Side by side · ")
+        title.append_text(cell(self.case_name, 100))
+        if self.pending:
+            title.append(f" · review: {self.pending}", style="dim")
+        yield Static(title, id="screen-title")
+        with VerticalScroll(id="diffs"):
+            yield Static(self._differences(), id="differences")
+        with VerticalScroll(id="sides"):
+            yield Static(self._sides(), id="sides-table")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#sides", VerticalScroll).focus()
+
+    def _differences(self) -> RenderableType:
+        return Group(
+            unified(_output_lines(self.before), _output_lines(self.after), "output diff"),
+            unified(trajectory_lines(self.before), trajectory_lines(self.after), "trajectory diff"),
+        )
+
+    def _sides(self) -> RichTable:
+        """Both samples in one grid: a section starts on the same line on both sides."""
+        grid = RichTable.grid(expand=True, padding=(0, 1))
+        grid.add_column(ratio=1)
+        grid.add_column(ratio=1)
+        sides = (
+            (self.baseline_case, self.before, "baseline"),
+            (self.current_case, self.after, "current"),
+        )
+        heads = []
+        for case, sample, label in sides:
+            head = Text(f"{label}\n", style="bold underline")
+            if case is None or sample is None:
+                head.append("not in this run", style="dim")
+            else:
+                head.append(
+                    f"{case.samples_passed}/{len(case.samples)} samples passed · "
+                    f"sample {sample.index + 1}: {sample.status}"
+                )
+            heads.append(head)
+        grid.add_row(*heads)
+        if self.before is None and self.after is None:
+            return grid
+        for section, render in (
+            ("output", lambda s: plain(value_text(s.output, pretty=True), limit=3000)),
+            ("trajectory", lambda s: render_trajectory(s.run)),
+            ("checks", render_checks),
+        ):
+            grid.add_row(Text(""), Text(""))
+            grid.add_row(*(Text(section, style="bold") for _ in sides))
+            grid.add_row(
+                *(render(sample) if sample is not None else Text("–") for _, sample, _ in sides)
+            )
+        if any(sample is not None and sample.error for _, sample, _ in sides):
+            grid.add_row(Text(""), Text(""))
+            grid.add_row(*(Text("error", style="bold red") for _ in sides))
+            grid.add_row(
+                *(
+                    plain(sample.error, limit=2000)
+                    if sample is not None and sample.error
+                    else Text("no error", style="dim")
+                    for _, sample, _ in sides
+                )
+            )
+        return grid
+
+    def action_decide(self, decision: str) -> None:
+        self.dismiss(Decision(decision))
+
+    def action_back(self) -> None:
+        self.dismiss(None)
