@@ -13,7 +13,13 @@ from tui_eval.suite_run import BaselineOutcome, BaselineStatus, EmptySelection
 from tui_eval.tui.messages import StartSession, WatchRerun
 from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.session import RunSession
-from tui_eval.tui.widgets.case_table import COLUMNS, SORT_ORDER, CaseHeader, CaseTable
+from tui_eval.tui.widgets.case_table import (
+    COLUMNS,
+    SORT_ARROW,
+    SORT_ORDER,
+    CaseHeader,
+    CaseTable,
+)
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
@@ -196,7 +202,18 @@ class RunScreen(Screen[None]):
                 f"{len(diff.added)} added · {len(diff.removed)} removed"
             )
             parts.append(f"since the previous run: {changes} (p opens the diff)")
-        notes.update(" · ".join(parts))
+        table = self.query_one(CaseTable)
+        shown = []
+        if table.failing_only:
+            shown.append("failing cases only (f: all)")
+        if table.name_filter:
+            shown.append(f"names containing {table.name_filter!r}")
+        if table.sort_key is not None:
+            label = {key: name for key, name, _, _ in COLUMNS}.get(table.sort_key, "")
+            shown.append(f"sorted by {label} {SORT_ARROW.get(table.sort_key, '')} (o: next)")
+        if shown:
+            parts.append("showing " + ", ".join(shown))
+        notes.update(cell(" · ".join(parts), 400))
         notes.display = bool(parts)
 
     def action_since_previous(self) -> None:
@@ -231,6 +248,7 @@ class RunScreen(Screen[None]):
         table = self.query_one(CaseTable)
         table.failing_only = not table.failing_only
         table.rebuild()
+        self._show_notes()
         self.notify(
             "showing failing cases only" if table.failing_only else "showing every case", timeout=2
         )
@@ -245,6 +263,7 @@ class RunScreen(Screen[None]):
         table = self.query_one(CaseTable)
         table.name_filter = event.value.strip()
         table.rebuild()
+        self._show_notes()
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -260,12 +279,14 @@ class RunScreen(Screen[None]):
         if key is not None:
             table.sort_key = None if table.sort_key == key else key
             table.rebuild()
+            self._show_notes()
 
     def action_sort(self) -> None:
         table = self.query_one(CaseTable)
         position = SORT_ORDER.index(table.sort_key) if table.sort_key in SORT_ORDER else -1
         table.sort_key = SORT_ORDER[(position + 1) % len(SORT_ORDER)]
         table.rebuild()
+        self._show_notes()
         label = {key: name for key, name, _, _ in COLUMNS}.get(table.sort_key or "", "run order")
         self.notify(f"sorted by {label}", timeout=2)
 

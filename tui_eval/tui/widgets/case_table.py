@@ -46,7 +46,7 @@ COLUMNS = (
     ("status", "status", 9, False),
     ("name", "case", 28, False),
     ("samples", "k/n", 6, True),
-    ("rate", "pass", 4, True),
+    ("rate", "pass", 5, True),
     ("score", "score", 5, True),
     ("p50", "p50", 6, True),
     ("tokens", "tokens", 7, True),
@@ -57,6 +57,8 @@ SECONDARY = ("score", "tokens", "p50")
 """Dropped (in this order) before the case name and first failure get narrow."""
 GAP = 2
 SORT_ORDER: tuple[str | None, ...] = ("status", "name", "rate", "score", "p50", "tokens", None)
+SORT_ARROW = {"status": "▲", "name": "▲", "rate": "▲", "score": "▲", "p50": "▼", "tokens": "▼"}
+"""Shown beside the sorted column's label: ▲ lowest (or failing, or A) first, ▼ highest."""
 
 
 def row_cells(state: RunState, index: int) -> list[Text]:
@@ -250,15 +252,17 @@ class CaseTable(ScrollView, can_focus=True):
 
     # -- rendering -------------------------------------------------------------------------
     def header_text(self) -> Text:
-        """The column labels, aligned with the rows."""
-        return Text(
-            " "
-            + "".join(
-                (label.rjust(width) if right else label.ljust(width))[:width] + " " * GAP
-                for (_, label, _, right), width in zip(COLUMNS, self._layout.widths, strict=True)
-                if width
-            )
-        )
+        """The column labels, aligned with the rows; the sorted column has an arrow."""
+        text = Text(" ")
+        for (key, label, _, right), width in zip(COLUMNS, self._layout.widths, strict=True):
+            if not width:
+                continue
+            arrow = SORT_ARROW.get(key, "") if key == self.sort_key else ""
+            shown = (label + arrow)[:width] if arrow else label
+            shown = (shown.rjust(width) if right else shown.ljust(width))[:width]
+            text.append(shown, style="reverse" if arrow else "")
+            text.append(" " * GAP)
+        return text
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout()

@@ -1,0 +1,165 @@
+"""Screen-level defects a user meets: stale or cut footers, Home/End, side by side, labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey
+
+from tests.tui.scenes import build_scene
+from tui_eval.store import RunHistory
+from tui_eval.tui.app import make_app
+from tui_eval.tui.screens.help import HelpScreen, _declared_actions, screen_keys
+
+from .test_app import screen_text, wait_until_done
+from .test_debug_loop import gated_suite
+
+pytestmark = pytest.mark.anyio
+REPO = Path(__file__).resolve().parents[2]
+
+
+def footer_keys(app) -> list[str]:
+    return [key.key for key in app.screen.query(FooterKey)]
+
+
+async def test_run_footer_follows_the_run_without_opening_help(tmp_path):
+    gate = anyio.Event()
+    app = make_app(suites=[gated_suite(gate)], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        screen = app.screen
+        await pilot.pause(0.3)
+        assert "x" in footer_keys(app) and "r" not in footer_keys(app)
+        gate.set()
+        await wait_until_done(pilot, screen)
+        await pilot.pause(0.2)
+        keys = footer_keys(app)
+        assert "x" not in keys and {"r", "s", "c"} <= set(keys)
+
+
+SCENES_80x24 = ("suites", "run_live", "run_done", "case", "sample_judge", "diff", "side_by_side")
+
+
+@pytest.mark.parametrize("scene", [*SCENES_80x24, "history"])
+async def test_at_80x24_no_footer_key_is_cut_and_every_key_is_reachable(scene, tmp_path):
+    app, setup, keys = await build_scene(scene, REPO / "suites", tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await setup(pilot)
+        if keys:
+            await pilot.press(*keys)
+        await pilot.pause(0.2)
+        screen = app.screen
+        shown = list(screen.query(FooterKey))
+        assert shown and all(key.region.right <= 80 for key in shown), [
+            (key.key, key.region) for key in shown
+        ]
+        in_footer = {key.action for key in shown}
+        offered = {
+            active.binding.action
+            for active in screen.active_bindings.values()
+            if active.binding.show and active.enabled and active.node is not app
+        }
+        if offered - in_footer:  # some did not fit: the last key says so and opens the rest
+            assert shown[-1].key == "question_mark" and "more" in shown[-1].description
+        help_keys = {what for _, what in screen_keys(screen)}
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            # The screen's own keys and its widgets' (not Textual's arrows, not ctrl+c).
+            ours = active.node is not app and binding.action in _declared_actions(type(active.node))
+            if ours and active.enabled and binding.action not in in_footer | {"app.help"}:
+                assert (binding.tooltip or binding.description) in help_keys, binding
+
+
+@pytest.mark.parametrize("scene", ["case", "history", "suites", "diff"])
+async def test_home_and_end_move_the_cursor_on_every_table(scene, tmp_path):
+    app, setup, keys = await build_scene(scene, REPO / "suites", tmp_path)
+    if scene == "history":  # a third run, so that the cursor has somewhere to go
+        app.workspace.history.start("calculator", "suites/calculator.py", invocation="x")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await setup(pilot)
+        if keys:
+            await pilot.press(*keys)
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        assert table.row_count > 1
+        await pilot.press("end")
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("home")
+        assert table.cursor_row == 0
+        await pilot.press("end")
+        if scene == "case":  # `enter` opens the row under the cursor, not the one before
+            await pilot.press("enter")
+            assert app.screen.sample_index == table.row_count - 1
+
+
+async def test_side_by_side_at_120x40_shows_the_diff_the_trajectories_and_aligned_checks(
+    tmp_path,
+):
+    app, setup, keys = await build_scene("side_by_side", REPO / "suites", tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await setup(pilot)
+        await pilot.press(*keys)
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        text = "\n".join(lines)
+        # The differences themselves, not only the diff's header lines.
+        assert "-6 * 7 is 42: imagine 6 groups of 7 sweets." in text and "+It is 42." in text
+        # Both trajectories, and each section on one line for both sides.
+        for section in ("output", "trajectory", "checks"):
+            assert any(line.split() == [section, section] for line in lines), section
+        assert sum("llm_judge" in line for line in lines) == 1  # both checks on one line
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen) and app.screen.title_text == "Side by side"
+
+
+async def test_rates_say_what_they_count_and_deltas_are_in_points(tmp_path):
+    app, setup, _ = await build_scene("run_done", REPO / "suites", tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await setup(pilot)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "samples  ✓ 9 passed" in text and "60% passed" in text
+        assert "cases    5/8 passed · 62%" in text
+        assert "…" not in text.splitlines()[3]  # the counters line is not cut
+    app, setup, _ = await build_scene("diff", REPO / "suites", tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await setup(pilot)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "mean pass rate of the cases 65% → 64% · Δ −1 pts" in text
+        assert "−50" in text and "-50%" not in text
+
+
+async def test_at_80x24_tables_keep_their_most_useful_columns(tmp_path):
+    kept = {
+        "history": ({"cases"}, {"samples"}),
+        "suites": ({"status", "baseline"}, set()),
+        "diff": ({"noise", "rates"}, set()),
+    }
+    for scene, (present, absent) in kept.items():
+        app, setup, keys = await build_scene(scene, REPO / "suites", tmp_path / scene)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await setup(pilot)
+            if keys:
+                await pilot.press(*keys)
+            await pilot.pause()
+            table = app.screen.query_one(DataTable)
+            shown = {c.key for c in table.shown_columns}
+            assert present <= shown and not absent & shown, (scene, shown)
+
+
+async def test_run_shows_its_filters_and_sort_not_only_in_a_toast(tmp_path):
+    app, setup, _ = await build_scene("run_done", REPO / "suites", tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await setup(pilot)
+        await pilot.press("f", "o", "o", "o")
+        await pilot.pause()
+        notes = str(app.screen.query_one("#run-notes").render())
+        assert "failing cases only" in notes and "sorted by pass ▲" in notes
+        assert "pass▲" in str(app.screen.query_one("#case-header").render())
+        await pilot.press("f", *["o"] * 4)  # back to every case, in run order
+        await pilot.pause()
+        assert not app.screen.query_one("#run-notes").display
