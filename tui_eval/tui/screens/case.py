@@ -75,7 +75,8 @@ class CaseScreen(Screen[None]):
             ("latency", "latency", 8),
             ("tokens", "tokens", 8),
             ("score", "score", 5),
-            ("failure", "first failure", 80),
+            # The reason takes the rest of the width (no sideways scrolling at 80 columns).
+            ("failure", "first failure", max(20, self.app.size.width - 48)),
         ):
             table.add_column(label, width=width, key=key)
         self.history_line = self._history_line()

@@ -71,7 +71,7 @@ class SuitesScreen(Screen[None]):
         Column("name", "suite", 14, 0, grow=8),
         Column("cases", "cases", 6, 4),
         Column("samples", "samples", 7, 5),
-        Column("status", "now", 26, 1),
+        Column("status", "now", 26, 1, grow=14),
         Column("last", "last run", 20, 3, grow=8),
         Column("baseline", "baseline", 8, 2),
         Column("path", "file", 28, 6, grow=20),
