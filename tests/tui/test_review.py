@@ -152,31 +152,6 @@ async def test_side_by_side_decides_and_opens_the_next_pending_case(tmp_path):
         assert app.screen is diff and diff.review.decisions.keys() == {"a"}
 
 
-async def test_rerun_compare_accept_all_keeps_the_cases_the_rerun_did_not_cover(tmp_path):
-    """Issue 22, bug 2: a partial comparison never turns "not run" into "removed"."""
-    wrong = ["b", "d"]
-    app = make_app(suites=[kitchen(tmp_path, wrong=wrong)], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await run_and_save_baseline(pilot, app)
-        before = cases_on_disk(tmp_path)
-        wrong.remove("d")  # the agent is fixed for `d`
-        await pilot.press("r")  # rerun the failing cases: b, d
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("c")
-        await pilot.pause()
-        diff = app.screen
-        assert isinstance(diff, DiffScreen)
-        assert diff.diff.removed == [] and diff._names == ["d"]
-        await pilot.press("A", "w")
-        await pilot.pause()
-    after = cases_on_disk(tmp_path)
-    assert set(after) == {"a", "b", "c", "d", "e"}
-    assert baseline_cases(tmp_path) == dict(a=True, b=False, c=True, d=True, e=True)
-    assert {n: c for n, c in after.items() if n != "d"} == {
-        n: c for n, c in before.items() if n != "d"
-    }
-
-
 async def test_two_past_runs_compare_read_only(tmp_path):
     """Without a baseline file (History's compare), the review keys are not offered."""
     app = await open_review(tmp_path)
