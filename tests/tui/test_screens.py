@@ -163,3 +163,14 @@ async def test_run_shows_its_filters_and_sort_not_only_in_a_toast(tmp_path):
         await pilot.press("f", *["o"] * 4)  # back to every case, in run order
         await pilot.pause()
         assert not app.screen.query_one("#run-notes").display
+
+
+async def test_a_judge_score_is_shown_against_its_threshold(tmp_path):
+    for scene in ("sample_judge", "side_by_side"):
+        app, setup, keys = await build_scene(scene, REPO / "suites", tmp_path / scene)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await setup(pilot)
+            await pilot.press(*keys)
+            await pilot.pause()
+            text = screen_text(app)
+            assert "llm_judge  score 0.55 < 0.70" in text, scene

@@ -66,8 +66,8 @@ def render_checks(sample: SampleResult) -> Text:
     for check in sample.checks:
         mark, style = ("✓", "green") if check.passed else ("✗", "red")
         text.append(f"{mark} {check.name}", style=f"bold {style}")
-        if check.score is not None:
-            text.append(f"  score {check.score:.2f}")
+        if check.score is not None:  # a judge's against its threshold: score 0.55 < 0.70
+            text.append(f"  {check.score_text or f'score {check.score:.2f}'}")
         if check.usage is not None:
             text.append(f"  · judge {check.usage.total_tokens:,} tokens", style="dim")
         text.append("\n")
