@@ -209,7 +209,10 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
             await pilot.app.push_screen(
                 DiffScreen(
                     diff,
-                    report,
+                    # A run in review: decisions go to a baseline file (none is written here).
+                    RunSession.for_report(
+                        report, clock=clock, baseline_path=home / "calculator.json"
+                    ),
                     baseline,
                     title="calculator",
                     baseline_path=home / "calculator.json",

@@ -70,7 +70,7 @@ async def test_rerun_compare_accept_all_keeps_the_cases_the_rerun_did_not_cover(
         assert isinstance(diff, DiffScreen)
         assert diff.diff.removed == []  # a, c, e were not run, not removed
         assert sorted(c.name for c in diff.diff.improvements) == ["b", "d"]
-        await pilot.press("A")
+        await pilot.press("A", "w")  # accept every pending case, then write the decisions
         await pilot.pause()
     assert baseline_of(tmp_path) == dict(a=True, b=True, c=True, d=True, e=True)
 
