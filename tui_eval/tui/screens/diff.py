@@ -146,7 +146,7 @@ class DiffScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Reviewing needs a baseline file and a current run (not two past runs)."""
         if action in ("decide_case", "accept_all", "undo", "write"):
-            return self.reviewing
+            return self.reviewing and bool(self._names)
         if action == "decide":
             return self.suite is not None and self.baseline is not None and not self.deciding
         return True
@@ -200,7 +200,7 @@ class DiffScreen(Screen[None]):
             rate = f"{found.pass_rate:.0%}" if found is not None and found.samples else "?"
             cells["rates"] = Text(f"– → {rate}" if kind == "added" else f"{rate} → –")
         if name in self.diff.definition_changed:
-            cells["noise"] = Text("definition changed", style="yellow")
+            cells["noise"] = Text("case redefined", style="yellow")
         return cells
 
     def _decision_cell(self, name: str) -> Text:

@@ -57,6 +57,7 @@ class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical { width: 76; max-width: 95%; height: auto; border: round $warning; padding: 1 2; background: $surface; }
+    ConfirmScreen Label { width: 1fr; }
     ConfirmScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmScreen Button { margin-right: 2; }
     """
