@@ -13,16 +13,16 @@ from typing import cast
 
 from tui_eval.agents.messages import Usage
 from tui_eval.agents.providers.limits import LimitStatus
-from tui_eval.events import RunStatus
-from tui_eval.report import CaseResult, Report, SampleResult
-from tui_eval.runner import (
+from tui_eval.events import (
     CaseFinished,
     Event,
     RunFinished,
     RunStarted,
+    RunStatus,
     SampleFinished,
     SampleStateChanged,
 )
+from tui_eval.report import CaseResult, Report, SampleResult
 
 Clock = Callable[[], float]
 
