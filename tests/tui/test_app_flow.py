@@ -286,8 +286,11 @@ async def test_resume_leaves_no_stale_interrupted_state(tmp_path):
         await pilot.pause(0.5)
         status = app.screen.query_one("#suites").get_cell("gated", "status").plain
         assert "interrupted" not in status and "5/5 passed" in status
+        app._recent_notifications.clear()
         await pilot.press("enter")  # the resumed run, not the cancelled one
         assert app.screen.session is resumed.session
+        await pilot.pause(0.3)
+        assert app._recent_notifications == []  # its end is not announced again
 
 
 async def test_more_samples_stay_with_the_case_and_reach_its_latency_chart(tmp_path):

@@ -65,6 +65,7 @@ class RunSession:
         title: the Run screen's title.
         more_samples: each case's latest "more samples" rerun (`m` on the Case screen), by
             case name: it stays with the run when the Case screen closes.
+        announced: whether its end was announced (reopening the run does not repeat it).
     """
 
     state: RunState
@@ -72,6 +73,7 @@ class RunSession:
     baseline_path: Path | None = None
     title: str = ""
     more_samples: dict[str, RunSession] = field(default_factory=dict)
+    announced: bool = False
 
     @classmethod
     def start(

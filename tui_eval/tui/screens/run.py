@@ -122,7 +122,9 @@ class RunScreen(Screen[None]):
             self.refresh_bindings()
         if not self._finished_seen and state.report is not None and not state.read_only:
             self._finished_seen = True
-            self._announce_finish()
+            if not self.session.announced:  # once per run, not again when it is reopened
+                self.session.announced = True
+                self._announce_finish()
             self._compare_with_previous()
             self.refresh_bindings()  # the keys of a finished run (s, r) instead of x
         if not state.running:
