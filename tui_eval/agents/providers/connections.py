@@ -66,6 +66,7 @@ class ConnectionPool:
         self.proxy = proxy_for(base_url)
         """The proxy requests go through (from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`), or None."""
         self._idle: list[httpcore.AsyncConnectionInterface] = []
+        self._urls: dict[str, httpcore.URL] = {}
         self._ssl: ssl.SSLContext | None = None
         self.opened = 0
         """How many connections this pool has opened (the benchmarks report it)."""
@@ -94,9 +95,12 @@ class ConnectionPool:
             httpcore2's network, protocol and timeout errors.
         """
         connection = self._connection()
+        target = self._urls.get(url)
+        if target is None:  # parsed once: httpcore2 parses a str URL on every request
+            target = self._urls[url] = httpcore.URL(url)
         request = httpcore.Request(
             b"POST",
-            url,
+            target,
             headers=[
                 (b"Host", self.host_header),
                 (b"Content-Length", str(len(body)).encode()),
@@ -325,12 +329,29 @@ async def _wait(
         timer.cancel()
 
 
+COALESCE_BYTES = 1 << 16
+"""Writes are held until a read (or this many bytes): a request's head and body leave in one
+segment, not two (on loopback the second send cost as much as the whole response parse)."""
+
+
 class _AsyncioStream(httpcore.AsyncNetworkStream):
     def __init__(self, protocol: _Socket) -> None:
         self._socket = protocol
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._pending_size = 0
+            transport = self._socket.transport
+            if transport is not None and not transport.is_closing():
+                transport.write(data)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         sock = self._socket
+        self._flush()  # the request, whole, before waiting for its answer
         if not sock.buffer and not sock.eof:
             sock.waiter = asyncio.get_running_loop().create_future()
             try:
@@ -354,13 +375,18 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
             return
         if sock.transport is None or sock.transport.is_closing():
             raise httpcore.WriteError("connection closed")
-        sock.transport.write(buffer)
+        self._pending.append(buffer)
+        self._pending_size += len(buffer)
+        if self._pending_size < COALESCE_BYTES:
+            return
+        self._flush()
         if sock.writable is not None:
             await _wait(sock.writable, timeout, httpcore.WriteTimeout)
             if sock.transport.is_closing():
                 raise httpcore.WriteError("connection closed while writing")
 
     async def aclose(self) -> None:
+        self._pending.clear()
         if self._socket.transport is not None:
             self._socket.transport.close()
 
@@ -372,6 +398,7 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
     ) -> httpcore.AsyncNetworkStream:
         sock = self._socket
         assert sock.transport is not None
+        self._flush()
         loop = asyncio.get_running_loop()
         try:
             transport = await asyncio.wait_for(
