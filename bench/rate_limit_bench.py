@@ -35,8 +35,11 @@ SCENARIOS = {
     "no limit": (None, 1, 640),
 }
 EXTRAS = {"pydantic-evals": "pydantic-ai-slim[openai]", "inspect-ai": "openai"}
+FLOOR = "aiohttp (floor)"
+"""Plain aiohttp on the no-limit scenario only: the best any Python client does here."""
 DRIVERS = {
     "tui-eval": (None, "tui_eval_api.py"),
+    FLOOR: ("aiohttp", "aiohttp_floor_api.py"),
     "pydantic-evals": ("pydantic-evals", "pydantic_evals_api.py"),
     "inspect-ai": ("inspect-ai", "inspect_api.py"),
 }
@@ -101,6 +104,8 @@ def main() -> None:
     for _ in range(args.rounds):
         for scenario, (rate, burst, cases) in SCENARIOS.items():
             for name in chosen:
+                if name == FLOOR and rate is not None:
+                    continue  # no retries: the floor is for the no-limit scenario
                 started = time.perf_counter()
                 result = run_scenario(
                     pythons[name], DRIVERS[name][1], rate, burst, cases, not args.no_headers
@@ -119,6 +124,8 @@ def main() -> None:
     for scenario, (rate, burst, cases) in SCENARIOS.items():
         best = ideal(rate, burst, cases)
         for name in chosen:
+            if (scenario, name) not in results:
+                continue
             runs = results[(scenario, name)]
             wall = statistics.median(r["wall"] for r in runs)
             passed = statistics.median(r["passed"] for r in runs)
@@ -129,6 +136,16 @@ def main() -> None:
                 f"| {scenario} (ideal {best:.2f}s) | {name} | {passed:.0f}/{cases} | {wall:.2f}s | "
                 f"{wall / best:.2f}× | {limited / cases:.2f} | {connections:.0f} | {cpu:.2f} |"
             )
+    mine, floor = results.get(("no limit", "tui-eval")), results.get(("no limit", FLOOR))
+    if mine and floor:
+        ratios = [m["wall"] / f["wall"] for m, f in zip(mine, floor, strict=True)]
+        median = statistics.median(r["wall"] for r in mine) / statistics.median(
+            r["wall"] for r in floor
+        )
+        print(
+            f"\nno limit, tui-eval ÷ aiohttp floor (same rounds): median {median:.2f}×; "
+            f"per round {', '.join(f'{r:.2f}×' for r in ratios)}"
+        )
 
 
 if __name__ == "__main__":
