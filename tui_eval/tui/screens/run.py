@@ -47,6 +47,7 @@ class RunScreen(Screen[None]):
         Binding("o", "sort", "Sort", tooltip="Sort by the next column (again: run order)"),
         Binding("w", "watch", "Watch", tooltip="Watch: rerun on every save of the suite's files"),
         Binding("p", "since_previous", "vs prev", tooltip="What changed since the previous run"),
+        Binding("l", "label_queue", "Label", tooltip="Label the judged outputs (blind)"),
     ]
 
     def __init__(
@@ -373,6 +374,12 @@ class RunScreen(Screen[None]):
             "finishes the run",
             severity="warning",
         )
+
+    def action_label_queue(self) -> None:
+        """Label the run's judged outputs, the most useful first (blind)."""
+        from tui_eval.tui.screens.labels import open_label_screen
+
+        open_label_screen(self, self.session, self.workspace.suite(self.session.state.name))
 
     def action_back(self) -> None:
         filter_box = self.query_one("#filter", Input)

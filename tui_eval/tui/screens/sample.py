@@ -37,6 +37,7 @@ class SampleScreen(Screen[None]):
         Binding("d", "beside_passing", "Beside pass", tooltip="Beside the closest passing sample"),
         Binding("v", "view_full", "Full", tooltip="The full output (any size; / searches)"),
         Binding("t", "toggle_markdown", "Markdown", tooltip="Output as Markdown / as plain text"),
+        Binding("l", "label", "Label", tooltip="Label this sample's judged check (blind)"),
         Binding("1", "tab('output')", "Output", show=False),
         Binding("2", "tab('trajectory')", "Trajectory", show=False),
         Binding("3", "tab('checks')", "Checks", show=False),
@@ -170,6 +171,12 @@ class SampleScreen(Screen[None]):
             self.notify("no sample of this case passed to compare with", timeout=3)
             return
         self.app.push_screen(SamplePairScreen(case.name, sample, passing))
+
+    def action_label(self) -> None:
+        """Label this sample's judged checks (blind: the verdict shows once labelled)."""
+        from tui_eval.tui.screens.labels import open_label_screen
+
+        open_label_screen(self, self.session, None, only=(self.case_index, self.sample_index))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -1,0 +1,172 @@
+"""The Calibration screen: is the judge right? κ, agreement, TPR/TNR and the disagreements.
+
+It runs the same `calibrate()` as `tui-eval calibrate` (the agent is never called; judge
+answers come from the response cache when it has them), so it shows the same figures.
+`enter` on a disagreement opens the output with both verdicts, the human's and the judge's.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from tui_eval.calibration import Calibration, CalibrationError, JudgedLabel, calibrate
+from tui_eval.suites import Suite
+from tui_eval.text import value_text
+from tui_eval.tui.widgets.text import cell, plain
+
+
+class CalibrationScreen(Screen[None]):
+    """Judge–human agreement on a suite's labels, and the outputs they disagree on.
+
+    Attributes:
+        calibration: the result, once judged (None while the judges work, or on an error).
+    """
+
+    BINDINGS = [
+        Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
+        Binding("r", "recalibrate", "Recalibrate"),
+    ]
+
+    def __init__(self, suite: Suite, *, title: str = "") -> None:
+        super().__init__()
+        self.suite = suite
+        self.title_text = title or suite.name
+        self.calibration: Calibration | None = None
+        self.error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(cell(f"Calibration · {self.title_text}", 200), id="screen-title")
+        yield Static(Text("judging the labelled outputs…", style="dim"), id="calibration-summary")
+        table: DataTable[Text] = DataTable(id="disagreements", cursor_type="row")
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#disagreements", DataTable)
+        table.add_columns("case", "check", "human", "judge", "reason")
+        self.run_calibration()
+
+    @work(exclusive=True, group="calibrate")
+    async def run_calibration(self) -> None:
+        """Judge every labelled output (cached answers are reused) and show the result."""
+        try:
+            calibration = await calibrate(self.suite)
+        except CalibrationError as exc:
+            self.error = str(exc)
+            self.query_one("#calibration-summary", Static).update(
+                plain(self.error, style="bold red")
+            )
+            return
+        self.calibration = calibration
+        self.show_calibration(calibration)
+
+    def show_calibration(self, calibration: Calibration) -> None:
+        """Fill the summary and the table of disagreements."""
+        summary = Text(calibration.summary())
+        for reason in calibration.skipped:
+            summary.append("\nskipped: ", style="yellow")
+            summary.append_text(plain(reason))
+        if calibration.stopped:
+            summary.append(f"\nstopped: {calibration.stopped}", style="yellow")
+        count = len(calibration.disagreements)
+        summary.append(
+            f"\n{count} disagreement{'s' if count != 1 else ''}"
+            + (" · enter opens one with both verdicts" if count else ""),
+            style="bold",
+        )
+        self.query_one("#calibration-summary", Static).update(summary)
+        table = self.query_one("#disagreements", DataTable)
+        table.clear()
+        for position, item in enumerate(calibration.disagreements):
+            table.add_row(
+                cell(item.record.case, 40),
+                cell(item.record.check, 20),
+                Text(_human(item), style="cyan"),
+                Text(_judge(item), style="green" if item.judge.passed else "red"),
+                cell(item.judge.reason, 80),
+                key=str(position),
+            )
+        if count:
+            table.focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if self.calibration is None or event.row_key.value is None:
+            return
+        item = self.calibration.disagreements[int(event.row_key.value)]
+        self.app.push_screen(VerdictsScreen(item))
+
+    def action_recalibrate(self) -> None:
+        self.query_one("#calibration-summary", Static).update(
+            Text("judging the labelled outputs…", style="dim")
+        )
+        self.run_calibration()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+
+def _human(item: JudgedLabel) -> str:
+    label = item.record.label
+    shown = label if isinstance(label, str) else f"{label:.1f}"
+    return (
+        f"{'pass' if item.human_passed else 'fail'} ({shown})"
+        if shown not in ("pass", "fail")
+        else shown
+    )
+
+
+def _judge(item: JudgedLabel) -> str:
+    verdict = "pass" if item.judge.passed else "fail"
+    if item.judge.score_text:
+        return f"{verdict} ({item.judge.score_text})"
+    return verdict
+
+
+class VerdictsScreen(Screen[None]):
+    """One labelled output with both verdicts: the human's label (and note) and the judge's."""
+
+    BINDINGS = [Binding("q,escape", "back", "Back")]
+
+    def __init__(self, item: JudgedLabel) -> None:
+        super().__init__()
+        self.item = item
+
+    def compose(self) -> ComposeResult:
+        item = self.item
+        yield Static(
+            cell(f"Both verdicts · {item.record.case} · {item.record.check}", 200),
+            id="screen-title",
+        )
+        body = Text()
+        body.append("Human: ", style="bold")
+        body.append(_human(item), style="cyan")
+        if item.record.labeler:
+            body.append_text(plain(f" (by {item.record.labeler})", style="dim"))
+        if item.record.note:
+            body.append("\nNote: ", style="bold")
+            body.append_text(plain(item.record.note))
+        body.append("\nJudge: ", style="bold")
+        body.append(_judge(item), style="green" if item.judge.passed else "red")
+        body.append("\n")
+        body.append_text(plain(item.judge.reason, limit=4000))
+        for verdict in item.judge.verdicts or []:
+            body.append("\n  ")
+            body.append_text(cell(verdict.judge, 40))
+            body.append(f": {'pass' if verdict.passed else 'fail'}")
+            if verdict.score is not None:
+                body.append(f" {verdict.score:.2f}")
+        body.append("\n\nOutput\n", style="bold")
+        body.append_text(plain(value_text(item.record.output, pretty=True)))
+        with VerticalScroll():
+            yield Static(body, classes="tab-body")
+        yield Footer()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

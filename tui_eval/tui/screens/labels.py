@@ -1,0 +1,302 @@
+"""The Label screen: judged outputs one at a time, labelled with one key each — blind.
+
+The judge's verdict and reasoning stay hidden until the output is labelled (`b` shows them
+anyway); then they appear beside the label given, and the next output comes up. Labels are
+written at once to `<suite folder>/__labels__/<suite>.jsonl` (`LabelStore`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from tui_eval.label_queue import LabelItem, judged_items, label_progress, label_queue
+from tui_eval.labels import Label, LabelRecord, LabelsFileError, LabelStore
+from tui_eval.suites import Suite
+from tui_eval.text import value_text
+from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.text import cell, plain
+
+
+@dataclass(frozen=True, slots=True)
+class _Undo:
+    """What one label changed, to take it back."""
+
+    position: int
+    key: tuple[str, str, str]
+    previous: LabelRecord | None
+
+
+class LabelScreen(Screen[None]):
+    """Label judged outputs, the most useful first (or the items given, in their order).
+
+    Attributes:
+        items: the outputs to label, in order.
+        position: the output shown now.
+        blind: hide the judge's verdict until the output is labelled.
+    """
+
+    BINDINGS = [
+        Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
+        Binding("y", "label('pass')", "Pass"),
+        Binding("x", "label('fail')", "Fail"),
+        Binding("0", "score(0.0)", "Score 0–5"),
+        Binding("1", "score(0.2)", "Score 0.2", show=False),
+        Binding("2", "score(0.4)", "Score 0.4", show=False),
+        Binding("3", "score(0.6)", "Score 0.6", show=False),
+        Binding("4", "score(0.8)", "Score 0.8", show=False),
+        Binding("5", "score(1.0)", "Score 1", show=False),
+        Binding("s", "skip", "Skip"),
+        Binding("u", "undo", "Undo"),
+        Binding("n", "note", "Note"),
+        Binding("b", "toggle_blind", "Show judge"),
+        Binding("c", "calibrate", "Calibrate"),
+    ]
+
+    def __init__(
+        self,
+        session: RunSession,
+        suite: Suite,
+        *,
+        items: list[LabelItem] | None = None,
+        store: LabelStore | None = None,
+        blind: bool = True,
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.suite = suite
+        self.store = store if store is not None else LabelStore.of(suite)
+        self.all_items = label_queue(session.state.cases, self.store)
+        self.items = items if items is not None else self.all_items
+        self.position = 0
+        self.blind = blind
+        self.note: str | None = None
+        self._undo: list[_Undo] = []
+        self._last: tuple[LabelItem, LabelRecord] | None = None
+
+    @property
+    def item(self) -> LabelItem | None:
+        """The output shown now (None: the queue is done)."""
+        return self.items[self.position] if self.position < len(self.items) else None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="screen-title")
+        yield Static(id="label-progress")
+        with VerticalScroll(id="label-body"):
+            yield Static(id="label-output", classes="tab-body")
+            yield Static(id="label-verdict", classes="tab-body")
+        yield Static(id="label-last")
+        yield Input(placeholder="a note for the next label (enter keeps it)", id="label-note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#label-note", Input).display = False
+        self.show_item()
+
+    # -- showing -----------------------------------------------------------------------
+    def show_item(self) -> None:
+        """Show the current output, and the judge's verdict unless blind and unlabelled."""
+        progress = label_progress(self.all_items, self.store)
+        self.query_one("#label-progress", Static).update(
+            Text(f"{progress} · labels in {self.store.path}", style="bold")
+        )
+        item = self.item
+        title = Text(f"Label · {self.session.title}")
+        output = self.query_one("#label-output", Static)
+        verdict = self.query_one("#label-verdict", Static)
+        self.query_one("#label-last", Static).update(self._last_verdict())
+        if item is None:
+            self.query_one("#screen-title", Static).update(title)
+            output.update(Text("Every output here has been seen. c calibrates the judge.", "dim"))
+            verdict.update(Text())
+            return
+        title.append(f" · {self.position + 1}/{len(self.items)} · ")
+        title.append_text(cell(item.case, 80))
+        title.append(f" · sample {item.sample_index + 1} · {item.check.name}")
+        self.query_one("#screen-title", Static).update(title)
+        body = Text()
+        task = _task(item)
+        if task:
+            body.append("Task\n", style="bold")
+            body.append_text(plain(task, limit=4000))
+            body.append("\n\n")
+        body.append("Output\n", style="bold")
+        body.append_text(plain(value_text(item.output, pretty=True)))
+        existing = self.store.get(item.case, item.check.name, item.output)
+        if existing is not None:
+            body.append(f"\n\nlabelled {_label_text(existing.label)}", style="bold cyan")
+        output.update(body)
+        shown = Text()
+        if self.blind and existing is None:
+            shown.append(
+                "judge's verdict hidden until you label (blind) · y pass · x fail · "
+                "0–5 score · s skip · b show",
+                style="dim",
+            )
+        else:
+            shown.append_text(verdict_text(item))
+        verdict.update(shown)
+
+    def _last_verdict(self) -> Text:
+        if self._last is None:
+            return Text()
+        item, record = self._last
+        text = Text(f"last: {item.case} — you: {_label_text(record.label)} · ", style="dim")
+        agrees = record.passed(item.check.threshold or 0.5) == item.check.passed
+        text.append_text(verdict_text(item, short=True))
+        text.append("  (agree)" if agrees else "  (DISAGREE)", "green" if agrees else "bold red")
+        return text
+
+    # -- labelling ---------------------------------------------------------------------
+    def action_label(self, value: str) -> None:
+        self._give("pass" if value == "pass" else "fail")
+
+    def action_score(self, value: float) -> None:
+        """A score label (`0`..`5`: 0.0, 0.2, … 1.0), for checks that give a score."""
+        item = self.item
+        if item is not None and item.check.score is None:
+            self.notify("this check gives no score: y pass, x fail", timeout=2)
+            return
+        self._give(float(value))
+
+    def _give(self, value: Label) -> None:
+        item = self.item
+        if item is None:
+            return
+        record = item.label(value, note=self.note)
+        previous = self.store.put(record)
+        self._undo.append(_Undo(self.position, record.key, previous))
+        self._last = (item, record)
+        self.note = None
+        self.position += 1
+        self.show_item()
+
+    def action_skip(self) -> None:
+        if self.item is not None:
+            self.position += 1
+            self.show_item()
+
+    def action_undo(self) -> None:
+        """Take back the last label and show its output again."""
+        if not self._undo:
+            self.notify("nothing to undo", timeout=2)
+            return
+        undo = self._undo.pop()
+        self.store.restore(undo.key, undo.previous)
+        self.position = undo.position
+        self._last = None
+        self.notify("label undone", timeout=1.5)
+        self.show_item()
+
+    def action_note(self) -> None:
+        field = self.query_one("#label-note", Input)
+        field.display = True
+        field.value = self.note or ""
+        field.focus()
+
+    @on(Input.Submitted, "#label-note")
+    def _note_given(self, event: Input.Submitted) -> None:
+        self.note = event.value.strip() or None
+        event.input.display = False
+        self.focus()
+        if self.note:
+            self.notify(f"note kept for the next label: {self.note}", timeout=2)
+
+    def action_toggle_blind(self) -> None:
+        self.blind = not self.blind
+        self.show_item()
+
+    def action_calibrate(self) -> None:
+        from tui_eval.tui.screens.calibration import CalibrationScreen
+
+        self.app.push_screen(CalibrationScreen(self.suite, title=self.session.title))
+
+    def action_back(self) -> None:
+        if self.query_one("#label-note", Input).has_focus:
+            self.query_one("#label-note", Input).display = False
+            self.focus()
+            return
+        self.app.pop_screen()
+
+
+def _task(item: LabelItem) -> str | None:
+    run = item.sample.run
+    if run is None:
+        return None
+    return next((m.content for m in run.messages if m.role == "user" and m.content), None)
+
+
+def _label_text(label: Label) -> str:
+    return label if isinstance(label, str) else f"score {label:.1f}"
+
+
+def verdict_text(item: LabelItem, *, short: bool = False) -> Text:
+    """The judge's verdict on an item: pass/fail, score against threshold, reasoning, jurors."""
+    check = item.check
+    text = Text()
+    text.append("judge: ")
+    text.append("pass" if check.passed else "fail", "bold green" if check.passed else "bold red")
+    if check.score_text:
+        text.append(f" ({check.score_text})")
+    elif check.score is not None:
+        text.append(f" (score {check.score:.2f})")
+    if short:
+        return text
+    if check.verdicts:
+        for verdict in check.verdicts:
+            text.append("\n  ")
+            text.append_text(cell(verdict.judge, 40))
+            text.append(": " + ("pass" if verdict.passed else "fail"))
+            if verdict.score is not None:
+                text.append(f" {verdict.score:.2f}")
+            if verdict.reasoning:
+                text.append(" — ")
+                text.append_text(plain(verdict.reasoning, limit=600))
+    elif check.reason:
+        text.append("\n")
+        text.append_text(plain(check.reason, limit=2000))
+    return text
+
+
+def open_label_screen(
+    screen: Screen[None],
+    session: RunSession,
+    suite: Suite | None,
+    *,
+    only: tuple[int, int] | None = None,
+) -> None:
+    """Open the Label screen on a run (or on one sample of it: `only` = case, sample).
+
+    The labels go beside the suite file; a saved report without its suite cannot be labelled.
+    """
+    suite = suite or session.suite
+    if suite is None or suite.path is None:
+        screen.notify("labels live beside a suite file: open the run from its suite", timeout=3)
+        return
+    try:
+        store = LabelStore.of(suite)
+    except LabelsFileError as exc:
+        screen.notify(str(exc), severity="error")
+        return
+    items = None
+    if only is not None:
+        items = [
+            item
+            for item in judged_items(session.state.cases)
+            if (item.case_index, item.sample_index) == only
+        ]
+        if not items:
+            screen.notify("no judged check on this sample to label", timeout=3)
+            return
+    elif not judged_items(session.state.cases):
+        screen.notify("no judged samples in this run to label", timeout=3)
+        return
+    screen.app.push_screen(LabelScreen(session, suite, items=items, store=store))
