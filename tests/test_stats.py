@@ -249,8 +249,10 @@ def test_decision_table_aligns_wide_case_names(capsys):
 
 
 @pytest.mark.slow
-def test_decide_detection_meets_the_issue_25_bar():
-    """≥ 80% for one case (0.9 → 0.6, 30-sample baseline, 100 samples), seeded."""
+def test_decide_detection_for_one_case_stays_near_the_issue_25_bar():
+    """One case, 0.9 → 0.6, 30-sample baseline, 100 samples, seeded: issue 25 asks for
+    ≥ 80%; decide() measures 77.7–81% across seeds (bench/decide_sim.py), so this guards
+    against falling back, at 78%, and does not claim the bar is met."""
     rng = random.Random(25)
     labels = [simulate_decide(0.9, 0.6, rng)[0] for _ in range(300)]
     assert labels.count("regression") / len(labels) >= 0.78
