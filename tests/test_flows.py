@@ -319,6 +319,37 @@ def test_decide_max_cost_bounds_every_round(tmp_path):
     assert all(c.label.startswith("undecided") for c in service.decision.diff.changes)
 
 
+def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
+    """The app's Diff screen decides against a report it holds (the previous run's): no
+    baseline file is read, and the rounds are journaled like any run."""
+    import anyio
+
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory, read_journal_samples
+    from tui_eval.suite_run import SuiteRun
+    from tui_eval.suites import load_suites
+
+    path = coin_project(tmp_path)
+    history = RunHistory(tmp_path)
+    _, previous = anyio.run(run_decision, path, RunOptions(), history)
+    (suite,) = load_suites([path]).suites
+    assert not suite.baseline_path.exists()  # nothing to read: the report is the baseline
+
+    async def decide():
+        service = SuiteRun.start(
+            suite, RunOptions(decide=True), history=history, invocation="t", baseline=previous
+        )
+        return service, await service.run()
+
+    service, report = anyio.run(decide)
+    assert service.baseline is previous and service.decision is not None
+    assert [c.name for c in service.decision.diff.changes] == [c.name for c in previous.cases]
+    record = history.runs()[0]
+    assert record.options.decide and record.finished
+    journaled = read_journal_samples(record.journal_path)
+    assert sample_counts(report) == {name: len(s) for name, s in journaled.items()}
+
+
 def test_front_ends_import_neither_the_runner_nor_sequential():
     """What the `.importlinter` front-ends contract enforces, checked without it too."""
     import ast
@@ -333,10 +364,14 @@ def test_front_ends_import_neither_the_runner_nor_sequential():
     fronts = contract["source_modules"].split()
     assert {"tui_eval.cli", "tui_eval.headless", "tui_eval.report_commands"} <= set(fronts)
     assert contract["forbidden_modules"].split() == ["tui_eval.runner", "tui_eval.sequential"]
+    assert "tui_eval.tui" in fronts  # the app too (its tests may import the runner)
+    files = []
     for module in fronts:
         path = root / (module.removeprefix("tui_eval.").replace(".", "/") + ".py")
-        if not path.exists():
-            path = path.with_suffix("") / "__init__.py"
+        files += [path] if path.exists() else sorted(path.with_suffix("").rglob("*.py"))
+    assert len(files) > len(fronts)  # the app's package was walked, not just its __init__
+    for path in files:
+        module = str(path.relative_to(root.parent))
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module:

@@ -80,8 +80,13 @@ def run_settings(suite: Suite, options: RunOptions) -> RunSettings:
     )
 
 
-def prepare(suite: Suite, options: RunOptions, rechecked: Report | None) -> dict[str, Any]:
+def prepare(
+    suite: Suite, options: RunOptions, rechecked: Report | None, baseline: Report | None = None
+) -> dict[str, Any]:
     """What a run of this mode needs beside its suite (a baseline, two agents, a report).
+
+    A decide run compares with `baseline` when given (a report the caller holds, such as
+    the previous run's), else with the baseline file of the options or the suite.
 
     Raises:
         PlanError: it cannot be had.
@@ -91,6 +96,8 @@ def prepare(suite: Suite, options: RunOptions, rechecked: Report | None) -> dict
         what = "--executor ray" if options.executor == "ray" else "--fail-fast"
         raise PlanError(f"{what} goes with plain runs, not with {_MODE_FLAGS[mode]}")
     if mode == "decide":
+        if baseline is not None:
+            return {"baseline": baseline}
         path = Path(options.baseline) if options.baseline else suite.baseline_path
         read = read_baseline(path)
         if read.baseline is None:

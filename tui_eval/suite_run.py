@@ -162,11 +162,14 @@ class SuiteRun:
         invocation: str,
         on_event: Callable[[Event], None] | None = None,
         rechecked: Report | None = None,
+        baseline: Report | None = None,
     ) -> SuiteRun:
         """A new run of `suite` as `options` ask, journaled in `history` (if given).
 
         For a recheck (`options.recheck`), `rechecked` is the saved report (read from
-        `options.recheck` when not given).
+        `options.recheck` when not given). A decide run compares with `baseline` when
+        given (the app's Diff screen holds it: a baseline file as read, or the previous
+        run's report), else with the baseline file; resuming it reads the file.
 
         Raises:
             EmptySelection: the filter or case list selects no case.
@@ -174,7 +177,7 @@ class SuiteRun:
                 be built, a recheck of a report without any of the suite's cases.
         """
         selected = select(suite, options)
-        extra = prepare(selected, options, rechecked)
+        extra = prepare(selected, options, rechecked, baseline)
         journal = None
         if history is not None:
             journal = history.start(

@@ -7,7 +7,7 @@ import pytest
 
 from tui_eval import Case, Suite, contains
 from tui_eval.options import RunOptions
-from tui_eval.store import RunHistory
+from tui_eval.store import RunHistory, read_journal_samples
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
@@ -438,3 +438,50 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
         assert change.label == "regression"
         # Every sample drawn streamed into the row while it ran.
         assert diff_screen.samples_drawn["q"] >= 10
+        # The rounds went through the suite-run layer: a decide run, journaled, against the
+        # baseline file the diff was made with.
+        record = app.workspace.history.runs()[0]
+        assert record.options.decide and record.options.cases == ("q",) and record.finished
+        assert record.options.baseline == str(diff_screen.baseline_path)
+        journaled = read_journal_samples(record.journal_path)
+        assert len(journaled["q"]) == diff_screen.samples_drawn["q"]
+
+
+async def test_m_on_the_since_previous_diff_decides_against_the_previous_run(tmp_path):
+    from tui_eval.tui.screens.diff import DiffScreen
+
+    answer = {"text": "ok"}
+
+    async def agent(question: str) -> str:
+        return answer["text"]
+
+    suite = Suite(
+        "flip", agent=agent, cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(3)]
+    )
+    suite.path = tmp_path / "flip_suite.py"
+    history = RunHistory(tmp_path)
+    app = make_app(suites=[suite], history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        first = app.screen
+        await wait_until_done(pilot, first)
+        answer["text"] = "no"
+        app._watch_rerun("flip")  # what a save of a watched suite does, without the watcher
+        await wait_for(pilot, lambda: app.screen is not first)
+        rerun = app.screen
+        await wait_until_done(pilot, rerun)
+        await wait_for(pilot, lambda: rerun.since_previous is not None)
+        await pilot.press("p")
+        diff_screen = app.screen
+        assert isinstance(diff_screen, DiffScreen) and diff_screen.baseline_path is None
+        await pilot.press("m")
+        await wait_for(pilot, lambda: diff_screen.samples_drawn and not diff_screen.deciding)
+        # No baseline file exists: the decision is against the previous run's report,
+        # and its rounds are journaled like any run.
+        assert not rerun.session.suite.baseline_path.exists()
+        # (one sample a case there: too few to call any regression)
+        assert {c.name: c.label for c in diff_screen.diff.changes} == dict.fromkeys(
+            ["q0", "q1", "q2"], "undecided: baseline too small"
+        )
+        record = history.runs()[0]
+        assert record.options.decide and record.options.baseline is None and record.finished

@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui_eval.events import Event
 from tui_eval.options import RunOptions
 from tui_eval.report import Report
 from tui_eval.store import RunHistory, RunRecord
@@ -84,15 +85,32 @@ class RunSession:
         clock: Clock,
         history: RunHistory | None,
         title: str = "",
+        baseline: Report | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> RunSession:
         """Prepare a new run of `suite` (call `run()` in a worker to start it).
 
+        A decide run compares with `baseline` when given (else the baseline file);
+        `on_event` sees each event after the state has.
+
         Raises:
             EmptySelection: the options select no case.
+            PlanError: the options' mode cannot run (a decide run without a baseline).
         """
         state = RunState(suite.name, clock=clock)
+
+        def apply(event: Event) -> None:
+            state.apply(event)
+            if on_event is not None:
+                on_event(event)
+
         service = SuiteRun.start(
-            suite, options, history=history, invocation=INVOCATION, on_event=state.apply
+            suite,
+            options,
+            history=history,
+            invocation=INVOCATION,
+            on_event=state.apply if on_event is None else apply,
+            baseline=baseline,
         )
         return cls(
             state=state,

@@ -11,10 +11,13 @@ import hashlib
 import os
 import sys
 import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tui_eval.events import Event
 from tui_eval.options import RunOptions
+from tui_eval.report import Report
 from tui_eval.store import RunHistory
 from tui_eval.suites import LoadError, LoadResult, Suite, load_suites
 from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file
@@ -138,18 +141,32 @@ class Workspace:
         self.loaded.suites = kept[:at] + suites + kept[at:]
 
     def new_session(
-        self, suite: Suite, options: RunOptions | None = None, *, title: str = ""
+        self,
+        suite: Suite,
+        options: RunOptions | None = None,
+        *,
+        title: str = "",
+        baseline: Report | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> RunSession:
         """A run of `suite` with the launch options (or `options`), not yet started.
 
         A run of the launch options is the suite's current run (the Suites screen shows
-        it); a rerun of some cases or with more samples is not.
+        it); a rerun of some cases or with more samples is not. `baseline` and `on_event`
+        go to `RunSession.start` (the Diff screen's decide run).
 
         Raises:
             EmptySelection: the options select no case.
+            PlanError: the options' mode cannot run (a decide run without a baseline).
         """
         session = RunSession.start(
-            suite, options or self.options, clock=self.clock, history=self.history, title=title
+            suite,
+            options or self.options,
+            clock=self.clock,
+            history=self.history,
+            title=title,
+            baseline=baseline,
+            on_event=on_event,
         )
         if options is None:
             self.sessions[suite.name] = session

@@ -24,6 +24,7 @@ from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
+from tui_eval.tui.workspace import Workspace
 
 KIND_SHOWN = {
     "regressed": ("✗ regressed", "red"),
@@ -112,6 +113,7 @@ class DiffScreen(Screen[None]):
         *,
         title: str = "",
         baseline_path: Path | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
         super().__init__()
         self.diff = diff
@@ -122,6 +124,8 @@ class DiffScreen(Screen[None]):
         """The run whose results `w` writes into the baseline (through its `SuiteRun`)."""
         self.suite = current.suite if isinstance(current, RunSession) else None
         """The suite whose agent `m` samples more (None for two saved reports)."""
+        self.workspace = workspace
+        """Where `m` starts its decide run (a journaled `SuiteRun`); None: `m` is off."""
         self.deciding = False
         self.samples_drawn: dict[str, int] = {}
         """Per case, the samples `m` drew (streamed into the rows as they finished)."""
@@ -148,7 +152,8 @@ class DiffScreen(Screen[None]):
         if action in ("decide_case", "accept_all", "undo", "write"):
             return self.reviewing and bool(self._names)
         if action == "decide":
-            return self.suite is not None and self.baseline is not None and not self.deciding
+            ready = self.suite is not None and self.workspace is not None
+            return ready and self.baseline is not None and not self.deciding
         return True
 
     def compose(self) -> ComposeResult:
@@ -389,7 +394,7 @@ class DiffScreen(Screen[None]):
         """Sample the changed cases until each comparison is decided (or the budget ends)."""
         changed = {c.name for c in self.diff.regressions + self.diff.improvements}
         changed |= {c.name for c in self.diff.changes if c.label == "too few samples"}
-        if self.suite is None or self.baseline is None or not changed:
+        if self.suite is None or self.workspace is None or self.baseline is None or not changed:
             self.notify("no changed case to decide", timeout=3)
             return
         self.deciding = True
@@ -398,10 +403,10 @@ class DiffScreen(Screen[None]):
         self.run_worker(self._decide(sorted(changed)), exclusive=True, group="decide")
 
     async def _decide(self, names: list[str]) -> None:
-        from tui_eval.sequential import decide
+        from tui_eval.suite_run import EmptySelection, PlanError
 
         assert self.suite is not None and self.baseline is not None
-        cases = [case for case in self.suite.cases if case.label in set(names)]
+        assert self.workspace is not None
         counts = dict.fromkeys(names, 0)
         table = self.query_one(Table)
 
@@ -414,14 +419,41 @@ class DiffScreen(Screen[None]):
                     name, "noise", Text(f"deciding… {counts[name]} sample(s) drawn", style="cyan")
                 )
 
-        diff = await decide(
-            self.suite.agent,
-            cases,
-            self.baseline,
-            concurrency=self.suite.concurrency,
-            price=self.suite.price,
-            on_event=stream,
+        workspace = self.workspace
+        # A journaled decide run through the suite-run layer, against the baseline shown:
+        # the file's (a resume reads it again) or the previous run's report.
+        options = workspace.rerun_options(
+            cases=tuple(names),
+            decide=True,
+            baseline=str(self.baseline_path) if self.baseline_path is not None else None,
+            fail_fast=False,
+            executor="in-process",
+            shard=None,
+            ab=None,
+            recheck=None,
         )
+        try:
+            session = workspace.new_session(
+                self.suite,
+                options,
+                title=f"{self.suite.name} · deciding {len(names)} case(s)",
+                baseline=self.baseline,
+                on_event=stream,
+            )
+        except (EmptySelection, PlanError) as exc:
+            self.deciding = False
+            self.refresh_bindings()
+            self.notify(str(exc), severity="warning")
+            return
+        assert session.service is not None
+        await session.run()
+        decision = session.service.decision
+        if decision is None:  # cancelled before its first round ended
+            self.deciding = False
+            self.refresh_bindings()
+            self.notify("the decision was stopped before it ended", severity="warning")
+            return
+        diff = decision.diff
         self.samples_drawn = dict(counts)
         self.deciding = False
         decided = {c.name: c for c in diff.changes}

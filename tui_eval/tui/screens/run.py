@@ -230,6 +230,7 @@ class RunScreen(Screen[None]):
                 self.session,
                 self.previous.report,
                 title="since the previous run",
+                workspace=self.workspace,
             )
         )
 
@@ -336,6 +337,7 @@ class RunScreen(Screen[None]):
                 self.session,
                 outcome.baseline,
                 baseline_path=self.session.baseline_path,
+                workspace=self.workspace,
             )
         )
 
