@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="re-judge human-labelled outputs; judge–human agreement (κ) for CI",
         description="Re-judge every output labelled in <suite folder>/__labels__/<suite>.jsonl "
         "(the agent is never called; judge answers are cached) and report Cohen's κ with a "
-        "bootstrap 95%% interval, agreement, TPR/TNR (human pass = positive), the confusion "
+        "bootstrap 95% interval, agreement, TPR/TNR (human pass = positive), the confusion "
         "matrix and the disagreements. Exit 0; 1 when κ is below --min-kappa (or undefined); "
         "2 on usage errors or when there are no labels for the check.",
     )

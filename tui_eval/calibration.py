@@ -243,7 +243,11 @@ def _number(value: float | None) -> float | None:
 
 
 def _fmt(value: float | None) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.2f}"
+    if value is None or math.isnan(value):
+        return "n/a"
+    # A bootstrap bound of -3e-16 is float noise around 0: never show "-0.00".
+    shown = f"{value:.2f}"
+    return "0.00" if shown == "-0.00" else shown
 
 
 def _pct(value: float) -> str:

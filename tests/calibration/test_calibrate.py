@@ -183,3 +183,25 @@ async def test_judge_for_a_plain_check_or_a_bad_labels_file_is_a_calibration_err
     assert isinstance(
         await calibrate(suite, labels=[new_label("c", "<lambda>", "o", "pass")]), Calibration
     )
+
+
+def test_summary_never_shows_minus_zero():
+    """A bootstrap bound of float noise below 0 reads 0.00, not -0.00."""
+    calibration = Calibration(
+        n=3,
+        agreement=2 / 3,
+        kappa=0.39999999999999986,
+        kappa_ci=(-3.3306690738754706e-16, 1.0),
+        weighted_kappa=None,
+        tpr=0.5,
+        tnr=1.0,
+        confusion={"tp": 1, "fp": 0, "fn": 1, "tn": 1},
+    )
+    assert "κ 0.40 (95% CI 0.00–1.00)" in calibration.summary()
+
+
+def test_calibrate_help_shows_a_single_percent_sign(capsys):
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    out = capsys.readouterr().out
+    assert "95% interval" in " ".join(out.split()) and "%%" not in out
