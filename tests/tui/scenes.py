@@ -14,6 +14,8 @@ from typing import Any
 from textual.app import App
 from textual.pilot import Pilot
 
+from tui_eval.label_queue import judged_items
+from tui_eval.labels import LabelStore, new_label
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
 from tui_eval.store import RunHistory
@@ -146,6 +148,8 @@ SCENES = (
     "diff",
     "side_by_side",
     "history",
+    "label_queue",
+    "calibration",
 )
 
 
@@ -221,6 +225,53 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
             await pilot.pause()
 
         return app, show_diff, ["enter"] if name == "side_by_side" else []
+    if name == "label_queue":
+        from tui_eval.tui.screens.labels import LabelScreen
+
+        app = make_app(report=report, clock=clock)
+        suite = example_suite(folder)
+
+        async def show_queue(pilot: Pilot[Any]) -> None:
+            await pilot.pause()
+            session = RunSession.for_report(report, clock=clock, title="calculator")
+            await pilot.app.push_screen(LabelScreen(session, suite, store=_UnsavedLabels()))
+            await pilot.pause()
+
+        # Two labels given (the first judged 0.55, the closest call, comes first), the third
+        # output shown blind.
+        return app, show_queue, ["x", "y"]
+    if name == "calibration":
+        from tui_eval.tui.screens.calibration import CalibrationScreen
+
+        app = make_app(report=report, clock=clock)
+        suite = example_suite(folder)
+        # The labels go beside a copy of the suite in `home`, never into `suites/`.
+        suite.path = home / "suites" / "calculator.py"
+        store = LabelStore.of(suite)
+        for item in judged_items(report.cases):
+            # The human passes "It is 42." (the judge's 0.55 fails it): one disagreement.
+            human = "fail" if "42" not in str(item.output) else "pass"
+            store.put(
+                new_label(
+                    item.case,
+                    item.check.name,
+                    item.output,
+                    human,
+                    run=item.sample.run,
+                    labeler="ana",
+                    labelled_at=STARTED_AT,
+                )
+            )
+
+        async def show_calibration(pilot: Pilot[Any]) -> None:
+            await pilot.pause()
+            screen = CalibrationScreen(suite, title="calculator")
+            await pilot.app.push_screen(screen)
+            while screen.calibration is None and screen.error is None:
+                await pilot.pause(0.05)
+            await pilot.pause()
+
+        return app, show_calibration, []
     app = make_app(report=report, clock=clock)
     keys: list[str] = []
     if name == "run_failing_only":
@@ -230,6 +281,16 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
     elif name == "sample_trajectory":
         keys = ["down"] * 3 + ["enter", "enter", "2"]
     return app, nothing, keys
+
+
+class _UnsavedLabels(LabelStore):
+    """Labels kept in memory only: a scene never writes a labels file."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("suites/__labels__/calculator.jsonl"))
+
+    def _write(self) -> None:
+        pass
 
 
 def _rewrite_header(folder: Path, run_id: str, started_at: float) -> None:
