@@ -207,24 +207,65 @@ async def test_an_edit_is_reloaded_and_the_next_run_uses_it(tmp_path):
         assert app.screen.session.report.passed
 
 
+class SettleTimers:
+    """The app's watch-settle timers, held until the test fires them: when a burst of
+    saves counts as over is the test's decision, not the machine's speed."""
+
+    DELAY = 987.5  # the app's settle time while this stands in for its timers
+
+    def __init__(self, app) -> None:
+        self.live: list = []
+        self.created = 0
+        set_timer = app.set_timer
+        app.WATCH_SETTLE_SECONDS = self.DELAY
+
+        def fake_set_timer(delay, callback=None, **kwargs):
+            if delay != self.DELAY:
+                return set_timer(delay, callback, **kwargs)
+            self.created += 1
+            timers = self
+
+            class Held:
+                def stop(self) -> None:
+                    timers.live.remove(entry)
+
+            entry = (Held(), callback)
+            self.live.append(entry)
+            return entry[0]
+
+        app.set_timer = fake_set_timer
+
+    def fire(self) -> None:
+        live, self.live = self.live, []
+        for _, callback in live:
+            callback()
+
+
 async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp_path):
+    from tui_eval.tui.messages import SuiteFilesChanged
+
     folder = editable(tmp_path, answer="right")
     app = make_app([folder], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
+        timers = SettleTimers(app)
         await pilot.press("enter")
         first = app.screen
         await wait_until_done(pilot, first)
         await pilot.press("w")
         assert first.watching
-        await pilot.pause(0.3)
-        for _ in range(5):  # an editor saving several times in a row
-            editable(tmp_path, answer="wrong")
-            await anyio.sleep(0.05)
+        for i in range(5):  # an editor saving several times in a row
+            editable(tmp_path, answer=f"wrong {i}")
+            app.post_message(SuiteFilesChanged({folder / "helper_answers.py"}))
+            await pilot.pause()
+        await wait_for(pilot, lambda: timers.created >= 5)  # five edits, five restarted waits
+        assert len(timers.live) == 1 and app.screen is first  # one pending rerun, not started
+        timers.fire()  # the burst is over
         await wait_for(pilot, lambda: app.screen is not first)
         rerun = app.screen
         assert isinstance(rerun, RunScreen) and rerun.watching and rerun.previous is first.session
         await wait_until_done(pilot, rerun)
-        await pilot.pause(1.2)  # longer than the settle time: no second rerun comes
+        timers.fire()  # saves the watcher reported late: the same suite, no new edit
+        await pilot.pause()
         assert app.screen is rerun and rerun.reruns_started == 1
         diff = rerun.since_previous
         assert diff is not None and [c.name for c in diff.regressions] == ["q0", "q1", "q2"]
