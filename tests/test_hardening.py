@@ -147,7 +147,9 @@ async def test_sync_agents_run_in_a_thread_and_time_out():
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(loop_side)
-            report = await evaluate(blocking_sync, [Case("q", checks=[contains("ok")], timeout=0.2)])
+            report = await evaluate(
+                blocking_sync, [Case("q", checks=[contains("ok")], timeout=0.2)]
+            )
     finally:
         release.set()
     # Reported as a timeout although the thread ran on (a thread cannot be interrupted).

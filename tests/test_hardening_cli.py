@@ -95,9 +95,14 @@ import anyio
 LOG = Path(__file__).with_name("calls.log")
 DELAY = float(os.environ.get("AGENT_DELAY", "0"))
 GATE = os.environ.get("AGENT_GATE")  # a file: when set, calls wait until it exists
+HOLD = int(os.environ.get("AGENT_HOLD_AFTER", "0"))  # after this many calls, new ones wait
 
 async def agent(question: str) -> str:
     await anyio.sleep(DELAY)
+    # Held until the test stops the process: the run cannot finish first, however slowly
+    # the test gets to send its signal.
+    while HOLD and LOG.exists() and len(LOG.read_text().split()) >= HOLD:
+        await anyio.sleep(0.01)
     if GATE:
         LOG.with_name("entered.log").touch()  # a call has started: the run holds its lock
     while GATE and not Path(GATE).exists():
@@ -124,11 +129,15 @@ def calls(folder: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
-def start(tmp_path: Path, *args: str, delay: float = 0.05, **popen) -> subprocess.Popen[str]:
+def start(
+    tmp_path: Path, *args: str, delay: float = 0.05, hold_after: int = 0, **popen
+) -> subprocess.Popen[str]:
+    """`tui-eval run suites --headless ARGS` in a process; with `hold_after`, the agent
+    calls after that many wait until the process is stopped."""
     return subprocess.Popen(
         [sys.executable, "-m", "tui_eval.cli", "run", "suites", "--headless", *args],
         cwd=tmp_path,
-        env={**os.environ, "AGENT_DELAY": str(delay)},
+        env={**os.environ, "AGENT_DELAY": str(delay), "AGENT_HOLD_AFTER": str(hold_after)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -136,11 +145,12 @@ def start(tmp_path: Path, *args: str, delay: float = 0.05, **popen) -> subproces
     )
 
 
-def wait_for_calls(folder: Path, count: int, timeout: float = 30) -> None:
-    import time
-
+def wait_for_calls(folder: Path, count: int, timeout: float = 180) -> None:
+    """Wait until the agent was called `count` times (a loaded machine may take long to
+    start a process: the timeout only ends a hung test, and says so)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and len(calls(folder)) < count:
+    while len(calls(folder)) < count:
+        assert time.monotonic() < deadline, f"{len(calls(folder))} calls after {timeout} s"
         time.sleep(0.01)
 
 
@@ -157,7 +167,7 @@ import signal  # noqa: E402
 
 def test_sigterm_is_like_ctrl_c_and_every_suite_of_the_run_resumes(tmp_path):
     folder = slow_suites(tmp_path / "suites")
-    proc = start(tmp_path, "--json", "partial.json", "--markdown", "partial.md")
+    proc = start(tmp_path, "--json", "partial.json", "--markdown", "partial.md", hold_after=6)
     wait_for_calls(folder, 6)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
@@ -178,7 +188,7 @@ def test_sigterm_is_like_ctrl_c_and_every_suite_of_the_run_resumes(tmp_path):
 
 def test_a_killed_multi_suite_run_resumes_every_suite(tmp_path):
     folder = slow_suites(tmp_path / "suites")
-    proc = start(tmp_path)
+    proc = start(tmp_path, hold_after=6)
     wait_for_calls(folder, 6)
     proc.kill()
     proc.wait()
@@ -190,7 +200,7 @@ def test_a_killed_multi_suite_run_resumes_every_suite(tmp_path):
 
 def test_two_resumes_at_once_the_second_refuses(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=10)
-    proc = start(tmp_path, delay=0.05)
+    proc = start(tmp_path, hold_after=3)
     wait_for_calls(folder, 3)
     proc.kill()
     proc.wait()
@@ -206,9 +216,10 @@ def test_two_resumes_at_once_the_second_refuses(tmp_path):
         text=True,
     )
     lock_taken = tmp_path / "suites" / "entered.log"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while not lock_taken.exists() and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
+    assert lock_taken.exists(), first.stderr.read() if first.poll() is not None else "hung"
     second = cli("resume", cwd=tmp_path)
     gate.touch()
     _out, err = first.communicate(timeout=60)
@@ -219,7 +230,7 @@ def test_two_resumes_at_once_the_second_refuses(tmp_path):
 
 def test_a_damaged_journal_resumes_every_sample_exactly_once(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=8)
-    proc = start(tmp_path, delay=0.05)
+    proc = start(tmp_path, hold_after=5)
     wait_for_calls(folder, 5)
     proc.kill()
     proc.wait()
