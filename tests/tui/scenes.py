@@ -276,6 +276,7 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
     keys: list[str] = []
     if name == "run_failing_only":
         keys = ["f"]
+        _keep_toasts(app)
     elif name in ("case", "sample_judge"):
         keys = ["down"] * 5 + ["enter"] + (["down", "enter"] if name == "sample_judge" else [])
     elif name == "sample_trajectory":
@@ -291,6 +292,18 @@ class _UnsavedLabels(LabelStore):
 
     def _write(self) -> None:
         pass
+
+
+def _keep_toasts(app: App[Any]) -> None:
+    """Toasts stay until the screenshot: a two-second one would be in it or not depending
+    on how long a loaded machine takes between the key press and the capture."""
+    notify = app.notify
+
+    def lasting(*args: Any, **kwargs: Any) -> Any:
+        kwargs["timeout"] = 3600
+        return notify(*args, **kwargs)
+
+    app.notify = lasting  # type: ignore[method-assign]
 
 
 def _rewrite_header(folder: Path, run_id: str, started_at: float) -> None:
