@@ -164,6 +164,7 @@ def test_decide_finds_a_drop_against_a_30_sample_baseline():
     assert labels.count("regression") / len(labels) >= 0.7
 
 
+@pytest.mark.slow  # 60 simulated A/A runs looked at 60 times each: .ci/run runs it
 def test_decide_aa_looked_at_after_every_sample_stays_under_alpha():
     rng = random.Random(12)
     trials = 60
