@@ -363,7 +363,8 @@ def test_front_ends_import_neither_the_runner_nor_sequential():
     contract = config["importlinter:contract:front-ends"]
     fronts = contract["source_modules"].split()
     assert {"tui_eval.cli", "tui_eval.headless", "tui_eval.report_commands"} <= set(fronts)
-    assert contract["forbidden_modules"].split() == ["tui_eval.runner", "tui_eval.sequential"]
+    forbidden = contract["forbidden_modules"].split()
+    assert {"tui_eval.runner", "tui_eval.sequential"} <= set(forbidden)
     assert "tui_eval.tui" in fronts  # the app too (its tests may import the runner)
     files = []
     for module in fronts:
@@ -379,7 +380,7 @@ def test_front_ends_import_neither_the_runner_nor_sequential():
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             for name in names:
-                assert not name.startswith(("tui_eval.runner", "tui_eval.sequential")), (
+                assert not name.startswith(tuple(forbidden)), (
                     module,
                     name,
                 )

@@ -2,7 +2,7 @@
 agreement between judge and humans (and, for a jury, between the judges).
 
 The agent is never called: each labelled output is judged again from its stored run, through
-the runner's replay path, so the suite's provider options, the shared rate limiter, the
+the runner's saved-runs source, so the suite's provider options, the shared rate limiter, the
 response cache and `max_cost` apply to the judges exactly as in a run.
 """
 
@@ -29,6 +29,7 @@ from tui_eval.checks.judge import JudgeConfigError, llm_judge
 from tui_eval.labels import LabelRecord, LabelsFileError, labels_path, read_labels
 from tui_eval.report import SampleResult
 from tui_eval.runner import Evaluation
+from tui_eval.sample_sources import SavedRuns
 from tui_eval.suites import Suite, load_suites
 
 
@@ -402,7 +403,7 @@ async def _judge_suite(
     provider: ProviderOptions | None,
     max_cost: float | None,
 ) -> _SuiteJudging:
-    """Judge each labelled output of one suite once, through the runner's replay path."""
+    """Judge each labelled output of one suite once, as a recheck of saved runs."""
     cases_by_name = {case.label: case for case in suite.cases}
     planned: list[tuple[LabelRecord, Check, Case]] = []
     skipped: list[str] = []
@@ -439,7 +440,7 @@ async def _judge_suite(
         max_cost=max_cost if max_cost is not None else suite.max_cost,
         cache=cache,
         name=suite.name,
-        replay=replay,
+        source=SavedRuns(replay),
     )
     report = await evaluation.run()
     by_position = {int(result.name): result for result in report.cases}

@@ -259,7 +259,8 @@ class SampleWorker:
         """Load the run's suite from its file, before each run: a worker serves one run
         after another for its driver, and the suite may have been edited in between."""
         from tui_eval.agents.providers.settings import ProviderOptions
-        from tui_eval.runner import Evaluation
+        from tui_eval.sample_runner import SampleRunner, response_cache
+        from tui_eval.sample_sources import AgentRuns
         from tui_eval.suites import load_suites
 
         loaded = load_suites([suite_path])
@@ -270,12 +271,12 @@ class SampleWorker:
                 f"worker cannot load suite {suite_name!r} from {suite_path}: {problems}"
             )
         suite = suites[0]
-        self.evaluation = Evaluation(
-            suite.agent,
-            suite.cases,
-            name=suite.name,
+        # The driver records, budgets and announces; a worker only runs single samples.
+        self.samples = SampleRunner(
+            list(suite.cases),
+            AgentRuns(suite.agent),
             provider=ProviderOptions(**provider) if provider else None,
-            cache=cache,  # type: ignore[arg-type]
+            cache=response_cache(cache),  # type: ignore[arg-type]
         )
         self.positions: dict[str, int] = {}
         for position, case in enumerate(suite.cases):
@@ -303,14 +304,14 @@ class SampleWorker:
         async def work() -> None:
             for label, sample_index in pending:
                 async with capacity:
-                    sample = await self.evaluation.sample(self.positions[label], sample_index)
+                    sample = await self.samples.sample(self.positions[label], sample_index)
                 batch.append((label, sample))
                 if len(batch) >= FLUSH_AT:
                     full.set()
 
         async def drive() -> None:
             nonlocal finished
-            with self.evaluation.scope():
+            with self.samples.scope():
                 async with anyio.create_task_group() as group:
                     for _ in range(min(self.concurrency, len(units))):
                         group.start_soon(work)

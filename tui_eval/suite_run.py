@@ -48,7 +48,8 @@ from tui_eval.run_plan import (
     shard_metadata,
     shown_path,
 )
-from tui_eval.runner import Evaluation, recheck_metadata, replay_of
+from tui_eval.runner import Evaluation
+from tui_eval.sample_sources import SavedRuns, recheck_metadata
 from tui_eval.sequential import Decision, compare_in_rounds, decide_in_rounds
 from tui_eval.store import (
     RunHistory,
@@ -147,7 +148,7 @@ class SuiteRun:
             name=self.suite.name,
             on_event=self._dispatch if arm is None else self._journal_only(arm),
             done=done or None,
-            replay=replay_of(self.rechecked) if self.rechecked is not None else None,
+            source=SavedRuns.of(self.rechecked) if self.rechecked is not None else None,
             metadata=self.metadata,
         )
 
