@@ -139,6 +139,16 @@ class Diff:
     samples) changed: their verdicts compare different things. Listed also where they
     moved (regressed, improved, unchanged)."""
 
+    def extend(self, other: Diff) -> None:
+        """Add `other`'s cases to this diff's lists (one suite's diff into a run's); the
+        run-wide statistics (`delta`, `p_value`) are left as they are."""
+        self.regressions.extend(other.regressions)
+        self.improvements.extend(other.improvements)
+        self.added.extend(other.added)
+        self.removed.extend(other.removed)
+        self.unchanged.extend(other.unchanged)
+        self.definition_changed.extend(other.definition_changed)
+
     @property
     def ok(self) -> bool:
         """No case that passed in the baseline fails now."""

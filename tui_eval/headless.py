@@ -343,15 +343,7 @@ def _print_recheck(outcomes: list[SuiteOutcome]) -> None:
     diff = Diff()
     for outcome in outcomes:
         if outcome.diff is not None:
-            for name in (
-                "regressions",
-                "improvements",
-                "added",
-                "removed",
-                "unchanged",
-                "definition_changed",
-            ):
-                getattr(diff, name).extend(getattr(outcome.diff, name))
+            diff.extend(outcome.diff)
     print(str(diff))
 
 

@@ -26,16 +26,7 @@ def compare_command(args: argparse.Namespace) -> int:
             pairs = _suite_baselines(current, args.baseline_dir)
         diff = Diff()
         for _, baseline in pairs:
-            part = current.compare(baseline)
-            for name in (
-                "regressions",
-                "improvements",
-                "added",
-                "removed",
-                "unchanged",
-                "definition_changed",
-            ):
-                getattr(diff, name).extend(getattr(part, name))
+            diff.extend(current.compare(baseline))
     except (ReportFileError, ValueError) as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
