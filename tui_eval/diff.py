@@ -180,17 +180,25 @@ class Diff:
         ]
         return "\n".join(lines)
 
+    def mean_rates(self) -> tuple[float, float]:
+        """The mean over the compared cases of each case's sample pass rate, in the
+        baseline and now (not the share of cases that passed); needs `changes`."""
+        n = len(self.changes)
+        return (
+            sum(c.baseline_rate for c in self.changes) / n,
+            sum(c.current_rate for c in self.changes) / n,
+        )
+
     def suite_line(self) -> str:
         """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the mean of the compared
         cases' sample pass rates in both runs, their paired difference and its test."""
         if not self.changes:
             return "no case in both runs"
-        before = sum(c.baseline_rate for c in self.changes) / len(self.changes)
-        after = sum(c.current_rate for c in self.changes) / len(self.changes)
+        before, after = self.mean_rates()
         low, high = self.delta_ci
         return (
-            f"pass rate {before:.0%} → {after:.0%}, Δ {_points(self.delta)} pts "
-            f"[{_points(low)}, {_points(high)}], p={self.p_value:.3f}"
+            f"pass rate {before:.0%} → {after:.0%}, Δ {points(self.delta)} pts "
+            f"[{points(low)}, {points(high)}], p={self.p_value:.3f}"
         )
 
     def _names(self) -> list[str]:
@@ -363,7 +371,7 @@ def _noise(change: CaseChange) -> float:
     return variance
 
 
-def _points(value: float) -> str:
-    """A rate difference in percentage points: `−9`, `+3`, `0`."""
-    points = round(value * 100)
-    return f"{points:+d}".replace("-", "−") if points else "0"
+def points(value: float) -> str:
+    """A rate difference in percentage points, with a real minus: `−9`, `+3`, `0`."""
+    whole = round(value * 100)
+    return f"{whole:+d}".replace("-", "−") if whole else "0"

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from tui_eval.diff import CaseChange, Diff
+from tui_eval.diff import CaseChange, Diff, points
 from tui_eval.events import Event, SampleFinished
 from tui_eval.report import Report
 from tui_eval.suite_run import BaselineStatus
@@ -46,19 +46,12 @@ LEGEND = (
 )
 
 
-def points(delta: float) -> str:
-    """A difference of rates in percentage points, with a real minus: `−12`, `+50`, `0`."""
-    value = round(delta * 100)
-    return f"{value:+d}".replace("-", "−") if value else "0"
-
-
 def suite_line(diff: Diff) -> str:
     """The suite-level comparison, saying what its rate is: the mean over the cases in both
     runs of each case's share of passing samples (not the share of cases that passed)."""
     if not diff.changes:
         return "no case in both runs"
-    before = sum(c.baseline_rate for c in diff.changes) / len(diff.changes)
-    after = sum(c.current_rate for c in diff.changes) / len(diff.changes)
+    before, after = diff.mean_rates()
     low, high = diff.delta_ci
     return (
         f"mean pass rate of the cases {before:.0%} → {after:.0%} · Δ {points(diff.delta)} pts "
