@@ -27,12 +27,15 @@ def pristine_suites(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("scene", SCENES)
-def test_screen_snapshot(scene, snap_compare, tmp_path, pristine_suites):
+def test_screen_snapshot(scene, snap_compare, tmp_path, pristine_suites, monkeypatch):
+    # Scenes show paths relative to the working folder ("suites/…"): work beside the copy.
+    monkeypatch.chdir(pristine_suites.parent)
     app, setup, keys = anyio.run(build_scene, scene, pristine_suites, tmp_path)
     assert snap_compare(app, press=keys, terminal_size=(120, 40), run_before=setup)
 
 
 @pytest.mark.parametrize("scene", ["suites", "run_done", "diff", "history", "sample_judge"])
-def test_screen_snapshot_at_80x24(scene, snap_compare, tmp_path, pristine_suites):
+def test_screen_snapshot_at_80x24(scene, snap_compare, tmp_path, pristine_suites, monkeypatch):
+    monkeypatch.chdir(pristine_suites.parent)
     app, setup, keys = anyio.run(build_scene, scene, pristine_suites, tmp_path)
     assert snap_compare(app, press=keys, terminal_size=(80, 24), run_before=setup)
