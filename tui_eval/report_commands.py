@@ -9,7 +9,8 @@ from pathlib import Path
 from tui_eval.diff import Diff
 from tui_eval.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from tui_eval.gate import COMPARE_DEFAULT, FailOn, gate_failures, parse_fail_on
-from tui_eval.headless import SUMMARY_PASSING_LIMIT, _err
+from tui_eval.outcomes import SUMMARY_PASSING_LIMIT
+from tui_eval.outcomes import print_error as _err
 from tui_eval.report import Report, ReportFileError, render_summary
 from tui_eval.store import RunHistory
 from tui_eval.text import one_line
