@@ -33,6 +33,10 @@ class Executor(Protocol):
     async def execute(self, evaluation: Any, units: Sequence[tuple[int, int]]) -> None: ...
 
 
+class ExecutorError(RuntimeError):
+    """An executor could not start (Ray missing, no suite file, an unreachable cluster)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunSettings:
     """How a run runs, whichever entry point starts it.
@@ -97,4 +101,4 @@ def resolve(settings: RunSettings | None, **keywords: Any) -> RunSettings:
     return (settings or RunSettings()).but(**keywords)
 
 
-__all__ = ["Executor", "Price", "RunSettings"]
+__all__ = ["Executor", "ExecutorError", "Price", "RunSettings"]
