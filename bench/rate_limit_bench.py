@@ -90,6 +90,9 @@ def main() -> None:
     parser.add_argument("--skip-inspect", action="store_true")
     parser.add_argument("--only", choices=list(DRIVERS), action="append")
     parser.add_argument(
+        "--scenario", choices=list(SCENARIOS), action="append", help="run only these scenarios"
+    )
+    parser.add_argument(
         "--no-headers", action="store_true", help="the server sends no x-ratelimit-* headers"
     )
     args = parser.parse_args()
@@ -103,6 +106,8 @@ def main() -> None:
     results: dict[tuple[str, str], list[dict]] = {}
     for _ in range(args.rounds):
         for scenario, (rate, burst, cases) in SCENARIOS.items():
+            if args.scenario and scenario not in args.scenario:
+                continue
             for name in chosen:
                 if name == FLOOR and rate is not None:
                     continue  # no retries: the floor is for the no-limit scenario

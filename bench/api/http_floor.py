@@ -2,7 +2,7 @@
 
     python bench/api/http_floor.py URL      # URL of a running bench/loopback_api.py, .../v1
 
-Runs tui-eval's connection stack (httpcore2 connections on a LIFO stack) and, if it is
+Runs tui-eval's connection stack (its HTTP/1.1 client on asyncio transports) and, if it is
 installed, aiohttp (C parser) for comparison; prints wall and CPU of each, twice.
 """
 
@@ -28,7 +28,7 @@ async def tui_eval_stack() -> None:
         async with gate:
             return await pool.post(URL + "/chat/completions", BODY.encode(), HEADERS, 30, 10**7)
 
-    await timed("tui-eval connections (httpcore2)", one)
+    await timed("tui-eval connections", one)
     await pool.aclose()
 
 

@@ -106,3 +106,129 @@ def test_uvloop_transports_work_too():
     uvloop = pytest.importorskip("uvloop")
     status, body = one_request_on(lambda main: uvloop.run(main()), "from uvloop")
     assert status == 200 and b"from uvloop" in body
+
+
+async def raw_server(*answers: bytes):
+    """A server that answers its Nth request on a connection with `answers[N]` as raw bytes
+    (then closes the connection once the answers run out), and records every request."""
+    seen: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for answer in answers:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            seen.append(head + await reader.readexactly(length))
+            writer.write(answer)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/x", seen
+
+
+async def test_chunked_bodies_with_extensions_and_trailers_then_keep_alive():
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n"
+    )
+    plain = b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-Id: 7\r\n\r\nok"
+    server, url, seen = await raw_server(chunked, plain)
+    pool = ConnectionPool(url)
+    assert await post(pool, url) == (200, b"abcde")
+    status, headers, body = await pool.post(url, b"{}", HEADERS, 5, 100)
+    assert (status, body) == (201, b"ok") and (b"X-Id", b"7") in headers
+    assert pool.opened == 1 and len(seen) == 2  # one connection carried both
+    assert seen[0].startswith(b"POST /v1/x HTTP/1.1\r\nHost: 127.0.0.1:")
+    await pool.aclose()
+    server.close()
+
+
+async def test_interim_responses_are_skipped_and_connection_close_is_honoured():
+    answer = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    )
+    server, url, _ = await raw_server(answer, answer)
+    pool = ConnectionPool(url)
+    assert await post(pool, url) == (200, b"ok")
+    assert await post(pool, url) == (200, b"ok")
+    assert pool.opened == 2  # the server said it would close: not reused
+    await pool.aclose()
+    server.close()
+
+
+async def test_a_body_without_length_is_read_to_the_end_of_the_connection():
+    server, url, _ = await raw_server(b"HTTP/1.0 200 OK\r\n\r\nuntil the end")
+    pool = ConnectionPool(url)
+    assert await post(pool, url) == (200, b"until the end")
+    await pool.aclose()
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "not an HTTP/1.1 response"),
+        (b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n", "malformed response header"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", "malformed Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "closed the connection"),
+    ],
+)
+async def test_answers_that_are_not_http_are_transport_errors(answer, error):
+    server, url, _ = await raw_server(answer)
+    pool = ConnectionPool(url)
+    with pytest.raises(connections.TransportError, match=error):
+        await post(pool, url)
+    await pool.aclose()
+    server.close()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",  # refused before reading it
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"40\r\n" + b"x" * 64 + b"\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 200,
+    ],
+)
+async def test_every_framing_stops_at_the_size_limit(answer):
+    server, url, _ = await raw_server(answer)
+    pool = ConnectionPool(url)
+    with pytest.raises(connections.ResponseTooLarge):
+        await post(pool, url, max_bytes=50)
+    await pool.aclose()
+    server.close()
+
+
+async def test_a_server_that_never_answers_times_out_and_the_connection_is_dropped():
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1)
+        await asyncio.sleep(5)  # never answers (the test ends long before)
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/x"
+    pool = ConnectionPool(url)
+    with pytest.raises(TimeoutError):
+        await pool.post(url, b"{}", HEADERS, 0.2, 100)
+    assert pool._idle == []
+    await pool.aclose()
+    server.close()
+
+
+async def test_a_header_value_with_a_line_break_is_refused_before_sending():
+    server, url, seen = await raw_server(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    pool = ConnectionPool(url)
+    with pytest.raises(ValueError, match="line break"):
+        await pool.post(url, b"{}", [(b"X-Tenant", b"a\r\nX-Injected: 1")], 5, 100)
+    assert seen == []
+    await pool.aclose()
+    server.close()

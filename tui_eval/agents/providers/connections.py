@@ -1,51 +1,63 @@
-"""Keep-alive connections to one API, reused last-in first-out, with no per-request scan.
+"""A small HTTP/1.1 client for JSON APIs: keep-alive connections per origin, reused last-in
+first-out, read straight from asyncio transports.
 
-httpx's pool (httpcore's) walks every connection and every queued request each time a
-request starts or ends: at 64 concurrent samples that walk was most of the runner's CPU
-(bench/README.md, "Real API runs"). A run only ever talks to a handful of origins, so
-each origin keeps a plain stack of idle HTTP/1.1 connections (httpcore2's
-`AsyncHTTPConnection`, the maintained fork's public connection class): a request pops
-one (or opens one), and pushes it back when its response was read to the end. The pool
-grows to the run's concurrency and no further, and every connection is reused.
+Every provider request is one POST of a JSON body and one whole response. httpx's pool
+walked every connection on each request, and httpcore2 + h11 (which this replaced) spent
+more CPU on their per-request machinery (state machines, trace hooks, a cancel scope per
+read, two sends per request) than a run's agent loop, checks and report together
+(bench/README.md, "Side by side with a plain aiohttp client"). Here a request is one
+`write()` of its head and body, and the response is parsed from the connection's buffer
+as it arrives: the status line and headers, then a `Content-Length` or chunked body (or
+one read to the end of the connection when the server gives neither). Timeouts are one
+loop timer per request: `timeout` bounds the whole exchange, however the server drips it.
 
-Under asyncio (the app's and the CLI's loop) the connections' sockets are asyncio
-transports read through a small protocol (`_AsyncioBackend`, httpcore2's public
-network-backend interface) with timeouts as loop timers. httpcore2's default backend goes
-through anyio's socket streams, which enter a cancel scope for every read and write: a
-third of the HTTP path's CPU at 64 concurrent samples (bench/README.md, "Real API runs").
-Under trio, httpcore2's trio backend is used (made on first use: a plain install has no trio).
-
-Proxies come from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`,
-as curl reads them), and HTTPS is verified against the system's trust store unless
-`SSL_CERT_FILE` / `SSL_CERT_DIR` say otherwise (`ssl_context`).
+The pool grows to the run's concurrency and no further; a connection goes back to it only
+when its response was read to the end, the server did not ask to close, and nothing else
+arrived. An idle connection the server closed, or idle longer than `KEEPALIVE_S`, is
+dropped. HTTPS uses `proxies.ssl_context()` (the system trust store, or `SSL_CERT_FILE`);
+proxies come from the environment (`proxies.proxy_for`): `CONNECT` tunnels for https, the
+absolute-form request target for http. Under trio, httpcore2's connections are used
+(`trio_connections.py`). Content encodings and redirects are the provider's business
+(`http.py`): this client hands back the body as the server sent it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
+import re
 import ssl
-import urllib.request
-from collections.abc import Iterable
-from typing import Any, cast
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, cast
+from urllib.parse import quote, urlsplit
 
-import anyio
-import httpcore2 as httpcore
 import sniffio
 
-# httpcore2 exports its proxy *pool* only; its two proxy connection classes are what a
-# LIFO stack of connections needs (the pool's per-request scan is what this module avoids).
-from httpcore2._async.http_proxy import AsyncForwardHTTPConnection, AsyncTunnelHTTPConnection
+from tui_eval.agents.providers.proxies import Headers, Origin, Proxy, proxy_for, ssl_context
+from tui_eval.agents.providers.wire_errors import ResponseTooLarge, TransportError
 
-Headers = list[tuple[bytes, bytes]]
+if TYPE_CHECKING:
+    from tui_eval.agents.providers.trio_connections import TrioConnections
 
-TransportError = httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol
-TimeoutError_ = httpcore.TimeoutException
+__all__ = [
+    "ConnectionPool",
+    "Headers",
+    "Origin",
+    "Proxy",
+    "ResponseTooLarge",
+    "TransportError",
+    "header_map",
+    "proxy_for",
+    "ssl_context",
+]
 
-
-class ResponseTooLarge(Exception):
-    """A response body went past the limit; the connection was dropped."""
+READ_AHEAD = 1 << 20
+"""Bytes a connection buffers before it stops reading from the socket."""
+KEEPALIVE_S = 30.0
+"""An idle connection older than this is closed rather than reused."""
+MAX_HEAD_BYTES = 1 << 16
+"""The longest response head (status line and headers) or chunk-size line accepted."""
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_NO_BODY = frozenset({204, 304})
 
 
 class ConnectionPool:
@@ -54,36 +66,26 @@ class ConnectionPool:
     Example:
         >>> pool = ConnectionPool("http://127.0.0.1:8000/v1")
         >>> status, headers, body = await pool.post(url, b"{}", headers, 30, 1e6)  # doctest: +SKIP
+
+    Raises:
+        ValueError: `base_url` is not http(s), or a proxy variable names a proxy tui-eval
+            cannot use.
     """
 
     def __init__(self, base_url: str) -> None:
-        parts = urlsplit(base_url)
-        scheme = parts.scheme.encode()
-        host = (parts.hostname or "").encode()
-        port = parts.port or (443 if scheme == b"https" else 80)
-        self.origin = httpcore.Origin(scheme, host, port)
-        self.host_header = parts.netloc.encode()
+        self.origin = Origin.of(base_url)
+        if self.origin.scheme not in (b"http", b"https") or not self.origin.host:
+            raise ValueError(f"base_url {base_url!r} is not an http:// or https:// URL")
+        self.host_header = urlsplit(base_url).netloc.rpartition("@")[2].encode()
         self.proxy = proxy_for(base_url)
         """The proxy requests go through (from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`), or None."""
-        self._idle: list[httpcore.AsyncConnectionInterface] = []
-        self._urls: dict[str, httpcore.URL] = {}
+        self._idle: list[_Connection] = []
+        self._targets: dict[str, bytes] = {}
+        self._header_blocks: dict[int, tuple[Headers, bytes]] = {}
         self._ssl: ssl.SSLContext | None = None
+        self._trio: TrioConnections | None = None
         self.opened = 0
         """How many connections this pool has opened (the benchmarks report it)."""
-
-    def _connection(self) -> httpcore.AsyncConnectionInterface:
-        while self._idle:
-            connection = self._idle.pop()
-            if connection.is_idle() and not connection.has_expired():
-                return connection
-        if self.origin.scheme == b"https" and self._ssl is None:
-            self._ssl = ssl_context()
-        self.opened += 1
-        if self.proxy is not None:
-            return self.proxy.connection(self.origin, self._ssl)
-        return httpcore.AsyncHTTPConnection(
-            self.origin, ssl_context=self._ssl, keepalive_expiry=30, network_backend=_BACKEND
-        )
 
     async def post(
         self, url: str, body: bytes, headers: Headers, timeout: float, max_bytes: int
@@ -92,163 +94,143 @@ class ConnectionPool:
 
         Raises:
             ResponseTooLarge: the body is longer than `max_bytes`.
-            httpcore2's network, protocol and timeout errors.
+            TimeoutError: no whole response within `timeout` seconds.
+            TransportError: the connection failed or the server broke HTTP/1.1.
         """
-        connection = self._connection()
-        target = self._urls.get(url)
-        if target is None:  # parsed once: httpcore2 parses a str URL on every request
-            target = self._urls[url] = httpcore.URL(url)
-        request = httpcore.Request(
-            b"POST",
-            target,
-            headers=[
-                (b"Host", self.host_header),
-                (b"Content-Length", str(len(body)).encode()),
-                *headers,
-            ],
-            content=body,
-            extensions={
-                "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
-            },
-        )
+        if self.origin.scheme == b"https" and self._ssl is None:
+            self._ssl = ssl_context()
+        if sniffio.current_async_library() != "asyncio":
+            return await self._post_elsewhere(url, body, headers, timeout, max_bytes)
+        loop = asyncio.get_running_loop()
+        head = self._head(url, len(body), headers)
+        now = loop.time()
+        deadline = now + timeout
+        connection = self._reused(now)
+        if connection is None:
+            connection = await self._open(loop, timeout)
+        timer = loop.call_at(deadline, connection.expire)
         reusable = False
         try:
-            response = await connection.handle_async_request(request)
-            try:
-                declared = _header(response.headers, b"content-length")
-                if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-                    raise ResponseTooLarge
-                chunks: list[bytes] = []
-                size = 0
-                stream = response.stream
-                assert hasattr(stream, "__aiter__")
-                async for chunk in stream:
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise ResponseTooLarge
-                    chunks.append(chunk)
-                reusable = True
-            finally:
-                await response.aclose()
-            return response.status, response.headers, b"".join(chunks)
+            status, response_headers, data, reusable = await connection.exchange(
+                head, body, max_bytes
+            )
+            return status, response_headers, data
         finally:
-            if reusable and connection.is_idle():
+            timer.cancel()
+            if reusable:
+                connection.idle_since = loop.time()
                 self._idle.append(connection)
             else:
-                with anyio.CancelScope(shield=True):
-                    await connection.aclose()
+                connection.close()
+
+    def _head(self, url: str, length: int, headers: Headers) -> bytes:
+        target = self._targets.get(url)
+        if target is None:
+            target = self._targets[url] = self._target(url)
+        cached = self._header_blocks.get(id(headers))
+        if cached is None or cached[0] is not headers:
+            block = _header_block(headers)
+            if self.proxy is not None and self._forwarded():
+                block += _header_block(self.proxy.headers)  # the proxy reads the request
+            cached = self._header_blocks[id(headers)] = (headers, block)
+        return b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n%s\r\n" % (
+            target,
+            self.host_header,
+            length,
+            cached[1],
+        )
+
+    def _forwarded(self) -> bool:
+        """Whether requests go to a proxy as they are (plain http), not through a tunnel."""
+        return self.proxy is not None and self.origin.scheme == b"http"
+
+    def _target(self, url: str) -> bytes:
+        parts = urlsplit(url)
+        target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
+        if parts.query:
+            target += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=-._~?")
+        if self._forwarded():  # absolute-form: the proxy needs to know where it goes
+            target = f"{self.origin.scheme.decode()}://{self.host_header.decode()}{target}"
+        return target.encode("ascii")
+
+    def _reused(self, now: float) -> _Connection | None:
+        idle = self._idle
+        while idle:
+            connection = idle.pop()
+            if connection.reusable(now):
+                return connection
+            connection.close()
+        return None
+
+    async def _open(self, loop: asyncio.AbstractEventLoop, timeout: float) -> _Connection:
+        self.opened += 1
+        origin, proxy = self.origin, self.proxy
+        where = f"{origin.host.decode()}:{origin.port}"
+        if proxy is not None:
+            where = f"{where} through the proxy {proxy.url}"
+        try:
+            return await asyncio.wait_for(self._connect(loop), timeout)
+        except TimeoutError:
+            raise TimeoutError(f"connecting to {where} timed out") from None
+        except OSError as exc:  # refused, unreachable, DNS, TLS (ssl.SSLError is an OSError)
+            raise TransportError(f"connecting to {where} failed: {exc}") from exc
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
+        origin, proxy = self.origin, self.proxy
+        host = origin.host.decode()
+        if proxy is None:
+            _, connection = await loop.create_connection(
+                _Connection,
+                host,
+                origin.port,
+                ssl=self._ssl,
+                server_hostname=host if self._ssl is not None else None,
+            )
+            return connection
+        proxy_host = proxy.origin.host.decode()
+        _, connection = await loop.create_connection(
+            _Connection,
+            proxy_host,
+            proxy.origin.port,
+            ssl=proxy.ssl,
+            server_hostname=proxy_host if proxy.ssl is not None else None,
+        )
+        if self._ssl is None:
+            return connection  # plain http: forwarded, the target names the origin
+        try:
+            await connection.tunnel(f"{host}:{origin.port}".encode(), proxy.headers)
+            transport = connection.transport
+            assert transport is not None
+            tls = await loop.start_tls(transport, connection, self._ssl, server_hostname=host)
+        except BaseException:
+            connection.close()
+            raise
+        if tls is None:
+            raise TransportError(f"the TLS handshake with {host} through the proxy failed")
+        connection.transport = tls
+        return connection
+
+    async def _post_elsewhere(
+        self, url: str, body: bytes, headers: Headers, timeout: float, max_bytes: int
+    ) -> tuple[int, Headers, bytes]:
+        if self._trio is None:
+            from tui_eval.agents.providers.trio_connections import TrioConnections
+
+            self._trio = TrioConnections(self.origin, self.proxy, self._ssl)
+        wire = [(b"Host", self.host_header), (b"Content-Length", b"%d" % len(body)), *headers]
+        status, response_headers, data, opened = await self._trio.post(
+            url, body, wire, timeout, max_bytes
+        )
+        self.opened += opened
+        return status, response_headers, data
 
     async def aclose(self) -> None:
         """Close every idle connection."""
         idle, self._idle = self._idle, []
         for connection in idle:
-            await connection.aclose()
-
-
-def ssl_context() -> ssl.SSLContext:
-    """How HTTPS servers are verified: `SSL_CERT_FILE` (or `SSL_CERT_DIR`) when set, else the
-    system's trust store, so a CA that IT installed on the machine is trusted.
-
-    This is httpcore2's `default_ssl_context`: `truststore` (the OS's own verifier) on
-    macOS and Windows; on Linux the system's CA bundle, found where OpenSSL was built to
-    look or at the distributions' usual paths (what `truststore` reads on Linux, without
-    its per-handshake reload, which older OpenSSL versions accumulate).
-    """
-    return httpcore.default_ssl_context()
-
-
-class Proxy:
-    """An HTTP(S) proxy: plain `http://` requests are forwarded, `https://` ones tunnelled
-    through `CONNECT` (the proxy never sees the API key or the body).
-
-    Args:
-        url: the proxy's URL, `http://[user:password@]host:port` (or `https://...`).
-    """
-
-    def __init__(self, url: str) -> None:
-        if "://" not in url:
-            url = f"http://{url}"  # HTTPS_PROXY=proxy.corp:3128, as curl accepts it
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                f"proxy {_without_password(url)!r} is not supported: tui-eval speaks to "
-                "http:// and https:// proxies (not SOCKS)"
-            )
-        self.url = _without_password(url)
-        scheme = parts.scheme.encode()
-        self.origin = httpcore.Origin(
-            scheme, parts.hostname.encode(), parts.port or (443 if scheme == b"https" else 80)
-        )
-        self.headers: Headers = []
-        if parts.username is not None:
-            user = unquote(parts.username)
-            password = unquote(parts.password or "")
-            token = base64.b64encode(f"{user}:{password}".encode()).decode()
-            self.headers.append((b"Proxy-Authorization", f"Basic {token}".encode()))
-        self._ssl = ssl_context() if scheme == b"https" else None
-
-    def __repr__(self) -> str:
-        return f"Proxy({self.url!r})"
-
-    def connection(
-        self, origin: httpcore.Origin, ssl_context: ssl.SSLContext | None
-    ) -> httpcore.AsyncConnectionInterface:
-        """A new connection to `origin` through this proxy."""
-        if origin.scheme == b"https":
-            return AsyncTunnelHTTPConnection(
-                self.origin,
-                origin,
-                ssl_context=ssl_context,
-                proxy_ssl_context=self._ssl,
-                proxy_headers=self.headers,
-                keepalive_expiry=30,
-                network_backend=_BACKEND,
-            )
-        return AsyncForwardHTTPConnection(
-            self.origin,
-            origin,
-            proxy_headers=self.headers,
-            keepalive_expiry=30,
-            network_backend=_BACKEND,
-            proxy_ssl_context=self._ssl,
-        )
-
-
-def proxy_for(url: str) -> Proxy | None:
-    """The proxy the environment names for `url`, as curl and the requests library read it:
-    `https_proxy`/`HTTPS_PROXY` for https URLs, `http_proxy`/`HTTP_PROXY` for http ones,
-    `all_proxy`/`ALL_PROXY` for both; `no_proxy`/`NO_PROXY` (hosts, `.domain` suffixes,
-    `host:port`, `*`) bypasses it. Lower-case names win.
-
-    Raises:
-        ValueError: the variable names a proxy tui-eval cannot use (SOCKS), naming it.
-    """
-    parts = urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
-    chosen = proxies.get(parts.scheme) or proxies.get("all")
-    if not chosen:
-        return None
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"  # no_proxy entries match the host or host:port
-    if urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]
-        return None
-    return Proxy(chosen)
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
-
-
-def _header(headers: Headers, name: bytes) -> str | None:
-    for key, value in headers:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
+            connection.close()
+        if self._trio is not None:
+            await self._trio.aclose()
 
 
 def header_map(headers: Headers) -> dict[str, str]:
@@ -256,13 +238,20 @@ def header_map(headers: Headers) -> dict[str, str]:
     return {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in headers}
 
 
-# -- asyncio sockets ------------------------------------------------------------------------
-READ_AHEAD = 1 << 20
-"""Bytes a connection buffers before it stops reading from the socket."""
+def _header_block(headers: Headers) -> bytes:
+    """`Name: value` lines for `headers`, refusing what would break the request's framing."""
+    lines = []
+    for name, value in headers:
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"header name {name!r} is not a valid HTTP header name")
+        if b"\r" in value or b"\n" in value or b"\0" in value:
+            raise ValueError(f"the value of header {name.decode()!r} contains a line break")
+        lines.append(b"%s: %s\r\n" % (name, value))
+    return b"".join(lines)
 
 
-class _Socket(asyncio.Protocol):
-    """One connection's socket: what arrived, and whoever waits for more."""
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection: its transport, what arrived, and the request waiting for more."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -270,17 +259,20 @@ class _Socket(asyncio.Protocol):
         self.eof = False
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[None] | None = None
-        self.writable: asyncio.Future[None] | None = None
         self.paused = False
+        self.expired = False
+        self.idle_since = 0.0
 
+    # -- the protocol: called by the event loop ------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports (Ray's actors run on uvloop) are not asyncio.Transport
-        # subclasses, but have its methods.
+        # subclasses, but have its methods. Called again with the TLS transport after
+        # `start_tls` through a proxy.
         self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        if len(self.buffer) > READ_AHEAD and self.transport is not None:
+        if len(self.buffer) > READ_AHEAD and not self.paused and self.transport is not None:
             self.transport.pause_reading()
             self.paused = True
         self._wake()
@@ -294,187 +286,220 @@ class _Socket(asyncio.Protocol):
         self.eof = True
         self.error = exc
         self._wake()
-        if self.writable is not None and not self.writable.done():
-            self.writable.set_result(None)
-
-    def pause_writing(self) -> None:
-        self.writable = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self.writable is not None and not self.writable.done():
-            self.writable.set_result(None)
-        self.writable = None
 
     def _wake(self) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
+    def expire(self) -> None:
+        """The request's deadline passed: whatever it waits for, it waits no longer."""
+        self.expired = True
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(TimeoutError("no whole response in time"))
 
-async def _wait(
-    future: asyncio.Future[None], timeout: float | None, error: type[Exception]
-) -> None:
-    """Await `future`, raising `error` after `timeout` seconds (a timer, not a cancel scope)."""
-    if timeout is None:
-        await future
-        return
+    # -- the client --------------------------------------------------------------------------
+    def reusable(self, now: float) -> bool:
+        """Whether this idle connection can carry another request."""
+        transport = self.transport
+        return (
+            not self.eof
+            and not self.buffer
+            and transport is not None
+            and not transport.is_closing()
+            and now - self.idle_since < KEEPALIVE_S
+        )
 
-    def expire() -> None:
-        if not future.done():
-            future.set_exception(error(f"timed out ({timeout:g}s)"))
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
-    timer = asyncio.get_running_loop().call_later(timeout, expire)
-    try:
-        await future
-    finally:
-        timer.cancel()
+    async def _more(self) -> None:
+        """Wait for more bytes. Raises at the end of the stream or past the deadline."""
+        if self.eof:
+            if self.error is not None:
+                raise TransportError(f"the connection broke: {self.error}") from self.error
+            raise TransportError("the server closed the connection before the response ended")
+        if self.expired:
+            raise TimeoutError("no whole response in time")
+        if self.paused and len(self.buffer) <= READ_AHEAD and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        waiter = self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:
+            self.waiter = None
 
+    async def tunnel(self, authority: bytes, headers: Headers) -> None:
+        """Ask the proxy for a tunnel to `authority` (`host:port`) with `CONNECT`."""
+        assert self.transport is not None
+        self.transport.write(
+            b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n"
+            % (authority, authority, _header_block(headers))
+        )
+        status, _, _, _, _ = await self._head()
+        if not 200 <= status < 300:
+            raise TransportError(
+                f"the proxy answered HTTP {status} to CONNECT {authority.decode()}"
+            )
+        if self.buffer:
+            raise TransportError("the proxy sent data before the TLS handshake")
 
-COALESCE_BYTES = 1 << 16
-"""Writes are held until a read (or this many bytes): a request's head and body leave in one
-segment, not two (on loopback the second send cost as much as the whole response parse)."""
+    async def exchange(
+        self, head: bytes, body: bytes, max_bytes: int
+    ) -> tuple[int, Headers, bytes, bool]:
+        """Send one request and read its response: status, headers, body, and whether the
+        connection can carry another request."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            raise TransportError("the connection was closed before the request was sent")
+        self.expired = False
+        transport.write(head + body)  # one segment: a second send costs as much as a parse
+        while True:
+            status, headers, length, chunked, keep_alive = await self._head()
+            if status >= 200:
+                break
+            if status == 101:
+                raise TransportError("the server switched protocols (HTTP 101)")
+        if status in _NO_BODY:
+            data = b""
+        elif chunked:
+            data = await self._chunked(max_bytes)
+        elif length is not None:
+            if length > max_bytes:
+                raise ResponseTooLarge
+            data = await self._exactly(length)
+        else:
+            data = await self._to_the_end(max_bytes)
+            keep_alive = False
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return status, headers, data, keep_alive and not self.buffer
 
+    async def _head(self) -> tuple[int, Headers, int | None, bool, bool]:
+        """The next response head: status, headers, Content-Length, whether the body is
+        chunked, and whether the server keeps the connection open."""
+        buffer = self.buffer
+        end = buffer.find(b"\r\n\r\n")
+        while end < 0:
+            if len(buffer) > MAX_HEAD_BYTES:
+                raise TransportError(f"the response head is over {MAX_HEAD_BYTES} bytes")
+            await self._more()
+            end = buffer.find(b"\r\n\r\n")
+        head = bytes(buffer[:end])
+        del buffer[: end + 4]
+        return _parse_head(head)
 
-class _AsyncioStream(httpcore.AsyncNetworkStream):
-    def __init__(self, protocol: _Socket) -> None:
-        self._socket = protocol
-        self._pending: list[bytes] = []
-        self._pending_size = 0
-
-    def _flush(self) -> None:
-        if self._pending:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            self._pending_size = 0
-            transport = self._socket.transport
-            if transport is not None and not transport.is_closing():
-                transport.write(data)
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        sock = self._socket
-        self._flush()  # the request, whole, before waiting for its answer
-        if not sock.buffer and not sock.eof:
-            sock.waiter = asyncio.get_running_loop().create_future()
-            try:
-                await _wait(sock.waiter, timeout, httpcore.ReadTimeout)
-            finally:
-                sock.waiter = None
-        if sock.buffer:
-            data = bytes(sock.buffer[:max_bytes])
-            del sock.buffer[:max_bytes]
-            if sock.paused and len(sock.buffer) <= READ_AHEAD and sock.transport is not None:
-                sock.paused = False
-                sock.transport.resume_reading()
+    async def _exactly(self, size: int) -> bytes:
+        buffer = self.buffer
+        if len(buffer) == size:
+            data = bytes(buffer)
+            buffer.clear()
             return data
-        if sock.error is not None:
-            raise httpcore.ReadError(str(sock.error)) from sock.error
-        return b""
+        if len(buffer) > size:
+            data = bytes(buffer[:size])
+            del buffer[:size]
+            return data
+        parts: list[bytes] = []
+        while True:
+            take = min(len(buffer), size)
+            if take:
+                parts.append(bytes(buffer[:take]))
+                del buffer[:take]
+                size -= take
+                if not size:
+                    return b"".join(parts)
+            await self._more()
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        sock = self._socket
-        if not buffer:
-            return
-        if sock.transport is None or sock.transport.is_closing():
-            raise httpcore.WriteError("connection closed")
-        self._pending.append(buffer)
-        self._pending_size += len(buffer)
-        if self._pending_size < COALESCE_BYTES:
-            return
-        self._flush()
-        if sock.writable is not None:
-            await _wait(sock.writable, timeout, httpcore.WriteTimeout)
-            if sock.transport.is_closing():
-                raise httpcore.WriteError("connection closed while writing")
+    async def _line(self) -> bytes:
+        buffer = self.buffer
+        end = buffer.find(b"\r\n")
+        while end < 0:
+            if len(buffer) > MAX_HEAD_BYTES:
+                raise TransportError("a chunk-size or trailer line is too long")
+            await self._more()
+            end = buffer.find(b"\r\n")
+        line = bytes(buffer[:end])
+        del buffer[: end + 2]
+        return line
 
-    async def aclose(self) -> None:
-        self._pending.clear()
-        if self._socket.transport is not None:
-            self._socket.transport.close()
+    async def _chunked(self, max_bytes: int) -> bytes:
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            size_text = (await self._line()).split(b";", 1)[0].strip(b" \t")
+            if not _CHUNK_SIZE.fullmatch(size_text):
+                raise TransportError(f"malformed chunk size {size_text[:40]!r}")
+            size = int(size_text, 16)
+            if size == 0:
+                while await self._line():  # trailers, up to the empty line
+                    pass
+                return b"".join(parts)
+            total += size
+            if total > max_bytes:
+                raise ResponseTooLarge
+            parts.append(await self._exactly(size))
+            if await self._line():
+                raise TransportError("a chunk is longer than its size says")
 
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        sock = self._socket
-        assert sock.transport is not None
-        self._flush()
-        loop = asyncio.get_running_loop()
-        try:
-            transport = await asyncio.wait_for(
-                loop.start_tls(sock.transport, sock, ssl_context, server_hostname=server_hostname),
-                timeout,
-            )
-        except TimeoutError as exc:
-            sock.transport.close()
-            raise httpcore.ConnectTimeout(str(exc)) from exc
-        except (OSError, ssl.SSLError) as exc:
-            sock.transport.close()
-            raise httpcore.ConnectError(str(exc)) from exc
-        if transport is None:
-            raise httpcore.ConnectError("TLS handshake failed")
-        sock.transport = transport
-        return self
-
-    def get_extra_info(self, info: str) -> Any:
-        sock = self._socket
-        if info == "is_readable":
-            return bool(sock.buffer) or sock.eof
-        transport = sock.transport
-        if transport is None:
-            return None
-        name = {"client_addr": "sockname", "server_addr": "peername"}.get(info, info)
-        return transport.get_extra_info(name)
-
-
-class _AsyncioBackend(httpcore.AsyncNetworkBackend):
-    """httpcore2's network backend on asyncio transports; httpcore2's trio one under trio.
-
-    The trio backend is made on first use under trio: building it needs `trio` installed,
-    which a plain `pip install tui-eval` does not bring (and asyncio runs never need).
-    """
-
-    def __init__(self) -> None:
-        self._trio: httpcore.AsyncNetworkBackend | None = None
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        if sniffio.current_async_library() != "asyncio":
-            if self._trio is None:
-                self._trio = httpcore.TrioBackend()
-            return await self._trio.connect_tcp(host, port, timeout, local_address, socket_options)
-        loop = asyncio.get_running_loop()
-        local = (local_address, 0) if local_address else None
-        try:
-            transport, protocol = await asyncio.wait_for(
-                loop.create_connection(_Socket, host, port, local_addr=local), timeout
-            )
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"connecting to {host}:{port} timed out") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
-        raw = transport.get_extra_info("socket")
-        for option in socket_options or ():
-            if raw is not None:
-                raw.setsockopt(*option)
-        return _AsyncioStream(protocol)
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.UnsupportedProtocol("ConnectionPool opens TCP connections only")
-
-    async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(seconds)
+    async def _to_the_end(self, max_bytes: int) -> bytes:
+        """A body with no length: everything until the server closes the connection."""
+        buffer = self.buffer
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            if buffer:
+                total += len(buffer)
+                if total > max_bytes:
+                    raise ResponseTooLarge
+                parts.append(bytes(buffer))
+                buffer.clear()
+            if self.eof:
+                if self.error is not None:
+                    raise TransportError(f"the connection broke: {self.error}") from self.error
+                return b"".join(parts)
+            await self._more()
 
 
-_BACKEND = _AsyncioBackend()
+def _parse_head(head: bytes) -> tuple[int, Headers, int | None, bool, bool]:
+    lines = head.split(b"\r\n")
+    version, _, rest = lines[0].partition(b" ")
+    code = rest[:3]
+    if (
+        version not in (b"HTTP/1.1", b"HTTP/1.0")
+        or len(code) != 3
+        or not code.isdigit()
+        or rest[3:4] not in (b"", b" ")
+    ):
+        raise TransportError(f"not an HTTP/1.1 response: {lines[0][:100]!r}")
+    status = int(code)
+    keep_alive = version == b"HTTP/1.1"
+    length: int | None = None
+    chunked = encoded = False
+    headers: Headers = []
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not _TOKEN.fullmatch(name):
+            raise TransportError(f"malformed response header line {line[:100]!r}")
+        value = value.strip(b" \t")
+        headers.append((name, value))
+        lower = name.lower()
+        if lower == b"content-length":
+            if not value.isdigit() or (length is not None and int(value) != length):
+                raise TransportError(f"malformed Content-Length {value[:40]!r}")
+            length = int(value)
+        elif lower == b"transfer-encoding":
+            encoded = True
+            chunked = value.lower().rsplit(b",", 1)[-1].strip(b" \t") == b"chunked"
+        elif lower == b"connection":
+            tokens = {token.strip(b" \t") for token in value.lower().split(b",")}
+            if b"close" in tokens:
+                keep_alive = False
+            elif b"keep-alive" in tokens:
+                keep_alive = True
+    if encoded:
+        length = None  # Transfer-Encoding wins over Content-Length (RFC 9112, 6.3)
+    return status, headers, length, chunked, keep_alive

@@ -22,7 +22,6 @@ from tui_eval.agents.providers.connections import (
     ConnectionPool,
     Headers,
     ResponseTooLarge,
-    TimeoutError_,
     TransportError,
     header_map,
 )
@@ -272,15 +271,14 @@ class HTTPProvider:
                     f"{exc.wait_s:.3g}s later ({exc.why})"
                 ) from None
             wait: float | None = None
-            try:
-                with anyio.fail_after(timeout):
-                    status, raw_headers, data = await pool.post(
-                        url, body, wire_headers, timeout, self.max_response_bytes
-                    )
-            except (TimeoutError, TimeoutError_):
+            try:  # `timeout` bounds the whole exchange (a timer in the pool, not a scope)
+                status, raw_headers, data = await pool.post(
+                    url, body, wire_headers, timeout, self.max_response_bytes
+                )
+            except TimeoutError:
                 last = f"no complete response within {timeout:g}s (timeout)"
             except TransportError as exc:
-                last = f"connection failed: {type(exc).__name__}: {exc}"
+                last = f"connection failed: {exc}"
             except ResponseTooLarge:
                 raise self._fail(
                     f"sent a response body over {self.max_response_bytes:,} bytes for {url}; refused"
