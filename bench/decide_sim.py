@@ -1,6 +1,6 @@
 """Error rates and power of run-until-decided under continuous monitoring (seeded).
 
-    python bench/decide_sim.py [--trials 1000] [--what pairs|decide|all]
+    python bench/decide_sim.py [--trials 1000] [--what pairs|decide|exact|all]
 
 `compare_agents()` (pairs): A/A, both agents pass with the same probability p, looked at
 after every batch; any "regression" call is a false one. A/B: 0.9 → 0.6. In the family
@@ -10,10 +10,14 @@ after every pair, beside fixed-n Fisher on 100 samples a side.
 `decide()`: a 30-sample baseline at 0.9; the current agent at 0.6 (a regression) or 0.9
 (A/A), up to 100 samples. One case at α = 0.05, and 20 cases (one regressed, 19
 unchanged; each case's test at α/20). Detection is judged in decide()'s rounds (1, then
-5 at a time); A/A false regressions are looked at after *every* sample (the test's
-largest e-value over the run). Beside each, a
-fixed-n Fisher test (two-sided, same level) on the same samples: the baseline against all
-100 current samples.
+5 at a time); A/A false regressions are looked at after *every* sample (the regression
+test's first crossing over all 100). Beside each, a fixed-n one-sided Fisher test at the
+same level on the same samples: the baseline against all 100 current samples.
+
+`exact`: the same figures for decide()'s regression test computed exactly (dynamic
+programming over the paths), beside fixed-n one-sided Fisher and the Neyman–Pearson bound
+(no test at that level, sequential or not, can have more power against 0.9 → 0.6 while
+keeping its level at every null point p = p).
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ import math
 import random
 import statistics
 
+import numpy as np
+
+from tui_eval.group_sequential import null_size, regression_boundary
 from tui_eval.sequential import EProcess, judge_against_baseline, simulate_pairs
-from tui_eval.stats import evidence_path, fisher_exact, samples_needed
+from tui_eval.stats import fisher_exact, samples_needed
 
 BASELINE, BUDGET = 30, 100
 
@@ -50,17 +57,34 @@ def decide_case(
 
 
 def ever_called_a_regression(baseline: list[bool], current: list[bool], alpha: float) -> bool:
-    """Whether the regression test crosses 1/α at any sample of `current`: the e-value
-    after each block is the same whenever it is looked at, so the largest over the whole
-    run is what looking after every sample can see (an upper bound on decide()'s false
-    regressions, which also stops a case once it is decided otherwise)."""
-    path = evidence_path(baseline, current, len(current), regression=True)
-    return max(path, default=0.0) >= math.log(1 / alpha)
+    """Whether the regression test crosses at any sample of `current` (looking after every
+    sample; an upper bound on decide()'s false regressions, which also stops a case once it
+    is decided otherwise)."""
+    boundary = regression_boundary(len(baseline), len(current), alpha)
+    assert boundary is not None
+    return boundary.first_crossing(sum(baseline), current) is not None
+
+
+def one_sided_fisher(x: int, n0: int, s: int, t: int) -> float:
+    """P(S ≤ s | margins): the one-sided Fisher p-value that the current passes less often."""
+    total, passed = n0 + t, x + s
+    denom = math.comb(total, t)
+    low = max(0, passed - n0)
+    return (
+        sum(math.comb(passed, k) * math.comb(total - passed, t - k) for k in range(low, s + 1))
+        / denom
+    )
 
 
 def fisher_rejects(baseline: list[bool], current: list[bool], alpha: float) -> bool:
+    """Two-sided fixed-n Fisher (compare_agents()'s column: it tests both ways)."""
     b, c = sum(baseline), sum(current)
     return fisher_exact(c, len(current) - c, b, len(baseline) - b) < alpha
+
+
+def fisher_finds_a_drop(baseline: list[bool], current: list[bool], alpha: float) -> bool:
+    """One-sided fixed-n Fisher (decide()'s column: it tests for a drop only)."""
+    return one_sided_fisher(sum(baseline), len(baseline), sum(current), len(current)) <= alpha
 
 
 def draw(rng: random.Random, p_b: float, p_c: float) -> tuple[list[bool], list[bool]]:
@@ -97,12 +121,12 @@ def decide(trials: int, cases: int) -> None:
         detected += label == "regression"
         too_small += label == "undecided: baseline too small"
         used.append(n)
-        fisher_detected += fisher_rejects(baseline, current, alpha)
+        fisher_detected += fisher_finds_a_drop(baseline, current, alpha)
         false = fisher_false = False
-        for _ in range(max(1, cases - 1)):  # the unchanged cases (one A/A case for cases=1)
+        for _ in range(cases):  # an A/A run of as many cases
             baseline, current = draw(rng, 0.9, 0.9)
             false |= ever_called_a_regression(baseline, current, alpha)
-            fisher_false |= fisher_rejects(baseline, current, alpha)
+            fisher_false |= fisher_finds_a_drop(baseline, current, alpha)
         false_family += false
         fisher_false_family += fisher_false
     print(
@@ -111,6 +135,101 @@ def decide(trials: int, cases: int) -> None:
         f"| {fisher_detected / trials:.1%} | {false_family / trials:.1%} "
         f"| {fisher_false_family / trials:.1%} |"
     )
+
+
+def too_small(trials: int) -> None:
+    """0.9 → 0.7 with a 100-sample baseline (0.7 is below its lower bound, ~0.81): how
+    often decide() (one case, α = 0.05) says "baseline too small"."""
+    rng = random.Random(2027)
+    labels = []
+    for _ in range(trials):
+        baseline = [rng.random() < 0.9 for _ in range(100)]
+        current = [rng.random() < 0.7 for _ in range(BUDGET)]
+        labels.append(decide_case(baseline, current, 0.05, batch=5)[0])
+    counts = {label: labels.count(label) / trials for label in sorted(set(labels))}
+    print(
+        f"0.9 → 0.7, 100-sample baseline, {trials} trials: "
+        + ", ".join(f"{label} {share:.1%}" for label, share in counts.items())
+    )
+
+
+def log_binomial(n: int, p: float) -> np.ndarray:
+    k = np.arange(n + 1)
+    logfact = np.array([math.lgamma(i + 1) for i in range(n + 1)])
+    with np.errstate(divide="ignore"):
+        return logfact[n] - logfact[k] - logfact[n - k] + k * np.log(p) + (n - k) * np.log1p(-p)
+
+
+def exact_power(limits: np.ndarray, p_b: float, p_c: float) -> float:
+    """P(decide()'s regression test crosses within the horizon) at rates (p_b, p_c)."""
+    n0, horizon = limits.shape[0] - 1, limits.shape[1]
+    total = 0.0
+    for x, weight in enumerate(np.exp(log_binomial(n0, p_b))):
+        alive = np.zeros(horizon + 2)
+        alive[0] = 1.0
+        crossed = 0.0
+        for t in range(1, horizon + 1):
+            alive[1:] = alive[1:] * (1 - p_c) + alive[:-1] * p_c
+            alive[0] *= 1 - p_c
+            limit = limits[x, t - 1]
+            if limit >= 0:
+                crossed += alive[: limit + 1].sum()
+                alive[: limit + 1] = 0.0
+        total += weight * crossed
+    return total
+
+
+def fisher_table(alpha: float) -> np.ndarray:
+    """Where fixed-n one-sided Fisher on (x of 30, y of 100) finds a drop."""
+    return np.array(
+        [
+            [one_sided_fisher(x, BASELINE, y, BUDGET) <= alpha for y in range(BUDGET + 1)]
+            for x in range(BASELINE + 1)
+        ]
+    )
+
+
+def neyman_pearson_bound(alpha: float) -> float:
+    """The most power any level-α test on 30 + 100 samples can have against (0.9, 0.6): for
+    each null point (p, p) the most powerful (randomised) test of that point alone; the
+    least of those powers bounds every test valid at all of them."""
+    alternative = np.exp(
+        log_binomial(BASELINE, 0.9)[:, None] + log_binomial(BUDGET, 0.6)[None, :]
+    ).ravel()
+    worst = 1.0
+    for p in np.linspace(0.3, 0.99, 139):
+        null = np.exp(log_binomial(BASELINE, p)[:, None] + log_binomial(BUDGET, p)[None, :]).ravel()
+        order = np.argsort(-alternative / np.maximum(null, 1e-300))
+        c0, c1 = np.cumsum(null[order]), np.cumsum(alternative[order])
+        k = int(np.searchsorted(c0, alpha))
+        before0, before1 = (c0[k - 1], c1[k - 1]) if k else (0.0, 0.0)
+        power = before1 + (alpha - before0) / null[order][k] * alternative[order][k]
+        worst = min(worst, power)
+    return worst
+
+
+def exact() -> None:
+    print(
+        "| 0.9 → 0.6, n0 = 30, ≤ 100 samples (exact) | α per case | decide()'s regression test "
+        "| fixed-n one-sided Fisher | Neyman–Pearson bound | A/A family-wise at p = 0.9 "
+        "| A/A family-wise, worst p |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    rates = np.linspace(0.001, 0.999, 999)
+    alternative = np.exp(log_binomial(BASELINE, 0.9)[:, None] + log_binomial(BUDGET, 0.6)[None, :])
+    for cases in (1, 20):
+        alpha = 0.05 / cases
+        boundary = regression_boundary(BASELINE, BUDGET, alpha)
+        assert boundary is not None
+        limits = np.array(boundary.limits)
+        size = float(null_size(limits, BASELINE, BUDGET, rates).max())
+        family = 1 - (1 - size) ** cases
+        at_09 = 1 - (1 - float(null_size(limits, BASELINE, BUDGET, np.array([0.9]))[0])) ** cases
+        fisher = float((alternative * fisher_table(alpha)).sum())
+        print(
+            f"| {cases} case(s) | {alpha:g} | {exact_power(limits, 0.9, 0.6):.1%} | {fisher:.1%} "
+            f"| {neyman_pearson_bound(alpha):.1%} | {at_09:.2%} | {family:.2%} |"
+        )
 
 
 def pairs_ever_called_a_regression(a: list[bool], b: list[bool], alpha: float) -> bool:
@@ -154,10 +273,13 @@ def pairs_family(trials: int, cases: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=1000)
-    parser.add_argument("--what", choices=["pairs", "decide", "all"], default="all")
+    parser.add_argument("--what", choices=["pairs", "decide", "exact", "all"], default="all")
     args = parser.parse_args()
     if args.what in ("pairs", "all"):
         pairs(args.trials)
+        print()
+    if args.what in ("exact", "all"):
+        exact()
         print()
     if args.what in ("decide", "all"):
         print(
@@ -167,9 +289,11 @@ def main() -> None:
         )
         print("|---|---:|---:|---:|---:|---:|")
         decide(args.trials, 1)
-        decide(max(1, args.trials // 5), 20)
+        decide(args.trials, 20)
         pairs_family(args.trials, 1)
         pairs_family(max(1, args.trials // 5), 20)
+        print()
+        too_small(max(1, args.trials // 5))
 
 
 if __name__ == "__main__":

@@ -107,7 +107,11 @@ async def test_compare_agents_finds_a_real_drop_and_stops_early():
 @pytest.mark.anyio
 async def test_decide_says_when_the_baseline_caps_what_can_be_shown():
     diff = await decide(
-        seeded_agent(0.5, 3), [Case("q", checks=[contains("ok")])], baseline_of("q", 1, 1)
+        seeded_agent(0.5, 3),
+        [Case("q", checks=[contains("ok")])],
+        baseline_of("q", 1, 1),
+        max_samples=10,
+        alpha=0.01,
     )
     (change,) = diff.changes
     assert change.label == "undecided: baseline too small" and not change.decided
@@ -179,8 +183,12 @@ def test_baseline_too_small_only_when_no_outcome_could_decide():
     rng = random.Random(13)
     labels = [simulate_decide(0.9, 0.7, rng, baseline_total=100)[0] for _ in range(30)]
     assert labels.count("undecided: baseline too small") == 0
-    one = judge_against_baseline(1, 1, [True, False], alpha=0.05)
+    one = judge_against_baseline(1, 1, [True, False], alpha=0.01, horizon=10)
     assert one.label == "undecided: baseline too small" and "baseline of" in one.hint
+    # With 100 samples, a current agent failing nearly all of them would be a regression
+    # even against a 1/1 baseline: not "baseline too small", whatever the point estimate.
+    wider = judge_against_baseline(1, 1, [True, False], alpha=0.05, horizon=100)
+    assert wider.label == "undecided"
 
 
 def test_a_case_that_never_passed_cannot_regress():
@@ -249,14 +257,23 @@ def test_decision_table_aligns_wide_case_names(capsys):
     assert "(~400 samples)" in rows[1]
 
 
-@pytest.mark.slow
-def test_decide_detection_for_one_case_stays_near_the_issue_25_bar():
+@pytest.mark.slow  # 300 simulated decisions: .ci/run runs it
+def test_decide_detects_the_issue_25_drop_for_one_case():
     """One case, 0.9 → 0.6, 30-sample baseline, 100 samples, seeded: issue 25 asks for
-    ≥ 80%; decide() measures 77.7–81% across seeds (bench/decide_sim.py), so this guards
-    against falling back, at 78%, and does not claim the bar is met."""
+    ≥ 80%; the regression test's exact figure is 96.0%, so this guards at 90% (the e-process
+    it replaced found 78–82%)."""
     rng = random.Random(25)
     labels = [simulate_decide(0.9, 0.6, rng)[0] for _ in range(300)]
-    assert labels.count("regression") / len(labels) >= 0.78
+    assert labels.count("regression") / len(labels) >= 0.9
+
+
+@pytest.mark.slow  # 300 simulated decisions: .ci/run runs it
+def test_decide_detects_the_issue_25_drop_among_20_cases():
+    """The regressed case of 20 (19 unchanged) is tested at α/20 (Bonferroni; the others
+    do not change its test): issue 25 asks for ≥ 60% (exact figure: 68.6%)."""
+    rng = random.Random(2520)
+    labels = [simulate_decide(0.9, 0.6, rng, alpha=0.05 / 20)[0] for _ in range(300)]
+    assert labels.count("regression") / len(labels) >= 0.6
 
 
 def test_an_undecided_pair_says_roughly_what_budget_would_decide_it():
