@@ -350,6 +350,66 @@ def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
     assert sample_counts(report) == {name: len(s) for name, s in journaled.items()}
 
 
+def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path):
+    """The app's diff since the previous run starts its decide run (`m`) against that run's
+    report, not the baseline file: a resume (the app's or `tui-eval resume`) compares with
+    the same report, and says so when that report is gone."""
+    import anyio
+
+    from tests.test_suite_run import simulate_kill
+    from tui_eval.options import RunOptions
+    from tui_eval.store import RunHistory
+    from tui_eval.suite_run import ResumeError, SuiteRun
+    from tui_eval.suites import load_suites
+
+    path = coin_project(tmp_path)
+    history = RunHistory(tmp_path)
+    # A baseline file of 6 samples a case, then a previous run of 3: they differ.
+    saved, _ = anyio.run(run_decision, path, RunOptions(samples=6), history)
+    assert saved.save_baseline().status.value == "saved"
+    _, previous = anyio.run(run_decision, path, RunOptions(), history)
+    previous_file = history.runs()[0].report_path
+    options = RunOptions(decide=True, decide_against=str(previous_file))
+
+    async def decide():
+        (suite,) = load_suites([path]).suites
+        service = SuiteRun.start(suite, options, history=history, invocation="t", baseline=previous)
+        return service, await service.run()
+
+    def verdicts(service):
+        return [(c.name, c.baseline_total, c.label) for c in service.decision.diff.changes]
+
+    whole, _ = anyio.run(decide)
+    assert [total for _, total, _ in verdicts(whole)] == [3, 3, 3]
+    anyio.run(decide)
+    simulate_kill(history, keep=4)
+    record = history.interrupted()[0]
+    assert record.options.decide_against == str(previous_file)
+    resumed = SuiteRun.resume(record, history=history)
+    anyio.run(resumed.run)
+    assert resumed.report is not None and not resumed.report.cancelled
+    assert verdicts(resumed) == verdicts(whole)  # against the previous run, not the file
+    assert str(previous_file) in resumed.compare().message
+    # `tui-eval resume` does the same; and when that report is gone, it says which.
+    anyio.run(decide)
+    simulate_kill(history, keep=4)
+    done = cli("resume", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3/3 →" in done.stdout and "6/6 →" not in done.stdout
+    anyio.run(decide)
+    simulate_kill(history, keep=4)
+    previous_file.unlink()
+    gone = cli("resume", cwd=tmp_path)
+    assert gone.returncode == 2, gone.stdout + gone.stderr
+    assert str(previous_file) in gone.stderr and "no longer exists" in gone.stderr
+    try:
+        SuiteRun.resume(history.interrupted()[0], history=history)
+    except ResumeError as exc:
+        assert str(previous_file) in str(exc)
+    else:
+        raise AssertionError("resumed against a report that is gone")
+
+
 def test_front_ends_import_neither_the_runner_nor_sequential():
     """What the `.importlinter` front-ends contract enforces, checked without it too."""
     import ast

@@ -37,6 +37,9 @@ class RunOptions(pydantic.BaseModel):
         ray_workers: Ray worker actors (default: the cluster's CPUs).
         decide: sample each case until its comparison with the baseline is decided
             (`run --decide`), in journaled rounds.
+        decide_against: with `decide`: the report file compared with instead of the
+            baseline (the app's diff since the previous run: that run's report), so a
+            resume compares with the same report.
         max_samples: with `decide` or `ab`: at most this many samples per case (and side).
         ab: (spec of agent A, spec of agent B): an A/B run of two agents (`tui-eval ab`).
         recheck: the report file whose saved outputs the suite's current checks judge
@@ -61,6 +64,7 @@ class RunOptions(pydantic.BaseModel):
     ray_address: str | None = None
     ray_workers: int | None = pydantic.Field(None, ge=1)
     decide: bool = False
+    decide_against: str | None = None
     max_samples: int = pydantic.Field(100, ge=1)
     ab: tuple[str, str] | None = None
     recheck: str | None = None

@@ -86,7 +86,8 @@ def prepare(
     """What a run of this mode needs beside its suite (a baseline, two agents, a report).
 
     A decide run compares with `baseline` when given (a report the caller holds, such as
-    the previous run's), else with the baseline file of the options or the suite.
+    the previous run's), else with the report file `options.decide_against` names, else
+    with the baseline file of the options or the suite.
 
     Raises:
         PlanError: it cannot be had.
@@ -98,6 +99,8 @@ def prepare(
     if mode == "decide":
         if baseline is not None:
             return {"baseline": baseline}
+        if options.decide_against is not None:
+            return {"baseline": _decided_against(options.decide_against)}
         path = Path(options.baseline) if options.baseline else suite.baseline_path
         read = read_baseline(path)
         if read.baseline is None:
@@ -129,6 +132,19 @@ def prepare(
             )
         return {"rechecked": rechecked}
     return {}
+
+
+def _decided_against(path: str) -> Report:
+    """The report a decide run compares with instead of the baseline file."""
+    if not Path(path).exists():
+        raise PlanError(
+            f"the decision compares with the report {path} (an earlier run's), which no "
+            "longer exists; start a new decide run"
+        )
+    try:
+        return Report.load(path)
+    except ReportFileError as exc:
+        raise PlanError(str(exc)) from None
 
 
 def shown_path(path: str) -> str:

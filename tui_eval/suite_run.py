@@ -410,6 +410,8 @@ class SuiteRun:
         """
         if self.decision is not None:
             path = self.baseline_path if self.mode == "decide" else None
+            if path is not None and self.options.decide_against is not None:
+                path = Path(self.options.decide_against)
             return BaselineOutcome(
                 status=BaselineStatus.COMPARED,
                 path=path,

@@ -527,3 +527,7 @@ async def test_m_on_the_since_previous_diff_decides_against_the_previous_run(tmp
         )
         record = history.runs()[0]
         assert record.options.decide and record.options.baseline is None and record.finished
+        # What it decided against is journaled, so a resume compares with the same report.
+        assert first.session.service.journal is not None
+        previous_file = first.session.service.journal.record.report_path
+        assert record.options.decide_against == str(previous_file) and previous_file.exists()

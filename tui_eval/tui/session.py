@@ -168,6 +168,12 @@ class RunSession:
         return self.state.report
 
     @property
+    def report_file(self) -> Path | None:
+        """Where the run's report is kept in the history once it ends (None: not journaled)."""
+        journal = self.service.journal if self.service is not None else None
+        return journal.record.report_path if journal is not None else None
+
+    @property
     def partial(self) -> bool:
         """Whether the run may cover only some of its suite's cases (a rerun, a filter; a
         saved report, whose coverage is not known): its comparison removes nothing."""

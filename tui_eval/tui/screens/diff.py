@@ -107,6 +107,7 @@ class DiffScreen(Screen[None]):
         title: str = "",
         baseline_path: Path | None = None,
         workspace: Workspace | None = None,
+        previous_report: Path | None = None,
     ) -> None:
         super().__init__()
         self.diff = diff
@@ -124,6 +125,9 @@ class DiffScreen(Screen[None]):
         """Per case, the samples `m` drew (streamed into the rows as they finished)."""
         self.baseline = baseline
         self.baseline_path = baseline_path
+        self.previous_report = previous_report
+        """The file `baseline` was read from when it is an earlier run's report, not the
+        baseline file (the diff since the previous run): `m` decides against it."""
         self.title_text = title
         self.review = Review(review_items(diff))
         self._names = [item.name for item in self.review.items]
@@ -414,11 +418,13 @@ class DiffScreen(Screen[None]):
 
         workspace = self.workspace
         # A journaled decide run through the suite-run layer, against the baseline shown:
-        # the file's (a resume reads it again) or the previous run's report.
+        # the file's or the previous run's report (a resume reads the same file again).
+        against = self.previous_report if self.baseline_path is None else None
         options = workspace.rerun_options(
             cases=tuple(names),
             decide=True,
             baseline=str(self.baseline_path) if self.baseline_path is not None else None,
+            decide_against=str(against) if against is not None else None,
             fail_fast=False,
             executor="in-process",
             shard=None,

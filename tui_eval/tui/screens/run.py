@@ -231,6 +231,7 @@ class RunScreen(Screen[None]):
                 self.previous.report,
                 title="since the previous run",
                 workspace=self.workspace,
+                previous_report=self.previous.report_file,
             )
         )
 
