@@ -153,6 +153,31 @@ def too_small(trials: int) -> None:
     )
 
 
+def aa_near_the_worst_rate(trials: int) -> None:
+    """decide()'s regression test on A/A runs at p = 0.3 (near the rate where its size
+    peaks), every case looked at after every sample, beside the exact family-wise figure."""
+    rng = random.Random(2028)
+    for cases in (1, 20):
+        alpha = 0.05 / cases
+        boundary = regression_boundary(BASELINE, BUDGET, alpha)
+        assert boundary is not None
+        false = 0
+        for _ in range(trials):
+            false += any(
+                boundary.first_crossing(
+                    sum(rng.random() < 0.3 for _ in range(BASELINE)),
+                    [rng.random() < 0.3 for _ in range(BUDGET)],
+                )
+                is not None
+                for _ in range(cases)
+            )
+        size = float(null_size(np.array(boundary.limits), BASELINE, BUDGET, np.array([0.3]))[0])
+        print(
+            f"A/A at p = 0.3, {cases} case(s), every sample, {trials} trials: {false / trials:.1%} "
+            f"called a regression (exact: {1 - (1 - size) ** cases:.2%})"
+        )
+
+
 def log_binomial(n: int, p: float) -> np.ndarray:
     k = np.arange(n + 1)
     logfact = np.array([math.lgamma(i + 1) for i in range(n + 1)])
@@ -280,6 +305,8 @@ def main() -> None:
         print()
     if args.what in ("exact", "all"):
         exact()
+        print()
+        aa_near_the_worst_rate(args.trials * 20)
         print()
     if args.what in ("decide", "all"):
         print(
