@@ -236,3 +236,35 @@ def test_the_app_run_header_says_how_many_samples_are_unpriced():
     line = RunHeader._counters(state).plain
     assert "$0.0048 · 3 samples unpriced" in line
     assert "$0.0048 · 3 samples unpriced" in report.header()
+
+
+@pytest.fixture
+def fresh_price_lookups():
+    from tui_eval.agents.providers import metering
+
+    metering._price_ref.cache_clear()
+    yield metering
+    metering._price_ref.cache_clear()
+
+
+def test_a_model_the_table_does_not_know_is_not_looked_up_again(fresh_price_lookups, monkeypatch):
+    """Loading the price table costs 0.2 s of CPU at a run's first response; a local model
+    is remembered as unpriced, per installed table, and never priced by mistake."""
+    metering = fresh_price_lookups
+    looked_up: list[str] = []
+    real = metering._look_up
+
+    def look_up(provider: str, model: str) -> Any:
+        looked_up.append(model)
+        return real(provider, model)
+
+    monkeypatch.setattr(metering, "_look_up", look_up)
+    assert metering._price_ref("openai", "my-local-model") is None
+    metering._price_ref.cache_clear()  # as in a new process
+    assert metering._price_ref("openai", "my-local-model") is None
+    assert metering._price_ref("openai", "gpt-4o-mini") is not None  # known: always priced
+    assert looked_up == ["my-local-model", "gpt-4o-mini"]
+    monkeypatch.setattr(metering, "_table_identity", lambda: "a newer table")
+    metering._price_ref.cache_clear()
+    assert metering._price_ref("openai", "my-local-model") is None  # asked again
+    assert looked_up == ["my-local-model", "gpt-4o-mini", "my-local-model"]

@@ -13,10 +13,14 @@ price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
 import math
+import os
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 MAX_TOKENS = 100_000_000
@@ -149,12 +153,28 @@ def price_of(provider: str, model: str, tokens: ResponseTokens) -> float | None:
 
 @functools.lru_cache(maxsize=256)
 def _price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
-    """(provider id, model ref) under which genai-prices knows `model`, looked up once."""
+    """(provider id, model ref) under which genai-prices knows `model`, looked up once.
+
+    Loading the price table costs about 0.2 s of CPU, paid at a run's first response
+    while every other request waits. A model the table does not know (a local model,
+    a fine-tune) is remembered in the cache folder, per installed table, so later runs
+    know it is unpriced without loading the table.
+    """
+    if not model:
+        return None
+    table = _table_identity()
+    if table is not None and f"{provider}\t{model}" in _unpriced(table):
+        return None
+    ref = _look_up(provider, model)
+    if ref is None and table is not None:
+        _remember_unpriced(table, f"{provider}\t{model}")
+    return ref
+
+
+def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
     try:
         from genai_prices import Usage, calc_price
     except ImportError:  # pragma: no cover - a declared dependency
-        return None
-    if not model:
         return None
     prefix, _, bare = model.rpartition("/")
     candidates: list[tuple[str | None, str]] = [(provider, model)]
@@ -168,3 +188,58 @@ def _price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
             continue
         return provider_id, ref
     return None
+
+
+UNPRICED_FILE = "unpriced-models.json"
+"""In the cache folder: the models the installed price table does not know."""
+MAX_UNPRICED = 1_000
+
+
+@functools.lru_cache(maxsize=1)
+def _table_identity() -> str | None:
+    """Which price table is installed (its data file's path, size and time), found without
+    importing it; None if it cannot be told."""
+    try:
+        spec = importlib.util.find_spec("genai_prices")
+        folders = spec.submodule_search_locations if spec is not None else None
+        if not folders:
+            return None
+        data = os.path.join(next(iter(folders)), "data.py")
+        info = os.stat(data)
+    except (ImportError, ValueError, OSError):
+        return None
+    return f"{data}:{info.st_size}:{info.st_mtime_ns}"
+
+
+def _unpriced_path() -> Path:
+    from tui_eval.home import data_root
+
+    return data_root() / "cache" / UNPRICED_FILE
+
+
+def _unpriced(table: str) -> frozenset[str]:
+    try:
+        stored = json.loads(_unpriced_path().read_bytes())
+    except (OSError, ValueError):
+        return frozenset()
+    if not isinstance(stored, dict) or stored.get("table") != table:
+        return frozenset()  # another price table: what it did not know may be known now
+    models = stored.get("models")
+    return (
+        frozenset(m for m in models if isinstance(m, str))
+        if isinstance(models, list)
+        else frozenset()
+    )
+
+
+def _remember_unpriced(table: str, key: str) -> None:
+    from tui_eval.atomic import atomic_write_bytes
+    from tui_eval.home import private_subfolder
+
+    models = sorted(_unpriced(table) | {key})[-MAX_UNPRICED:]
+    try:
+        path = private_subfolder("cache") / UNPRICED_FILE
+        payload = json.dumps({"table": table, "models": models}, indent=0)
+        atomic_write_bytes(path, payload.encode(), private=True)
+    except OSError:
+        pass  # a cache: the next run looks the model up again
