@@ -1,24 +1,19 @@
 """A small HTTP/1.1 client for JSON APIs: keep-alive connections per origin, reused last-in
 first-out, read straight from asyncio transports.
 
-Every provider request is one POST of a JSON body and one whole response. httpx's pool
-walked every connection on each request, and httpcore2 + h11 (which this replaced) spent
-more CPU on their per-request machinery (state machines, trace hooks, a cancel scope per
-read, two sends per request) than a run's agent loop, checks and report together
-(bench/README.md, "Side by side with a plain aiohttp client"). Here a request is one
-`write()` of its head and body, and the response is parsed from the connection's buffer
-as it arrives: the status line and headers, then a `Content-Length` or chunked body (or
-one read to the end of the connection when the server gives neither). Timeouts are one
-loop timer per request: `timeout` bounds the whole exchange, however the server drips it.
+A provider request is one POST of a JSON body and one whole response. httpcore2 + h11 (which
+this replaced) spent more CPU on their per-request machinery than a run's agent loop, checks
+and report together (bench/README.md, "Side by side with a plain aiohttp client"). Here a
+request is one `write()` of head and body, and the response is parsed from the connection's
+buffer: status line and headers, then a `Content-Length`, chunked or read-to-close body. One
+loop timer per request bounds the whole exchange, however the server drips it.
 
-The pool grows to the run's concurrency and no further; a connection goes back to it only
-when its response was read to the end, the server did not ask to close, and nothing else
-arrived. An idle connection the server closed, or idle longer than `KEEPALIVE_S`, is
-dropped. HTTPS uses `proxies.ssl_context()` (the system trust store, or `SSL_CERT_FILE`);
-proxies come from the environment (`proxies.proxy_for`): `CONNECT` tunnels for https, the
-absolute-form request target for http. Under trio, httpcore2's connections are used
-(`trio_connections.py`). Content encodings and redirects are the provider's business
-(`http.py`): this client hands back the body as the server sent it.
+A connection goes back to the pool only when its response was read to the end, the server
+did not ask to close and sent nothing more; an idle one the server closed, or idle longer
+than `KEEPALIVE_S`, is dropped. HTTPS trusts `proxies.ssl_context()` (the system store, or
+`SSL_CERT_FILE`); proxies come from the environment (`proxies.proxy_for`): `CONNECT` tunnels
+for https, absolute-form targets for http. Under trio, httpcore2's connections are used
+(`trio_connections.py`). Content encodings and redirects are the provider's (`http.py`).
 """
 
 from __future__ import annotations
