@@ -1,6 +1,7 @@
 """Real API runs: tui-eval, pydantic-evals and Inspect AI against a rate-limited loopback API.
 
     python bench/rate_limit_bench.py [--rounds 1] [--skip-inspect] [--no-headers]
+        [--only FRAMEWORK ...] [--scenario "no limit" ...]
 
 Each scenario starts a fresh `loopback_api.py` process (an OpenAI-compatible server with a
 token bucket that answers 429 with Retry-After / retry-after-ms, and OpenAI's rate-limit
