@@ -151,3 +151,11 @@ def test_seeded_runs_at_null_points_agree_with_the_exact_size():
             assert abs(false / trials - exact) <= 3 * math.sqrt(exact * (1 - exact) / trials)
         else:
             assert false / trials <= min(0.05, exact)
+
+
+@pytest.mark.anyio
+async def test_decide_refuses_an_alpha_outside_0_1():
+    from tui_eval import Case, Report, decide
+
+    with pytest.raises(ValueError, match="0 < alpha < 1"):
+        await decide(lambda q: "ok", [Case("q")], Report("eval", []), alpha=1.5)

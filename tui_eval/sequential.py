@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from tui_eval.budget import CostBudget
 from tui_eval.case_decisions import (
     BATCH,
@@ -31,6 +33,7 @@ from tui_eval.case_decisions import (
 from tui_eval.cases import Case
 from tui_eval.diff import CaseChange, Diff
 from tui_eval.events import EventHandler
+from tui_eval.group_sequential import regression_boundary
 from tui_eval.report import CaseResult, Report, SampleResult
 from tui_eval.run_settings import Price, RunSettings, resolve
 from tui_eval.runner import Evaluation
@@ -142,12 +145,21 @@ async def decide_in_rounds(
 ) -> Decision:
     """`decide()` over any way of running rounds: samples already in `done` (a resumed
     run) count, and only what is missing runs. Every round shares one `CostBudget`."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"decide() needs 0 < alpha < 1; got alpha={alpha}")
     by_name = {case.name: case for case in baseline.cases}
     compared = [c for c in cases if c.label in by_name]
     per_case = alpha / max(1, len(compared))
     budget = _shared_budget(max_cost, done)
     rounds = _Rounds(run_round, cases, budget, done)
-    await rounds.first()
+    sizes = {
+        (len(by_name[case.label].samples), max(max_samples, case.samples))
+        for case in compared
+        if by_name[case.label].samples_passed > 0
+    }
+    async with anyio.create_task_group() as group:
+        group.start_soon(_calibrate, sizes, per_case)
+        await rounds.first()
 
     def verdict(case: Case, *, exhausted: bool) -> ComparisonVerdict:
         old = by_name[case.label]
@@ -267,6 +279,14 @@ async def compare_in_rounds(
     return Decision(
         report=report_b, diff=_labelled_diff(report_b, report_a, verdicts), other=report_a
     )
+
+
+async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
+    """Calibrate the regression boundaries the verdicts will need (cached), in a worker
+    thread while the first round samples: up to seconds at the largest sizes, during which
+    the event loop (and the app) stays free."""
+    for baseline_total, horizon in sorted(sizes):
+        await anyio.to_thread.run_sync(regression_boundary, baseline_total, horizon, alpha)
 
 
 def _shared_budget(
