@@ -40,13 +40,17 @@ class CasePlan:
         async_checks = [(i, c) for i, c in enumerate(case.checks) if is_async_check(c)]
         return cls(case, spec, sync_checks, async_checks)
 
-    async def run_checks(self, run: RunResult) -> list[CheckResult]:
+    def run_checks(self, run: RunResult) -> Awaitable[list[CheckResult]]:
         """Every check of the case, each called exactly once; async ones run concurrently.
 
         Checks that compare with the case's `expected` value read it from here (a case
-        without one leaves the context alone: those checks then say it is missing)."""
+        without one leaves the context alone: those checks then say it is missing). A
+        plain function returning the awaitable: one coroutine frame less per sample."""
         if self.case.expected is None:
-            return await self._run_checks(run)
+            return self._run_checks(run)
+        return self._run_checks_expecting(run)
+
+    async def _run_checks_expecting(self, run: RunResult) -> list[CheckResult]:
         with case_expected(self.case.expected):
             return await self._run_checks(run)
 

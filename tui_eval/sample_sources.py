@@ -3,7 +3,7 @@ checks the saved runs of an earlier report again without it (`recheck`, calibrat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,10 +24,10 @@ class AgentRuns:
     def cases(self, cases: list[Case]) -> list[Case]:
         return cases
 
-    async def produce(
+    def produce(
         self, runner: SampleRunner, index: int, sample_index: int, plan: CasePlan, pacer: Pacer
-    ) -> SampleResult:
-        return await runner.run_agent(self._call, index, sample_index, plan, pacer)
+    ) -> Awaitable[SampleResult]:
+        return runner.run_agent(self._call, index, sample_index, plan, pacer)
 
 
 class SavedRuns:
@@ -46,11 +46,11 @@ class SavedRuns:
         saved = self.saved
         return [replace(c, samples=len(saved[c.label])) for c in cases if saved.get(c.label)]
 
-    async def produce(
+    def produce(
         self, runner: SampleRunner, index: int, sample_index: int, plan: CasePlan, pacer: Pacer
-    ) -> SampleResult:
+    ) -> Awaitable[SampleResult]:
         stored = self.saved[plan.case.label][sample_index]
-        return await runner.recheck(stored, index, sample_index, plan)
+        return runner.recheck(stored, index, sample_index, plan)
 
 
 def replay_of(report: Report) -> dict[str, list[SampleResult]]:
