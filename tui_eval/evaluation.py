@@ -123,6 +123,10 @@ class Evaluation:
         )
         """Runs single samples of this run (what schedulers and executors call)."""
         self.pacing = Pacing(on_event)
+        self._on_event = on_event
+        self.gated = self.budget is not None or self.time_budget is not None
+        """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
+        schedulers skip the call otherwise."""
         self._results = [
             CaseResult(
                 case.label,

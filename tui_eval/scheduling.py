@@ -33,6 +33,9 @@ class Scheduled(Protocol):
     concurrency: int
     samples: SampleRunner
     pacing: Pacing
+    gated: bool
+    """Whether the run can refuse a sample or stop on its own (a budget or a time budget is
+    set); when False, `may_start` and `stopped` are not consulted."""
 
     @property
     def results(self) -> Sequence[CaseResult]:
@@ -111,7 +114,7 @@ async def run_case(run: Scheduled, index: int, pacer: Pacer) -> None:
     """Run the missing samples of case `index`, one after another."""
     result = run.results[index]
     for sample_index in range(len(result.samples), run.samples.plan_of(index).case.samples):
-        if not await run.may_start(index, sample_index):
+        if run.gated and not await run.may_start(index, sample_index):
             return
         started = time.perf_counter()
         run.record(index, await run.samples.run(index, sample_index, pacer))
@@ -141,7 +144,7 @@ async def case_pool(run: Scheduled) -> None:
         pacer = run.pacing.new_pacer()
         for index in pending:
             await run_case(run, index, pacer)
-            if run.stopped:
+            if run.gated and run.stopped:
                 return
 
     async with anyio.create_task_group() as group:
@@ -158,7 +161,7 @@ async def sample_pool(run: Scheduled) -> None:
     async def worker() -> None:
         pacer = run.pacing.new_pacer()
         for index, sample_index in pending:
-            if not await run.may_start(index, sample_index):
+            if run.gated and not await run.may_start(index, sample_index):
                 return
             started = time.perf_counter()
             run.record_unit(index, await run.samples.run(index, sample_index, pacer))
