@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from tui_eval import (
@@ -329,3 +330,36 @@ async def test_every_check_runs_exactly_once_per_sample():
     )
     assert report.passed
     assert sorted(seen) == ["a", "b"]
+
+
+@pytest.mark.parametrize("parallel_samples", [False, True])
+async def test_an_agent_that_never_waits_still_gives_the_event_loop_turns(parallel_samples):
+    """The app's keys and Ctrl+C need the loop while samples that never block run back to back."""
+    finished = 0
+    seen_mid_run: list[int] = []
+
+    def on_event(event: object) -> None:
+        nonlocal finished
+        if isinstance(event, SampleFinished):
+            finished += 1
+
+    async def agent(question: str) -> str:
+        return question
+
+    cases = [Case(f"q{i}", checks=[contains("q")], samples=5) for i in range(40)]
+    evaluation = Evaluation(
+        agent, cases, concurrency=2, on_event=on_event, parallel_samples=parallel_samples
+    )
+
+    async def watch() -> None:
+        while not evaluation.finished:
+            if 0 < finished < 200:
+                seen_mid_run.append(finished)
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        await anyio.lowlevel.checkpoint()  # the watcher is waiting before the run starts
+        report = await evaluation.run()
+    assert len(report.samples) == 200
+    assert seen_mid_run  # another task ran between samples

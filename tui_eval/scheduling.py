@@ -90,9 +90,13 @@ class Pacing:
             retry_listener.set(on_retry)  # the worker's own task context
         return pacer
 
-    async def pace(self, pacer: Pacer, sample_started: float) -> None:
-        """Give the event loop a turn every few milliseconds, even if the agent never blocks.
+    def turn_due(self, pacer: Pacer, sample_started: float) -> bool:
+        """Whether the worker of `pacer` gives the event loop a turn now (the caller then
+        awaits a checkpoint), so that it gets one every few milliseconds even if the agent
+        never blocks.
 
+        A plain function, called after every sample: most of the time the answer is no,
+        and a coroutine per sample just to say so is measurable on a zero-latency run.
         When a time slice ends, every worker whose last sample was quick (it never waited
         on anything) yields once, so the loop really turns instead of passing from worker
         to worker. A worker whose samples wait on I/O already gives the loop its turns;
@@ -107,18 +111,21 @@ class Pacing:
             pacer.seen = self._slice
             if now - sample_started < QUICK_SAMPLE_S or now - pacer.forced_at > MAX_UNYIELDED_S:
                 pacer.forced_at = now
-                await anyio.lowlevel.checkpoint()
+                return True
+        return False
 
 
 async def run_case(run: Scheduled, index: int, pacer: Pacer) -> None:
     """Run the missing samples of case `index`, one after another."""
     result = run.results[index]
-    for sample_index in range(len(result.samples), run.samples.plan_of(index).case.samples):
-        if run.gated and not await run.may_start(index, sample_index):
+    samples, record, turn_due, gated = run.samples, run.record, run.pacing.turn_due, run.gated
+    for sample_index in range(len(result.samples), samples.plan_of(index).case.samples):
+        if gated and not await run.may_start(index, sample_index):
             return
         started = time.perf_counter()
-        run.record(index, await run.samples.run(index, sample_index, pacer))
-        await run.pacing.pace(pacer, started)
+        record(index, await samples.run(index, sample_index, pacer))
+        if turn_due(pacer, started):
+            await anyio.lowlevel.checkpoint()
     run.case_finished(index)
 
 
@@ -165,7 +172,8 @@ async def sample_pool(run: Scheduled) -> None:
                 return
             started = time.perf_counter()
             run.record_unit(index, await run.samples.run(index, sample_index, pacer))
-            await run.pacing.pace(pacer, started)
+            if run.pacing.turn_due(pacer, started):
+                await anyio.lowlevel.checkpoint()
 
     async with anyio.create_task_group() as group:
         for _ in range(min(run.concurrency, len(units))):
