@@ -161,11 +161,11 @@ class Evaluation:
 
     @property
     def _emit(self) -> EventHandler | None:
-        return self.samples.emit
+        return self._on_event
 
     @_emit.setter
     def _emit(self, emit: EventHandler | None) -> None:
-        self.samples.emit = self.pacing.emit = emit
+        self._on_event = self.samples.emit = self.pacing.emit = emit
 
     # -- control ---------------------------------------------------------------------
     @property
@@ -323,8 +323,8 @@ class Evaluation:
 
     def case_finished(self, index: int) -> None:
         """Announce a case whose samples all ran."""
-        if self._emit is not None:
-            self._emit(CaseFinished(index, self._results[index]))
+        if self._on_event is not None:
+            self._on_event(CaseFinished(index, self._results[index]))
 
     def accept(self, index: int, sample: SampleResult) -> bool:
         """Record a sample another executor ran (False: that sample was already recorded,
@@ -350,7 +350,8 @@ class Evaluation:
 
     def record(self, index: int, sample: SampleResult) -> None:
         """Keep a finished sample (in index order) and announce it."""
-        sample = self.samples.redacted(sample)
+        if self.samples.redacts:
+            sample = self.samples.redacted(sample)
         samples = self._results[index].samples
         if not samples or samples[-1].index < sample.index:
             samples.append(sample)
@@ -361,5 +362,5 @@ class Evaluation:
             self._priced_samples += 1
         if self.budget is not None:
             self.budget.settle((id(self), index, sample.index), sample)
-        if self._emit is not None:
-            self._emit(SampleFinished(index, sample))
+        if self._on_event is not None:
+            self._on_event(SampleFinished(index, sample))

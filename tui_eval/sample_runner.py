@@ -104,6 +104,8 @@ class SampleRunner:
         self.emit = emit
         self._plans: list[CasePlan | None] = [None] * len(cases)
         self._secrets = secret_values()
+        self.redacts = bool(self._secrets)
+        """Whether `redacted()` changes anything (secrets are set in the environment)."""
 
     @contextlib.contextmanager
     def scope(self) -> Iterator[None]:
