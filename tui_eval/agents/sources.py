@@ -156,7 +156,7 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
     if type(value) is str:  # the common case, first
         return RunResult(
             value,
-            [*_input_messages(input), Message("assistant", value)],
+            [*input_messages(input), Message("assistant", value)],
             [],
             Usage(),
             1,
@@ -167,7 +167,7 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
             value.latency_ms = latency_ms
         if not value.messages:
             value.messages = [
-                *_input_messages(input),
+                *input_messages(input),
                 Message("assistant", value_text(value.output)),
             ]
         return value
@@ -179,14 +179,10 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
         return duck
     return RunResult(
         output=value,
-        messages=[*_input_messages(input), Message("assistant", value_text(value))],
+        messages=[*input_messages(input), Message("assistant", value_text(value))],
         turns=1,
         latency_ms=latency_ms,
     )
-
-
-def _input_messages(input: Input) -> list[Message]:
-    return input_messages(input)
 
 
 def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | None:
@@ -212,5 +208,5 @@ def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | Non
         int(getattr(raw_usage, "output_tokens", 0) or 0),
         int(getattr(raw_usage, "requests", 1) or 1) if raw_usage is not None else 0,
     )
-    messages = [*_input_messages(input), Message("assistant", value_text(content), calls)]
+    messages = [*input_messages(input), Message("assistant", value_text(content), calls)]
     return RunResult(content, messages, calls, usage, turns=1, latency_ms=latency_ms)
