@@ -8,14 +8,13 @@ import warnings
 import pytest
 
 from tests.agents.wire_server import Reply, WireServer, openai_call, openai_text
+from tests.lazy import lazy
 from tui_eval import Case, contains, evaluate, no_error, not_contains, tool_called
+from tui_eval.agents.adapters.langgraph import wrap
 
-pytest.importorskip("langgraph")
-langchain_openai = pytest.importorskip("langchain_openai")
-
-from langchain_core.tools import ToolException, tool  # noqa: E402
-
-from tui_eval.agents.adapters.langgraph import wrap  # noqa: E402
+prebuilt = lazy("langgraph.prebuilt")
+langchain_openai = lazy("langchain_openai")
+tools = lazy("langchain_core.tools")
 
 pytestmark = pytest.mark.anyio
 
@@ -23,17 +22,17 @@ pytestmark = pytest.mark.anyio
 def make_graph(url: str):
     with warnings.catch_warnings():  # create_react_agent moved to langchain.agents in 1.0
         warnings.simplefilter("ignore")
-        from langgraph.prebuilt import create_react_agent
+        create_react_agent = prebuilt.create_react_agent
 
-    @tool
+    @tools.tool
     def get_weather(city: str) -> dict:
         """The weather in a city."""
         return {"city": city, "temp_c": 21}
 
-    @tool
+    @tools.tool
     def get_forecast(city: str) -> str:
         """Tomorrow's forecast."""
-        raise ToolException("forecast service down")
+        raise tools.ToolException("forecast service down")
 
     get_forecast.handle_tool_error = True
     llm = langchain_openai.ChatOpenAI(model="test-model", base_url=url, api_key="k")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from tests.agents.wire_server import Reply, WireServer, openai_call, openai_text
+from tests.lazy import lazy
 from tui_eval import Case, contains, evaluate, no_error, not_contains, tool_called
+from tui_eval.agents.adapters.openai_agents import wrap
 
-agents = pytest.importorskip("agents")
-openai = pytest.importorskip("openai")
-
-from tui_eval.agents.adapters.openai_agents import wrap  # noqa: E402
+agents = lazy("agents")
+openai = lazy("openai")
 
 pytestmark = pytest.mark.anyio
 

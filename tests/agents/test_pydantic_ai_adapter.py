@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import pytest
 
+from tests.lazy import lazy
 from tui_eval import Case, contains, evaluate, tool_called
 
-pydantic_ai = pytest.importorskip("pydantic_ai")
-
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+pydantic_ai = lazy("pydantic_ai")
+messages_ = lazy("pydantic_ai.messages")
+function = lazy("pydantic_ai.models.function")
 
 pytestmark = pytest.mark.anyio
 
 
-def scripted(messages, info: AgentInfo) -> ModelResponse:
+def scripted(messages, info: function.AgentInfo) -> messages_.ModelResponse:
     """Call `add` first; answer once the tool result is in."""
     returned = [p for m in messages for p in m.parts if type(p).__name__ == "ToolReturnPart"]
     if not returned:
-        return ModelResponse(parts=[ToolCallPart("add", {"a": 2, "b": 3}, tool_call_id="c1")])
-    return ModelResponse(parts=[TextPart(f"2 + 3 = {returned[0].content}")])
+        return messages_.ModelResponse(
+            parts=[messages_.ToolCallPart("add", {"a": 2, "b": 3}, tool_call_id="c1")]
+        )
+    return messages_.ModelResponse(parts=[messages_.TextPart(f"2 + 3 = {returned[0].content}")])
 
 
 def make_agent() -> pydantic_ai.Agent:
-    agent = pydantic_ai.Agent(FunctionModel(scripted), system_prompt="Use the add tool.")
+    agent = pydantic_ai.Agent(function.FunctionModel(scripted), system_prompt="Use the add tool.")
 
     @agent.tool_plain
     def add(a: int, b: int) -> int:
@@ -69,7 +71,7 @@ def weather_agent(model, **options) -> pydantic_ai.Agent:
 
 
 def calls_weather(city: str):
-    def respond(messages, info: AgentInfo) -> ModelResponse:
+    def respond(messages, info: function.AgentInfo) -> messages_.ModelResponse:
         returned = [
             p
             for m in messages
@@ -77,18 +79,22 @@ def calls_weather(city: str):
             if type(p).__name__ in ("ToolReturnPart", "RetryPromptPart")
         ]
         if len(returned) < (2 if city == "retry-me" else 1):
-            return ModelResponse(
+            return messages_.ModelResponse(
                 parts=[
-                    ToolCallPart("get_weather", {"city": city}, tool_call_id=f"c{len(returned)}")
+                    messages_.ToolCallPart(
+                        "get_weather", {"city": city}, tool_call_id=f"c{len(returned)}"
+                    )
                 ]
             )
-        return ModelResponse(parts=[TextPart("done")])
+        return messages_.ModelResponse(parts=[messages_.TextPart("done")])
 
     return respond
 
 
 async def test_a_retried_tool_call_is_a_failed_call_and_results_are_values():
-    agent = weather_agent(FunctionModel(calls_weather("retry-me")), instructions="Be brief.")
+    agent = weather_agent(
+        function.FunctionModel(calls_weather("retry-me")), instructions="Be brief."
+    )
     report = await evaluate(agent, [Case("Weather?", checks=[no_error()])])
     sample = report.cases[0].samples[0]
     first, second = sample.run.tool_calls
@@ -102,7 +108,7 @@ async def test_a_retried_tool_call_is_a_failed_call_and_results_are_values():
 
 
 async def test_a_raising_tool_keeps_the_trajectory_up_to_the_failure():
-    agent = weather_agent(FunctionModel(calls_weather("explode")))
+    agent = weather_agent(function.FunctionModel(calls_weather("explode")))
     report = await evaluate(agent, [Case("Weather?")])
     sample = report.cases[0].samples[0]
     assert sample.status == "error" and "weather service down" in (sample.error or "")
@@ -113,11 +119,11 @@ async def test_a_raising_tool_keeps_the_trajectory_up_to_the_failure():
 async def test_a_conversation_keeps_its_system_and_assistant_turns():
     seen = []
 
-    def respond(messages, info: AgentInfo) -> ModelResponse:
+    def respond(messages, info: function.AgentInfo) -> messages_.ModelResponse:
         seen.extend(
             (type(p).__name__, getattr(p, "content", None)) for m in messages for p in m.parts
         )
-        return ModelResponse(parts=[TextPart("Lima")])
+        return messages_.ModelResponse(parts=[messages_.TextPart("Lima")])
 
     conversation = [
         Message("system", "You answer geography questions."),
@@ -125,7 +131,9 @@ async def test_a_conversation_keeps_its_system_and_assistant_turns():
         Message("assistant", "Paris."),
         Message("user", "And of Peru?"),
     ]
-    report = await evaluate(pydantic_ai.Agent(FunctionModel(respond)), [Case(conversation)])
+    report = await evaluate(
+        pydantic_ai.Agent(function.FunctionModel(respond)), [Case(conversation)]
+    )
     assert report.passed, str(report)
     assert seen == [
         ("SystemPromptPart", "You answer geography questions."),
@@ -138,7 +146,7 @@ async def test_a_conversation_keeps_its_system_and_assistant_turns():
 
 
 async def test_an_openai_compatible_case_model_is_resolved_by_tui_eval():
-    agent = weather_agent(FunctionModel(calls_weather("never used")))
+    agent = weather_agent(function.FunctionModel(calls_weather("never used")))
     with WireServer() as server:
         for body in (openai_call("get_weather", {"city": "Tokyo"}), openai_text("21 °C in Tokyo")):
             # The OpenAI client pydantic-ai uses checks the full response shape.

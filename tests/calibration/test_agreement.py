@@ -6,8 +6,8 @@ import math
 import random
 
 import pytest
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
+from tests.lazy import lazy
 from tui_eval.agreement import (
     Confusion,
     cohen_kappa,
@@ -16,6 +16,8 @@ from tui_eval.agreement import (
     score_step,
     weighted_score_kappa,
 )
+
+metrics = lazy("sklearn.metrics")
 
 
 def pairs(seed: int, n: int, agree: float, base: float = 0.6) -> tuple[list[bool], list[bool]]:
@@ -29,10 +31,12 @@ def pairs(seed: int, n: int, agree: float, base: float = 0.6) -> tuple[list[bool
 def test_kappa_tpr_tnr_and_confusion_equal_scikit_learns(seed: int):
     human, judge = pairs(seed, 30 + seed * 20, agree=0.55 + seed * 0.05)
     confusion = Confusion.of(human, judge)
-    tn, fp, fn, tp = confusion_matrix(human, judge, labels=[False, True]).ravel()
+    tn, fp, fn, tp = metrics.confusion_matrix(human, judge, labels=[False, True]).ravel()
     assert confusion.as_dict() == {"tp": tp, "fp": fp, "fn": fn, "tn": tn}
-    assert confusion.kappa == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
-    assert cohen_kappa(human, judge) == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    assert confusion.kappa == pytest.approx(metrics.cohen_kappa_score(human, judge), abs=1e-12)
+    assert cohen_kappa(human, judge) == pytest.approx(
+        metrics.cohen_kappa_score(human, judge), abs=1e-12
+    )
     assert confusion.tpr == pytest.approx(tp / (tp + fn))
     assert confusion.tnr == pytest.approx(tn / (tn + fp))
     assert confusion.agreement == pytest.approx((tp + tn) / len(human))
@@ -44,7 +48,7 @@ def test_weighted_kappa_equals_scikit_learns_on_score_grids(seed: int):
     human = [rng.choice([0.0, 0.25, 0.5, 0.75, 1.0]) for _ in range(60)]
     judge = [min(1.0, max(0.0, h + rng.choice([-0.3, -0.1, 0.0, 0.0, 0.1, 0.2]))) for h in human]
     ours = weighted_score_kappa(human, judge)
-    theirs = cohen_kappa_score(
+    theirs = metrics.cohen_kappa_score(
         [score_step(h) for h in human],
         [score_step(j) for j in judge],
         weights="quadratic",
@@ -55,7 +59,7 @@ def test_weighted_kappa_equals_scikit_learns_on_score_grids(seed: int):
         a = [rng.randint(0, 4) for _ in range(40)]
         b = [min(4, max(0, x + rng.randint(-1, 1))) for x in a]
         assert cohen_kappa(a, b, weights=weights) == pytest.approx(
-            cohen_kappa_score(a, b, weights=weights), abs=1e-12
+            metrics.cohen_kappa_score(a, b, weights=weights), abs=1e-12
         )
 
 
@@ -69,7 +73,7 @@ def test_score_distance_counts_on_the_value_grid():
 def test_kappa_is_undefined_when_everything_is_one_class_as_in_scikit_learn():
     assert math.isnan(Confusion.of([True] * 5, [True] * 5).kappa)
     with pytest.warns(Warning):
-        assert math.isnan(cohen_kappa_score([1] * 5, [1] * 5))
+        assert math.isnan(metrics.cohen_kappa_score([1] * 5, [1] * 5))
     assert math.isnan(Confusion().kappa) and math.isnan(Confusion().tpr)
 
 

@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from tests.calibration.judge_server import JudgeServer, verdict_for
+from tests.lazy import lazy
 from tui_eval import Calibration, Case, Suite, calibrate, llm_judge
 from tui_eval.agents.providers.openai import OpenAIProvider
 from tui_eval.calibration import CalibrationError
@@ -18,6 +18,8 @@ from tui_eval.cli import main
 from tui_eval.labels import LabelStore, labels_path, new_label
 
 pytestmark = pytest.mark.anyio
+
+metrics = lazy("sklearn.metrics")
 
 CASES = 50
 OUTPUTS_PER_CASE = 4  # 200 labelled outputs
@@ -90,7 +92,7 @@ async def test_200_labels_no_agent_call_one_judge_call_each_cached_on_rerun(suit
     assert calibration.judge_requests == 200 and calibration.cached_requests == 0
     human = [h for h, _ in expected]
     judge = [j for _, j in expected]
-    assert calibration.kappa == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    assert calibration.kappa == pytest.approx(metrics.cohen_kappa_score(human, judge), abs=1e-12)
     assert calibration.agreement == pytest.approx(0.9)
     assert len(calibration.disagreements) == 20
     low, high = calibration.kappa_ci
