@@ -20,6 +20,17 @@ def _isolate_home(
     return home
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no rate limiter. Limiters are process-wide, one per base URL;
+    loopback servers bind a port the OS picks, and within one worker a later server can get
+    an earlier one's port, and with it that test's limiter: its learned pace, its `rpm` cap
+    (a stale 120/min made a 2-second test take 20 seconds) or a pause."""
+    from tui_eval.agents.providers import limits
+
+    monkeypatch.setattr(limits, "_LIMITERS", {})
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -51,11 +51,22 @@ class LimiterLog:
         self.pauses: list[tuple[float, float]] = []  # (429 handled at, retry-after)
         self.released: list[float] = []
         reserve, acquire, on_limited = limiter.reserve, limiter.acquire, limiter.on_limited
+        clock = limiter.clock
+        read: list[float] = [0.0]
+
+        def recorded_clock() -> float:
+            read[0] = clock()
+            return read[0]
+
+        limiter.clock = recorded_clock
 
         def logged_reserve(tokens: int = 0) -> float:
             known = limiter.header_request_cap is not None and limiter.header_verdict is None
             wait = reserve(tokens)
-            self.slots.append((limiter.clock() + wait, known))
+            # The slot is `now + wait` for the `now` reserve() read. Reading the clock again
+            # here would add whatever time passed since (a loaded machine, the server thread
+            # taking the GIL) to this slot alone, and shrink its gap to the next one.
+            self.slots.append((read[0] + wait, known))
             return wait
 
         async def logged_acquire(tokens: int = 0, deadline: Any = None) -> None:
