@@ -232,3 +232,16 @@ async def test_a_header_value_with_a_line_break_is_refused_before_sending():
     assert seen == []
     await pool.aclose()
     server.close()
+
+
+def test_a_pool_used_again_under_a_new_event_loop_opens_a_new_connection():
+    """`asyncio.run()` twice with one provider: the first loop's connections died with it."""
+    with WireServer() as server:
+        keep = {"Connection": "keep-alive"}
+        server.reply(Reply(body=openai_text("one"), headers=keep), Reply(body=openai_text("two")))
+        pool = ConnectionPool(server.url)
+        url = server.url + "/v1/chat/completions"
+        assert b"one" in asyncio.run(post(pool, url))[1]
+        assert b"two" in asyncio.run(post(pool, url))[1]
+        assert pool.opened == 2
+        asyncio.run(pool.aclose())

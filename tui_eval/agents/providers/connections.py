@@ -100,7 +100,7 @@ class ConnectionPool:
         head = self._head(url, len(body), headers)
         now = loop.time()
         deadline = now + timeout
-        connection = self._reused(now)
+        connection = self._reused(loop, now)
         if connection is None:
             connection = await self._open(loop, timeout)
         timer = loop.call_at(deadline, connection.expire)
@@ -148,11 +148,11 @@ class ConnectionPool:
             target = f"{self.origin.scheme.decode()}://{self.host_header.decode()}{target}"
         return target.encode("ascii")
 
-    def _reused(self, now: float) -> _Connection | None:
+    def _reused(self, loop: asyncio.AbstractEventLoop, now: float) -> _Connection | None:
         idle = self._idle
         while idle:
             connection = idle.pop()
-            if connection.reusable(now):
+            if connection.loop is loop and connection.reusable(now):
                 return connection
             connection.close()
         return None
@@ -249,6 +249,7 @@ class _Connection(asyncio.Protocol):
     """One HTTP/1.1 connection: its transport, what arrived, and the request waiting for more."""
 
     def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()  # a second asyncio.run() cannot use it
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.eof = False
@@ -307,8 +308,8 @@ class _Connection(asyncio.Protocol):
         )
 
     def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
+        if self.transport is not None and not self.loop.is_closed():
+            self.transport.close()  # (a closed loop cannot: the socket goes with its transport)
 
     async def _more(self) -> None:
         """Wait for more bytes. Raises at the end of the stream or past the deadline."""
