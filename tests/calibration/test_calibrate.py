@@ -58,11 +58,11 @@ def human_label(case: int, k: int) -> str:
     return "pass" if good != flipped else "fail"
 
 
-def write_labels(suite: Suite) -> list[tuple[bool, bool]]:
-    """200 labels; returns (human passed, judge will pass) per label."""
+def write_labels(suite: Suite, cases: int = CASES) -> list[tuple[bool, bool]]:
+    """Four labels a case (200 for all 50); returns (human passed, judge will pass) per label."""
     store = LabelStore.of(suite)
     expected = []
-    for case in range(CASES):
+    for case in range(cases):
         for k in range(OUTPUTS_PER_CASE):
             label = human_label(case, k)
             store.put(new_label(f"case {case}", "llm_judge", output(case, k), label, labeler="t"))
@@ -107,7 +107,7 @@ def test_cli_exit_codes_and_json(suite_file, tmp_path: Path, capsys):
     path, server = suite_file
     assert main(["calibrate", str(path)]) == 2  # no labels yet
     assert "no labels" in capsys.readouterr().err
-    write_labels(Suite("support", path=path))
+    write_labels(Suite("support", path=path), cases=10)  # 40: six calibrations need no more
     out = tmp_path / "calibration.json"
     assert main(["calibrate", str(path), "--json", str(out), "--min-kappa", "0.5"]) == 0
     printed = capsys.readouterr().out
@@ -127,15 +127,15 @@ def test_cli_exit_codes_and_json(suite_file, tmp_path: Path, capsys):
         "judges_alpha",
     ):
         assert key in document
-    assert document["n"] == 200 and set(document["confusion"]) == {"tp", "fp", "fn", "tn"}
+    assert document["n"] == 40 and set(document["confusion"]) == {"tp", "fp", "fn", "tn"}
     assert document["by_check"]["llm_judge"]["kappa"] == document["kappa"]
     assert main(["calibrate", str(path), "--min-kappa", "0.95"]) == 1
     assert main(["calibrate", str(path), "--check", "nope"]) == 2
     assert "no labels for check 'nope'" in capsys.readouterr().err
-    assert server.requests == {"judge-a": 200}  # four calibrations, one judging
+    assert server.requests == {"judge-a": 40}  # four calibrations, one judging
     # Another judge on the same labels: one call each, its own κ.
     assert main(["calibrate", str(path), "--judge", "openai:wrong-b", "--json", str(out)]) == 0
-    assert server.requests["wrong-b"] == 200
+    assert server.requests["wrong-b"] == 40
     assert json.loads(out.read_text())["kappa"] < 0
 
 
