@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+import threading
+import tracemalloc
 
 import anyio
 import pytest
@@ -180,6 +183,17 @@ async def test_a_body_without_length_is_read_to_the_end_of_the_connection():
         (b"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", "malformed Content-Length"),
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
         (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "closed the connection"),
+        (b"HTTP/1.1 099 X\r\nContent-Length: 2\r\n\r\nok", "status 99, not HTTP"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nok", "Transfer-Encoding"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n"
+            b"\r\n2\r\nok\r\n0\r\n\r\n",
+            "Transfer-Encoding b'identity'",
+        ),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nok", "conflicting Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok", "conflicting"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: " + b"0" * 4999 + b"2\r\n\r\nok", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok", "bare CR"),
     ],
 )
 async def test_answers_that_are_not_http_are_transport_errors(answer, error):
@@ -245,3 +259,131 @@ def test_a_pool_used_again_under_a_new_event_loop_opens_a_new_connection():
         assert b"two" in asyncio.run(post(pool, url))[1]
         assert pool.opened == 2
         asyncio.run(pool.aclose())
+
+
+@pytest.mark.parametrize(
+    ("answer", "header"),
+    [
+        (b"HTTP/1.1 200 OK\nContent-Length: 2\nX-A: 1\n\nok", b"1"),  # bare LF (RFC 9112, 2.2)
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\nX-A: 1\r\n\nok", b"1"),  # mixed
+        (b"HTTP/1.1 200 OK\r\nX-A: a\r\n  b\r\nContent-Length: 2\r\n\r\nok", b"a b"),  # obs-fold
+        (b"HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2, 2\r\n\r\nok", b"1"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nok", b"1"),
+    ],
+)
+async def test_answers_h11_accepted_are_accepted(answer, header):
+    server, url, _ = await raw_server(answer, answer)
+    pool = ConnectionPool(url)
+    for _ in range(2):
+        status, headers, body = await pool.post(url, b"{}", HEADERS, 5, 100)
+        assert (status, body) == (200, b"ok") and (b"X-A", header) in headers
+    assert pool.opened == 1
+    await pool.aclose()
+    server.close()
+
+
+async def test_chunked_with_a_content_length_is_read_chunked_and_the_connection_not_kept():
+    answer = (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2\r\nok\r\n0\r\n\r\n"
+    )
+    server, url, _ = await raw_server(answer, answer)
+    pool = ConnectionPool(url)
+    assert await post(pool, url) == (200, b"ok")
+    assert await post(pool, url) == (200, b"ok")
+    assert pool.opened == 2  # a response framed two ways may be smuggling: not reused
+    await pool.aclose()
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (b"HTTP/1.1 099 X\r\nContent-Length: 2\r\n\r\nok", "status 99"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nok", "Transfer-Encoding"),
+    ],
+)
+async def test_a_refused_answer_fails_at_once_on_a_server_that_keeps_the_connection(answer, error):
+    """These were an interim status and a read-to-close body: both waited for the timeout."""
+    done = asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await done.wait()  # keeps the connection open until the client gave up
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/x"
+    pool = ConnectionPool(url)
+    with pytest.raises(connections.TransportError, match=error):
+        await pool.post(url, b"{}", HEADERS, 30, 100)
+    done.set()
+    await pool.aclose()
+    server.close()
+
+
+async def test_tiny_chunks_cost_memory_like_the_body_not_per_chunk():
+    """50,000 one-byte chunks: an object per chunk took ~40 bytes each (2 MB)."""
+    chunks = 50_000
+    answer = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"1\r\nx\r\n" * chunks
+        + b"0\r\n\r\n"
+    )
+    server, url, _ = await raw_server(answer)
+    pool = ConnectionPool(url)
+    tracemalloc.start()
+    try:
+        status, _, body = await pool.post(url, b"{}", HEADERS, 60, 10**8)  # traced: slower
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert status == 200 and body == b"x" * chunks
+    assert peak < len(answer) * 2, peak  # the answer as it arrives and the body: no more
+    await pool.aclose()
+    pool = ConnectionPool(url)
+    with pytest.raises(connections.ResponseTooLarge):  # the cap counts the running total
+        await post(pool, url, max_bytes=chunks - 1)
+    await pool.aclose()
+    server.close()
+
+
+def tls_server(tmp_path, monkeypatch, close_notify: bool) -> int:
+    """A TLS server on a thread: one read-to-close answer, then a TCP close with or
+    without TLS's close_notify. Returns its port."""
+    trustme = pytest.importorskip("trustme")
+    authority = trustme.CA()
+    authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    authority.issue_cert("127.0.0.1").configure_cert(context)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with listener:
+            raw, _ = listener.accept()
+            tls = context.wrap_socket(raw, server_side=True)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += tls.recv(65536)
+            tls.sendall(b'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{"cut": "he')
+            plain = tls.unwrap() if close_notify else socket.socket(fileno=tls.detach())
+            plain.shutdown(socket.SHUT_RDWR)
+            plain.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return int(listener.getsockname()[1])
+
+
+@pytest.mark.parametrize("close_notify", [True, False])
+async def test_a_tls_body_read_to_the_close_needs_close_notify(tmp_path, monkeypatch, close_notify):
+    """Without close_notify the end of the body may be an attacker's forged TCP close."""
+    url = f"https://127.0.0.1:{tls_server(tmp_path, monkeypatch, close_notify)}/v1/x"
+    pool = ConnectionPool(url)
+    if close_notify:
+        assert await post(pool, url) == (200, b'{"cut": "he')
+    else:
+        with pytest.raises(connections.TransportError, match="without close_notify"):
+            await post(pool, url)
+    await pool.aclose()
