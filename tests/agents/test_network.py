@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import ssl
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from tui_eval.agents.messages import Message
 from tui_eval.agents.providers import ProviderError
-from tui_eval.agents.providers.connections import ConnectionPool, proxy_for
+from tui_eval.agents.providers.connections import ConnectionPool, TransportError, proxy_for
 from tui_eval.agents.providers.openai import OpenAIProvider
 
 from .proxy_server import ProxyServer
@@ -131,8 +132,36 @@ async def test_a_socks_proxy_is_a_clear_error_naming_it_without_its_password(mon
     with pytest.raises(ProviderError) as caught:
         await provider.complete([Message("user", "hi")], [])
     message = str(caught.value)
-    assert "socks5://me:***@127.0.0.1:1080" in message and "not supported" in message
+    assert "socks5://***@127.0.0.1:1080" in message and "not supported" in message
     assert "hunter2" not in message
+
+
+async def test_a_proxy_token_never_shows_in_errors(monkeypatch):
+    """A bare token as the proxy URL's user is a credential too (reports store the error)."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://sk-proxy-SECRET-token@127.0.0.1:1")
+    provider = OpenAIProvider("m", base_url="https://api.example/v1", api_key="k", max_retries=0)
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete([Message("user", "hi")], [])
+    assert "http://***@127.0.0.1:1" in str(caught.value) and "SECRET" not in str(caught.value)
+    assert "SECRET" not in repr(proxy_for("https://api.example/v1"))
+
+
+async def test_an_ipv6_origin_is_bracketed_in_connect(monkeypatch):
+    seen: list[bytes] = []
+
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(refuse, "127.0.0.1", 0)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+    pool = ConnectionPool("https://[::1]:8443/v1")
+    with pytest.raises(TransportError, match=r"403 to CONNECT \[::1\]:8443"):
+        await pool.post("https://[::1]:8443/v1/x", b"{}", [], 5, 100)
+    await pool.aclose()
+    server.close()
+    assert seen[0].startswith(b"CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\n")
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="macOS and Windows use truststore")

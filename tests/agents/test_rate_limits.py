@@ -279,7 +279,12 @@ def raw_deflate(data: bytes) -> bytes:
 
 @pytest.mark.parametrize(
     ("encoding", "encode"),
-    [("gzip", gzip.compress), ("deflate", zlib.compress), ("deflate", raw_deflate)],
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("deflate", raw_deflate),
+        ("gzip", lambda data: gzip.compress(data[:40]) + gzip.compress(data[40:])),  # 2 members
+    ],
 )
 async def test_compressed_bodies_are_decoded(encoding, encode):
     import json

@@ -458,14 +458,17 @@ def _decompress(data: bytes, encoding: str, max_bytes: int) -> bytes:
         wbits = zlib.MAX_WBITS  # zlib-wrapped deflate, as the RFC says
     else:
         wbits = -zlib.MAX_WBITS  # raw deflate, as some servers send it
-    decoder = zlib.decompressobj(wbits)
-    out = decoder.decompress(data, max_bytes + 1)
-    if len(out) > max_bytes or decoder.unconsumed_tail:
-        raise ResponseTooLarge
-    out += decoder.flush()
-    if not decoder.eof:
-        raise EOFError("the body ends before the compressed stream does")
-    return out
+    out = bytearray()  # one buffer: a body of many tiny members costs no more than one
+    while True:  # gzip members one after another are one body (RFC 1952, 2.2)
+        decoder = zlib.decompressobj(wbits)
+        out += decoder.decompress(data, max_bytes + 1 - len(out))
+        if decoder.unconsumed_tail or len(out) + len(tail := decoder.flush()) > max_bytes:
+            raise ResponseTooLarge
+        out += tail
+        if not decoder.eof:
+            raise EOFError("the body ends before the compressed stream does")
+        if not (data := decoder.unused_data) or wbits != 16 + zlib.MAX_WBITS:
+            return bytes(out)
 
 
 def is_local(base_url: str) -> bool:

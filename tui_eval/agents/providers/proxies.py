@@ -56,10 +56,10 @@ class Proxy:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(
-                f"proxy {_without_password(url)!r} is not supported: tui-eval speaks to "
+                f"proxy {_without_userinfo(url)!r} is not supported: tui-eval speaks to "
                 "http:// and https:// proxies (not SOCKS)"
             )
-        self.url = _without_password(url)
+        self.url = _without_userinfo(url)
         self.origin = Origin.of(url)
         self.headers: Headers = []
         """What every request to the proxy carries (its credentials, if the URL has any)."""
@@ -97,9 +97,10 @@ def proxy_for(url: str) -> Proxy | None:
     return Proxy(chosen)
 
 
-def _without_password(url: str) -> str:
+def _without_userinfo(url: str) -> str:
+    """`url` with its credentials (`user:password@`, or a bare token as the user) as `***@`."""
     parts = urlsplit(url)
-    if parts.password is None:
+    _, at, host = parts.netloc.rpartition("@")
+    if not at:
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    return parts._replace(netloc=f"***@{host}").geturl()
