@@ -387,3 +387,70 @@ async def test_a_tls_body_read_to_the_close_needs_close_notify(tmp_path, monkeyp
         with pytest.raises(connections.TransportError, match="without close_notify"):
             await post(pool, url)
     await pool.aclose()
+
+
+async def kept_then_dropped(second: bytes):
+    """A server that answers a connection's first request and keeps it alive, then meets
+    the second with `second` and a close; a new connection starts over. Counts requests."""
+    requests = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for answer in (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", second):
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+            except asyncio.IncompleteReadError:
+                break
+            requests.append(answer)
+            writer.write(answer)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/x", requests
+
+
+async def test_a_kept_connection_closed_as_it_is_reused_is_retried_once_on_a_new_one():
+    """The server closed the idle connection just as the request went out: it never
+    answered a byte, so the request goes again, on a fresh connection."""
+    server, url, requests = await kept_then_dropped(b"")
+    pool = ConnectionPool(url)
+    assert await post(pool, url) == (200, b"ok")
+    assert await post(pool, url) == (200, b"ok")
+    assert pool.opened == 2 and len(requests) == 3
+    await pool.aclose()
+    server.close()
+
+
+async def test_a_connection_that_answered_part_of_a_response_is_never_retried():
+    server, url, requests = await kept_then_dropped(b"HTTP/1.1 200 OK\r\nContent-Le")
+    pool = ConnectionPool(url)
+    assert await post(pool, url) == (200, b"ok")
+    with pytest.raises(connections.TransportError, match="closed the connection"):
+        await post(pool, url)
+    assert pool.opened == 1 and len(requests) == 2
+    await pool.aclose()
+    server.close()
+
+
+async def test_a_request_that_ends_after_aclose_closes_its_connection():
+    answer = asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        await answer.wait()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        await reader.read()  # until the client closes
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/x"
+    pool = ConnectionPool(url)
+    request = asyncio.ensure_future(post(pool, url))
+    await asyncio.sleep(0.05)
+    await pool.aclose()  # the run ended while the request was in flight
+    answer.set()
+    assert await request == (200, b"ok")
+    assert pool._idle == []
+    server.close()

@@ -209,3 +209,18 @@ async def test_a_server_nobody_trusts_is_refused(tmp_path, monkeypatch):
         with pytest.raises(ProviderError, match="CERTIFICATE_VERIFY_FAILED"):
             await provider.complete([Message("user", "hi")], [])
         await provider.aclose()
+
+
+async def test_a_proxy_that_closes_during_connect_is_named(monkeypatch):
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    proxy = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    pool = ConnectionPool("https://api.example/v1")
+    with pytest.raises(TransportError, match=f"through the proxy {proxy} failed: .*closed"):
+        await pool.post("https://api.example/v1/x", b"{}", [], 5, 100)
+    await pool.aclose()
+    server.close()

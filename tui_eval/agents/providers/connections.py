@@ -10,10 +10,12 @@ loop timer per request bounds the whole exchange, however the server drips it.
 
 A connection goes back to the pool only when its response was read to the end, the server
 did not ask to close and sent nothing more; an idle one the server closed, or idle longer
-than `KEEPALIVE_S`, is dropped. HTTPS trusts `proxies.ssl_context()` (the system store, or
-`SSL_CERT_FILE`); proxies come from the environment (`proxies.proxy_for`): `CONNECT` tunnels
-for https, absolute-form targets for http. Under trio, httpcore2's connections are used
-(`trio_connections.py`). Content encodings and redirects are the provider's (`http.py`).
+than `KEEPALIVE_S`, is dropped; a request that finds its kept connection closed by the
+server before a byte of answer goes once more, on a new one. HTTPS trusts
+`proxies.ssl_context()` (the system store, or `SSL_CERT_FILE`); proxies come from the
+environment (`proxies.proxy_for`): `CONNECT` tunnels for https, absolute-form targets for
+http. Under trio, httpcore2's connections are used (`trio_connections.py`). Content
+encodings and redirects are the provider's (`http.py`). Message syntax: `wire_format.py`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tui_eval.agents.providers.wire_format import (
     header_block,
     header_map,
     parse_head,
+    without_close_notify,
 )
 
 if TYPE_CHECKING:
@@ -87,6 +90,7 @@ class ConnectionPool:
         self._trio: TrioConnections | None = None
         self.opened = 0
         """How many connections this pool has opened (the benchmarks report it)."""
+        self._generation = 0  # aclose() counts up: a request in flight then keeps nothing
 
     async def post(
         self, url: str, body: bytes, headers: Headers, timeout: float, max_bytes: int
@@ -106,23 +110,32 @@ class ConnectionPool:
         head = self._head(url, len(body), headers)
         now = loop.time()
         deadline = now + timeout
+        generation = self._generation
         connection = self._reused(loop, now)
-        if connection is None:
-            connection = await self._open(loop, timeout)
-        timer = loop.call_at(deadline, connection.expire)
-        reusable = False
-        try:
-            status, response_headers, data, reusable = await connection.exchange(
-                head, body, max_bytes
-            )
-            return status, response_headers, data
-        finally:
-            timer.cancel()
-            if reusable:
-                connection.idle_since = loop.time()
-                self._idle.append(connection)
-            else:
-                connection.close()
+        while True:
+            fresh = connection is None
+            if connection is None:
+                connection = await self._open(loop, deadline - loop.time())
+            timer = loop.call_at(deadline, connection.expire)
+            reusable = False
+            try:
+                status, response_headers, data, reusable = await connection.exchange(
+                    head, body, max_bytes
+                )
+                return status, response_headers, data
+            except TransportError:
+                # A kept connection the server closed as the request went out (not a byte
+                # of answer came): the request goes once more, on a new connection.
+                if fresh or connection.answered:
+                    raise
+            finally:
+                timer.cancel()
+                if reusable and generation == self._generation:  # not closed meanwhile
+                    connection.idle_since = loop.time()
+                    self._idle.append(connection)
+                else:
+                    connection.close()
+            connection = None
 
     def _head(self, url: str, length: int, headers: Headers) -> bytes:
         target = self._targets.get(url)
@@ -173,7 +186,7 @@ class ConnectionPool:
             return await asyncio.wait_for(self._connect(loop), timeout)
         except TimeoutError:
             raise TimeoutError(f"connecting to {where} timed out") from None
-        except OSError as exc:  # refused, unreachable, DNS, TLS (ssl.SSLError is an OSError)
+        except (OSError, TransportError) as exc:  # refused, DNS, TLS (an OSError), CONNECT
             raise TransportError(f"connecting to {where} failed: {exc}") from exc
 
     async def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
@@ -227,7 +240,8 @@ class ConnectionPool:
         return status, response_headers, data
 
     async def aclose(self) -> None:
-        """Close every idle connection."""
+        """Close every idle connection, and each busy one as its request ends."""
+        self._generation += 1
         idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
@@ -248,6 +262,7 @@ class _Connection(asyncio.Protocol):
         self.waiter: asyncio.Future[None] | None = None
         self.paused = False
         self.expired = False
+        self.answered = False  # a byte of the current request's answer came
         self.idle_since = 0.0
 
     # -- the protocol: called by the event loop ------------------------------------------------
@@ -259,6 +274,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        self.answered = True
         if len(self.buffer) > READ_AHEAD and not self.paused and self.transport is not None:
             self.transport.pause_reading()
             self.paused = True
@@ -267,7 +283,7 @@ class _Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         self.eof = True
         if self.transport is not None:
-            self.cut = _without_close_notify(self.transport.get_extra_info("ssl_object"))
+            self.cut = without_close_notify(self.transport.get_extra_info("ssl_object"))
         self._wake()
         return False
 
@@ -342,9 +358,9 @@ class _Connection(asyncio.Protocol):
         """Send one request and read its response: status, headers, body, and whether the
         connection can carry another request."""
         transport = self.transport
+        self.expired = self.answered = False
         if transport is None or transport.is_closing():
             raise TransportError("the connection was closed before the request was sent")
-        self.expired = False
         transport.write(head + body)  # one segment: a second send costs as much as a parse
         while True:
             status, headers, length, chunked, keep_alive = await self._head()
@@ -479,16 +495,3 @@ class _Connection(asyncio.Protocol):
                     )
                 return bytes(out)
             await self._more()
-
-
-def _without_close_notify(tls: ssl.SSLObject | None) -> bool:
-    """Whether a TLS stream that just ended did so without close_notify: a TCP close an
-    attacker on the path can forge. After close_notify a read gives b"" (or says so)."""
-    if tls is None:
-        return False  # plain TCP
-    try:
-        return tls.read(1) != b""
-    except ssl.SSLZeroReturnError:
-        return False
-    except (ssl.SSLError, ValueError):  # want-read: no close_notify came
-        return True

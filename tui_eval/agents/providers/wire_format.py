@@ -1,6 +1,6 @@
 """HTTP/1.1 as `connections.py` writes and reads it: a request's header lines, and the
 response head (status line and header fields), read with the leniency RFC 9112 allows a
-client and nothing more.
+client and nothing more, and whether a TLS stream ended as TLS ends one.
 
 Accepted as h11 accepted them: a bare LF as line end (RFC 9112, 2.2), folded header lines
 (obs-fold, joined with a space: 5.2) and a `Content-Length` repeated with the same value
@@ -12,6 +12,7 @@ not a number or two different ones.
 from __future__ import annotations
 
 import re
+import ssl
 
 from tui_eval.agents.providers.proxies import Headers
 from tui_eval.agents.providers.wire_errors import TransportError
@@ -125,3 +126,16 @@ def header_block(headers: Headers) -> bytes:
             raise ValueError(f"the value of header {name.decode()!r} contains a line break")
         lines.append(b"%s: %s\r\n" % (name, value))
     return b"".join(lines)
+
+
+def without_close_notify(tls: ssl.SSLObject | None) -> bool:
+    """Whether a TLS stream that just ended did so without close_notify: a TCP close an
+    attacker on the path can forge. After close_notify a read gives b"" (or says so)."""
+    if tls is None:
+        return False  # plain TCP
+    try:
+        return tls.read(1) != b""
+    except ssl.SSLZeroReturnError:
+        return False
+    except (ssl.SSLError, ValueError):  # want-read: no close_notify came
+        return True
