@@ -224,3 +224,36 @@ async def test_a_proxy_that_closes_during_connect_is_named(monkeypatch):
         await pool.post("https://api.example/v1/x", b"{}", [], 5, 100)
     await pool.aclose()
     server.close()
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "url", "bypassed"),
+    [
+        ("*", "https://a.com", True),
+        ("localhost, *", "https://a.com", True),  # `*` among others, as curl reads it
+        ("example.com", "https://example.com", True),
+        ("example.com", "https://api.example.com", True),
+        ("example.com", "https://notexample.com", False),
+        (".example.com", "https://api.example.com", True),
+        (".example.com", "https://example.com", True),
+        ("*.example.com", "https://api.example.com", True),
+        ("EXAMPLE.com.", "https://api.example.com", True),  # case, trailing dots
+        ("example.com", "https://api.example.com.", True),
+        ("api.example.com:443", "https://api.example.com", True),  # the scheme's port
+        ("api.example.com:8443", "https://api.example.com", False),
+        ("api.example.com:8443", "https://api.example.com:8443", True),
+        ("10.0.0.0/8", "https://10.1.2.3", True),
+        ("10.0.0.0/8", "https://11.1.2.3", False),
+        ("10.0.0.0/8", "https://ten.example", False),
+        ("::1", "https://[::1]:8443", True),
+        ("[::1]", "https://[::1]:8443", True),
+        ("[::1]:8443", "https://[::1]:8443", True),
+        ("fd00::/8", "https://[fd12::1]", True),
+        ("127.0.0.1", "https://127.0.0.2", False),
+        ("", "https://a.com", False),
+    ],
+)
+def test_no_proxy_entries_match_as_curl_reads_them(monkeypatch, no_proxy, url, bypassed):
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    assert (proxy_for(url + "/v1") is None) is bypassed

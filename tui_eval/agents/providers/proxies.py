@@ -4,6 +4,7 @@ certificate authorities HTTPS trusts."""
 from __future__ import annotations
 
 import base64
+import ipaddress
 import ssl
 import urllib.request
 from typing import NamedTuple
@@ -78,8 +79,8 @@ class Proxy:
 def proxy_for(url: str) -> Proxy | None:
     """The proxy the environment names for `url`, as curl and the requests library read it:
     `https_proxy`/`HTTPS_PROXY` for https URLs, `http_proxy`/`HTTP_PROXY` for http ones,
-    `all_proxy`/`ALL_PROXY` for both; `no_proxy`/`NO_PROXY` (hosts, `.domain` suffixes,
-    `host:port`, `*`) bypasses it. Lower-case names win.
+    `all_proxy`/`ALL_PROXY` for both; `no_proxy`/`NO_PROXY` bypasses it (`_bypassed`).
+    Lower-case names win.
 
     Raises:
         ValueError: the variable names a proxy tui-eval cannot use (SOCKS), naming it.
@@ -89,12 +90,41 @@ def proxy_for(url: str) -> Proxy | None:
     chosen = proxies.get(parts.scheme) or proxies.get("all")
     if not chosen:
         return None
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"  # no_proxy entries match the host or host:port
-    if urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if _bypassed((parts.hostname or "").rstrip("."), port, proxies.get("no", "")):
         return None
     return Proxy(chosen)
+
+
+def _bypassed(host: str, port: int, no_proxy: str) -> bool:
+    """Whether `no_proxy` names `host` (lower case, no brackets) on `port`, as curl and the
+    requests library read it: entries split by commas or spaces; `*` for every host; a name
+    for itself and its subdomains (`.example.com`, `*.example.com` and `example.com.` alike);
+    `host:port` or `[v6]:port` for that port only; an IP address or CIDR range
+    (`10.0.0.0/8`, `fd00::/8`) for the IP literals in it."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in no_proxy.lower().replace(",", " ").split():
+        if entry == "*":
+            return True
+        name, colon, entry_port = entry.rpartition(":")
+        if not colon or (name.count(":") and not name.endswith("]")):
+            name, entry_port = entry, ""  # no port: a name, or an IPv6 address without []
+        if entry_port and entry_port != str(port):
+            continue
+        name = name.strip("[]").rstrip(".").removeprefix("*").removeprefix(".")
+        if address is None:
+            if name and (host == name or host.endswith(f".{name}")):
+                return True
+            continue
+        try:
+            if address in ipaddress.ip_network(name, strict=False):
+                return True
+        except ValueError:
+            continue  # a name: it never matches an IP literal
+    return False
 
 
 def _without_userinfo(url: str) -> str:
