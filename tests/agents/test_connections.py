@@ -389,6 +389,16 @@ async def test_a_tls_body_read_to_the_close_needs_close_notify(tmp_path, monkeyp
     await pool.aclose()
 
 
+@pytest.mark.parametrize("close_notify", [True, False])
+def test_under_uvloop_too_a_tls_body_read_to_the_close_needs_close_notify(
+    tmp_path, monkeypatch, close_notify
+):
+    """uvloop tells a TCP close without close_notify by connection_lost alone."""
+    uvloop = pytest.importorskip("uvloop")
+    test = test_a_tls_body_read_to_the_close_needs_close_notify
+    uvloop.run(test(tmp_path, monkeypatch, close_notify))
+
+
 async def kept_then_dropped(second: bytes):
     """A server that answers a connection's first request and keeps it alive, then meets
     the second with `second` and a close; a new connection starts over. Counts requests."""

@@ -288,6 +288,8 @@ class _Connection(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self.eof and self.transport is not None:  # uvloop: TLS cut without eof_received
+            self.cut = self.transport.get_extra_info("ssl_object") is not None
         self.eof = True
         self.error = exc
         self._wake()
