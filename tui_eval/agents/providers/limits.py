@@ -29,8 +29,6 @@ the run is making progress, and every wait (in a pause or behind the pace) ends 
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import hashlib
 import math
 import time
@@ -39,6 +37,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
+
+from tui_eval.agents.providers.rate_headers import header_number
+from tui_eval.agents.providers.rate_headers import retry_after as retry_after
 
 INCREASE_PER_S = 0.03
 """How much faster the pace gets for every second without a 429."""
@@ -410,7 +411,7 @@ class RateLimiter:
         return self.accepted[0] if self.accepted else None
 
     def _learn(self, headers: Mapping[str, str]) -> None:
-        requests = _number(
+        requests = header_number(
             headers, "x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"
         )
         if requests is not None and requests >= MIN_HEADER_REQUESTS_PER_MIN:
@@ -422,7 +423,9 @@ class RateLimiter:
                 ceiling = self._ceiling() or cap
                 self.pace = min(self.pace, ceiling) if self.pace else ceiling
                 self.next_slot = min(self.next_slot, self.clock() + 1 / self.pace)
-        tokens = _number(headers, "x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit")
+        tokens = header_number(
+            headers, "x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"
+        )
         if tokens is not None and tokens >= MIN_HEADER_TOKENS_PER_MIN:
             self.header_token_cap = tokens / 60
 
@@ -445,52 +448,6 @@ class RateLimiter:
             rejected=self.rejected,
             reason=self.pace_reason(),
         )
-
-
-def _number(headers: Mapping[str, str], *names: str) -> float | None:
-    for name in names:
-        value = headers.get(name)
-        if value is not None:
-            try:
-                number = float(value)
-            except ValueError:
-                return None
-            return number if math.isfinite(number) else None
-    return None
-
-
-def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The wait a response asks for, in seconds: `retry-after-ms`, else `Retry-After`
-    (seconds or an HTTP-date), each also under a proxy's `llm_provider-` prefix (LiteLLM
-    passes the upstream API's headers on that way). `now`: the wall clock (tests)."""
-    for prefix in ("", "llm_provider-"):
-        millis = _seconds(headers.get(f"{prefix}retry-after-ms"))
-        if millis is not None:
-            return millis / 1000
-        value = headers.get(f"{prefix}retry-after")
-        if value is None:
-            continue
-        seconds = _seconds(value)
-        if seconds is not None:
-            return seconds
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            continue
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=datetime.UTC)
-        return max(0.0, when.timestamp() - (time.time() if now is None else now))
-    return None
-
-
-def _seconds(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return max(0.0, number) if math.isfinite(number) else None
 
 
 class RateLimitWait(Exception):
