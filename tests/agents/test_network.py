@@ -157,7 +157,9 @@ async def test_an_ipv6_origin_is_bracketed_in_connect(monkeypatch):
     server = await asyncio.start_server(refuse, "127.0.0.1", 0)
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
     pool = ConnectionPool("https://[::1]:8443/v1")
-    with pytest.raises(TransportError, match=r"403 to CONNECT \[::1\]:8443"):
+    with pytest.raises(
+        TransportError, match=r"to \[::1\]:8443 through .* 403 to CONNECT \[::1\]:8443"
+    ):
         await pool.post("https://[::1]:8443/v1/x", b"{}", [], 5, 100)
     await pool.aclose()
     server.close()

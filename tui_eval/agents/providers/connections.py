@@ -179,7 +179,7 @@ class ConnectionPool:
     async def _open(self, loop: asyncio.AbstractEventLoop, timeout: float) -> _Connection:
         self.opened += 1
         origin, proxy = self.origin, self.proxy
-        where = f"{origin.host.decode()}:{origin.port}"
+        where = origin.authority()
         if proxy is not None:
             where = f"{where} through the proxy {proxy.url}"
         try:
@@ -212,8 +212,7 @@ class ConnectionPool:
         if self._ssl is None:
             return connection  # plain http: forwarded, the target names the origin
         try:
-            authority = f"[{host}]" if ":" in host else host  # an IPv6 literal
-            await connection.tunnel(f"{authority}:{origin.port}".encode(), proxy.headers)
+            await connection.tunnel(origin.authority().encode(), proxy.headers)
             transport = connection.transport
             assert transport is not None
             tls = await loop.start_tls(transport, connection, self._ssl, server_hostname=host)

@@ -28,6 +28,11 @@ class Origin(NamedTuple):
         port = parts.port or (443 if scheme == b"https" else 80)
         return cls(scheme, (parts.hostname or "").encode(), port)
 
+    def authority(self) -> str:
+        """`host:port`, an IPv6 host in brackets (`[::1]:8443`), as CONNECT and errors say it."""
+        host = self.host.decode()
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+
 
 def ssl_context() -> ssl.SSLContext:
     """How HTTPS servers are verified: `SSL_CERT_FILE` (or `SSL_CERT_DIR`) when set, else the
