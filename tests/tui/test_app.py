@@ -232,9 +232,16 @@ async def test_case_screen_reruns_with_more_samples(tmp_path):
         with anyio.fail_after(10):
             while case_screen.rerun is None or case_screen.rerun.state.running:
                 await pilot.pause(0.05)
-        await pilot.pause(0.3)
-        line = str(case_screen.query_one("#rerun").render())
-        assert "rerun: 5/10 = 50% (95% CI 24%–76%)" in line and "before: 1/2 = 50%" in line
+
+        def line() -> str:
+            return str(case_screen.query_one("#rerun").render())
+
+        # The screen repaints on a 0.25 s timer, whose next tick after a pause can be up to
+        # two periods away: wait for the repaint, not for a fixed time.
+        with anyio.fail_after(10):
+            while "starting" in line() or "rerunning" in line():
+                await pilot.pause(0.05)
+        assert "rerun: 5/10 = 50% (95% CI 24%–76%)" in line() and "before: 1/2 = 50%" in line()
 
 
 @pytest.mark.slow  # 10,000 samples: .ci/run runs it (pytest -m slow)
