@@ -189,16 +189,17 @@ class Diff:
             sum(c.current_rate for c in self.changes) / n,
         )
 
-    def suite_line(self) -> str:
+    def suite_line(self, *, label: str = "pass rate", sep: str = ", ") -> str:
         """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the mean of the compared
-        cases' sample pass rates in both runs, their paired difference and its test."""
+        cases' sample pass rates in both runs, their paired difference and its test
+        (`label` names the rate, `sep` joins the three parts)."""
         if not self.changes:
             return "no case in both runs"
         before, after = self.mean_rates()
         low, high = self.delta_ci
         return (
-            f"pass rate {before:.0%} → {after:.0%}, Δ {points(self.delta)} pts "
-            f"[{points(low)}, {points(high)}], p={self.p_value:.3f}"
+            f"{label} {before:.0%} → {after:.0%}{sep}Δ {points(self.delta)} pts "
+            f"[{points(low)}, {points(high)}]{sep}p={self.p_value:.3f}"
         )
 
     def _names(self) -> list[str]:

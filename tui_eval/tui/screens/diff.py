@@ -49,14 +49,7 @@ LEGEND = (
 def suite_line(diff: Diff) -> str:
     """The suite-level comparison, saying what its rate is: the mean over the cases in both
     runs of each case's share of passing samples (not the share of cases that passed)."""
-    if not diff.changes:
-        return "no case in both runs"
-    before, after = diff.mean_rates()
-    low, high = diff.delta_ci
-    return (
-        f"mean pass rate of the cases {before:.0%} → {after:.0%} · Δ {points(diff.delta)} pts "
-        f"[{points(low)}, {points(high)}] · p={diff.p_value:.3f}"
-    )
+    return diff.suite_line(label="mean pass rate of the cases", sep=" · ")
 
 
 def noise_text(change: CaseChange) -> Text:
