@@ -63,6 +63,24 @@ async def test_judge_factory_gives_fresh_provider_each_time():
         assert (await run_check(judge, RUN)).passed
 
 
+async def test_a_python_spec_naming_a_factory_gives_a_fresh_provider_each_time(
+    tmp_path, monkeypatch
+):
+    # A declarative suite's offline judge (`judge_model: python:module:make_judge`) is a
+    # one-reply script: every run of the suite must get its own copy, not the first one's.
+    (tmp_path / "one_reply_judge.py").write_text(
+        "from tui_eval.testing import ScriptedProvider, text\n"
+        f"REPLY = {verdict_reply(1.0, 'ok')!r}\n"
+        "def make_judge():\n"
+        "    return ScriptedProvider([text(REPLY)])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    judge = llm_judge("rubric", model="python:one_reply_judge:make_judge")
+    for _ in range(3):
+        result = await run_check(judge, RUN)
+        assert result.passed, result.reason
+
+
 def test_verdict_bounds():
     with pytest.raises(ValueError):
         Verdict(score=-0.1, reasoning="x")

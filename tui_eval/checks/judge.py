@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 import pydantic
 
 from tui_eval.agents.agent import Agent, AgentRunError
 from tui_eval.agents.messages import Message, RunResult, Usage
-from tui_eval.agents.providers import ModelLike, resolve_model
+from tui_eval.agents.providers import ModelLike, python_target, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.checks.base import CheckResult, Declared, JudgeVerdict
 from tui_eval.text import value_text
@@ -27,6 +27,9 @@ Reply with only a JSON object, no prose around it:
 {"score": <number from 0.0 (fails the rubric) to 1.0 (fully meets it)>,
  "reasoning": "<one or two sentences naming what the answer did or did not do>"}
 """
+
+
+PYTHON_SPEC = "python:"
 
 
 class Verdict(pydantic.BaseModel):
@@ -99,6 +102,7 @@ class llm_judge:
         self.aggregate: Aggregate = aggregate
         self.name = name
         self._shared: dict[int, Provider] = {}
+        self._targets: dict[int, Any] = {}
 
     def __repr__(self) -> str:
         jury = f", {len(self.models)} judges, {self.aggregate}" if self.is_jury else ""
@@ -146,6 +150,12 @@ class llm_judge:
             raise JudgeConfigError(
                 f"llm_judge needs a judge model: pass llm_judge(..., model=...) or set ${JUDGE_MODEL_ENV}"
             )
+        if isinstance(model, str) and model.startswith(PYTHON_SPEC):
+            # What the reference names decides, as for a model passed in code: a factory
+            # (a suite's offline scripted judge) builds a fresh provider per judgement.
+            if position not in self._targets:
+                self._targets[position] = python_target(model.removeprefix(PYTHON_SPEC))
+            model = self._targets[position]
         if callable(model) and not hasattr(model, "complete"):
             return resolve_model(model)  # a factory: a fresh provider per judgement
         shared = self._shared.get(position)

@@ -59,6 +59,11 @@ def from_python_spec(reference: str) -> Provider:
     This is how a declarative suite names an offline judge, e.g. a `ScriptedProvider`
     factory in a module beside the suite (the suite's folder is importable).
     """
+    return resolve_model(python_target(reference))
+
+
+def python_target(reference: str) -> Any:
+    """What `python:module:attribute` names, not yet built: a provider or a factory."""
     module_name, sep, attr = reference.partition(":")
     if not sep or not module_name or not attr:
         raise ModelSpecError(f"python:{reference} should be python:MODULE:ATTRIBUTE")
@@ -71,7 +76,7 @@ def from_python_spec(reference: str) -> Provider:
         if not hasattr(target, part):
             raise ModelSpecError(f"python:{reference}: {module_name!r} has no attribute {attr!r}")
         target = getattr(target, part)
-    return resolve_model(target)
+    return target
 
 
 def resolve_spec(spec: str) -> Provider:
