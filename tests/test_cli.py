@@ -238,3 +238,28 @@ def test_ctrl_c_keeps_the_partial_report(tmp_path):
     resumed = cli("resume", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "eval: 40/40 cases passed" in resumed.stdout
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path, monkeypatch, capsys):
+    """`tui-eval run … | head -1`: once the reader is gone, the command stops like any Unix
+    tool — no error message, no traceback — and what it ran is kept."""
+    from tui_eval.cli import main
+
+    make_suite(tmp_path / "suites")
+    monkeypatch.chdir(tmp_path)
+    for args in (["run", "suites", "--headless"], ["history"], ["--help"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader left
+        closed = open(write_end, "w", buffering=1)  # noqa: SIM115 - closed below
+        real_stdout, sys.stdout = sys.stdout, closed
+        try:
+            code = main(args)
+        except SystemExit as exit_:  # argparse's --help
+            code = exit_.code
+        finally:
+            sys.stdout = real_stdout
+        closed.close()  # what was left in its buffer goes nowhere, without an error
+        assert code == 1, args
+        err = capsys.readouterr().err
+        assert "BrokenPipe" not in err and "Traceback" not in err and "Broken pipe" not in err
+    assert "finished" in cli("history", cwd=tmp_path).stdout

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -329,7 +331,13 @@ def _positive_float(value: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the process exit code)."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # argparse's own output (`tui-eval --help | head -1`)
+        return _reader_left()
+
+
+def _main(args_list: list[str]) -> int:
     parser = _parser()
     debug = "--debug" in args_list
     rest = [a for a in args_list if a != "--debug"]
@@ -339,7 +347,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
         # `tui-eval [--watch] PATH...` opens the app.
         return _guard(lambda: _open_app(rest, autorun=watch, watch=watch), debug)
-    args = parser.parse_args(args_list)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit:  # --help, --version or a usage error: argparse has printed it
+        sys.stdout.flush()  # argparse ignores a closed pipe; this raises it to main
+        raise
     return _guard(lambda: _dispatch(args), args.debug)
 
 
@@ -441,6 +453,8 @@ def _guard(action: Callable[[], int], debug: bool) -> int:
     """Turn unexpected exceptions into a one-line message and exit code 2 (unless --debug)."""
     try:
         return action()
+    except BrokenPipeError:
+        return _reader_left()
     except KeyboardInterrupt:
         print("tui-eval: interrupted", file=sys.stderr)
         return EXIT_FAILED
@@ -456,6 +470,18 @@ def _guard(action: Callable[[], int], debug: bool) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+
+
+def _reader_left() -> int:
+    """Whoever read stdout has gone (`tui-eval run … | head -1`): stop quietly, as Unix tools
+    do when the reader of a pipe leaves. What is still buffered goes to the null device, so
+    the interpreter's last flush raises nothing either; a run stopped here is journaled as
+    interrupted, so the exit code is the interrupted run's."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    return EXIT_FAILED
 
 
 def entry() -> None:
