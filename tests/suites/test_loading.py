@@ -396,3 +396,33 @@ def test_yaml_suites_load_with_the_c_loader_when_present():
 
     if hasattr(yaml, "CSafeLoader"):
         assert declarative._YAML_LOADER is yaml.CSafeLoader
+
+
+async def test_same_named_helpers_in_two_folders_each_serve_their_own_suite(tmp_path):
+    """`tui-eval run team_a/ team_b/`: each folder has its own `helpers.py`; a suite imports
+    the one beside it, never the other folder's module cached under the same name."""
+    for team in ("a", "b"):
+        folder = tmp_path / f"team_{team}"
+        folder.mkdir()
+        write(folder / "helpers.py", f"async def agent(question):\n    return 'team {team}'\n")
+        write(
+            folder / f"py_{team}_suite.py",
+            "from helpers import agent\nfrom tui_eval import Case, Suite\n"
+            f"suite = Suite('py_{team}', agent=agent, cases=[Case('q')])\n",
+        )
+        write(
+            folder / f"yaml_{team}.yaml",
+            f"name: yaml_{team}\nagent: helpers:agent\ncases:\n  - name: q\n    input: q\n",
+        )
+    loaded = load_suites([tmp_path / "team_a", tmp_path / "team_b"])
+    assert not loaded.errors
+    answers = {}
+    for suite in loaded.suites:
+        report = await evaluate(suite.agent, suite.cases)
+        answers[suite.name] = report.cases[0].samples[0].run.output
+    assert answers == {
+        "py_a": "team a",
+        "yaml_a": "team a",
+        "py_b": "team b",
+        "yaml_b": "team b",
+    }

@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import stat
 import sys
+import sysconfig
 import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -185,11 +186,63 @@ def load_suites(paths: Iterable[str | Path]) -> LoadResult:
 
 def load_file(path: Path) -> list[Suite]:
     """Load the suites of one file. Raises `SuiteFileError` (or what the module raised)."""
+    import_from_folder_of(path)
     if path.suffix in (".yaml", ".yml"):
         return [load_yaml_suite(path)]
     if path.suffix == ".jsonl":
         return [load_jsonl_suite(path)]
     return load_python_suites(path)
+
+
+def import_from_folder_of(path: Path) -> None:
+    """Make `path`'s folder the first place imports look, and forget modules named like one
+    of that folder's but imported from elsewhere (a `helpers.py` beside another folder's
+    suites, loaded earlier in this process): `import helpers` in this suite, or its
+    `agent: helpers:agent`, then gets the module beside it."""
+    try:
+        folder = path.resolve().parent
+    except (OSError, RuntimeError):
+        return
+    entry = str(folder)
+    if sys.path[:1] != [entry]:
+        if entry in sys.path:
+            sys.path.remove(entry)
+        sys.path.insert(0, entry)
+    forget_namesakes(folder)
+
+
+def forget_namesakes(folder: Path) -> None:
+    """Drop modules named like a module or package of `folder` (and their submodules) that
+    were imported from another folder; installed packages are never dropped."""
+    installed = tuple(
+        _real(Path(p)) for key, p in sysconfig.get_paths().items() if key.endswith("lib")
+    )
+    try:
+        names = {
+            entry.stem if entry.suffix == ".py" else entry.name
+            for entry in folder.iterdir()
+            if entry.suffix == ".py" or (entry / "__init__.py").is_file()
+        }
+    except OSError:
+        return
+    for name in names:
+        location = getattr(sys.modules.get(name), "__file__", None)
+        if location is None:
+            continue
+        real = _real(Path(location))
+        home = real.parent.parent if real.name == "__init__.py" else real.parent
+        if home == folder or any(real.is_relative_to(p) for p in installed):
+            continue
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+
+
+def _real(path: Path) -> Path:
+    """`path` made absolute with its links followed, when they can be (a loop cannot)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
 
 
 def load_python_suites(path: Path) -> list[Suite]:

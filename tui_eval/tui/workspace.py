@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -239,7 +238,6 @@ def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
     files of the modules of that folder it imported (the helpers it depends on)."""
     folder = _real(file.parent)
     _forget_modules({folder})
-    _forget_namesakes(folder)
     before = set(sys.modules)
     problem = not_a_suite_file(file)
     if problem is not None:
@@ -251,25 +249,6 @@ def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
         if location and _real(Path(location)).parent == folder:
             imported.add(_identity(Path(location)))
     return fresh, imported
-
-
-def _forget_namesakes(folder: Path) -> None:
-    """Drop modules named like a module of `folder` but imported from another folder of
-    suites (a `helpers.py` beside other suites): this folder's own is imported instead."""
-    installed = tuple(
-        _real(Path(p)) for key, p in sysconfig.get_paths().items() if key.endswith("lib")
-    )
-    try:
-        names = {entry.stem for entry in folder.glob("*.py")}
-    except OSError:
-        return
-    for name in names:
-        location = getattr(sys.modules.get(name), "__file__", None)
-        if location is None:
-            continue
-        real = _real(Path(location))
-        if real.parent != folder and not any(real.is_relative_to(p) for p in installed):
-            del sys.modules[name]
 
 
 def _forget_modules(folders: set[Path]) -> None:
