@@ -206,7 +206,10 @@ class Report:
     @classmethod
     def file_model(cls) -> type[ReportFile[Any]]:
         """The pydantic model of a file holding this class of report (`ReportFile[cls]`)."""
-        return ReportFile[cls]  # type: ignore[valid-type]
+        model = _FILE_MODELS.get(cls)
+        if model is None:
+            model = _FILE_MODELS[cls] = ReportFile[cls]  # type: ignore[valid-type]
+        return model
 
     def to_json(self) -> bytes:
         """The report as the JSON document `save()` writes.
@@ -282,6 +285,12 @@ class ReportFile(pydantic.BaseModel, Generic[ReportT]):
     kind: Literal["tui-eval-report"] = REPORT_KIND
     schema_version: Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)] = SCHEMA_VERSION
     report: ReportT
+
+
+_FILE_MODELS: dict[type[Report], type[ReportFile[Any]]] = {}
+"""`ReportFile[cls]` by report class. pydantic keeps a parametrized model only while
+something else refers to it: without this, each save or load after a garbage collection
+built it again (~10 ms)."""
 
 
 def _report_file_error(
