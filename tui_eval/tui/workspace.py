@@ -253,7 +253,21 @@ def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
 
 def _forget_modules(folders: set[Path]) -> None:
     """Drop imported modules that live in `folders`, so the next import reads the edit."""
+    real_folders: dict[str, Path] = {}
     for name, module in list(sys.modules.items()):
         location = getattr(module, "__file__", None)
-        if location and _real(Path(location)).parent in folders:
+        if location and _real_folder(location, real_folders) in folders:
             del sys.modules[name]
+
+
+def _real_folder(location: str, seen: dict[str, Path]) -> Path:
+    """`_real(Path(location)).parent`, resolving each folder once: an app has a thousand
+    modules in a few hundred folders, and a reload after each save looked at all of them.
+    A file that is itself a link is followed, as `_real` would."""
+    if os.path.islink(location):
+        return _real(Path(location)).parent
+    folder = os.path.dirname(location)
+    real = seen.get(folder)
+    if real is None:
+        real = seen[folder] = _real(Path(folder))
+    return real
