@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
+
+_GC_THRESHOLDS = gc.get_threshold()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Collect cyclic garbage less often than Python's default (every 700 allocations).
+
+    Each Textual app, screen and widget is a web of cycles, and a full collection walks
+    every object alive (~250,000 in a worker: every module, class and test loaded): with
+    the default thresholds the collector took ~20% of the CPU of the app's tests. Fewer,
+    larger collections free the same garbage later, costing ~25 MB more at the peak.
+    Tests about freeing memory call `gc.collect()` themselves.
+    """
+    gc.set_threshold(50_000, 20, 10)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    gc.set_threshold(*_GC_THRESHOLDS)
 
 
 @pytest.fixture(autouse=True)
