@@ -12,7 +12,7 @@ import pytest
 
 from tui_eval import Agent, Case, evaluate
 from tui_eval.agents.messages import Message
-from tui_eval.agents.providers import ProviderError
+from tui_eval.agents.providers import ProviderError, limits
 from tui_eval.agents.providers.limits import (
     LimitStatus,
     RateLimiter,
@@ -67,7 +67,10 @@ async def test_an_insufficient_quota_429_fails_at_once_with_its_message():
     assert len(server.requests) == 1
 
 
-async def test_a_header_less_429_backs_off_and_the_request_then_succeeds():
+async def test_a_header_less_429_backs_off_and_the_request_then_succeeds(monkeypatch):
+    # The back-off's 1 s, 2 s... at a twentieth: the same pauses in the same ratio (the
+    # sequence itself is checked on a fake clock below), 0.15 s of waiting instead of 3 s.
+    monkeypatch.setattr(limits, "BACKOFF_BASE_S", 0.05)
     limited = {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}
     with WireServer() as server:
         server.reply(Reply(429, limited), Reply(429, limited), Reply(body=openai_text("ok")))
@@ -142,7 +145,7 @@ def test_a_request_joining_a_stall_gets_the_stalls_deadline_not_a_fresh_budget()
 async def test_waiting_in_the_limiter_ends_at_the_deadline():
     limiter = RateLimiter("api", rpm=0.06)  # one request a thousand seconds
     await limiter.acquire()
-    deadline = time.monotonic() + 0.3
+    deadline = time.monotonic() + 0.05
     with anyio.fail_after(HANG_GUARD_S), pytest.raises(RateLimitWait) as caught:
         await limiter.acquire(deadline=lambda: deadline)
     assert "paced at" in str(caught.value) and "rpm setting" in str(caught.value)
@@ -155,12 +158,24 @@ async def test_an_always_429_api_fails_a_queue_of_cases_within_one_budget():
     cases = [Case(f"question {i}", name=f"case {i}") for i in range(64)]
     with WireServer() as server:
         server.always = limited
+        provider = openai(server)
+        limiter = provider.limiter()
+        deadlines: set[float] = set()  # every give-up time asked for once the API stalled
+        give_up_at = limiter.give_up_at
+
+        def logged_give_up_at(started: float, budget: float) -> float:
+            at = give_up_at(started, budget)
+            if limiter.stalled_since is not None:
+                deadlines.add(at)
+            return at
+
+        limiter.give_up_at = logged_give_up_at  # type: ignore[method-assign]
         with anyio.fail_after(HANG_GUARD_S):
             report = await evaluate(
-                Agent(openai(server)),
+                Agent(provider),
                 cases,
                 concurrency=32,
-                provider=ProviderOptions(retry_budget=1.0),
+                provider=ProviderOptions(retry_budget=0.5),
             )
     samples = [case.samples[0] for case in report.cases]
     assert all(s.status == "error" for s in samples)
@@ -171,6 +186,8 @@ async def test_an_always_429_api_fails_a_queue_of_cases_within_one_budget():
         asked[question] = asked.get(question, 0) + 1
     later = [asked.get(f"question {i}", 0) for i in range(32, 64)]
     assert max(later) <= 1, later  # the later half gave up at once: the API was stalled
+    # The limiter's decision: one deadline for every request, the stall's start + budget.
+    assert len(deadlines) == 1, sorted(deadlines)
 
 
 # -- limit headers that lie -----------------------------------------------------------------
@@ -194,12 +211,12 @@ async def test_tiny_limit_headers_do_not_stall_later_requests(headers):
 async def test_every_wait_is_bounded_by_the_retry_budget():
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"))
-        provider = openai(server, rpm=0.01, retry_budget=0.5)  # one request in 100 minutes
+        provider = openai(server, rpm=0.01, retry_budget=0.2)  # one request in 100 minutes
         assert await ask(provider) == "ok"
         with pytest.raises(ProviderError) as caught:
             await ask(provider)
     message = str(caught.value)
-    assert "still rate-limited" in message and "retry budget 0.5s" in message
+    assert "still rate-limited" in message and "retry budget 0.2s" in message
     assert "its turn would come" in message and "rpm setting 0.01/min" in message
     assert len(server.requests) == 1
 
@@ -248,9 +265,16 @@ def test_headers_that_were_right_are_kept_after_one_probe():
     assert limiter.pace <= 10 and limiter.header_verdict == "confirmed"  # no second probe
 
 
-async def test_headers_understating_the_limit_60_times_do_not_make_the_run_60_times_slower():
+async def test_headers_understating_the_limit_60_times_do_not_make_the_run_60_times_slower(
+    monkeypatch,
+):
     """Every response says 60/min; the server takes whatever comes. At the headers' pace
     these 60 cases take a minute; probing above it, a few seconds."""
+    # Probing starts after 0.5 s at the headers' pace (not 2 s) and doubles every 0.125 s
+    # (not 0.5 s): the same probe, four times sooner. Without it the run still takes the
+    # headers' minute and fails on the guard below.
+    monkeypatch.setattr(limits, "PROBE_AFTER_S", limits.PROBE_AFTER_S / 4)
+    monkeypatch.setattr(limits, "PROBE_DOUBLING_S", limits.PROBE_DOUBLING_S / 4)
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"), headers={"x-ratelimit-limit-requests": "60"})
         provider = openai(server)

@@ -70,6 +70,8 @@ MIN_HEADER_TOKENS_PER_MIN = 100.0
 """Header token limits under this (`1`) are ignored: no API answers a request in so few."""
 RECHECK_S = 0.25
 """A request waiting for a later slot looks this often whether the pace went up."""
+BACKOFF_BASE_S = 1.0
+"""The first pause for a 429 that names no wait, before any pace is known."""
 BACKOFF_MAX_S = 30.0
 """Consecutive 429s that name no wait pause for 1 s, 2 s, 4 s... at most this long."""
 
@@ -325,7 +327,7 @@ class RateLimiter:
         else:
             if fresh:
                 self.backoff_streak += 1
-            base = 1 / self.pace if self.pace else 1.0
+            base = 1 / self.pace if self.pace else BACKOFF_BASE_S
             wait = min(BACKOFF_MAX_S, base * 2 ** max(0, self.backoff_streak - 1))
         self.paused_until = max(self.paused_until, now + wait)
         if now - self.last_cut < max(wait, 0.25):
