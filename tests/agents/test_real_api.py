@@ -83,8 +83,8 @@ class LimiterLog:
 
 
 async def test_a_429_pauses_every_worker_and_the_pace_is_learned_without_headers():
-    # 40 requests from 20 workers against a 20 req/s bucket that sends no limit headers.
-    with LoopbackAPI(rate=20, burst=2, latency=0.01, headers=False) as api:
+    # 40 requests from 20 workers against a 40 req/s bucket that sends no limit headers.
+    with LoopbackAPI(rate=40, burst=2, latency=0.01, headers=False) as api:
         provider = OpenAIProvider("m", base_url=api.url)
         log = LimiterLog(provider.limiter())
         report = await evaluate(Agent(provider), echo_cases(40), concurrency=20)
@@ -106,21 +106,21 @@ async def test_rate_limit_headers_set_the_pace_before_anything_is_rejected_again
     # Held at the headers' pace for 2 s with nothing rejected, the limiter probes above
     # them (tested with a fake clock below); a slow machine stretches this run past that.
     monkeypatch.setattr("tui_eval.agents.providers.limits.PROBE_AFTER_S", 3600.0)
-    with LoopbackAPI(rate=25, burst=2, latency=0.01) as api:
+    with LoopbackAPI(rate=50, burst=2, latency=0.01) as api:
         provider = OpenAIProvider("m", base_url=api.url)
         log = LimiterLog(provider.limiter())
         report = await evaluate(Agent(provider), echo_cases(50), concurrency=10)
         limiter = provider.limiter()
     assert report.passed
-    assert limiter.pace is not None and limiter.pace <= 25
+    assert limiter.pace is not None and limiter.pace <= 50
     # Only the first wave (one request per worker) leaves before a response said the limit;
-    # from then on every slot is at least one 25/s step after the one before.
+    # from then on every slot is at least one 50/s step after the one before.
     before = [slot for slot, known in log.slots if not known]
     after = sorted(slot for slot, known in log.slots if known)
     assert len(before) <= 10, len(before)
     assert len(after) >= 40, len(after)
     gaps = [b - a for a, b in itertools.pairwise(after)]
-    assert min(gaps) >= 1 / 25 - 1e-9, min(gaps)
+    assert min(gaps) >= 1 / 50 - 1e-9, min(gaps)
 
 
 def test_limiter_pause_and_aimd_with_a_fake_clock():
