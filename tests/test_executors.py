@@ -30,7 +30,7 @@ CALLS = {calls!r}
 async def agent(prompt: str) -> str:
     with open(CALLS, "a") as log:
         log.write(prompt + "\\n")
-    await anyio.sleep(0.3 if prompt == "q0" else {latency})
+    await anyio.sleep({first_latency} if prompt == "q0" else {latency})
     if prompt == "q-env":
         return os.environ.get("TOP_SECRET_KEY", "unset")
     return prompt.upper() if int(prompt[1:]) % 3 else "wrong"
@@ -48,8 +48,15 @@ suite = Suite(
 
 
 def write_suite(
-    folder: Path, *, cases: int = 12, samples: int = 3, latency: float = 0.005, concurrency: int = 8
+    folder: Path,
+    *,
+    cases: int = 12,
+    samples: int = 3,
+    latency: float = 0.005,
+    concurrency: int = 8,
+    first_latency: float = 0.3,
 ) -> Suite:
+    """A suite whose agent answers after `latency` s, and case c0's (q0) after `first_latency` s."""
     calls = folder / "calls.log"
     path = folder / "contract_suite.py"
     path.write_text(
@@ -57,6 +64,7 @@ def write_suite(
             SUITE.format(
                 calls=str(calls),
                 latency=latency,
+                first_latency=first_latency,
                 samples=samples,
                 cases=cases,
                 concurrency=concurrency,
@@ -113,7 +121,9 @@ def verdicts(report):
 
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_same_verdicts_and_counts_as_in_process(kind, tmp_path, runtime):
-    suite = write_suite(tmp_path)
+    # No slow case: nothing here is about order, and c0's three samples one after the
+    # other at 0.3 s were 1.8 s of waiting over the two runs.
+    suite = write_suite(tmp_path, first_latency=0.005)
     expected = run(Evaluation(suite.agent, suite.cases, name=suite.name))
     report = run(
         Evaluation(suite.agent, suite.cases, name=suite.name, executor=executor_for(kind, suite))
@@ -175,7 +185,7 @@ def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
 
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_resume_runs_only_the_missing_samples(kind, tmp_path, runtime):
-    suite = write_suite(tmp_path, cases=6, samples=4)
+    suite = write_suite(tmp_path, cases=6, samples=4, first_latency=0.005)
     first = run(Evaluation(suite.agent, suite.cases, name=suite.name))
     done = {c.name: c.samples[:2] for c in first.cases}
     calls = tmp_path / "calls.log"
