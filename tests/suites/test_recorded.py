@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.cli_in_process import cli
 from tui_eval import Report, evaluate
 from tui_eval.suites.declarative import SuiteFileError, load_yaml_suite
 from tui_eval.suites.recorded import RecordedRuns
@@ -226,12 +225,6 @@ def test_json_lines_traces_and_unmatched_traces(tmp_path: Path):
     (tmp_path / "bad.json").write_text('{"spans": []}', encoding="utf-8")
     with pytest.raises(SuiteFileError, match=r"bad.json: not OTLP JSON"):
         load_yaml_suite(write_suite(tmp_path, "bad.json"))
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui_eval.cli", *args], cwd=cwd, capture_output=True, text=True
-    )
 
 
 def test_import_otel_writes_a_suite_that_runs_headless(tmp_path: Path):
