@@ -136,7 +136,7 @@ async def test_anthropic_structured_output(server):
 
 async def test_429_with_retry_after_then_success_is_counted(server):
     server.reply(
-        Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0.2"}),
+        Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0.05"}),
         Reply(body=openai_text("ok")),
     )
     events = []
@@ -144,7 +144,7 @@ async def test_429_with_retry_after_then_success_is_counted(server):
     report = await evaluate(
         Agent(openai(server)), [Case("hi", checks=[contains("ok")])], on_event=events.append
     )
-    assert time.perf_counter() - start >= 0.2
+    assert time.perf_counter() - start >= 0.05
     assert report.passed and report.cases[0].samples[0].run.retries == 1
     assert any(isinstance(e, SampleStateChanged) and e.state == "retrying" for e in events)
 
@@ -184,19 +184,20 @@ async def test_hanging_server_hits_the_timeout(server):
         Reply(body=openai_text("late"), delay=2.0), Reply(body=openai_text("late"), delay=2.0)
     )
     with (
-        anyio.fail_after(60),  # a hang guard: each 2 s reply must be cut at 0.2 s
-        pytest.raises(ProviderError, match=r"no complete response within 0\.2s \(timeout\)"),
+        anyio.fail_after(60),  # a hang guard: each 2 s reply must be cut at 0.1 s
+        pytest.raises(ProviderError, match=r"no complete response within 0\.1s \(timeout\)"),
     ):
-        await Agent(openai(server, timeout=0.2, max_retries=1)).run("hi")
+        await Agent(openai(server, timeout=0.1, max_retries=1)).run("hi")
     assert len(server.requests) == 2  # one try and one retry, each cut by the timeout
 
 
 async def test_timeout_is_a_deadline_for_the_whole_response(server):
-    """A server dripping one byte every 0.1 s never resets it (it is not an idle timeout)."""
-    server.reply(Reply(body=openai_text("slowly, slowly"), drip=0.1))
+    """A server dripping one byte every 0.05 s never resets it (it is not an idle timeout:
+    that would wait out the whole body, over 10 s)."""
+    server.reply(Reply(body=openai_text("slowly, slowly"), drip=0.05))
     start = time.perf_counter()
-    with pytest.raises(ProviderError, match=r"no complete response within 0\.5s"):
-        await Agent(openai(server, timeout=0.5, max_retries=0)).run("hi")
+    with pytest.raises(ProviderError, match=r"no complete response within 0\.2s"):
+        await Agent(openai(server, timeout=0.2, max_retries=0)).run("hi")
     assert time.perf_counter() - start < 2
 
 
