@@ -7,27 +7,103 @@ import gc
 import json
 import shutil
 import weakref
+from collections import Counter
+from pathlib import Path
 
 import anyio
 import pytest
+from textual.timer import Timer
 
 from tui_eval import Case, Suite, contains
 from tui_eval.report import Report
 from tui_eval.store import RunHistory
-from tui_eval.tui.app import make_app
+from tui_eval.tui.app import TuiEvalApp, make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
 from tui_eval.tui.session import RunSession
 
-from .test_app import wait_until_done
-
 pytestmark = pytest.mark.anyio
+
+# What these tests wait for is a state of the app, never a length of time: each wait polls
+# the state the next step needs, with a timeout far beyond what a loaded machine takes.
 
 
 async def wait_for(pilot, condition, timeout: float = 20) -> None:
+    """Until `condition()` holds; then until the app and the current screen have handled
+    the messages already posted (what the change that made it hold sent them)."""
     with anyio.fail_after(timeout):
         while not condition():
-            await pilot.pause(0.05)
+            await anyio.sleep(0.02)
+        await pilot.pause(0)
+
+
+async def wait_until_done(pilot, screen: RunScreen, timeout: float = 20) -> None:
+    """Until `screen`'s run has ended, every run's worker has returned (journals finished,
+    what the app does when a run ends done) and `screen`, when shown, has shown the end."""
+    app = pilot.app
+
+    def done() -> bool:
+        if screen.session.state.running:
+            return False
+        if any(worker.group == "runs" and not worker.is_finished for worker in app.workers):
+            return False
+        return screen._finished_seen or not screen.is_current
+
+    await wait_for(pilot, done, timeout)
+
+
+class FileWatch:
+    """The app's file watcher as a test sees it: when it is up, and when the app has
+    handled every change made so far in a folder (the watcher reports changes in order,
+    so once a marker file written after them is handled, so are they)."""
+
+    def __init__(self, app: TuiEvalApp) -> None:
+        self.app = app
+        self.handled: set[str] = set()
+        """The names of the changed files the app has reloaded after."""
+        self._markers = 0
+        reload = app.workspace.reload
+
+        def recording(changed: set[Path]):
+            self.handled |= {path.name for path in changed}
+            return reload(changed)
+
+        app.workspace.reload = recording  # type: ignore[method-assign]
+
+    async def up(self) -> None:
+        """Until an edit of the suites' files would be seen."""
+        with anyio.fail_after(20):
+            await self.app.files_watched.wait()
+
+    async def caught_up(self, pilot, folder: Path) -> None:
+        """Until the app has handled every change made in `folder` so far."""
+        self._markers += 1
+        marker = folder / f"caught-up-{self._markers}.txt"  # not a suite file: no edit
+        marker.write_text("")
+        await wait_for(pilot, lambda: marker.name in self.handled)
+
+
+class TimerTicks:
+    """Counts the ticks of every Textual timer, so a test can wait until each timer still
+    going has ticked since a moment: a screen that stops its timer once nothing changes
+    has stopped it by then, and one that keeps it going is caught."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ticks: Counter[Timer] = Counter()
+        tick = Timer._tick
+
+        async def counting(timer: Timer, **kwargs) -> None:
+            await tick(timer, **kwargs)  # the callback runs to its end in here
+            self.ticks[timer] += 1
+
+        monkeypatch.setattr(Timer, "_tick", counting)
+
+    async def settled(self, pilot) -> None:
+        """Until every timer of the app and its screens that still fires has ticked again."""
+        since = Counter(self.ticks)
+        await wait_for(
+            pilot, lambda: all(self.ticks[t] > since[t] for t in live_timer_objects(pilot.app))
+        )
 
 
 def switchable(tmp_path, wrong: set[str]) -> Suite:
@@ -91,7 +167,8 @@ async def test_closed_run_screens_and_their_runs_are_freed(tmp_path):
             del screen
             await pilot.press("q")
             assert isinstance(app.screen, SuitesScreen)
-        await pilot.pause(0.2)
+        # Their removal done (a screen still being removed is still referenced).
+        await wait_for(pilot, lambda: all(ref() is None or ref()._closed for ref in screens))
         gc.collect()
         alive = [ref for ref in screens if ref() is not None]
         # The latest run stays (Suites shows it; enter reopens it); its screens do not.
@@ -107,13 +184,14 @@ async def test_the_app_started_from_a_relative_path_survives_an_edit(
     monkeypatch.chdir(tmp_path)
     app = make_app(["suites/"], history=RunHistory(tmp_path / "home"))
     async with app.run_test(size=(120, 40)) as pilot:
+        watch = FileWatch(app)
         names = [s.name for s in app.workspace.loaded.suites]
         assert "geography" in names
-        await pilot.pause(0.5)  # the watcher is up
+        await watch.up()
         geography = tmp_path / "suites" / "geography.yaml"
         geography.write_text(geography.read_text().replace("Paris", "Lyon", 1))
         await wait_for(pilot, lambda: "geography" in app.workspace.reloaded)
-        await pilot.pause(0.3)
+        await watch.caught_up(pilot, tmp_path / "suites")  # the edit's every change handled
         assert [s.name for s in app.workspace.loaded.suites] == names  # loaded once each
         table = app.screen.query_one("#suites")
         assert table.row_count == len(names)
@@ -159,7 +237,7 @@ async def test_a_suite_file_replaced_by_a_folder_or_a_link_loop_is_a_load_error(
     folder = suite_folder(tmp_path)
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.5)  # the watcher is up
+        await FileWatch(app).up()
         path = folder / "plain_suite.py"
         path.unlink()
         if replacement == "folder":
@@ -170,7 +248,6 @@ async def test_a_suite_file_replaced_by_a_folder_or_a_link_loop_is_a_load_error(
         (error,) = app.workspace.edit_errors.values()
         word = "a folder now" if replacement == "folder" else "symbolic link loop"
         assert word in error.message
-        await pilot.pause(0.3)
         shown = str(app.screen.query_one("#load-errors").render())
         assert word in shown and "previous version stays in use" in shown
 
@@ -179,16 +256,17 @@ async def test_a_helper_edit_marks_only_the_suites_that_import_it_and_s_is_no_ed
     folder = suite_folder(tmp_path)
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
     async with app.run_test(size=(120, 40)) as pilot:
+        watch = FileWatch(app)
         await pilot.press("enter")  # editable: the first row
         await wait_until_done(pilot, app.screen)
-        await pilot.pause(0.5)  # the watcher is up
+        await watch.up()
         await pilot.press("s")  # creates __baselines__/
-        await pilot.pause(1.5)  # longer than the watcher's debounce
         assert (folder / "__baselines__" / "editable.json").exists()
+        await watch.caught_up(pilot, folder)  # the app has seen the save's every change
         assert app.workspace.reloaded == set()
         suite_folder(tmp_path, answer="right")  # an edit of the helper module
         await wait_for(pilot, lambda: bool(app.workspace.reloaded))
-        await pilot.pause(0.3)
+        await watch.caught_up(pilot, folder)
         assert app.workspace.reloaded == {"editable"}
 
 
@@ -200,7 +278,7 @@ async def test_r_after_a_reload_reruns_the_failing_cases_with_the_new_code(tmp_p
         await wait_until_done(pilot, app.screen)
         assert not app.screen.session.report.passed
         await pilot.press("q")
-        await pilot.pause(0.5)  # the watcher is up
+        await FileWatch(app).up()
         suite_folder(tmp_path, answer="right")
         await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
         await pilot.press("enter")  # the finished run of the old code
@@ -213,12 +291,13 @@ async def test_r_after_a_reload_reruns_the_failing_cases_with_the_new_code(tmp_p
 async def test_watch_survives_leaving_the_run_and_coming_back(tmp_path):
     folder = suite_folder(tmp_path, answer="right")
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    app.WATCH_SETTLE_SECONDS = 0.01  # rerun at once: this test is not about bursts of saves
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         first = app.screen
         await wait_until_done(pilot, first)
         await pilot.press("w", "q")
-        await pilot.pause(0.5)
+        await FileWatch(app).up()
         await pilot.press("enter")
         back = app.screen
         assert isinstance(back, RunScreen) and back.watching
@@ -233,12 +312,13 @@ async def test_watch_survives_leaving_the_run_and_coming_back(tmp_path):
 async def test_watch_reruns_while_the_user_is_elsewhere(tmp_path):
     folder = suite_folder(tmp_path, answer="right")
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
+    app.WATCH_SETTLE_SECONDS = 0.01  # rerun at once: this test is not about bursts of saves
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         first = app.screen.session
         await wait_until_done(pilot, app.screen)
         await pilot.press("w", "q")
-        await pilot.pause(0.5)
+        await FileWatch(app).up()
         suite_folder(tmp_path, answer="wrong")  # edited while the Suites screen shows
         await wait_for(pilot, lambda: app.workspace.sessions["editable"] is not first)
         rerun = app.workspace.sessions["editable"]
@@ -283,13 +363,17 @@ async def test_resume_leaves_no_stale_interrupted_state(tmp_path):
         await wait_until_done(pilot, resumed)
         assert not resumed.session.report.cancelled
         await pilot.press("q")
-        await pilot.pause(0.5)
-        status = app.screen.query_one("#suites").get_cell("gated", "status").plain
-        assert "interrupted" not in status and "5/5 passed" in status
+
+        def status() -> str:
+            return app.screen.query_one("#suites").get_cell("gated", "status").plain
+
+        await wait_for(pilot, lambda: "5/5 passed" in status())  # Suites shows the run's end
+        assert "interrupted" not in status()
         app._recent_notifications.clear()
         await pilot.press("enter")  # the resumed run, not the cancelled one
-        assert app.screen.session is resumed.session
-        await pilot.pause(0.3)
+        again = app.screen
+        assert again.session is resumed.session
+        await wait_for(pilot, lambda: again._finished_seen)  # it has shown the run's end
         assert app._recent_notifications == []  # its end is not announced again
 
 
@@ -312,7 +396,7 @@ async def test_more_samples_stay_with_the_case_and_reach_its_latency_chart(tmp_p
         await pilot.press("q", "enter")  # leave the case, open it again
         again = app.screen
         assert isinstance(again, CaseScreen) and again is not case_screen
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: again.is_mounted)
         labels = [str(row[0]) for row in again._rows()]
         assert labels == ["1", "m1", "m2", "m3", "m4"]
         assert len(again.query_one("#latency", Sparkline).data) == 5
@@ -334,6 +418,7 @@ async def test_e_opens_the_suite_file_at_the_case_and_r_reruns_just_that_case(
     monkeypatch.setenv("VISUAL", f"{sys.executable} {editor}")
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
     async with app.run_test(size=(120, 40)) as pilot:
+        watch = FileWatch(app)
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
         await pilot.press("down", "enter")  # case q1
@@ -342,6 +427,7 @@ async def test_e_opens_the_suite_file_at_the_case_and_r_reruns_just_that_case(
         await wait_for(pilot, opened.exists)
         # Its name is built in code (f"q{i}"), not written: the file opens at its top.
         assert json.loads(opened.read_text()) == ["+1", str(folder / "editable_suite.py")]
+        await watch.up()
         suite_folder(tmp_path, answer="right")
         await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
         await pilot.press("r")
@@ -363,32 +449,42 @@ def test_case_line_finds_a_yaml_case_by_its_name(tmp_path):
     assert editor_command(path, 3)[-2:] == ["+3", str(path)]
 
 
-def live_timers(app) -> list[str]:
+def live_timer_objects(app) -> list[Timer]:
     """The app's and its screens' timers that still fire (neither paused nor stopped)."""
+    return [timer for _, timer in _live_timers(app)]
+
+
+def live_timers(app) -> list[str]:
+    """The app's and its screens' timers that still fire, by owner and name."""
+    return [f"{type(owner).__name__}:{timer.name}" for owner, timer in _live_timers(app)]
+
+
+def _live_timers(app) -> list[tuple[object, Timer]]:
     owners = [app, *app.screen_stack]
     for screen in app.screen_stack:
         owners.extend(screen.walk_children())
     return [
-        f"{type(owner).__name__}:{timer.name}"
+        (owner, timer)
         for owner in owners
         for timer in list(owner._timers)
         if timer._task is not None and timer._active.is_set()
     ]
 
 
-async def test_finished_screens_stop_their_timers(tmp_path):
+async def test_finished_screens_stop_their_timers(tmp_path, monkeypatch):
     """Idle CPU: nothing repaints on a timer once a run and its reruns have ended."""
     from tui_eval.tui.screens.case import CaseScreen
 
+    ticks = TimerTicks(monkeypatch)
     app = make_app(suites=[switchable(tmp_path, {"b"})], history=RunHistory(tmp_path), watch=False)
     app.watch_files = False  # the file watcher is a thread, not a timer; kept out here
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await ticks.settled(pilot)
         assert live_timers(app) == []  # Suites, nothing running
         await pilot.press("enter")
         run = app.screen
         await wait_until_done(pilot, run)
-        await pilot.pause(0.3)
+        await ticks.settled(pilot)
         assert isinstance(run, RunScreen) and live_timers(app) == []
         await pilot.press("down", "enter")
         case_screen = app.screen
@@ -397,11 +493,11 @@ async def test_finished_screens_stop_their_timers(tmp_path):
         await wait_for(
             pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
         )
-        await pilot.pause(0.6)
+        await ticks.settled(pilot)
         assert live_timers(app) == []
         assert [str(row[0]) for row in case_screen._rows()] == ["1", "m1", "m2", "m3"]
         await pilot.press("q", "q")
-        await pilot.pause(0.6)
+        await ticks.settled(pilot)
         assert isinstance(app.screen, SuitesScreen) and live_timers(app) == []
         assert "4/5 passed" in app.screen.query_one("#suites").get_cell("kitchen", "status").plain
 

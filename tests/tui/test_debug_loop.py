@@ -12,9 +12,17 @@ from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
 
-from .test_app import run_and_save_baseline, wait_until_done
+from .test_app_flow import FileWatch, TimerTicks, wait_for, wait_until_done
 
 pytestmark = pytest.mark.anyio
+
+
+async def run_and_save_baseline(pilot, app) -> None:
+    """Run the suite under the cursor, then `s` on its Run screen."""
+    await pilot.press("enter")
+    await wait_until_done(pilot, app.screen)
+    await pilot.press("s")
+    await pilot.pause()
 
 
 def gated_suite(gate: anyio.Event, name: str = "gated", cases: int = 8) -> Suite:
@@ -33,21 +41,22 @@ def gated_suite(gate: anyio.Event, name: str = "gated", cases: int = 8) -> Suite
     )
 
 
-async def test_back_to_suites_mid_run_and_enter_reopens_the_live_run(tmp_path):
+async def test_back_to_suites_mid_run_and_enter_reopens_the_live_run(tmp_path, monkeypatch):
     gate = anyio.Event()
     suite = gated_suite(gate)
+    ticks = TimerTicks(monkeypatch)
     app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         first = app.screen
         assert isinstance(first, RunScreen)
-        with anyio.fail_after(10):
-            while first.session.state.samples_done < 2:
-                await pilot.pause(0.02)
+        await wait_for(pilot, lambda: first.session.state.samples_done >= 2)
         await pilot.press("q")
         assert isinstance(app.screen, SuitesScreen)
         await pilot.press("enter")
-        await pilot.pause(0.3)  # a few frames while samples stream
+        # The four cases the gate lets through end while the reopened screen follows.
+        await wait_for(pilot, lambda: first.session.state.samples_done >= 4)
+        await ticks.settled(pilot)  # a frame of the reopened screen since
         again = app.screen
         assert isinstance(again, RunScreen) and again.session is first.session
         assert again.session.state.running and again.session.state.samples_done == 4
@@ -174,12 +183,6 @@ def editable(tmp_path, answer: str = "wrong"):
     return folder
 
 
-async def wait_for(pilot, condition, timeout: float = 20) -> None:
-    with anyio.fail_after(timeout):
-        while not condition():
-            await pilot.pause(0.05)
-
-
 async def test_an_edit_is_reloaded_and_the_next_run_uses_it(tmp_path):
     folder = editable(tmp_path)
     app = make_app([folder], history=RunHistory(tmp_path))
@@ -188,7 +191,7 @@ async def test_an_edit_is_reloaded_and_the_next_run_uses_it(tmp_path):
         await wait_until_done(pilot, app.screen)
         assert not app.screen.session.report.passed
         await pilot.press("q")
-        await pilot.pause(0.3)  # the watcher is up
+        await FileWatch(app).up()
         editable(tmp_path, answer="right")  # an edit to a helper module beside the suite
         await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
         suites = app.screen
@@ -276,7 +279,7 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
         assert isinstance(app.screen, DiffScreen)
 
 
-async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path):
+async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path, monkeypatch):
     from tui_eval.tui.screens.case import CaseScreen
     from tui_eval.tui.screens.sample import SampleScreen
 
@@ -302,6 +305,7 @@ async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path)
         concurrency=4,
         cases=[Case("coin", checks=[contains("ok")], samples=2, pass_threshold=0.5)],
     )
+    ticks = TimerTicks(monkeypatch)
     app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("enter")
@@ -314,7 +318,7 @@ async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path)
         await wait_for(
             pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
         )
-        await pilot.pause(0.3)
+        await ticks.settled(pilot)  # the Case screen has shown the rerun's end
         assert most == 4  # the suite's concurrency
         labels = [str(row[0]) for row in case_screen._rows()]
         assert labels == ["1", "2", *[f"m{i}" for i in range(1, 13)]]
@@ -431,6 +435,7 @@ async def test_notifications_do_not_pile_up(tmp_path):
 async def test_watch_flag_starts_the_suite_in_watch_mode(tmp_path):
     folder = editable(tmp_path, answer="right")
     app = make_app([folder], history=RunHistory(tmp_path), watch=True)
+    app.WATCH_SETTLE_SECONDS = 0.01  # rerun at once: this test is not about bursts of saves
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         await pilot.pause()
@@ -439,7 +444,7 @@ async def test_watch_flag_starts_the_suite_in_watch_mode(tmp_path):
             screen.query_one("#run-notes").render()
         )
         await wait_until_done(pilot, screen)
-        await pilot.pause(0.5)  # the watcher is up
+        await FileWatch(app).up()
         editable(tmp_path, answer="wrong")
         await wait_for(pilot, lambda: app.screen is not screen, timeout=20)
         assert app.screen.watching and app.screen.previous is screen.session

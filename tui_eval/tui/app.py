@@ -77,6 +77,8 @@ class TuiEvalApp(App[int]):
         self._watch_after: set[str] = set()
         """Watched suites edited while they ran: rerun once when the run ends."""
         self._stop_watching = anyio.Event()
+        self.files_watched = anyio.Event()
+        """Set once edits of the suites' files are seen (the file watcher is up)."""
 
     def on_mount(self) -> None:
         if self.report is not None:
@@ -97,14 +99,19 @@ class TuiEvalApp(App[int]):
         folders = self.workspace.watched_folders()
         # The watching thread cannot be interrupted, only asked to stop (stop_event) or to
         # come back empty-handed: a short timeout lets the app quit at once.
-        async for changes in awatch(
+        watching = awatch(
             *folders,
             debounce=400,
             step=50,
             recursive=True,
             rust_timeout=200,
             stop_event=self._stop_watching,
-        ):
+        )
+        # awatch registers the folders (from then on every edit is kept for its next
+        # batch) in the first step of the iteration, before that step first waits (for
+        # its thread): a callback queued now runs once the folders are registered.
+        self.call_later(self.files_watched.set)
+        async for changes in watching:
             paths = {Path(path) for _, path in changes}
             self.post_message(SuiteFilesChanged(paths))
 
