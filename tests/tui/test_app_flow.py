@@ -252,43 +252,35 @@ async def test_a_suite_file_replaced_by_a_folder_or_a_link_loop_is_a_load_error(
         assert word in shown and "previous version stays in use" in shown
 
 
-async def test_a_helper_edit_marks_only_the_suites_that_import_it_and_s_is_no_edit(tmp_path):
+async def test_a_helper_edit_marks_only_its_suites_s_is_no_edit_and_r_reruns_with_the_edit(
+    tmp_path,
+):
     folder = suite_folder(tmp_path)
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
     async with app.run_test(size=(120, 40)) as pilot:
         watch = FileWatch(app)
         await pilot.press("enter")  # editable: the first row
         await wait_until_done(pilot, app.screen)
+        assert not app.screen.session.report.passed
         await watch.up()
         await pilot.press("s")  # creates __baselines__/
         assert (folder / "__baselines__" / "editable.json").exists()
         await watch.caught_up(pilot, folder)  # the app has seen the save's every change
         assert app.workspace.reloaded == set()
+        await pilot.press("q")
         suite_folder(tmp_path, answer="right")  # an edit of the helper module
         await wait_for(pilot, lambda: bool(app.workspace.reloaded))
         await watch.caught_up(pilot, folder)
         assert app.workspace.reloaded == {"editable"}
-
-
-async def test_r_after_a_reload_reruns_the_failing_cases_with_the_new_code(tmp_path):
-    folder = suite_folder(tmp_path)
-    app = make_app([folder], history=RunHistory(tmp_path / "home"))
-    async with app.run_test(size=(120, 40)) as pilot:
+        # `r` on the finished run of the old code reruns its failing cases as edited.
         await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        assert not app.screen.session.report.passed
-        await pilot.press("q")
-        await FileWatch(app).up()
-        suite_folder(tmp_path, answer="right")
-        await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
-        await pilot.press("enter")  # the finished run of the old code
-        await pilot.press("r")  # rerun its failing cases
+        await pilot.press("r")
         await wait_for(pilot, lambda: "rerun" in app.screen.session.title)
         await wait_until_done(pilot, app.screen)
         assert app.screen.session.report.passed
 
 
-async def test_watch_survives_leaving_the_run_and_coming_back(tmp_path):
+async def test_watch_survives_leaving_the_run_and_reruns_while_the_user_is_elsewhere(tmp_path):
     folder = suite_folder(tmp_path, answer="right")
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
     app.WATCH_SETTLE_SECONDS = 0.01  # rerun at once: this test is not about bursts of saves
@@ -307,24 +299,14 @@ async def test_watch_survives_leaving_the_run_and_coming_back(tmp_path):
         assert isinstance(rerun, RunScreen) and rerun.watching
         await wait_until_done(pilot, rerun)
         assert not rerun.session.report.passed
-
-
-async def test_watch_reruns_while_the_user_is_elsewhere(tmp_path):
-    folder = suite_folder(tmp_path, answer="right")
-    app = make_app([folder], history=RunHistory(tmp_path / "home"))
-    app.WATCH_SETTLE_SECONDS = 0.01  # rerun at once: this test is not about bursts of saves
-    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("q")
+        suite_folder(tmp_path, answer="right")  # edited while the Suites screen shows
+        await wait_for(pilot, lambda: app.workspace.sessions["editable"] is not rerun.session)
+        elsewhere = app.workspace.sessions["editable"]
+        await wait_for(pilot, lambda: elsewhere.report is not None)
+        assert elsewhere.report.passed
         await pilot.press("enter")
-        first = app.screen.session
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("w", "q")
-        await FileWatch(app).up()
-        suite_folder(tmp_path, answer="wrong")  # edited while the Suites screen shows
-        await wait_for(pilot, lambda: app.workspace.sessions["editable"] is not first)
-        rerun = app.workspace.sessions["editable"]
-        await wait_for(pilot, lambda: rerun.report is not None)
-        await pilot.press("enter")
-        assert app.screen.session is rerun and app.screen.watching
+        assert app.screen.session is elsewhere and app.screen.watching
 
 
 GATED = """
@@ -375,31 +357,6 @@ async def test_resume_leaves_no_stale_interrupted_state(tmp_path):
         assert again.session is resumed.session
         await wait_for(pilot, lambda: again._finished_seen)  # it has shown the run's end
         assert app._recent_notifications == []  # its end is not announced again
-
-
-async def test_more_samples_stay_with_the_case_and_reach_its_latency_chart(tmp_path):
-    from textual.widgets import Sparkline
-
-    from tui_eval.tui.screens.case import CaseScreen
-
-    app = make_app(suites=[switchable(tmp_path, set())], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("enter")
-        case_screen = app.screen
-        assert isinstance(case_screen, CaseScreen)
-        await pilot.press("m", *["backspace"] * 4, "4", "enter")
-        await wait_for(
-            pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
-        )
-        await pilot.press("q", "enter")  # leave the case, open it again
-        again = app.screen
-        assert isinstance(again, CaseScreen) and again is not case_screen
-        await wait_for(pilot, lambda: again.is_mounted)
-        labels = [str(row[0]) for row in again._rows()]
-        assert labels == ["1", "m1", "m2", "m3", "m4"]
-        assert len(again.query_one("#latency", Sparkline).data) == 5
 
 
 async def test_e_opens_the_suite_file_at_the_case_and_r_reruns_just_that_case(
@@ -471,8 +428,14 @@ def _live_timers(app) -> list[tuple[object, Timer]]:
     ]
 
 
-async def test_finished_screens_stop_their_timers(tmp_path, monkeypatch):
-    """Idle CPU: nothing repaints on a timer once a run and its reruns have ended."""
+async def test_more_samples_stay_with_the_case_and_finished_screens_stop_their_timers(
+    tmp_path, monkeypatch
+):
+    """Idle CPU: nothing repaints on a timer once a run and its reruns have ended. A case's
+    "more samples" rerun stays with the case (and reaches its latency chart) when its
+    screen closes."""
+    from textual.widgets import Sparkline
+
     from tui_eval.tui.screens.case import CaseScreen
 
     ticks = TimerTicks(monkeypatch)
@@ -496,6 +459,16 @@ async def test_finished_screens_stop_their_timers(tmp_path, monkeypatch):
         await ticks.settled(pilot)
         assert live_timers(app) == []
         assert [str(row[0]) for row in case_screen._rows()] == ["1", "m1", "m2", "m3"]
+        await pilot.press("q", "enter")  # leave the case, open it again
+        again = app.screen
+        assert isinstance(again, CaseScreen) and again is not case_screen
+        assert again.case.name == "b"
+        await wait_for(pilot, lambda: again.is_mounted)
+        labels = [str(row[0]) for row in again._rows()]
+        assert labels == ["1", "m1", "m2", "m3"]
+        assert len(again.query_one("#latency", Sparkline).data) == 4
+        await ticks.settled(pilot)
+        assert live_timers(app) == []
         await pilot.press("q", "q")
         await ticks.settled(pilot)
         assert isinstance(app.screen, SuitesScreen) and live_timers(app) == []
