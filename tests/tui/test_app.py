@@ -18,10 +18,14 @@ pytestmark = pytest.mark.anyio
 
 
 async def wait_until_done(pilot, screen: RunScreen, timeout: float = 20) -> None:
+    """Until the run has ended and, if `screen` is shown, it has drawn the end: the frame
+    after the run's end applies the last results and the keys of a finished run."""
     with anyio.fail_after(timeout):
-        while screen.session.state.running:
-            await pilot.pause(0.05)
-    await pilot.pause(0.15)  # one more frame
+        while screen.session.state.running or (
+            screen.is_current and screen._was_running is not False
+        ):
+            await pilot.pause(0.02)
+    await pilot.pause()  # what that frame posted (the keys, a toast) is handled
 
 
 async def run_and_save_baseline(pilot, app) -> None:
@@ -42,7 +46,9 @@ def table_rows(screen: RunScreen) -> dict[str, str]:
     return {cells[1].plain: cells[0].plain for cells in screen.query_one(CaseTable).rows()}
 
 
-async def test_runs_example_suite_and_finds_the_judge_reasoning(example_suites, tmp_path):
+async def test_runs_example_suite_walks_its_failures_and_finds_the_judge_reasoning(
+    example_suites, tmp_path
+):
     app = make_app([str(example_suites / "calculator.py")], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
@@ -60,6 +66,21 @@ async def test_runs_example_suite_and_finds_the_judge_reasoning(example_suites, 
             "rounding (flaky)": "✓ passed",
             "slow tool (timeout)": "✗ failed",
         }
+        # `n` and `p` walk the failing samples (one test with the rest: one run of the suite).
+        failing = screen.session.state.failing_samples()
+        assert len(failing) == 6
+        await pilot.press("n")
+        walking = app.screen
+        assert isinstance(walking, SampleScreen)
+        seen = [(walking.case_index, walking.sample_index)]
+        for _ in range(len(failing)):
+            await pilot.press("n")
+            seen.append((walking.case_index, walking.sample_index))
+        assert seen[: len(failing)] == failing and seen[-1] == failing[0]  # wraps around
+        await pilot.press("p")
+        assert (walking.case_index, walking.sample_index) == failing[-1]
+        await pilot.press("q")
+        assert app.screen is screen
         await pilot.press("f")
         assert set(table_rows(screen)) == {
             "division by zero",
@@ -79,26 +100,6 @@ async def test_runs_example_suite_and_finds_the_judge_reasoning(example_suites, 
         assert sample_screen.sample.status == "failed"
         checks = str(sample_screen.query_one("#checks-body").render())
         assert "llm_judge" in checks and "does not explain multiplication as equal groups" in checks
-
-
-async def test_n_and_p_walk_failing_samples(example_suites, tmp_path):
-    app = make_app([str(example_suites / "calculator.py")], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        run_screen = app.screen
-        await wait_until_done(pilot, run_screen)
-        failing = run_screen.session.state.failing_samples()
-        assert len(failing) == 6
-        await pilot.press("n")
-        screen = app.screen
-        assert isinstance(screen, SampleScreen)
-        seen = [(screen.case_index, screen.sample_index)]
-        for _ in range(len(failing)):
-            await pilot.press("n")
-            seen.append((screen.case_index, screen.sample_index))
-        assert seen[: len(failing)] == failing and seen[-1] == failing[0]  # wraps around
-        await pilot.press("p")
-        assert (screen.case_index, screen.sample_index) == failing[-1]
 
 
 def echo_suite(path, wrong: str = "") -> Suite:
@@ -128,35 +129,6 @@ async def test_save_baseline_then_compare_shows_regression(tmp_path):
         assert "1 regressed" in str(diff_screen.query_one("#screen-title").render())
         await pilot.press("enter")
         assert "nope" in screen_text(changed)
-
-
-async def test_cancel_mid_run_keeps_finished_samples(tmp_path):
-    async def agent(question: str) -> str:
-        await anyio.sleep(0.01 if int(question[1:]) < 3 else 30)
-        return "ok"
-
-    suite = Suite(
-        "slow",
-        agent=agent,
-        concurrency=1,
-        cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(6)],
-    )
-    app = make_app(suites=[suite], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        screen = app.screen
-        with anyio.fail_after(10):
-            while screen.session.state.samples_done < 3:
-                await pilot.pause(0.02)
-        await pilot.press("x")
-        await wait_until_done(pilot, screen)
-        report = screen.session.report
-        assert report is not None and report.cancelled
-        assert [c.name for c in report.cases] == ["q0", "q1", "q2"]
-        assert table_rows(screen)["q3"] == "· not run"
-    # The partial run is in the history, marked cancelled — and it can be finished.
-    assert RunHistory(tmp_path).runs()[0].status == "cancelled"
-    assert RunHistory(tmp_path).runs()[0].resumable
 
 
 async def test_untrusted_output_is_shown_literally(tmp_path):
@@ -468,7 +440,7 @@ async def test_s_never_replaces_a_corrupt_baseline(tmp_path):
     assert baseline.read_text() == "{ corrupt"
 
 
-async def test_a_run_cancelled_with_x_resumes_with_r(tmp_path):
+async def test_a_run_cancelled_with_x_keeps_finished_samples_and_resumes_with_r(tmp_path):
     suite_file = tmp_path / "cancellable.py"
     slow, log = tmp_path / "slow.flag", tmp_path / "calls.log"
     slow.touch()
@@ -496,6 +468,13 @@ async def test_a_run_cancelled_with_x_resumes_with_r(tmp_path):
                 await pilot.pause(0.02)
         await pilot.press("x")
         await wait_until_done(pilot, screen)
+        report = screen.session.report
+        assert report is not None and report.cancelled
+        assert [c.name for c in report.cases] == ["q0", "q1", "q2"]
+        assert table_rows(screen)["q3"] == "· not run"
+        # The partial run is in the history, marked cancelled — and it can be finished.
+        assert RunHistory(tmp_path).runs()[0].status == "cancelled"
+        assert RunHistory(tmp_path).runs()[0].resumable
         slow.unlink()
         log.unlink()
         await pilot.press("q", "h", "R")

@@ -16,8 +16,9 @@ from tui_eval.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.calibration import CalibrationScreen, VerdictsScreen
 from tui_eval.tui.screens.labels import LabelScreen
-from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.sample import SampleScreen
+
+from .test_app import wait_until_done
 
 pytestmark = pytest.mark.anyio
 
@@ -52,13 +53,6 @@ suite = Suite(
     ],
 )
 """
-
-
-async def wait_until_done(pilot, screen: RunScreen) -> None:
-    with anyio.fail_after(20):
-        while screen.session.state.running:
-            await pilot.pause(0.05)
-    await pilot.pause(0.15)
 
 
 def text_of(screen, selector: str) -> str:
