@@ -25,6 +25,7 @@ from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.state import RunState
+from tui_eval.tui.widgets.case_table import CaseTable
 
 STARTED_AT = 1_780_000_000.0  # a fixed moment, so dates on screen never change
 
@@ -274,14 +275,29 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
         return app, show_calibration, []
     app = make_app(report=report, clock=clock)
     keys: list[str] = []
+    setup = nothing
     if name == "run_failing_only":
         keys = ["f"]
         _keep_toasts(app)
     elif name in ("case", "sample_judge"):
-        keys = ["down"] * 5 + ["enter"] + (["down", "enter"] if name == "sample_judge" else [])
+        setup = _cursor_on_case(5)
+        keys = ["enter"] + (["down", "enter"] if name == "sample_judge" else [])
     elif name == "sample_trajectory":
-        keys = ["down"] * 3 + ["enter", "enter", "2"]
-    return app, nothing, keys
+        setup = _cursor_on_case(3)
+        keys = ["enter", "enter", "2"]
+    return app, setup, keys
+
+
+def _cursor_on_case(row: int) -> Setup:
+    """The Run screen's cursor on case `row`, where that many presses of ↓ take it (each
+    press costs the tests a wait for the app to be idle)."""
+
+    async def setup(pilot: Pilot[Any]) -> None:
+        await pilot.pause()
+        pilot.app.screen.query_one(CaseTable).move_cursor(row=row)
+        await pilot.pause()
+
+    return setup
 
 
 class _UnsavedLabels(LabelStore):
