@@ -118,7 +118,7 @@ class CaseScreen(Screen[None]):
         case = self.case
         title = Text("Case · ")
         title.append_text(cell(case.name, 100))
-        self.query_one("#screen-title", Static).update(title)
+        _show(self.query_one("#screen-title", Static), title)
         n = len(case.samples)
         stats = Text()
         stats.append(
@@ -137,7 +137,7 @@ class CaseScreen(Screen[None]):
             )
         if self.history_line:
             stats.append("\n" + self.history_line, style="dim")
-        self.query_one("#case-stats", Static).update(stats)
+        _show(self.query_one("#case-stats", Static), stats)
         latencies = [sample.latency_ms for _, sample in self._rows()]
         self.query_one("#latency", Sparkline).data = latencies or [0.0]
         self._update_rerun()
@@ -185,7 +185,7 @@ class CaseScreen(Screen[None]):
         text = Text(f"{verb}: ")
         text.append(describe_rate(new) if new.samples else "–", style="bold")
         text.append(f"   before: {describe_rate(self.case)}")
-        widget.update(text)
+        _show(widget, text)
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
@@ -270,3 +270,12 @@ class CaseScreen(Screen[None]):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+
+def _show(widget: Static, text: Text) -> None:
+    """Update `widget` unless it shows `text` already: an update lays the screen out again,
+    and the view is refreshed four times a second while samples run."""
+    shown = widget.content
+    if isinstance(shown, Text) and shown == text and shown.style == text.style:
+        return
+    widget.update(text)
