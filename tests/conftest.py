@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +40,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     gc.set_threshold(*_GC_THRESHOLDS)
     gc.collect()
     gc.freeze()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        atexit.register(_end_the_worker_now)
+
+
+def _end_the_worker_now() -> None:
+    """A test worker's last act, once its results are with the controller: end the process
+    without tearing down its interpreter. Freeing every module, app and report a worker
+    loaded (~300,000 objects) kept the run waiting ~2 s after its last test; the run's
+    temporary folders are the controller's to clean, and it still does."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @pytest.fixture(autouse=True)

@@ -54,3 +54,19 @@ def _css_parsed_once_per_process() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Stylesheet, "_parse_rules", parse_rules)
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pilot_checks_for_idle_in_short_slices() -> Iterator[None]:
+    """Pilot waits for the app to look idle after every key press (twice) and `pause()`,
+    judging idleness over 20 ms slices: at least 40 ms a key, ~850 waits and ~28 s of a
+    run of these tests spent sleeping. Judged over 5 ms slices (the same share of CPU,
+    5%, means busy) the same waits end sooner. No test may rely on how long Pilot waits:
+    each waits for the state it reads (a shorter slice is how such a test is found).
+    """
+    import textual._wait as wait
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(wait, "SLEEP_GRANULARITY", 0.005)
+        patch.setattr(wait, "SLEEP_IDLE", 0.005 / 20)
+        yield

@@ -211,7 +211,8 @@ async def test_case_screen_reruns_with_more_samples(tmp_path):
         # The screen repaints on a 0.25 s timer, whose next tick after a pause can be up to
         # two periods away: wait for the repaint, not for a fixed time.
         with anyio.fail_after(10):
-            while "starting" in line() or "rerunning" in line():
+            # Not yet shown, "rerun: starting…" or "rerunning (k/n): …" until it ends.
+            while not line().startswith("rerun: ") or "starting" in line():
                 await pilot.pause(0.05)
         assert "rerun: 5/10 = 50% (95% CI 24%–76%)" in line() and "before: 1/2 = 50%" in line()
 
@@ -402,7 +403,9 @@ async def test_app_started_filtered_run_resumes_only_its_cases(tmp_path):
     options = RunOptions(filter="keep", fail_fast=True)
     app = make_app([path], options=options, autorun=True, history=history)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        with anyio.fail_after(20):  # the run starts on its own, then its screen opens
+            while not isinstance(app.screen, RunScreen):
+                await pilot.pause(0.02)
         await wait_until_done(pilot, app.screen)
         report = app.screen.session.report
         assert [c.name for c in report.cases] == ["keep-0", "keep-1", "bad-keep"]
