@@ -26,6 +26,20 @@ async def post(pool: ConnectionPool, url: str, max_bytes: int = 10**8) -> tuple[
     return status, body
 
 
+async def connections_for_two_posts(answer: bytes) -> int:
+    """Post twice to a server that gives `answer` to both, each read as 200 `ok`; how many
+    connections the pool opened for them."""
+    server, url, _ = await raw_server(answer, answer)
+    pool = ConnectionPool(url)
+    try:
+        assert await post(pool, url) == (200, b"ok")
+        assert await post(pool, url) == (200, b"ok")
+        return pool.opened
+    finally:
+        await pool.aclose()
+        server.close()
+
+
 async def test_https_goes_through_the_asyncio_sockets(tmp_path, monkeypatch):
     trustme = pytest.importorskip("trustme")
     authority = trustme.CA()
@@ -158,13 +172,8 @@ async def test_interim_responses_are_skipped_and_connection_close_is_honoured():
         b"HTTP/1.1 100 Continue\r\n\r\n"
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
     )
-    server, url, _ = await raw_server(answer, answer)
-    pool = ConnectionPool(url)
-    assert await post(pool, url) == (200, b"ok")
-    assert await post(pool, url) == (200, b"ok")
-    assert pool.opened == 2  # the server said it would close: not reused
-    await pool.aclose()
-    server.close()
+    # The server said it would close: not reused.
+    assert await connections_for_two_posts(answer) == 2
 
 
 async def test_a_body_without_length_is_read_to_the_end_of_the_connection():
@@ -287,13 +296,8 @@ async def test_chunked_with_a_content_length_is_read_chunked_and_the_connection_
         b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n"
         b"2\r\nok\r\n0\r\n\r\n"
     )
-    server, url, _ = await raw_server(answer, answer)
-    pool = ConnectionPool(url)
-    assert await post(pool, url) == (200, b"ok")
-    assert await post(pool, url) == (200, b"ok")
-    assert pool.opened == 2  # a response framed two ways may be smuggling: not reused
-    await pool.aclose()
-    server.close()
+    # A response framed two ways may be smuggling: not reused.
+    assert await connections_for_two_posts(answer) == 2
 
 
 @pytest.mark.parametrize(
