@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import importlib.util
 import stat
@@ -199,24 +200,18 @@ def import_from_folder_of(path: Path) -> None:
     of that folder's but imported from elsewhere (a `helpers.py` beside another folder's
     suites, loaded earlier in this process): `import helpers` in this suite, or its
     `agent: helpers:agent`, then gets the module beside it."""
-    try:
-        folder = path.resolve().parent
-    except (OSError, RuntimeError):
-        return
+    folder = real_path(path).parent
     entry = str(folder)
     if sys.path[:1] != [entry]:
         if entry in sys.path:
             sys.path.remove(entry)
         sys.path.insert(0, entry)
-    forget_namesakes(folder)
+    _forget_namesakes(folder)
 
 
-def forget_namesakes(folder: Path) -> None:
+def _forget_namesakes(folder: Path) -> None:
     """Drop modules named like a module or package of `folder` (and their submodules) that
     were imported from another folder; installed packages are never dropped."""
-    installed = tuple(
-        _real(Path(p)) for key, p in sysconfig.get_paths().items() if key.endswith("lib")
-    )
     try:
         names = {
             entry.stem if entry.suffix == ".py" else entry.name
@@ -229,15 +224,23 @@ def forget_namesakes(folder: Path) -> None:
         location = getattr(sys.modules.get(name), "__file__", None)
         if location is None:
             continue
-        real = _real(Path(location))
+        real = real_path(Path(location))
         home = real.parent.parent if real.name == "__init__.py" else real.parent
-        if home == folder or any(real.is_relative_to(p) for p in installed):
+        if home == folder or any(real.is_relative_to(p) for p in _installed()):
             continue
         for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[loaded]
 
 
-def _real(path: Path) -> Path:
+@functools.cache
+def _installed() -> tuple[Path, ...]:
+    """The folders installed packages live in."""
+    return tuple(
+        real_path(Path(p)) for key, p in sysconfig.get_paths().items() if key.endswith("lib")
+    )
+
+
+def real_path(path: Path) -> Path:
     """`path` made absolute with its links followed, when they can be (a loop cannot)."""
     try:
         return path.resolve()

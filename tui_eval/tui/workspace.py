@@ -20,6 +20,7 @@ from tui_eval.report import Report
 from tui_eval.store import RunHistory
 from tui_eval.suites import LoadError, LoadResult, Suite, load_suites
 from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file
+from tui_eval.suites.discovery import real_path as _real
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.state import Clock
 
@@ -211,14 +212,6 @@ class Reload:
 
 NOT_EDITS = {"__baselines__", "__labels__", "__pycache__", ".git"}
 """Folders whose files the app or tools write: a change there is not an edit of a suite."""
-
-
-def _real(path: Path) -> Path:
-    """`path` made absolute with its links followed, when they can be (a loop cannot)."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return path.absolute()
 
 
 def _identity(path: Path) -> Path:
