@@ -55,6 +55,21 @@ class BaselineOutcome:
         return self.status is BaselineStatus.CORRUPT
 
 
+def covered(
+    baseline: Report, *, only: Sequence[str] | None = None, not_run: Sequence[str] = ()
+) -> Report:
+    """`baseline` restricted to the cases a run covered: those in `only` (a partial run: a
+    filter, a rerun, a shard), when given, less those in `not_run` (an interrupted run never
+    reached them). The others are not "removed" by that run, they live in other runs."""
+    if only is not None:
+        wanted = set(only)
+        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in wanted])
+    if not_run:
+        skipped = set(not_run)
+        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name not in skipped])
+    return baseline
+
+
 def compare_with_baseline(
     report: Report | None,
     path: Path,
@@ -72,13 +87,7 @@ def compare_with_baseline(
     read = read_baseline(path)
     if read.baseline is None:
         return read
-    baseline = read.baseline
-    if only is not None:
-        wanted = set(only)
-        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in wanted])
-    if not_run:
-        skipped = set(not_run)
-        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name not in skipped])
+    baseline = covered(read.baseline, only=only, not_run=not_run)
     try:
         diff = report.compare(baseline)
     except ValueError as exc:  # the run itself has duplicate case names

@@ -262,19 +262,21 @@ async def test_every_keypress_is_handled_while_streaming(tmp_path):
 
 
 async def test_history_opens_a_past_run_and_compares_two(tmp_path):
+    from tui_eval.options import RunOptions
     from tui_eval.report import CaseResult, Report, SampleResult
     from tui_eval.tui.screens.history import HistoryScreen
 
     history = RunHistory(tmp_path)
 
-    def record(outcomes: str, started: float) -> None:
+    def record(outcomes: str, started: float, options: RunOptions | None = None) -> None:
         cases = [
             CaseResult(
                 f"q{i}", [SampleResult(f"q{i}", 0, "passed" if o == "p" else "failed")], planned=1
             )
             for i, o in enumerate(outcomes)
+            if o != "-"
         ]
-        journal = history.start("echo", "", invocation="t")
+        journal = history.start("echo", "", invocation="t", options=options)
         journal.record.started_at = started
         journal.finish(Report("echo", cases, started_at=started, duration_s=1.0))
 
@@ -292,6 +294,14 @@ async def test_history_opens_a_past_run_and_compares_two(tmp_path):
         diff_screen = app.screen
         assert isinstance(diff_screen, DiffScreen)
         assert [c.name for c in diff_screen.diff.regressions] == ["q1"]
+    # A rerun of q1 alone against the full run before it: the cases it did not run are not
+    # "removed", they live in the other run.
+    record("-p-", 3000.0, RunOptions(cases=["q1"]))
+    app = make_app(suites=[], history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("h", "space", "down", "c")
+        diff = app.screen.diff
+        assert diff.removed == [] and [c.name for c in diff.improvements] == ["q1"]
 
 
 async def test_history_resumes_an_interrupted_run(tmp_path):

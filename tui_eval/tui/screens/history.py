@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.baselines import covered
 from tui_eval.report import Report
 from tui_eval.store import RunRecord, RunSummary
 from tui_eval.tui.messages import ResumeRun, ShowReport
@@ -154,6 +155,8 @@ class HistoryScreen(Screen[None]):
         if current is None or baseline is None:
             self.notify("one of these runs cannot be read", severity="error")
             return
+        if self.records[newer].options.is_partial:  # a rerun of some cases: the rest not run
+            baseline = covered(baseline, only=[case.name for case in current.cases])
         try:
             diff = current.compare(baseline)
         except ValueError as exc:
