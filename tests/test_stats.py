@@ -277,6 +277,28 @@ def test_decide_detects_the_issue_25_drop_among_20_cases():
     assert labels.count("regression") / len(labels) >= 0.6
 
 
+def test_betting_on_a_payoff_n_times_at_once_is_betting_on_it_n_times():
+    """`judge_pairs` bets once per value of the pairs' difference; the wealth (and so the
+    verdict) is that of betting pair by pair, in order."""
+    from tui_eval.sequential import EProcess
+
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.randint(1, 120)
+        a = [rng.random() < 0.8 for _ in range(n)]
+        b = [rng.random() < rng.choice([0.5, 0.8, 0.95]) for _ in range(n)]
+        differences = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+        one_by_one = EProcess(low=-1.0, high=1.0)
+        for d in differences:
+            one_by_one.update(d)
+        at_once = EProcess(low=-1.0, high=1.0)
+        for d in (-1.0, 0.0, 1.0):
+            at_once.update(d, times=differences.count(d))
+        assert at_once.wealth == pytest.approx(one_by_one.wealth, rel=1e-9)
+        if one_by_one.wealth >= 20 * 1.001:
+            assert judge_pairs(a, b, alpha=0.05).label == "regression"
+
+
 def test_an_undecided_pair_says_roughly_what_budget_would_decide_it():
     verdict = judge_pairs([True, False] * 5, [True, False] * 5, alpha=0.05)
     assert verdict.label == "undecided" and "samples a side would" in verdict.hint

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -42,11 +43,12 @@ class EProcess:
         """The largest stake that can never make the wealth negative: 1/|low|."""
         return 1.0 / -self.low if self.low < 0 else 1.0
 
-    def update(self, payoff: float) -> None:
-        """Bet on one more observation."""
+    def update(self, payoff: float, times: int = 1) -> None:
+        """Bet on one more observation, or on `times` observations of the same payoff (the
+        wealth after a set of observations does not depend on their order)."""
         top = self.max_stake * 0.99
         for i, fraction in enumerate(STAKES):
-            self._logs[i] += math.log1p(fraction * top * payoff)
+            self._logs[i] += times * math.log1p(fraction * top * payoff)
 
     @property
     def wealth(self) -> float:
@@ -103,10 +105,11 @@ def judge_pairs(
     and B (the current), at level `alpha` for this case."""
     regression = EProcess(low=-1.0, high=1.0)  # H0: E[a - b] <= 0 (B not worse)
     fine = EProcess(low=margin - 1.0, high=margin + 1.0)  # H0: E[a - b] >= margin
-    for x, y in zip(a, b, strict=False):
-        d = float(x) - float(y)
-        regression.update(d)
-        fine.update(margin - d)
+    # A pair's difference is -1, 0 or 1: bet on each value once, for all its pairs.
+    differences = Counter(float(x) - float(y) for x, y in zip(a, b, strict=False))
+    for d, times in differences.items():
+        regression.update(d, times)
+        fine.update(margin - d, times)
     threshold = 1.0 / alpha
     if regression.wealth >= threshold:
         return ComparisonVerdict("regression", True)
