@@ -28,6 +28,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(gc.unfreeze)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of a module that imports a framework through `tests.lazy` run on one
+    worker (`--dist loadgroup`): each framework costs 0.5-1.5 CPU-seconds to import, and
+    spread over three workers its tests made each of them pay for it."""
+    from tests.lazy import LazyModule
+
+    for item in items:
+        module = getattr(item, "module", None)
+        packages = {
+            value.package for value in vars(module).values() if isinstance(value, LazyModule)
+        }
+        if packages:
+            item.add_marker(pytest.mark.xdist_group("+".join(sorted(packages))))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Collect once, then keep what survived out of the collections pytest ends with.
 

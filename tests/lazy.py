@@ -4,7 +4,8 @@ Every pytest worker imports every test module to collect it. The framework packa
 adapter tests drive (openai-agents, LangGraph, pydantic-ai, scikit-learn) take 0.5–1.5 s of
 CPU each to import; imported at module level, each worker pays for all of them. Through
 `lazy`, only the worker that runs such a test imports the package, and a missing package
-skips that test (as `pytest.importorskip` would skip the module).
+skips that test (as `pytest.importorskip` would skip the module). The tests of a module
+that uses `lazy` run on one worker (see `tests/conftest.py`), so one import serves them all.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ class LazyModule:
 
     def __repr__(self) -> str:
         return f"<lazy module {self._name!r}>"
+
+    @property
+    def package(self) -> str:
+        """The installed package it belongs to (`sklearn` for `sklearn.metrics`)."""
+        return self._name.partition(".")[0]
 
 
 def lazy(name: str) -> Any:
