@@ -202,7 +202,7 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
                 state.cost = 0.0123
             session = RunSession(state=state, title="calculator")
             await pilot.app.push_screen(RunScreen(session, app.workspace))
-            await pilot.pause()
+            await _table_focused(pilot)
 
         return app, show_live, []
     if name in ("diff", "side_by_side"):
@@ -275,7 +275,7 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
         return app, show_calibration, []
     app = make_app(report=report, clock=clock)
     keys: list[str] = []
-    setup = nothing
+    setup = _table_focused
     if name == "run_failing_only":
         keys = ["f"]
         _keep_toasts(app)
@@ -286,6 +286,15 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
         setup = _cursor_on_case(3)
         keys = ["enter", "enter", "2"]
     return app, setup, keys
+
+
+async def _table_focused(pilot: Pilot[Any]) -> None:
+    """The Run screen as a user first sees it: its table focused (the table takes focus
+    once mounted, after the first frames)."""
+    await pilot.pause()
+    while not isinstance(pilot.app.focused, CaseTable):
+        await pilot.pause(0.01)
+    await pilot.pause()
 
 
 def _cursor_on_case(row: int) -> Setup:

@@ -197,7 +197,7 @@ class CaseTable(ScrollView, can_focus=True):
         self._position: dict[int, int] = {}
         self.cursor = 0
         self._layout = _Layout([w for _, _, w, _ in COLUMNS])
-        self._lines: dict[int, tuple[int, bool, int, Strip]] = {}
+        self._lines: dict[int, tuple[tuple[int, int, Style, Style | None], Strip]] = {}
 
     # -- structure ------------------------------------------------------------------------
     def shows(self, index: int) -> bool:
@@ -300,19 +300,22 @@ class CaseTable(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         index = self.order[position]
         version = self.state.versions[index] if index < len(self.state.versions) else -1
-        on_cursor = position == self.cursor
-        cached = self._lines.get(index)
-        if cached is not None and cached[:3] == (version, on_cursor, width):
-            return cached[3]  # the case has not changed since it was last drawn
-        segments = self._layout.segments(row_cells(self.state, index))
         base = self.rich_style
-        if on_cursor:
-            cursor = self.get_component_rich_style("case-table--cursor")
+        # The cursor's style changes with focus (bright when the table has it).
+        cursor = (
+            self.get_component_rich_style("case-table--cursor") if position == self.cursor else None
+        )
+        drawn = (version, width, base, cursor)
+        cached = self._lines.get(index)
+        if cached is not None and cached[0] == drawn:
+            return cached[1]  # the case and its look have not changed since it was drawn
+        segments = self._layout.segments(row_cells(self.state, index))
+        if cursor is not None:
             segments = list(Segment.apply_style(segments, base, cursor))
             strip = Strip(segments).crop_extend(0, width, base + cursor)
         else:
             strip = Strip(list(Segment.apply_style(segments, base))).crop_extend(0, width, base)
-        self._lines[index] = (version, on_cursor, width, strip)
+        self._lines[index] = (drawn, strip)
         return strip
 
     # -- moving ----------------------------------------------------------------------------
