@@ -7,12 +7,12 @@ from pathlib import Path
 import anyio
 import pytest
 from textual.widgets import DataTable
-from textual.widgets._footer import FooterKey
 
 from tests.tui.scenes import build_scene
 from tui_eval.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.help import HelpScreen, _declared_actions, screen_keys
+from tui_eval.tui.widgets.footer import KeyFooter
 
 from .test_app import screen_text, wait_until_done
 from .test_debug_loop import gated_suite, wait_for
@@ -22,12 +22,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def footer_keys(app) -> list[str]:
-    return [key.key for key in app.screen.query(FooterKey)]
+    return [key.key for key in app.screen.query_one(KeyFooter).shown]
 
 
 def footer_laid_out(app) -> bool:
-    keys = list(app.screen.query(FooterKey))
-    return bool(keys) and all(key.region for key in keys)
+    footer = app.screen.query_one(KeyFooter)
+    return bool(footer.shown) and bool(footer.region)
 
 
 async def test_run_footer_follows_the_run_without_opening_help(tmp_path):
@@ -41,7 +41,6 @@ async def test_run_footer_follows_the_run_without_opening_help(tmp_path):
         gate.set()
         await wait_until_done(pilot, screen)
         # Nothing but the run's end changes the footer (no key is pressed, `?` stays shut).
-        # (A footer being recomposed is empty for a moment: wait for the finished one.)
         await wait_for(pilot, lambda: footer_keys(app) and "x" not in footer_keys(app))
         assert {"r", "s", "c"} <= set(footer_keys(app))
 
@@ -64,13 +63,12 @@ async def test_at_80x24_no_key_is_cut_every_key_is_reachable_and_tables_keep_col
         await setup(pilot)
         if keys:
             await pilot.press(*keys)
-        # The footer's keys once laid out (a footer being recomposed is empty for a moment).
+        # The footer's keys once laid out.
         await wait_for(pilot, lambda: footer_laid_out(app))
         screen = app.screen
-        shown = list(screen.query(FooterKey))
-        assert shown and all(key.region.right <= 80 for key in shown), [
-            (key.key, key.region) for key in shown
-        ]
+        footer = screen.query_one(KeyFooter)
+        shown = footer.shown
+        assert footer.region.right <= 80 and shown[-1].end <= footer.region.width, shown
         in_footer = {key.action for key in shown}
         offered = {
             active.binding.action
@@ -176,3 +174,15 @@ async def test_a_judge_score_is_shown_against_its_threshold(tmp_path):
         await pilot.press(*keys)
         await pilot.pause()
         assert "llm_judge  score 0.55 < 0.70" in screen_text(app)
+
+
+async def test_a_click_on_a_footer_key_presses_it(tmp_path):
+    """The footer is one line of text; a click on a key still presses that key."""
+    app = make_app(suites=[], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: footer_laid_out(app))
+        footer = app.screen.query_one(KeyFooter)
+        help_key = next(key for key in footer.shown if key.key == "question_mark")
+        await pilot.click(KeyFooter, offset=(help_key.start + 1, 0))
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert footer.shown[-1] == help_key  # `?` comes last

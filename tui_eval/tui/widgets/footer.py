@@ -4,20 +4,22 @@ last `? +N more` key, which opens the full list."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.cells import cell_len
-from textual.app import ComposeResult
+from rich.text import Text
+from textual import events
 from textual.binding import Binding
-from textual.events import Resize
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
 HELP_ACTION = "app.help"
 
 
-class _Key(NamedTuple):
-    """One key as the footer shows it."""
+class FooterKey(NamedTuple):
+    """One key as the footer shows it, and the columns it takes in the footer."""
 
     key: str
     display: str
@@ -25,40 +27,108 @@ class _Key(NamedTuple):
     action: str
     enabled: bool
     tooltip: str
+    start: int = 0
+    end: int = 0
+
+    @property
+    def label(self) -> str:
+        """` key description `: the key padded on both sides, the description after."""
+        return f" {self.display} {self.description} "
 
 
-class KeyFooter(Footer):
+class KeyFooter(Widget):
     """A footer that shows the keys that fit, then `? +N more` (the help key) when some do
     not. Keys appear in the order the screen declares them; `?` always comes last.
 
+    It looks like Textual's `Footer`, but is one line of text rather than a widget per key:
+    a footer's keys change with every state of its screen (a run starting, finishing), and
+    mounting new key widgets laid the whole screen out again (about a third of the app's
+    CPU while a run was shown). A click on a key presses it, as in Textual's footer.
+
     Attributes:
-        hidden: the descriptions of the keys left out at the current width (for tests).
+        shown: the keys shown at the current width, in order, with their columns.
+        hidden: the descriptions of the keys left out at the current width.
+    """
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {
+        "footer-key--key",
+        "footer-key--description",
+        "footer-key--hover",
+    }
+    DEFAULT_CSS = """
+    KeyFooter {
+        dock: bottom;
+        height: 1;
+        width: 1fr;
+        text-wrap: nowrap;
+        color: $footer-foreground;
+        background: $footer-background;
+        .footer-key--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        .footer-key--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        .footer-key--hover {
+            color: $footer-key-foreground;
+            background: $block-hover-background;
+        }
+    }
     """
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(show_command_palette=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.shown: list[FooterKey] = []
         self.hidden: list[str] = []
         self._width = 0
-        self._shown: list[_Key] = []
+        self._hover: FooterKey | None = None
 
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self.call_after_refresh(self._update)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen: Screen[object]) -> None:
+        # As Textual's footer: while the terminal is not focused, focus (and with it the
+        # keys that apply) comes and goes; the keys shown stay as they were.
+        if screen.app.app_focus and self.is_attached and screen is self.screen:
+            self.call_after_refresh(self._update)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._width:
+            self._update()
+
+    def _update(self) -> None:
+        """Show the keys that apply now; repaint only when they changed."""
+        if not self.is_attached:
             return
-        self._shown = self._plan()
-        for key in self._shown:
-            yield self._key(key)
+        shown = self._plan()
+        if shown != self.shown:
+            self.shown = shown
+            self._hover = None
+            self.refresh()
 
-    async def recompose(self) -> None:
-        """Rebuild the keys only when what they show changed.
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("footer-key--key")
+        description_style = self.get_component_rich_style("footer-key--description")
+        hover_style = self.get_component_rich_style("footer-key--hover")
+        text = Text(no_wrap=True, end="")
+        for key in self.shown:
+            text.append(f" {key.display} ", key_style)
+            text.append(f"{key.description} ", description_style)
+            if not key.enabled:
+                text.stylize("dim", key.start, key.end)
+            if key == self._hover:
+                text.stylize(hover_style, key.start, key.end)
+        return text
 
-        Bindings are refreshed on every focus change and state change of a screen; most
-        of those leave the keys as they were, and rebuilding them restyles the footer.
-        """
-        if self._bindings_ready and self.is_attached and self._plan() == self._shown:
-            return
-        await super().recompose()
-
-    def _plan(self) -> list[_Key]:
+    def _plan(self) -> list[FooterKey]:
         """The keys to show at the current width, in order, `?` (help) last."""
         shown: dict[str, tuple[Binding, bool, str]] = {}
         for _, binding, enabled, tooltip in self.screen.active_bindings.values():
@@ -70,16 +140,32 @@ class KeyFooter(Footer):
         fitting = self._fit(keys, room, help_key)
         self.hidden = [b.description for b, _, _ in keys[len(fitting) :]]
         plan = [
-            self._describe(binding, binding.description, enabled, tooltip)
+            (binding, binding.description, enabled, tooltip)
             for binding, enabled, tooltip in fitting
         ]
         if help_key is not None:
             binding, enabled, tooltip = help_key
             more = f"+{len(self.hidden)} more" if self.hidden else binding.description
-            plan.append(
-                self._describe(binding, more, enabled, tooltip or "every key of this screen")
+            plan.append((binding, more, enabled, tooltip or "every key of this screen"))
+        placed = []
+        column = 0
+        for binding, description, enabled, tooltip in plan:
+            display = self.app.get_key_display(binding)
+            width = self._width_of(display, description)
+            placed.append(
+                FooterKey(
+                    binding.key,
+                    display,
+                    description,
+                    binding.action,
+                    enabled,
+                    tooltip,
+                    column,
+                    column + width,
+                )
             )
-        return plan
+            column += width
+        return placed
 
     def _room(self) -> int:
         width = self.size.width or self.screen.size.width or self.app.size.width
@@ -93,56 +179,57 @@ class KeyFooter(Footer):
         help_key: tuple[Binding, bool, str] | None,
     ) -> list[tuple[Binding, bool, str]]:
         """The leading keys that fit `room`, leaving space for the help key (`? +N more`)."""
-        total = sum(self._width_of(b, b.description) for b, _, _ in keys)
-        help_width = self._width_of(help_key[0], help_key[0].description) if help_key else 0
+
+        def width(binding: Binding, description: str) -> int:
+            return self._width_of(self.app.get_key_display(binding), description)
+
+        total = sum(width(b, b.description) for b, _, _ in keys)
+        help_width = width(help_key[0], help_key[0].description) if help_key else 0
         if total + help_width <= room:
             return keys
-        reserve = self._width_of(help_key[0], "+99 more") if help_key else 0
+        reserve = width(help_key[0], "+99 more") if help_key else 0
         used = 0
         fitting = []
         for entry in keys:
-            width = self._width_of(entry[0], entry[0].description)
-            if used + width + reserve > room:
+            needed = width(entry[0], entry[0].description)
+            if used + needed + reserve > room:
                 break
             fitting.append(entry)
-            used += width
+            used += needed
         return fitting
 
-    def _width_of(self, binding: Binding, description: str) -> int:
-        # A FooterKey is ` key ` then `description ` (Footer's non-compact padding).
-        return cell_len(self.app.get_key_display(binding)) + 2 + cell_len(description) + 1
+    @staticmethod
+    def _width_of(display: str, description: str) -> int:
+        # ` key ` then `description ` (the padding of Textual's non-compact footer).
+        return cell_len(display) + 2 + cell_len(description) + 1
 
-    def _describe(self, binding: Binding, description: str, enabled: bool, tooltip: str) -> _Key:
-        return _Key(
-            binding.key,
-            self.app.get_key_display(binding),
-            description,
-            binding.action,
-            enabled,
-            tooltip,
-        )
+    def _key_at(self, x: int) -> FooterKey | None:
+        return next((key for key in self.shown if key.start <= x < key.end), None)
 
-    def _key(self, key: _Key) -> FooterKey:
-        widget = FooterKey(
-            key.key,
-            key.display,
-            key.description,
-            key.action,
-            disabled=not key.enabled,
-            tooltip=key.tooltip,
-        )
-        # This footer is never compact. Set before mounting, so that the key is not
-        # restyled twice on mount (FooterKey defaults to compact; binding it to
-        # `Footer.compact` sets it back).
-        widget.set_reactive(FooterKey.compact, False)
-        return widget
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        key = self._key_at(event.x)
+        if key is None:
+            return
+        if key.enabled:
+            self.app.simulate_key(key.key)
+        else:
+            self.app.bell()
 
-    def on_resize(self, event: Resize) -> None:
-        if event.size.width != self._width and self._bindings_ready:
-            self.call_after_refresh(self.recompose)
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        key = self._key_at(event.x)
+        if key != self._hover:
+            self._hover = key
+            self.tooltip = key.tooltip if key and key.tooltip else None
+            self.refresh()
+
+    def on_leave(self) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.tooltip = None
+            self.refresh()
 
 
 def footer_descriptions(footer: KeyFooter) -> Iterable[str]:
     """What the footer shows, key by key: `q Back`, `? +3 more` (for tests)."""
-    for key in footer.query(FooterKey):
-        yield f"{key.key_display} {key.description}".strip()
+    for key in footer.shown:
+        yield f"{key.display} {key.description}".strip()
