@@ -13,11 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from tui_eval.calibration import Calibration, CalibrationError, JudgedLabel, calibrate
 from tui_eval.suites import Suite
 from tui_eval.text import value_text
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.text import cell, plain
 
 
@@ -46,7 +47,7 @@ class CalibrationScreen(Screen[None]):
         yield Static(Text("judging the labelled outputs…", style="dim"), id="calibration-summary")
         table: DataTable[Text] = DataTable(id="disagreements", cursor_type="row")
         yield table
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#disagreements", DataTable)
@@ -166,7 +167,7 @@ class VerdictsScreen(Screen[None]):
         body.append_text(plain(value_text(item.record.output, pretty=True)))
         with VerticalScroll():
             yield Static(body, classes="tab-body")
-        yield Footer()
+        yield KeyFooter()
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -15,13 +15,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tui_eval.label_queue import LabelItem, judged_items, label_progress, label_queue
 from tui_eval.labels import Label, LabelRecord, LabelsFileError, LabelStore
 from tui_eval.suites import Suite
 from tui_eval.text import value_text
 from tui_eval.tui.session import RunSession
+from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.text import cell, plain
 
 
@@ -95,7 +96,7 @@ class LabelScreen(Screen[None]):
             yield Static(id="label-verdict", classes="tab-body")
         yield Static(id="label-last")
         yield Input(placeholder="a note for the next label (enter keeps it)", id="label-note")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#label-note", Input).display = False
