@@ -84,6 +84,15 @@ def _isolate_home(
 
 
 @pytest.fixture(autouse=True)
+def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Atomic writes skip their fsync (`tui_eval.atomic.FSYNC`): no test can crash the
+    machine, and the hundreds of fsyncs a run makes were seconds of waiting."""
+    from tui_eval import atomic
+
+    monkeypatch.setattr(atomic, "FSYNC", False)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no rate limiter. Limiters are process-wide, one per base URL;
     loopback servers bind a port the OS picks, and within one worker a later server can get

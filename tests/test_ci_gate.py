@@ -11,16 +11,8 @@ import pytest
 
 from tests.cli_in_process import Completed
 from tests.cli_in_process import cli as run_cli
-from tui_eval import Case, Report, atomic, contains
+from tui_eval import Case, Report, contains
 from tui_eval.report import CaseResult, SampleResult
-
-
-@pytest.fixture(autouse=True)
-def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Atomic writes skip their fsync (tui_eval.atomic.FSYNC): no test here can crash the
-    machine, and the hundreds of fsyncs were seconds of waiting."""
-    monkeypatch.setattr(atomic, "FSYNC", False)
-
 
 SUITES = """
 import os

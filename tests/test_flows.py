@@ -4,18 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.test_ci_gate import cli, project
-from tui_eval import Report, atomic
+from tui_eval import Report
 from tui_eval.gate import Shard, assign_shards, parse_fail_on
-
-
-@pytest.fixture(autouse=True)
-def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Atomic writes skip their fsync (tui_eval.atomic.FSYNC): no test here can crash the
-    machine, and the hundreds of fsyncs were seconds of waiting."""
-    monkeypatch.setattr(atomic, "FSYNC", False)
 
 
 # -- bug 5: compare --fail-on failures, and an empty --fail-on ------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from tests.calibration.judge_server import JudgeServer, verdict_for
 from tests.lazy import lazy
-from tui_eval import Calibration, Case, Suite, atomic, calibrate, llm_judge
+from tui_eval import Calibration, Case, Suite, calibrate, llm_judge
 from tui_eval.agents.providers.openai import OpenAIProvider
 from tui_eval.calibration import CalibrationError
 from tui_eval.cli import main
@@ -20,13 +20,6 @@ from tui_eval.labels import LabelStore, labels_path, new_label
 pytestmark = pytest.mark.anyio
 
 metrics = lazy("sklearn.metrics")
-
-
-@pytest.fixture(autouse=True)
-def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Atomic writes skip their fsync (tui_eval.atomic.FSYNC): no test here can crash the
-    machine, and the hundreds of fsyncs were seconds of waiting."""
-    monkeypatch.setattr(atomic, "FSYNC", False)
 
 
 CASES = 50

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.calibration.judge_server import JudgeServer
-from tui_eval import Case, Suite, atomic, calibrate, evaluate, llm_judge
+from tui_eval import Case, Suite, calibrate, evaluate, llm_judge
 from tui_eval.agents.providers.openai import OpenAIProvider
 from tui_eval.agents.providers.scripted import ScriptedProvider, text
 from tui_eval.checks.judge import verdict_reply
@@ -15,13 +15,6 @@ from tui_eval.labels import LabelStore, new_label
 from tui_eval.report import render_summary
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Atomic writes skip their fsync (tui_eval.atomic.FSYNC): no test here can crash the
-    machine, and the hundreds of fsyncs were seconds of waiting."""
-    monkeypatch.setattr(atomic, "FSYNC", False)
 
 
 def jury(server: JudgeServer, aggregate: str = "majority") -> llm_judge:
