@@ -30,9 +30,11 @@ class Recorded:
     body: dict[str, Any]
 
 
-class _Server(ThreadingHTTPServer):
-    # Tests send dozens of requests at once: with the default listen backlog of 5, the
-    # kernel drops the connections past it and the clients retry a second later.
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """A threaded HTTP server for tests. They send dozens of requests at once (a jury's
+    judges, concurrent samples): with the default listen backlog of 5, the kernel drops
+    the connections past it and the clients retry a second later."""
+
     request_queue_size = 128
     daemon_threads = True
 
@@ -95,7 +97,7 @@ class WireServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        self.httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True

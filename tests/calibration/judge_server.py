@@ -10,20 +10,15 @@ import json
 import re
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.agents.wire_server import LoopbackHTTPServer
 
 
 def verdict_for(model: str, answer: str) -> float:
     score = 0.9 if "GOOD" in answer else 0.2
     return round(1.0 - score, 2) if model.startswith("wrong") else score
-
-
-class _Server(ThreadingHTTPServer):
-    # A jury's judges all ask at once: with the default listen backlog of 5, the kernel
-    # drops the connections past it and the clients retry a second later.
-    request_queue_size = 128
-    daemon_threads = True
 
 
 class JudgeServer:
@@ -68,7 +63,7 @@ class JudgeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        self.httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         # Polled every 20 ms (not 0.5 s) for the stop `shutdown()` waits for.
         self.thread = threading.Thread(
