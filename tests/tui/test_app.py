@@ -14,6 +14,8 @@ from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.case_table import CaseTable
 
+from .test_app_flow import run_and_save_baseline
+
 pytestmark = pytest.mark.anyio
 
 
@@ -26,14 +28,6 @@ async def wait_until_done(pilot, screen: RunScreen, timeout: float = 20) -> None
         ):
             await pilot.pause(0.02)
     await pilot.pause()  # what that frame posted (the keys, a toast) is handled
-
-
-async def run_and_save_baseline(pilot, app) -> None:
-    """Run the suite under the cursor, then `s` on its Run screen."""
-    await pilot.press("enter")
-    await wait_until_done(pilot, app.screen)
-    await pilot.press("s")
-    await pilot.pause()
 
 
 def screen_text(app) -> str:

@@ -53,6 +53,14 @@ async def wait_until_done(pilot, screen: RunScreen, timeout: float = 20) -> None
     await wait_for(pilot, done, timeout)
 
 
+async def run_and_save_baseline(pilot, app) -> None:
+    """Run the suite under the cursor, then `s` on its Run screen."""
+    await pilot.press("enter")
+    await wait_until_done(pilot, app.screen)
+    await pilot.press("s")
+    await pilot.pause()
+
+
 class FileWatch:
     """The app's file watcher as a test sees it: when it is up, and when the app has
     handled every change made so far in a folder (the watcher reports changes in order,

@@ -12,17 +12,9 @@ from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
 
-from .test_app_flow import FileWatch, TimerTicks, wait_for, wait_until_done
+from .test_app_flow import FileWatch, TimerTicks, run_and_save_baseline, wait_for, wait_until_done
 
 pytestmark = pytest.mark.anyio
-
-
-async def run_and_save_baseline(pilot, app) -> None:
-    """Run the suite under the cursor, then `s` on its Run screen."""
-    await pilot.press("enter")
-    await wait_until_done(pilot, app.screen)
-    await pilot.press("s")
-    await pilot.pause()
 
 
 def gated_suite(gate: anyio.Event, name: str = "gated", cases: int = 8) -> Suite:
