@@ -61,13 +61,12 @@ def covered(
     """`baseline` restricted to the cases a run covered: those in `only` (a partial run: a
     filter, a rerun, a shard), when given, less those in `not_run` (an interrupted run never
     reached them). The others are not "removed" by that run, they live in other runs."""
-    if only is not None:
-        wanted = set(only)
-        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in wanted])
-    if not_run:
-        skipped = set(not_run)
-        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name not in skipped])
-    return baseline
+    wanted = None if only is None else set(only)
+    skipped = set(not_run)
+    cases = [
+        c for c in baseline.cases if (wanted is None or c.name in wanted) and c.name not in skipped
+    ]
+    return replace(baseline, cases=cases)
 
 
 def compare_with_baseline(
