@@ -239,21 +239,25 @@ def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
     imported = set()
     for name in set(sys.modules) - before:
         location = getattr(sys.modules.get(name), "__file__", None)
-        if location and _real(Path(location)).parent == folder:
+        if location and _folder_of_module(location) == folder:
             imported.add(_identity(Path(location)))
     return fresh, imported
 
 
 def _forget_modules(folders: set[Path]) -> None:
     """Drop imported modules that live in `folders`, so the next import reads the edit."""
-    this_call: dict[str, Path] = {}  # relative folders: their meaning follows the cwd
     for name, module in list(sys.modules.items()):
         location = getattr(module, "__file__", None)
-        if not location:
-            continue
-        seen = _REAL_FOLDERS if os.path.isabs(location) else this_call
-        if _real_folder(location, seen) in folders:
+        if location and _folder_of_module(location) in folders:
             del sys.modules[name]
+
+
+def _folder_of_module(location: str) -> Path:
+    """The folder of a module's file, links followed; absolute folders resolved once per
+    process, relative ones each time (their meaning follows the working folder)."""
+    if os.path.isabs(location):
+        return _real_folder(location, _REAL_FOLDERS)
+    return _real(Path(location)).parent
 
 
 _REAL_FOLDERS: dict[str, Path] = {}
