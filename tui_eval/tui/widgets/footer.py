@@ -30,11 +30,6 @@ class FooterKey(NamedTuple):
     start: int = 0
     end: int = 0
 
-    @property
-    def label(self) -> str:
-        """` key description `: the key padded on both sides, the description after."""
-        return f" {self.display} {self.description} "
-
 
 class KeyFooter(Widget):
     """A footer that shows the keys that fit, then `? +N more` (the help key) when some do
