@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from textual.app import App
 from textual.pilot import Pilot
 
@@ -292,8 +293,9 @@ async def _table_focused(pilot: Pilot[Any]) -> None:
     """The Run screen as a user first sees it: its table focused (the table takes focus
     once mounted, after the first frames)."""
     await pilot.pause()
-    while not isinstance(pilot.app.focused, CaseTable):
-        await pilot.pause(0.01)
+    with anyio.fail_after(20):
+        while not isinstance(pilot.app.focused, CaseTable):
+            await pilot.pause(0.01)
     await pilot.pause()
 
 
