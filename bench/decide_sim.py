@@ -29,9 +29,9 @@ import statistics
 
 import numpy as np
 
-from tui_eval.group_sequential import null_size, regression_boundary
-from tui_eval.sequential import EProcess, judge_against_baseline, simulate_pairs
-from tui_eval.stats import fisher_exact, samples_needed
+from tui_eval.run.sequential import EProcess, judge_against_baseline, simulate_pairs
+from tui_eval.stats.group_sequential import null_size, regression_boundary
+from tui_eval.stats.proportions import fisher_exact, samples_needed
 
 BASELINE, BUDGET = 30, 100
 

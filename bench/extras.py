@@ -16,7 +16,7 @@ from pathlib import Path
 from tui_eval import Report
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.checks.base import CheckResult
-from tui_eval.report import CaseResult, SampleResult
+from tui_eval.report.report import CaseResult, SampleResult
 
 
 def realistic_report(cases: int, samples: int, *, fail_every: int = 0) -> Report:
@@ -139,7 +139,7 @@ def main() -> None:
     current = realistic_report(10_000, 1, fail_every=7)
     compare = timed(lambda: current.compare(report), args.rounds)
     rows.append(f"| compare() two 10,000-case reports | {compare:.3f} s | — |")
-    helps = command_seconds([sys.executable, "-m", "tui_eval.cli", "--help"], args.rounds + 2)
+    helps = command_seconds([sys.executable, "-m", "tui_eval", "--help"], args.rounds + 2)
     rows.append(f"| `tui-eval --help` (process wall) | {helps * 1000:.0f} ms | < 150 ms |")
     bare = command_seconds([sys.executable, "-c", "pass"], args.rounds + 2)
     rows.append(f"| `python -c pass` (for reference) | {bare * 1000:.0f} ms | — |")

@@ -46,7 +46,7 @@ def trial(seed: int) -> tuple[int, int, int]:
         (project / "suites").mkdir(parents=True)
         (project / "suites" / "kill_suite.py").write_text(SUITE)
         env = {**os.environ, "TUI_EVAL_HOME": str(home)}
-        command = [sys.executable, "-m", "tui_eval.cli"]
+        command = [sys.executable, "-m", "tui_eval"]
         proc = subprocess.Popen(
             [*command, "run", "suites", "--headless"],
             cwd=project,

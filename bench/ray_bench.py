@@ -29,7 +29,7 @@ def load(name: str):
 
 
 def timed(suite, concurrency: int, executor) -> tuple[float, int]:
-    from tui_eval.runner import Evaluation
+    from tui_eval.run.runner import Evaluation
 
     evaluation = Evaluation(
         suite.agent, suite.cases, name=suite.name, concurrency=concurrency, executor=executor
@@ -42,7 +42,7 @@ def timed(suite, concurrency: int, executor) -> tuple[float, int]:
 
 
 def main() -> None:
-    from tui_eval.ray_executor import RayExecutor, release_workers, start_ray
+    from tui_eval.run.ray_executor import RayExecutor, release_workers, start_ray
 
     started = time.perf_counter()
     start_ray(num_cpus=2)

@@ -2,7 +2,7 @@
 
 A subprocess per call costs ~0.8 s of CPU just to import the package, more than most of
 what the tests check; only tests about a process (kill, signals, locks, start-up) spawn
-one. This runs `tui_eval.cli.main` with the given working folder, environment, stdout and
+one. This runs `tui_eval.cli.commands.main` with the given working folder, environment, stdout and
 stderr, and gives back what a subprocess would: the exit code and the two streams.
 """
 
@@ -61,7 +61,7 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float
 
 
 def _run(args: tuple[str, ...], cwd: Path, env: dict[str, str] | None) -> Completed:
-    from tui_eval.cli import main
+    from tui_eval.cli.commands import main
 
     out, err = _Stream(), _Stream()
     saved_env, saved_cwd, saved_argv = dict(os.environ), Path.cwd(), sys.argv

@@ -85,9 +85,9 @@ def _isolate_home(
 
 @pytest.fixture(autouse=True)
 def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Atomic writes skip their fsync (`tui_eval.atomic.FSYNC`): no test can crash the
+    """Atomic writes skip their fsync (`tui_eval.util.atomic.FSYNC`): no test can crash the
     machine, and the hundreds of fsyncs a run makes were seconds of waiting."""
-    from tui_eval import atomic
+    from tui_eval.util import atomic
 
     monkeypatch.setattr(atomic, "FSYNC", False)
 

@@ -8,9 +8,9 @@ import anyio
 import pytest
 
 from tui_eval import Agent, Case, Suite, contains
-from tui_eval.options import RunOptions
-from tui_eval.report import Report
-from tui_eval.suite_run import BaselineStatus, SuiteRun
+from tui_eval.report.report import Report
+from tui_eval.service.options import RunOptions
+from tui_eval.service.suite_run import BaselineStatus, SuiteRun
 from tui_eval.testing import ScriptedProvider, call, text
 
 pytestmark = pytest.mark.anyio

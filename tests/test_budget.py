@@ -12,11 +12,11 @@ import pytest
 from tests.test_cli import cli
 from tui_eval import Case, contains, evaluate
 from tui_eval.agents.messages import RunResult, Usage
-from tui_eval.budget import CostBudget
-from tui_eval.events import SampleFinished, SampleStateChanged
-from tui_eval.report import CaseResult, Report, SampleResult
-from tui_eval.runner import Evaluation
-from tui_eval.sequential import compare_agents, decide
+from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.run.budget import CostBudget
+from tui_eval.run.events import SampleFinished, SampleStateChanged
+from tui_eval.run.runner import Evaluation
+from tui_eval.run.sequential import compare_agents, decide
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ import pytest
 from tests.cli_in_process import Completed
 from tests.cli_in_process import cli as run_cli
 from tui_eval import Case, Report, contains
-from tui_eval.report import CaseResult, SampleResult
+from tui_eval.report.report import CaseResult, SampleResult
 
 SUITES = """
 import os
@@ -74,7 +74,7 @@ def test_two_suites_with_a_case_of_the_same_name_never_collide():
         sample = SampleResult("shared", 0, outcome)
         return Report(name, [CaseResult("shared", [sample], planned=1, suite=name)])
 
-    from tui_eval.exporters import merge_reports
+    from tui_eval.report.exporters import merge_reports
 
     before = merge_reports([report("alpha", "passed"), report("beta", "passed")])
     after = merge_reports([report("alpha", "passed"), report("beta", "failed")])
@@ -208,7 +208,7 @@ def test_junit_reads_in_a_third_party_parser(tmp_path):
 
 
 def test_per_sample_csv_and_jsonl_round_trip(tmp_path):
-    from tui_eval.exporters import sample_rows
+    from tui_eval.report.exporters import sample_rows
 
     root = project(tmp_path)
     result = cli(
@@ -250,13 +250,13 @@ def test_github_step_summary_is_written_when_set(tmp_path):
 def test_resume_with_nothing_to_resume_has_its_own_exit_code(tmp_path):
     result = cli("resume", cwd=project(tmp_path))
     assert result.returncode == 3 and result.stdout.startswith("nothing to resume")
-    from tui_eval.cli import DESCRIPTION
+    from tui_eval.cli.commands import DESCRIPTION
 
     assert "3 nothing to resume" in DESCRIPTION
 
 
 def test_case_definition_fingerprints():
-    from tui_eval.cases import fingerprint
+    from tui_eval.core.cases import fingerprint
 
     base = Case("q", checks=[contains("x")], samples=2)
     assert fingerprint(base) == fingerprint(Case("q", checks=[contains("x")], samples=2))

@@ -144,7 +144,7 @@ def test_kill_then_resume_runs_only_missing_samples(tmp_path):
     make_suite(tmp_path / "suites", cases=20)
     env = {**os.environ, "AGENT_DELAY": "0.1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "run", "suites", "--headless"],
+        [sys.executable, "-m", "tui_eval", "run", "suites", "--headless"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -206,7 +206,7 @@ def test_ctrl_c_keeps_the_partial_report(tmp_path):
         [
             sys.executable,
             "-m",
-            "tui_eval.cli",
+            "tui_eval",
             "run",
             "suites",
             "--headless",
@@ -239,7 +239,7 @@ def test_ctrl_c_keeps_the_partial_report(tmp_path):
 def test_a_reader_that_leaves_early_ends_the_command_quietly(tmp_path, monkeypatch, capsys):
     """`tui-eval run … | head -1`: once the reader is gone, the command stops like any Unix
     tool — no error message, no traceback — and what it ran is kept."""
-    from tui_eval.cli import main
+    from tui_eval.cli.commands import main
 
     make_suite(tmp_path / "suites")
     monkeypatch.chdir(tmp_path)

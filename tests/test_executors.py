@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tui_eval import ray_executor
-from tui_eval.events import SampleFinished
-from tui_eval.runner import Evaluation
+from tui_eval.run import ray_executor
+from tui_eval.run.events import SampleFinished
+from tui_eval.run.runner import Evaluation
 from tui_eval.suites import Suite, load_suites
 
 SUITE = """
@@ -78,7 +78,7 @@ def write_suite(
 def executor_for(kind: str, suite: Suite, **options: object) -> object:
     if kind == "in-process":
         return None
-    from tui_eval.ray_executor import RayExecutor
+    from tui_eval.run.ray_executor import RayExecutor
 
     return RayExecutor(suite.path, suite.name, workers=2, **options)  # type: ignore[arg-type]
 
@@ -93,7 +93,7 @@ def ray_runtime():
     pytest.importorskip("ray")
     import ray
 
-    from tui_eval.ray_executor import start_ray
+    from tui_eval.run.ray_executor import start_ray
 
     os.environ["TOP_SECRET_KEY"] = "do-not-ship-this-0123"
     try:
@@ -314,7 +314,7 @@ def without_ray(monkeypatch):
 
 
 def test_without_ray_the_error_says_how_to_install(without_ray):
-    from tui_eval.ray_executor import ExecutorError, import_ray
+    from tui_eval.run.ray_executor import ExecutorError, import_ray
 
     with pytest.raises(ExecutorError, match=r"pip install 'tui-eval\[ray\]'"):
         import_ray()
@@ -367,7 +367,7 @@ def test_a_driver_stopped_mid_run_resumes_from_its_journal(tmp_path, ray_runtime
         "AGENT_DELAY": "0.2",
         "RAY_ADDRESS": ray_runtime.get_runtime_context().gcs_address,
     }
-    command = [sys.executable, "-m", "tui_eval.cli"]
+    command = [sys.executable, "-m", "tui_eval"]
     driver = subprocess.Popen(
         [*command, "run", "suites", "--headless", "--executor", "ray"],
         cwd=tmp_path,
@@ -387,7 +387,7 @@ def test_a_driver_stopped_mid_run_resumes_from_its_journal(tmp_path, ray_runtime
     # Every sample ran; samples in flight (or finished but unsent) at the stop ran again.
     assert set(calls(folder)) == {f"a{i}" for i in range(12)} | {f"b{i}" for i in range(12)}
     # The reports hold each sample exactly once.
-    from tui_eval.report import Report
+    from tui_eval.report.report import Report
 
     reports = sorted(Path(os.environ["TUI_EVAL_HOME"]).glob("projects/*/runs/*/report.json"))
     names = [s.case_name for path in reports for s in Report.load(path).samples]
@@ -395,7 +395,7 @@ def test_a_driver_stopped_mid_run_resumes_from_its_journal(tmp_path, ray_runtime
 
 
 def test_executor_ray_without_ray_is_a_clear_usage_error(tmp_path, without_ray, capsys):
-    from tui_eval import cli
+    from tui_eval.cli import commands as cli
 
     suites = slow_suites_for_usage(tmp_path)
     code = cli.main(["run", str(suites), "--headless", "--executor", "ray"])
@@ -411,8 +411,8 @@ def slow_suites_for_usage(tmp_path: Path) -> Path:
 
 def test_any_output_travels_from_a_worker():
     from tui_eval.agents.messages import RunResult
-    from tui_eval.ray_executor import decode, encode
-    from tui_eval.report import SampleResult
+    from tui_eval.report.report import SampleResult
+    from tui_eval.run.ray_executor import decode, encode
 
     class Opaque:
         def __str__(self) -> str:
@@ -427,7 +427,7 @@ def test_a_batch_round_trips_every_field_of_a_sample():
     """Batches leave out fields at their defaults; what arrives equals what was sent."""
     from tui_eval import Agent, Case, contains, evaluate
     from tui_eval.agents.providers.scripted import ScriptedProvider, call, text
-    from tui_eval.ray_executor import decode, encode
+    from tui_eval.run.ray_executor import decode, encode
 
     def lookup(city: str) -> str:
         """Country of a city."""

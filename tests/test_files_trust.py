@@ -9,8 +9,8 @@ import io
 import pytest
 
 from tui_eval.checks.base import CheckResult
-from tui_eval.exporters import MergeError, merge_reports, samples_csv
-from tui_eval.report import CaseResult, Report, SampleResult
+from tui_eval.report.exporters import MergeError, merge_reports, samples_csv
+from tui_eval.report.report import CaseResult, Report, SampleResult
 
 
 def _sample(case: str, reason: str, status: str = "failed") -> SampleResult:

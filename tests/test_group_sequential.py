@@ -1,4 +1,4 @@
-"""The exact group-sequential regression test of `decide()` (tui_eval.group_sequential)."""
+"""The exact group-sequential regression test of `decide()` (tui_eval.stats.group_sequential)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from tui_eval.group_sequential import null_size, regression_boundary
-from tui_eval.two_sample import judge_two_sample
+from tui_eval.stats.group_sequential import null_size, regression_boundary
+from tui_eval.stats.two_sample import judge_two_sample
 
 
 def fisher_mid_p(x: int, n0: int, s: int, t: int) -> float:

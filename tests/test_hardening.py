@@ -162,8 +162,8 @@ async def _echo(question: str) -> str:
 
 
 async def test_a_10_mb_output_is_stored_once_per_sample(tmp_path):
-    from tui_eval.report import Report
-    from tui_eval.store import RunHistory, read_journal_samples
+    from tui_eval.report.report import Report
+    from tui_eval.service.store import RunHistory, read_journal_samples
 
     huge = "A" * 10_000_000
 

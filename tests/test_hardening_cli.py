@@ -135,7 +135,7 @@ def start(
     """`tui-eval run suites --headless ARGS` in a process; with `hold_after`, the agent
     calls after that many wait until the process is stopped."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "run", "suites", "--headless", *args],
+        [sys.executable, "-m", "tui_eval", "run", "suites", "--headless", *args],
         cwd=tmp_path,
         env={**os.environ, "AGENT_DELAY": str(delay), "AGENT_HOLD_AFTER": str(hold_after)},
         stdout=subprocess.PIPE,
@@ -206,7 +206,7 @@ def test_two_resumes_at_once_the_second_refuses(tmp_path):
     proc.wait()
     gate = tmp_path / "gate"
     first = subprocess.Popen(
-        [sys.executable, "-m", "tui_eval.cli", "resume"],
+        [sys.executable, "-m", "tui_eval", "resume"],
         cwd=tmp_path,
         # The first resume's agent calls wait at the gate, so it is certainly still running
         # (and holding its lock) when the second starts, however loaded the machine is.
@@ -249,7 +249,7 @@ def test_a_damaged_journal_resumes_every_sample_exactly_once(tmp_path):
     names = [s.case_name for s in report.samples]
     assert sorted(names) == sorted(f"a{i}" for i in range(8))
     # The journal reads cleanly after the resume: the torn line did not swallow the next one.
-    from tui_eval.store import read_journal_samples
+    from tui_eval.service.store import read_journal_samples
 
     done = read_journal_samples(journal)
     assert sorted(done) == sorted(f"a{i}" for i in range(8))
@@ -291,7 +291,7 @@ def test_a_baseline_with_duplicate_cases_is_named_kept_and_exports_still_written
     folder = slow_suites(tmp_path / "suites", count=3)
     baselines = folder / "__baselines__"
     baselines.mkdir()
-    from tui_eval.report import CaseResult, SampleResult
+    from tui_eval.report.report import CaseResult, SampleResult
 
     twice = [CaseResult("a0", [SampleResult("a0", 0, "passed")], planned=1)] * 2
     Report("first", twice).save(baselines / "first.json")
@@ -314,7 +314,7 @@ def test_a_baseline_with_duplicate_cases_is_named_kept_and_exports_still_written
 def test_recheck_against_a_suite_without_the_reports_cases_is_an_error(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=2)
     Report("first", []).save(tmp_path / "empty.json")
-    from tui_eval.report import CaseResult, SampleResult
+    from tui_eval.report.report import CaseResult, SampleResult
 
     other = [CaseResult("zzz", [SampleResult("zzz", 0, "passed")], planned=1)]
     Report("first", other).save(tmp_path / "other.json")

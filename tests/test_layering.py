@@ -24,14 +24,14 @@ async def agent(x):
 anyio.run(evaluate, agent, [Case("a"), Case({"q": 1})])
 frameworks = loaded("agents", "langgraph", "langchain_core", "opentelemetry", "pydantic_ai")
 
-import tui_eval.cli, tui_eval.evaluators, tui_eval.headless, tui_eval.ray_executor
-import tui_eval.suite_run, tui_eval.suites, tui_eval.testing
+import tui_eval.cli.commands, tui_eval.run.evaluators, tui_eval.cli.headless, tui_eval.run.ray_executor
+import tui_eval.service.suite_run, tui_eval.suites, tui_eval.testing
 
 imported = {"textual": loaded("textual"), "ray": loaded("ray")}
 
 help_text = io.StringIO()
 with contextlib.redirect_stdout(help_text), contextlib.suppress(SystemExit):
-    tui_eval.cli.main(["--help"])
+    tui_eval.cli.commands.main(["--help"])
 
 print(json.dumps({
     "after a plain run": frameworks,

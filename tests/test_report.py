@@ -7,8 +7,8 @@ import pydantic
 import pytest
 
 from tui_eval import Agent, Case, Report, contains, evaluate, matches, tool_called
-from tui_eval.report import CaseResult, ReportFileError, SampleResult
-from tui_eval.stats import fisher_exact, pass_at_k, wilson_interval
+from tui_eval.report.report import CaseResult, ReportFileError, SampleResult
+from tui_eval.stats.proportions import fisher_exact, pass_at_k, wilson_interval
 from tui_eval.testing import ScriptedProvider, call, text
 
 pytestmark = pytest.mark.anyio
@@ -256,7 +256,7 @@ def test_a_report_written_before_typed_files_still_loads(tmp_path):
 def test_reprs_are_short_whatever_the_size():
     """Big dataclass reprs cost `asyncio.run(evaluate(...))` seconds (asyncio formats the
     main task when it restores its SIGINT handler) and flood debuggers and tracebacks."""
-    from tui_eval.evaluators import EvalReport
+    from tui_eval.run.evaluators import EvalReport
 
     samples = [SampleResult("case", i, "passed") for i in range(1000)]
     report = Report("eval", [CaseResult("case", samples, planned=1000)] * 50)

@@ -18,7 +18,7 @@ from tui_eval import (
     tool_called,
 )
 from tui_eval.checks import verdict_reply
-from tui_eval.runner import (
+from tui_eval.run.runner import (
     CaseFinished,
     Evaluation,
     RunFinished,

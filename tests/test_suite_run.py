@@ -11,10 +11,10 @@ import pytest
 
 from tests.test_cli import cli
 from tui_eval import Case, Suite, contains
-from tui_eval.options import RunOptions
-from tui_eval.report import Report
-from tui_eval.store import JOURNAL_SCHEMA_VERSION, RunHistory
-from tui_eval.suite_run import BaselineStatus, SuiteRun
+from tui_eval.report.report import Report
+from tui_eval.service.options import RunOptions
+from tui_eval.service.store import JOURNAL_SCHEMA_VERSION, RunHistory
+from tui_eval.service.suite_run import BaselineStatus, SuiteRun
 from tui_eval.suites import load_suites
 
 pytestmark = pytest.mark.anyio

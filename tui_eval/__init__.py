@@ -10,40 +10,40 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "AccuracyEval": "tui_eval.evaluators",
+    "AccuracyEval": "tui_eval.run.evaluators",
     "Agent": "tui_eval.agents",
-    "Calibration": "tui_eval.calibration",
-    "Case": "tui_eval.cases",
-    "CaseResult": "tui_eval.report",
+    "Calibration": "tui_eval.calibration.calibrate",
+    "Case": "tui_eval.core.cases",
+    "CaseResult": "tui_eval.report.report",
     "Check": "tui_eval.checks",
     "CheckResult": "tui_eval.checks",
     "Completion": "tui_eval.agents",
-    "Diff": "tui_eval.report",
-    "EvalDataset": "tui_eval.evaluators",
-    "EvalExample": "tui_eval.evaluators",
-    "EvalReport": "tui_eval.evaluators",
-    "EvalResult": "tui_eval.evaluators",
+    "Diff": "tui_eval.report.report",
+    "EvalDataset": "tui_eval.run.evaluators",
+    "EvalExample": "tui_eval.run.evaluators",
+    "EvalReport": "tui_eval.run.evaluators",
+    "EvalResult": "tui_eval.run.evaluators",
     "Message": "tui_eval.agents",
-    "PerformanceEval": "tui_eval.evaluators",
-    "Report": "tui_eval.report",
+    "PerformanceEval": "tui_eval.run.evaluators",
+    "Report": "tui_eval.report.report",
     "RunResult": "tui_eval.agents",
-    "RunSettings": "tui_eval.run_settings",
-    "SampleResult": "tui_eval.report",
+    "RunSettings": "tui_eval.run.settings",
+    "SampleResult": "tui_eval.report.report",
     "Suite": "tui_eval.suites",
     "ToolCall": "tui_eval.agents",
-    "TrajectoryEval": "tui_eval.evaluators",
+    "TrajectoryEval": "tui_eval.run.evaluators",
     "Usage": "tui_eval.agents",
     "Verdict": "tui_eval.checks",
     "all_of": "tui_eval.checks",
     "any_of": "tui_eval.checks",
     "contains": "tui_eval.checks",
     "equals": "tui_eval.checks",
-    "calibrate": "tui_eval.calibration",
+    "calibrate": "tui_eval.calibration.calibrate",
     "equals_expected": "tui_eval.checks",
-    "compare_agents": "tui_eval.sequential",
-    "decide": "tui_eval.sequential",
-    "evaluate": "tui_eval.runner",
-    "evaluate_iter": "tui_eval.runner",
+    "compare_agents": "tui_eval.run.sequential",
+    "decide": "tui_eval.run.sequential",
+    "evaluate": "tui_eval.run.runner",
+    "evaluate_iter": "tui_eval.run.runner",
     "llm_judge": "tui_eval.checks",
     "matches": "tui_eval.checks",
     "matches_expected": "tui_eval.checks",
@@ -84,9 +84,8 @@ if TYPE_CHECKING:
     from tui_eval.agents import RunResult as RunResult
     from tui_eval.agents import ToolCall as ToolCall
     from tui_eval.agents import Usage as Usage
-    from tui_eval.calibration import Calibration as Calibration
-    from tui_eval.calibration import calibrate as calibrate
-    from tui_eval.cases import Case as Case
+    from tui_eval.calibration.calibrate import Calibration as Calibration
+    from tui_eval.calibration.calibrate import calibrate as calibrate
     from tui_eval.checks import Check as Check
     from tui_eval.checks import CheckResult as CheckResult
     from tui_eval.checks import Verdict as Verdict
@@ -110,20 +109,21 @@ if TYPE_CHECKING:
     from tui_eval.checks import tool_not_called as tool_not_called
     from tui_eval.checks import tool_sequence as tool_sequence
     from tui_eval.checks import weighted as weighted
-    from tui_eval.evaluators import AccuracyEval as AccuracyEval
-    from tui_eval.evaluators import EvalDataset as EvalDataset
-    from tui_eval.evaluators import EvalExample as EvalExample
-    from tui_eval.evaluators import EvalReport as EvalReport
-    from tui_eval.evaluators import EvalResult as EvalResult
-    from tui_eval.evaluators import PerformanceEval as PerformanceEval
-    from tui_eval.evaluators import TrajectoryEval as TrajectoryEval
-    from tui_eval.report import CaseResult as CaseResult
-    from tui_eval.report import Diff as Diff
-    from tui_eval.report import Report as Report
-    from tui_eval.report import SampleResult as SampleResult
-    from tui_eval.run_settings import RunSettings as RunSettings
-    from tui_eval.runner import evaluate as evaluate
-    from tui_eval.runner import evaluate_iter as evaluate_iter
-    from tui_eval.sequential import compare_agents as compare_agents
-    from tui_eval.sequential import decide as decide
+    from tui_eval.core.cases import Case as Case
+    from tui_eval.report.report import CaseResult as CaseResult
+    from tui_eval.report.report import Diff as Diff
+    from tui_eval.report.report import Report as Report
+    from tui_eval.report.report import SampleResult as SampleResult
+    from tui_eval.run.evaluators import AccuracyEval as AccuracyEval
+    from tui_eval.run.evaluators import EvalDataset as EvalDataset
+    from tui_eval.run.evaluators import EvalExample as EvalExample
+    from tui_eval.run.evaluators import EvalReport as EvalReport
+    from tui_eval.run.evaluators import EvalResult as EvalResult
+    from tui_eval.run.evaluators import PerformanceEval as PerformanceEval
+    from tui_eval.run.evaluators import TrajectoryEval as TrajectoryEval
+    from tui_eval.run.runner import evaluate as evaluate
+    from tui_eval.run.runner import evaluate_iter as evaluate_iter
+    from tui_eval.run.sequential import compare_agents as compare_agents
+    from tui_eval.run.sequential import decide as decide
+    from tui_eval.run.settings import RunSettings as RunSettings
     from tui_eval.suites import Suite as Suite

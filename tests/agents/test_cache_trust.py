@@ -137,8 +137,8 @@ async def test_folders_an_older_version_left_readable_are_tightened():
         agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1"))
         await evaluate(agent, [Case("hi", checks=[contains("ok")])], cache=True)
     assert stat.S_IMODE((home() / "cache").stat().st_mode) == 0o700
-    from tui_eval.options import RunOptions
-    from tui_eval.store import RunHistory
+    from tui_eval.service.options import RunOptions
+    from tui_eval.service.store import RunHistory
 
     journal = RunHistory(home()).start("s", "s.py", invocation="test", options=RunOptions())
     journal.close()

@@ -125,7 +125,7 @@ async def test_a_report_mixing_priced_and_unpriced_samples_says_so():
         second = await evaluate(
             unknown, [Case("hi", checks=[contains("ok")], name="b", samples=3)], concurrency=1
         )
-    from tui_eval.exporters import merge_reports
+    from tui_eval.report.exporters import merge_reports
 
     both = merge_reports([first, second])
     header = both.header()
@@ -222,7 +222,7 @@ def test_other_hosts_are_not_local(url):
 
 def test_the_app_run_header_says_how_many_samples_are_unpriced():
     from tui_eval.agents.messages import Usage
-    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.report.report import CaseResult, Report, SampleResult
     from tui_eval.tui.state import RunState
     from tui_eval.tui.widgets.run_header import RunHeader
 

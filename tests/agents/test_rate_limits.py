@@ -353,8 +353,8 @@ async def test_a_redirect_is_a_clear_error_and_the_key_goes_nowhere_else(status)
 
 
 def test_the_cli_says_which_pace_it_keeps_once_per_change(capsys):
-    from tui_eval.events import RunStatus
-    from tui_eval.progress import Progress
+    from tui_eval.cli.progress import Progress
+    from tui_eval.run.events import RunStatus
 
     progress = Progress(live=False)
     headers = LimitStatus(

@@ -19,7 +19,7 @@ from tui_eval.agents.providers import ModelSpecError, resolve_model
 from tui_eval.agents.providers.limits import LimitStatus, RateLimiter
 from tui_eval.agents.providers.openai import OpenAIProvider
 from tui_eval.agents.providers.settings import ProviderOptions
-from tui_eval.events import RunStatus
+from tui_eval.run.events import RunStatus
 from tui_eval.testing import ScriptedProvider, text
 
 from .wire_server import Reply, WireServer, openai_text
@@ -313,7 +313,7 @@ def test_the_run_header_shows_rate_limits_and_the_budget():
 
 
 def test_json_report_keeps_cached_and_stopped(tmp_path):
-    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.report.report import CaseResult, Report, SampleResult
 
     report = Report(
         "r", [CaseResult("c", [SampleResult("c", 0, "passed", cached=True)])], stopped="max_cost"
@@ -326,7 +326,7 @@ def test_json_report_keeps_cached_and_stopped(tmp_path):
 
 
 def test_credential_headers_never_reach_the_journal(tmp_path):
-    from tui_eval.options import RunOptions
+    from tui_eval.service.options import RunOptions
 
     options = RunOptions(
         provider=ProviderOptions(

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from tests.lazy import lazy
-from tui_eval.agreement import (
+from tui_eval.stats.agreement import (
     Confusion,
     cohen_kappa,
     kappa_interval,

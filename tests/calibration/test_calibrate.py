@@ -13,9 +13,9 @@ from tests.calibration.judge_server import JudgeServer, verdict_for
 from tests.lazy import lazy
 from tui_eval import Calibration, Case, Suite, calibrate, llm_judge
 from tui_eval.agents.providers.openai import OpenAIProvider
-from tui_eval.calibration import CalibrationError
-from tui_eval.cli import main
-from tui_eval.labels import LabelStore, labels_path, new_label
+from tui_eval.calibration.calibrate import CalibrationError
+from tui_eval.calibration.labels import LabelStore, labels_path, new_label
+from tui_eval.cli.commands import main
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,9 @@ from tests.calibration.judge_server import JudgeServer
 from tui_eval import Case, Suite, calibrate, evaluate, llm_judge
 from tui_eval.agents.providers.openai import OpenAIProvider
 from tui_eval.agents.providers.scripted import ScriptedProvider, text
+from tui_eval.calibration.labels import LabelStore, new_label
 from tui_eval.checks.judge import verdict_reply
-from tui_eval.labels import LabelStore, new_label
-from tui_eval.report import render_summary
+from tui_eval.report.report import render_summary
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 
 from tui_eval import Case, Suite
 from tui_eval.agents.messages import Message, RunResult
-from tui_eval.labels import (
+from tui_eval.calibration.labels import (
     LabelRecord,
     LabelsFileError,
     LabelStore,

@@ -15,11 +15,11 @@ import anyio
 from textual.app import App
 from textual.pilot import Pilot
 
-from tui_eval.label_queue import judged_items
-from tui_eval.labels import LabelStore, new_label
-from tui_eval.report import CaseResult, Report, SampleResult
-from tui_eval.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
-from tui_eval.store import RunHistory
+from tui_eval.calibration.label_queue import judged_items
+from tui_eval.calibration.labels import LabelStore, new_label
+from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.run.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
+from tui_eval.service.store import RunHistory
 from tui_eval.suites import Suite, load_suites
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.diff import DiffScreen
@@ -110,7 +110,7 @@ def demo_baseline(report: Report) -> Report:
 
 def live_state(report: Report, done: int) -> RunState:
     """A mid-run state: the first `done` samples finished, the next few in flight."""
-    from tui_eval.cases import Case
+    from tui_eval.core.cases import Case
 
     state = RunState(report.name, clock=lambda: 12.5)
     cases = [
@@ -196,7 +196,7 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
             state = live_state(report, 6)
             if name == "run_rate_limited":
                 from tui_eval.agents.providers.limits import LimitStatus
-                from tui_eval.events import RunStatus
+                from tui_eval.run.events import RunStatus
 
                 limited = LimitStatus("https://api.openai.com/v1", True, 1.2, 96.0, 97.0, 12)
                 state.apply(RunStatus([limited], 0.0123, 2.5))

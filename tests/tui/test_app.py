@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from tui_eval import Case, Suite, contains
-from tui_eval.store import RunHistory
+from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
 from tui_eval.tui.screens.diff import DiffScreen
@@ -256,8 +256,8 @@ async def test_every_keypress_is_handled_while_streaming(tmp_path):
 
 
 async def test_history_opens_a_past_run_and_compares_two(tmp_path):
-    from tui_eval.options import RunOptions
-    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.service.options import RunOptions
     from tui_eval.tui.screens.history import HistoryScreen
 
     history = RunHistory(tmp_path)
@@ -299,7 +299,7 @@ async def test_history_opens_a_past_run_and_compares_two(tmp_path):
 
 
 async def test_history_resumes_an_interrupted_run(tmp_path):
-    from tui_eval.store import RunHistory
+    from tui_eval.service.store import RunHistory
 
     suite_file = tmp_path / "resumable.py"
     suite_file.write_text(
@@ -312,7 +312,7 @@ async def test_history_resumes_an_interrupted_run(tmp_path):
     )
     history = RunHistory(tmp_path)
     # An interrupted run: two samples journaled, no end marker.
-    from tui_eval.report import SampleResult
+    from tui_eval.report.report import SampleResult
 
     journal = history.start("resumable", str(suite_file), invocation="x")
     for name in ("q0", "q1"):
@@ -336,7 +336,7 @@ async def test_history_resumes_an_interrupted_run(tmp_path):
 
 
 def test_baseline_status_follows_the_file(tmp_path):
-    from tui_eval.report import Report
+    from tui_eval.report.report import Report
     from tui_eval.tui.screens.suites import baseline_status
 
     assert baseline_status(tmp_path / "none.json") == ("none", "dim")
@@ -353,7 +353,7 @@ def test_baseline_status_follows_the_file(tmp_path):
 
 
 def test_run_summaries_are_written_beside_reports(tmp_path):
-    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.report.report import CaseResult, Report, SampleResult
 
     history = RunHistory(tmp_path)
     journal = history.start("s", "", invocation="i")
@@ -400,7 +400,7 @@ async def test_clicking_a_column_header_sorts(tmp_path):
 async def test_app_started_filtered_run_resumes_only_its_cases(tmp_path):
     """Bug: the app journaled `options={}`, so finishing its filtered run ran the whole suite."""
     from tests.test_suite_run import calls, cli, simulate_kill, write_suite
-    from tui_eval.options import RunOptions
+    from tui_eval.service.options import RunOptions
 
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)

@@ -16,8 +16,8 @@ import pytest
 from textual.timer import Timer
 
 from tui_eval import Case, Suite, contains
-from tui_eval.report import Report
-from tui_eval.store import RunHistory
+from tui_eval.report.report import Report
+from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import TuiEvalApp, make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen

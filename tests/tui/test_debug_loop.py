@@ -6,8 +6,8 @@ import anyio
 import pytest
 
 from tui_eval import Case, Suite, contains
-from tui_eval.options import RunOptions
-from tui_eval.store import RunHistory, read_journal_samples
+from tui_eval.service.options import RunOptions
+from tui_eval.service.store import RunHistory, read_journal_samples
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
@@ -78,7 +78,7 @@ def kitchen(tmp_path, wrong: tuple[str, ...] = ()) -> Suite:
 
 
 def baseline_cases(tmp_path) -> dict[str, bool]:
-    from tui_eval.report import Report
+    from tui_eval.report.report import Report
 
     report = Report.load(tmp_path / "__baselines__" / "kitchen.json")
     return {case.name: case.passed for case in report.cases}
@@ -119,7 +119,7 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
 
 
 async def test_full_run_asks_before_dropping_baseline_cases_then_compares_unchanged(tmp_path):
-    from tui_eval.report import CaseResult, Report, SampleResult
+    from tui_eval.report.report import CaseResult, Report, SampleResult
     from tui_eval.tui.screens.diff import DiffScreen
 
     (tmp_path / "__baselines__").mkdir()

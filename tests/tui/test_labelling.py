@@ -10,9 +10,9 @@ import anyio.to_thread
 import pytest
 from textual.widgets import DataTable, Static
 
-from tui_eval.cli import main
-from tui_eval.labels import read_labels
-from tui_eval.store import RunHistory
+from tui_eval.calibration.labels import read_labels
+from tui_eval.cli.commands import main
+from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.calibration import CalibrationScreen, VerdictsScreen
 from tui_eval.tui.screens.labels import LabelScreen

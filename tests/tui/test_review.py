@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tui_eval.baselines import BaselineStatus
-from tui_eval.options import RunOptions
-from tui_eval.report import CaseResult, Report, SampleResult
-from tui_eval.store import RunHistory
-from tui_eval.suite_run import SuiteRun
+from tui_eval.report.baselines import BaselineStatus
+from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.service.options import RunOptions
+from tui_eval.service.store import RunHistory
+from tui_eval.service.suite_run import SuiteRun
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.screens.prompt import ConfirmScreen

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import DataTable
 
 from tests.tui.scenes import build_scene
-from tui_eval.store import RunHistory
+from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.help import HelpScreen, _declared_actions, screen_keys
 from tui_eval.tui.widgets.footer import KeyFooter

@@ -13,7 +13,7 @@ from tui_eval.agents.messages import Message, RunResult, input_messages
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.agents.tools import RunContext, Tool, tool_result_text
-from tui_eval.text import cut, validation_message
+from tui_eval.util.text import cut, validation_message
 
 
 class AgentRunError(Exception):

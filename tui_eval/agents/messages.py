@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -48,6 +48,10 @@ class Usage:
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
+
+
+Price = Callable[[Usage], float]
+"""Turns a sample's `Usage` into dollars."""
 
 
 @dataclass(slots=True)

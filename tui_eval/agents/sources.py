@@ -19,7 +19,7 @@ from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 
 class AgentSourceError(TypeError):

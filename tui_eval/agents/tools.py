@@ -14,7 +14,7 @@ import pydantic
 
 from tui_eval.agents.messages import Message, ToolCall
 from tui_eval.agents.providers.base import ToolDef
-from tui_eval.text import validation_message, value_text
+from tui_eval.util.text import validation_message, value_text
 
 
 @dataclass(slots=True)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from tui_eval.agents.messages import RunResult, Usage
-from tui_eval.cancellation import cancelled_from_outside
-from tui_eval.secrets import redact
-from tui_eval.text import one_line
+from tui_eval.util.cancellation import cancelled_from_outside
+from tui_eval.util.secrets import redact
+from tui_eval.util.text import one_line
 
 Check: TypeAlias = Callable[
     [RunResult], "CheckResult | bool | float | Awaitable[CheckResult | bool | float]"

@@ -20,7 +20,7 @@ import pydantic
 from tui_eval.agents.messages import RunResult
 from tui_eval.checks.base import CheckResult
 from tui_eval.checks.matchers import subset_mismatch
-from tui_eval.text import one_line
+from tui_eval.util.text import one_line
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers import ModelLike, python_target, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.checks.base import CheckResult, Declared, JudgeVerdict
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 JUDGE_MODEL_ENV = "TUI_EVAL_JUDGE_MODEL"
 MAX_JUDGED_CHARS = 20_000

@@ -13,7 +13,7 @@ import pydantic
 
 from tui_eval.agents.messages import RunResult, ToolCall
 from tui_eval.checks.base import CheckResult
-from tui_eval.text import one_line, value_text
+from tui_eval.util.text import one_line, value_text
 
 
 def _ok(name: str) -> CheckResult:

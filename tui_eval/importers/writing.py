@@ -9,9 +9,9 @@ from typing import Any
 import pydantic
 import yaml
 
-from tui_eval.atomic import atomic_write_bytes
 from tui_eval.suites.declarative import SuiteSpec
-from tui_eval.text import validation_message
+from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.text import validation_message
 
 
 class ImportError_(ValueError):

@@ -40,11 +40,11 @@ from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Usage
 from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
 from tui_eval.agents.providers.settings import ProviderOptions
-from tui_eval.cases import Case
 from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check
+from tui_eval.core.cases import Case
 from tui_eval.suites.recorded import TraceFileError, recorded_cases
 from tui_eval.suites.suite import Suite
-from tui_eval.text import validation_error_at, validation_message
+from tui_eval.util.text import validation_error_at, validation_message
 
 SCHEMA_VERSION = 1
 

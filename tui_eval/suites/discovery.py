@@ -14,10 +14,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui_eval.cases import Case
-from tui_eval.secrets import redact
+from tui_eval.core.cases import Case
 from tui_eval.suites.declarative import SuiteFileError, load_jsonl_suite, load_yaml_suite
 from tui_eval.suites.suite import Suite
+from tui_eval.util.secrets import redact
 
 SUITE_SUFFIXES = (".py", ".yaml", ".yml", ".jsonl")
 SKIP_DIRS = {"__baselines__", "__pycache__", "node_modules", "venv", "site-packages"}

@@ -22,8 +22,8 @@ from tui_eval.agents.adapters.spans import (
 from tui_eval.agents.messages import RunResult, input_text
 from tui_eval.agents.providers.metering import sample_meter
 from tui_eval.agents.run_spec import RunSpec, SampleRunner
-from tui_eval.cases import Case
-from tui_eval.text import one_line
+from tui_eval.core.cases import Case
+from tui_eval.util.text import one_line
 
 
 @dataclass(frozen=True, slots=True)

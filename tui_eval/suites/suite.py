@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tui_eval.agents.messages import Price
 from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.settings import ProviderOptions
-from tui_eval.cases import Case
 from tui_eval.checks.base import Check
-from tui_eval.run_settings import Price
+from tui_eval.core.cases import Case
 
 
 def baseline_file_stem(name: str) -> str:

@@ -15,10 +15,10 @@ from textual.notifications import Notification, Notify, SeverityLevel
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from tui_eval.options import RunOptions
-from tui_eval.report import Report
-from tui_eval.store import RunHistory
-from tui_eval.suite_run import EmptySelection, ResumeError
+from tui_eval.report.report import Report
+from tui_eval.service.options import RunOptions
+from tui_eval.service.store import RunHistory
+from tui_eval.service.suite_run import EmptySelection, ResumeError
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.tui.messages import (
     ResumeRun,

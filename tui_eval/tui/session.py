@@ -10,11 +10,11 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui_eval.events import Event
-from tui_eval.options import RunOptions
-from tui_eval.report import Report
-from tui_eval.store import RunHistory, RunRecord
-from tui_eval.suite_run import (
+from tui_eval.report.report import Report
+from tui_eval.run.events import Event
+from tui_eval.service.options import RunOptions
+from tui_eval.service.store import RunHistory, RunRecord
+from tui_eval.service.suite_run import (
     BaselineOutcome,
     BaselinePlan,
     BaselineStatus,

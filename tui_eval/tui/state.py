@@ -13,7 +13,8 @@ from typing import cast
 
 from tui_eval.agents.messages import Usage
 from tui_eval.agents.providers.limits import LimitStatus
-from tui_eval.events import (
+from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.run.events import (
     CaseFinished,
     Event,
     RunFinished,
@@ -22,7 +23,6 @@ from tui_eval.events import (
     SampleFinished,
     SampleStateChanged,
 )
-from tui_eval.report import CaseResult, Report, SampleResult
 
 Clock = Callable[[], float]
 

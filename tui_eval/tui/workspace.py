@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tui_eval.events import Event
-from tui_eval.options import RunOptions
-from tui_eval.report import Report
-from tui_eval.store import RunHistory
+from tui_eval.report.report import Report
+from tui_eval.run.events import Event
+from tui_eval.service.options import RunOptions
+from tui_eval.service.store import RunHistory
 from tui_eval.suites import LoadError, LoadResult, Suite, load_suites
 from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file
 from tui_eval.suites.discovery import real_path as _real

@@ -31,7 +31,7 @@ from tui_eval.agents.messages import (
 )
 from tui_eval.agents.providers.base import normalize_stop_reason
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 _ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 

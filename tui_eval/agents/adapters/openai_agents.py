@@ -19,7 +19,7 @@ from typing import Any
 
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 TOOL_ERROR_PREFIX = "An error occurred while running the tool."
 """How the SDK's default `failure_error_function` starts the text it sends back for a tool

@@ -29,7 +29,7 @@ from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans
 from tui_eval.agents.messages import Message, RunResult, input_messages
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 SAMPLE_SPAN = "tui_eval.sample"
 """The root span `capture` opens around each call (not part of the trajectory)."""

@@ -22,7 +22,7 @@ from tui_eval.agents.messages import (
     structured_input_text,
 )
 from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 
 def pydantic_ai_runner(agent: Any) -> SampleRunner:

@@ -22,7 +22,7 @@ from typing import Any
 
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.providers.base import normalize_stop_reason
-from tui_eval.text import value_text
+from tui_eval.util.text import value_text
 
 CASE_ATTRIBUTE = "tui_eval.case"
 """A span attribute naming the case a recorded trace belongs to."""

@@ -23,9 +23,9 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from tui_eval.atomic import atomic_write_bytes
-from tui_eval.home import data_root, private_subfolder
-from tui_eval.secrets import redact_value, secret_values
+from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.home import data_root, private_subfolder
+from tui_eval.util.secrets import redact_value, secret_values
 
 CacheMode = Literal["off", "on", "read-only"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "on", "read-only")

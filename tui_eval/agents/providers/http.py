@@ -47,7 +47,7 @@ from tui_eval.agents.providers.settings import (
     ProviderOptions,
     run_provider_options,
 )
-from tui_eval.secrets import credential_values
+from tui_eval.util.secrets import credential_values
 
 RATE_LIMITED = frozenset({429})
 RETRYABLE = frozenset({408, 409, 425, 500, 502, 503, 504, 529})

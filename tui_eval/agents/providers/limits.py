@@ -483,7 +483,7 @@ _factory: LimiterFactory | None = None
 def use_limiters(factory: LimiterFactory | None) -> None:
     """Make `limiter_for` build limiters with `factory(base_url, fingerprint, rpm, tpm)`
     (None: the in-process ones). A Ray worker installs one that shares a cluster-wide
-    limiter; see `tui_eval.ray_executor`."""
+    limiter; see `tui_eval.run.ray_executor`."""
     global _factory
     _factory = factory
 

@@ -212,7 +212,7 @@ def _table_identity() -> str | None:
 
 
 def _unpriced_path() -> Path:
-    from tui_eval.home import data_root
+    from tui_eval.util.home import data_root
 
     return data_root() / "cache" / UNPRICED_FILE
 
@@ -233,8 +233,8 @@ def _unpriced(table: str) -> frozenset[str]:
 
 
 def _remember_unpriced(table: str, key: str) -> None:
-    from tui_eval.atomic import atomic_write_bytes
-    from tui_eval.home import private_subfolder
+    from tui_eval.util.atomic import atomic_write_bytes
+    from tui_eval.util.home import private_subfolder
 
     models = sorted(_unpriced(table) | {key})[-MAX_UNPRICED:]
     try:

@@ -15,11 +15,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from tui_eval.calibration import Calibration, CalibrationError, JudgedLabel, calibrate
+from tui_eval.calibration.calibrate import Calibration, CalibrationError, JudgedLabel, calibrate
 from tui_eval.suites import Suite
-from tui_eval.text import value_text
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.text import cell, plain
+from tui_eval.util.text import value_text
 
 
 class CalibrationScreen(Screen[None]):

@@ -9,9 +9,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 
-from tui_eval.report import CaseResult, SampleResult
-from tui_eval.stats import wilson_interval
-from tui_eval.suite_run import EmptySelection
+from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.service.suite_run import EmptySelection
+from tui_eval.stats.proportions import wilson_interval
 from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import StartSession

@@ -13,11 +13,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from tui_eval.diff import CaseChange, Diff, points
-from tui_eval.events import Event, SampleFinished
-from tui_eval.report import Report
-from tui_eval.suite_run import BaselineStatus
-from tui_eval.text import one_line
+from tui_eval.report.diff import CaseChange, Diff, points
+from tui_eval.report.report import Report
+from tui_eval.run.events import Event, SampleFinished
+from tui_eval.service.suite_run import BaselineStatus
 from tui_eval.tui.review import Decision, Review, review_items
 from tui_eval.tui.screens.side_by_side import SideBySideScreen
 from tui_eval.tui.session import RunSession
@@ -25,6 +24,7 @@ from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
+from tui_eval.util.text import one_line
 
 KIND_SHOWN = {
     "regressed": ("✗ regressed", "red"),
@@ -393,7 +393,7 @@ class DiffScreen(Screen[None]):
         self.run_worker(self._decide(sorted(changed)), exclusive=True, group="decide")
 
     async def _decide(self, names: list[str]) -> None:
-        from tui_eval.suite_run import EmptySelection, PlanError
+        from tui_eval.service.suite_run import EmptySelection, PlanError
 
         assert self.suite is not None and self.baseline is not None
         assert self.workspace is not None

@@ -11,9 +11,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from tui_eval.baselines import covered
-from tui_eval.report import Report
-from tui_eval.store import RunRecord, RunSummary
+from tui_eval.report.baselines import covered
+from tui_eval.report.report import Report
+from tui_eval.service.store import RunRecord, RunSummary
 from tui_eval.tui.messages import ResumeRun, ShowReport
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table

@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
-from tui_eval.text import sanitize
+from tui_eval.util.text import sanitize
 
 
 class NumberPrompt(ModalScreen[int | None]):

@@ -9,12 +9,12 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
-from tui_eval.report import SampleResult
-from tui_eval.text import sanitize, value_text
+from tui_eval.report.report import SampleResult
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory, render_usage
 from tui_eval.tui.widgets.text import DISPLAY_LIMIT, cell, format_ms, plain
+from tui_eval.util.text import sanitize, value_text
 
 TABS = (
     ("output", "1 Output"),
@@ -158,7 +158,7 @@ class SampleScreen(Screen[None]):
 
     def action_beside_passing(self) -> None:
         """Open this (failing) sample beside the closest passing sample of its case."""
-        from tui_eval.divergence import closest_passing
+        from tui_eval.report.divergence import closest_passing
         from tui_eval.tui.screens.sample_pair import SamplePairScreen
 
         sample = self.sample

@@ -10,8 +10,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tui_eval.divergence import Divergence, first_divergence, output_lines, trajectory_lines
-from tui_eval.report import SampleResult
+from tui_eval.report.divergence import Divergence, first_divergence, output_lines, trajectory_lines
+from tui_eval.report.report import SampleResult
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks
 from tui_eval.tui.widgets.text import cell, plain

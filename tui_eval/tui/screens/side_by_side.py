@@ -14,12 +14,12 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tui_eval.report import CaseResult, SampleResult
-from tui_eval.text import value_text
+from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.tui.review import Decision
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory
 from tui_eval.tui.widgets.text import cell, plain
+from tui_eval.util.text import value_text
 
 
 def representative(case: CaseResult) -> SampleResult | None:

@@ -18,7 +18,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui_eval.text import sanitize
+from tui_eval.util.text import sanitize
 
 MATCH = Style(reverse=True, bold=True)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from rich.text import Text
 
 from tui_eval.agents.messages import RunResult
-from tui_eval.report import SampleResult
-from tui_eval.text import value_text
+from tui_eval.report.report import SampleResult
 from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.text import format_ms, plain
+from tui_eval.util.text import value_text
 
 
 def render_trajectory(run: RunResult | None) -> Text:

@@ -1,6 +1,6 @@
 """Showing untrusted text in widgets: never as markup, never as terminal escape sequences.
 
-The rules themselves live in `tui_eval.text`; these wrap them in Rich `Text`.
+The rules themselves live in `tui_eval.util.text`; these wrap them in Rich `Text`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
-from tui_eval.text import one_line, sanitize, value_text
+from tui_eval.util.text import one_line, sanitize, value_text
 
 DISPLAY_LIMIT = 20_000
 """Characters of an output shown inline; the full text is one keypress away."""

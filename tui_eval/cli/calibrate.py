@@ -1,0 +1,98 @@
+"""`tui-eval calibrate PATH`: is the judge right? Judge–human agreement, gated for CI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import anyio
+
+from tui_eval.calibration.calibrate import Calibration, CalibrationError, calibrate
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.text import one_line, sanitize, value_text
+
+SHOWN_DISAGREEMENTS = 20
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `calibrate` subcommand's arguments."""
+    parser = sub.add_parser(
+        "calibrate",
+        help="re-judge human-labelled outputs; judge–human agreement (κ) for CI",
+        description="Re-judge every output labelled in <suite folder>/__labels__/<suite>.jsonl "
+        "(the agent is never called; judge answers are cached) and report Cohen's κ with a "
+        "bootstrap 95% interval, agreement, TPR/TNR (human pass = positive), the confusion "
+        "matrix and the disagreements. Exit 0; 1 when κ is below --min-kappa (or undefined); "
+        "2 on usage errors or when there are no labels for the check.",
+    )
+    parser.add_argument("path", metavar="PATH", help="the suite file")
+    parser.add_argument("--check", metavar="NAME", help="only labels of this check")
+    parser.add_argument(
+        "--judge",
+        metavar="SPEC",
+        action="append",
+        help="judge with this model instead of the suite's (repeat for a jury), to compare judges",
+    )
+    parser.add_argument(
+        "--min-kappa", type=float, metavar="X", help="exit 1 when κ is below X (CI gate)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="write the calibration as JSON")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="ask the judges again (no response cache)"
+    )
+    parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    """Run `tui-eval calibrate` and return its exit code."""
+    judges: list[str] | None = args.judge
+    judge = None if not judges else judges[0] if len(judges) == 1 else list(judges)
+
+    async def run() -> Calibration:
+        return await calibrate(
+            args.path, check=args.check, judge=judge, cache="off" if args.no_cache else "on"
+        )
+
+    try:
+        calibration = anyio.run(run)
+    except CalibrationError as exc:
+        print(f"tui-eval: {sanitize(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    print(render_calibration(calibration))
+    if args.json:
+        document = json.dumps(calibration.as_dict(), indent=2, default=value_text)
+        atomic_write_bytes(Path(args.json), document.encode())
+    if args.min_kappa is not None and calibration.below(args.min_kappa):
+        print(f"failing: κ below --min-kappa {args.min_kappa:g}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def render_calibration(calibration: Calibration) -> str:
+    """The terminal report: the summary, the disagreements, what was skipped or stopped."""
+    lines = [calibration.summary()]
+    if calibration.judge_requests:
+        lines.append(
+            f"  judge requests: {calibration.judge_requests} "
+            f"({calibration.cached_requests} from the cache)"
+        )
+    if calibration.disagreements:
+        lines.append(f"disagreements ({len(calibration.disagreements)}):")
+        for item in calibration.disagreements[:SHOWN_DISAGREEMENTS]:
+            human = "pass" if item.human_passed else "fail"
+            judge = "pass" if item.judge.passed else "fail"
+            score = f" ({item.judge.score_text})" if item.judge.score_text else ""
+            lines.append(
+                f"  {one_line(item.record.case, 50)} · {item.record.check}: human {human}, "
+                f"judge {judge}{score} — {one_line(item.judge.reason, 100)}"
+            )
+        if len(calibration.disagreements) > SHOWN_DISAGREEMENTS:
+            lines.append(f"  … and {len(calibration.disagreements) - SHOWN_DISAGREEMENTS} more")
+    for reason in calibration.skipped:
+        lines.append(f"skipped: {sanitize(reason)}")
+    if calibration.stopped:
+        lines.append(f"stopped: {calibration.stopped}")
+    return "\n".join(lines)

@@ -1,0 +1,493 @@
+"""`tui-eval` entry point. Imports stay inside the commands so `--help` is fast."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
+
+COMMANDS = (
+    "run",
+    "compare",
+    "merge",
+    "ab",
+    "show",
+    "history",
+    "recheck",
+    "resume",
+    "calibrate",
+    "import",
+)
+
+DESCRIPTION = """\
+Evaluate LLM agents: run suites of cases and checks, watch results live, compare with baselines.
+
+  tui-eval [PATH...]                 open the app on these suites (default: ./suites)
+  tui-eval --watch PATH...           open the app and rerun a suite whenever its files change
+  tui-eval run PATH... [--headless]  run; headless prints a progress bar and the summary
+  tui-eval compare CURRENT [BASELINE] print a Diff; exit 1 on regressions (see --fail-on)
+  tui-eval merge SHARD... -o OUT     one report from the shards of a run (--shard i/n)
+  tui-eval ab PATH --a SPEC --b SPEC two agents on the same cases, sampled until decided
+  tui-eval show REPORT               open a saved report in the app (read-only)
+  tui-eval history                   list past runs
+  tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
+  tui-eval resume                    finish the last interrupted run
+  tui-eval calibrate PATH            judge–human agreement on labelled outputs (--min-kappa X)
+  tui-eval import KIND FILE -o SUITE.yaml  a suite from otel traces, pydantic-evals, inspect
+
+exit codes: 0 all passed and no regression · 1 a --fail-on condition (default: failures or
+regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing to resume
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tui-eval",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run suites (in the app, or --headless for terminals and CI)")
+    run.add_argument(
+        "paths", nargs="*", metavar="PATH", help="suite files or folders (default: ./suites)"
+    )
+    run.add_argument(
+        "--headless", action="store_true", help="no app: a progress bar, then the summary"
+    )
+    run.add_argument(
+        "--baseline", metavar="FILE", help="compare with this baseline instead of the suite's"
+    )
+    run.add_argument("--save-baseline", action="store_true", help="save this run as the baseline")
+    run.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
+    run.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    run.add_argument(
+        "--markdown", metavar="FILE", help="write a Markdown summary (for a CI job page)"
+    )
+    run.add_argument(
+        "--concurrency", type=_positive, metavar="N", help="cases at once (default: the suite's)"
+    )
+    run.add_argument(
+        "--samples", type=_positive, metavar="N", help="override every case's sample count"
+    )
+    run.add_argument("--filter", metavar="TEXT", help="only cases whose name contains TEXT")
+    run.add_argument(
+        "--last-failed",
+        "--lf",
+        action="store_true",
+        help="only the cases that failed in each suite's last run (all if none did)",
+    )
+    run.add_argument(
+        "--fail-fast", action="store_true", help="run cases one by one, stop at the first failure"
+    )
+    run.add_argument(
+        "--fail-on",
+        metavar="WHAT",
+        help="what fails the run, comma-separated: failures (a case below its threshold), "
+        "regressions (vs the baseline), removed (a baseline case is gone), "
+        "definition-changed (default: failures,regressions)",
+    )
+    run.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run shard I of N (1-based) of the cases (the same split on every machine); "
+        "merge the shards' --json reports with tui-eval merge",
+    )
+    run.add_argument(
+        "--decide",
+        action="store_true",
+        help="sample each case until its comparison with the baseline is decided "
+        "(needs a baseline)",
+    )
+    run.add_argument(
+        "--max-samples",
+        type=_positive,
+        default=100,
+        metavar="N",
+        help="with --decide: at most N samples per case (default 100)",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=_positive_float,
+        metavar="USD",
+        help="no new sample starts once this many dollars are spent (or in flight); "
+        "the report says the run stopped on budget (with --decide: stop sampling)",
+    )
+    run.add_argument(
+        "--cache",
+        nargs="?",
+        const="on",
+        choices=["on", "read-only", "off"],
+        help="replay stored model responses, keyed by request and sample index "
+        "(read-only: never store new ones)",
+    )
+    run.add_argument(
+        "--executor",
+        choices=["in-process", "ray"],
+        help="where samples run: this process (default) or a Ray cluster "
+        "(pip install 'tui-eval[ray]'; joins RAY_ADDRESS or --ray-address, else starts one)",
+    )
+    run.add_argument("--ray-address", metavar="ADDRESS", help="the Ray cluster to join")
+    run.add_argument(
+        "--ray-workers", type=_positive, metavar="N", help="Ray worker actors (default: its CPUs)"
+    )
+    api = run.add_argument_group(
+        "API settings", "for every HTTP provider of the run, judges included; over the suite's"
+    )
+    api.add_argument(
+        "--rpm", type=_positive_float, metavar="N", help="requests per minute never to exceed"
+    )
+    api.add_argument(
+        "--tpm", type=_positive_float, metavar="N", help="tokens per minute never to exceed"
+    )
+    api.add_argument(
+        "--request-timeout", type=_positive_float, metavar="S", help="seconds for one request"
+    )
+    api.add_argument(
+        "--retry-budget",
+        type=_positive_float,
+        metavar="S",
+        help="seconds a request keeps waiting out rate limits with no progress (default 600)",
+    )
+    api.add_argument(
+        "--max-retries", type=int, metavar="N", help="retries after server errors (default 4)"
+    )
+    api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
+    api.add_argument(
+        "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
+    )
+    run.add_argument("--csv", metavar="FILE", help="write one row per sample as CSV")
+    run.add_argument("--samples-jsonl", metavar="FILE", help="write one JSON line per sample")
+    run.add_argument(
+        "--watch",
+        action="store_true",
+        help="in the app: rerun the suite (failing cases first) whenever its files change",
+    )
+    run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    compare = sub.add_parser(
+        "compare",
+        help="compare two saved reports; exit 1 on regressions",
+        description="Print the Diff of CURRENT against BASELINE: regressions (a case that "
+        "passed in the baseline fails now), improvements, added and removed cases, each "
+        "with both pass rates and whether the change is larger than sampling noise. "
+        "Exit 1 on a regression, 2 when a file cannot be read.",
+    )
+    compare.add_argument(
+        "current",
+        metavar="CURRENT",
+        help="the report to judge (tui-eval run --json FILE, or a run's report.json)",
+    )
+    compare.add_argument(
+        "baseline",
+        metavar="BASELINE",
+        nargs="?",
+        help="the report to compare it with (usually suites/__baselines__/NAME.json); "
+        "without it, each suite of CURRENT is compared with its own baseline",
+    )
+    compare.add_argument(
+        "--baseline-dir",
+        metavar="DIR",
+        help="the folder holding each suite's baseline (NAME.json); default: the suites' "
+        "own __baselines__/ folders",
+    )
+    compare.add_argument(
+        "--fail-on",
+        metavar="WHAT",
+        help="what fails the comparison, comma-separated: regressions, removed, "
+        "definition-changed, failures (default: regressions)",
+    )
+    compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    merge = sub.add_parser(
+        "merge",
+        help="merge the shards' reports of one run into one report",
+        description="Merge the --json reports of `tui-eval run --shard i/n` jobs into one "
+        "report. A case in two reports, a missing shard or a planned case in no report is "
+        "an error (exit 2).",
+    )
+    merge.add_argument("reports", nargs="+", metavar="REPORT")
+    merge.add_argument("-o", "--output", required=True, metavar="OUT")
+    merge.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    ab = sub.add_parser(
+        "ab",
+        help="A/B two agents or models on the same cases, sampled until decided",
+        description="Run every case with agent A (the baseline) and agent B (the current), "
+        "adding samples to each undecided case until an anytime-valid test calls it a "
+        "regression (B worse) or no regression. SPEC is a model spec such as "
+        "openai:gpt-4o-mini (the suite's Agent with that model) or module:attribute (an "
+        "agent). Exit 1 if B regressed on any case.",
+    )
+    ab.add_argument("paths", nargs="*", metavar="PATH")
+    ab.add_argument("--a", required=True, metavar="SPEC", help="the baseline agent or model")
+    ab.add_argument("--b", required=True, metavar="SPEC", help="the agent or model to judge")
+    ab.add_argument("--max-samples", type=_positive, default=100, metavar="N")
+    ab.add_argument(
+        "--max-cost",
+        type=_positive_float,
+        metavar="USD",
+        help="both agents together start no new sample past this many dollars",
+    )
+    _add_settings_args(ab)
+    _add_export_args(ab)
+    ab.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    show = sub.add_parser("show", help="open a saved report in the app (read-only)")
+    show.add_argument("report", metavar="REPORT")
+    show.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    history = sub.add_parser("history", help="list past runs of this project")
+    history.add_argument("--limit", type=_positive, default=30, metavar="N")
+    history.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    recheck = sub.add_parser(
+        "recheck", help="re-run current checks on a saved report's outputs (no agent calls)"
+    )
+    recheck.add_argument("report", metavar="REPORT")
+    recheck.add_argument("paths", nargs="+", metavar="PATH")
+    recheck.add_argument("--json", metavar="FILE", help="write the rechecked report as JSON")
+    recheck.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
+    recheck.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
+    _add_settings_args(recheck)
+    recheck.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    resume = sub.add_parser(
+        "resume",
+        help="finish the last interrupted run from its journal",
+        description="Finish the interrupted (killed, cancelled) runs of the last invocation, "
+        "running only the samples their journals lack. Exit 3 when there is nothing to resume.",
+    )
+    resume.add_argument(
+        "--force",
+        action="store_true",
+        help="resume even though the suite's cases or checks changed since the run started",
+    )
+    resume.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    from tui_eval.cli.calibrate import add_parser
+
+    add_parser(sub)
+    from tui_eval import importers
+
+    importers.add_parser(sub)
+    return parser
+
+
+def _add_export_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
+    parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
+
+
+def _add_settings_args(parser: argparse.ArgumentParser) -> None:
+    """The run settings `ab` and `recheck` share with `run` (a judge's calls follow them)."""
+    parser.add_argument(
+        "--concurrency", type=_positive, metavar="N", help="cases at once (default: the suite's)"
+    )
+    parser.add_argument(
+        "--cache",
+        nargs="?",
+        const="on",
+        choices=["on", "read-only", "off"],
+        help="replay stored model responses (read-only: never store new ones)",
+    )
+    api = parser.add_argument_group(
+        "API settings", "for every HTTP provider of the run, judges included; over the suite's"
+    )
+    api.add_argument("--rpm", type=_positive_float, metavar="N", help="requests per minute")
+    api.add_argument("--tpm", type=_positive_float, metavar="N", help="tokens per minute")
+    api.add_argument(
+        "--request-timeout", type=_positive_float, metavar="S", help="seconds for one request"
+    )
+    api.add_argument(
+        "--retry-budget", type=_positive_float, metavar="S", help="seconds of rate-limit waits"
+    )
+    api.add_argument("--max-retries", type=int, metavar="N", help="retries after server errors")
+    api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
+    api.add_argument(
+        "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
+    )
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
+    return number
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (also used as the process exit code)."""
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # argparse's own output (`tui-eval --help | head -1`)
+        return _reader_left()
+
+
+def _main(args_list: list[str]) -> int:
+    parser = _parser()
+    debug = "--debug" in args_list
+    rest = [a for a in args_list if a != "--debug"]
+    watch = rest[:1] == ["--watch"]
+    if watch:
+        rest = rest[1:]
+    if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
+        # `tui-eval [--watch] PATH...` opens the app.
+        return _guard(lambda: _open_app(rest, autorun=watch, watch=watch), debug)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit:  # --help, --version or a usage error: argparse has printed it
+        sys.stdout.flush()  # argparse ignores a closed pipe; this raises it to main
+        raise
+    return _guard(lambda: _dispatch(args), args.debug)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from tui_eval.cli import headless, report_commands
+
+    if args.command == "run" and args.decide:
+        return headless.run_command(args, mode="decide")
+    if args.command == "ab":
+        return headless.run_command(args, mode="ab")
+    if args.command == "run":
+        # Files for CI and baseline work are headless jobs, as is any run without a terminal.
+        batch = (
+            args.junit
+            or args.json
+            or args.markdown
+            or args.save_baseline
+            or args.baseline
+            or args.csv
+            or args.samples_jsonl
+            or args.shard
+            or args.fail_on is not None
+            or args.last_failed
+        )
+        if args.watch and (args.headless or batch):
+            print(
+                "tui-eval: --watch reruns in the app; it does not go with --headless or files",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        if args.headless or batch or not sys.stdout.isatty():
+            return headless.run_command(args)
+        return _open_app(args.paths, autorun=True, options=args, watch=args.watch)
+    if args.command == "compare":
+        return report_commands.compare_command(args)
+    if args.command == "merge":
+        return report_commands.merge_command(args)
+    if args.command == "show":
+        return _open_report(args.report)
+    if args.command == "history":
+        return report_commands.history_command(args.limit)
+    if args.command == "recheck":
+        return headless.run_command(args, mode="recheck")
+    if args.command == "resume":
+        return headless.resume_command(args)
+    if args.command == "calibrate":
+        from tui_eval.cli.calibrate import calibrate_command
+
+        return calibrate_command(args)
+    if args.command == "import":
+        from tui_eval.importers import import_command
+
+        return import_command(args)
+    raise AssertionError(args.command)
+
+
+def _open_app(
+    paths: Sequence[str],
+    *,
+    autorun: bool = False,
+    options: argparse.Namespace | None = None,
+    watch: bool = False,
+) -> int:
+    from tui_eval.run.ray_executor import ExecutorError, import_ray
+    from tui_eval.service.options import RunOptions
+
+    try:
+        run_options = RunOptions.from_args(options or argparse.Namespace())
+        if run_options.executor == "ray":
+            import_ray()
+    except (ValueError, ExecutorError) as exc:
+        print(f"tui-eval: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from tui_eval.tui.app import run_app
+    except ImportError as exc:  # pragma: no cover - the app ships with the package
+        print(
+            f"tui-eval: the app is not available ({exc}); use `tui-eval run --headless`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return run_app(list(paths), options=run_options, autorun=autorun, watch=watch)
+
+
+def _open_report(path: str) -> int:
+    from tui_eval.report.report import Report, ReportFileError
+
+    try:
+        report = Report.load(path)
+    except ReportFileError as exc:
+        print(f"tui-eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from tui_eval.tui.app import show_report
+
+    return show_report(report)
+
+
+def _guard(action: Callable[[], int], debug: bool) -> int:
+    """Turn unexpected exceptions into a one-line message and exit code 2 (unless --debug)."""
+    try:
+        return action()
+    except BrokenPipeError:
+        return _reader_left()
+    except KeyboardInterrupt:
+        print("tui-eval: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:
+        if debug:
+            raise
+        from tui_eval.util.secrets import redact
+        from tui_eval.util.text import sanitize
+
+        print(
+            sanitize(redact(f"tui-eval: {type(exc).__name__}: {exc}"))
+            + " (run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+
+def _reader_left() -> int:
+    """Whoever read stdout has gone (`tui-eval run … | head -1`): stop quietly, as Unix tools
+    do when the reader of a pipe leaves. What is still buffered goes to the null device, so
+    the interpreter's last flush raises nothing either; a run stopped here is journaled as
+    interrupted, so the exit code is the interrupted run's."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    return EXIT_FAILED
+
+
+def entry() -> None:
+    """Console-script entry: exit with `main()`'s code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,346 @@
+"""The headless commands that run suites — run (`--decide` too), ab, recheck and resume —
+for terminals and CI. Each builds `SuiteRun`s and runs them the same way: journaled,
+resumable, with the same exports and exit codes (`tui_eval.cli.outcomes` says what they did)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import uuid
+from pathlib import Path
+
+import anyio
+
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_NOTHING_TO_RESUME, EXIT_OK, EXIT_USAGE
+from tui_eval.cli.outcomes import (
+    SuiteOutcome,
+    exit_code,
+    missing_baselines,
+    outcome_failures,
+    print_error,
+    print_outcome,
+    print_recheck,
+    write_exports,
+)
+from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it was first
+from tui_eval.cli.progress import Progress
+from tui_eval.report.gate import (
+    RUN_DEFAULT,
+    FailOn,
+    Shard,
+    assign_shards,
+    parse_fail_on,
+)
+from tui_eval.report.report import Report, ReportFileError
+from tui_eval.run.ray_executor import ExecutorError, import_ray
+from tui_eval.service.options import RunOptions
+from tui_eval.service.store import JournalFileError, RunHistory
+from tui_eval.service.suite_run import (
+    BaselineStatus,
+    EmptySelection,
+    PlanError,
+    ResumeError,
+    SuiteRun,
+    last_failed,
+    recheck_part,
+    recheck_parts,
+)
+from tui_eval.suites import LoadResult, Suite, load_suites
+from tui_eval.util.text import one_line, sanitize
+
+
+def default_paths(paths: list[str]) -> list[str]:
+    """The paths given, or `./suites` when none were."""
+    return paths or ["suites"]
+
+
+def report_load_errors(loaded: LoadResult, debug: bool) -> None:
+    """Print each suite file that failed to load, with its file (and case/field)."""
+    for error in loaded.errors:
+        print_error(f"error: {sanitize(error.message)}")
+        if debug and error.detail:
+            print_error(sanitize(error.detail))
+
+
+# -- running a suite ------------------------------------------------------------------------
+async def _watch_interrupt(service: SuiteRun) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            what = "Ctrl+C" if signum == signal.SIGINT else "SIGTERM"
+            print_error(
+                f"\ninterrupted ({what}): stopping the run and keeping finished samples; "
+                "`tui-eval resume` finishes it (Ctrl+C again to quit at once)"
+            )
+            service.cancel()
+            return
+
+
+async def execute(service: SuiteRun, progress: Progress | None = None) -> SuiteOutcome:
+    """Run one suite to its end with a progress display, then apply the baseline policy."""
+    display = progress or Progress()
+    service.on_event = display.on_event
+    async with anyio.create_task_group() as group:
+        if _can_watch_signals():
+            group.start_soon(_watch_interrupt, service)
+        report = await service.run()
+        group.cancel_scope.cancel()
+    return _finish_suite(service, report)
+
+
+def _can_watch_signals() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
+    title = service.suite.name
+    if service.options.ab is not None:
+        title = f"{title}: A = {service.options.ab[0]}, B = {service.options.ab[1]}"
+    outcome = SuiteOutcome(suite=service.suite, report=report, mode=service.mode, title=title)
+    budget = service.options.max_cost or service.suite.max_cost
+    if budget is not None and report.samples and not report.priced:
+        outcome.notes.append(
+            f"warning: max_cost ${budget:g} was not enforced: no sample had a price (give the "
+            "suite a price= function, or use a model in the built-in price table)"
+        )
+    if service.journal_error is not None:
+        outcome.journal_error = f"{service.journal_error}; the run stopped"
+        print_error(
+            f"error: {outcome.journal_error} (what was journaled resumes with `tui-eval resume`)"
+        )
+    compared = service.compare()
+    if compared.status is BaselineStatus.COMPARED:
+        outcome.diff = compared.diff
+    elif compared.status is BaselineStatus.MISSING and not service.options.save_baseline:
+        outcome.baseline_missing = str(compared.path)
+    elif compared.is_error:
+        outcome.baseline_error = compared.message
+        print_error(f"error: {compared.message}")
+    if service.options.save_baseline:
+        outcome.notes.append(service.save_baseline().message)
+    return outcome
+
+
+def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
+    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`: `mode`)."""
+    try:
+        fail_on = (
+            parse_fail_on(args.fail_on)
+            if getattr(args, "fail_on", None) is not None
+            else RUN_DEFAULT
+        )
+        shard = Shard.parse(args.shard) if getattr(args, "shard", None) else None
+        options = RunOptions.from_args(args)
+        if mode == "ab":
+            options = options.model_copy(update={"ab": (args.a, args.b)})
+        if options.executor == "ray":
+            import_ray()
+    except (ValueError, ExecutorError) as exc:
+        print_error(f"error: {exc}")
+        return EXIT_USAGE
+    rechecked: Report | None = None
+    if mode == "recheck":
+        try:
+            rechecked = Report.load(args.report)
+        except ReportFileError as exc:
+            print_error(f"error: {exc}")
+            return EXIT_USAGE
+        options = options.model_copy(update={"recheck": str(Path(args.report).resolve())})
+    paths = default_paths(args.paths)
+    loaded = load_suites(paths)
+    report_load_errors(loaded, args.debug)
+    if not loaded.suites and not loaded.errors:
+        print_error(f"error: no suites found in {' '.join(paths)}")
+        return EXIT_USAGE
+    runnable = [s for s in loaded.suites if not s.skip]
+    if getattr(args, "baseline", None) and len(runnable) > 1:
+        print_error(
+            "error: --baseline FILE needs exactly one suite; the suites found were "
+            + ", ".join(s.name for s in runnable)
+        )
+        return EXIT_USAGE
+    plans: list[Plan] = [(suite, options, None) for suite in loaded.suites]
+    if rechecked is not None:
+        parts = _recheck_plans(loaded.suites, options, rechecked, paths)
+        if parts is None:
+            return EXIT_USAGE
+        plans = parts
+    if shard is not None:
+        plans = [(s, o, None) for s, o in _shard_plans(loaded.suites, options, shard)]
+    if getattr(args, "last_failed", False):
+        plans = [(s, _last_failed_options(s, o), r) for s, o, r in plans]
+    outcomes, failed = anyio.run(_run_suites, plans)
+    if rechecked is not None and outcomes:
+        print_recheck(outcomes)
+    exported = write_exports(args, outcomes)
+    explicit = getattr(args, "fail_on", None) is not None
+    unchecked = missing_baselines(outcomes, fail_on, explicit=explicit, shard=shard is not None)
+    code = exit_code(outcomes, bool(loaded.errors) or failed or not exported, fail_on)
+    reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)] + unchecked
+    if unchecked and code == EXIT_OK:
+        code = EXIT_FAILED
+    if code == EXIT_FAILED and reasons and mode == "run" and not options.decide:
+        fails = ",".join(c.value for c in FailOn if c in fail_on)
+        print(f"failing (--fail-on {fails}): {'; '.join(reasons)}")
+    return code
+
+
+Plan = tuple[Suite, RunOptions, "Report | None"]
+"""A suite to run, its options, and (for a recheck) the saved report part it rechecks."""
+
+
+def _last_failed_options(suite: Suite, options: RunOptions) -> RunOptions:
+    """`--last-failed`: the options running only the cases of `suite` that failed in its
+    last run (all of them when none did, or when it has never run), and say which."""
+    if suite.skip:
+        return options
+    failed = last_failed(suite, RunHistory())
+    name = one_line(suite.name, 200)
+    if not failed:
+        why = "no recorded run" if failed is None else "no failure in its last run"
+        print(f"--last-failed: {name}: {why}; running every case")
+        return options
+    print(f"--last-failed: {name}: rerunning the {len(failed)} case(s) that failed last time")
+    chosen = failed if options.cases is None else tuple(c for c in failed if c in options.cases)
+    return options.model_copy(update={"cases": chosen})
+
+
+def _recheck_plans(
+    suites: list[Suite], options: RunOptions, report: Report, paths: list[str]
+) -> list[Plan] | None:
+    """Each suite with the part of `report` it rechecks (None: a usage error, printed)."""
+    parts = recheck_parts(report)
+    plans: list[Plan] = []
+    for name in parts:
+        suite = _find_suite(suites, name)
+        if suite is None and len(suites) == 1 and len(parts) == 1:
+            suite = suites[0]
+        if suite is None:
+            found = ", ".join(s.name for s in suites) or "none"
+            print_error(f"error: no suite named {name!r} in {' '.join(paths)} (found: {found})")
+            return None
+        plans.append((suite, options, recheck_part(report, suite.name, only_suite=True)))
+    return plans
+
+
+def _shard_plans(
+    suites: list[Suite], options: RunOptions, shard: Shard
+) -> list[tuple[Suite, RunOptions]]:
+    """Each suite with the options of this shard: its share of the cases (a function of
+    the suites and the filter alone, so every CI job computes the same split)."""
+    keys = [
+        (suite.name, case.label)
+        for suite in suites
+        if not suite.skip
+        for case in suite.select(filter=options.filter).cases
+    ]
+    shard_of = assign_shards(keys, shard.total)
+    plans: list[tuple[Suite, RunOptions]] = []
+    for suite in suites:
+        mine = tuple(
+            name
+            for (owner, name), n in shard_of.items()
+            if owner == suite.name and n == shard.index
+        )
+        if suite.skip or mine:
+            plans.append(
+                (
+                    suite,
+                    options.model_copy(update={"cases": mine, "shard": (shard.index, shard.total)}),
+                )
+            )
+        else:
+            print(f"- {one_line(suite.name, 200)}: no case in shard {shard}\n")
+    return plans
+
+
+async def _run_suites(plans: list[Plan]) -> tuple[list[SuiteOutcome], bool]:
+    """Run every plan's suite; also whether a plan could not start (a usage error)."""
+    history = RunHistory()
+    invocation = uuid.uuid4().hex[:12]
+    runnable = []
+    for suite, options, rechecked in plans:
+        if suite.skip:
+            print(f"- {one_line(suite.name, 200)}: {one_line(suite.skip, 200)}\n")
+            continue
+        try:  # nothing runs (or is journaled) unless every plan can start
+            SuiteRun.start(suite, options, history=None, invocation=invocation, rechecked=rechecked)
+        except EmptySelection as exc:
+            print(f"- {one_line(suite.name, 200)}: {exc}\n")
+            continue
+        except (PlanError, ExecutorError) as exc:
+            print_error(f"error: {exc}")
+            return [], True
+        runnable.append((suite, options, rechecked))
+    services: list[SuiteRun] = []
+    # Every suite's journal is opened first, so a run killed in its first suite resumes
+    # the ones it never reached too.
+    for suite, options, rechecked in runnable:
+        services.append(
+            SuiteRun.start(
+                suite, options, history=history, invocation=invocation, rechecked=rechecked
+            )
+        )
+    return await _execute_all(services), False
+
+
+async def _execute_all(services: list[SuiteRun], *, resuming: bool = False) -> list[SuiteOutcome]:
+    """Run the services one after another; the rest stay resumable once one stops."""
+    outcomes: list[SuiteOutcome] = []
+    for position, service in enumerate(services):
+        if resuming:
+            print(
+                f"resuming {service.run_id}: {service.resumed_samples:,} of "
+                f"{service.suite.total_samples:,} samples already done"
+            )
+        outcome = await execute(service)
+        print_outcome(outcome)
+        outcomes.append(outcome)
+        if outcome.stopped:
+            left = services[position + 1 :]
+            for rest in left:
+                rest.close()  # not started: its journal stays resumable
+            if left:
+                names = ", ".join(one_line(s.suite.name, 60) for s in left)
+                print(f"not run: {names}; `tui-eval resume` runs them\n")
+            break
+    return outcomes
+
+
+# -- resume, recheck, compare, history ------------------------------------------------------
+def _find_suite(suites: list[Suite], name: str) -> Suite | None:
+    return next((s for s in suites if s.name == name), None)
+
+
+def resume_command(args: argparse.Namespace | None = None) -> int:
+    """`tui-eval resume`: finish the interrupted runs of the last invocation."""
+    force = bool(getattr(args, "force", False))
+    history = RunHistory()
+    try:
+        records = history.interrupted()
+    except JournalFileError as exc:
+        print_error(f"error: {exc}")
+        return EXIT_USAGE
+    if not records:
+        print("nothing to resume: no interrupted run in this project's history")
+        return EXIT_NOTHING_TO_RESUME
+
+    async def resume_all() -> tuple[list[SuiteOutcome], bool]:
+        failed = False
+        # Every run of the invocation is taken (locked) before any runs, so a second
+        # resume started meanwhile finds them all taken instead of running the later ones.
+        services: list[SuiteRun] = []
+        for record in records:
+            try:
+                services.append(SuiteRun.resume(record, history=history, force=force))
+            except (ResumeError, JournalFileError) as exc:
+                print_error(f"error: {exc}")
+                failed = True
+        outcomes = await _execute_all(services, resuming=True)
+        if outcomes and all(o.mode == "recheck" for o in outcomes):
+            print_recheck(outcomes)
+        return outcomes, failed
+
+    outcomes, failed = anyio.run(resume_all)
+    return exit_code(outcomes, failed)

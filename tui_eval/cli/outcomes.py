@@ -1,0 +1,202 @@
+"""What a headless run says once its suites have run, for terminals and CI: each suite's
+outcome printed (its summary, or a decide or A/B run's verdicts), the files exported, and
+the exit code the `--fail-on` gate gives. `tui_eval.cli.headless` drives the runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rich.cells import cell_len
+
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui_eval.report.diff import Diff
+from tui_eval.report.gate import RUN_DEFAULT, FailOn, gate_failures
+from tui_eval.report.report import Report, render_summary
+from tui_eval.suites import Suite
+from tui_eval.util.text import one_line, pad_cells
+
+
+def print_error(message: str) -> None:
+    """Print an error or a note for the user on stderr (stdout holds the results)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass(slots=True, kw_only=True)
+class SuiteOutcome:
+    """The result of running one suite from the CLI."""
+
+    suite: Suite
+    report: Report
+    mode: str = "run"
+    title: str = ""
+    diff: Diff | None = None
+    baseline_error: str | None = None
+    baseline_missing: str | None = None
+    """The baseline file the run had none of (a new suite), when it had none."""
+    journal_error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the run ended before its last sample (interrupted, or its journal failed)."""
+        return self.report.cancelled or self.journal_error is not None
+
+
+SUMMARY_PASSING_LIMIT = 20
+
+
+def print_outcome(outcome: SuiteOutcome) -> None:
+    """Print one suite's outcome as it ends: its summary (or verdicts), notes, and whether
+    it stopped early."""
+    if outcome.mode in ("decide", "ab") and outcome.diff is not None:
+        print_decisions(outcome.title or outcome.suite.name, outcome.diff)
+    elif outcome.mode != "recheck":  # a recheck prints its merged summary at the end
+        where = f" ({outcome.suite.path})" if outcome.suite.path else ""
+        print(f"── {one_line(outcome.suite.name, 200)}{where}")
+        print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
+        if outcome.diff is not None:
+            print(str(outcome.diff))
+    for note in outcome.notes:
+        print(note)
+    if outcome.stopped:
+        finished = sum(len(c.samples) for c in outcome.report.cases)
+        why = f"stopped ({outcome.report.stopped})" if outcome.report.stopped else "cancelled"
+        print(f"run {why}: kept {finished:,} finished samples; `tui-eval resume` finishes it")
+    print()
+
+
+def exit_code(
+    outcomes: list[SuiteOutcome],
+    load_failed: bool,
+    fail_on: frozenset[FailOn] = RUN_DEFAULT,
+) -> int:
+    """2 on load or file errors; 1 when a `--fail-on` condition is met (or a run was
+    interrupted); else 0."""
+    if load_failed or any(o.baseline_error or o.journal_error for o in outcomes):
+        return EXIT_USAGE
+    reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)]
+    if any(o.stopped for o in outcomes) or reasons:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def outcome_failures(outcome: SuiteOutcome, fail_on: frozenset[FailOn]) -> list[str]:
+    """Why one suite's outcome fails the gate. A decide or A/B run fails on a case
+    *decided* a regression (its whole point: a noisy drop is not one)."""
+    if outcome.mode in ("decide", "ab"):
+        decided = [
+            c for c in (outcome.diff.changes if outcome.diff else []) if c.label == "regression"
+        ]
+        return [f"{len(decided)} case(s) decided a regression"] if decided else []
+    return gate_failures(fail_on, outcome.report, outcome.diff)
+
+
+def print_decisions(title: str, diff: Diff) -> None:
+    """Print each compared case's verdict of a decide or A/B run."""
+    print(f"── {one_line(title, 200)}")
+    print(diff.suite_line())
+    # Terminal cells, not characters: wide (CJK) names line up as in the run summary.
+    width = min(max((cell_len(one_line(c.name, 60)) for c in diff.changes), default=0), 60)
+    for change in diff.changes:
+        mark = {"regression": "✗", "no regression": "✓"}.get(change.label, "?")
+        hint = f"  ({change.hint})" if change.hint and not change.decided else ""
+        print(
+            f"  {mark} {pad_cells(one_line(change.name, 60), width)}  {change.label:<30}  "
+            f"{change.baseline_passed}/{change.baseline_total} → "
+            f"{change.current_passed}/{change.current_total}{hint}"
+        )
+
+
+BASELINE_CONDITIONS = frozenset({FailOn.REGRESSIONS, FailOn.REMOVED, FailOn.DEFINITION_CHANGED})
+
+
+def missing_baselines(
+    outcomes: list[SuiteOutcome], fail_on: frozenset[FailOn], *, explicit: bool, shard: bool
+) -> list[str]:
+    """Say which suites had no baseline to gate on; the gate's reason when it fails closed.
+
+    A suite without a baseline is new: its cases cannot regress, and the run says so
+    rather than passing in silence. When `--fail-on` explicitly asks for a condition that
+    needs a baseline and no suite of the run has one (a forgotten commit, a wrong
+    `--baseline`), the gate fails closed. A shard never does: the merged report is gated.
+    """
+    needed = fail_on & BASELINE_CONDITIONS
+    missing = [o for o in outcomes if o.baseline_missing and o.mode == "run"]
+    if not needed or not missing:
+        return []
+    what = ", ".join(sorted(c.value for c in needed))
+    for outcome in missing:
+        print_error(
+            f"note: no baseline for suite {outcome.suite.name!r} at {outcome.baseline_missing}: "
+            f"its cases are new, not checked for {what} (save one with --save-baseline)"
+        )
+    if explicit and not shard and len(missing) == len(outcomes):
+        return [f"no baseline to check {what} against ({len(missing)} suite(s) without one)"]
+    return []
+
+
+def print_recheck(outcomes: list[SuiteOutcome]) -> None:
+    """The rechecked report and how its verdicts moved, over every suite rechecked."""
+    from tui_eval.report.exporters import merge_reports
+
+    rechecked = merge_reports([o.report for o in outcomes])
+    print(str(rechecked))
+    diff = Diff()
+    for outcome in outcomes:
+        if outcome.diff is not None:
+            diff.extend(outcome.diff)
+    print(str(diff))
+
+
+def write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> bool:
+    """Write the files asked for; each that cannot be written is named. True if all were.
+
+    When `$GITHUB_STEP_SUMMARY` is set (a GitHub Actions job), the Markdown summary is
+    appended to it as well.
+    """
+    from tui_eval.report.exporters import (
+        junit_xml,
+        markdown_summary,
+        merge_reports,
+        samples_csv,
+        samples_jsonl,
+        write_bytes,
+    )
+
+    reports = [o.report for o in outcomes]
+    if not reports:
+        return True
+
+    def markdown() -> bytes:
+        return markdown_summary(reports, [o.diff for o in outcomes]).encode()
+
+    exports: list[tuple[str | None, str, Callable[[], bytes]]] = [
+        (args.json, "report", lambda: merge_reports(reports).to_json()),
+        (args.junit, "JUnit XML", lambda: junit_xml(reports, [o.diff for o in outcomes])),
+        (args.markdown, "Markdown summary", markdown),
+        (getattr(args, "csv", None), "per-sample CSV", lambda: samples_csv(reports)),
+        (getattr(args, "samples_jsonl", None), "per-sample JSONL", lambda: samples_jsonl(reports)),
+    ]
+    written = True
+    for path, what, render in exports:
+        if not path:
+            continue
+        try:
+            write_bytes(path, render())
+        except OSError as exc:
+            print_error(f"error: {what} not written to {path}: {exc.strerror or exc}")
+            written = False
+        else:
+            print_error(f"{what} written to {path}")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        try:
+            with open(step_summary, "ab") as handle:
+                handle.write(markdown() + b"\n")
+        except OSError as exc:
+            print_error(f"error: job summary not written to {step_summary}: {exc.strerror or exc}")
+    return written

@@ -1,0 +1,135 @@
+"""The commands that work on saved reports: compare, merge, and the history list."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui_eval.cli.outcomes import SUMMARY_PASSING_LIMIT
+from tui_eval.cli.outcomes import print_error as _err
+from tui_eval.report.diff import Diff
+from tui_eval.report.gate import COMPARE_DEFAULT, FailOn, gate_failures, parse_fail_on
+from tui_eval.report.report import Report, ReportFileError, render_summary
+from tui_eval.service.store import RunHistory
+from tui_eval.util.text import one_line
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """`tui-eval compare CURRENT [BASELINE] [--baseline-dir DIR] [--fail-on ...]`."""
+    try:
+        fail_on = parse_fail_on(args.fail_on) if args.fail_on is not None else COMPARE_DEFAULT
+        current = Report.load(args.current)
+        if args.baseline:
+            pairs = [(args.baseline, Report.load(args.baseline))]
+        else:
+            pairs = _suite_baselines(current, args.baseline_dir)
+        diff = Diff()
+        for _, baseline in pairs:
+            diff.extend(current.compare(baseline))
+    except (ReportFileError, ValueError) as exc:
+        _err(f"error: {exc}")
+        return EXIT_USAGE
+    print(f"{args.current} against {', '.join(path for path, _ in pairs) or 'no baseline'}")
+    print(str(diff))
+    reasons = gate_failures(fail_on, current, diff)
+    if reasons:
+        print(
+            f"failing (--fail-on {','.join(c.value for c in FailOn if c in fail_on)}): {'; '.join(reasons)}"
+        )
+    return EXIT_FAILED if reasons else EXIT_OK
+
+
+def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Report]]:
+    """Each suite's baseline for a (multi-suite) report: `folder/<suite>.json`, or the
+    suites' own `__baselines__/` beside their files.
+
+    A suite without a baseline file (a new suite) is left out, with a note: its cases
+    cannot regress. Only when no suite has one is that an error.
+
+    Raises:
+        ValueError: no suite has a baseline to compare with (or a suite has no path).
+        ReportFileError: a baseline cannot be read.
+    """
+    from tui_eval.report.diff import case_suite
+    from tui_eval.suites.suite import baseline_file_stem
+
+    suites = list(dict.fromkeys(case_suite(current, case) for case in current.cases))
+    paths = current.metadata.get("suite_paths") or {}
+    if not paths and current.metadata.get("suite_path"):
+        paths = {current.name: current.metadata["suite_path"]}
+    pairs = []
+    missing: list[tuple[str, Path]] = []
+    for suite in suites:
+        file = f"{baseline_file_stem(suite)}.json"
+        if folder:
+            path = Path(folder) / file
+        elif paths.get(suite):
+            path = Path(paths[suite]).parent / "__baselines__" / file
+        else:
+            raise ValueError(
+                f"no baseline for suite {suite!r}: give BASELINE or --baseline-dir DIR"
+            )
+        if not path.exists():
+            missing.append((suite, path))
+            continue
+        pairs.append((str(path), Report.load(path)))
+    if missing and not pairs:
+        suite, path = missing[0]
+        raise ValueError(f"no baseline for suite {suite!r} at {path}")
+    for suite, path in missing:  # a new suite: nothing to regress from, said out loud
+        count = sum(1 for case in current.cases if case_suite(current, case) == suite)
+        _err(
+            f"note: no baseline for suite {suite!r} at {path}: its {count} case(s) are new, not compared"
+        )
+    return pairs
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    """`tui-eval merge REPORT... -o OUT`: one report from the shards of a run."""
+    from tui_eval.report.exporters import MergeError, merge_reports, missing_from, write_bytes
+
+    try:
+        reports = [Report.load(path) for path in args.reports]
+        merged = merge_reports(reports)
+    except (ReportFileError, MergeError) as exc:
+        _err(f"error: {exc}")
+        return EXIT_USAGE
+    missing_shards, missing_cases = missing_from(merged)
+    if missing_shards or missing_cases:
+        if missing_shards:
+            _err(f"error: missing shard(s) {', '.join(missing_shards)}")
+        if missing_cases:
+            shown = ", ".join(missing_cases[:10]) + (" …" if len(missing_cases) > 10 else "")
+            _err(f"error: {len(missing_cases)} planned case(s) are in no report: {shown}")
+        return EXIT_USAGE
+    write_bytes(args.output, merged.to_json())
+    print(render_summary(merged, max_passing=SUMMARY_PASSING_LIMIT))
+    _err(f"merged {len(reports)} report(s) into {args.output}")
+    return EXIT_OK
+
+
+def history_command(limit: int) -> int:
+    """`tui-eval history`: the project's past runs, newest first."""
+    history = RunHistory()
+    records = history.runs()[:limit]
+    if not records:
+        print(f"no runs recorded yet for {history.project_root}")
+        return EXIT_OK
+    print(f"runs of {history.project_root} (newest first)")
+    for record in records:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started_at))
+        try:
+            summary = record.summary()
+            counts = (
+                f"{summary.cases_passed}/{summary.cases_total} cases · {summary.samples:,} samples · "
+                f"{summary.tokens:,} tokens"
+            )
+        except (ReportFileError, OSError, ValueError) as exc:
+            counts = f"unreadable: {exc}"
+        print(
+            f"  {when}  {record.status:<11}  {one_line(record.suite, 24):<24}  {counts}  "
+            f"{record.run_id}"
+        )
+    return EXIT_OK

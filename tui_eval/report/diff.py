@@ -1,0 +1,378 @@
+"""`Diff`: the current run against a baseline, matched by case name, with a noise label."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rich.cells import cell_len
+
+from tui_eval.core.results import CaseResult
+from tui_eval.stats.proportions import fisher_exact, holm, paired_test, samples_needed
+from tui_eval.util.text import one_line, pad_cells
+
+
+class ReportLike(Protocol):
+    """What a comparison reads of a `tui_eval.report.report.Report` (which imports this module,
+    so it is named here by its shape)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cases(self) -> list[CaseResult]: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+
+NOISE_P = 0.05
+
+
+@dataclass(slots=True)
+class CaseChange:
+    """How one case moved between the baseline and the current run.
+
+    Attributes:
+        p_value: Fisher's exact test on (passed, failed) sample counts of both runs.
+        adjusted_p_value: `p_value` adjusted (Holm) across every case of the comparison,
+            so the chance that any case is called significant by luck stays under 5%.
+        label: `significant` (adjusted p < 0.05), `too few samples` (even a change as
+            large as the one seen could not be told from noise with this many samples), or
+            `noise`.
+        samples_needed: samples per side, for this case, at which the test behind `label`
+            (Fisher's exact test at the strictest Holm level, 0.05 / cases compared) has
+            80% power to detect the observed change (exact, by search; None when the pass
+            rate did not change).
+        decided: whether the comparison of this case is settled (see `label`).
+        hint: for a case `decide()` left undecided, roughly what would decide it (a
+            larger budget, a larger baseline).
+    """
+
+    name: str
+    baseline_passed: int
+    baseline_total: int
+    current_passed: int
+    current_total: int
+    p_value: float
+    adjusted_p_value: float = 1.0
+    samples_needed: int | None = None
+    label: str = "noise"
+    decided: bool = False
+    hint: str = ""
+
+    @property
+    def baseline_rate(self) -> float:
+        """The case's pass rate in the baseline."""
+        return self.baseline_passed / self.baseline_total if self.baseline_total else 0.0
+
+    @property
+    def current_rate(self) -> float:
+        """The case's pass rate now."""
+        return self.current_passed / self.current_total if self.current_total else 0.0
+
+    @property
+    def significant(self) -> bool:
+        """Whether the change in pass rate is larger than sampling noise, after the Holm
+        adjustment across every case compared."""
+        return self.adjusted_p_value < NOISE_P
+
+    @property
+    def noise_label(self) -> str:
+        """The label in words, with the (Holm-adjusted) p-value or the samples it needs."""
+        if self.label == "significant":
+            return f"significant, p={self.adjusted_p_value:.3f}"
+        if self.label == "too few samples":
+            needed = (
+                f"; ~{self.samples_needed} per side would tell (this case)"
+                if self.samples_needed
+                else ""
+            )
+            return f"too few samples{needed}"
+        if self.label in ("noise",):
+            return f"could be noise, p={self.adjusted_p_value:.2f}"
+        return self.label
+
+    @property
+    def flaky(self) -> bool:
+        """Whether either run had both passing and failing samples."""
+        return (
+            0 < self.baseline_passed < self.baseline_total
+            or 0 < self.current_passed < self.current_total
+        )
+
+    def describe(self) -> str:
+        """`100% → 50% (4/4 → 2/4; could be noise, p=0.43; flaky)`."""
+        flaky = "; flaky" if self.flaky else ""
+        return (
+            f"{self.baseline_rate:.0%} → {self.current_rate:.0%} "
+            f"({self.baseline_passed}/{self.baseline_total} → {self.current_passed}/{self.current_total}; "
+            f"{self.noise_label}{flaky})"
+        )
+
+
+@dataclass(slots=True)
+class Diff:
+    """The current run against a baseline, case by case.
+
+    `ok` is true when nothing regressed; improvements, added and removed cases are listed
+    but do not fail it.
+    """
+
+    regressions: list[CaseChange] = field(default_factory=list)
+    improvements: list[CaseChange] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    changes: list[CaseChange] = field(default_factory=list)
+    """Every case in both reports, moved or not, with its test, adjusted p-value and label."""
+    delta: float = 0.0
+    """The paired difference of the cases' sample pass rates, current − baseline, over the
+    cases in both (−0.09: nine points worse on average)."""
+    delta_ci: tuple[float, float] = (0.0, 0.0)
+    """The 95% interval of `delta`: the shifts of the per-case differences that the test of
+    `p_value` does not reject, so it excludes 0 exactly when `p_value` < 0.05."""
+    p_value: float = 1.0
+    """Paired test of `delta` across cases (exact sign-flip permutation for up to 16 cases,
+    a t test with n − 1 degrees of freedom beyond, its standard error never below the
+    cases' sampling noise)."""
+    definition_changed: list[str] = field(default_factory=list)
+    """Cases in both reports whose definition (input, checks, expected values, threshold,
+    samples) changed: their verdicts compare different things. Listed also where they
+    moved (regressed, improved, unchanged)."""
+
+    def extend(self, other: Diff) -> None:
+        """Add `other`'s cases to this diff's lists (one suite's diff into a run's); the
+        run-wide statistics (`delta`, `p_value`) are left as they are."""
+        self.regressions.extend(other.regressions)
+        self.improvements.extend(other.improvements)
+        self.added.extend(other.added)
+        self.removed.extend(other.removed)
+        self.unchanged.extend(other.unchanged)
+        self.definition_changed.extend(other.definition_changed)
+
+    @property
+    def ok(self) -> bool:
+        """No case that passed in the baseline fails now."""
+        return not self.regressions
+
+    def __str__(self) -> str:
+
+        lines = [self.suite_line()] if self.changes else []
+        counts = (
+            f"diff: {len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
+            f"{len(self.added)} added, {len(self.removed)} removed, {len(self.unchanged)} unchanged"
+        )
+        if self.definition_changed:
+            counts += f", {len(self.definition_changed)} definition changed"
+        lines.append(counts)
+        width = max((cell_len(one_line(n, 200)) for n in self._names()), default=0)
+        width = min(width, 48)
+        lines += [
+            f"  ✗ regressed   {pad_cells(c.name, width)}  {c.describe()}" for c in self.regressions
+        ]
+        lines += [
+            f"  ✓ improved    {pad_cells(c.name, width)}  {c.describe()}" for c in self.improvements
+        ]
+        lines += [f"  + added       {pad_cells(n, width)}".rstrip() for n in self.added]
+        lines += [f"  - removed     {pad_cells(n, width)}".rstrip() for n in self.removed]
+        lines += [
+            f"  ~ definition changed  {pad_cells(n, width)}".rstrip()
+            for n in self.definition_changed
+        ]
+        return "\n".join(lines)
+
+    def mean_rates(self) -> tuple[float, float]:
+        """The mean over the compared cases of each case's sample pass rate, in the
+        baseline and now (not the share of cases that passed); needs `changes`."""
+        n = len(self.changes)
+        return (
+            sum(c.baseline_rate for c in self.changes) / n,
+            sum(c.current_rate for c in self.changes) / n,
+        )
+
+    def suite_line(self, *, label: str = "pass rate", sep: str = ", ") -> str:
+        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the mean of the compared
+        cases' sample pass rates in both runs, their paired difference and its test
+        (`label` names the rate, `sep` joins the three parts)."""
+        if not self.changes:
+            return "no case in both runs"
+        before, after = self.mean_rates()
+        low, high = self.delta_ci
+        return (
+            f"{label} {before:.0%} → {after:.0%}{sep}Δ {points(self.delta)} pts "
+            f"[{points(low)}, {points(high)}]{sep}p={self.p_value:.3f}"
+        )
+
+    def _names(self) -> list[str]:
+        changes = [c.name for c in self.regressions + self.improvements]
+        return changes + self.added + self.removed + self.definition_changed
+
+
+SUITE_SEPARATOR = " / "
+"""How a case of a report that spans several suites is named in diffs: `suite / case`."""
+
+
+def case_suite(report: ReportLike, case: CaseResult) -> str:
+    """The suite a case belongs to: recorded on it, else (a report merged before suites were
+    recorded per case) the prefix of its `suite / case` name, else the report's name."""
+    if case.suite:
+        return case.suite
+    suites = report.metadata.get("suites")
+    if isinstance(suites, list):
+        prefix = case.name.split(SUITE_SEPARATOR, 1)[0]
+        if prefix in suites and SUITE_SEPARATOR in case.name:
+            return prefix
+    return report.name
+
+
+def case_name(report: ReportLike, case: CaseResult) -> str:
+    """A case's own name (without a legacy `suite / ` prefix)."""
+    suite = case_suite(report, case)
+    prefix = suite + SUITE_SEPARATOR
+    if not case.suite and case.name.startswith(prefix):
+        return case.name[len(prefix) :]
+    return case.name
+
+
+def spans_suites(report: ReportLike) -> bool:
+    """Whether the report holds cases of more than one suite."""
+    return len({case_suite(report, case) for case in report.cases}) > 1
+
+
+def _keyed(report: ReportLike, which: str, by_suite: bool) -> dict[tuple[str, str], CaseResult]:
+    keyed: dict[tuple[str, str], CaseResult] = {}
+    dupes: list[str] = []
+    for case in report.cases:
+        key = (case_suite(report, case) if by_suite else "", case_name(report, case))
+        if key in keyed:
+            dupes.append(_label(key))
+        keyed[key] = case
+    if dupes:
+        raise ValueError(
+            f"the {which} report has duplicate case names {dupes[:5]}; give those cases distinct name= values"
+        )
+    return keyed
+
+
+def _label(key: tuple[str, str]) -> str:
+    suite, name = key
+    return f"{suite}{SUITE_SEPARATOR}{name}" if suite else name
+
+
+def compare_reports(current: ReportLike, baseline: ReportLike) -> Diff:
+    """The `Diff` of `current` against `baseline` (see `Report.compare`).
+
+    Cases are matched by (suite, case) whenever either report spans several suites, so a
+    multi-suite report compares with one suite's baseline (the other suites' cases are
+    simply not in it), and two suites' cases of the same name never collide; between two
+    single-suite reports, by case name.
+    """
+    by_suite = spans_suites(current) or spans_suites(baseline)
+    now = _keyed(current, "current", by_suite)
+    before = _keyed(baseline, "baseline", by_suite)
+    if by_suite and not spans_suites(baseline):
+        # One suite's baseline: only that suite's cases of the current report are judged.
+        suites = {suite for suite, _ in before}
+        now = {key: case for key, case in now.items() if key[0] in suites}
+    elif by_suite and not spans_suites(current):
+        # One suite's run against a baseline of several: judged against its own suite's part.
+        suites = {suite for suite, _ in now}
+        before = {key: case for key, case in before.items() if key[0] in suites}
+    diff = Diff()
+    for key, case in now.items():
+        name = _label(key)
+        old = before.get(key)
+        if old is None or not old.samples:  # a baseline case with no samples proves nothing
+            diff.added.append(name)
+            continue
+        old_print, new_print = old.definition_fingerprint(), case.definition_fingerprint()
+        if old_print and new_print and old_print != new_print:
+            diff.definition_changed.append(name)
+        if old.passed == case.passed:
+            diff.unchanged.append(name)
+            continue
+        change = CaseChange(
+            name,
+            old.samples_passed,
+            len(old.samples),
+            case.samples_passed,
+            len(case.samples),
+            fisher_exact(
+                case.samples_passed,
+                len(case.samples) - case.samples_passed,
+                old.samples_passed,
+                len(old.samples) - old.samples_passed,
+            ),
+        )
+        (diff.regressions if old.passed else diff.improvements).append(change)
+    diff.removed = [_label(key) for key in before if key not in now]
+    _settle_statistics(
+        diff,
+        [
+            (before[key], case, _label(key))
+            for key, case in now.items()
+            if key in before and before[key].samples
+        ],
+    )
+    return diff
+
+
+def _settle_statistics(diff: Diff, pairs: list[tuple[CaseResult, CaseResult, str]]) -> None:
+    """Fill the suite-level delta and a `CaseChange` (Holm-adjusted, labelled) per case."""
+    moved = {c.name: c for c in diff.regressions + diff.improvements}
+    changes = []
+    for old, new, name in pairs:
+        change = moved.get(name) or CaseChange(
+            name,
+            old.samples_passed,
+            len(old.samples),
+            new.samples_passed,
+            len(new.samples),
+            fisher_exact(
+                new.samples_passed,
+                len(new.samples) - new.samples_passed,
+                old.samples_passed,
+                len(old.samples) - old.samples_passed,
+            ),
+        )
+        changes.append(change)
+    for change in changes:
+        # Per case, for the test its label uses: Fisher at the level Holm gives the first
+        # case of the family (the strictest), so the figure holds wherever it ranks.
+        change.samples_needed = samples_needed(
+            change.baseline_rate, change.current_rate, alpha=NOISE_P / len(changes)
+        )
+    for change, adjusted in zip(changes, holm([c.p_value for c in changes]), strict=True):
+        change.adjusted_p_value = adjusted
+        fewest = min(change.baseline_total, change.current_total)
+        if adjusted < NOISE_P:
+            change.label = "significant"
+        elif change.samples_needed is not None and fewest < change.samples_needed:
+            change.label = "too few samples"
+        else:
+            change.label = "noise"
+        change.decided = change.label == "significant"
+    diff.changes = changes
+    differences = [c.current_rate - c.baseline_rate for c in changes]
+    diff.delta = sum(differences) / len(differences) if differences else 0.0
+    diff.p_value, low, high = paired_test(differences, [_noise(c) for c in changes])
+    diff.delta_ci = (low, high)
+
+
+def _noise(change: CaseChange) -> float:
+    """The sampling variance of a case's rate difference (each rate shrunk half a sample
+    towards 1/2, so a case at 0% or 100% still counts as uncertain)."""
+    variance = 0.0
+    for passed, total in (
+        (change.baseline_passed, change.baseline_total),
+        (change.current_passed, change.current_total),
+    ):
+        if total:
+            rate = (passed + 0.5) / (total + 1)
+            variance += rate * (1 - rate) / total
+    return variance
+
+
+def points(value: float) -> str:
+    """A rate difference in percentage points, with a real minus: `−9`, `+3`, `0`."""
+    whole = round(value * 100)
+    return f"{whole:+d}".replace("-", "−") if whole else "0"

@@ -1,0 +1,118 @@
+"""Where two samples of one case part ways: the closest passing sample to a failing one,
+and the first tool call, argument or output line at which they differ."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tui_eval.agents.messages import ToolCall
+from tui_eval.report.report import SampleResult
+from tui_eval.util.text import one_line, value_text
+
+
+def trajectory_lines(sample: SampleResult) -> list[str]:
+    """A sample's tool calls as lines: `add(a=2, b=3) → 5` (or `… ✗ error`)."""
+    if sample.run is None:
+        return []
+    return [_call_line(call) for call in sample.run.tool_calls]
+
+
+def _call_line(call: ToolCall) -> str:
+    arguments = ", ".join(f"{k}={one_line(v, 40)}" for k, v in call.arguments.items())
+    outcome = (
+        f"✗ {one_line(call.error, 80)}"
+        if call.error is not None
+        else f"→ {one_line(call.result, 80)}"
+    )
+    return f"{call.name}({arguments}) {outcome}"
+
+
+def output_lines(sample: SampleResult) -> list[str]:
+    """A sample's output as lines (structured output pretty-printed)."""
+    return value_text(sample.output, pretty=True).splitlines() if sample.run is not None else []
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Divergence:
+    """The first place two samples differ.
+
+    Attributes:
+        where: `trajectory` or `output` (None when they do not differ).
+        line: the index of the first differing line in `where` (both sides).
+        description: what differs, in words.
+    """
+
+    where: str | None
+    line: int
+    description: str
+
+
+def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
+    """The first differing tool call (name or arguments), else the first differing output line."""
+    left_calls = left.run.tool_calls if left.run is not None else []
+    right_calls = right.run.tool_calls if right.run is not None else []
+    for index in range(max(len(left_calls), len(right_calls))):
+        a = left_calls[index] if index < len(left_calls) else None
+        b = right_calls[index] if index < len(right_calls) else None
+        if a is None or b is None or a.name != b.name or a.arguments != b.arguments:
+            what = _call_difference(a, b)
+            return Divergence(
+                where="trajectory", line=index, description=f"tool call {index + 1}: {what}"
+            )
+    left_out, right_out = output_lines(left), output_lines(right)
+    for index in range(max(len(left_out), len(right_out))):
+        a_line = left_out[index] if index < len(left_out) else None
+        b_line = right_out[index] if index < len(right_out) else None
+        if a_line != b_line:
+            return Divergence(
+                where="output",
+                line=index,
+                description=f"output line {index + 1}: {_quote(a_line)} vs {_quote(b_line)}",
+            )
+    return Divergence(where=None, line=0, description="same tool calls and output")
+
+
+def _call_difference(a: ToolCall | None, b: ToolCall | None) -> str:
+    if a is None or b is None:
+        present = a or b
+        assert present is not None
+        side = "only the failing sample" if a is not None else "only the passing sample"
+        return f"{present.name}(…) is made by {side}"
+    if a.name != b.name:
+        return f"{a.name} vs {b.name}"
+    changed = sorted(
+        k
+        for k in a.arguments.keys() | b.arguments.keys()
+        if a.arguments.get(k) != b.arguments.get(k)
+    )
+    parts = [
+        f"{k}={one_line(a.arguments.get(k), 30)} vs {one_line(b.arguments.get(k), 30)}"
+        for k in changed
+    ]
+    return f"{a.name}: " + "; ".join(parts)
+
+
+def _quote(line: str | None) -> str:
+    return "(none)" if line is None else repr(one_line(line, 60))
+
+
+def closest_passing(failing: SampleResult, samples: Sequence[SampleResult]) -> SampleResult | None:
+    """The passing sample most like `failing`: the same tool calls for longest, then the
+    most similar trajectory and output text."""
+
+    def likeness(candidate: SampleResult) -> tuple[int, float]:
+        shared = 0
+        a = failing.run.tool_calls if failing.run is not None else []
+        b = candidate.run.tool_calls if candidate.run is not None else []
+        for x, y in zip(a, b, strict=False):
+            if x.name != y.name or x.arguments != y.arguments:
+                break
+            shared += 1
+        text_a = "\n".join(trajectory_lines(failing) + output_lines(failing))
+        text_b = "\n".join(trajectory_lines(candidate) + output_lines(candidate))
+        return shared, difflib.SequenceMatcher(None, text_a, text_b).ratio()
+
+    passing = [s for s in samples if s.passed and s is not failing]
+    return max(passing, key=likeness) if passing else None

@@ -1,0 +1,353 @@
+"""Report exports for CI: JUnit XML, Markdown job summaries, merged JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tui_eval.report.diff import SUITE_SEPARATOR, case_name, case_suite
+from tui_eval.report.report import CaseResult, Diff, Report, SampleResult
+from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.text import one_line
+
+# XML 1.0 cannot carry most control characters, whatever the escaping.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _XML_INVALID.sub("\ufffd", text)
+
+
+def _sample_line(sample: SampleResult) -> str:
+    return (
+        f"sample {sample.index + 1}: {sample.status}: {sample.first_failure}"
+        if not sample.passed
+        else (f"sample {sample.index + 1}: passed")
+    )
+
+
+def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> bytes:
+    """JUnit XML: one `<testsuite>` per suite, one `<testcase>` per case.
+
+    Each case's pass rate, samples and flakiness are properties of its suite (named
+    `CASE:pass_rate`...: the common JUnit schema has no properties on testcases); a failing case a
+    `<failure>` (a check failed) or `<error>` (every failing sample errored or timed out)
+    whose message is its first failing check and reason.
+    """
+    root = ET.Element("testsuites", name="tui-eval")
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    total_time = 0.0
+    groups: dict[str, list[CaseResult]] = {}
+    started: dict[str, float] = {}
+    labels = {
+        (report.name, change.name): change.noise_label
+        for report, diff in zip(reports, diffs, strict=False)
+        if diff is not None
+        for change in diff.changes
+    }
+    suite_lines = {
+        report.name: diff.suite_line()
+        for report, diff in zip(reports, diffs, strict=False)
+        if diff is not None and diff.changes
+    }
+    for report in reports:
+        for case in report.cases:
+            owner = case_suite(report, case)
+            groups.setdefault(owner, []).append(replace(case, name=case_name(report, case)))
+            started.setdefault(owner, report.started_at)
+    for suite_name, cases in groups.items():
+        failures = sum(1 for c in cases if not c.passed and not _all_errors(c))
+        errors = sum(1 for c in cases if not c.passed and _all_errors(c))
+        seconds = sum(s.latency_ms for c in cases for s in c.samples) / 1000
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=_xml_text(suite_name),
+            tests=str(len(cases)),
+            failures=str(failures),
+            errors=str(errors),
+            skipped="0",
+            time=f"{seconds:.3f}",
+            timestamp=time.strftime(
+                "%Y-%m-%dT%H:%M:%S", time.gmtime(started[suite_name] or time.time())
+            ),
+        )
+        properties = ET.SubElement(suite, "properties")
+        if suite_name in suite_lines:
+            ET.SubElement(
+                properties, "property", name="against the baseline", value=suite_lines[suite_name]
+            )
+        for case in cases:
+            flaky = 0 < case.samples_passed < len(case.samples)
+            for fact, shown in (
+                ("pass_rate", f"{case.pass_rate:.4f}"),
+                ("label", labels.get((suite_name, case.name), "")),
+                ("samples", str(len(case.samples))),
+                ("samples_passed", str(case.samples_passed)),
+                ("flaky", "true" if flaky else "false"),
+            ):
+                if shown:
+                    ET.SubElement(
+                        properties, "property", name=_xml_text(f"{case.name}:{fact}"), value=shown
+                    )
+        for case in cases:
+            _junit_case(suite, suite_name, case)
+        totals["tests"] += len(cases)
+        totals["failures"] += failures
+        totals["errors"] += errors
+        total_time += seconds
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", f"{total_time:.3f}")
+    ET.indent(root)
+    body: bytes = ET.tostring(root, encoding="utf-8")
+    return b'<?xml version="1.0" encoding="utf-8"?>\n' + body + b"\n"
+
+
+def _junit_case(suite: ET.Element, suite_name: str, case: CaseResult) -> None:
+    seconds = sum(s.latency_ms for s in case.samples) / 1000
+    testcase = ET.SubElement(
+        suite,
+        "testcase",
+        classname=_xml_text(suite_name),
+        name=_xml_text(case.name),
+        time=f"{seconds:.3f}",
+    )
+    if not case.passed:
+        tag = "error" if _all_errors(case) else "failure"
+        detail = "\n".join(_sample_line(s) for s in case.samples)
+        element = ET.SubElement(
+            testcase,
+            tag,
+            message=_xml_text(one_line(case.first_failure or "no samples finished", 1000)),
+            type="sample-error" if tag == "error" else "check-failed",
+        )
+        element.text = _xml_text(detail)
+    out = ET.SubElement(testcase, "system-out")
+    out.text = _xml_text(
+        f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{len(case.samples)}), "
+        f"threshold {case.pass_threshold:.0%}, {case.usage.total_tokens:,} tokens"
+    )
+
+
+def _all_errors(case: CaseResult) -> bool:
+    failing = [s for s in case.samples if not s.passed]
+    return bool(failing) and all(s.status in ("error", "timeout") for s in failing)
+
+
+def _md_cell(text: str, limit: int = 120) -> str:
+    flat = " ".join(_XML_INVALID.sub("", text).split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    for ch in "\\`*_[]<>|":
+        flat = flat.replace(ch, "\\" + ch)
+    return flat
+
+
+def markdown_summary(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> str:
+    """A Markdown summary for a CI job page: a table per suite, then its regressions."""
+    parts = []
+    for position, report in enumerate(reports):
+        diff = diffs[position] if position < len(diffs) else None
+        mark = "✅" if report.passed and (diff is None or diff.ok) else "❌"
+        parts.append(f"## {mark} {_md_cell(report.name)}\n\n{_md_cell(report.header(), 300)}\n")
+        parts.append(
+            "| | case | samples | pass rate | tokens | first failure |\n|---|---|---|---|---|---|"
+        )
+        for case in report.cases:
+            parts.append(
+                f"| {'✓' if case.passed else '✗'} | {_md_cell(case.name, 60)} | {case.samples_passed}/{len(case.samples)} "
+                f"| {case.pass_rate:.0%} | {case.usage.total_tokens:,} | {_md_cell(case.first_failure)} |"
+            )
+        if diff is not None:
+            parts.append(f"\n**{_md_cell(diff.suite_line(), 200)}**")
+            parts.append(
+                f"\n**Against the baseline:** {len(diff.regressions)} regression(s), "
+                f"{len(diff.improvements)} improvement(s), {len(diff.added)} added, {len(diff.removed)} removed\n"
+            )
+            for change in diff.regressions:
+                parts.append(
+                    f"- ❌ regressed: {_md_cell(change.name, 80)} — {_md_cell(change.describe())}"
+                )
+            for change in diff.improvements:
+                parts.append(
+                    f"- ✅ improved: {_md_cell(change.name, 80)} — {_md_cell(change.describe())}"
+                )
+            for name in diff.removed:
+                parts.append(f"- ➖ removed: {_md_cell(name, 80)}")
+            for name in diff.definition_changed:
+                parts.append(
+                    f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
+                    "different checks or inputs)"
+                )
+        parts.append("")
+    return "\n".join(parts)
+
+
+class MergeError(ValueError):
+    """Reports cannot be merged (a case in two of them); the message names the cases."""
+
+
+def merge_reports(reports: Sequence[Report]) -> Report:
+    """One report of several: the runs of several suites, or the shards of one run.
+
+    Every case keeps its own name and records its suite; a case found in two reports is
+    refused. Shard facts in the reports' metadata (`shard`, `planned_cases`) are carried
+    into the merged report, so missing shards and cases can be reported.
+
+    Raises:
+        MergeError: the same (suite, case) is in two reports.
+    """
+    if len(reports) == 1:
+        return reports[0]
+    cases: list[CaseResult] = []
+    where: dict[tuple[str, str], int] = {}
+    overlaps: dict[str, None] = {}  # each duplicated case once, in order
+    suites: list[str] = []
+    planned: dict[str, list[str]] = {}
+    shards: list[Any] = []
+    paths: dict[str, str] = {}
+    for position, report in enumerate(reports):
+        for case in report.cases:
+            suite, name = case_suite(report, case), case_name(report, case)
+            if (suite, name) in where:
+                overlaps[f"{suite}{SUITE_SEPARATOR}{name}"] = None
+                continue
+            where[(suite, name)] = position
+            if suite not in suites:
+                suites.append(suite)
+            cases.append(replace(case, name=name, suite=suite))
+        for suite, names in (report.metadata.get("planned_cases") or {}).items():
+            planned.setdefault(suite, [])
+            planned[suite] += [n for n in names if n not in planned[suite]]
+        shards += report.metadata.get("shards") or []
+        paths.update(report.metadata.get("suite_paths") or {})
+        if report.metadata.get("suite_path"):
+            paths.setdefault(report.name, report.metadata["suite_path"])
+    if overlaps:
+        raise MergeError(
+            f"{len(overlaps)} case(s) are in more than one report: {', '.join(list(overlaps)[:5])}"
+            + (" …" if len(overlaps) > 5 else "")
+        )
+    metadata: dict[str, Any] = {"suites": suites, "suite_paths": paths}
+    if planned:
+        metadata["planned_cases"] = planned
+    if shards:
+        metadata["shards"] = shards
+    return Report(
+        "+".join(suites),
+        cases,
+        started_at=min((r.started_at for r in reports), default=0.0),
+        duration_s=sum(r.duration_s for r in reports),
+        cancelled=any(r.cancelled for r in reports),
+        priced=any(r.priced for r in reports),
+        metadata=metadata,
+    )
+
+
+def missing_from(report: Report) -> tuple[list[str], list[str]]:
+    """What a merged shard report lacks: shards (`2/3`) and planned cases (`suite / case`)."""
+    shards = {tuple(s) for s in report.metadata.get("shards") or []}
+    missing_shards = []
+    for total in sorted({n for _, n in shards}):
+        present = {i for i, n in shards if n == total}
+        missing_shards += [f"{i}/{total}" for i in range(1, total + 1) if i not in present]
+    have = {(case_suite(report, c), case_name(report, c)) for c in report.cases}
+    missing_cases = [
+        f"{suite}{SUITE_SEPARATOR}{name}"
+        for suite, names in (report.metadata.get("planned_cases") or {}).items()
+        for name in names
+        if (suite, name) not in have
+    ]
+    return missing_shards, missing_cases
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write an export atomically."""
+    target = Path(path)
+    atomic_write_bytes(target, data)
+    return target
+
+
+SAMPLE_COLUMNS = (
+    "suite",
+    "case",
+    "index",
+    "status",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost",
+    "first_failing_check",
+    "reason",
+)
+"""The columns of the per-sample CSV and JSONL exports."""
+
+
+def sample_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
+    """One row per sample (for pandas or a spreadsheet): suite, case, index, status,
+    latency, tokens, cost, and the first failing check with its reason."""
+    rows = []
+    for report in reports:
+        for case in report.cases:
+            suite, name = case_suite(report, case), case_name(report, case)
+            for sample in case.samples:
+                failing = next((c for c in sample.checks if not c.passed), None)
+                reason = failing.reason if failing is not None else (sample.error or "")
+                rows.append(
+                    {
+                        "suite": suite,
+                        "case": name,
+                        "index": sample.index,
+                        "status": sample.status,
+                        "latency_ms": round(sample.latency_ms, 3),
+                        "input_tokens": sample.usage.input_tokens,
+                        "output_tokens": sample.usage.output_tokens,
+                        "total_tokens": sample.usage.total_tokens,
+                        "cost": sample.cost,
+                        "first_failing_check": failing.name if failing is not None else "",
+                        "reason": one_line(reason, 2000) if not sample.passed else "",
+                    }
+                )
+    return rows
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP's CSV injection rule)."""
+
+
+def csv_cell(value: Any) -> Any:
+    """A value for a CSV cell: text a spreadsheet would run as a formula gets a leading
+    `'`, so it shows as the text it is (numbers are left as numbers)."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def samples_csv(reports: Sequence[Report]) -> bytes:
+    """The per-sample rows as CSV (UTF-8, a header row); no cell runs as a formula."""
+    buffer = io.StringIO()
+    # CRLF rows (RFC 4180): a cell holding a bare CR or LF is then quoted, never a new row.
+    writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\r\n")
+    writer.writeheader()
+    for row in sample_rows(reports):
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
+    return buffer.getvalue().encode()
+
+
+def samples_jsonl(reports: Sequence[Report]) -> bytes:
+    """The per-sample rows as JSON Lines."""
+    return "".join(
+        json.dumps(row, ensure_ascii=False) + "\n" for row in sample_rows(reports)
+    ).encode()

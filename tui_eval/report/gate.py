@@ -1,0 +1,111 @@
+"""CI gating: what fails a build (`--fail-on`), and how a run is split into shards."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tui_eval.report.diff import Diff
+from tui_eval.report.report import Report
+
+
+class FailOn(enum.Enum):
+    """Conditions that fail a CI run."""
+
+    FAILURES = "failures"
+    """A case below its pass threshold."""
+    REGRESSIONS = "regressions"
+    """A case that passed in the baseline fails now."""
+    REMOVED = "removed"
+    """A baseline case is gone from the run."""
+    DEFINITION_CHANGED = "definition-changed"
+    """A case of the same name has a different definition than in the baseline."""
+
+
+RUN_DEFAULT = frozenset({FailOn.FAILURES, FailOn.REGRESSIONS})
+COMPARE_DEFAULT = frozenset({FailOn.REGRESSIONS})
+
+
+def parse_fail_on(text: str) -> frozenset[FailOn]:
+    """`failures,regressions` → the set of conditions.
+
+    Raises:
+        ValueError: an unknown condition, or none at all (`,` or a blank CI variable would
+            otherwise switch the gate off); the message lists the known ones.
+    """
+    known = ", ".join(c.value for c in FailOn)
+    chosen = set()
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            chosen.add(FailOn(part))
+        except ValueError:
+            raise ValueError(f"unknown --fail-on value {part!r}; known: {known}") from None
+    if not chosen:
+        raise ValueError(f"--fail-on {text!r} names no condition; give one or more of: {known}")
+    return frozenset(chosen)
+
+
+def gate_failures(
+    fail_on: frozenset[FailOn], report: Report | None, diff: Diff | None
+) -> list[str]:
+    """Why the gate fails, one reason per condition met (empty: it passes)."""
+    reasons = []
+    if FailOn.FAILURES in fail_on and report is not None and not report.passed:
+        failing = len(report.cases) - report.cases_passed
+        reasons.append(f"{failing} case(s) failed" if failing else "the run was cancelled")
+    if diff is not None:
+        if FailOn.REGRESSIONS in fail_on and diff.regressions:
+            reasons.append(f"{len(diff.regressions)} regression(s)")
+        if FailOn.REMOVED in fail_on and diff.removed:
+            reasons.append(f"{len(diff.removed)} baseline case(s) removed")
+        if FailOn.DEFINITION_CHANGED in fail_on and diff.definition_changed:
+            reasons.append(f"{len(diff.definition_changed)} case definition(s) changed")
+    return reasons
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard `index` (1-based) of `total`."""
+
+    index: int
+    total: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`2/3` → Shard(2, 3).
+
+        Raises:
+            ValueError: not `i/n` with 1 <= i <= n.
+        """
+        left, sep, right = text.partition("/")
+        try:
+            index, total = int(left), int(right)
+        except ValueError:
+            index = total = 0
+        if not sep or not 1 <= index <= total:
+            raise ValueError(f"--shard takes i/n with 1 <= i <= n, such as 2/3; got {text!r}")
+        return cls(index, total)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+def assign_shards(keys: Sequence[tuple[str, str]], total: int) -> dict[tuple[str, str], int]:
+    """The shard (1-based) of every (suite, case): every case in exactly one.
+
+    A pure function of the keys: each CI job computes the same split whatever it ran
+    before (a split balanced on one machine's recorded durations made shards computed on
+    machines with different histories overlap and miss cases). The keys are ordered by a
+    stable hash of their names, so a new case does not reshuffle the others' neighbours,
+    then dealt round-robin, so shard sizes differ by at most one.
+    """
+    ordered = sorted(set(keys), key=lambda key: (_stable_hash(key), key))
+    return {key: position % total + 1 for position, key in enumerate(ordered)}
+
+
+def _stable_hash(key: tuple[str, str]) -> str:
+    return hashlib.sha256("\0".join(key).encode()).hexdigest()

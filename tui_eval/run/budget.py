@@ -1,0 +1,171 @@
+"""`max_cost`: a run's spending limit, enforced before each sample starts.
+
+A sample reserves an estimate of its cost before it starts and settles with its real cost
+when it ends. It starts only while the dollars spent, the reservations of the samples in
+flight and its own estimate together stay within the budget; when that is not so and
+nothing is in flight, the run stops (nothing that is still running could make room).
+
+The estimate of a sample is the dearest sample of its case seen so far, or of the whole
+run for a case not seen yet (a resumed run's samples count as seen, and as spent). Until
+the first sample has a price, samples run one at a time: nothing is known yet of what
+they cost, and a wave of `concurrency` samples could spend many times the budget.
+
+What that guarantees (the README's "Guarantees" says the same):
+
+- the spend never passes `max_cost` while each sample costs no more than its estimate
+  (samples of one case costing alike, say);
+- whatever the samples cost, the spend stays below `max_cost` plus what the samples in
+  flight when the last one started cost beyond their estimates: at most one wave,
+  `concurrency` times the dearest sample;
+- the spend the run reports, the stop message and the CLI are the same figure: the sum
+  of the recorded samples' costs.
+
+A sample that finished without a price (a model not in the price table, an agent that
+reports no usage, no `price=` function) makes the budget unenforceable: the run then
+goes on at full concurrency, and the CLI warns that `max_cost` was not enforced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+
+import anyio
+
+from tui_eval.report.report import SampleResult
+
+
+class CostBudget:
+    """The spending limit of one run, or of several runs that share it (`decide()`'s
+    rounds pass the same budget to every round).
+
+    Example:
+        >>> budget = CostBudget(3.0)
+        >>> await evaluate(agent, cases, max_cost=budget)  # doctest: +SKIP
+        >>> budget.spent  # doctest: +SKIP
+        3.0
+
+    Args:
+        max_cost: dollars; a finite number ≥ 0.
+    """
+
+    def __init__(self, max_cost: float) -> None:
+        if isinstance(max_cost, bool) or not math.isfinite(max_cost) or max_cost < 0:
+            raise ValueError(f"max_cost must be a finite number of dollars ≥ 0, got {max_cost!r}")
+        self.max_cost = float(max_cost)
+        self.spent = 0.0
+        """Dollars spent by the samples settled so far (resumed ones included)."""
+        self.stopped = False
+        """Whether a sample was refused: no new sample starts any more."""
+        self.enforced = True
+        """False once a sample finished without a price: the limit cannot be kept."""
+        self._reserved: dict[Hashable, float] = {}
+        self._dearest: dict[str, float] = {}
+        self._dearest_any: float | None = None
+        self._changed: anyio.Event | None = None
+
+    @classmethod
+    def of(cls, max_cost: float | CostBudget | None) -> CostBudget | None:
+        """`max_cost` as a budget (a shared one is used as it is)."""
+        if max_cost is None or isinstance(max_cost, CostBudget):
+            return max_cost
+        return cls(max_cost)
+
+    def __repr__(self) -> str:
+        return f"CostBudget(max_cost={self.max_cost:g}, spent={self.spent:.4f})"
+
+    @property
+    def in_flight(self) -> int:
+        """Samples that reserved and have not settled yet."""
+        return len(self._reserved)
+
+    @property
+    def reserved(self) -> float:
+        """Dollars reserved by the samples in flight."""
+        return sum(self._reserved.values())
+
+    def estimate(self, case: str) -> float | None:
+        """What a sample of `case` is expected to cost (None: nothing priced yet)."""
+        return self._dearest.get(case, self._dearest_any)
+
+    def reason(self) -> str:
+        """The stop message, with the spend as it stands (final once the run ended)."""
+        return (
+            f"max_cost ${self.max_cost:g} reached: ${self.spent:.4f} spent, no new sample started"
+        )
+
+    # -- the runner's two calls ---------------------------------------------------------
+    async def reserve(self, key: Hashable, case: str) -> bool:
+        """Wait until a sample of `case` may start, and reserve its estimate under `key`.
+
+        Returns False when it must not start (the budget is spent): the caller stops.
+        """
+        while True:
+            if self.stopped:
+                return False
+            if not self.enforced:
+                self._reserved[key] = 0.0
+                return True
+            estimate = self.estimate(case)
+            if estimate is None:  # nothing priced yet: one sample at a time
+                if not self._reserved:
+                    if self.spent < self.max_cost:
+                        self._reserved[key] = 0.0
+                        return True
+                    return self._stop()
+            elif self.spent + self.reserved + estimate <= self.max_cost:
+                self._reserved[key] = estimate
+                return True
+            elif not self._reserved:
+                return self._stop()
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()  # a sample in flight settles: maybe there is room
+
+    def settle(self, key: Hashable, sample: SampleResult) -> None:
+        """Replace `key`'s reservation (if any) by what `sample` really cost."""
+        self._reserved.pop(key, None)
+        self.observe(sample)
+        self._wake()
+
+    def release(self, owner: object) -> None:
+        """Drop the reservations of samples that never finished, of a run that ended
+        (cancelled): keys are tuples whose first item is `owner`."""
+        stale = [k for k in self._reserved if isinstance(k, tuple) and k and k[0] == owner]
+        for key in stale:
+            del self._reserved[key]
+        if stale:
+            self._wake()
+
+    def observe(self, sample: SampleResult) -> None:
+        """Count a sample's cost as spent and learn from it (a resumed run's samples too)."""
+        cost = sample.cost
+        if cost is None:
+            if sample.status in ("passed", "failed") and not sample.cached:
+                self.enforced = False  # it ran, and nothing says what it cost
+            return
+        if not math.isfinite(cost) or cost < 0:
+            cost = 0.0  # a price function's nonsense never lowers the spend
+        self.spent += cost
+        if sample.cached or (cost == 0 and sample.status not in ("passed", "failed")):
+            return  # says nothing of what a sample costs (an error before any call)
+        case = sample.case_name
+        self._dearest[case] = max(cost, self._dearest.get(case, 0.0))
+        self._dearest_any = max(cost, self._dearest_any or 0.0)
+
+    def exhausted(self) -> bool:
+        """Whether the spend has reached the budget (a run without reservations, on an
+        executor, stops there)."""
+        if self.enforced and self.spent >= self.max_cost:
+            self.stopped = True
+        return self.stopped
+
+    def _stop(self) -> bool:
+        self.stopped = True
+        self._wake()
+        return False
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None

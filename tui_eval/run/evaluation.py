@@ -1,0 +1,366 @@
+"""`Evaluation`: one run of cases — its results, budget, cancellation and events.
+
+It records what its samples produce and announces it; a `SampleRunner`
+(`tui_eval.run.sample_runner`) runs each sample from the run's `SampleSource`, a strategy of
+`tui_eval.run.scheduling` or an `Executor` decides where and when. `tui_eval.run.runner` holds the
+entry points built on it (`evaluate`, `evaluate_iter`, `recheck`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import anyio
+
+from tui_eval.agents.messages import input_text
+from tui_eval.agents.providers.base import resource_scope
+from tui_eval.agents.providers.cache import CacheMode, ResponseCache
+from tui_eval.agents.providers.limits import limiters
+from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.core.cases import Case
+from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.run import scheduling
+from tui_eval.run.budget import CostBudget
+from tui_eval.run.events import (
+    CaseFinished,
+    EventHandler,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    SampleFinished,
+)
+from tui_eval.run.sample_runner import SampleRunner, SampleSource, response_cache
+from tui_eval.run.sample_sources import AgentRuns
+from tui_eval.run.scheduling import Pacing
+from tui_eval.run.settings import Executor, Price, RunSettings, resolve
+
+STATUS_EVERY_S = 0.5
+
+
+class Evaluation:
+    """One evaluation run, with a handle to cancel it and read its partial report.
+
+    `evaluate()` is `Evaluation(...).run()`. The app and the CLI keep the object to call
+    `cancel()`: the run then stops, and `run()` returns a report of every finished sample
+    marked `cancelled=True`. Its samples are run by `samples` (a `SampleRunner`), spread
+    over workers by a strategy of `tui_eval.run.scheduling` or by an `Executor`; the run
+    records them, keeps the budget and emits the events.
+
+    Args:
+        settings: how the run runs (`RunSettings`); the keyword arguments of the same
+            names, when given, override its fields.
+        done: samples already finished in an earlier, interrupted run, by case name; only
+            the missing samples of each case run (this is how `resume` works).
+        source: where the samples come from (default: `AgentRuns(agent)`, calling the
+            agent); `SavedRuns` checks an earlier report's runs again (`recheck`).
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        cases: Iterable[Case],
+        *,
+        settings: RunSettings | None = None,
+        concurrency: int | None = None,
+        fail_fast: bool | None = None,
+        price: Price | None = None,
+        name: str | None = None,
+        on_event: EventHandler | None = None,
+        done: Mapping[str, Sequence[SampleResult]] | None = None,
+        source: SampleSource | None = None,
+        metadata: dict[str, Any] | None = None,
+        parallel_samples: bool | None = None,
+        provider: ProviderOptions | None = None,
+        max_cost: float | CostBudget | None = None,
+        cache: bool | CacheMode | ResponseCache | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.settings = settings = resolve(
+            settings,
+            concurrency=concurrency,
+            fail_fast=fail_fast,
+            price=price,
+            parallel_samples=parallel_samples,
+            provider=provider,
+            max_cost=max_cost,
+            cache=cache,
+            executor=executor,
+        )
+        self.cases = list(cases)
+        if settings.samples is not None:
+            self.cases = [replace(case, samples=settings.samples) for case in self.cases]
+        self.concurrency = settings.concurrency
+        self.fail_fast = settings.fail_fast
+        self.parallel_samples = settings.parallel_samples
+        self.price = settings.price
+        self.provider = settings.provider
+        self.budget = CostBudget.of(settings.max_cost)
+        self.max_cost = None if self.budget is None else self.budget.max_cost
+        self.time_budget = settings.time_budget
+        self.cache = response_cache(settings.cache)
+        self.executor = settings.executor
+        self._accepted: set[tuple[int, int]] = set()
+        self._left: list[int] = []
+        self._spent = 0.0
+        self._priced_samples = 0
+        self.name = name or "eval"
+        self.metadata = dict(metadata or {})
+        if source is None:
+            source = AgentRuns(agent)
+        self.cases = source.cases(self.cases)
+        self.samples = SampleRunner(
+            self.cases,
+            source,
+            price=self.price,
+            provider=self.provider,
+            cache=self.cache,
+            emit=on_event,
+        )
+        """Runs single samples of this run (what schedulers and executors call)."""
+        self.pacing = Pacing(on_event)
+        self._on_event = on_event
+        self.gated = self.budget is not None or self.time_budget is not None
+        """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
+        schedulers skip the call otherwise."""
+        self._results = [
+            CaseResult(
+                case.label,
+                list((done or {}).get(case.label, ()))[: case.samples],
+                pass_threshold=case.pass_threshold,
+                planned=case.samples,
+                input=input_text(case.input),
+                expected=case.expected,
+                expected_tools=case.expected_tools,
+                metadata=dict(case.metadata),
+                suite=self.name,
+                definition=case,
+            )
+            for case in self.cases
+        ]
+        if self.budget is not None and not isinstance(settings.max_cost, CostBudget):
+            # A resumed run's samples were spent, and say what one costs. (A budget shared
+            # with earlier runs, decide()'s rounds, has seen them already: its owner seeds it.)
+            for result in self._results:
+                for done_sample in result.samples:
+                    self.budget.observe(done_sample)
+        self._scope: anyio.CancelScope | None = None
+        self._cancel_requested = False
+        self._cancelled = False
+        self._started_at = 0.0
+        self._t0 = 0.0
+        self._duration = 0.0
+        self._cancel_caught = False
+        self._out_of_time = False
+        self.finished = False
+        """Whether `run()` has ended (completely or cancelled): `report` is then final."""
+
+    @property
+    def _emit(self) -> EventHandler | None:
+        return self._on_event
+
+    @_emit.setter
+    def _emit(self, emit: EventHandler | None) -> None:
+        self._on_event = self.samples.emit = self.pacing.emit = emit
+
+    # -- control ---------------------------------------------------------------------
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether `cancel()` was called."""
+        return self._cancel_requested
+
+    def cancel(self) -> None:
+        """Stop the run; finished samples are kept and the report is marked cancelled."""
+        self._cancel_requested = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    @property
+    def _stopped(self) -> str | None:
+        """Why the run stopped on its own: its budget was spent (with the final spend), or
+        its time budget."""
+        budget = self.budget
+        if budget is not None and budget.stopped:
+            return budget.reason()
+        if self._out_of_time:
+            return f"time budget of {self.time_budget:g}s reached: no new sample started"
+        return None
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the run stopped on its own (budget or time budget spent)."""
+        return self._stopped is not None
+
+    @property
+    def results(self) -> list[CaseResult]:
+        """Each case's result so far, by case index."""
+        return self._results
+
+    @property
+    def total_samples(self) -> int:
+        """How many samples the run will have when complete."""
+        return sum(case.samples for case in self.cases)
+
+    @property
+    def report(self) -> Report:
+        """The report so far (complete once `run()` returned)."""
+        duration = self._duration or (time.perf_counter() - self._t0 if self._t0 else 0.0)
+        return Report(
+            self.name,
+            [r for r in self._results if r.samples],
+            started_at=self._started_at,
+            duration_s=duration,
+            cancelled=self._cancelled,
+            priced=self.price is not None or self._priced_samples > 0,
+            metadata=self.metadata,
+            stopped=self._stopped,
+        )
+
+    # -- running ---------------------------------------------------------------------
+    async def run(self) -> Report:
+        """Run every missing sample and return the report."""
+        self._started_at = time.time()
+        self._t0 = time.perf_counter()
+        emit = self._emit
+        if emit is not None:
+            resumed = [s for result in self._results for s in result.samples]
+            emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at, resumed))
+        try:
+            with self.scope():
+                await self._run_in_scope(emit)
+        except BaseException:
+            # Cancelled from outside (task cancelled, Ctrl+C): the partial report still goes out.
+            self._finish(cancelled=True)
+            raise
+        stopped = self._stopped is not None
+        return self._finish(cancelled=self._cancel_requested or self._cancel_caught or stopped)
+
+    async def _run_in_scope(self, emit: EventHandler | None) -> None:
+        async with resource_scope():
+            if emit is None:
+                await self._run_all()
+                return
+            async with anyio.create_task_group() as status:
+                status.start_soon(self._report_status, emit)
+                try:
+                    await self._run_all()
+                finally:
+                    status.cancel_scope.cancel()
+
+    async def _report_status(self, emit: EventHandler) -> None:
+        """Every half second: the rate limiters this run used, and its spend."""
+        started = time.monotonic()
+        while True:
+            await anyio.sleep(STATUS_EVERY_S)
+            used = [limiter.status() for limiter in limiters() if limiter.last_used >= started]
+            if used or self.max_cost is not None:
+                spent = self._spent if self._priced_samples else None
+                emit(RunStatus(used, spent, self.max_cost))
+
+    async def may_start(self, index: int, sample_index: int) -> bool:
+        """Reserve the budget for a sample before it starts (False: the budget is spent, or
+        the run has taken its `time_budget`)."""
+        if self.time_budget is not None and time.perf_counter() - self._t0 >= self.time_budget:
+            self._out_of_time = True
+            return False
+        if self.budget is None:
+            return True
+        return await self.budget.reserve((id(self), index, sample_index), self.cases[index].label)
+
+    async def _run_all(self) -> None:
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancel_requested:
+                    scope.cancel()
+                if self.executor is not None:
+                    await self.executor.execute(self, self.missing_units())
+                elif self.fail_fast:
+                    await scheduling.until_first_failure(self)
+                elif self.parallel_samples:
+                    await scheduling.sample_pool(self)
+                else:
+                    await scheduling.case_pool(self)
+        finally:
+            self._scope = None
+        self._cancel_caught = scope.cancelled_caught
+
+    def _finish(self, *, cancelled: bool) -> Report:
+        self._duration = time.perf_counter() - self._t0
+        if self.budget is not None:
+            self.budget.release(id(self))  # samples cancelled mid-run reserve nothing more
+        self._cancelled = cancelled
+        self.finished = True
+        report = self.report
+        if self._emit is not None:
+            self._emit(RunFinished(report))
+        return report
+
+    # -- recording --------------------------------------------------------------------
+    def missing_units(self) -> list[tuple[int, int]]:
+        """Every (case, sample) still to run, one unit each; counts them per case, so
+        `record_unit` knows when a case is done."""
+        units = [
+            (index, sample_index)
+            for index, case in enumerate(self.cases)
+            for sample_index in range(len(self._results[index].samples), case.samples)
+        ]
+        self._left = [
+            case.samples - len(self._results[i].samples) for i, case in enumerate(self.cases)
+        ]
+        return units
+
+    def record_unit(self, index: int, sample: SampleResult) -> None:
+        """Record a sample of a unit, and announce its case when that was the last one."""
+        self.record(index, sample)
+        self._left[index] -= 1
+        if self._left[index] == 0:
+            self.case_finished(index)
+
+    def case_finished(self, index: int) -> None:
+        """Announce a case whose samples all ran."""
+        if self._on_event is not None:
+            self._on_event(CaseFinished(index, self._results[index]))
+
+    def accept(self, index: int, sample: SampleResult) -> bool:
+        """Record a sample another executor ran (False: that sample was already recorded,
+        by a worker that died after running it but before it was requeued)."""
+        key = (index, sample.index)
+        if key in self._accepted:
+            return False
+        self._accepted.add(key)
+        self.record_unit(index, sample)
+        if self.budget is not None and self.budget.exhausted():
+            self.cancel()  # samples run elsewhere reserve nothing: stop at the budget
+        return True
+
+    def scope(self) -> contextlib.AbstractContextManager[None]:
+        """The run's provider options and cache, for the tasks started inside: an executor's
+        worker runs its `sample()` calls in one."""
+        return self.samples.scope()
+
+    async def sample(self, index: int, sample_index: int) -> SampleResult:
+        """Run one sample of case `index` the normal way (timeouts, checks, judges,
+        redaction) without recording it: what an executor's worker does, in `scope()`."""
+        return await self.samples.sample(index, sample_index)
+
+    def record(self, index: int, sample: SampleResult) -> None:
+        """Keep a finished sample (in index order) and announce it."""
+        if self.samples.redacts:
+            sample = self.samples.redacted(sample)
+        samples = self._results[index].samples
+        if not samples or samples[-1].index < sample.index:
+            samples.append(sample)
+        else:  # samples of one case running concurrently finish in any order
+            bisect.insort(samples, sample, key=lambda s: s.index)
+        if sample.cost is not None:
+            self._spent += sample.cost
+            self._priced_samples += 1
+        if self.budget is not None:
+            self.budget.settle((id(self), index, sample.index), sample)
+        if self._on_event is not None:
+            self._on_event(SampleFinished(index, sample))

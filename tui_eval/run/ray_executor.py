@@ -1,0 +1,312 @@
+"""Run a suite's samples on a Ray cluster; the driver stays the only writer of the journal.
+
+`pip install 'tui-eval[ray]'`, then `tui-eval run PATH --executor ray` (or
+`Evaluation(..., executor=RayExecutor(suite_path, suite_name))`). It connects to
+`RAY_ADDRESS` / `--ray-address` when given, else starts a local runtime.
+
+- **Units name suites by file, cases by index.** Each worker (an async Ray actor) loads the
+  suite from the same checkout and runs the normal per-sample path (timeouts, checks,
+  judges, redaction); no agent is pickled and no key travels in a unit.
+- **Streaming.** A worker sends finished samples back in micro-batches (every 50 ms, or 256
+  samples); the driver records them in completion order and emits the usual events, so
+  the app, the progress bar, `resume` and exports work unchanged.
+- **Faults.** When a worker dies, the samples it had not sent back are queued again on a
+  new worker: none lost, none counted twice (the driver keeps the first result of each).
+  Cancelling keeps the finished samples; a killed driver resumes from its journal.
+- **Workers are kept between runs.** A run that finishes leaves its workers idle for the
+  driver's next run (the app's rerun loop), which has them load its suite file again
+  instead of starting new processes (about a second each). Runs with another allowed
+  environment get their own; a cancelled or failed run's workers are stopped; all stop
+  with the driver, or with `release_workers()`.
+- **Secrets.** Workers get only an allow-list of environment variables (the providers' key
+  variables, `TUI_EVAL_*`, and the suite's `skip_unless_env`), through `runtime_env`.
+
+This module is the driver's side: starting Ray, the pool of idle workers, and handing the
+units out in chunks. What runs inside the workers (the actor, the batches' wire format, the
+shared rate limiter) is `tui_eval.run.ray_worker`.
+
+Importing this module never imports Ray; `RayExecutor()` does, with a clear error when the
+extra is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from tui_eval.run.ray_worker import SampleWorker, decode
+from tui_eval.run.ray_worker import encode as encode  # the wire format, beside decode
+from tui_eval.run.settings import ExecutorError as ExecutorError  # its callers import it here
+from tui_eval.util.secrets import SECRET_SUFFIXES
+
+if TYPE_CHECKING:
+    from tui_eval.run.runner import Evaluation
+
+INSTALL_HINT = "pip install 'tui-eval[ray]'"
+MAX_CALLS = 16
+"""Calls a worker serves at once: two streams, `prepare`, `take_unsent` (samples run
+inside a stream, bounded by the run's concurrency, not by this)."""
+CHUNK = 8192
+"""The most units handed to a worker at a time (its unsent ones are requeued if it dies)."""
+KEY_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+Unit = tuple[int, int]
+"""(case index, sample index) within the driver's run."""
+
+
+_IDLE: dict[str, list[Any]] = {}
+"""Workers that finished a run of this driver, by `RayExecutor._pool_key`."""
+
+
+def release_workers() -> int:
+    """Stop the idle workers this driver's runs left (they also stop when it exits);
+    returns how many."""
+    idle = [actor for actors in _IDLE.values() for actor in actors]
+    _IDLE.clear()
+    if idle:
+        ray = import_ray()
+        for actor in idle:
+            ray.kill(actor, no_restart=True)
+    return len(idle)
+
+
+def import_ray() -> Any:
+    """Ray, or an `ExecutorError` that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError(
+            f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}"
+        ) from None
+    return ray
+
+
+def allowed_environment(extra: Iterable[str] = ()) -> dict[str, str]:
+    """The environment variables workers may see: provider keys, TUI_EVAL_*, and `extra`."""
+    names = {*KEY_VARIABLES, *extra}
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name in names or name.startswith("TUI_EVAL_")
+    }
+
+
+@contextlib.contextmanager
+def _without_secrets(allowed: Iterable[str]) -> Iterator[None]:
+    """The environment without secret-looking variables (`*_KEY`, `*_TOKEN`...) that are
+    not allowed: a local Ray runtime's processes inherit the environment they start in."""
+    keep = set(allowed)
+    hidden = {
+        name: value
+        for name, value in os.environ.items()
+        if name.upper().endswith(SECRET_SUFFIXES) and name not in keep
+    }
+    for name in hidden:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
+
+
+@contextlib.contextmanager
+def _real_standard_streams() -> Iterator[None]:
+    """Standard streams with file descriptors while Ray starts: the app (Textual) replaces
+    them with objects that have none, and Ray needs them. Ray's output goes nowhere."""
+    import sys
+
+    saved = sys.stdout, sys.stderr
+    try:
+        real = all(stream.fileno() >= 0 for stream in saved)
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        real = False
+    if real:  # the CLI, tests
+        yield
+        return
+    with open(os.devnull, "w") as devnull:
+        sys.stdout = sys.stderr = devnull
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
+
+
+def start_ray(
+    address: str | None = None,
+    working_dir: Path | None = None,
+    env: Iterable[str] = (),
+    *,
+    num_cpus: int | None = None,
+) -> None:
+    """Join the cluster at `address` (shipping `working_dir`), or start a local runtime.
+
+    Workers see only the allowed variables (`allowed_environment`): other secret-looking
+    variables are hidden from a local runtime's processes while they start.
+
+    Raises:
+        ExecutorError: Ray is missing, or the cluster cannot be reached.
+    """
+    ray = import_ray()
+    allowed = allowed_environment(env)
+    runtime_env: dict[str, Any] = {"env_vars": allowed}
+    if address and working_dir is not None:
+        runtime_env["working_dir"] = str(working_dir)  # a real cluster: ship the checkout
+    try:
+        with _without_secrets(allowed), _real_standard_streams():
+            ray.init(
+                address=address,
+                num_cpus=None if address else num_cpus,
+                runtime_env=runtime_env,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+    except Exception as exc:
+        raise ExecutorError(f"cannot start or reach Ray ({address or 'local'}): {exc}") from exc
+
+
+class RayExecutor:
+    """Runs an `Evaluation`'s missing samples on Ray workers (see the module docstring).
+
+    Args:
+        suite_path: the suite's file (workers load it from the same checkout).
+        suite_name: which suite of that file.
+        address: a cluster to join (default: `RAY_ADDRESS`, else a local runtime).
+        workers: how many worker actors (default: the cluster's CPUs).
+        env: more environment variable names workers may see.
+    """
+
+    def __init__(
+        self,
+        suite_path: str | Path,
+        suite_name: str,
+        *,
+        address: str | None = None,
+        workers: int | None = None,
+        env: Iterable[str] = (),
+    ) -> None:
+        self.ray = import_ray()
+        self.suite_path = str(Path(suite_path).resolve())
+        self.suite_name = suite_name
+        self.address = address or os.environ.get("RAY_ADDRESS")
+        self.workers = workers
+        self.env = list(env)
+        self.restarts = 0
+        """Workers replaced after dying (the fault tests read it)."""
+        self.actors: list[Any] = []
+
+    def _start_ray(self) -> None:
+        if self.ray.is_initialized():
+            return
+        start_ray(self.address, Path(self.suite_path).parent, self.env)
+
+    def _worker_options(self, per_worker: int, evaluation: Evaluation) -> tuple[Any, ...]:
+        provider = (
+            evaluation.provider.model_dump(exclude_unset=True) if evaluation.provider else None
+        )
+        cache = evaluation.cache.mode if evaluation.cache is not None else "off"
+        return self.suite_path, self.suite_name, per_worker, provider, cache
+
+    def _new_actor(self) -> Any:
+        remote = self.ray.remote(SampleWorker).options(
+            max_concurrency=MAX_CALLS,
+            num_cpus=0,
+            # The allow-list as it is now, even on a runtime started earlier.
+            runtime_env={"env_vars": allowed_environment(self.env)},
+        )
+        return remote.remote()
+
+    def _pool_key(self) -> str:
+        """Which idle workers a run may take: same runtime, same job, same environment."""
+        context = self.ray.get_runtime_context()
+        try:  # this driver's node: a new local runtime is a new node
+            node = context.get_node_id()
+        except Exception:  # Ray Client (ray://) drivers have no node of their own
+            node = self.address or ""
+        env = sorted(allowed_environment(self.env).items())
+        seen = repr((node, context.get_job_id(), env))
+        return hashlib.sha256(seen.encode()).hexdigest()
+
+    async def execute(self, evaluation: Evaluation, units: Sequence[Unit]) -> None:
+        """Run `units` on the workers, recording every sample on `evaluation` as it arrives."""
+        ray = self.ray
+        self._start_ray()  # in the calling thread: Ray ties its core worker to it
+        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = max(1, min(count, len(units) or 1))
+        per_worker = max(1, -(-evaluation.concurrency // count))
+        # Few, large chunks: each new stream costs a worker a moment of idle capacity;
+        # a dead worker's unsent samples are requeued whatever the size.
+        size = max(1, min(CHUNK, max(2 * per_worker, -(-len(units) // (2 * count)))))
+        queue: deque[list[Unit]] = deque(
+            list(units[start : start + size]) for start in range(0, len(units), size)
+        )
+        labels = [case.label for case in evaluation.cases]
+        positions = {label: position for position, label in enumerate(labels)}
+        options = self._worker_options(per_worker, evaluation)
+        # Workers left by this driver's earlier runs load this run's suite; a new worker
+        # (a new process, about a second) is started only for the rest.
+        key = self._pool_key()
+        idle = _IDLE.pop(key, [])
+        self.actors = [idle.pop() if idle else self._new_actor() for _ in range(count)]
+        if idle:
+            _IDLE[key] = idle
+        prepared = [actor.prepare.remote(*options) for actor in self.actors]
+
+        async def serve(slot: int) -> None:
+            # Two streams per worker share its capacity, so it never idles between chunks.
+            while queue:
+                chunk = queue.popleft()
+                left = set(chunk)
+                actor = self.actors[slot]
+                try:
+                    await prepared[slot]
+                    stream = actor.run.remote([(labels[i], s) for i, s in chunk])
+                    async for ref in stream:
+                        for label, sample in decode(await ref):
+                            index = positions[label]
+                            left.discard((index, sample.index))
+                            evaluation.accept(index, sample)
+                except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError):
+                    # The worker died: what it had not sent back runs again elsewhere.
+                    queue.appendleft([u for u in chunk if u in left])
+                    if self.actors[slot] is actor:  # the slot's other stream may have done it
+                        self.restarts += 1
+                        self.actors[slot] = self._new_actor()
+                        prepared[slot] = self.actors[slot].prepare.remote(*options)
+
+        keep = False
+        try:
+            async with anyio.create_task_group() as group:
+                for slot in range(count):
+                    group.start_soon(serve, slot)
+                    group.start_soon(serve, slot)
+            keep = not evaluation.cancel_requested
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._keep_unsent(evaluation, positions)
+            if keep:  # idle and healthy: the next run of this driver starts at once
+                _IDLE.setdefault(key, []).extend(self.actors)
+            else:  # a cancelled or failed run may leave work running on them
+                for actor in self.actors:
+                    ray.kill(actor, no_restart=True)
+            self.actors = []
+
+    async def _keep_unsent(self, evaluation: Evaluation, positions: dict[str, int]) -> None:
+        """On cancel: the samples workers finished but had not sent yet are kept too."""
+        if not evaluation.cancel_requested:
+            return
+        for actor in self.actors:
+            with anyio.move_on_after(2.0):
+                try:
+                    unsent = await actor.take_unsent.remote()
+                except Exception:  # a dead worker has nothing to give
+                    continue
+                for label, sample in decode(unsent):
+                    evaluation.accept(positions[label], sample)

@@ -1,0 +1,278 @@
+"""The worker side of `tui_eval.run.ray_executor`: what runs inside the Ray worker processes.
+
+- `SampleWorker`, one async actor per worker: loads the run's suite from its file, runs
+  units through the normal per-sample path, and streams finished samples back in
+  micro-batches (every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait).
+- The batches' wire format (`encode` / `decode`), which the driver decodes.
+- The cluster-wide rate limiter: a `LimiterActor` per API quota, reached from each
+  worker's providers through a `SharedLimiter`.
+
+The driver (`RayExecutor`) schedules units onto these workers and records what they send.
+Importing this module never imports Ray.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import anyio
+import pydantic
+
+from tui_eval.report.report import SampleResult
+from tui_eval.run.settings import ExecutorError
+
+FLUSH_EVERY_S = 0.05
+FLUSH_AT = 256
+
+Work = tuple[str, int]
+"""(case label, sample index): a unit as a worker knows it (the driver may have filtered
+the suite's cases, so indexes differ; labels do not)."""
+
+
+class LimiterActor:
+    """One API quota's `RateLimiter`, as a named Ray actor every worker shares: 20 workers
+    do not each think they own the quota. Requests reserve their slot here and wait for it
+    in their own process."""
+
+    def __init__(self, name: str, rpm: float | None, tpm: float | None) -> None:
+        from tui_eval.agents.providers.limits import RateLimiter
+
+        self.limiter = RateLimiter(name, rpm=rpm, tpm=tpm)
+
+    def reserve(self, tokens: int) -> tuple[float, float]:
+        """(seconds to wait for this request's slot, seconds since the last accepted response)."""
+        wait = self.limiter.reserve(tokens)
+        return wait, self.limiter.clock() - self.limiter.last_success
+
+    def on_response(
+        self, status: int, headers: dict[str, str], tokens_reserved: int, tokens_used: int | None
+    ) -> None:
+        self.limiter.on_response(
+            status, headers, tokens_reserved=tokens_reserved, tokens_used=tokens_used
+        )
+
+    def on_limited(self, retry_after: float | None) -> float:
+        self.limiter.on_limited(retry_after)
+        return max(0.0, self.limiter.paused_until - self.limiter.clock())
+
+
+class SharedLimiter:
+    """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers."""
+
+    def __init__(self, actor: Any, name: str) -> None:
+        from tui_eval.agents.providers.limits import RateLimiter
+
+        self.actor = actor
+        self.local = RateLimiter(name)  # what this process last heard, for its own reads
+        self.name = name
+
+    @property
+    def paused_until(self) -> float:
+        return self.local.paused_until
+
+    @property
+    def last_success(self) -> float:
+        return self.local.last_success
+
+    @property
+    def last_used(self) -> float:
+        return self.local.last_used
+
+    @property
+    def pace(self) -> float | None:
+        return self.local.pace
+
+    def status(self) -> Any:
+        return self.local.status()
+
+    async def acquire(self, tokens: int = 0, deadline: Callable[[], float] | None = None) -> None:
+        wait, since_success = await self.actor.reserve.remote(tokens)
+        now = time.monotonic()
+        self.local.last_used = now
+        self.local.last_success = now - since_success
+        if wait <= 0:
+            return
+        limit = deadline() if deadline is not None else math.inf
+        if now + wait > limit:  # every wait is bounded by the retry budget
+            await anyio.sleep(max(0.0, limit - now))
+            from tui_eval.agents.providers.limits import RateLimitWait
+
+            raise RateLimitWait(now + wait - time.monotonic(), "the cluster's shared limiter")
+        await anyio.sleep(wait)
+
+    def give_up_at(self, started: float, budget: float) -> float:
+        return self.local.give_up_at(started, budget)
+
+    def on_response(
+        self,
+        status: int,
+        headers: Any,
+        *,
+        tokens_reserved: int = 0,
+        tokens_used: int | None = None,
+    ) -> None:
+        if status < 400:
+            self.local.last_success = time.monotonic()
+        lower = {str(name).lower(): value for name, value in dict(headers).items()}
+        self.actor.on_response.remote(status, lower, tokens_reserved, tokens_used)
+
+    def on_limited(self, retry_after: float | None) -> None:
+        now = time.monotonic()
+        self.local.paused_until = now + (retry_after or 0.0)
+        if self.local.stalled_since is None or self.local.stalled_since < self.local.last_success:
+            self.local.stalled_since = now  # what this process saw: its budget's start
+        self.local.last_limited = now
+        self.actor.on_limited.remote(retry_after)
+
+
+def shared_limiter_factory(ray: Any) -> Any:
+    """`limits.use_limiters` factory for workers: one named actor per (base URL, key)."""
+
+    def build(base_url: str, fingerprint: str, rpm: float | None, tpm: float | None) -> Any:
+        actor = (
+            ray.remote(LimiterActor)
+            .options(
+                name=f"tui-eval-limiter:{base_url}:{fingerprint}",
+                get_if_exists=True,
+                lifetime="detached",
+                num_cpus=0,
+            )
+            .remote(base_url, rpm, tpm)
+        )
+        return SharedLimiter(actor, base_url)
+
+    return build
+
+
+_BATCH: pydantic.TypeAdapter[list[tuple[str, SampleResult]]] = pydantic.TypeAdapter(
+    list[tuple[str, SampleResult]]
+)
+"""Batches travel as JSON made by pydantic-core: half the cost of pickling the dataclasses,
+and any output travels (a value JSON cannot hold arrives as its text, as in the journal)."""
+
+
+def encode(batch: list[tuple[str, SampleResult]]) -> bytes:
+    """A batch of finished samples as bytes (values JSON cannot hold become text)."""
+    # Fields at their defaults are left out: half the bytes, and less for the driver to parse.
+    return _BATCH.dump_json(batch, fallback=str, exclude_defaults=True)
+
+
+def decode(data: bytes) -> list[tuple[str, SampleResult]]:
+    """The batch `encode` made."""
+    return _BATCH.validate_json(data)
+
+
+class SampleWorker:
+    """One Ray actor: loads the suite once, runs units, streams micro-batches of samples."""
+
+    def __init__(self) -> None:
+        import ray
+
+        from tui_eval.agents.providers.limits import use_limiters
+
+        use_limiters(shared_limiter_factory(ray))
+        self._batches: list[list[tuple[str, SampleResult]]] = []
+
+    def prepare(
+        self,
+        suite_path: str,
+        suite_name: str,
+        concurrency: int,
+        provider: dict[str, Any] | None = None,
+        cache: str = "off",
+    ) -> None:
+        """Load the run's suite from its file, before each run: a worker serves one run
+        after another for its driver, and the suite may have been edited in between."""
+        from tui_eval.agents.providers.settings import ProviderOptions
+        from tui_eval.run.sample_runner import SampleRunner, response_cache
+        from tui_eval.run.sample_sources import AgentRuns
+        from tui_eval.suites import load_suites
+
+        loaded = load_suites([suite_path])
+        suites = [s for s in loaded.suites if s.name == suite_name]
+        if not suites:
+            problems = "; ".join(str(e) for e in loaded.errors) or "no such suite"
+            raise ExecutorError(
+                f"worker cannot load suite {suite_name!r} from {suite_path}: {problems}"
+            )
+        suite = suites[0]
+        # The driver records, budgets and announces; a worker only runs single samples.
+        self.samples = SampleRunner(
+            list(suite.cases),
+            AgentRuns(suite.agent),
+            provider=ProviderOptions(**provider) if provider else None,
+            cache=response_cache(cache),  # type: ignore[arg-type]
+        )
+        self.positions: dict[str, int] = {}
+        for position, case in enumerate(suite.cases):
+            self.positions.setdefault(case.label, position)
+        self.concurrency = max(1, concurrency)
+        self._capacity: anyio.CapacityLimiter | None = None
+
+    async def run(self, units: Sequence[Work]) -> AsyncIterator[bytes]:
+        """Run `units` (at most `concurrency` at once across this worker's streams), yielding
+        finished samples in batches: every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait."""
+        unknown = sorted({label for label, _ in units if label not in self.positions})
+        if unknown:
+            raise ExecutorError(
+                f"the worker's copy of the suite has no case {unknown[0]!r}: workers must "
+                "load the same suite file as the driver (same checkout and environment)"
+            )
+        if self._capacity is None:  # shared by every stream this worker serves
+            self._capacity = anyio.CapacityLimiter(self.concurrency)
+        capacity = self._capacity
+        pending = iter(units)
+        batch: list[tuple[str, SampleResult]] = []
+        full = anyio.Event()
+        finished = False
+
+        async def work() -> None:
+            for label, sample_index in pending:
+                async with capacity:
+                    sample = await self.samples.sample(self.positions[label], sample_index)
+                batch.append((label, sample))
+                if len(batch) >= FLUSH_AT:
+                    full.set()
+
+        async def drive() -> None:
+            nonlocal finished
+            with self.samples.scope():
+                async with anyio.create_task_group() as group:
+                    for _ in range(min(self.concurrency, len(units))):
+                        group.start_soon(work)
+            finished = True
+            full.set()
+
+        self._batches.append(batch)  # what `take_unsent` drains when the driver cancels
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(drive)
+                while True:
+                    with anyio.move_on_after(FLUSH_EVERY_S):
+                        await full.wait()
+                    if full.is_set():
+                        full = anyio.Event()
+                    done = finished
+                    if batch:
+                        ready = encode(batch)
+                        batch.clear()
+                        yield ready
+                    if done and not batch:
+                        break
+        finally:
+            self._batches = [other for other in self._batches if other is not batch]
+
+    async def take_unsent(self) -> bytes:
+        """Finished samples not yet sent (the driver is cancelling: it keeps them)."""
+        unsent = [item for batch in self._batches for item in batch]
+        for batch in self._batches:
+            batch.clear()
+        return encode(unsent)
+
+    def pid(self) -> int:
+        """The worker's process id (the fault tests kill it)."""
+        return os.getpid()

@@ -1,0 +1,261 @@
+"""`SampleRunner`: one sample of one case, the normal way — the agent call or a saved run,
+timeouts, checks and judges, metering, pricing and redaction — without recording it.
+
+Schedulers (`tui_eval.run.scheduling`) and executors (`tui_eval.run.ray_executor`'s workers) call
+it; where a sample's run comes from is its `SampleSource` (`tui_eval.run.sample_sources`: the
+agent, or the saved runs a recheck checks again). Recording, events of whole cases,
+budget and cancellation belong to the run (`tui_eval.run.runner.Evaluation`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
+from typing import Protocol
+
+import anyio
+
+from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.agents.providers.cache import CacheMode, ResponseCache, run_cache
+from tui_eval.agents.providers.metering import SampleMeter, sample_meter
+from tui_eval.agents.providers.settings import ProviderOptions, run_provider_options
+from tui_eval.agents.run_spec import RunSpec
+from tui_eval.core.case_plan import CasePlan
+from tui_eval.core.cases import Case
+from tui_eval.core.results import SampleResult
+from tui_eval.report.stored_values import map_values
+from tui_eval.run.events import EventHandler, SampleStateChanged
+from tui_eval.run.settings import Price
+from tui_eval.util.cancellation import cancelled_from_outside
+from tui_eval.util.secrets import redact, redact_value, secret_values
+
+AgentCall = Callable[[RunSpec], Awaitable[RunResult]]
+"""The agent, normalised: one call per sample (see `tui_eval.agents.sources.make_runner`)."""
+
+
+class Pacer:
+    """One worker's view of the time slices (see `tui_eval.run.scheduling.Pacing`)."""
+
+    __slots__ = ("current", "forced_at", "seen")
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.forced_at = 0.0
+        self.current: tuple[int, int] | None = None
+        """The (case, sample) this worker runs now, for provider retry notices."""
+
+
+class SampleSource(Protocol):
+    """Where the runs of a run's samples come from."""
+
+    def cases(self, cases: list[Case]) -> list[Case]:
+        """The cases this source has samples for, with how many each."""
+        ...
+
+    def produce(
+        self, runner: SampleRunner, index: int, sample_index: int, plan: CasePlan, pacer: Pacer
+    ) -> Awaitable[SampleResult]:
+        """One finished (unredacted) sample of case `index`, through `runner` (a plain
+        function returning the awaitable: no coroutine frame of its own on the hot path)."""
+        ...
+
+
+def response_cache(cache: bool | CacheMode | ResponseCache) -> ResponseCache | None:
+    """The run's response cache for a `RunSettings.cache` value (None: no cache)."""
+    if isinstance(cache, ResponseCache):
+        return cache
+    if cache is True:
+        return ResponseCache("on")
+    if cache is False or cache == "off":
+        return None
+    return ResponseCache(cache)
+
+
+class SampleRunner:
+    """Runs single samples of `cases` from `source`.
+
+    Args:
+        cases: the run's cases, by index (as the source planned them).
+        source: where the samples' runs come from.
+        price: turns a sample's usage into dollars (None: metered prices, if any).
+        provider: provider options for the run's HTTP providers, set in `scope()`.
+        cache: the run's response cache, set in `scope()`.
+        emit: receives the samples' `SampleStateChanged` events.
+    """
+
+    def __init__(
+        self,
+        cases: list[Case],
+        source: SampleSource,
+        *,
+        price: Price | None = None,
+        provider: ProviderOptions | None = None,
+        cache: ResponseCache | None = None,
+        emit: EventHandler | None = None,
+    ) -> None:
+        self.cases = cases
+        self.source = source
+        self.price = price
+        self.provider = provider
+        self.cache = cache
+        self.emit = emit
+        self._plans: list[CasePlan | None] = [None] * len(cases)
+        self._secrets = secret_values()
+        self.redacts = bool(self._secrets)
+        """Whether `redacted()` changes anything (secrets are set in the environment)."""
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[None]:
+        """The run's provider options and cache, for the tasks started inside: an executor's
+        worker runs its `sample()` calls in one."""
+        options_token = run_provider_options.set(self.provider)
+        cache_token = run_cache.set(self.cache)
+        try:
+            yield
+        finally:
+            run_provider_options.reset(options_token)
+            run_cache.reset(cache_token)
+
+    def plan_of(self, index: int) -> CasePlan:
+        plan = self._plans[index]
+        if plan is None:  # planned when first needed: a big suite starts at once
+            plan = self._plans[index] = CasePlan.of(self.cases[index])
+        return plan
+
+    def redacted(self, sample: SampleResult) -> SampleResult:
+        """`sample` with every secret from the environment replaced by `***`: the one place
+        outside text enters a record (an agent, tool, model or check that echoed a key)."""
+        if not self._secrets:
+            return sample
+        return map_values(sample, lambda value: redact_value(value, self._secrets))
+
+    async def sample(self, index: int, sample_index: int) -> SampleResult:
+        """Run one sample of case `index` the normal way (timeouts, checks, judges,
+        redaction) without recording it: what an executor's worker does, in `scope()`."""
+        return self.redacted(await self.run(index, sample_index, Pacer()))
+
+    def run(self, index: int, sample_index: int, pacer: Pacer) -> Awaitable[SampleResult]:
+        """Run one sample of case `index` (unredacted: the run redacts what it records).
+
+        A plain function returning the source's awaitable: every sample passes here, and a
+        coroutine frame per layer is measurable on a zero-latency run (bench/README.md)."""
+        plan = self._plans[index] or self.plan_of(index)
+        return self.source.produce(self, index, sample_index, plan, pacer)
+
+    async def recheck(
+        self, stored: SampleResult, index: int, sample_index: int, plan: CasePlan
+    ) -> SampleResult:
+        """Check a saved sample's run again, without the agent."""
+        if stored.run is None or stored.status in ("error", "timeout", "cancelled"):
+            return replace(stored, index=sample_index)
+        sample = replace(stored, index=sample_index, checks=[], judge_usage=Usage())
+        # Judges of a recheck are metered like a run's: cached, priced, within max_cost.
+        meter = SampleMeter(sample_index)
+        meter_token = sample_meter.set(meter)
+        try:
+            await self._judge(index, plan, sample, stored.run)
+        finally:
+            sample_meter.reset(meter_token)
+        if meter.requests:
+            sample.cached = meter.all_cached
+        if self.price is None and meter.priced and stored.cost is None:
+            sample.cost = meter.cost
+        return sample
+
+    async def run_agent(
+        self, call: AgentCall, index: int, sample_index: int, plan: CasePlan, pacer: Pacer
+    ) -> SampleResult:
+        """Call the agent for one sample, then its checks, within the case's timeout."""
+        case = plan.case
+        emit = self.emit
+        if emit is not None:
+            emit(SampleStateChanged(index, sample_index, "running"))
+            pacer.current = (index, sample_index)  # whom a provider's retry is about
+        sample = SampleResult(case.label, sample_index, "passed")
+        meter = SampleMeter(sample_index)
+        meter_token = sample_meter.set(meter)
+        try:
+            if case.timeout is None:
+                await self._attempt(call, index, plan, sample, pacer)
+            else:
+                with anyio.move_on_after(case.timeout) as deadline:
+                    await self._attempt(call, index, plan, sample, pacer)
+                if deadline.cancelled_caught:
+                    stage = "its checks ran" if sample.run is not None else "the agent ran"
+                    sample.status = "timeout"
+                    sample.error = (
+                        f"sample exceeded its timeout of {case.timeout:g}s while {stage}"
+                        " and was cancelled"
+                    )
+                    sample.checks = []
+                    self._settle_usage(sample)
+        finally:
+            pacer.current = None
+            sample_meter.reset(meter_token)
+        sample.cached = meter.all_cached
+        if self.price is None and meter.priced:
+            sample.cost = meter.cost
+        return sample
+
+    async def _attempt(
+        self, call: AgentCall, index: int, plan: CasePlan, sample: SampleResult, pacer: Pacer
+    ) -> None:
+        """Run the agent, then the checks, recording everything on `sample`."""
+        case = plan.case
+        run: RunResult | None = None
+        start = time.perf_counter()
+        try:
+            run = await call(plan.spec)
+        except BaseException as exc:
+            if cancelled_from_outside(exc):
+                sample.latency_ms = (time.perf_counter() - start) * 1000
+                raise
+            sample.status = "error"
+            sample.error = redact(f"{type(exc).__name__}: {exc}")
+            sample.traceback = redact(traceback.format_exc())
+            partial = getattr(exc, "partial", None)
+            run = partial if isinstance(partial, RunResult) else None
+        elapsed = time.perf_counter() - start
+        sample.run = run
+        pacer.current = None
+        if case.timeout is not None and elapsed > case.timeout and sample.status == "passed":
+            # No cancellation can reach an agent that never yields to the event loop.
+            sample.status = "timeout"
+            sample.error = (
+                f"the agent blocked the event loop for {elapsed:.2f}s, past its timeout of "
+                f"{case.timeout:g}s (run blocking code in a thread: a sync agent is run in "
+                "one automatically)"
+            )
+        if sample.status == "passed" and run is not None:
+            sample.latency_ms = run.latency_ms or elapsed * 1000
+            await self._judge(index, plan, sample, run)
+        else:
+            sample.latency_ms = elapsed * 1000
+            self._settle_usage(sample)
+
+    def _settle_usage(self, sample: SampleResult) -> None:
+        """Usage and cost of a sample whose checks did not (all) run."""
+        sample.usage = sample.run.usage if sample.run is not None else Usage()
+        sample.judge_usage = Usage()
+        if self.price is not None:
+            sample.cost = self.price(sample.usage)
+
+    async def _judge(
+        self, index: int, plan: CasePlan, sample: SampleResult, run: RunResult
+    ) -> None:
+        """Run the case's checks on a finished run; settle the sample's status, usage and cost."""
+        if plan.async_checks and self.emit is not None:
+            self.emit(SampleStateChanged(index, sample.index, "judging"))
+        checks = sample.checks = await plan.run_checks(run)
+        sample.usage = run.usage
+        for check in checks:
+            if check.usage is not None:
+                sample.judge_usage = sample.judge_usage + check.usage
+        if sample.judge_usage.requests or sample.judge_usage.total_tokens:
+            sample.usage = run.usage + sample.judge_usage
+        sample.status = "passed" if all(check.passed for check in checks) else "failed"
+        if self.price is not None:
+            sample.cost = self.price(sample.usage)

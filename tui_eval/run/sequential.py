@@ -1,0 +1,427 @@
+"""Run until decided: sample a case until a test that may be looked at after every sample
+settles "regression" or "no regression", or the budget runs out.
+
+`compare_agents()` bets on the paired differences (an e-process: Waudby-Smith & Ramdas, a
+mixture over a grid of stakes). `decide()` tests the current samples against the
+baseline's own samples (`tui_eval.stats.two_sample`): an exact group-sequential test for a
+regression, calibrated for looks after every sample up to `max_samples` (the horizon,
+fixed before sampling), and an e-process for "no regression within the margin". The
+per-case tests live in `tui_eval.stats.case_decisions`. Error control is family-wise over the
+run: each case gets α/n (Bonferroni); a regression and "no regression within the margin"
+are disjoint claims, so each gets the case's whole share."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from tui_eval.core.cases import Case
+from tui_eval.report.diff import CaseChange, Diff
+from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.run.budget import CostBudget
+from tui_eval.run.events import EventHandler
+from tui_eval.run.runner import Evaluation
+from tui_eval.run.settings import Price, RunSettings, resolve
+from tui_eval.stats.case_decisions import (
+    BATCH,
+    DEFAULT_MARGIN,
+    ComparisonVerdict,
+    EProcess,
+    judge_against_baseline,
+    judge_pairs,
+    simulate_decide,
+    simulate_pairs,
+)
+from tui_eval.stats.group_sequential import regression_boundary
+
+RoundRunner = Callable[
+    [list[Case], dict[str, list[SampleResult]], CostBudget | None], Awaitable[Report]
+]
+"""Runs one round of samples: `(cases, done, budget)` → the report of `cases` at their
+sample counts, where the samples in `done` (by case name) are kept and only the missing
+ones run, within `budget` (one `CostBudget` shared by every round). `decide()` runs rounds with a plain
+`Evaluation`; the suite-run layer runs them journaled, so a killed run resumes."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Decision:
+    """The outcome of sampling until decided.
+
+    Attributes:
+        report: every sample of the current agent (of agent B, for an A/B run).
+        diff: the comparison; each `CaseChange` says how it stands (`label`, `decided`).
+        other: agent A's samples, for an A/B run.
+    """
+
+    report: Report
+    diff: Diff
+    other: Report | None = None
+
+
+def _round_runner(
+    agent: Any, settings: RunSettings, name: str | None, on_event: EventHandler | None
+) -> RoundRunner:
+    async def run_round(
+        cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+    ) -> Report:
+        evaluation = Evaluation(
+            agent,
+            cases,
+            settings=dataclasses.replace(settings, samples=None, max_cost=budget),
+            name=name,
+            on_event=on_event,
+            done=done,
+        )
+        return await evaluation.run()
+
+    return run_round
+
+
+async def decide(
+    agent: Any,
+    cases: Iterable[Case],
+    baseline: Report,
+    *,
+    settings: RunSettings | None = None,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    concurrency: int | None = None,
+    price: Price | None = None,
+    max_cost: float | None = None,
+    margin: float = DEFAULT_MARGIN,
+    on_event: EventHandler | None = None,
+) -> Diff:
+    """Sample each case until its comparison with `baseline` is decided.
+
+    Every case first runs its own samples; then the cases whose comparison is undecided get
+    more samples, a few at a time, until a test says "regression" or "no regression"
+    (within `margin` of the baseline's rate), or the case reaches `max_samples` (counting
+    its first samples), or the spent cost reaches `max_cost`. Both tests stay valid when
+    looked at after every sample: the regression test is calibrated exactly for looks up
+    to `max_samples` (the horizon, fixed before sampling). The chance that any case of an
+    A/A run is called a regression is at most `alpha`. An undecided case's `hint` says
+    roughly what budget or baseline would decide it, and how close to the baseline's rate
+    "no regression" can be shown with this baseline when `margin` is out of reach.
+
+    Args:
+        settings: how the rounds of samples run (`RunSettings`); `concurrency`, `price`
+            and `max_cost`, when given, override its fields. `max_cost` bounds the whole
+            decision, its first round included.
+        on_event: receives the runner's events of every round of samples, as they happen
+            (each round is a run of its own: `RunStarted` ... `RunFinished`).
+
+    Returns:
+        The `Diff` against `baseline`; every `CaseChange` in `changes` says how it stands
+        (`label`: regression, no regression, undecided: budget, undecided: baseline too
+        small) and whether it is `decided`.
+    """
+    chosen = resolve(settings, concurrency=concurrency, price=price, max_cost=max_cost)
+    decision = await decide_in_rounds(
+        _round_runner(agent, chosen, None, on_event),
+        list(cases),
+        baseline,
+        alpha=alpha,
+        max_samples=max_samples,
+        max_cost=chosen.max_cost,
+        margin=margin,
+    )
+    return decision.diff
+
+
+async def decide_in_rounds(
+    run_round: RoundRunner,
+    cases: list[Case],
+    baseline: Report,
+    *,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    max_cost: float | CostBudget | None = None,
+    margin: float = DEFAULT_MARGIN,
+    done: Mapping[str, Sequence[SampleResult]] | None = None,
+) -> Decision:
+    """`decide()` over any way of running rounds: samples already in `done` (a resumed
+    run) count, and only what is missing runs. Every round shares one `CostBudget`."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"decide() needs 0 < alpha < 1; got alpha={alpha}")
+    by_name = {case.name: case for case in baseline.cases}
+    compared = [c for c in cases if c.label in by_name]
+    per_case = alpha / max(1, len(compared))
+    budget = _shared_budget(max_cost, done)
+    rounds = _Rounds(run_round, cases, budget, done)
+    sizes = {
+        (len(by_name[case.label].samples), max(max_samples, case.samples))
+        for case in compared
+        if by_name[case.label].samples_passed > 0
+    }
+    async with anyio.create_task_group() as group:
+        group.start_soon(_calibrate, sizes, per_case)
+        await rounds.first()
+
+    def verdict(case: Case, *, exhausted: bool) -> ComparisonVerdict:
+        old = by_name[case.label]
+        samples = [s.passed for s in rounds.samples(case)]
+        return judge_against_baseline(
+            old.samples_passed,
+            len(old.samples),
+            samples,
+            alpha=per_case,
+            margin=margin,
+            exhausted=exhausted,
+            baseline_samples=[s.passed for s in old.samples],
+            horizon=max(max_samples, case.samples),
+        )
+
+    while rounds.can_go_on():
+        # Only a plain "undecided" case can still move: "baseline too small" never will.
+        pending = [
+            case
+            for case in compared
+            if verdict(case, exhausted=False).label == "undecided"
+            and len(rounds.samples(case)) < max_samples
+        ]
+        if not pending:
+            break
+        await rounds.more(pending, max_samples)
+    current = rounds.report()
+    diff = _labelled_diff(
+        current,
+        baseline,
+        {case.label: verdict(case, exhausted=True) for case in compared},
+    )
+    return Decision(report=current, diff=diff)
+
+
+async def compare_agents(
+    agent_a: Any,
+    agent_b: Any,
+    cases: Iterable[Case],
+    *,
+    settings: RunSettings | None = None,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    concurrency: int | None = None,
+    price: Price | None = None,
+    max_cost: float | None = None,
+    margin: float = DEFAULT_MARGIN,
+    on_event: EventHandler | None = None,
+) -> Diff:
+    """A/B two agents (two models, two prompts), sampling both until decided.
+
+    `agent_a` plays the baseline and `agent_b` the current: `Diff.delta` is b − a, and a
+    case is a "regression" when B is worse. Samples are paired per case (sample i of A with
+    sample i of B); the same error control as `decide()`. `settings` (and the keywords
+    over it) apply to both sides; `max_cost` bounds both together. `on_event` receives
+    the events of B's rounds of samples.
+    """
+    chosen = resolve(settings, concurrency=concurrency, price=price, max_cost=max_cost)
+    decision = await compare_in_rounds(
+        _round_runner(agent_a, chosen, None, None),
+        _round_runner(agent_b, chosen, None, on_event),
+        list(cases),
+        alpha=alpha,
+        max_samples=max_samples,
+        max_cost=chosen.max_cost,
+        margin=margin,
+    )
+    return decision.diff
+
+
+async def compare_in_rounds(
+    run_a: RoundRunner,
+    run_b: RoundRunner,
+    cases: list[Case],
+    *,
+    alpha: float = 0.05,
+    max_samples: int = 100,
+    max_cost: float | CostBudget | None = None,
+    margin: float = DEFAULT_MARGIN,
+    done_a: Mapping[str, Sequence[SampleResult]] | None = None,
+    done_b: Mapping[str, Sequence[SampleResult]] | None = None,
+) -> Decision:
+    """`compare_agents()` over any way of running rounds (A's, then B's, sharing one
+    `CostBudget`); samples already in `done_a`/`done_b` count."""
+    per_case = alpha / max(1, len(cases))
+    budget = _shared_budget(max_cost, done_a, done_b)
+    side_a = _Rounds(run_a, cases, budget, done_a)
+    side_b = _Rounds(run_b, cases, budget, done_b)
+    await side_a.first()
+    await side_b.first()
+
+    def verdict(case: Case) -> ComparisonVerdict:
+        return judge_pairs(
+            [s.passed for s in side_a.samples(case)],
+            [s.passed for s in side_b.samples(case)],
+            alpha=per_case,
+            margin=margin,
+        )
+
+    while side_a.can_go_on() and side_b.can_go_on():
+        pending = [
+            case
+            for case in cases
+            if not verdict(case).decided and len(side_b.samples(case)) < max_samples
+        ]
+        if not pending:
+            break
+        await side_a.more(pending, max_samples, pair=side_b)
+        await side_b.more(pending, max_samples, pair=side_a)
+    verdicts = {}
+    for case in cases:
+        found = verdict(case)
+        if not found.decided:
+            found = dataclasses.replace(found, label="undecided: budget")
+        verdicts[case.label] = found
+    report_a, report_b = side_a.report(), side_b.report()
+    return Decision(
+        report=report_b, diff=_labelled_diff(report_b, report_a, verdicts), other=report_a
+    )
+
+
+async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
+    """Calibrate the regression boundaries the verdicts will need (cached), in a worker
+    thread while the first round samples: up to seconds at the largest sizes, during which
+    the event loop (and the app) stays free."""
+    for baseline_total, horizon in sorted(sizes):
+        await anyio.to_thread.run_sync(regression_boundary, baseline_total, horizon, alpha)
+
+
+def _shared_budget(
+    max_cost: float | CostBudget | None, *done: Mapping[str, Sequence[SampleResult]] | None
+) -> CostBudget | None:
+    """One budget for every round; a new one has seen the samples already `done` (a
+    resumed decision spent them). A `CostBudget` given is its owner's, used as it is."""
+    if max_cost is None or isinstance(max_cost, CostBudget):
+        return max_cost
+    budget = CostBudget(max_cost)
+    for side in done:
+        for samples in (side or {}).values():
+            for sample in samples:
+                budget.observe(sample)
+    return budget
+
+
+class _Rounds:
+    """One side's samples over the rounds of a decision."""
+
+    def __init__(
+        self,
+        run_round: RoundRunner,
+        cases: list[Case],
+        budget: CostBudget | None,
+        done: Mapping[str, Sequence[SampleResult]] | None,
+    ) -> None:
+        self.run_round = run_round
+        self.cases = cases
+        self.budget = budget
+        self.done: dict[str, list[SampleResult]] = {k: list(v) for k, v in (done or {}).items()}
+        self.last: Report | None = None
+        self.first_report: Report | None = None
+        self.duration = 0.0
+        self.stopped: str | None = None
+        self.interrupted = False
+
+    def samples(self, case: Case) -> list[SampleResult]:
+        return self.done.get(case.label, [])
+
+    def can_go_on(self) -> bool:
+        if self.interrupted or self.stopped is not None:
+            return False
+        if self.budget is not None and self.budget.stopped:
+            self.stopped = self.budget.reason()
+            return False
+        return True
+
+    async def first(self) -> None:
+        """Every case at its own sample count (at least what `done` already holds)."""
+        cases = [
+            dataclasses.replace(case, samples=max(case.samples, len(self.samples(case))))
+            for case in self.cases
+        ]
+        if not self.can_go_on():
+            return
+        await self._run(cases)
+
+    async def more(
+        self, pending: list[Case], max_samples: int, *, pair: _Rounds | None = None
+    ) -> None:
+        """A batch more samples of each `pending` case (up to the pair's count first)."""
+        if not self.can_go_on():
+            return
+        cases = []
+        for case in pending:
+            have = len(self.samples(case))
+            target = min(have + BATCH, max_samples)
+            if pair is not None:
+                target = max(target, min(len(pair.samples(case)), max_samples))
+            if target > have:
+                cases.append(dataclasses.replace(case, samples=target))
+        if cases:
+            await self._run(cases)
+
+    async def _run(self, cases: list[Case]) -> None:
+        report = await self.run_round(cases, self.done, self.budget)
+        self.first_report = self.first_report or report
+        self.last = report
+        self.duration += report.duration_s
+        for result in report.cases:
+            self.done[result.name] = list(result.samples)
+        if report.stopped is not None:
+            self.stopped = self.budget.reason() if self.budget is not None else report.stopped
+        elif report.cancelled:
+            self.interrupted = True
+
+    def report(self) -> Report:
+        """Every sample so far, in the cases' order, as one report."""
+        first = self.first_report or Report("eval", [])
+        by_name: dict[str, CaseResult] = {}
+        for source in (first, self.last or first):
+            for ran in source.cases:
+                by_name[ran.name] = ran
+        cases = []
+        for case in self.cases:
+            result = by_name.get(case.label)
+            samples = self.samples(case)
+            if result is not None and samples:
+                cases.append(dataclasses.replace(result, samples=samples, planned=len(samples)))
+        return dataclasses.replace(
+            first,
+            cases=cases,
+            duration_s=self.duration,
+            cancelled=self.interrupted,
+            stopped=self.stopped,
+            priced=first.priced or any(s.cost is not None for c in cases for s in c.samples),
+        )
+
+
+def _labelled_diff(
+    current: Report, baseline: Report, verdicts: dict[str, ComparisonVerdict]
+) -> Diff:
+    diff = current.compare(baseline)
+    for change in diff.changes:
+        found = verdicts.get(change.name)
+        if found is not None:
+            change.label = found.label
+            change.decided = found.decided
+            change.hint = found.hint
+    return diff
+
+
+__all__ = [
+    "CaseChange",
+    "ComparisonVerdict",
+    "Decision",
+    "EProcess",
+    "RoundRunner",
+    "compare_agents",
+    "compare_in_rounds",
+    "decide",
+    "decide_in_rounds",
+    "judge_against_baseline",
+    "judge_pairs",
+    "simulate_decide",
+    "simulate_pairs",
+]

@@ -1,0 +1,492 @@
+"""`SuiteRun`: the one way a suite run is started, journaled, resumed and finished.
+
+The headless CLI and the app are thin callers of this service, so both record the same
+options and metadata, resume from either honours them, and the baseline policy (compare,
+save, refuse to replace a corrupt file; `tui_eval.report.baselines`) is written once. Every way
+of running a suite is a kind of `SuiteRun`, journaled and resumable alike: a plain run,
+a rerun of some cases, `--decide` (rounds of samples until each comparison with the
+baseline is decided), an A/B run of two agents, and a recheck of saved outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from tui_eval.core.cases import Case
+from tui_eval.report.baselines import (
+    BaselineOutcome,
+    BaselinePlan,
+    BaselineStatus,
+    accept_into_baseline,
+    compare_with_baseline,
+    merge_cases,
+    plan_baseline,
+    read_baseline,
+    save_baseline,
+)
+from tui_eval.report.report import Report, SampleResult
+from tui_eval.run.budget import CostBudget
+from tui_eval.run.events import Event, SampleFinished
+from tui_eval.run.runner import Evaluation
+from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
+from tui_eval.run.sequential import Decision, compare_in_rounds, decide_in_rounds
+from tui_eval.service.options import RunOptions
+from tui_eval.service.run_plan import (
+    EmptySelection,
+    Mode,
+    PlanError,
+    agent_for,
+    changed_definitions,
+    definitions,
+    last_failed,
+    prepare,
+    recheck_part,
+    recheck_parts,
+    run_mode,
+    run_settings,
+    select,
+    shard_metadata,
+    shown_path,
+)
+from tui_eval.service.store import (
+    RunHistory,
+    RunJournal,
+    RunLockedError,
+    RunRecord,
+    read_journal_samples,
+)
+from tui_eval.suites import Suite, load_suites
+
+
+class ResumeError(Exception):
+    """A recorded run cannot be resumed; the message says why (and names the run)."""
+
+
+class SuiteRun:
+    """One run of one suite: its samples, its journal, and its baseline.
+
+    Create it with `SuiteRun.start()` (a new run) or `SuiteRun.resume()` (finish an
+    interrupted one), then `await run()`. `cancel()` stops it keeping finished samples.
+    What kind of run it is comes from its options (`mode`): a plain run, `decide`, `ab`
+    or `recheck`; each is journaled and resumes the same way.
+
+    Attributes:
+        suite: the suite as run (the options' filter and sample count applied).
+        options: what the run was asked to do (journaled).
+        settings: how its samples run (the suite's settings under the options').
+        journal: where samples are appended (None: nothing kept on disk).
+        evaluation: the runner's handle on the samples running now (for `decide` and
+            `ab`, the current round's).
+        decision: for `decide` and `ab`, the outcome once the run has ended.
+    """
+
+    def __init__(
+        self,
+        suite: Suite,
+        options: RunOptions,
+        *,
+        journal: RunJournal | None,
+        done: dict[str, list[SampleResult]] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        metadata: dict[str, object] | None = None,
+        baseline: Report | None = None,
+        rechecked: Report | None = None,
+        agents: tuple[Any, Any] | None = None,
+        done_a: dict[str, list[SampleResult]] | None = None,
+    ) -> None:
+        self.suite = suite
+        self.options = options
+        self.journal = journal
+        self.on_event = on_event
+        metadata = {"suite_path": str(suite.path or ""), **(metadata or {})}
+        if journal is not None:
+            metadata["run_id"] = journal.record.run_id
+        if done is not None:
+            metadata["resumed"] = True
+        self.metadata = metadata
+        self.settings = run_settings(suite, options)
+        self.baseline = baseline
+        self.rechecked = rechecked
+        self.agents = agents
+        self.decision: Decision | None = None
+        self._done = done or {}
+        self._done_a = done_a or {}
+        self._final: Report | None = None
+        self._cancel_requested = False
+        if self.mode == "recheck":
+            assert rechecked is not None
+            self.metadata = {**recheck_metadata(rechecked), **metadata}
+            self.evaluation = self._evaluation(None, suite.cases, self._done)
+        else:
+            agent = agents[1] if agents is not None else suite.agent
+            self.evaluation = self._evaluation(agent, suite.cases, self._done)
+
+    @property
+    def mode(self) -> Mode:
+        """What kind of run this is."""
+        return run_mode(self.options)
+
+    def _evaluation(
+        self,
+        agent: Any,
+        cases: Sequence[Case],
+        done: Mapping[str, Sequence[SampleResult]],
+        *,
+        budget: CostBudget | None = None,
+        arm: Literal["a"] | None = None,
+    ) -> Evaluation:
+        settings = self.settings
+        if self.mode in ("decide", "ab"):  # every round shares the decision's budget
+            settings = dataclasses.replace(settings, max_cost=budget)
+        return Evaluation(
+            agent,
+            cases,
+            settings=settings,
+            name=self.suite.name,
+            on_event=self._dispatch if arm is None else self._journal_only(arm),
+            done=done or None,
+            source=SavedRuns.of(self.rechecked) if self.rechecked is not None else None,
+            metadata=self.metadata,
+        )
+
+    # -- starting ----------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        suite: Suite,
+        options: RunOptions,
+        *,
+        history: RunHistory | None,
+        invocation: str,
+        on_event: Callable[[Event], None] | None = None,
+        rechecked: Report | None = None,
+        baseline: Report | None = None,
+    ) -> SuiteRun:
+        """A new run of `suite` as `options` ask, journaled in `history` (if given).
+
+        For a recheck (`options.recheck`), `rechecked` is the saved report (read from
+        `options.recheck` when not given). A decide run compares with `baseline` when
+        given (the app's Diff screen holds it: a baseline file as read, or the previous
+        run's report), else with the baseline file; resuming it reads the file.
+
+        Raises:
+            EmptySelection: the filter or case list selects no case.
+            PlanError: a decide run without a readable baseline, an A/B agent that cannot
+                be built, a recheck of a report without any of the suite's cases.
+        """
+        selected = select(suite, options)
+        extra = prepare(selected, options, rechecked, baseline)
+        journal = None
+        if history is not None:
+            journal = history.start(
+                suite.name,
+                str(suite.path or ""),
+                invocation=invocation,
+                options=options,
+                definitions=definitions(selected),
+            )
+        return cls(
+            selected,
+            options,
+            journal=journal,
+            on_event=on_event,
+            metadata=shard_metadata(suite, options),
+            **extra,
+        )
+
+    @classmethod
+    def resume(
+        cls,
+        record: RunRecord,
+        *,
+        history: RunHistory,
+        on_event: Callable[[Event], None] | None = None,
+        force: bool = False,
+    ) -> SuiteRun:
+        """Finish the interrupted run `record` with the options it was started with.
+
+        Only the samples missing from its journal run; new ones are appended to it.
+
+        Raises:
+            ResumeError: the run already ended, its suite cannot be loaded any more, or
+                (unless `force`) the suite's cases or checks changed since it started.
+        """
+        if record.problem is not None:
+            raise ResumeError(record.problem)
+        if not record.resumable:
+            raise ResumeError(f"run {record.run_id} has already finished")
+        if not record.suite_path:
+            raise ResumeError(f"cannot resume {record.run_id}: its suite file was not recorded")
+        loaded = load_suites([record.suite_path])
+        suite = next((s for s in loaded.suites if s.name == record.suite), None)
+        if suite is None:
+            errors = "; ".join(e.message for e in loaded.errors)
+            raise ResumeError(
+                f"cannot resume {record.run_id}: suite {record.suite!r} not found in "
+                f"{record.suite_path}" + (f" ({errors})" if errors else "")
+            )
+        try:
+            selected = select(suite, record.options)
+            extra = prepare(selected, record.options, None)
+        except (EmptySelection, PlanError) as exc:
+            raise ResumeError(f"cannot resume {record.run_id}: {exc}") from None
+        changed = changed_definitions(record.definitions, selected)
+        if changed and not force:
+            raise ResumeError(
+                f"cannot resume {record.run_id}: the suite {record.suite!r} changed since the "
+                f"run started ({changed}); its finished samples were judged by the old "
+                "definitions. Start a new run, or `tui-eval resume --force` to mix them"
+            )
+        try:
+            journal = history.reopen(record)
+        except RunLockedError as exc:
+            raise ResumeError(str(exc)) from None
+        done = read_journal_samples(record.journal_path)
+        done_a = read_journal_samples(record.journal_path, arm="a") if extra.get("agents") else None
+        return cls(
+            selected,
+            record.options,
+            journal=journal,
+            done=done,
+            done_a=done_a,
+            on_event=on_event,
+            metadata=shard_metadata(suite, record.options),
+            **extra,
+        )
+
+    # -- running -----------------------------------------------------------------------
+    @property
+    def run_id(self) -> str | None:
+        """The run's id in the history (None when it is not journaled)."""
+        return self.journal.record.run_id if self.journal is not None else None
+
+    @property
+    def resumed_samples(self) -> int:
+        """How many samples an earlier, interrupted run of this one had finished."""
+        return sum(len(samples) for samples in self._done.values()) + sum(
+            len(samples) for samples in self._done_a.values()
+        )
+
+    @property
+    def journal_error(self) -> str | None:
+        """Why the journal could not be written (the run then stopped), if it could not."""
+        error = self.journal.error if self.journal is not None else None
+        return str(error) if error is not None else None
+
+    def _dispatch(self, event: Event) -> None:
+        self._journal(event, None)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _journal_only(self, arm: Literal["a"]) -> Callable[[Event], None]:
+        return lambda event: self._journal(event, arm)
+
+    def _journal(self, event: Event, arm: Literal["a"] | None) -> None:
+        journal = self.journal
+        if journal is not None and isinstance(event, SampleFinished):
+            journal.append(event.sample, arm=arm)
+            if journal.error is not None and not self.evaluation.cancel_requested:
+                # Unjournaled samples could not be resumed: stop while the journal is whole.
+                self.cancel()
+
+    def close(self) -> None:
+        """Release a run that will not be run now; its journal stays resumable."""
+        if self.journal is not None:
+            self.journal.close()
+
+    async def run(self) -> Report:
+        """Run every missing sample; the journal is finished even when cancelled."""
+        report: Report | None = None
+        try:
+            if self.mode == "decide":
+                report = await self._decide()
+            elif self.mode == "ab":
+                report = await self._ab()
+            else:
+                report = await self.evaluation.run()
+            self._final = report
+            return report
+        finally:
+            if self.journal is not None and self._final is not None:
+                self.journal.finish(self._final)
+            elif self.journal is not None and self.evaluation.finished:
+                self.journal.finish(self.evaluation.report)
+
+    async def _round(
+        self,
+        agent: Any,
+        cases: list[Case],
+        done: dict[str, list[SampleResult]],
+        budget: CostBudget | None,
+        arm: Literal["a"] | None = None,
+    ) -> Report:
+        self.evaluation = self._evaluation(agent, cases, done, budget=budget, arm=arm)
+        if self._cancel_requested:
+            self.evaluation.cancel()
+        return await self.evaluation.run()
+
+    async def _decide(self) -> Report:
+        assert self.baseline is not None
+
+        async def run_round(
+            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+        ) -> Report:
+            return await self._round(self.suite.agent, cases, done, budget)
+
+        self.decision = await decide_in_rounds(
+            run_round,
+            list(self.suite.cases),
+            self.baseline,
+            max_samples=self.options.max_samples,
+            max_cost=self.settings.max_cost,
+            done=self._done,
+        )
+        return self._ended(self.decision.report)
+
+    async def _ab(self) -> Report:
+        assert self.agents is not None
+        agent_a, agent_b = self.agents
+
+        async def run_a(
+            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+        ) -> Report:
+            return await self._round(agent_a, cases, done, budget, arm="a")
+
+        async def run_b(
+            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
+        ) -> Report:
+            return await self._round(agent_b, cases, done, budget)
+
+        self.decision = await compare_in_rounds(
+            run_a,
+            run_b,
+            list(self.suite.cases),
+            max_samples=self.options.max_samples,
+            max_cost=self.settings.max_cost,
+            done_a=self._done_a,
+            done_b=self._done,
+        )
+        return self._ended(self.decision.report)
+
+    def _ended(self, report: Report) -> Report:
+        cancelled = report.cancelled or self._cancel_requested
+        return dataclasses.replace(report, metadata=self.metadata, cancelled=cancelled)
+
+    def cancel(self) -> None:
+        """Stop the run; finished samples are kept and the report is marked cancelled."""
+        self._cancel_requested = True
+        self.evaluation.cancel()
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether `cancel()` was called."""
+        return self._cancel_requested
+
+    @property
+    def report(self) -> Report | None:
+        """The final report, once the run has ended."""
+        if self._final is not None:
+            return self._final
+        if self.mode == "run" or self.mode == "recheck":
+            return self.evaluation.report if self.evaluation.finished else None
+        return None
+
+    # -- the baseline --------------------------------------------------------------------
+    @property
+    def baseline_path(self) -> Path:
+        """Where this run compares and saves: `--baseline FILE`, else the suite's."""
+        return Path(self.options.baseline) if self.options.baseline else self.suite.baseline_path
+
+    def compare(self) -> BaselineOutcome:
+        """Compare the finished run with its baseline.
+
+        A partial run (a filter, a rerun, a shard) is compared with the baseline's cases it
+        ran: the others are not "removed", they live in other runs. Nor are the cases an
+        interrupted run never reached (a case gone from the suite still is). A decide or A/B run
+        gives its decision, a recheck its comparison with the outputs' first verdicts.
+        """
+        if self.decision is not None:
+            path = self.baseline_path if self.mode == "decide" else None
+            if path is not None and self.options.decide_against is not None:
+                path = Path(self.options.decide_against)
+            return BaselineOutcome(
+                status=BaselineStatus.COMPARED,
+                path=path,
+                message="decided" if path is None else f"decided against {path}",
+                diff=self.decision.diff,
+                baseline=self.decision.other or self.baseline,
+            )
+        if self.mode == "recheck" and self.rechecked is not None and self.report is not None:
+            return BaselineOutcome(
+                status=BaselineStatus.COMPARED,
+                path=None,
+                message=f"compared with {shown_path(self.options.recheck or '')}",
+                diff=self.report.compare(self.rechecked),
+                baseline=self.rechecked,
+            )
+        only = [case.label for case in self.suite.cases] if self.options.is_partial else None
+        report = self.report
+        not_run: list[str] = []
+        if report is not None and report.cancelled:  # Ctrl+C, SIGTERM, a budget: cut short
+            ran = {case.name for case in report.cases}
+            not_run = [case.label for case in self.suite.cases if case.label not in ran]
+        return compare_with_baseline(report, self.baseline_path, only=only, not_run=not_run)
+
+    def plan_baseline(self) -> BaselinePlan:
+        """What `save_baseline()` would do (merge a partial run, replace with a full one)."""
+        return plan_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+
+    def save_baseline(self) -> BaselineOutcome:
+        """Write the finished run as the baseline, unless that would lose something.
+
+        A partial run (a filter, a rerun of some cases) is merged into the baseline.
+        """
+        return save_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+
+    def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
+        """Write a review's decisions: the run's result of every `accepted` case it ran
+        replaces the baseline's, and an accepted case the suite no longer has is dropped.
+
+        Every other baseline case is kept: rejected or skipped ones, and those this run did
+        not cover (a partial run removes nothing).
+        """
+        if self.report is None:
+            return BaselineOutcome(
+                status=BaselineStatus.REFUSED,
+                path=self.baseline_path,
+                message="not accepted: the run has not finished yet",
+            )
+        ran = {case.name for case in self.report.cases}
+        defined = None if self.options.is_partial else {case.label for case in self.suite.cases}
+        return accept_into_baseline(
+            self.report,
+            self.baseline_path,
+            [name for name in accepted if name in ran],
+            removed=[n for n in accepted if defined is not None and n not in defined | ran],
+        )
+
+
+__all__ = [
+    "BaselineOutcome",
+    "BaselinePlan",
+    "BaselineStatus",
+    "EmptySelection",
+    "PlanError",
+    "ResumeError",
+    "SuiteRun",
+    "accept_into_baseline",
+    "agent_for",
+    "compare_with_baseline",
+    "last_failed",
+    "merge_cases",
+    "plan_baseline",
+    "read_baseline",
+    "recheck_part",
+    "recheck_parts",
+    "run_settings",
+    "save_baseline",
+    "select",
+]

@@ -1,0 +1,7 @@
+"""Small helpers every other package uses, knowing nothing of agents, cases or runs.
+
+Text from untrusted values (`text`), keeping secrets out of what is written or shown
+(`secrets`), atomic file writes (`atomic`), where tui-eval keeps its state (`home`), and
+telling a real cancellation from a look-alike (`cancellation`). Imports only the standard
+library and third-party packages: it is the bottom layer.
+"""
