@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from tui_eval.stats.proportions import normal_quantile
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -113,7 +115,7 @@ def _calibrated(n0: int, horizon: int, alpha: float) -> RegressionBoundary:
         limits = _limits(table, scale, horizon)
         return _size(_crossings(limits, n0, horizon), n0, rates), limits
 
-    low, high = 0.0, _normal_quantile(1 - alpha / (2 * horizon)) + 1.0
+    low, high = 0.0, normal_quantile(1 - alpha / (2 * horizon)) + 1.0
     size, limits = size_at(high)
     while size > target:  # not expected: the bound is Bonferroni over the looks, plus one
         low, high = high, high * 2
@@ -139,12 +141,6 @@ def _calibrated(n0: int, horizon: int, alpha: float) -> RegressionBoundary:
         limits=tuple(tuple(r) for r in rows),
         reachable=tuple(tuple(r) for r in reachable),
     )
-
-
-def _normal_quantile(q: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(q)
 
 
 def _p_values(n0: int, horizon: int) -> NDArray[np.float64]:

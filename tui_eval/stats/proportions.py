@@ -93,7 +93,6 @@ _T975 = (
     2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
 )  # fmt: skip
 Z975 = 1.959964
-Z80 = 0.841621
 
 
 def t975(df: int) -> float:
@@ -101,21 +100,6 @@ def t975(df: int) -> float:
     if df < 1:
         return math.inf
     return _T975[df - 1] if df <= len(_T975) else Z975
-
-
-def mean_interval(values: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean of `values` and its 95% interval from the standard
-    error of the mean (t quantiles for few values). With the values being per-case rates,
-    this is the standard error clustered by case (samples of one case are not independent)."""
-    n = len(values)
-    if n == 0:
-        return 0.0, 0.0, 1.0
-    mean = sum(values) / n
-    if n == 1:
-        return mean, 0.0, 1.0
-    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
-    half = t975(n - 1) * math.sqrt(variance / n)
-    return mean, mean - half, mean + half
 
 
 def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[float, float]:
@@ -341,8 +325,8 @@ def samples_needed(
     if p1 == p2:
         return None
     mean = (p1 + p2) / 2
-    z_alpha = _normal_quantile(1 - alpha / 2)
-    z_power = _normal_quantile(power)
+    z_alpha = normal_quantile(1 - alpha / 2)
+    z_power = normal_quantile(power)
     spread = z_alpha * math.sqrt(2 * mean * (1 - mean)) + z_power * math.sqrt(
         p1 * (1 - p1) + p2 * (1 - p2)
     )
@@ -369,6 +353,6 @@ def _exact_samples_needed(
     return n
 
 
-def _normal_quantile(q: float) -> float:
-    """The standard normal quantile."""
+def normal_quantile(q: float) -> float:
+    """The standard normal distribution's `q` quantile (`normal_quantile(0.975)` ≈ 1.96)."""
     return statistics.NormalDist().inv_cdf(q)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tui_eval.stats.group_sequential import RegressionBoundary, regression_boundary
+from tui_eval.stats.proportions import normal_quantile
 
 BASELINE_PRIOR = (4.0, 1.0)
 """Pseudo-counts (passed, failed) of the baseline rate's estimate before any block."""
@@ -283,7 +284,7 @@ def _budget_hint(
     p_b = (sum(baseline) + 0.5) / (n0 + 1)
     p_c = (sum(current) + 0.5) / (len(current) + 1) if current else p_b
     threshold = math.log(1 / alpha)
-    scale = boundary.scale if boundary is not None else _normal_quantile(1 - alpha)
+    scale = boundary.scale if boundary is not None else normal_quantile(1 - alpha)
     for budget in (horizon * 2**i for i in range(1, 8)):
         spread = math.sqrt(p_b * (1 - p_b) / n0 + p_c * (1 - p_c) / budget)
         if p_c < p_b and (p_b - p_c) / spread >= scale + _Z80:
@@ -294,12 +295,6 @@ def _budget_hint(
 
 
 _Z80 = 0.841621
-
-
-def _normal_quantile(q: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(q)
 
 
 def _baseline_hint(baseline: Sequence[bool], alpha: float, margin: float) -> str:
