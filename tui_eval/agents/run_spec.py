@@ -1,4 +1,4 @@
-"""`RunSpec`: what one sample asks of an agent source, and the per-sample call's type."""
+"""`RunSpec`: what one sample asks of an agent source, and `AgentCall`, the per-sample call."""
 
 from __future__ import annotations
 
@@ -25,5 +25,6 @@ class RunSpec:
     model: ModelLike | None = None
 
 
-SampleRunner = Callable[[RunSpec], Awaitable[RunResult]]
-"""Runs one sample of a case and returns its `RunResult`."""
+AgentCall = Callable[[RunSpec], Awaitable[RunResult]]
+"""The agent, normalised to one call per sample: it runs what the `RunSpec` asks and
+returns the `RunResult` (see `tui_eval.agents.sources.make_runner`)."""

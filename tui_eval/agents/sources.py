@@ -18,7 +18,7 @@ import anyio.to_thread
 from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
-from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
 
@@ -26,7 +26,7 @@ class AgentSourceError(TypeError):
     """The object given as the agent cannot be run."""
 
 
-def make_runner(source: Any) -> SampleRunner:
+def make_runner(source: Any) -> AgentCall:
     """Build the per-sample call for an agent source, deciding its kind once.
 
     Raises:
@@ -41,7 +41,7 @@ def make_runner(source: Any) -> SampleRunner:
         return adapter
     own = getattr(source, "sample_runner", None)
     if callable(own) and not inspect.isclass(source):  # the adapters' wrapped agents
-        runner: SampleRunner = own()
+        runner: AgentCall = own()
         return runner
     run = getattr(source, "run", None)
     if run is not None and callable(run) and not inspect.isclass(source):
@@ -79,7 +79,7 @@ def _is_factory(fn: Callable[..., Any]) -> bool:
     )
 
 
-def _agent_runner(agent: Agent) -> SampleRunner:
+def _agent_runner(agent: Agent) -> AgentCall:
     async def run(spec: RunSpec) -> RunResult:
         target = agent.clone(model=spec.model) if spec.model is not None else agent
         return await target.run(
@@ -89,7 +89,7 @@ def _agent_runner(agent: Agent) -> SampleRunner:
     return run
 
 
-def _factory_runner(factory: Callable[[], Any]) -> SampleRunner:
+def _factory_runner(factory: Callable[[], Any]) -> AgentCall:
     async def run(spec: RunSpec) -> RunResult:
         built = factory()
         if inspect.isawaitable(built):
@@ -99,7 +99,7 @@ def _factory_runner(factory: Callable[[], Any]) -> SampleRunner:
     return run
 
 
-def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> SampleRunner:
+def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> AgentCall:
     in_thread = not _is_async_callable(fn)
 
     async def run(spec: RunSpec) -> RunResult:
@@ -130,7 +130,7 @@ def _is_async_callable(fn: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def _framework_adapter(source: Any) -> SampleRunner | None:
+def _framework_adapter(source: Any) -> AgentCall | None:
     module = type(source).__module__ or ""
     if module.startswith("pydantic_ai"):
         from tui_eval.agents.adapters.pydantic_ai import pydantic_ai_runner

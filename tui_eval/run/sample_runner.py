@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import replace
 from typing import Protocol
 
@@ -22,7 +22,7 @@ from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.cache import CacheMode, ResponseCache, run_cache
 from tui_eval.agents.providers.metering import SampleMeter, sample_meter
 from tui_eval.agents.providers.settings import ProviderOptions, run_provider_options
-from tui_eval.agents.run_spec import RunSpec
+from tui_eval.agents.run_spec import AgentCall
 from tui_eval.core.case_plan import CasePlan
 from tui_eval.core.cases import Case
 from tui_eval.core.results import SampleResult
@@ -31,9 +31,6 @@ from tui_eval.run.events import EventHandler, SampleStateChanged
 from tui_eval.run.settings import Price
 from tui_eval.util.cancellation import cancelled_from_outside
 from tui_eval.util.secrets import redact, redact_value, secret_values
-
-AgentCall = Callable[[RunSpec], Awaitable[RunResult]]
-"""The agent, normalised: one call per sample (see `tui_eval.agents.sources.make_runner`)."""
 
 
 class Pacer:

@@ -21,7 +21,7 @@ from tui_eval.agents.adapters.spans import (
 )
 from tui_eval.agents.messages import RunResult, input_text
 from tui_eval.agents.providers.metering import sample_meter
-from tui_eval.agents.run_spec import RunSpec, SampleRunner
+from tui_eval.agents.run_spec import AgentCall, RunSpec
 from tui_eval.core.cases import Case
 from tui_eval.util.text import one_line
 
@@ -44,7 +44,7 @@ class RecordedRuns:
     def __repr__(self) -> str:
         return f"RecordedRuns({str(self.path)!r}, {sum(map(len, self.runs.values()))} traces)"
 
-    def sample_runner(self) -> SampleRunner:
+    def sample_runner(self) -> AgentCall:
         """The per-sample call: the case's trace for this sample index, never an agent."""
 
         async def run(spec: RunSpec) -> RunResult:

@@ -30,7 +30,7 @@ from tui_eval.agents.messages import (
     is_conversation,
 )
 from tui_eval.agents.providers.base import normalize_stop_reason
-from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
 _ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -77,7 +77,7 @@ class GraphAgent:
             output=final, messages=input_messages(input), turns=1
         )
 
-    def sample_runner(self) -> SampleRunner:
+    def sample_runner(self) -> AgentCall:
         """The per-sample call (`Case(context=...)` reaches the graph as `configurable.deps`)."""
 
         async def run(spec: RunSpec) -> RunResult:

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
-from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
 TOOL_ERROR_PREFIX = "An error occurred while running the tool."
@@ -57,7 +57,7 @@ class SampleRunnerAgent:
         result = await Runner.run(self.agent, _sdk_input(input), **options)
         return from_result(result, input, (time.perf_counter() - start) * 1000)
 
-    def sample_runner(self) -> SampleRunner:
+    def sample_runner(self) -> AgentCall:
         """The per-sample call (used by `evaluate()` instead of `run`, to pass deps)."""
 
         async def run(spec: RunSpec) -> RunResult:

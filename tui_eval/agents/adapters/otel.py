@@ -28,7 +28,7 @@ import anyio.to_thread
 from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans
 from tui_eval.agents.messages import Message, RunResult, input_messages
-from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
 SAMPLE_SPAN = "tui_eval.sample"
@@ -84,7 +84,7 @@ class CapturedAgent:
         latency_ms = (time.perf_counter() - start) * 1000
         return merge(_returned(value, input, latency_ms), spans)
 
-    def sample_runner(self) -> SampleRunner:
+    def sample_runner(self) -> AgentCall:
         """The per-sample call."""
 
         async def run(spec: RunSpec) -> RunResult:

@@ -21,11 +21,11 @@ from tui_eval.agents.messages import (
     is_conversation,
     structured_input_text,
 )
-from tui_eval.agents.run_spec import Input, RunSpec, SampleRunner
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
 
-def pydantic_ai_runner(agent: Any) -> SampleRunner:
+def pydantic_ai_runner(agent: Any) -> AgentCall:
     """The per-sample call for a pydantic-ai agent."""
 
     async def run(spec: RunSpec) -> RunResult:

@@ -63,11 +63,6 @@ class SpanRecord:
         return max(0, self.end_ns - self.start_ns) / 1e6
 
 
-def is_genai_span(span: SpanRecord) -> bool:
-    """Whether a span says anything about an agent's trajectory."""
-    return span.kind != "other" or CASE_ATTRIBUTE in span.attributes
-
-
 def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunResult:
     """One trace's spans as a run: tool calls (in start order, with arguments, results,
     errors and latency), summed model usage, the conversation, and the final output (the
