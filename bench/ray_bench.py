@@ -18,6 +18,8 @@ from pathlib import Path
 
 import anyio
 
+from tui_eval.core.settings import RunSettings
+
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "ray" / "suite.py"
 
@@ -32,7 +34,10 @@ def timed(suite, concurrency: int, executor) -> tuple[float, int]:
     from tui_eval.run.runner import Evaluation
 
     evaluation = Evaluation(
-        suite.agent, suite.cases, name=suite.name, concurrency=concurrency, executor=executor
+        suite.agent,
+        suite.cases,
+        settings=RunSettings(concurrency=concurrency, executor=executor),
+        name=suite.name,
     )
     start = time.perf_counter()
     report = anyio.run(evaluation.run)

@@ -12,8 +12,9 @@ import pytest
 from tests.test_cli import cli
 from tui_eval import Case, contains, evaluate
 from tui_eval.agents.messages import RunResult, Usage
+from tui_eval.core.budget import CostBudget
+from tui_eval.core.settings import RunSettings
 from tui_eval.report.report import CaseResult, Report, SampleResult
-from tui_eval.run.budget import CostBudget
 from tui_eval.run.events import SampleFinished, SampleStateChanged
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sequential import compare_agents, decide
@@ -96,7 +97,10 @@ async def test_a_resumed_run_counts_what_it_already_spent():
     done = {"c0": [SampleResult("c0", 0, "passed", cost=2.5)]}
     agent = CountingAgent()
     evaluation = Evaluation(
-        agent, cases(10, samples=2), concurrency=4, price=dollar, max_cost=3, done=done
+        agent,
+        cases(10, samples=2),
+        settings=RunSettings(concurrency=4, price=dollar, max_cost=3),
+        done=done,
     )
     report = await evaluation.run()
     # $2.5 spent before; a sample costs $1 (learned from c0): none fits in the $0.5 left.

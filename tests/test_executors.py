@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tui_eval.core.settings import RunSettings
 from tui_eval.run import ray_executor
 from tui_eval.run.events import SampleFinished
 from tui_eval.run.runner import Evaluation
@@ -126,7 +127,12 @@ def test_same_verdicts_and_counts_as_in_process(kind, tmp_path, runtime):
     suite = write_suite(tmp_path, first_latency=0.005)
     expected = run(Evaluation(suite.agent, suite.cases, name=suite.name))
     report = run(
-        Evaluation(suite.agent, suite.cases, name=suite.name, executor=executor_for(kind, suite))
+        Evaluation(
+            suite.agent,
+            suite.cases,
+            settings=RunSettings(executor=executor_for(kind, suite)),
+            name=suite.name,
+        )
     )
     assert verdicts(report) == verdicts(expected)
     assert len(report.samples) == 36 and not report.cancelled
@@ -145,11 +151,11 @@ def test_samples_stream_in_completion_order(kind, tmp_path, runtime):
     evaluation = Evaluation(
         suite.agent,
         suite.cases,
+        settings=RunSettings(
+            concurrency=8, parallel_samples=kind == "in-process", executor=executor_for(kind, suite)
+        ),
         name=suite.name,
-        concurrency=8,
         on_event=on_event,
-        parallel_samples=kind == "in-process",
-        executor=executor_for(kind, suite),
     )
     run(evaluation)
     assert len(order) == 16
@@ -163,7 +169,10 @@ def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
         ray_executor.release_workers()
     suite = write_suite(tmp_path, cases=40, samples=5, latency=0.02, concurrency=4)
     evaluation = Evaluation(
-        suite.agent, suite.cases, name=suite.name, concurrency=4, executor=executor_for(kind, suite)
+        suite.agent,
+        suite.cases,
+        settings=RunSettings(concurrency=4, executor=executor_for(kind, suite)),
+        name=suite.name,
     )
     seen = []
 
@@ -194,9 +203,9 @@ def test_resume_runs_only_the_missing_samples(kind, tmp_path, runtime):
         Evaluation(
             suite.agent,
             suite.cases,
+            settings=RunSettings(executor=executor_for(kind, suite)),
             name=suite.name,
             done=done,
-            executor=executor_for(kind, suite),
         )
     )
     assert len(calls.read_text().splitlines()) == 6 * 2
@@ -227,10 +236,9 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path, ray_runtime):
         Evaluation(
             suite.agent,
             suite.cases,
+            settings=RunSettings(concurrency=40, executor=executor),
             name=suite.name,
-            concurrency=40,
             on_event=on_event,
-            executor=executor,
         )
     )
     assert killed.is_set() and executor.restarts >= 1
@@ -252,7 +260,12 @@ def test_workers_see_only_the_allowed_environment(tmp_path, ray_runtime):
     suite = load_suites([str(path)]).suites[0]
     suite.cases = suite.cases[:1]
     report = run(
-        Evaluation(suite.agent, suite.cases, name=suite.name, executor=executor_for("ray", suite))
+        Evaluation(
+            suite.agent,
+            suite.cases,
+            settings=RunSettings(executor=executor_for("ray", suite)),
+            name=suite.name,
+        )
     )
     # The agent answers with TOP_SECRET_KEY as its process sees it.
     assert report.samples[0].run.output == "unset"
@@ -272,7 +285,12 @@ def test_a_drivers_next_run_reuses_its_workers_and_loads_the_edited_suite(
         return {ray.get(a.pid.remote()) for idle in ray_executor._IDLE.values() for a in idle}
 
     first = run(
-        Evaluation(suite.agent, suite.cases, name=suite.name, executor=executor_for("ray", suite))
+        Evaluation(
+            suite.agent,
+            suite.cases,
+            settings=RunSettings(executor=executor_for("ray", suite)),
+            name=suite.name,
+        )
     )
     assert first.cases[0].samples_passed == 0  # "wrong" for q0
     workers = idle_pids()
@@ -283,7 +301,10 @@ def test_a_drivers_next_run_reuses_its_workers_and_loads_the_edited_suite(
     edited = load_suites([str(suite.path)]).suites[0]
     second = run(
         Evaluation(
-            edited.agent, edited.cases, name=edited.name, executor=executor_for("ray", edited)
+            edited.agent,
+            edited.cases,
+            settings=RunSettings(executor=executor_for("ray", edited)),
+            name=edited.name,
         )
     )
     assert second.passed and idle_pids() == workers
@@ -291,7 +312,10 @@ def test_a_drivers_next_run_reuses_its_workers_and_loads_the_edited_suite(
     monkeypatch.setenv("TUI_EVAL_REUSE_TEST", "1")
     run(
         Evaluation(
-            edited.agent, edited.cases, name=edited.name, executor=executor_for("ray", edited)
+            edited.agent,
+            edited.cases,
+            settings=RunSettings(executor=executor_for("ray", edited)),
+            name=edited.name,
         )
     )
     assert len(idle_pids()) == 4 and workers <= idle_pids()
@@ -341,9 +365,8 @@ def test_the_limiter_is_shared_by_every_worker(tmp_path, ray_runtime):
         evaluation = Evaluation(
             suite.agent,
             suite.cases,
+            settings=RunSettings(concurrency=8, executor=executor_for("ray", suite)),
             name=suite.name,
-            concurrency=8,
-            executor=executor_for("ray", suite),
         )
         report = run(evaluation)
         stats = api.stats.as_dict()

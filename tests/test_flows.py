@@ -6,7 +6,9 @@ from pathlib import Path
 
 from tests.test_ci_gate import cli, project
 from tui_eval import Report
+from tui_eval.core.settings import RunSettings
 from tui_eval.report.gate import Shard, assign_shards, parse_fail_on
+from tui_eval.service.request import ABRun, DecideRun
 
 
 # -- bug 5: compare --fail-on failures, and an empty --fail-on ------------------------------
@@ -150,7 +152,7 @@ def test_decide_honours_the_settings_and_writes_the_exports(tmp_path):
     from tui_eval.service.store import RunHistory
 
     record = RunHistory(root).runs()[0]
-    assert record.options.decide and record.finished
+    assert record.options.mode == "decide" and record.finished
     journaled = sum(
         1 for line in record.journal_path.read_text().splitlines() if '"sample"' in line
     )
@@ -238,26 +240,26 @@ def test_a_killed_decide_run_resumes_where_it_stopped(tmp_path):
     import anyio
 
     from tests.test_suite_run import simulate_kill
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory
     from tui_eval.service.suite_run import SuiteRun
 
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
-    first, _ = anyio.run(run_decision, path, RunOptions(), history)
+    first, _ = anyio.run(run_decision, path, RunRequest(), history)
     assert first.save_baseline().status.value == "saved"  # 3 of 3 per case
     path.with_name("calls.log").unlink()
-    service, whole = anyio.run(run_decision, path, RunOptions(decide=True), history)
+    service, whole = anyio.run(run_decision, path, RunRequest(kind=DecideRun()), history)
     assert service.decision is not None and not whole.cancelled
     total = sum(sample_counts(whole).values())
     assert total > 9 and calls(path) == total  # more rounds than the first
     # The same decision, killed after 7 journaled samples, then resumed:
     path.with_name("calls.log").unlink()
-    anyio.run(run_decision, path, RunOptions(decide=True), history)
+    anyio.run(run_decision, path, RunRequest(kind=DecideRun()), history)
     simulate_kill(history, keep=7)
     before = calls(path)
     record = history.interrupted()[0]
-    assert record.options.decide
+    assert record.options.mode == "decide"
 
     async def resume():
         resumed = SuiteRun.resume(record, history=history)
@@ -276,13 +278,16 @@ def test_a_killed_ab_run_resumes_both_sides(tmp_path):
     import anyio
 
     from tests.test_suite_run import simulate_kill
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory, read_journal_samples
     from tui_eval.service.suite_run import SuiteRun
 
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
-    options = RunOptions(ab=("flow_coin_suite:agent", "flow_coin_suite:other"), max_samples=20)
+    options = RunRequest(
+        kind=ABRun(a="flow_coin_suite:agent", b="flow_coin_suite:other"),
+        settings=RunSettings(max_samples=20),
+    )
     _, whole = anyio.run(run_decision, path, options, history)
     total = calls(path)
     record = history.runs()[0]
@@ -306,16 +311,18 @@ def test_a_killed_ab_run_resumes_both_sides(tmp_path):
 def test_decide_max_cost_bounds_every_round(tmp_path):
     import anyio
 
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory
 
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
-    first, _ = anyio.run(run_decision, path, RunOptions(), history)
+    first, _ = anyio.run(run_decision, path, RunRequest(), history)
     first.save_baseline()
     path.with_name("calls.log").unlink()
     # $1 a sample at concurrency 50: the first round alone would spend $9.
-    service, report = anyio.run(run_decision, path, RunOptions(decide=True, max_cost=4), history)
+    service, report = anyio.run(
+        run_decision, path, RunRequest(kind=DecideRun(), settings=RunSettings(max_cost=4)), history
+    )
     assert report.cost is not None and report.cost <= 4
     assert calls(path) == 4 and "max_cost $4 reached" in (report.stopped or "")
     assert all(c.label.startswith("undecided") for c in service.decision.diff.changes)
@@ -326,20 +333,20 @@ def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
     baseline file is read, and the rounds are journaled like any run."""
     import anyio
 
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory, read_journal_samples
     from tui_eval.service.suite_run import SuiteRun
     from tui_eval.suites import load_suites
 
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
-    _, previous = anyio.run(run_decision, path, RunOptions(), history)
+    _, previous = anyio.run(run_decision, path, RunRequest(), history)
     (suite,) = load_suites([path]).suites
     assert not suite.baseline_path.exists()  # nothing to read: the report is the baseline
 
     async def decide():
         service = SuiteRun.start(
-            suite, RunOptions(decide=True), history=history, invocation="t", baseline=previous
+            suite, RunRequest(kind=DecideRun()), history=history, invocation="t", baseline=previous
         )
         return service, await service.run()
 
@@ -347,7 +354,7 @@ def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
     assert service.baseline is previous and service.decision is not None
     assert [c.name for c in service.decision.diff.changes] == [c.name for c in previous.cases]
     record = history.runs()[0]
-    assert record.options.decide and record.finished
+    assert record.options.mode == "decide" and record.finished
     journaled = read_journal_samples(record.journal_path)
     assert sample_counts(report) == {name: len(s) for name, s in journaled.items()}
 
@@ -359,7 +366,7 @@ def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path)
     import anyio
 
     from tests.test_suite_run import simulate_kill
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory
     from tui_eval.service.suite_run import ResumeError, SuiteRun
     from tui_eval.suites import load_suites
@@ -367,11 +374,11 @@ def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path)
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
     # A baseline file of 6 samples a case, then a previous run of 3: they differ.
-    saved, _ = anyio.run(run_decision, path, RunOptions(samples=6), history)
+    saved, _ = anyio.run(run_decision, path, RunRequest(settings=RunSettings(samples=6)), history)
     assert saved.save_baseline().status.value == "saved"
-    _, previous = anyio.run(run_decision, path, RunOptions(), history)
+    _, previous = anyio.run(run_decision, path, RunRequest(), history)
     previous_file = history.runs()[0].report_path
-    options = RunOptions(decide=True, decide_against=str(previous_file))
+    options = RunRequest(kind=DecideRun(against=str(previous_file)))
 
     async def decide():
         (suite,) = load_suites([path]).suites
@@ -386,7 +393,7 @@ def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path)
     anyio.run(decide)
     simulate_kill(history, keep=4)
     record = history.interrupted()[0]
-    assert record.options.decide_against == str(previous_file)
+    assert record.options.kind.against == str(previous_file)
     resumed = SuiteRun.resume(record, history=history)
     anyio.run(resumed.run)
     assert resumed.report is not None and not resumed.report.cancelled
@@ -452,12 +459,12 @@ def test_resume_refuses_when_the_suite_changed_unless_forced(tmp_path):
     import anyio
 
     from tests.test_suite_run import run_service, simulate_kill, write_suite
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory
 
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
-    anyio.run(run_service, path, RunOptions(), history)
+    anyio.run(run_service, path, RunRequest(), history)
     simulate_kill(history, keep=2)
     path.write_text(path.read_text().replace('contains("answer")', 'contains("answer to")'))
     refused = cli("resume", cwd=tmp_path)
@@ -477,12 +484,12 @@ def test_a_journal_line_of_a_newer_schema_is_a_clear_error(tmp_path):
     import anyio
 
     from tests.test_suite_run import run_service, simulate_kill, write_suite
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import JOURNAL_SCHEMA_VERSION, RunHistory
 
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
-    anyio.run(run_service, path, RunOptions(), history)
+    anyio.run(run_service, path, RunRequest(), history)
     simulate_kill(history, keep=2)
     journal = history.runs()[0].journal_path
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
@@ -497,7 +504,7 @@ def test_an_interrupted_run_does_not_report_unrun_cases_as_removed(tmp_path):
     import anyio
 
     from tests.test_suite_run import write_suite
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory
     from tui_eval.service.suite_run import SuiteRun
     from tui_eval.suites import load_suites
@@ -521,7 +528,7 @@ def test_an_interrupted_run_does_not_report_unrun_cases_as_removed(tmp_path):
                 if stop_after is not None and len(finished) == stop_after:
                     service.cancel()  # what Ctrl+C does
 
-        service = SuiteRun.start(suite, RunOptions(), history=RunHistory(tmp_path), invocation="t")
+        service = SuiteRun.start(suite, RunRequest(), history=RunHistory(tmp_path), invocation="t")
         service.on_event = on_event
         await service.run()
         return service

@@ -18,6 +18,7 @@ from tui_eval import (
     tool_called,
 )
 from tui_eval.checks import verdict_reply
+from tui_eval.core.settings import RunSettings
 from tui_eval.run.runner import (
     CaseFinished,
     Evaluation,
@@ -229,7 +230,7 @@ async def test_cancel_keeps_finished_samples():
     cases = [Case(f"fast {i}", checks=[contains("fast")]) for i in range(3)] + [
         Case("slow", checks=[])
     ]
-    evaluation = Evaluation(agent, cases, concurrency=4, on_event=on_event)
+    evaluation = Evaluation(agent, cases, settings=RunSettings(concurrency=4), on_event=on_event)
     with anyio.fail_after(5):
         report = await evaluation.run()
     assert report.cancelled and not report.passed
@@ -348,7 +349,10 @@ async def test_an_agent_that_never_waits_still_gives_the_event_loop_turns(parall
 
     cases = [Case(f"q{i}", checks=[contains("q")], samples=5) for i in range(40)]
     evaluation = Evaluation(
-        agent, cases, concurrency=2, on_event=on_event, parallel_samples=parallel_samples
+        agent,
+        cases,
+        settings=RunSettings(concurrency=2, parallel_samples=parallel_samples),
+        on_event=on_event,
     )
 
     async def watch() -> None:

@@ -11,8 +11,9 @@ import pytest
 
 from tests.test_cli import cli
 from tui_eval import Case, Suite, contains
+from tui_eval.core.settings import RunSettings
 from tui_eval.report.report import Report
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import RunRequest
 from tui_eval.service.store import JOURNAL_SCHEMA_VERSION, RunHistory
 from tui_eval.service.suite_run import BaselineStatus, SuiteRun
 from tui_eval.suites import load_suites
@@ -58,7 +59,7 @@ def simulate_kill(history: RunHistory, keep: int) -> None:
         leftover.unlink(missing_ok=True)
 
 
-async def run_service(path: Path, options: RunOptions, history: RunHistory) -> SuiteRun:
+async def run_service(path: Path, options: RunRequest, history: RunHistory) -> SuiteRun:
     (suite,) = load_suites([path]).suites
     service = SuiteRun.start(suite, options, history=history, invocation="test")
     await service.run()
@@ -68,7 +69,9 @@ async def run_service(path: Path, options: RunOptions, history: RunHistory) -> S
 async def test_options_and_metadata_are_journaled(tmp_path):
     path = write_suite(tmp_path)
     history = RunHistory(tmp_path)
-    options = RunOptions(filter="keep", samples=2, fail_fast=True, concurrency=3)
+    options = RunRequest(
+        filter="keep", settings=RunSettings(samples=2, fail_fast=True, concurrency=3)
+    )
     service = await run_service(path, options, history)
     record = history.runs()[0]
     assert record.options == options
@@ -82,7 +85,7 @@ async def test_options_and_metadata_are_journaled(tmp_path):
 async def test_resume_honours_the_journaled_options(tmp_path):
     path = write_suite(tmp_path)
     history = RunHistory(tmp_path)
-    await run_service(path, RunOptions(filter="keep"), history)
+    await run_service(path, RunRequest(filter="keep"), history)
     simulate_kill(history, keep=1)
     (path.parent / "calls.log").unlink()
     resumed = SuiteRun.resume(history.interrupted()[0], history=history)
@@ -97,7 +100,7 @@ async def test_save_baseline_refuses_to_replace_a_corrupt_file(tmp_path):
     baseline = tmp_path / "__baselines__" / "mixed.json"
     baseline.parent.mkdir()
     baseline.write_text("{ not json")
-    service = await run_service(path, RunOptions(filter="keep-0"), RunHistory(tmp_path))
+    service = await run_service(path, RunRequest(filter="keep-0"), RunHistory(tmp_path))
     outcome = service.save_baseline()
     assert outcome.status is BaselineStatus.CORRUPT
     assert "corrupt" in outcome.message and str(baseline) in outcome.message
@@ -115,7 +118,7 @@ async def test_cancelled_run_is_not_saved_as_baseline(tmp_path):
 
     suite = Suite("slow", agent=slow, cases=[Case("q", checks=[contains("answer")])])
     suite.path = tmp_path / "slow.py"
-    service = SuiteRun.start(suite, RunOptions(), history=None, invocation="t")
+    service = SuiteRun.start(suite, RunRequest(), history=None, invocation="t")
     async with anyio.create_task_group() as group:
         group.start_soon(service.run)
         await anyio.sleep(0.05)
@@ -128,7 +131,7 @@ def test_cli_resume_of_an_app_style_filtered_run(tmp_path):
     """Started by a front-end with a filter, killed, finished by `tui-eval resume`."""
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
-    anyio.run(run_service, path, RunOptions(filter="keep"), history)
+    anyio.run(run_service, path, RunRequest(filter="keep"), history)
     simulate_kill(history, keep=2)
     (path.parent / "calls.log").unlink()
     result = cli("resume", cwd=tmp_path)
@@ -140,7 +143,7 @@ def test_cli_resume_of_an_app_style_filtered_run(tmp_path):
 def test_journal_lines_are_typed_and_versioned(tmp_path):
     path = write_suite(tmp_path)
     history = RunHistory(tmp_path)
-    anyio.run(run_service, path, RunOptions(filter="keep-0"), history)
+    anyio.run(run_service, path, RunRequest(filter="keep-0"), history)
     lines = [json.loads(x) for x in history.runs()[0].journal_path.read_text().splitlines()]
     assert [line["kind"] for line in lines] == ["header", "sample", "end"]
     assert all(line["schema_version"] == JOURNAL_SCHEMA_VERSION for line in lines)
@@ -149,7 +152,7 @@ def test_journal_lines_are_typed_and_versioned(tmp_path):
 def test_newer_journal_is_a_named_error_for_resume(tmp_path):
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
-    anyio.run(run_service, path, RunOptions(filter="keep"), history)
+    anyio.run(run_service, path, RunRequest(filter="keep"), history)
     simulate_kill(history, keep=1)
     journal = history.runs()[0].journal_path
     lines = [json.loads(x) for x in journal.read_text().splitlines()]

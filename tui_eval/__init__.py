@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "PerformanceEval": "tui_eval.run.evaluators",
     "Report": "tui_eval.report.report",
     "RunResult": "tui_eval.agents",
-    "RunSettings": "tui_eval.run.settings",
+    "RunSettings": "tui_eval.core.settings",
     "SampleResult": "tui_eval.report.report",
     "Suite": "tui_eval.suites",
     "ToolCall": "tui_eval.agents",
@@ -110,6 +110,7 @@ if TYPE_CHECKING:
     from tui_eval.checks import tool_sequence as tool_sequence
     from tui_eval.checks import weighted as weighted
     from tui_eval.core.cases import Case as Case
+    from tui_eval.core.settings import RunSettings as RunSettings
     from tui_eval.report.report import CaseResult as CaseResult
     from tui_eval.report.report import Diff as Diff
     from tui_eval.report.report import Report as Report
@@ -125,5 +126,4 @@ if TYPE_CHECKING:
     from tui_eval.run.runner import evaluate_iter as evaluate_iter
     from tui_eval.run.sequential import compare_agents as compare_agents
     from tui_eval.run.sequential import decide as decide
-    from tui_eval.run.settings import RunSettings as RunSettings
     from tui_eval.suites import Suite as Suite

@@ -137,9 +137,9 @@ async def test_folders_an_older_version_left_readable_are_tightened():
         agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1"))
         await evaluate(agent, [Case("hi", checks=[contains("ok")])], cache=True)
     assert stat.S_IMODE((home() / "cache").stat().st_mode) == 0o700
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory
 
-    journal = RunHistory(home()).start("s", "s.py", invocation="test", options=RunOptions())
+    journal = RunHistory(home()).start("s", "s.py", invocation="test", options=RunRequest())
     journal.close()
     assert stat.S_IMODE((home() / "projects").stat().st_mode) == 0o700

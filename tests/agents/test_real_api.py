@@ -326,18 +326,22 @@ def test_json_report_keeps_cached_and_stopped(tmp_path):
 
 
 def test_credential_headers_never_reach_the_journal(tmp_path):
-    from tui_eval.service.options import RunOptions
+    from tui_eval.core.settings import RunSettings
+    from tui_eval.service.request import RunRequest
 
-    options = RunOptions(
-        provider=ProviderOptions(
-            headers={
-                "Authorization": "Bearer sk-live-123",
-                "X-Api-Key": "k",
-                "OpenAI-Project": "p1",
-            }
+    options = RunRequest(
+        settings=RunSettings(
+            provider=ProviderOptions(
+                headers={
+                    "Authorization": "Bearer sk-live-123",
+                    "X-Api-Key": "k",
+                    "OpenAI-Project": "p1",
+                }
+            )
         )
     )
-    kept = options.for_disk()
+    kept = options.for_disk().settings
     assert kept.provider is not None and kept.provider.headers == {"OpenAI-Project": "p1"}
-    assert options.provider is not None and "Authorization" in options.provider.headers
-    assert "sk-live-123" not in kept.model_dump_json()
+    assert options.settings.provider is not None
+    assert "Authorization" in options.settings.provider.headers
+    assert "sk-live-123" not in options.for_disk().model_dump_json()

@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from tui_eval import Case, Suite, contains
+from tui_eval.core.settings import RunSettings
 from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
@@ -257,12 +258,12 @@ async def test_every_keypress_is_handled_while_streaming(tmp_path):
 
 async def test_history_opens_a_past_run_and_compares_two(tmp_path):
     from tui_eval.report.report import CaseResult, Report, SampleResult
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
     from tui_eval.tui.screens.history import HistoryScreen
 
     history = RunHistory(tmp_path)
 
-    def record(outcomes: str, started: float, options: RunOptions | None = None) -> None:
+    def record(outcomes: str, started: float, options: RunRequest | None = None) -> None:
         cases = [
             CaseResult(
                 f"q{i}", [SampleResult(f"q{i}", 0, "passed" if o == "p" else "failed")], planned=1
@@ -290,7 +291,7 @@ async def test_history_opens_a_past_run_and_compares_two(tmp_path):
         assert [c.name for c in diff_screen.diff.regressions] == ["q1"]
     # A rerun of q1 alone against the full run before it: the cases it did not run are not
     # "removed", they live in the other run.
-    record("-p-", 3000.0, RunOptions(cases=["q1"]))
+    record("-p-", 3000.0, RunRequest(cases=["q1"]))
     app = make_app(suites=[], history=history)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("h", "space", "down", "c")
@@ -400,11 +401,11 @@ async def test_clicking_a_column_header_sorts(tmp_path):
 async def test_app_started_filtered_run_resumes_only_its_cases(tmp_path):
     """Bug: the app journaled `options={}`, so finishing its filtered run ran the whole suite."""
     from tests.test_suite_run import calls, cli, simulate_kill, write_suite
-    from tui_eval.service.options import RunOptions
+    from tui_eval.service.request import RunRequest
 
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
-    options = RunOptions(filter="keep", fail_fast=True)
+    options = RunRequest(filter="keep", settings=RunSettings(fail_fast=True))
     app = make_app([path], options=options, autorun=True, history=history)
     async with app.run_test(size=(120, 40)) as pilot:
         with anyio.fail_after(20):  # the run starts on its own, then its screen opens

@@ -21,6 +21,7 @@ from tui_eval.calibration.labels import LabelRecord, LabelsFileError, labels_pat
 from tui_eval.checks.base import SCORE_PASS, Check, CheckResult, check_name
 from tui_eval.checks.judge import JudgeConfigError, llm_judge
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import RunSettings
 from tui_eval.report.report import SampleResult
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns
@@ -430,15 +431,12 @@ async def _judge_suite(
         str(position): [SampleResult(str(position), 0, "passed", run=_stored_run(record, case))]
         for position, (record, _, case) in enumerate(planned)
     }
-    options = (suite.provider or ProviderOptions()).over(provider or ProviderOptions())
     evaluation = Evaluation(
         None,
         cases,
-        concurrency=suite.concurrency,
-        price=suite.price,
-        provider=options,
-        max_cost=max_cost if max_cost is not None else suite.max_cost,
-        cache=cache,
+        settings=suite.settings.over(
+            RunSettings(cache=cache).but(provider=provider, max_cost=max_cost)
+        ),
         name=suite.name,
         source=SavedRuns(replay),
     )

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
+from tui_eval.cli.requests import setting
 
 COMMANDS = (
     "run",
@@ -70,10 +71,16 @@ def _parser() -> argparse.ArgumentParser:
         "--markdown", metavar="FILE", help="write a Markdown summary (for a CI job page)"
     )
     run.add_argument(
-        "--concurrency", type=_positive, metavar="N", help="cases at once (default: the suite's)"
+        "--concurrency",
+        type=setting("concurrency", int),
+        metavar="N",
+        help="cases at once (default: the suite's)",
     )
     run.add_argument(
-        "--samples", type=_positive, metavar="N", help="override every case's sample count"
+        "--samples",
+        type=setting("samples", int),
+        metavar="N",
+        help="override every case's sample count",
     )
     run.add_argument("--filter", metavar="TEXT", help="only cases whose name contains TEXT")
     run.add_argument(
@@ -106,14 +113,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-samples",
-        type=_positive,
-        default=100,
+        type=setting("max_samples", int),
         metavar="N",
         help="with --decide: at most N samples per case (default 100)",
     )
     run.add_argument(
         "--max-cost",
-        type=_positive_float,
+        type=setting("max_cost", float),
         metavar="USD",
         help="no new sample starts once this many dollars are spent (or in flight); "
         "the report says the run stopped on budget (with --decide: stop sampling)",
@@ -227,10 +233,15 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("paths", nargs="*", metavar="PATH")
     ab.add_argument("--a", required=True, metavar="SPEC", help="the baseline agent or model")
     ab.add_argument("--b", required=True, metavar="SPEC", help="the agent or model to judge")
-    ab.add_argument("--max-samples", type=_positive, default=100, metavar="N")
+    ab.add_argument(
+        "--max-samples",
+        type=setting("max_samples", int),
+        metavar="N",
+        help="at most N samples per case and agent (default 100)",
+    )
     ab.add_argument(
         "--max-cost",
-        type=_positive_float,
+        type=setting("max_cost", float),
         metavar="USD",
         help="both agents together start no new sample past this many dollars",
     )
@@ -273,9 +284,9 @@ def _parser() -> argparse.ArgumentParser:
     from tui_eval.cli.calibrate import add_parser
 
     add_parser(sub)
-    from tui_eval import importers
+    from tui_eval.cli import imports
 
-    importers.add_parser(sub)
+    imports.add_parser(sub)
     return parser
 
 
@@ -288,7 +299,10 @@ def _add_export_args(parser: argparse.ArgumentParser) -> None:
 def _add_settings_args(parser: argparse.ArgumentParser) -> None:
     """The run settings `ab` and `recheck` share with `run` (a judge's calls follow them)."""
     parser.add_argument(
-        "--concurrency", type=_positive, metavar="N", help="cases at once (default: the suite's)"
+        "--concurrency",
+        type=setting("concurrency", int),
+        metavar="N",
+        help="cases at once (default: the suite's)",
     )
     parser.add_argument(
         "--cache",
@@ -402,7 +416,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return calibrate_command(args)
     if args.command == "import":
-        from tui_eval.importers import import_command
+        from tui_eval.cli.imports import import_command
 
         return import_command(args)
     raise AssertionError(args.command)
@@ -415,11 +429,11 @@ def _open_app(
     options: argparse.Namespace | None = None,
     watch: bool = False,
 ) -> int:
+    from tui_eval.cli.requests import request_from_args
     from tui_eval.run.ray_executor import ExecutorError, import_ray
-    from tui_eval.service.options import RunOptions
 
     try:
-        run_options = RunOptions.from_args(options or argparse.Namespace())
+        run_options = request_from_args(options or argparse.Namespace())
         if run_options.executor == "ray":
             import_ray()
     except (ValueError, ExecutorError) as exc:

@@ -24,6 +24,7 @@ from tui_eval.cli.outcomes import (
 )
 from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it was first
 from tui_eval.cli.progress import Progress
+from tui_eval.cli.requests import request_from_args
 from tui_eval.report.gate import (
     RUN_DEFAULT,
     FailOn,
@@ -33,7 +34,14 @@ from tui_eval.report.gate import (
 )
 from tui_eval.report.report import Report, ReportFileError
 from tui_eval.run.ray_executor import ExecutorError, import_ray
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import (
+    ABRun,
+    DecideRun,
+    PlainRun,
+    RecheckRun,
+    RunKind,
+    RunRequest,
+)
 from tui_eval.service.store import JournalFileError, RunHistory
 from tui_eval.service.suite_run import (
     BaselineStatus,
@@ -95,10 +103,11 @@ def _can_watch_signals() -> bool:
 
 def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     title = service.suite.name
-    if service.options.ab is not None:
-        title = f"{title}: A = {service.options.ab[0]}, B = {service.options.ab[1]}"
+    kind = service.options.kind
+    if isinstance(kind, ABRun):
+        title = f"{title}: A = {kind.a}, B = {kind.b}"
     outcome = SuiteOutcome(suite=service.suite, report=report, mode=service.mode, title=title)
-    budget = service.options.max_cost or service.suite.max_cost
+    budget = service.settings.max_cost
     if budget is not None and report.samples and not report.priced:
         outcome.notes.append(
             f"warning: max_cost ${budget:g} was not enforced: no sample had a price (give the "
@@ -131,9 +140,7 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
             else RUN_DEFAULT
         )
         shard = Shard.parse(args.shard) if getattr(args, "shard", None) else None
-        options = RunOptions.from_args(args)
-        if mode == "ab":
-            options = options.model_copy(update={"ab": (args.a, args.b)})
+        options = request_from_args(args, _kind(args, mode))
         if options.executor == "ray":
             import_ray()
     except (ValueError, ExecutorError) as exc:
@@ -146,7 +153,6 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
         except ReportFileError as exc:
             print_error(f"error: {exc}")
             return EXIT_USAGE
-        options = options.model_copy(update={"recheck": str(Path(args.report).resolve())})
     paths = default_paths(args.paths)
     loaded = load_suites(paths)
     report_load_errors(loaded, args.debug)
@@ -180,17 +186,28 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
     reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)] + unchecked
     if unchecked and code == EXIT_OK:
         code = EXIT_FAILED
-    if code == EXIT_FAILED and reasons and mode == "run" and not options.decide:
+    if code == EXIT_FAILED and reasons and options.mode == "run":
         fails = ",".join(c.value for c in FailOn if c in fail_on)
         print(f"failing (--fail-on {fails}): {'; '.join(reasons)}")
     return code
 
 
-Plan = tuple[Suite, RunOptions, "Report | None"]
+def _kind(args: argparse.Namespace, mode: str) -> RunKind:
+    """The kind of run a command asks for."""
+    if mode == "decide":
+        return DecideRun()
+    if mode == "ab":
+        return ABRun(a=args.a, b=args.b)
+    if mode == "recheck":
+        return RecheckRun(report=str(Path(args.report).resolve()))
+    return PlainRun()
+
+
+Plan = tuple[Suite, RunRequest, "Report | None"]
 """A suite to run, its options, and (for a recheck) the saved report part it rechecks."""
 
 
-def _last_failed_options(suite: Suite, options: RunOptions) -> RunOptions:
+def _last_failed_options(suite: Suite, options: RunRequest) -> RunRequest:
     """`--last-failed`: the options running only the cases of `suite` that failed in its
     last run (all of them when none did, or when it has never run), and say which."""
     if suite.skip:
@@ -203,11 +220,11 @@ def _last_failed_options(suite: Suite, options: RunOptions) -> RunOptions:
         return options
     print(f"--last-failed: {name}: rerunning the {len(failed)} case(s) that failed last time")
     chosen = failed if options.cases is None else tuple(c for c in failed if c in options.cases)
-    return options.model_copy(update={"cases": chosen})
+    return options.but(cases=chosen)
 
 
 def _recheck_plans(
-    suites: list[Suite], options: RunOptions, report: Report, paths: list[str]
+    suites: list[Suite], options: RunRequest, report: Report, paths: list[str]
 ) -> list[Plan] | None:
     """Each suite with the part of `report` it rechecks (None: a usage error, printed)."""
     parts = recheck_parts(report)
@@ -225,8 +242,8 @@ def _recheck_plans(
 
 
 def _shard_plans(
-    suites: list[Suite], options: RunOptions, shard: Shard
-) -> list[tuple[Suite, RunOptions]]:
+    suites: list[Suite], options: RunRequest, shard: Shard
+) -> list[tuple[Suite, RunRequest]]:
     """Each suite with the options of this shard: its share of the cases (a function of
     the suites and the filter alone, so every CI job computes the same split)."""
     keys = [
@@ -236,7 +253,7 @@ def _shard_plans(
         for case in suite.select(filter=options.filter).cases
     ]
     shard_of = assign_shards(keys, shard.total)
-    plans: list[tuple[Suite, RunOptions]] = []
+    plans: list[tuple[Suite, RunRequest]] = []
     for suite in suites:
         mine = tuple(
             name
@@ -247,7 +264,7 @@ def _shard_plans(
             plans.append(
                 (
                     suite,
-                    options.model_copy(update={"cases": mine, "shard": (shard.index, shard.total)}),
+                    options.but(cases=mine, shard=(shard.index, shard.total)),
                 )
             )
         else:

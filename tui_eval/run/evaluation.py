@@ -19,13 +19,12 @@ import anyio
 
 from tui_eval.agents.messages import input_text
 from tui_eval.agents.providers.base import resource_scope
-from tui_eval.agents.providers.cache import CacheMode, ResponseCache
 from tui_eval.agents.providers.limits import limiters
-from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import RunSettings
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run import scheduling
-from tui_eval.run.budget import CostBudget
 from tui_eval.run.events import (
     CaseFinished,
     EventHandler,
@@ -37,7 +36,6 @@ from tui_eval.run.events import (
 from tui_eval.run.sample_runner import SampleRunner, SampleSource, response_cache
 from tui_eval.run.sample_sources import AgentRuns
 from tui_eval.run.scheduling import Pacing
-from tui_eval.run.settings import Executor, Price, RunSettings, resolve
 
 STATUS_EVERY_S = 0.5
 
@@ -52,8 +50,9 @@ class Evaluation:
     records them, keeps the budget and emits the events.
 
     Args:
-        settings: how the run runs (`RunSettings`); the keyword arguments of the same
-            names, when given, override its fields.
+        settings: how the run runs (`RunSettings`: concurrency, budget, cache, provider
+            options, executor...); the front-ends (`evaluate()` and friends, `SuiteRun`)
+            build it.
         done: samples already finished in an earlier, interrupted run, by case name; only
             the missing samples of each case run (this is how `resume` works).
         source: where the samples come from (default: `AgentRuns(agent)`, calling the
@@ -66,31 +65,13 @@ class Evaluation:
         cases: Iterable[Case],
         *,
         settings: RunSettings | None = None,
-        concurrency: int | None = None,
-        fail_fast: bool | None = None,
-        price: Price | None = None,
         name: str | None = None,
         on_event: EventHandler | None = None,
         done: Mapping[str, Sequence[SampleResult]] | None = None,
         source: SampleSource | None = None,
         metadata: dict[str, Any] | None = None,
-        parallel_samples: bool | None = None,
-        provider: ProviderOptions | None = None,
-        max_cost: float | CostBudget | None = None,
-        cache: bool | CacheMode | ResponseCache | None = None,
-        executor: Executor | None = None,
     ) -> None:
-        self.settings = settings = resolve(
-            settings,
-            concurrency=concurrency,
-            fail_fast=fail_fast,
-            price=price,
-            parallel_samples=parallel_samples,
-            provider=provider,
-            max_cost=max_cost,
-            cache=cache,
-            executor=executor,
-        )
+        self.settings = settings = settings or RunSettings()
         self.cases = list(cases)
         if settings.samples is not None:
             self.cases = [replace(case, samples=settings.samples) for case in self.cases]

@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from tui_eval.core.settings import ExecutorError as ExecutorError  # its callers import it here
 from tui_eval.run.ray_worker import SampleWorker, decode
 from tui_eval.run.ray_worker import encode as encode  # the wire format, beside decode
-from tui_eval.run.settings import ExecutorError as ExecutorError  # its callers import it here
 from tui_eval.util.secrets import SECRET_SUFFIXES
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 import pydantic
 
+from tui_eval.core.settings import ExecutorError
 from tui_eval.report.report import SampleResult
-from tui_eval.run.settings import ExecutorError
 
 FLUSH_EVERY_S = 0.05
 FLUSH_AT = 256

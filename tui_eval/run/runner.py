@@ -16,11 +16,10 @@ from typing import Any
 
 import anyio
 
-from tui_eval.agents.providers.cache import CacheMode, ResponseCache
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import CacheSetting, Executor, MaxCost, Price, RunSettings, resolve
 from tui_eval.report.report import Report
-from tui_eval.run.budget import CostBudget
 from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.events import (
     CaseFinished,
@@ -32,7 +31,6 @@ from tui_eval.run.events import (
     SampleStateChanged,
 )
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
-from tui_eval.run.settings import Executor, Price, RunSettings, resolve
 
 
 async def evaluate(
@@ -46,8 +44,8 @@ async def evaluate(
     name: str | None = None,
     on_event: EventHandler | None = None,
     provider: ProviderOptions | None = None,
-    max_cost: float | CostBudget | None = None,
-    cache: bool | CacheMode | ResponseCache | None = None,
+    max_cost: MaxCost | None = None,
+    cache: CacheSetting | None = None,
     executor: Executor | None = None,
 ) -> Report:
     """Run every case against the agent and return the `Report`.
@@ -72,7 +70,7 @@ async def evaluate(
         on_event: called with every `Event` (run/sample/case started, changed, finished).
         provider: `ProviderOptions` for every HTTP provider of the run (`rpm`, `timeout`...).
         max_cost: dollars: a sample starts only while it fits, by its estimate, in what is
-            left (see `tui_eval.run.budget` for the bound); a `CostBudget` may be shared.
+            left (see `tui_eval.core.budget` for the bound); a `CostBudget` may be shared.
         cache: `True`/`"on"` or `"read-only"`: replay stored model responses.
         executor: where samples run (None: this process); `RayExecutor(suite_file, name)`
             runs them on Ray, for cases loaded from that suite file.
@@ -80,16 +78,18 @@ async def evaluate(
     evaluation = Evaluation(
         agent,
         cases,
-        settings=settings,
-        concurrency=concurrency,
-        fail_fast=fail_fast,
-        price=price,
+        settings=resolve(
+            settings,
+            concurrency=concurrency,
+            fail_fast=fail_fast,
+            price=price,
+            provider=provider,
+            max_cost=max_cost,
+            cache=cache,
+            executor=executor,
+        ),
         name=name,
         on_event=on_event,
-        provider=provider,
-        max_cost=max_cost,
-        cache=cache,
-        executor=executor,
     )
     return await evaluation.run()
 
@@ -103,7 +103,7 @@ async def recheck(
     price: Price | None = None,
     on_event: EventHandler | None = None,
     provider: ProviderOptions | None = None,
-    cache: bool | CacheMode | ResponseCache | None = None,
+    cache: CacheSetting | None = None,
 ) -> Report:
     """Run the current checks of `cases` on the saved outputs of `report`, without the agent.
 
@@ -114,8 +114,8 @@ async def recheck(
     evaluation = Evaluation(
         None,
         cases,
-        settings=resolve(settings, samples=None).but(
-            concurrency=concurrency, price=price, provider=provider, cache=cache
+        settings=resolve(
+            settings, concurrency=concurrency, price=price, provider=provider, cache=cache
         ),
         name=report.name,
         on_event=on_event,
@@ -135,8 +135,8 @@ async def evaluate_iter(
     price: Price | None = None,
     name: str | None = None,
     provider: ProviderOptions | None = None,
-    max_cost: float | None = None,
-    cache: bool | CacheMode | ResponseCache | None = None,
+    max_cost: MaxCost | None = None,
+    cache: CacheSetting | None = None,
     executor: Executor | None = None,
 ) -> AsyncIterator[Event]:
     """The events of `evaluate()` as an async generator; the last one is `RunFinished`.
@@ -154,16 +154,18 @@ async def evaluate_iter(
     evaluation = Evaluation(
         agent,
         cases,
-        settings=settings,
-        concurrency=concurrency,
-        fail_fast=fail_fast,
-        price=price,
+        settings=resolve(
+            settings,
+            concurrency=concurrency,
+            fail_fast=fail_fast,
+            price=price,
+            provider=provider,
+            max_cost=max_cost,
+            cache=cache,
+            executor=executor,
+        ),
         name=name,
         on_event=forward,
-        provider=provider,
-        max_cost=max_cost,
-        cache=cache,
-        executor=executor,
     )
 
     async def drive() -> None:

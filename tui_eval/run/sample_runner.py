@@ -26,9 +26,9 @@ from tui_eval.agents.run_spec import AgentCall
 from tui_eval.core.case_plan import CasePlan
 from tui_eval.core.cases import Case
 from tui_eval.core.results import SampleResult
+from tui_eval.core.settings import Price
 from tui_eval.report.stored_values import map_values
 from tui_eval.run.events import EventHandler, SampleStateChanged
-from tui_eval.run.settings import Price
 from tui_eval.util.cancellation import cancelled_from_outside
 from tui_eval.util.secrets import redact, redact_value, secret_values
 

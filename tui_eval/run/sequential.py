@@ -19,14 +19,15 @@ from typing import Any
 
 import anyio
 
+from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import MaxCost, Price, RunSettings, resolve
 from tui_eval.report.diff import CaseChange, Diff
 from tui_eval.report.report import CaseResult, Report, SampleResult
-from tui_eval.run.budget import CostBudget
 from tui_eval.run.events import EventHandler
 from tui_eval.run.runner import Evaluation
-from tui_eval.run.settings import Price, RunSettings, resolve
 from tui_eval.stats.case_decisions import (
+    ALPHA,
     BATCH,
     DEFAULT_MARGIN,
     ComparisonVerdict,
@@ -71,7 +72,7 @@ def _round_runner(
         evaluation = Evaluation(
             agent,
             cases,
-            settings=dataclasses.replace(settings, samples=None, max_cost=budget),
+            settings=settings.replace(samples=None, max_cost=budget),
             name=name,
             on_event=on_event,
             done=done,
@@ -87,11 +88,11 @@ async def decide(
     baseline: Report,
     *,
     settings: RunSettings | None = None,
-    alpha: float = 0.05,
-    max_samples: int = 100,
+    alpha: float = ALPHA,
+    max_samples: int | None = None,
     concurrency: int | None = None,
     price: Price | None = None,
-    max_cost: float | None = None,
+    max_cost: MaxCost | None = None,
     margin: float = DEFAULT_MARGIN,
     on_event: EventHandler | None = None,
 ) -> Diff:
@@ -119,13 +120,15 @@ async def decide(
         (`label`: regression, no regression, undecided: budget, undecided: baseline too
         small) and whether it is `decided`.
     """
-    chosen = resolve(settings, concurrency=concurrency, price=price, max_cost=max_cost)
+    chosen = resolve(
+        settings, concurrency=concurrency, price=price, max_cost=max_cost, max_samples=max_samples
+    )
     decision = await decide_in_rounds(
         _round_runner(agent, chosen, None, on_event),
         list(cases),
         baseline,
         alpha=alpha,
-        max_samples=max_samples,
+        max_samples=chosen.max_samples,
         max_cost=chosen.max_cost,
         margin=margin,
     )
@@ -137,10 +140,10 @@ async def decide_in_rounds(
     cases: list[Case],
     baseline: Report,
     *,
-    alpha: float = 0.05,
-    max_samples: int = 100,
-    max_cost: float | CostBudget | None = None,
-    margin: float = DEFAULT_MARGIN,
+    alpha: float,
+    max_samples: int,
+    max_cost: MaxCost | None,
+    margin: float,
     done: Mapping[str, Sequence[SampleResult]] | None = None,
 ) -> Decision:
     """`decide()` over any way of running rounds: samples already in `done` (a resumed
@@ -201,11 +204,11 @@ async def compare_agents(
     cases: Iterable[Case],
     *,
     settings: RunSettings | None = None,
-    alpha: float = 0.05,
-    max_samples: int = 100,
+    alpha: float = ALPHA,
+    max_samples: int | None = None,
     concurrency: int | None = None,
     price: Price | None = None,
-    max_cost: float | None = None,
+    max_cost: MaxCost | None = None,
     margin: float = DEFAULT_MARGIN,
     on_event: EventHandler | None = None,
 ) -> Diff:
@@ -217,13 +220,15 @@ async def compare_agents(
     over it) apply to both sides; `max_cost` bounds both together. `on_event` receives
     the events of B's rounds of samples.
     """
-    chosen = resolve(settings, concurrency=concurrency, price=price, max_cost=max_cost)
+    chosen = resolve(
+        settings, concurrency=concurrency, price=price, max_cost=max_cost, max_samples=max_samples
+    )
     decision = await compare_in_rounds(
         _round_runner(agent_a, chosen, None, None),
         _round_runner(agent_b, chosen, None, on_event),
         list(cases),
         alpha=alpha,
-        max_samples=max_samples,
+        max_samples=chosen.max_samples,
         max_cost=chosen.max_cost,
         margin=margin,
     )
@@ -235,10 +240,10 @@ async def compare_in_rounds(
     run_b: RoundRunner,
     cases: list[Case],
     *,
-    alpha: float = 0.05,
-    max_samples: int = 100,
-    max_cost: float | CostBudget | None = None,
-    margin: float = DEFAULT_MARGIN,
+    alpha: float,
+    max_samples: int,
+    max_cost: MaxCost | None,
+    margin: float,
     done_a: Mapping[str, Sequence[SampleResult]] | None = None,
     done_b: Mapping[str, Sequence[SampleResult]] | None = None,
 ) -> Decision:
@@ -290,7 +295,7 @@ async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
 
 
 def _shared_budget(
-    max_cost: float | CostBudget | None, *done: Mapping[str, Sequence[SampleResult]] | None
+    max_cost: MaxCost | None, *done: Mapping[str, Sequence[SampleResult]] | None
 ) -> CostBudget | None:
     """One budget for every round; a new one has seen the samples already `done` (a
     resumed decision spent them). A `CostBudget` given is its owner's, used as it is."""

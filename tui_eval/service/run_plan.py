@@ -8,20 +8,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.sources import samples_independent
 from tui_eval.core.cases import fingerprint
+from tui_eval.core.settings import Executor, RunSettings
 from tui_eval.report.baselines import BaselineStatus, read_baseline
 from tui_eval.report.diff import case_name, case_suite
 from tui_eval.report.report import Report, ReportFileError
-from tui_eval.run.settings import Executor, RunSettings
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import ABRun, DecideRun, Mode, RecheckRun, RunRequest
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import Suite
 
-Mode = Literal["run", "decide", "ab", "recheck"]
 _MODE_FLAGS = {
     "run": "run",
     "decide": "--decide",
@@ -45,7 +43,7 @@ def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
     left out."""
     names = {case.label for case in suite.cases}
     for record in history.runs():
-        if record.suite != suite.name or record.problem or run_mode(record.options) != "run":
+        if record.suite != suite.name or record.problem or record.options.mode != "run":
             continue
         try:
             report = record.load_report()
@@ -55,33 +53,21 @@ def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
     return None
 
 
-def run_mode(options: RunOptions) -> Mode:
-    """The kind of run `options` ask for."""
-    if options.recheck is not None:
-        return "recheck"
-    if options.ab is not None:
-        return "ab"
-    return "decide" if options.decide else "run"
-
-
-def run_settings(suite: Suite, options: RunOptions) -> RunSettings:
-    """How the samples of `suite` run under `options`: the options over the suite's own
-    settings (concurrency, price, provider options, cache, max_cost, executor)."""
-    return RunSettings(
-        concurrency=options.concurrency or suite.concurrency,
-        fail_fast=options.fail_fast,
-        price=suite.price,
-        provider=(suite.provider or ProviderOptions()).over(options.provider),
-        max_cost=options.max_cost or suite.max_cost,
-        cache=options.cache or suite.cache,
-        executor=_executor(suite, options) if run_mode(options) == "run" else None,
-        parallel_samples=options.parallel_samples
+def run_settings(suite: Suite, options: RunRequest) -> RunSettings:
+    """How the samples of `suite` run under `options`: the request's settings over the
+    suite's (over `RunSettings`' defaults), with the executor it asks for. The sample count
+    is not among them: `select()` gave the cases theirs."""
+    settings = suite.settings.over(options.settings)
+    return settings.replace(
+        samples=None,
+        executor=_executor(suite, options) if options.mode == "run" else None,
+        parallel_samples=settings.parallel_samples
         and all(samples_independent(suite.agent, case.model) for case in suite.cases),
     )
 
 
 def prepare(
-    suite: Suite, options: RunOptions, rechecked: Report | None, baseline: Report | None = None
+    suite: Suite, options: RunRequest, rechecked: Report | None, baseline: Report | None = None
 ) -> dict[str, Any]:
     """What a run of this mode needs beside its suite (a baseline, two agents, a report).
 
@@ -92,15 +78,15 @@ def prepare(
     Raises:
         PlanError: it cannot be had.
     """
-    mode = run_mode(options)
-    if mode != "run" and (options.executor == "ray" or options.fail_fast):
+    mode, kind = options.mode, options.kind
+    if mode != "run" and (options.executor == "ray" or options.settings.fail_fast):
         what = "--executor ray" if options.executor == "ray" else "--fail-fast"
         raise PlanError(f"{what} goes with plain runs, not with {_MODE_FLAGS[mode]}")
-    if mode == "decide":
+    if isinstance(kind, DecideRun):
         if baseline is not None:
             return {"baseline": baseline}
-        if options.decide_against is not None:
-            return {"baseline": _decided_against(options.decide_against)}
+        if kind.against is not None:
+            return {"baseline": _decided_against(kind.against)}
         path = Path(options.baseline) if options.baseline else suite.baseline_path
         read = read_baseline(path)
         if read.baseline is None:
@@ -110,24 +96,22 @@ def prepare(
                 )
             raise PlanError(read.message)
         return {"baseline": read.baseline}
-    if mode == "ab":
-        assert options.ab is not None
+    if isinstance(kind, ABRun):
         try:
-            return {"agents": (agent_for(suite, options.ab[0]), agent_for(suite, options.ab[1]))}
+            return {"agents": (agent_for(suite, kind.a), agent_for(suite, kind.b))}
         except (ValueError, ImportError) as exc:
             raise PlanError(str(exc)) from None
-    if mode == "recheck":
-        assert options.recheck is not None
+    if isinstance(kind, RecheckRun):
         if rechecked is None:
             try:
-                saved = Report.load(options.recheck)
+                saved = Report.load(kind.report)
             except ReportFileError as exc:
                 raise PlanError(str(exc)) from None
             rechecked = recheck_part(saved, suite.name, only_suite=True)
         if rechecked is None or not any(c.name in _labels(suite) for c in rechecked.cases):
             count = len(rechecked.cases) if rechecked is not None else 0
             raise PlanError(
-                f"none of the {count:,} cases of {shown_path(options.recheck)} is in suite "
+                f"none of the {count:,} cases of {shown_path(kind.report)} is in suite "
                 f"{suite.name!r} ({suite.path}); nothing to recheck"
             )
         return {"rechecked": rechecked}
@@ -234,7 +218,7 @@ def agent_for(suite: Suite, spec: str) -> object:
         raise ValueError(str(exc)) from None
 
 
-def shard_metadata(suite: Suite, options: RunOptions) -> dict[str, object]:
+def shard_metadata(suite: Suite, options: RunRequest) -> dict[str, object]:
     """What a shard's report records so `tui-eval merge` can tell a missing shard or case."""
     if options.shard is None:
         return {}
@@ -244,20 +228,22 @@ def shard_metadata(suite: Suite, options: RunOptions) -> dict[str, object]:
     }
 
 
-def select(suite: Suite, options: RunOptions) -> Suite:
+def select(suite: Suite, options: RunRequest) -> Suite:
     """The suite with only the cases `options` select, at their sample counts.
 
     Raises:
         EmptySelection: no case is selected.
     """
-    selected = suite.select(filter=options.filter, samples=options.samples, names=options.cases)
+    selected = suite.select(
+        filter=options.filter, samples=options.settings.samples, names=options.cases
+    )
     if not selected.cases:
         what = f"--filter {options.filter!r}" if options.filter else "the requested cases"
         raise EmptySelection(f"no case of {suite.name!r} matches {what}")
     return selected
 
 
-def _executor(suite: Suite, options: RunOptions) -> Executor | None:
+def _executor(suite: Suite, options: RunRequest) -> Executor | None:
     """The executor `options` ask for (None: this process).
 
     Raises:
@@ -292,7 +278,6 @@ __all__ = [
     "prepare",
     "recheck_part",
     "recheck_parts",
-    "run_mode",
     "run_settings",
     "select",
     "shard_metadata",

@@ -16,7 +16,7 @@ import pydantic
 
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.report.stored_values import output_once, restore_output, storable_sample
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import RunRequest
 from tui_eval.util.atomic import atomic_write_bytes, open_private, private_folder
 from tui_eval.util.home import data_root, in_data_root, private_subfolder
 
@@ -61,7 +61,7 @@ class JournalHeader(_JournalLine):
     suite_path: str = ""
     started_at: float = 0.0
     invocation: str = ""
-    options: RunOptions = RunOptions()
+    options: RunRequest = RunRequest()
     definitions: dict[str, str] = {}
     """Per case run: the fingerprint of its definition when the run started (a resume
     refuses to mix samples of a case whose checks or input changed since)."""
@@ -177,7 +177,7 @@ class RunRecord:
     invocation: str
     finished: bool = False
     cancelled: bool = False
-    options: RunOptions = field(default_factory=RunOptions)
+    options: RunRequest = field(default_factory=RunRequest)
     definitions: dict[str, str] = field(default_factory=dict)
     """Per case: its definition's fingerprint when the run started (see `JournalHeader`)."""
     problem: str | None = None
@@ -393,7 +393,7 @@ class RunHistory:
         suite_path: str,
         *,
         invocation: str,
-        options: RunOptions | None = None,
+        options: RunRequest | None = None,
         definitions: dict[str, str] | None = None,
     ) -> RunJournal:
         """Open the journal of a new run (`definitions`: each case's fingerprint)."""
@@ -408,7 +408,7 @@ class RunHistory:
             suite_path=suite_path,
             started_at=started,
             invocation=invocation,
-            options=options or RunOptions(),
+            options=options or RunRequest(),
             definitions=dict(definitions or {}),
         )
         journal = RunJournal(record)

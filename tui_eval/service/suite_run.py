@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
 from tui_eval.report.baselines import (
     BaselineOutcome,
@@ -28,15 +29,13 @@ from tui_eval.report.baselines import (
     save_baseline,
 )
 from tui_eval.report.report import Report, SampleResult
-from tui_eval.run.budget import CostBudget
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
 from tui_eval.run.sequential import Decision, compare_in_rounds, decide_in_rounds
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import DecideRun, Mode, RunRequest
 from tui_eval.service.run_plan import (
     EmptySelection,
-    Mode,
     PlanError,
     agent_for,
     changed_definitions,
@@ -45,7 +44,6 @@ from tui_eval.service.run_plan import (
     prepare,
     recheck_part,
     recheck_parts,
-    run_mode,
     run_settings,
     select,
     shard_metadata,
@@ -58,6 +56,7 @@ from tui_eval.service.store import (
     RunRecord,
     read_journal_samples,
 )
+from tui_eval.stats.case_decisions import ALPHA, DEFAULT_MARGIN
 from tui_eval.suites import Suite, load_suites
 
 
@@ -86,7 +85,7 @@ class SuiteRun:
     def __init__(
         self,
         suite: Suite,
-        options: RunOptions,
+        options: RunRequest,
         *,
         journal: RunJournal | None,
         done: dict[str, list[SampleResult]] | None = None,
@@ -127,7 +126,7 @@ class SuiteRun:
     @property
     def mode(self) -> Mode:
         """What kind of run this is."""
-        return run_mode(self.options)
+        return self.options.mode
 
     def _evaluation(
         self,
@@ -140,7 +139,7 @@ class SuiteRun:
     ) -> Evaluation:
         settings = self.settings
         if self.mode in ("decide", "ab"):  # every round shares the decision's budget
-            settings = dataclasses.replace(settings, max_cost=budget)
+            settings = settings.replace(max_cost=budget)
         return Evaluation(
             agent,
             cases,
@@ -157,7 +156,7 @@ class SuiteRun:
     def start(
         cls,
         suite: Suite,
-        options: RunOptions,
+        options: RunRequest,
         *,
         history: RunHistory | None,
         invocation: str,
@@ -167,8 +166,8 @@ class SuiteRun:
     ) -> SuiteRun:
         """A new run of `suite` as `options` ask, journaled in `history` (if given).
 
-        For a recheck (`options.recheck`), `rechecked` is the saved report (read from
-        `options.recheck` when not given). A decide run compares with `baseline` when
+        For a recheck (a `RecheckRun`), `rechecked` is the saved report (read from its
+        file when not given). A decide run compares with `baseline` when
         given (the app's Diff screen holds it: a baseline file as read, or the previous
         run's report), else with the baseline file; resuming it reads the file.
 
@@ -340,8 +339,10 @@ class SuiteRun:
             run_round,
             list(self.suite.cases),
             self.baseline,
-            max_samples=self.options.max_samples,
+            alpha=ALPHA,
+            max_samples=self.settings.max_samples,
             max_cost=self.settings.max_cost,
+            margin=DEFAULT_MARGIN,
             done=self._done,
         )
         return self._ended(self.decision.report)
@@ -364,8 +365,10 @@ class SuiteRun:
             run_a,
             run_b,
             list(self.suite.cases),
-            max_samples=self.options.max_samples,
+            alpha=ALPHA,
+            max_samples=self.settings.max_samples,
             max_cost=self.settings.max_cost,
+            margin=DEFAULT_MARGIN,
             done_a=self._done_a,
             done_b=self._done,
         )
@@ -410,8 +413,9 @@ class SuiteRun:
         """
         if self.decision is not None:
             path = self.baseline_path if self.mode == "decide" else None
-            if path is not None and self.options.decide_against is not None:
-                path = Path(self.options.decide_against)
+            kind = self.options.kind
+            if path is not None and isinstance(kind, DecideRun) and kind.against is not None:
+                path = Path(kind.against)
             return BaselineOutcome(
                 status=BaselineStatus.COMPARED,
                 path=path,
@@ -423,7 +427,7 @@ class SuiteRun:
             return BaselineOutcome(
                 status=BaselineStatus.COMPARED,
                 path=None,
-                message=f"compared with {shown_path(self.options.recheck or '')}",
+                message=f"compared with {shown_path(getattr(self.options.kind, 'report', ''))}",
                 diff=self.report.compare(self.rechecked),
                 baseline=self.rechecked,
             )

@@ -18,6 +18,8 @@ STAKES = tuple(i / 10 for i in range(1, 10))
 """Fractions of the largest safe stake the mixture bets with."""
 DEFAULT_MARGIN = 0.1
 """How far below the baseline's rate still counts as "no regression"."""
+ALPHA = 0.05
+"""The chance of calling any case of an A/A run a regression, by default."""
 BATCH = 5
 """Samples added to each undecided case per round."""
 

@@ -38,10 +38,12 @@ import yaml
 
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Usage
+from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import Count, Dollars
 from tui_eval.suites.recorded import TraceFileError, recorded_cases
 from tui_eval.suites.suite import Suite
 from tui_eval.util.text import validation_error_at, validation_message
@@ -123,7 +125,9 @@ class SuiteSettings(_Strict):
         None, description="a provider spec such as openai:gpt-4o-mini"
     )
     instructions: str | None = None
-    concurrency: int = pydantic.Field(4, ge=1)
+    concurrency: Count | None = pydantic.Field(
+        None, description="cases at once (default: `RunSettings.concurrency`, 4)"
+    )
     judge_model: str | None = pydantic.Field(
         None,
         description="default model for llm_judge checks: a spec such as openai:gpt-4o-mini, "
@@ -135,11 +139,13 @@ class SuiteSettings(_Strict):
         description="options for every HTTP provider of the suite's runs: timeout, "
         "retry_budget, max_retries, rpm, tpm, base_url, headers",
     )
-    max_cost: float | None = pydantic.Field(
-        None, gt=0, description="dollars; a run starts no new sample once this is spent"
+    max_cost: Dollars | None = pydantic.Field(
+        None, description="dollars; a run starts no new sample once this is spent"
     )
-    cache: Literal["off", "on", "read-only"] = pydantic.Field(
-        "off", description="replay stored model responses (keyed by request and sample index)"
+    cache: CacheMode | None = pydantic.Field(
+        None,
+        description="replay stored model responses (keyed by request and sample index); "
+        "default off",
     )
 
     @pydantic.field_validator("cache", mode="before")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import settings_problem
 from tui_eval.suites.declarative import SuiteFileError, load_jsonl_suite, load_yaml_suite
 from tui_eval.suites.suite import Suite
 from tui_eval.util.secrets import redact
@@ -295,10 +296,10 @@ def suite_problem(suite: Suite) -> str | None:
     for index, case in enumerate(suite.cases):
         if not isinstance(case, Case):
             return f"cases[{index}] is a {type(case).__name__}, not a Case"
-    if isinstance(suite.concurrency, bool) or not isinstance(suite.concurrency, int):
-        return f"concurrency must be a whole number, got {suite.concurrency!r}"
-    if suite.concurrency < 1:
-        return f"concurrency must be at least 1, got {suite.concurrency}"
+    try:
+        suite.settings  # noqa: B018 - validates the run settings the suite gives
+    except ValueError as exc:
+        return settings_problem(exc)
     if suite.agent is None and not suite.skip:
         return "it has no agent (Suite(name, agent=..., cases=[...]))"
     return None

@@ -14,6 +14,10 @@ from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.checks.base import Check
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import RunSettings
+
+SUITE_SETTINGS = ("concurrency", "price", "provider", "max_cost", "cache")
+"""The `RunSettings` a suite may give (a Python `Suite`'s fields, a suite file's keys)."""
 
 
 def baseline_file_stem(name: str) -> str:
@@ -36,11 +40,9 @@ class Suite:
         name: the suite's name (baselines and history are keyed by it).
         agent: any agent source `evaluate()` accepts.
         cases: the cases.
-        concurrency: how many cases run at once.
-        price: turns a sample's usage into a cost (default: built-in prices of known models).
-        provider: options for every HTTP provider of its runs (rate limits, timeouts...).
-        max_cost: dollars; a run starts no new sample past it.
-        cache: the response cache mode of its runs (`"off"`, `"on"`, `"read-only"`).
+        concurrency, price, provider, max_cost, cache: how its runs run, as the
+            `RunSettings` fields of those names (their meaning, default and validation);
+            None: not given by the suite. `settings` holds the ones given.
         baseline: where its baseline lives; default `<suite dir>/__baselines__/<name>.json`.
         skip: a reason not to run it (for example a missing API key); shown instead of results.
         required_env: environment variables it needs (YAML `skip_unless_env`); Ray workers
@@ -53,11 +55,11 @@ class Suite:
     name: str
     agent: Any = None
     cases: list[Case] = field(default_factory=list)
-    concurrency: int = 4
+    concurrency: int | None = None
     price: Price | None = None
     provider: ProviderOptions | None = None
     max_cost: float | None = None
-    cache: CacheMode = "off"
+    cache: CacheMode | None = None
     baseline: str | Path | None = None
     skip: str | None = None
     required_env: list[str] = field(default_factory=list)
@@ -68,6 +70,16 @@ class Suite:
     def __post_init__(self) -> None:
         self.checks = list(self.checks)
         self.cases = [self._with_suite_checks(case) for case in self.cases]
+
+    @property
+    def settings(self) -> RunSettings:
+        """The run settings this suite gives (the others are `RunSettings`' defaults).
+
+        Raises:
+            ValueError: one of them is not valid (`concurrency=0`, a negative `max_cost`).
+        """
+        given = {name: getattr(self, name) for name in SUITE_SETTINGS}
+        return RunSettings(**{name: value for name, value in given.items() if value is not None})
 
     def _with_suite_checks(self, case: Case) -> Case:
         """`case` with the suite's checks first (once: a copy of the suite, as `select`

@@ -16,7 +16,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from tui_eval.report.report import Report
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import RunRequest
 from tui_eval.service.store import RunHistory
 from tui_eval.service.suite_run import EmptySelection, ResumeError
 from tui_eval.suites import LoadResult, Suite, load_suites
@@ -283,7 +283,7 @@ def make_app(
     *,
     suites: Sequence[Suite] | None = None,
     report: Report | None = None,
-    options: RunOptions | None = None,
+    options: RunRequest | None = None,
     autorun: bool = False,
     history: RunHistory | None = None,
     clock: Clock = time.monotonic,
@@ -308,7 +308,7 @@ def make_app(
     else:
         loaded = load_suites([str(p) for p in paths or ["suites"]])
     workspace = Workspace(
-        loaded=loaded, history=history, clock=clock, options=options or RunOptions()
+        loaded=loaded, history=history, clock=clock, options=options or RunRequest()
     )
     return TuiEvalApp(
         workspace,
@@ -320,7 +320,7 @@ def make_app(
 
 
 def run_app(
-    paths: list[str], *, options: RunOptions, autorun: bool = False, watch: bool = False
+    paths: list[str], *, options: RunRequest, autorun: bool = False, watch: bool = False
 ) -> int:
     """Run the app on a real terminal (the CLI's default command)."""
     app = make_app(paths, options=options, autorun=autorun, history=RunHistory(), watch=watch)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import RunRequest
 from tui_eval.service.store import RunHistory, RunRecord
 from tui_eval.service.suite_run import (
     BaselineOutcome,
@@ -80,7 +80,7 @@ class RunSession:
     def start(
         cls,
         suite: Suite,
-        options: RunOptions,
+        options: RunRequest,
         *,
         clock: Clock,
         history: RunHistory | None,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
-from tui_eval.service.options import RunOptions
+from tui_eval.service.request import RunRequest
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import LoadError, LoadResult, Suite, load_suites
 from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file
@@ -44,7 +44,7 @@ class Workspace:
     loaded: LoadResult
     history: RunHistory | None
     clock: Clock
-    options: RunOptions = field(default_factory=RunOptions)
+    options: RunRequest = field(default_factory=RunRequest)
     sessions: dict[str, RunSession] = field(default_factory=dict)
     edit_errors: dict[Path, LoadError] = field(default_factory=dict)
     reloaded: set[str] = field(default_factory=set)
@@ -143,7 +143,7 @@ class Workspace:
     def new_session(
         self,
         suite: Suite,
-        options: RunOptions | None = None,
+        options: RunRequest | None = None,
         *,
         title: str = "",
         baseline: Report | None = None,
@@ -192,9 +192,9 @@ class Workspace:
         ordered = sorted(suite.cases, key=lambda case: case.label not in failing)
         return self.new_session(replace(suite, cases=ordered))
 
-    def rerun_options(self, **changes: object) -> RunOptions:
-        """The launch options with `changes` (cases, samples...) for a rerun."""
-        return self.options.model_copy(update=changes)
+    def rerun_options(self, cases: tuple[str, ...], **settings: object) -> RunRequest:
+        """A rerun of `cases` with the launch settings (and `settings` over them: samples...)."""
+        return self.options.rerun(cases, **settings)
 
 
 @dataclass

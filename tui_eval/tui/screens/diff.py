@@ -13,9 +13,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.core.settings import RunSettings
 from tui_eval.report.diff import CaseChange, Diff, points
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event, SampleFinished
+from tui_eval.service.request import DecideRun
 from tui_eval.service.suite_run import BaselineStatus
 from tui_eval.tui.review import Decision, Review, review_items
 from tui_eval.tui.screens.side_by_side import SideBySideScreen
@@ -413,16 +415,13 @@ class DiffScreen(Screen[None]):
         # A journaled decide run through the suite-run layer, against the baseline shown:
         # the file's or the previous run's report (a resume reads the same file again).
         against = self.previous_report if self.baseline_path is None else None
-        options = workspace.rerun_options(
+        options = workspace.options.but(
+            kind=DecideRun(against=str(against) if against is not None else None),
             cases=tuple(names),
-            decide=True,
             baseline=str(self.baseline_path) if self.baseline_path is not None else None,
-            decide_against=str(against) if against is not None else None,
-            fail_fast=False,
+            settings=RunSettings(fail_fast=False),
             executor="in-process",
             shard=None,
-            ab=None,
-            recheck=None,
         )
         try:
             session = workspace.new_session(

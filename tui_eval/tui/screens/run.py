@@ -357,7 +357,7 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("no failing cases to rerun")
             return
-        options = self.workspace.rerun_options(cases=tuple(failing))
+        options = self.workspace.rerun_options(tuple(failing))
         try:
             session = self.workspace.new_session(
                 suite, options, title=f"{suite.name} · rerun of {len(failing)} failing"

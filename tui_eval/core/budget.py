@@ -32,7 +32,7 @@ from collections.abc import Hashable
 
 import anyio
 
-from tui_eval.report.report import SampleResult
+from tui_eval.core.results import SampleResult
 
 
 class CostBudget:

@@ -1,0 +1,233 @@
+"""`RunSettings`: how a run runs — the one description of it that the engine accepts.
+
+Every setting (`concurrency`, `max_cost`, `cache`, provider options, samples, …) is defined
+here once, with its one default and its one validator. The front-ends build a
+`RunSettings`: `evaluate()`, `evaluate_iter()`, `recheck()`, `decide()` and
+`compare_agents()` from their `settings=` and keyword arguments, a `Suite` (and its YAML)
+from its own fields, the CLI and the app from their flags and actions (`RunRequest.settings`).
+A setting that is not given is not *set*: layers combine with `over()`, so a suite's
+`concurrency` applies unless the command line gives one, and the default applies unless
+either does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Protocol
+
+import pydantic
+
+from tui_eval.agents.messages import Price
+from tui_eval.agents.providers.cache import CACHE_MODES, CacheMode, ResponseCache
+from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.core.budget import CostBudget
+
+
+class Executor(Protocol):
+    """Where an evaluation's samples run, when not in this process.
+
+    `execute` runs every (case index, sample index) unit somewhere and hands each finished
+    sample to `evaluation.accept(index, sample)` (`evaluation` is the run's
+    `tui_eval.run.evaluation.Evaluation`), on the driver's event loop, as it arrives: the
+    driver stays the one place that records, journals and emits events.
+    """
+
+    async def execute(self, evaluation: Any, units: Sequence[tuple[int, int]]) -> None: ...
+
+
+class ExecutorError(RuntimeError):
+    """An executor could not start (Ray missing, no suite file, an unreachable cluster)."""
+
+
+# Each setting's type and constraint, defined once: `RunSettings` uses them with its
+# defaults, and a suite file's model (`tui_eval.suites.declarative`) with None ("not given").
+Count = Annotated[int, pydantic.Field(ge=1, strict=True)]
+"""A count of at least 1 (`concurrency`, `samples`, `max_samples`)."""
+
+Dollars = Annotated[float, pydantic.Field(gt=0, allow_inf_nan=False, strict=True)]
+"""A finite number of dollars > 0 (`max_cost`; a shared `CostBudget` may hold 0)."""
+
+Seconds = Annotated[float, pydantic.Field(gt=0, allow_inf_nan=False)]
+"""A finite number of seconds > 0 (`time_budget`)."""
+
+MaxCost = float | CostBudget
+"""Dollars, or a `CostBudget` shared between runs."""
+
+CacheSetting = bool | CacheMode | ResponseCache
+"""`True`/`"on"`, `"read-only"`, `False`/`"off"`, or a `ResponseCache` of one's own."""
+
+# The settings the journal keeps (a resumed run runs as the first one did): the others are
+# Python objects (a price function, a shared budget, an executor, a session) that a
+# front-end rebuilds from what it was asked.
+JOURNALED = (
+    "concurrency",
+    "samples",
+    "fail_fast",
+    "provider",
+    "max_cost",
+    "cache",
+    "parallel_samples",
+    "time_budget",
+    "max_samples",
+)
+
+
+class RunSettings(pydantic.BaseModel):
+    """How a run runs, whichever entry point starts it.
+
+    Example:
+        >>> settings = RunSettings(concurrency=16, max_cost=2.0, cache="on")
+        >>> report = await evaluate(agent, cases, settings=settings)  # doctest: +SKIP
+        >>> diff = await decide(agent, cases, baseline, settings=settings)  # doctest: +SKIP
+
+    Only the fields given are *set* (`given()`); `over()` layers settings, so a front-end
+    combines the suite's settings with the command line's without a second default.
+
+    Attributes:
+        concurrency: how many cases run at once.
+        samples: every case's sample count (None: each case's own).
+        fail_fast: run cases one at a time and stop after the first failing case.
+        price: turns a sample's `Usage` into dollars; without it, responses of known models
+            are priced by the built-in table.
+        provider: `ProviderOptions` every HTTP provider of the run applies over its own
+            (rate limits, timeouts, retry budget, headers, base URL).
+        max_cost: dollars (or a `CostBudget` shared between runs): a sample starts only
+            while the spend, the estimates of the samples in flight and its own fit in it
+            (see `tui_eval.core.budget`); the report then says the run stopped on budget.
+        cache: replay stored model responses (`True`/`"on"`, or `"read-only"`), keyed by
+            the request and the sample index.
+        executor: where samples run; None is this process.
+            `tui_eval.run.ray_executor.RayExecutor` runs them on a Ray cluster and streams
+            them back.
+        parallel_samples: let the samples of one case run concurrently too (only safe for
+            agents built fresh for every sample).
+        time_budget: seconds; no new sample starts once the run has taken this long, and
+            the report says the run stopped on time.
+        max_samples: `decide()` and `compare_agents()`: at most this many samples per case
+            (and side) before a case is left undecided.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    concurrency: Count = 4
+    samples: Count | None = None
+    fail_fast: bool = False
+    price: pydantic.SkipValidation[Price | None] = None
+    provider: ProviderOptions | None = None
+    max_cost: Dollars | CostBudget | None = None
+    cache: CacheSetting = "off"
+    executor: pydantic.SkipValidation[Executor | None] = None
+    parallel_samples: bool = False
+    time_budget: Seconds | None = None
+    max_samples: Count = 100
+
+    @pydantic.field_validator("cache", mode="before")
+    @classmethod
+    def _cache_mode(cls, value: Any) -> Any:
+        if isinstance(value, bool | ResponseCache) or value in CACHE_MODES:
+            return value
+        modes = ", ".join(CACHE_MODES)
+        raise ValueError(f"cache must be one of {modes} (or true/false), got {value!r}")
+
+    @pydantic.model_validator(mode="after")
+    def _consistent(self) -> RunSettings:
+        if self.executor is not None and self.fail_fast:
+            raise ValueError("fail_fast runs cases one by one; it needs the in-process executor")
+        return self
+
+    def given(self) -> dict[str, Any]:
+        """The settings that were set, by name (the rest are defaults)."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+    def over(self, *layers: RunSettings | None) -> RunSettings:
+        """These settings with each of `layers`' given settings over them, in order
+        (provider options combine field by field: a layer's `rpm` keeps a lower `timeout`)."""
+        merged = self.given()
+        for layer in layers:
+            if layer is None:
+                continue
+            given = layer.given()
+            below, above = merged.get("provider"), given.get("provider")
+            if isinstance(below, ProviderOptions) and isinstance(above, ProviderOptions):
+                given["provider"] = below.over(above)  # provider options layer field by field
+            merged.update(given)
+        return RunSettings(**merged)
+
+    def but(self, **changes: Any) -> RunSettings:
+        """These settings with the `changes` that are not None (an entry point's keyword
+        arguments over its `settings=`)."""
+        given = {name: value for name, value in changes.items() if value is not None}
+        return self.replace(**given) if given else self
+
+    def replace(self, **changes: Any) -> RunSettings:
+        """These settings with `changes` set as they are (None included)."""
+        return RunSettings(**{**self.given(), **changes})
+
+    def journaled(self) -> dict[str, Any]:
+        """The given settings a journal keeps, as JSON values (a shared `CostBudget` as
+        its limit)."""
+        kept: dict[str, Any] = {}
+        for name in JOURNALED:
+            if name not in self.model_fields_set:
+                continue
+            value = getattr(self, name)
+            if isinstance(value, CostBudget):
+                value = value.max_cost
+            elif isinstance(value, ResponseCache):
+                value = value.mode
+            elif isinstance(value, ProviderOptions):
+                value = value.model_dump(mode="json", exclude_unset=True)
+            kept[name] = value
+        return kept
+
+
+_PHRASES = {
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be more than {gt}",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_type": "must be true or false",
+    "extra_forbidden": "is not a run setting",
+}
+
+
+def settings_problem(exc: ValueError) -> str:
+    """A `RunSettings` validation error in words a suite's author reads, one problem per
+    setting: "concurrency must be at least 1, got 0"."""
+    if not isinstance(exc, pydantic.ValidationError):
+        return str(exc)
+    problems: dict[str, str] = {}
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else "settings"
+        phrase = _PHRASES.get(error["type"])
+        if phrase is None:
+            words = error["msg"].removeprefix("Value error, ")
+            problem = words[0].lower() + words[1:] if words else error["type"]
+        else:
+            got = "" if error["type"] == "extra_forbidden" else f", got {error['input']!r}"
+            problem = f"{name} {phrase.format(**error.get('ctx', {}))}{got}"
+        problems.setdefault(name, problem)  # a union's second reading adds nothing
+    return "; ".join(problems.values())
+
+
+def resolve(settings: RunSettings | None, **keywords: Any) -> RunSettings:
+    """`settings` (default: `RunSettings()`) with the keyword arguments that were given."""
+    return (settings or RunSettings()).but(**keywords)
+
+
+__all__ = [
+    "JOURNALED",
+    "CacheSetting",
+    "Count",
+    "Dollars",
+    "Executor",
+    "ExecutorError",
+    "MaxCost",
+    "Price",
+    "RunSettings",
+    "Seconds",
+    "settings_problem",
+]

@@ -1,0 +1,174 @@
+"""`RunRequest`: what a front-end asks of a suite run, journaled so a resume does the same.
+
+A request says three things, each once: what *kind* of run to do (`PlainRun`, `DecideRun`,
+`ABRun`, `RecheckRun` — a typed value, not flags resolved by precedence), which of the
+suite's cases it covers (filter, names, shard), and the run settings it gives over the
+suite's (`settings`: a `RunSettings` whose given fields are the front-end's). How a setting
+is defined, defaulted and validated lives in `RunSettings` alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import pydantic
+
+from tui_eval.core.settings import JOURNALED, Count, RunSettings
+from tui_eval.util.secrets import is_credential_header
+
+Mode = Literal["run", "decide", "ab", "recheck"]
+
+
+class _Kind(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+
+class PlainRun(_Kind):
+    """Run the suite's cases (all of them, or the request's selection: a rerun)."""
+
+    kind: Literal["run"] = "run"
+
+
+class DecideRun(_Kind):
+    """Sample each case until its comparison with a baseline is decided (`run --decide`).
+
+    Attributes:
+        against: the report file compared with instead of the baseline file (the app's
+            diff since the previous run: that run's report), so a resume compares with the
+            same report.
+    """
+
+    kind: Literal["decide"] = "decide"
+    against: str | None = None
+
+
+class ABRun(_Kind):
+    """An A/B run of two agents or models (`tui-eval ab`): each a model spec
+    (`openai:gpt-4o-mini`) or `module:attribute`."""
+
+    kind: Literal["ab"] = "ab"
+    a: str
+    b: str
+
+
+class RecheckRun(_Kind):
+    """Judge the saved outputs of `report` (a report file) with the suite's current checks
+    (`tui-eval recheck`), instead of calling the agent."""
+
+    kind: Literal["recheck"] = "recheck"
+    report: str
+
+
+RunKind = Annotated[PlainRun | DecideRun | ABRun | RecheckRun, pydantic.Field(discriminator="kind")]
+
+# Before the request had `kind` and `settings`, journals kept these at its top level.
+_FLAT_SETTINGS = set(JOURNALED)
+
+
+class RunRequest(pydantic.BaseModel):
+    """What one run of a suite was asked to do, whichever front-end asked.
+
+    The CLI's flags and the app's actions both become one of these; it is written in the
+    run's journal, so `tui-eval resume` (or `R` in the app) finishes the same run.
+
+    Attributes:
+        kind: what kind of run: `PlainRun()`, `DecideRun()`, `ABRun(a, b)`,
+            `RecheckRun(report)`.
+        settings: the run settings the front-end gives (`--concurrency`, `--max-cost`,
+            provider flags...) over the suite's; only its given fields count.
+        filter: only cases whose name contains this text (case-insensitive).
+        cases: only these cases, by name (a rerun of the failing ones).
+        baseline: compare with (and save to) this file instead of the suite's baseline.
+        save_baseline: save the run as the baseline when it finishes.
+        shard: (i, n) when the run is shard i of n (`--shard i/n`); its cases are `cases`.
+        executor: where samples run: `in-process` (default) or `ray`.
+        ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
+        ray_workers: Ray worker actors (default: the cluster's CPUs).
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+
+    kind: RunKind = PlainRun()
+    settings: RunSettings = RunSettings()
+    filter: str | None = None
+    cases: tuple[str, ...] | None = None
+    baseline: str | None = None
+    save_baseline: bool = False
+    shard: tuple[int, int] | None = None
+    executor: Literal["in-process", "ray"] = "in-process"
+    ray_address: str | None = None
+    ray_workers: Count | None = None
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _from_flat_journal(cls, data: Any) -> Any:
+        """Read a journal written before requests had `kind` and `settings` (its settings
+        and its mode flags at the top level)."""
+        if not isinstance(data, dict) or "kind" in data or "settings" in data:
+            return data
+        data = dict(data)
+        settings = {k: data.pop(k) for k in list(data) if k in _FLAT_SETTINGS}
+        data["settings"] = {k: v for k, v in settings.items() if v not in (None, False)}
+        recheck, ab = data.pop("recheck", None), data.pop("ab", None)
+        decide, against = data.pop("decide", False), data.pop("decide_against", None)
+        if recheck is not None:
+            data["kind"] = {"kind": "recheck", "report": recheck}
+        elif ab is not None:
+            data["kind"] = {"kind": "ab", "a": ab[0], "b": ab[1]}
+        elif decide:
+            data["kind"] = {"kind": "decide", "against": against}
+        return data
+
+    @pydantic.field_validator("settings", mode="before")
+    @classmethod
+    def _settings(cls, value: Any) -> Any:
+        return RunSettings(**value) if isinstance(value, dict) else value
+
+    @pydantic.field_serializer("settings")
+    def _journaled_settings(self, settings: RunSettings) -> dict[str, Any]:
+        return settings.journaled()
+
+    @property
+    def mode(self) -> Mode:
+        """The kind of run, by name."""
+        return self.kind.kind
+
+    def but(self, **changes: Any) -> RunRequest:
+        """This request with `changes` (fields of the request; `settings` given here are
+        set over the request's own)."""
+        settings = changes.pop("settings", None)
+        if isinstance(settings, RunSettings):
+            changes["settings"] = self.settings.over(settings)
+        return self.model_copy(update=changes)
+
+    def rerun(self, cases: tuple[str, ...], **settings: Any) -> RunRequest:
+        """A plain rerun of `cases` with this request's settings (and `settings` over them)."""
+        return self.but(kind=PlainRun(), cases=cases, shard=None, settings=RunSettings(**settings))
+
+    def for_disk(self) -> RunRequest:
+        """This request as the journal keeps it: without request headers whose names mark
+        them as credentials (Authorization, *key*, *token*, *secret*, cookies)."""
+        provider = self.settings.provider
+        if provider is None or not provider.headers:
+            return self
+        kept = {k: v for k, v in provider.headers.items() if not is_credential_header(k)}
+        if len(kept) == len(provider.headers):
+            return self
+        safe = provider.model_copy(update={"headers": kept})
+        return self.model_copy(update={"settings": self.settings.replace(provider=safe)})
+
+    @property
+    def is_partial(self) -> bool:
+        """Whether the run covers only some of the suite's cases."""
+        return bool(self.filter) or self.cases is not None
+
+
+__all__ = [
+    "ABRun",
+    "DecideRun",
+    "Mode",
+    "PlainRun",
+    "RecheckRun",
+    "RunKind",
+    "RunRequest",
+]
