@@ -5,9 +5,14 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tui_eval.agents.providers.context import ProviderSession
 
 _GC_THRESHOLDS = gc.get_threshold()
 
@@ -93,14 +98,16 @@ def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_rate_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts with no rate limiter. Limiters are process-wide, one per base URL;
+def provider_session() -> Iterator[ProviderSession]:
+    """Each test's own rate limiters: a fresh `ProviderSession`, the default one for the
+    test's runs (and providers used outside a run). Limiters are keyed by base URL;
     loopback servers bind a port the OS picks, and within one worker a later server can get
     an earlier one's port, and with it that test's limiter: its learned pace, its `rpm` cap
     (a stale 120/min made a 2-second test take 20 seconds) or a pause."""
-    from tui_eval.agents.providers import limits
+    from tui_eval.agents.providers.context import ProviderSession
 
-    monkeypatch.setattr(limits, "_LIMITERS", {})
+    with ProviderSession().as_default() as fresh:
+        yield fresh
 
 
 @pytest.fixture

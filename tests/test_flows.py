@@ -90,13 +90,14 @@ def test_the_export_list_is_the_one_list():
 SETTINGS_SUITE = """
 import os
 from tui_eval import Case, Suite
-from tui_eval.agents.providers.cache import run_cache
-from tui_eval.agents.providers.settings import ProviderOptions, run_provider_options
+from tui_eval.agents.providers.context import current_sample
+from tui_eval.agents.providers.settings import ProviderOptions
 
 
 def seen() -> str:
-    options = run_provider_options.get() or ProviderOptions()
-    cache = run_cache.get()
+    run = current_sample().run
+    options = run.provider or ProviderOptions()
+    cache = run.cache
     return (
         f"base_url={options.base_url} retries={options.max_retries} rpm={options.rpm} "
         f"cache={cache.mode if cache else 'off'}"

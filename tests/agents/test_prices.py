@@ -223,7 +223,7 @@ def test_other_hosts_are_not_local(url):
 def test_the_app_run_header_says_how_many_samples_are_unpriced():
     from tui_eval.agents.messages import Usage
     from tui_eval.report.report import CaseResult, Report, SampleResult
-    from tui_eval.tui.state import RunState
+    from tui_eval.run.state import RunState
     from tui_eval.tui.widgets.run_header import RunHeader
 
     called = Usage(10, 2, 1)

@@ -300,7 +300,7 @@ def test_yaml_suite_rejects_unknown_provider_options(tmp_path):
 
 
 def test_the_run_header_shows_rate_limits_and_the_budget():
-    from tui_eval.tui.state import RunState
+    from tui_eval.run.state import RunState
     from tui_eval.tui.widgets.run_header import RunHeader
 
     state = RunState()

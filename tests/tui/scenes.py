@@ -24,8 +24,8 @@ from tui_eval.suites import Suite, load_suites
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.screens.run import RunScreen
-from tui_eval.tui.session import RunSession
-from tui_eval.tui.state import RunState
+from tui_eval.service.session import RunSession
+from tui_eval.run.state import RunState
 from tui_eval.tui.widgets.case_table import CaseTable
 
 STARTED_AT = 1_780_000_000.0  # a fixed moment, so dates on screen never change

@@ -21,7 +21,7 @@ from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import TuiEvalApp, make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
-from tui_eval.tui.session import RunSession
+from tui_eval.service.session import RunSession
 
 pytestmark = pytest.mark.anyio
 

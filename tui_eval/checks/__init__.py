@@ -1,6 +1,7 @@
-"""Checks: the check protocol, built-in matchers, combinators and the LLM judge."""
+"""Checks: the check protocol (a check gets the run, and its `CheckContext` if it takes one),
+built-in matchers, combinators and the LLM judge."""
 
-from tui_eval.checks.base import Check, CheckResult, check_name, run_check
+from tui_eval.checks.base import Check, CheckContext, CheckResult, check_name, run_check
 from tui_eval.checks.combinators import all_of, any_of, weighted
 from tui_eval.checks.expected import equals_expected, matches_expected, stop_reason
 from tui_eval.checks.judge import Verdict, llm_judge, verdict_reply
@@ -22,6 +23,7 @@ from tui_eval.checks.matchers import (
 
 __all__ = [
     "Check",
+    "CheckContext",
     "CheckResult",
     "Verdict",
     "all_of",

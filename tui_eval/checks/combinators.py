@@ -1,4 +1,5 @@
-"""Combinators: several checks judged as one."""
+"""Combinators: several checks judged as one. Each hands its `CheckContext` on to the
+checks inside it, so `all_of(equals_expected(), ...)` reads the case as a check alone would."""
 
 from __future__ import annotations
 
@@ -9,14 +10,23 @@ import anyio
 import pydantic
 
 from tui_eval.agents.messages import RunResult, Usage
-from tui_eval.checks.base import Check, CheckResult, Declared, check_name, run_check
+from tui_eval.checks.base import (
+    Check,
+    CheckContext,
+    CheckResult,
+    Declared,
+    check_name,
+    run_check,
+)
 
 
-async def _run_all(checks: list[Check], run: RunResult) -> list[CheckResult]:
+async def _run_all(
+    checks: list[Check], run: RunResult, context: CheckContext | None
+) -> list[CheckResult]:
     results: list[CheckResult | None] = [None] * len(checks)
 
     async def one(index: int, check: Check) -> None:
-        results[index] = await run_check(check, run)
+        results[index] = await run_check(check, run, context)
 
     async with anyio.create_task_group() as group:
         for index, check in enumerate(checks):
@@ -38,13 +48,14 @@ class all_of:
     """Passes when every sub-check passes; the reason is the first failure's."""
 
     is_async = True
+    takes_context = True
 
     def __init__(self, *checks: Check, name: str = "all_of") -> None:
         self.checks = list(checks)
         self.name = name
 
-    async def __call__(self, run: RunResult) -> CheckResult:
-        results = await _run_all(self.checks, run)
+    async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
+        results = await _run_all(self.checks, run, context)
         scores = [r.score if r.score is not None else float(r.passed) for r in results]
         failed = [r for r in results if not r.passed]
         reason = f"{failed[0].name}: {failed[0].reason}" if failed else ""
@@ -56,13 +67,14 @@ class any_of:
     """Passes when at least one sub-check passes; a failure lists every reason."""
 
     is_async = True
+    takes_context = True
 
     def __init__(self, *checks: Check, name: str = "any_of") -> None:
         self.checks = list(checks)
         self.name = name
 
-    async def __call__(self, run: RunResult) -> CheckResult:
-        results = await _run_all(self.checks, run)
+    async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
+        results = await _run_all(self.checks, run, context)
         scores = [r.score if r.score is not None else float(r.passed) for r in results]
         passed = any(r.passed for r in results)
         reason = (
@@ -81,6 +93,7 @@ class weighted:
     """
 
     is_async = True
+    takes_context = True
 
     def __init__(
         self,
@@ -102,8 +115,8 @@ class weighted:
         self.threshold = threshold
         self.name = name
 
-    async def __call__(self, run: RunResult) -> CheckResult:
-        results = await _run_all(self.checks, run)
+    async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
+        results = await _run_all(self.checks, run, context)
         total = sum(self.weights)
         score = (
             sum(

@@ -1,8 +1,8 @@
 """Checks against the case's own `expected` value, and the stop reason of the model.
 
 `equals_expected()` and `matches_expected()` read the expected value of the case whose
-sample they check: the runner sets it (`case_expected`) around every sample's checks, so
-one check object can sit in a suite's `checks` and serve every case.
+sample they check from the `CheckContext` the runner hands them, so one check object can
+sit in a suite's `checks` and serve every case.
 """
 
 from __future__ import annotations
@@ -10,47 +10,27 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pydantic
 
 from tui_eval.agents.messages import RunResult
-from tui_eval.checks.base import CheckResult
+from tui_eval.checks.base import CheckContext, CheckResult
 from tui_eval.checks.matchers import subset_mismatch
 from tui_eval.util.text import one_line
 
 
-@dataclass(frozen=True, slots=True)
-class _Expected:
-    value: Any
-
-
-_EXPECTED: ContextVar[_Expected | None] = ContextVar("tui_eval_case_expected", default=None)
-
-
-@contextlib.contextmanager
-def case_expected(value: Any) -> Iterator[None]:
-    """Within this block, `equals_expected()`/`matches_expected()` compare with `value`."""
-    token = _EXPECTED.set(_Expected(value))
-    try:
-        yield
-    finally:
-        _EXPECTED.reset(token)
-
-
-def _expected_of(name: str) -> tuple[Any, CheckResult | None]:
-    current = _EXPECTED.get()
-    if current is None or current.value is None:
+def _expected_of(name: str, context: CheckContext | None) -> tuple[Any, CheckResult | None]:
+    if context is None or context.expected is None:
         return None, CheckResult(
             name,
             False,
             0.0,
             "the case has no expected value: set Case(expected=...) (YAML `expected:`)",
         )
-    return current.value, None
+    return context.expected, None
 
 
 def _structured(value: Any) -> Any:
@@ -74,9 +54,10 @@ class equals_expected:
     """
 
     name: str = "equals_expected"
+    takes_context: ClassVar[bool] = True
 
-    def __call__(self, run: RunResult) -> CheckResult:
-        expected, missing = _expected_of(self.name)
+    def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
+        expected, missing = _expected_of(self.name, context)
         if missing is not None:
             return missing
         output = run.output
@@ -103,9 +84,10 @@ class matches_expected:
     `matches`: extra fields ignored, list lengths exact)."""
 
     name: str = "matches_expected"
+    takes_context: ClassVar[bool] = True
 
-    def __call__(self, run: RunResult) -> CheckResult:
-        expected, missing = _expected_of(self.name)
+    def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
+        expected, missing = _expected_of(self.name, context)
         if missing is not None:
             return missing
         output = run.output

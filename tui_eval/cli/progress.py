@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from tui_eval.run.events import Event, RunFinished, RunStarted, RunStatus, SampleFinished
+from tui_eval.run.state import RunState
 from tui_eval.util.text import one_line
 
 
@@ -15,36 +16,49 @@ def _err(message: str) -> None:
 
 
 class Progress:
-    """A live progress bar on a terminal; plain periodic lines otherwise (CI logs)."""
+    """A live progress bar on a terminal; plain periodic lines otherwise (CI logs).
+
+    It only draws: the run's events are folded by `RunState`, as in the app.
+    """
 
     def __init__(self, live: bool | None = None) -> None:
         self.live = sys.stderr.isatty() if live is None else live
+        self.state = RunState()
         self._bar: Any = None
         self._task: Any = None
-        self.samples_total = self.samples_done = self.samples_passed = self.samples_failed = 0
         self._name = ""
         self._last_print = 0.0
         self._next_line = 0
         self._paces: dict[str, str] = {}
 
+    @property
+    def samples_total(self) -> int:
+        return self.state.samples_total
+
+    @property
+    def samples_done(self) -> int:
+        return self.state.samples_done
+
+    @property
+    def samples_passed(self) -> int:
+        return self.state.samples_passed
+
+    @property
+    def samples_failed(self) -> int:
+        """Samples that did not pass (failed, errored or timed out)."""
+        return self.state.samples_done - self.state.samples_passed
+
     def on_event(self, event: Event) -> None:
         """Feed a runner event."""
+        self.state.apply(event)
         if isinstance(event, SampleFinished):
-            self.samples_done += 1
-            if event.sample.passed:
-                self.samples_passed += 1
-            else:
-                self.samples_failed += 1
             self._advance()
         elif isinstance(event, RunStarted):
-            self.samples_done = len(event.resumed)
-            self.samples_passed = sum(1 for s in event.resumed if s.passed)
-            self.samples_failed = self.samples_done - self.samples_passed
             self._start(event.name, event.total_samples)
         elif isinstance(event, RunFinished):
             self._stop()
         elif isinstance(event, RunStatus):
-            for status in event.limits:
+            for status in self.state.limits:
                 if status.pace is not None and self._paces.get(status.name) != status.reason:
                     # Which pace the run keeps against an API, and why (once per change).
                     self._paces[status.name] = status.reason
@@ -54,7 +68,7 @@ class Progress:
                     )
 
     def _start(self, name: str, total: int) -> None:
-        self._name, self.samples_total = one_line(name, 60), total
+        self._name = one_line(name, 60)
         if self.live:
             from rich.console import Console
             from rich.progress import (

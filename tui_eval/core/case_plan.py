@@ -1,5 +1,6 @@
 """`CasePlan`: what the runner works out once per case — the agent call's spec and how to run
-its checks (synchronous ones inline, asynchronous ones concurrently, each exactly once)."""
+its checks (synchronous ones inline, asynchronous ones concurrently, each exactly once, with
+the sample's `CheckContext` for those that take one)."""
 
 from __future__ import annotations
 
@@ -13,54 +14,65 @@ from tui_eval.agents.messages import RunResult
 from tui_eval.agents.run_spec import RunSpec
 from tui_eval.checks.base import (
     Check,
+    CheckContext,
     CheckResult,
     call_check,
     is_async_check,
-    run_check,
     settle_check,
+    takes_context,
 )
-from tui_eval.checks.expected import case_expected
 from tui_eval.core.cases import Case
 
 
 @dataclass(slots=True)
 class CasePlan:
-    """One case, ready to run many times."""
+    """One case, ready to run many times.
+
+    Attributes:
+        case: the case.
+        spec: what each sample asks of the agent.
+        sync_checks: (position, check, whether it takes a `CheckContext`) of the checks
+            that answer at once.
+        async_checks: the same, of the checks to await.
+        takes_context: whether any check takes a `CheckContext` (else the runner makes none).
+    """
 
     case: Case
     spec: RunSpec
-    sync_checks: list[tuple[int, Check]]
-    async_checks: list[tuple[int, Check]]
+    sync_checks: list[tuple[int, Check, bool]]
+    async_checks: list[tuple[int, Check, bool]]
+    takes_context: bool
 
     @classmethod
     def of(cls, case: Case) -> CasePlan:
-        """Plan `case`: its run spec, and its checks sorted by whether they are async."""
+        """Plan `case`: its run spec, and its checks sorted by whether they are async and
+        marked by whether they take a `CheckContext` (decided once, not per sample)."""
         spec = RunSpec(case.input, case.context, case.max_turns, case.output_type, case.model)
-        sync_checks = [(i, c) for i, c in enumerate(case.checks) if not is_async_check(c)]
-        async_checks = [(i, c) for i, c in enumerate(case.checks) if is_async_check(c)]
-        return cls(case, spec, sync_checks, async_checks)
+        planned = [(i, c, takes_context(c)) for i, c in enumerate(case.checks)]
+        sync_checks = [item for item in planned if not is_async_check(item[1])]
+        async_checks = [item for item in planned if is_async_check(item[1])]
+        return cls(case, spec, sync_checks, async_checks, any(item[2] for item in planned))
 
-    def run_checks(self, run: RunResult) -> Awaitable[list[CheckResult]]:
-        """Every check of the case, each called exactly once; async ones run concurrently.
+    def check_context(self, sample_index: int) -> CheckContext:
+        """What the checks of sample `sample_index` of this case know besides its run."""
+        case = self.case
+        return CheckContext(case.label, case.input, case.expected, case.metadata, sample_index)
 
-        Checks that compare with the case's `expected` value read it from here (a case
-        without one leaves the context alone: those checks then say it is missing). A
-        plain function returning the awaitable: one coroutine frame less per sample."""
-        if self.case.expected is None:
-            return self._run_checks(run)
-        return self._run_checks_expecting(run)
+    def run_checks(
+        self, run: RunResult, context: CheckContext | None = None
+    ) -> Awaitable[list[CheckResult]]:
+        """Every check of the case, each called exactly once (with `context` if it takes
+        one); async ones run concurrently. A plain function returning the awaitable: one
+        coroutine frame less per sample."""
+        return self._run_checks(run, context)
 
-    async def _run_checks_expecting(self, run: RunResult) -> list[CheckResult]:
-        with case_expected(self.case.expected):
-            return await self._run_checks(run)
-
-    async def _run_checks(self, run: RunResult) -> list[CheckResult]:
+    async def _run_checks(self, run: RunResult, context: CheckContext | None) -> list[CheckResult]:
         called: dict[int, CheckResult | Awaitable[Any]] = {}
         if not self.async_checks:
             # The common case: free matchers, answered inline with no task group.
             answered: list[CheckResult] = []
-            for position, check in self.sync_checks:
-                outcome = call_check(check, run)
+            for position, check, with_context in self.sync_checks:
+                outcome = call_check(check, run, context, with_context=with_context)
                 if not isinstance(outcome, CheckResult):
                     # It returned an awaitable after all: finish the rest on the general path.
                     called = dict(enumerate(answered))
@@ -69,21 +81,31 @@ class CasePlan:
                 answered.append(outcome)
             else:
                 return answered
-        for position, check in self.sync_checks:
+        for position, check, with_context in self.sync_checks:
             if position not in called:
-                called[position] = call_check(check, run)
+                called[position] = call_check(check, run, context, with_context=with_context)
         results: list[CheckResult | None] = [None] * len(self.case.checks)
-        waiting: list[tuple[int, Check, Awaitable[Any] | None]] = []
+        waiting: list[tuple[int, Check, bool, Awaitable[Any] | None]] = []
         for position, outcome in called.items():
             if isinstance(outcome, CheckResult):
                 results[position] = outcome
             else:
-                waiting.append((position, self.case.checks[position], outcome))
-        waiting += [(position, check, None) for position, check in self.async_checks]
+                waiting.append((position, self.case.checks[position], False, outcome))
+        waiting += [
+            (position, check, with_context, None)
+            for position, check, with_context in self.async_checks
+        ]
 
-        async def finish(position: int, check: Check, pending: Awaitable[Any] | None) -> None:
-            results[position] = await (
-                run_check(check, run) if pending is None else settle_check(check, pending)
+        async def finish(
+            position: int, check: Check, with_context: bool, pending: Awaitable[Any] | None
+        ) -> None:
+            outcome = (
+                call_check(check, run, context, with_context=with_context)
+                if pending is None
+                else pending
+            )
+            results[position] = (
+                outcome if isinstance(outcome, CheckResult) else await settle_check(check, outcome)
             )
 
         if len(waiting) == 1:

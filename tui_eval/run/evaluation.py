@@ -18,8 +18,6 @@ from typing import Any
 import anyio
 
 from tui_eval.agents.messages import input_text
-from tui_eval.agents.providers.base import resource_scope
-from tui_eval.agents.providers.limits import limiters
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings
@@ -221,7 +219,10 @@ class Evaluation:
         return self._finish(cancelled=self._cancel_requested or self._cancel_caught or stopped)
 
     async def _run_in_scope(self, emit: EventHandler | None) -> None:
-        async with resource_scope():
+        session = getattr(self.settings, "session", None)  # until RunSettings has `session`
+        if session is not None:
+            self.samples.context.session = session
+        async with self.samples.context.closing_clients():
             if emit is None:
                 await self._run_all()
                 return
@@ -237,7 +238,8 @@ class Evaluation:
         started = time.monotonic()
         while True:
             await anyio.sleep(STATUS_EVERY_S)
-            used = [limiter.status() for limiter in limiters() if limiter.last_used >= started]
+            limiters = self.samples.context.session.limiters()
+            used = [limiter.status() for limiter in limiters if limiter.last_used >= started]
             if used or self.max_cost is not None:
                 spent = self._spent if self._priced_samples else None
                 emit(RunStatus(used, spent, self.max_cost))
@@ -320,13 +322,14 @@ class Evaluation:
         return True
 
     def scope(self) -> contextlib.AbstractContextManager[None]:
-        """The run's provider options and cache, for the tasks started inside: an executor's
-        worker runs its `sample()` calls in one."""
+        """Nothing to set up any more: each sample carries the run's context (provider
+        options, cache, rate limiters), so `sample()` runs anywhere. Kept for executors
+        that wrap their `sample()` calls in it."""
         return self.samples.scope()
 
     async def sample(self, index: int, sample_index: int) -> SampleResult:
         """Run one sample of case `index` the normal way (timeouts, checks, judges,
-        redaction) without recording it: what an executor's worker does, in `scope()`."""
+        redaction) without recording it: what an executor's worker does."""
         return await self.samples.sample(index, sample_index)
 
     def record(self, index: int, sample: SampleResult) -> None:

@@ -5,7 +5,8 @@
   micro-batches (every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait).
 - The batches' wire format (`encode` / `decode`), which the driver decodes.
 - The cluster-wide rate limiter: a `LimiterActor` per API quota, reached from each
-  worker's providers through a `SharedLimiter`.
+  worker's providers through a `SharedLimiter` (the limiters of the worker's
+  `ProviderSession`).
 
 The driver (`RayExecutor`) schedules units onto these workers and records what they send.
 Importing this module never imports Ray.
@@ -130,7 +131,8 @@ class SharedLimiter:
 
 
 def shared_limiter_factory(ray: Any) -> Any:
-    """`limits.use_limiters` factory for workers: one named actor per (base URL, key)."""
+    """The limiter factory of a worker's `ProviderSession`: one named actor per (base URL,
+    key), shared by every worker of the cluster."""
 
     def build(base_url: str, fingerprint: str, rpm: float | None, tpm: float | None) -> Any:
         actor = (
@@ -172,9 +174,10 @@ class SampleWorker:
     def __init__(self) -> None:
         import ray
 
-        from tui_eval.agents.providers.limits import use_limiters
+        from tui_eval.agents.providers.context import ProviderSession
 
-        use_limiters(shared_limiter_factory(ray))
+        self._session = ProviderSession(shared_limiter_factory(ray))
+        """The rate limiters of every run this worker serves: the cluster's, shared."""
         self._batches: list[list[tuple[str, SampleResult]]] = []
 
     def prepare(
@@ -206,6 +209,7 @@ class SampleWorker:
             AgentRuns(suite.agent),
             provider=ProviderOptions(**provider) if provider else None,
             cache=response_cache(cache),  # type: ignore[arg-type]
+            session=self._session,
         )
         self.positions: dict[str, int] = {}
         for position, case in enumerate(suite.cases):
@@ -240,10 +244,9 @@ class SampleWorker:
 
         async def drive() -> None:
             nonlocal finished
-            with self.samples.scope():
-                async with anyio.create_task_group() as group:
-                    for _ in range(min(self.concurrency, len(units))):
-                        group.start_soon(work)
+            async with anyio.create_task_group() as group:
+                for _ in range(min(self.concurrency, len(units))):
+                    group.start_soon(work)
             finished = True
             full.set()
 

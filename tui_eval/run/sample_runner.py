@@ -1,6 +1,10 @@
 """`SampleRunner`: one sample of one case, the normal way — the agent call or a saved run,
 timeouts, checks and judges, metering, pricing and redaction — without recording it.
 
+It holds the run's `RunContext` (provider options, cache, the session of its rate
+limiters) and makes each sample a `SampleContext`, current while the sample's agent and
+checks run, and a `CheckContext` for the checks that take one.
+
 Schedulers (`tui_eval.run.scheduling`) and executors (`tui_eval.run.ray_executor`'s workers) call
 it; where a sample's run comes from is its `SampleSource` (`tui_eval.run.sample_sources`: the
 agent, or the saved runs a recheck checks again). Recording, events of whole cases,
@@ -12,16 +16,23 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Protocol
 
 import anyio
 
 from tui_eval.agents.messages import RunResult, Usage
-from tui_eval.agents.providers.cache import CacheMode, ResponseCache, run_cache
-from tui_eval.agents.providers.metering import SampleMeter, sample_meter
-from tui_eval.agents.providers.settings import ProviderOptions, run_provider_options
+from tui_eval.agents.providers.cache import CacheMode, ResponseCache
+from tui_eval.agents.providers.context import (
+    ProviderSession,
+    RetryListener,
+    RunContext,
+    SampleContext,
+    default_session,
+)
+from tui_eval.agents.providers.metering import SampleMeter
+from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.run_spec import AgentCall
 from tui_eval.core.case_plan import CasePlan
 from tui_eval.core.cases import Case
@@ -36,13 +47,15 @@ from tui_eval.util.secrets import redact, redact_value, secret_values
 class Pacer:
     """One worker's view of the time slices (see `tui_eval.run.scheduling.Pacing`)."""
 
-    __slots__ = ("current", "forced_at", "seen")
+    __slots__ = ("current", "forced_at", "on_retry", "seen")
 
     def __init__(self) -> None:
         self.seen = 0
         self.forced_at = 0.0
         self.current: tuple[int, int] | None = None
         """The (case, sample) this worker runs now, for provider retry notices."""
+        self.on_retry: RetryListener | None = None
+        """Told of the retries of this worker's samples (`SampleContext.on_retry`)."""
 
 
 class SampleSource(Protocol):
@@ -78,8 +91,10 @@ class SampleRunner:
         cases: the run's cases, by index (as the source planned them).
         source: where the samples' runs come from.
         price: turns a sample's usage into dollars (None: metered prices, if any).
-        provider: provider options for the run's HTTP providers, set in `scope()`.
-        cache: the run's response cache, set in `scope()`.
+        provider: provider options for the run's HTTP providers.
+        cache: the run's response cache.
+        session: whose rate limiters the run's requests go through (None: the process's
+            default session, shared with every other run).
         emit: receives the samples' `SampleStateChanged` events.
     """
 
@@ -91,30 +106,24 @@ class SampleRunner:
         price: Price | None = None,
         provider: ProviderOptions | None = None,
         cache: ResponseCache | None = None,
+        session: ProviderSession | None = None,
         emit: EventHandler | None = None,
     ) -> None:
         self.cases = cases
         self.source = source
         self.price = price
-        self.provider = provider
-        self.cache = cache
+        self.context = RunContext(provider, cache, session or default_session())
+        """What the run's providers share (options, cache, rate limiters, clients)."""
         self.emit = emit
         self._plans: list[CasePlan | None] = [None] * len(cases)
         self._secrets = secret_values()
         self.redacts = bool(self._secrets)
         """Whether `redacted()` changes anything (secrets are set in the environment)."""
 
-    @contextlib.contextmanager
-    def scope(self) -> Iterator[None]:
-        """The run's provider options and cache, for the tasks started inside: an executor's
-        worker runs its `sample()` calls in one."""
-        options_token = run_provider_options.set(self.provider)
-        cache_token = run_cache.set(self.cache)
-        try:
-            yield
-        finally:
-            run_provider_options.reset(options_token)
-            run_cache.reset(cache_token)
+    def scope(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to set up: each sample carries the run's context (`sample()` runs
+        anywhere). Kept for executors that still wrap their `sample()` calls in it."""
+        return contextlib.nullcontext()
 
     def plan_of(self, index: int) -> CasePlan:
         plan = self._plans[index]
@@ -150,12 +159,9 @@ class SampleRunner:
             return replace(stored, index=sample_index)
         sample = replace(stored, index=sample_index, checks=[], judge_usage=Usage())
         # Judges of a recheck are metered like a run's: cached, priced, within max_cost.
-        meter = SampleMeter(sample_index)
-        meter_token = sample_meter.set(meter)
-        try:
+        meter = SampleMeter()
+        with SampleContext(self.context, plan.case.label, sample_index, meter):
             await self._judge(index, plan, sample, stored.run)
-        finally:
-            sample_meter.reset(meter_token)
         if meter.requests:
             sample.cached = meter.all_cached
         if self.price is None and meter.priced and stored.cost is None:
@@ -172,26 +178,25 @@ class SampleRunner:
             emit(SampleStateChanged(index, sample_index, "running"))
             pacer.current = (index, sample_index)  # whom a provider's retry is about
         sample = SampleResult(case.label, sample_index, "passed")
-        meter = SampleMeter(sample_index)
-        meter_token = sample_meter.set(meter)
+        meter = SampleMeter()
         try:
-            if case.timeout is None:
-                await self._attempt(call, index, plan, sample, pacer)
-            else:
-                with anyio.move_on_after(case.timeout) as deadline:
+            with SampleContext(self.context, case.label, sample_index, meter, pacer.on_retry):
+                if case.timeout is None:
                     await self._attempt(call, index, plan, sample, pacer)
-                if deadline.cancelled_caught:
-                    stage = "its checks ran" if sample.run is not None else "the agent ran"
-                    sample.status = "timeout"
-                    sample.error = (
-                        f"sample exceeded its timeout of {case.timeout:g}s while {stage}"
-                        " and was cancelled"
-                    )
-                    sample.checks = []
-                    self._settle_usage(sample)
+                else:
+                    with anyio.move_on_after(case.timeout) as deadline:
+                        await self._attempt(call, index, plan, sample, pacer)
+                    if deadline.cancelled_caught:
+                        stage = "its checks ran" if sample.run is not None else "the agent ran"
+                        sample.status = "timeout"
+                        sample.error = (
+                            f"sample exceeded its timeout of {case.timeout:g}s while {stage}"
+                            " and was cancelled"
+                        )
+                        sample.checks = []
+                        self._settle_usage(sample)
         finally:
             pacer.current = None
-            sample_meter.reset(meter_token)
         sample.cached = meter.all_cached
         if self.price is None and meter.priced:
             sample.cost = meter.cost
@@ -246,7 +251,8 @@ class SampleRunner:
         """Run the case's checks on a finished run; settle the sample's status, usage and cost."""
         if plan.async_checks and self.emit is not None:
             self.emit(SampleStateChanged(index, sample.index, "judging"))
-        checks = sample.checks = await plan.run_checks(run)
+        context = plan.check_context(sample.index) if plan.takes_context else None
+        checks = sample.checks = await plan.run_checks(run, context)
         sample.usage = run.usage
         for check in checks:
             if check.usage is not None:

@@ -17,7 +17,6 @@ from typing import Protocol
 import anyio
 import anyio.lowlevel
 
-from tui_eval.agents.providers.base import retry_listener
 from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.run.events import EventHandler, SampleStateChanged
 from tui_eval.run.sample_runner import Pacer, SampleRunner
@@ -78,7 +77,8 @@ class Pacing:
         self._slice_ends = 0.0
 
     def new_pacer(self) -> Pacer:
-        """A worker's pacer; with a listener, provider retries in this task are reported."""
+        """A worker's pacer; with a listener, its samples' provider retries are reported
+        (while their agents run)."""
         pacer = Pacer()
         emit = self.emit
         if emit is not None:
@@ -87,7 +87,7 @@ class Pacing:
                 if pacer.current is not None:
                     emit(SampleStateChanged(*pacer.current, "retrying"))
 
-            retry_listener.set(on_retry)  # the worker's own task context
+            pacer.on_retry = on_retry
         return pacer
 
     def turn_due(self, pacer: Pacer, sample_started: float) -> bool:

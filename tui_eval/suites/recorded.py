@@ -20,7 +20,7 @@ from tui_eval.agents.adapters.spans import (
     run_from_spans,
 )
 from tui_eval.agents.messages import RunResult, input_text
-from tui_eval.agents.providers.metering import sample_meter
+from tui_eval.agents.providers.context import current_sample
 from tui_eval.agents.run_spec import AgentCall, RunSpec
 from tui_eval.core.cases import Case
 from tui_eval.util.text import one_line
@@ -55,8 +55,8 @@ class RecordedRuns:
                     f"{self.path}: no recorded trace for case {key!r}: none has its input as "
                     "the first user message or it as the `tui_eval.case` attribute"
                 )
-            meter = sample_meter.get()
-            index = meter.index if meter is not None else 0
+            sample = current_sample()
+            index = sample.index if sample is not None else 0
             return _copy(runs[index % len(runs)])
 
         return run

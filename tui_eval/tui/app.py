@@ -16,7 +16,9 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from tui_eval.report.report import Report
+from tui_eval.run.state import Clock
 from tui_eval.service.request import RunRequest
+from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.service.suite_run import EmptySelection, ResumeError
 from tui_eval.suites import LoadResult, Suite, load_suites
@@ -28,8 +30,6 @@ from tui_eval.tui.messages import (
     SuitesReloaded,
     WatchRerun,
 )
-from tui_eval.tui.session import RunSession
-from tui_eval.tui.state import Clock
 from tui_eval.tui.workspace import Workspace
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from textual.message import Message
 
 from tui_eval.report.report import Report
+from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunRecord
-from tui_eval.tui.session import RunSession
 
 
 @dataclass

@@ -16,13 +16,13 @@ from pathlib import Path
 
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
+from tui_eval.run.state import Clock
 from tui_eval.service.request import RunRequest
+from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import LoadError, LoadResult, Suite, load_suites
 from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file
 from tui_eval.suites.discovery import real_path as _real
-from tui_eval.tui.session import RunSession
-from tui_eval.tui.state import Clock
 
 
 @dataclass(kw_only=True)

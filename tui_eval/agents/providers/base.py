@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
-
-import anyio
 
 from tui_eval.agents.messages import Completion, Message
 
@@ -47,39 +42,6 @@ class ProviderError(Exception):
 
 class ModelSpecError(ValueError):
     """A model spec string could not be resolved to a provider."""
-
-
-RetryListener = Callable[[int, float], None]
-retry_listener: ContextVar[RetryListener | None] = ContextVar(
-    "tui_eval_retry_listener", default=None
-)
-"""Set by the runner for each sample; providers call it with (attempt, delay_s) before a retry."""
-
-
-def notify_retry(attempt: int, delay_s: float) -> None:
-    """Tell whoever runs the current sample that its provider is about to retry."""
-    listener = retry_listener.get()
-    if listener is not None:
-        listener(attempt, delay_s)
-
-
-Closer = Callable[[], Awaitable[None]]
-run_resources: ContextVar[list[Closer] | None] = ContextVar("tui_eval_run_resources", default=None)
-"""Set by the runner for one run; providers register their HTTP clients to be closed at its end."""
-
-
-@asynccontextmanager
-async def resource_scope() -> AsyncIterator[None]:
-    """Close every client opened by providers inside this block when it ends."""
-    closers: list[Closer] = []
-    token = run_resources.set(closers)
-    try:
-        yield
-    finally:
-        run_resources.reset(token)
-        for close in closers:
-            with anyio.CancelScope(shield=True):
-                await close()
 
 
 _STOP_REASONS = {

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -96,7 +95,3 @@ class ResponseCache:
         found = sorted({*secrets, *secret_values()}, key=len, reverse=True)
         stored = redact_value(response, found) if found else response
         atomic_write_bytes(self._path(key), json.dumps(stored).encode(), private=True)
-
-
-run_cache: ContextVar[ResponseCache | None] = ContextVar("tui_eval_response_cache", default=None)
-"""Set by the runner for a run with `cache` on."""

@@ -16,8 +16,7 @@ from urllib.parse import urlsplit
 import anyio
 import pydantic_core
 
-from tui_eval.agents.providers.base import ProviderError, notify_retry, run_resources
-from tui_eval.agents.providers.cache import run_cache
+from tui_eval.agents.providers.base import ProviderError
 from tui_eval.agents.providers.connections import (
     ConnectionPool,
     Headers,
@@ -25,11 +24,11 @@ from tui_eval.agents.providers.connections import (
     TransportError,
     header_map,
 )
+from tui_eval.agents.providers.context import RunContext, current_sample, default_session
 from tui_eval.agents.providers.limits import (
     RateLimiter,
     RateLimitWait,
     key_fingerprint,
-    limiter_for,
     retry_after,
 )
 from tui_eval.agents.providers.metering import (
@@ -37,7 +36,6 @@ from tui_eval.agents.providers.metering import (
     SampleMeter,
     price_of,
     response_tokens,
-    sample_meter,
     stated_cost,
 )
 from tui_eval.agents.providers.settings import (
@@ -45,7 +43,6 @@ from tui_eval.agents.providers.settings import (
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
-    run_provider_options,
 )
 from tui_eval.util.secrets import credential_values
 
@@ -62,8 +59,9 @@ class HTTPProvider:
     """Base of the providers that speak JSON over HTTP.
 
     - **Rate limits.** Every request goes through the one `RateLimiter` of its quota (base
-      URL and key), shared with every other worker: a 429 pauses them all, the pace is
-      learned from 429s and rate-limit headers (see `limits.py`). A rate-limited request
+      URL and key) in the run's `ProviderSession`, shared with every other worker: a 429
+      pauses them all, the pace is learned from 429s and rate-limit headers (see
+      `limits.py`). A rate-limited request
       waits while the run makes progress; it fails only when nothing was accepted for
       `retry_budget` seconds (queued time included), when the server asks for a longer
       wait than that, or at once when a 429 says the quota is gone (`insufficient_quota`).
@@ -75,6 +73,8 @@ class HTTPProvider:
     - **Deadlines.** `timeout` seconds for a whole response, however the server drips it;
       a body over `max_response_bytes` is an error.
     - **Connections** are kept alive and reused (`connections.py`), one pool per run.
+    - **The run** is read from the current sample (`context.current_sample()`): its
+      provider options, cache, session and meter.
     - **Secrets.** The API key lives only in request headers and is redacted from errors.
 
     Args:
@@ -165,14 +165,14 @@ class HTTPProvider:
 
     # -- options, pools, limiter ---------------------------------------------------------
     def effective_options(self) -> ProviderOptions:
-        """This provider's options with the run's (suite and command line) over them."""
-        return self._settings()[0]
+        """This provider's options with the current run's (suite and command line) over them."""
+        return self._settings(_current_run())[0]
 
-    def _settings(self) -> tuple[ProviderOptions, Headers]:
-        run = run_provider_options.get()
+    def _settings(self, run: RunContext | None) -> tuple[ProviderOptions, Headers]:
+        given = run.provider if run is not None else None
         resolved = self._resolved
-        if resolved is None or resolved[0] is not run:
-            options = self.options.over(run)
+        if resolved is None or resolved[0] is not given:
+            options = self.options.over(given)
             wire = [
                 (b"Content-Type", b"application/json"),
                 (b"Accept", b"application/json"),
@@ -181,27 +181,30 @@ class HTTPProvider:
                 *((k.encode(), v.encode()) for k, v in self.headers().items()),
                 *((k.encode(), v.encode()) for k, v in options.headers.items()),
             ]
-            resolved = self._resolved = (run, options, wire)
+            resolved = self._resolved = (given, options, wire)
         return resolved[1], resolved[2]
 
-    def _pool(self, base_url: str) -> ConnectionPool:
-        """The connection pool of the current run (closed when it ends), or a provider-wide one."""
-        scope = run_resources.get()
-        key = (id(scope) if scope is not None else 0, base_url)
+    def _pool(self, base_url: str, run: RunContext | None) -> ConnectionPool:
+        """The connection pool of the run (closed when it ends), or a provider-wide one."""
+        closing = run is not None and run.closes_clients
+        key = (id(run) if closing else 0, base_url)
         pool = self._pools.get(key)
         if pool is None:
             try:
                 pool = self._pools[key] = ConnectionPool(base_url)
             except ValueError as exc:  # a proxy variable tui-eval cannot use
                 raise self._fail(str(exc)) from None
-            if scope is not None:
-                scope.append(lambda: self._close(key))
+            if run is not None and closing:
+                run.close_at_end(lambda: self._close(key))
         return pool
 
     def limiter(self) -> RateLimiter:
-        """The rate limiter this provider's requests go through now."""
-        options = self.effective_options()
-        return limiter_for(
+        """The rate limiter this provider's requests go through now (the current run's
+        session's, else the default session's)."""
+        run = _current_run()
+        options = self._settings(run)[0]
+        session = run.session if run is not None else default_session()
+        return session.limiter(
             options.base_url or "", self._fingerprint, rpm=options.rpm, tpm=options.tpm
         )
 
@@ -225,11 +228,14 @@ class HTTPProvider:
 
     async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """POST `payload`; returns the parsed body and how many retries it took."""
-        options, wire_headers = self._settings()
+        sample = current_sample()
+        run = sample.run if sample is not None else None
+        options, wire_headers = self._settings(run)
         base_url = (options.base_url or "").rstrip("/")
         url = f"{base_url}{path}"
-        pool = self._pool(base_url)
-        limiter = limiter_for(base_url, self._fingerprint, rpm=options.rpm, tpm=options.tpm)
+        pool = self._pool(base_url, run)
+        session = run.session if run is not None else default_session()
+        limiter = session.limiter(base_url, self._fingerprint, rpm=options.rpm, tpm=options.tpm)
         timeout = options.timeout or DEFAULT_TIMEOUT_S
         budget = (
             options.retry_budget if options.retry_budget is not None else DEFAULT_RETRY_BUDGET_S
@@ -238,11 +244,11 @@ class HTTPProvider:
             options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
         )
         body = pydantic_core.to_json(payload)
-        meter = sample_meter.get()
-        cache = run_cache.get() if meter is not None else None
+        meter = sample.meter if sample is not None else None
+        cache = run.cache if run is not None else None
         cache_key = ""
-        if cache is not None and meter is not None:
-            cache_key = cache.key(self.provider_name, base_url, body, meter.index, wire_headers)
+        if cache is not None and meter is not None and sample is not None:
+            cache_key = cache.key(self.provider_name, base_url, body, sample.index, wire_headers)
             stored = cache.get(cache_key)
             if stored is not None and not self.usable(stored):
                 cache.miss()  # readable but wrong ({}, no choices): ask the API again
@@ -338,7 +344,8 @@ class HTTPProvider:
                             f"request accepted (retry budget {budget:g}s); last: {last}"
                         )
                     retries += 1
-                    notify_retry(retries, max(0.0, limiter.paused_until - now))
+                    if sample is not None:
+                        sample.retrying(retries, max(0.0, limiter.paused_until - now))
                     continue
                 if status not in RETRYABLE:
                     raise self._fail(f"returned HTTP {status} for {url}: {message}")
@@ -353,7 +360,8 @@ class HTTPProvider:
                     f"budget; last: {last}"
                 )
             retries += 1
-            notify_retry(retries, delay)
+            if sample is not None:
+                sample.retrying(retries, delay)
             await anyio.sleep(delay)
 
     def _decoded(self, data: bytes, headers: dict[str, str], url: str) -> bytes:
@@ -433,6 +441,11 @@ class HTTPProvider:
                 return str(error.get("message") or json.dumps(error)[:300])
             return str(error)[:300]
         return str(parsed)[:300]
+
+
+def _current_run() -> RunContext | None:
+    sample = current_sample()
+    return sample.run if sample is not None else None
 
 
 QUOTA_GONE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})

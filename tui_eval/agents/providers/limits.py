@@ -1,7 +1,8 @@
 """One rate limiter per (base URL, API key): every request to that quota goes through it.
 
 A provider's rate limit is shared by every worker of a run (and every run in the
-process), so backing off must be shared too. The limiter keeps one *pace* (requests per
+process: limiters belong to a `ProviderSession`, in `context.py`, which runs share by
+default), so backing off must be shared too. The limiter keeps one *pace* (requests per
 second) and one pause for all of them:
 
 - **Headers first.** OpenAI's `x-ratelimit-limit-requests` / `-tokens` and Anthropic's
@@ -466,43 +467,8 @@ class RateLimitWait(Exception):
         self.why = why
 
 
-_LIMITERS: dict[tuple[str, str], RateLimiter] = {}
-
-
 def key_fingerprint(api_key: str | None) -> str:
     """A short, one-way name for an API key (limiters and caches are keyed by it)."""
     if not api_key:
         return "-"
     return hashlib.sha256(api_key.encode()).hexdigest()[:12]
-
-
-LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimiter]
-_factory: LimiterFactory | None = None
-
-
-def use_limiters(factory: LimiterFactory | None) -> None:
-    """Make `limiter_for` build limiters with `factory(base_url, fingerprint, rpm, tpm)`
-    (None: the in-process ones). A Ray worker installs one that shares a cluster-wide
-    limiter; see `tui_eval.run.ray_executor`."""
-    global _factory
-    _factory = factory
-
-
-def limiter_for(
-    base_url: str, fingerprint: str, *, rpm: float | None = None, tpm: float | None = None
-) -> RateLimiter:
-    """The process-wide limiter of the quota (base URL, key)."""
-    key = (base_url, fingerprint)
-    if _factory is not None and key not in _LIMITERS:
-        _LIMITERS[key] = _factory(base_url, fingerprint, rpm, tpm)
-    limiter = _LIMITERS.get(key)
-    if limiter is None:
-        limiter = _LIMITERS[key] = RateLimiter(base_url, rpm=rpm, tpm=tpm)
-    elif rpm or tpm:
-        limiter.set_caps(rpm, tpm)
-    return limiter
-
-
-def limiters() -> list[RateLimiter]:
-    """Every limiter this process has made."""
-    return list(_LIMITERS.values())

@@ -1,6 +1,6 @@
 """What one sample spent: cost from built-in prices, requests, and answers from the cache.
 
-The runner opens a `SampleMeter` for every sample (a context variable, so the agent's
+The runner opens a `SampleMeter` for every sample (in its `SampleContext`, so the agent's
 requests and its judges' land in the same one); HTTP providers add each response to it.
 
 Usage numbers come from a server and are not trusted: a count that is not a whole,
@@ -18,7 +18,6 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,14 +35,12 @@ class SampleMeter:
     """The running totals of one sample.
 
     Attributes:
-        index: the sample's number within its case (the response cache keys on it).
         cost: dollars, from the built-in prices of every priced response.
         priced: whether any response had a known price.
         requests: model requests made (answered by the API or the cache).
         cached: requests answered by the response cache.
     """
 
-    index: int = 0
     cost: float = 0.0
     priced: bool = False
     requests: int = 0
@@ -53,9 +50,6 @@ class SampleMeter:
     def all_cached(self) -> bool:
         """Every request of the sample came from the cache."""
         return self.requests > 0 and self.cached == self.requests
-
-
-sample_meter: ContextVar[SampleMeter | None] = ContextVar("tui_eval_sample_meter", default=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ The same options come from four places; later ones win, field by field:
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -97,10 +96,3 @@ class ProviderOptions(pydantic.BaseModel):
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
             )
             raise ModelSpecError(f"model spec {spec!r}: {problems}") from None
-
-
-run_provider_options: ContextVar[ProviderOptions | None] = ContextVar(
-    "tui_eval_provider_options", default=None
-)
-"""Set by the runner for one run: the suite's and the command line's options, which every
-HTTP provider of the run applies over its own."""

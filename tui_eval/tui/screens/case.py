@@ -10,12 +10,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 
 from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.service.session import RunSession
 from tui_eval.service.suite_run import EmptySelection
 from tui_eval.stats.proportions import wilson_interval
 from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import StartSession
-from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell, format_ms

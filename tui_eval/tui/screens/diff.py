@@ -16,12 +16,12 @@ from textual.widgets import DataTable, Static
 from tui_eval.core.settings import RunSettings
 from tui_eval.report.diff import CaseChange, Diff, points
 from tui_eval.report.report import Report
+from tui_eval.report.review import Decision, Review, review_items
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.service.request import DecideRun
+from tui_eval.service.session import RunSession
 from tui_eval.service.suite_run import BaselineStatus
-from tui_eval.tui.review import Decision, Review, review_items
 from tui_eval.tui.screens.side_by_side import SideBySideScreen
-from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell

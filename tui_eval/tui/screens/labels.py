@@ -19,8 +19,8 @@ from textual.widgets import Input, Static
 
 from tui_eval.calibration.label_queue import LabelItem, judged_items, label_progress, label_queue
 from tui_eval.calibration.labels import Label, LabelRecord, LabelsFileError, LabelStore
+from tui_eval.service.session import RunSession
 from tui_eval.suites import Suite
-from tui_eval.tui.session import RunSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.text import cell, plain
 from tui_eval.util.text import value_text

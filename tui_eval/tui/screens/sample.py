@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.report.report import SampleResult
-from tui_eval.tui.session import RunSession
+from tui_eval.service.session import RunSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory, render_usage
 from tui_eval.tui.widgets.text import DISPLAY_LIMIT, cell, format_ms, plain

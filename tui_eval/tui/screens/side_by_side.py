@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tui_eval.report.report import CaseResult, SampleResult
-from tui_eval.tui.review import Decision
+from tui_eval.report.review import Decision
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory
 from tui_eval.tui.widgets.text import cell, plain

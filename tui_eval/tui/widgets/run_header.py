@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
+from tui_eval.run.state import RunState
 from tui_eval.stats.proportions import wilson_interval
-from tui_eval.tui.state import RunState
 from tui_eval.tui.widgets.text import format_duration
 from tui_eval.util.text import one_line
 

@@ -1,7 +1,8 @@
-"""`RunState`: what a run looks like right now, kept from runner events in plain Python.
+"""`RunState`: what a run looks like right now — the one fold of a run's events.
 
-No widgets here. The runner calls `apply()` for every event; the screen's timer asks
-`take_dirty()` which cases changed since the last frame and repaints only those.
+Every front-end shows a run from one of these: the app's screens and the CLI's progress
+bar. `apply()` takes each runner event (cheaply: nothing is drawn here); the app's timer
+asks `take_dirty()` which cases changed since the last frame and repaints only those.
 """
 
 from __future__ import annotations

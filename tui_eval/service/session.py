@@ -1,17 +1,20 @@
-"""`RunSession`: what the app's screens show of one suite run — its live state, and the
-core's `SuiteRun` service behind it (or a saved report shown read-only)."""
+"""`RunSession`: one suite run as a front-end shows it — the `SuiteRun` service behind it,
+and its live `RunState` (the one fold of its events), or a saved report shown read-only.
+
+The app keeps one per run it shows; the baseline actions (plan, save, compare, accept)
+go through the service's policy, or the same policy over a saved report.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import uuid
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
+from tui_eval.run.state import Clock, RunState
 from tui_eval.service.request import RunRequest
 from tui_eval.service.store import RunHistory, RunRecord
 from tui_eval.service.suite_run import (
@@ -25,34 +28,9 @@ from tui_eval.service.suite_run import (
     save_baseline,
 )
 from tui_eval.suites import Suite
-from tui_eval.tui.state import Clock, RunState
 
 INVOCATION = uuid.uuid4().hex[:12]
 """Every run started in one app session belongs to one invocation (resumed together)."""
-
-_runs_under_way = 0
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """While any run is under way, what was alive when the first began is out of the cyclic
-    garbage collector's sight.
-
-    Otherwise every full collection during a run walks the whole widget tree, which measured
-    as most of the app's cost on a zero-latency suite (bench/). When the last run ends it
-    is handed back: frozen objects are never collected, so a closed screen (a cycle of
-    widgets) would otherwise stay alive with its session and report for good.
-    """
-    global _runs_under_way
-    if _runs_under_way == 0:
-        gc.freeze()
-    _runs_under_way += 1
-    try:
-        yield
-    finally:
-        _runs_under_way -= 1
-        if _runs_under_way == 0:
-            gc.unfreeze()
 
 
 @dataclass(kw_only=True)
@@ -154,8 +132,7 @@ class RunSession:
     async def run(self) -> Report:
         """Run the suite to the end (or until `cancel()`), journaling every sample."""
         assert self.service is not None, "a saved report does not run"
-        with _collector_paused():
-            return await self.service.run()
+        return await self.service.run()
 
     def cancel(self) -> None:
         """Stop the run; finished samples are kept."""

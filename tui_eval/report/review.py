@@ -6,9 +6,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
+from tui_eval.report.baselines import merge_cases
 from tui_eval.report.diff import Diff
 from tui_eval.report.report import Report
-from tui_eval.service.suite_run import merge_cases
 
 
 class Decision(enum.Enum):

@@ -1,0 +1,133 @@
+"""A run's context is explicit: its session owns the rate limiters, its samples carry the rest."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import tui_eval
+from tui_eval import Agent, Case, RunSettings, evaluate
+from tui_eval.agents.providers.context import ProviderSession, RunContext, current_sample
+from tui_eval.agents.providers.limits import RateLimiter
+from tui_eval.agents.providers.openai import OpenAIProvider
+from tui_eval.run.sample_runner import SampleRunner
+from tui_eval.run.sample_sources import AgentRuns
+
+from .wire_server import Reply, WireServer, openai_text
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-test-CONTEXT-0123456789"
+
+
+def answering(server: WireServer) -> tuple[OpenAIProvider, list[RateLimiter], object]:
+    """A provider, the limiters its samples' requests went through, and an agent using it."""
+    provider = OpenAIProvider("m", base_url=server.url + "/v1", api_key=KEY)
+    used: list[RateLimiter] = []
+
+    async def agent(question: str) -> str:
+        result = await Agent(provider).run(question)
+        used.append(provider.limiter())  # the one the run's session gives this quota
+        return str(result.output)
+
+    return provider, used, agent
+
+
+async def test_runs_with_the_default_session_share_a_quotas_limiter(provider_session):
+    with WireServer() as server:
+        server.always = Reply(body=openai_text("ok"))
+        _, used, agent = answering(server)
+        await evaluate(agent, [Case("a")])
+        await evaluate(agent, [Case("b")])
+    first, second = used
+    assert first is second
+    assert provider_session.limiters() == [first]
+
+
+async def test_runs_with_sessions_of_their_own_share_no_limiter(provider_session):
+    with WireServer() as server:
+        server.always = Reply(body=openai_text("ok"))
+        _, used, agent = answering(server)
+        sessions = [ProviderSession(), ProviderSession()]
+        for session in sessions:
+            runner = SampleRunner([Case("a")], AgentRuns(agent), session=session)
+            assert (await runner.sample(0, 0)).status == "passed"
+        for session in sessions:  # made the default in turn: what a test does
+            with session.as_default():
+                assert (await evaluate(agent, [Case("b")])).passed
+    assert len({id(limiter) for limiter in used}) == 2
+    assert [s.limiters() for s in sessions] == [[used[0]], [used[1]]]
+    assert used[2:] == used[:2]  # the same session, the same limiter
+    assert provider_session.limiters() == []  # the default session saw none of it
+
+
+@pytest.mark.skipif(
+    "session" not in RunSettings.model_fields, reason="RunSettings.session is not there yet"
+)
+async def test_a_run_given_a_session_in_its_settings_uses_it(provider_session):
+    with WireServer() as server:
+        server.always = Reply(body=openai_text("ok"))
+        _, used, agent = answering(server)
+        own = ProviderSession()
+        await evaluate(agent, [Case("a")], settings=RunSettings(session=own))  # type: ignore[call-arg]
+        await evaluate(agent, [Case("b")])
+    assert own.limiters() == [used[0]] and provider_session.limiters() == [used[1]]
+    assert used[0] is not used[1]
+
+
+def test_a_session_builds_each_quotas_limiter_once_with_its_factory():
+    built: list[tuple[str, str, float | None, float | None]] = []
+
+    def factory(base_url: str, key: str, rpm: float | None, tpm: float | None) -> RateLimiter:
+        built.append((base_url, key, rpm, tpm))
+        return RateLimiter(base_url, rpm=rpm, tpm=tpm)
+
+    session = ProviderSession(factory)
+    one = session.limiter("http://api", "k1", rpm=60)
+    assert session.limiter("http://api", "k1") is one
+    assert session.limiter("http://api", "k2") is not one
+    assert built == [("http://api", "k1", 60, None), ("http://api", "k2", None, None)]
+
+
+async def test_an_agent_sees_the_sample_it_runs_in():
+    seen: list[tuple[str, int, object]] = []
+
+    async def agent(question: str) -> str:
+        sample = current_sample()
+        assert sample is not None
+        seen.append((sample.case_name, sample.index, sample.run.provider))
+        return question
+
+    assert current_sample() is None
+    await evaluate(agent, [Case("q", name="named", samples=2)], concurrency=1)
+    assert seen == [("named", 0, None), ("named", 1, None)]
+    assert current_sample() is None
+
+
+async def test_a_runs_clients_are_closed_when_it_ends():
+    with WireServer() as server:
+        server.always = Reply(body=openai_text("ok"))
+        provider, _, agent = answering(server)
+        run = RunContext()
+        async with run.closing_clients():
+            runner = SampleRunner([Case("a")], AgentRuns(agent))
+            runner.context = run
+            await runner.sample(0, 0)
+            assert provider._pools  # opened for this run
+        assert not provider._pools  # and closed with it
+
+
+def test_the_current_sample_is_the_one_context_variable():
+    """Everything else a run needs travels in explicit objects (issue #33)."""
+    root = Path(tui_eval.__file__).parent
+    defined = [
+        f"{path.relative_to(root)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\bContextVar\(", line)
+    ]
+    assert defined == ["agents/providers/context.py:152"] or (
+        len(defined) == 1 and defined[0].startswith("agents/providers/context.py:")
+    ), defined
