@@ -9,7 +9,7 @@ import pytest
 
 import tui_eval
 from tui_eval import Agent, Case, RunSettings, evaluate
-from tui_eval.agents.providers.context import ProviderSession, RunContext, current_sample
+from tui_eval.agents.providers.context import ProviderSession, current_sample
 from tui_eval.agents.providers.limits import RateLimiter
 from tui_eval.agents.providers.openai import OpenAIProvider
 from tui_eval.run.sample_runner import SampleRunner
@@ -106,17 +106,20 @@ async def test_an_agent_sees_the_sample_it_runs_in():
     assert current_sample() is None
 
 
-async def test_a_runs_clients_are_closed_when_it_ends():
+async def test_the_clients_a_run_opens_are_closed_when_it_ends():
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"))
         provider, _, agent = answering(server)
-        run = RunContext()
-        async with run.closing_clients():
-            runner = SampleRunner([Case("a")], AgentRuns(agent))
-            runner.context = run
-            await runner.sample(0, 0)
-            assert provider._pools  # opened for this run
-        assert not provider._pools  # and closed with it
+        open_during: list[int] = []
+
+        async def watched(question: str) -> str:
+            answer = await agent(question)
+            open_during.append(len(provider._pools))
+            return answer
+
+        await evaluate(watched, [Case("a")])
+    assert open_during == [1]  # the run's own connection pool...
+    assert provider._pools == {}  # ...closed when the run ended
 
 
 def test_the_current_sample_is_the_one_context_variable():
@@ -128,6 +131,4 @@ def test_the_current_sample_is_the_one_context_variable():
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(r"\bContextVar\(", line)
     ]
-    assert defined == ["agents/providers/context.py:152"] or (
-        len(defined) == 1 and defined[0].startswith("agents/providers/context.py:")
-    ), defined
+    assert len(defined) == 1 and defined[0].startswith("agents/providers/context.py:"), defined

@@ -1,10 +1,13 @@
-"""The check protocol: any `(RunResult) -> CheckResult | bool | float`, sync or async."""
+"""The check protocol: any `(RunResult) -> CheckResult | bool | float`, sync or async, or
+`(RunResult, CheckContext) -> ...` for a check that needs to know which case it checks."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from tui_eval.agents.messages import RunResult, Usage
@@ -12,10 +15,14 @@ from tui_eval.util.cancellation import cancelled_from_outside
 from tui_eval.util.secrets import redact
 from tui_eval.util.text import one_line
 
-Check: TypeAlias = Callable[
-    [RunResult], "CheckResult | bool | float | Awaitable[CheckResult | bool | float]"
-]
-"""A check: a callable taking the `RunResult`, returning a `CheckResult`, a bool or a score in 0..1."""
+CheckOutcome: TypeAlias = "CheckResult | bool | float | Awaitable[CheckResult | bool | float]"
+"""What a check returns: a `CheckResult`, a bool or a score in 0..1 (or an awaitable of one)."""
+
+Check: TypeAlias = (
+    "Callable[[RunResult], CheckOutcome] | Callable[[RunResult, CheckContext], CheckOutcome]"
+)
+"""A check: a callable taking the `RunResult` (and, if it has a second positional parameter,
+the `CheckContext`), returning a `CheckResult`, a bool or a score in 0..1."""
 
 SCORE_PASS = 0.5
 """A check that returns a bare float passes when the score is at least this."""
@@ -69,6 +76,39 @@ class CheckResult:
         return f"score {self.score:.2f} {sign} {self.threshold:.2f}"
 
 
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What a check may know besides the run: the case and the sample it checks.
+
+    The runner hands one to every check that takes a second positional parameter (as
+    pydantic-evals hands an `EvaluatorContext` to its evaluators); a check of one parameter
+    is called with the run alone.
+
+    Example:
+        >>> def close_to_expected(run: RunResult, ctx: CheckContext) -> bool:
+        ...     return abs(float(run.output) - ctx.expected) < 0.01
+        >>> Case("0.1 + 0.2?", expected=0.3, checks=[close_to_expected])  # doctest: +SKIP
+
+    Attributes:
+        case_name: the case's name ("" outside a case).
+        input: the case's input.
+        expected: the case's `expected` value (None: the case has none).
+        metadata: the case's metadata.
+        sample_index: which sample of the case this is (0, 1, ...).
+    """
+
+    case_name: str = ""
+    input: Any = None
+    expected: Any = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    sample_index: int = 0
+
+
+NO_CONTEXT = CheckContext()
+"""The context of a check run outside a case (`run_check(check, run)`): no name, no
+expected value."""
+
+
 def check_name(check: Any) -> str:
     """The display name of a check: its `name` attribute, else its function name."""
     name = getattr(check, "name", None)
@@ -92,6 +132,50 @@ def is_async_check(check: Any) -> bool:
         target = kind.__call__ if not inspect.isclass(check) else None
         known = _ASYNC_CALL[kind] = inspect.iscoroutinefunction(target)
     return known
+
+
+_TAKES_CONTEXT_BY_CLASS: dict[type, bool] = {}
+_TAKES_CONTEXT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def takes_context(check: Any) -> bool:
+    """Whether the check is called with a `CheckContext` too, decided once per check (per
+    class, for instances of a class of checks).
+
+    It is when it says so (a `takes_context` attribute: the built-in checks that read the
+    case, and combinators, which hand it on), else when its second positional parameter
+    has no default: `def check(run, ctx)` gets the context, `def check(run)` and
+    `def check(run, limit=100)` do not.
+    """
+    kind = type(check)
+    known = _TAKES_CONTEXT_BY_CLASS.get(kind)
+    if known is not None:
+        return known
+    declared = getattr(check, "takes_context", None)
+    if isinstance(declared, bool):
+        return declared
+    if inspect.isfunction(getattr(kind, "__call__", None)):  # noqa: B004 - the method
+        # An instance of a class of checks: its `__call__` decides, the same for every one.
+        known = _TAKES_CONTEXT_BY_CLASS[kind] = _second_parameter_required(check)
+        return known
+    try:
+        known = _TAKES_CONTEXT.get(check)
+    except TypeError:  # neither hashable nor weakly referable: look every time
+        return _second_parameter_required(check)
+    if known is None:
+        known = _second_parameter_required(check)
+        with contextlib.suppress(TypeError):
+            _TAKES_CONTEXT[check] = known
+    return known
+
+
+def _second_parameter_required(check: Any) -> bool:
+    try:
+        parameters = inspect.signature(check).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 and positional[1].default is inspect.Parameter.empty
 
 
 def normalise(name: str, value: Any) -> CheckResult:
@@ -140,28 +224,47 @@ def failed_by_exception(name: str, exc: BaseException) -> CheckResult:
     return CheckResult(name, False, 0.0, redact(f"check raised {type(exc).__name__}: {exc}"))
 
 
-async def run_check(check: Check, result: RunResult) -> CheckResult:
+async def run_check(
+    check: Check, result: RunResult, context: CheckContext | None = None
+) -> CheckResult:
     """Run one check and normalise its outcome; an exception fails only this check.
+
+    `context` goes to a check that takes one (`takes_context`); without it, such a check
+    gets an empty `CheckContext()`, as outside any case.
 
     Example:
         >>> await run_check(contains("Paris"), run)  # doctest: +SKIP
         CheckResult(name='contains', passed=True, score=1.0, reason='')
     """
-    outcome = call_check(check, result)
+    outcome = call_check(check, result, context)
     if isinstance(outcome, CheckResult):
         return outcome
     return await settle_check(check, outcome)
 
 
-def call_check(check: Check, result: RunResult) -> CheckResult | Awaitable[Any]:
+def call_check(
+    check: Check,
+    result: RunResult,
+    context: CheckContext | None = None,
+    *,
+    with_context: bool | None = None,
+) -> CheckResult | Awaitable[Any]:
     """Call a check exactly once: its result when it answered at once, else the awaitable
     it returned (finish it with `settle_check`; never call the check again).
 
     The runner calls this once per check per sample, so the name is only looked up
-    when it is needed (a failure or a bare bool/float).
+    when it is needed (a failure or a bare bool/float), and `with_context` says whether
+    the check takes the context when the caller has decided it already (`takes_context`,
+    once per case).
     """
+    if with_context is None:
+        with_context = takes_context(check)
+    call: Callable[..., Any] = check
     try:
-        value = check(result)
+        if with_context:
+            value = call(result, NO_CONTEXT if context is None else context)
+        else:
+            value = call(result)
     except BaseException as exc:
         if cancelled_from_outside(exc):
             raise
