@@ -435,6 +435,31 @@ async def test_watch_flag_starts_the_suite_in_watch_mode(tmp_path):
         assert app.screen.watching and app.screen.previous is screen.session
 
 
+async def test_watch_flag_watches_every_suite_not_only_the_first(tmp_path):
+    folder = editable(tmp_path, answer="right")
+    (folder / "other_suite.py").write_text(
+        "from tui_eval import Case, Suite, contains\n"
+        "async def agent(q):\n    return 'yes'\n"
+        "suite = Suite('other', agent=agent, cases=[Case('q', checks=[contains('yes')])])\n"
+    )
+    app = make_app([folder], history=RunHistory(tmp_path), watch=True)
+    app.WATCH_SETTLE_SECONDS = 0.01
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        names = [s.name for s in app.workspace.loaded.suites]
+        assert app.screen.session.state.name == names[0]  # the first is shown
+        assert app.workspace.watching == set(names)
+        await wait_for(
+            pilot, lambda: all(not s.state.running for s in app.workspace.sessions.values())
+        )
+        second = names[1]
+        first_run = app.workspace.sessions[second]
+        await FileWatch(app).up()
+        path = app.workspace.suite(second).path
+        path.write_text(path.read_text() + "\n# edited\n")
+        await wait_for(pilot, lambda: app.workspace.sessions[second] is not first_run, timeout=20)
+
+
 async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
     import random
 

@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from tui_eval.tui.workspace import _forget_modules, _real, _real_folder
+from tui_eval.service.suite_set import _forget_modules, _real, _real_folder
 
 
 def _import(name: str, path: Path) -> None:

@@ -28,7 +28,8 @@ DESCRIPTION = """\
 Evaluate LLM agents: run suites of cases and checks, watch results live, compare with baselines.
 
   tui-eval [PATH...]                 open the app on these suites (default: ./suites)
-  tui-eval --watch PATH...           open the app and rerun a suite whenever its files change
+  tui-eval --watch PATH...           rerun a suite whenever its files change (the app; headless
+                                     without a terminal, or `run --headless --watch`)
   tui-eval run PATH... [--headless]  run; headless prints a progress bar and the summary
   tui-eval compare CURRENT [BASELINE] print a Diff; exit 1 on regressions (see --fail-on)
   tui-eval merge SHARD... -o OUT     one report from the shards of a run (--shard i/n)
@@ -172,7 +173,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--watch",
         action="store_true",
-        help="in the app: rerun the suite (failing cases first) whenever its files change",
+        help="rerun a suite (failing cases first) whenever its files change: in the app, or "
+        "with --headless (or no terminal) printing each rerun's summary until Ctrl+C",
     )
     run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
@@ -359,7 +361,10 @@ def _main(args_list: list[str]) -> int:
     if watch:
         rest = rest[1:]
     if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
-        # `tui-eval [--watch] PATH...` opens the app.
+        # `tui-eval [--watch] PATH...` opens the app; without a terminal, --watch reruns
+        # headless.
+        if watch and not sys.stdout.isatty():
+            return _guard(lambda: _watch_headless(rest, debug), debug)
         return _guard(lambda: _open_app(rest, autorun=watch, watch=watch), debug)
     try:
         args = parser.parse_args(args_list)
@@ -390,12 +395,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             or args.fail_on is not None
             or args.last_failed
         )
-        if args.watch and (args.headless or batch):
+        if args.watch and batch:
             print(
-                "tui-eval: --watch reruns in the app; it does not go with --headless or files",
+                "tui-eval: --watch reruns suites as they are saved; it does not write files "
+                "or gate CI (--junit, --json, --fail-on, --shard, baselines...)",
                 file=sys.stderr,
             )
             return EXIT_USAGE
+        if args.watch and (args.headless or not sys.stdout.isatty()):
+            return headless.watch_command(args)
         if args.headless or batch or not sys.stdout.isatty():
             return headless.run_command(args)
         return _open_app(args.paths, autorun=True, options=args, watch=args.watch)
@@ -420,6 +428,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return import_command(args)
     raise AssertionError(args.command)
+
+
+def _watch_headless(paths: Sequence[str], debug: bool) -> int:
+    from tui_eval.cli import headless
+
+    return headless.watch_command(_parser().parse_args(["run", "--watch", *paths]))
 
 
 def _open_app(

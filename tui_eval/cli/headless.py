@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -53,6 +55,7 @@ from tui_eval.service.suite_run import (
     recheck_part,
     recheck_parts,
 )
+from tui_eval.service.suite_set import SuiteSet, file_changes
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.util.text import one_line, sanitize
 
@@ -323,6 +326,84 @@ async def _execute_all(services: list[SuiteRun], *, resuming: bool = False) -> l
                 print(f"not run: {names}; `tui-eval resume` runs them\n")
             break
     return outcomes
+
+
+# -- watch ------------------------------------------------------------------------------------
+def watch_command(args: argparse.Namespace) -> int:
+    """`tui-eval run --headless --watch PATH` (and `tui-eval --watch PATH` without a
+    terminal): run every suite, then rerun whichever suite a save touches — its file, or a
+    helper module beside it — failing cases first, until Ctrl+C. Exit as `run` would for
+    the latest run of each suite."""
+    try:
+        options = request_from_args(args)
+        if options.executor == "ray":
+            import_ray()
+    except (ValueError, ExecutorError) as exc:
+        print_error(f"error: {exc}")
+        return EXIT_USAGE
+    paths = default_paths(args.paths)
+    loaded = load_suites(paths)
+    report_load_errors(loaded, args.debug)
+    if not loaded.suites and not loaded.errors:
+        print_error(f"error: no suites found in {' '.join(paths)}")
+        return EXIT_USAGE
+    latest: dict[str, SuiteOutcome] = {}
+    try:
+        failed = anyio.run(_watch, SuiteSet(loaded=loaded), options, latest)
+    except KeyboardInterrupt:  # Ctrl+C between runs: the watch ends, the runs stand
+        print("\nstopped watching", flush=True)
+        failed = False
+    return exit_code(list(latest.values()), bool(loaded.errors) or failed)
+
+
+async def _watch(suites: SuiteSet, options: RunRequest, latest: dict[str, SuiteOutcome]) -> bool:
+    """Run every suite, then each suite an edit reloads; `latest` keeps each suite's last
+    outcome. Returns whether a run could not start (a usage error)."""
+    outcomes, failed = await _run_suites([(s, options, None) for s in suites.loaded.suites])
+    latest.update((o.suite.name, o) for o in outcomes)
+    folders = suites.watched_folders()
+    if failed or not folders or any(o.stopped for o in outcomes):
+        return failed
+    shown = ", ".join(str(f) for f in folders)
+    ready = anyio.Event()
+
+    async def announce() -> None:  # once a save would be seen, not before
+        await ready.wait()
+        print(f"watching {shown}: saving a suite's files reruns it (Ctrl+C stops)", flush=True)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(announce)
+        async for changed in file_changes(folders, stop=anyio.Event(), ready=ready):
+            if await _rerun_edited(suites, changed, options, latest):
+                group.cancel_scope.cancel()
+                break
+    return False
+
+
+async def _rerun_edited(
+    suites: SuiteSet, changed: set[Path], options: RunRequest, latest: dict[str, SuiteOutcome]
+) -> bool:
+    """Reload what `changed` touches and rerun those suites, failing cases first; whether
+    the watch should end (a run was interrupted)."""
+    result = suites.reload(changed)
+    for error in result.errors:
+        kept = error.path in suites.edit_errors
+        print_error(error.message + (" (the previous version stays in use)" if kept else ""))
+    for name in sorted(result.names):
+        suite = suites.suite(name)
+        if suite is None:
+            continue
+        print(f"{one_line(name, 200)}: reloaded after an edit", flush=True)
+        before = latest.get(name)
+        failing = {c.name for c in before.report.cases if not c.passed} if before else set()
+        ordered = replace(suite, cases=sorted(suite.cases, key=lambda c: c.label not in failing))
+        rerun, _ = await _run_suites([(ordered, options, None)])
+        latest.update((o.suite.name, o) for o in rerun)
+        suites.reloaded.discard(name)
+        sys.stdout.flush()
+        if any(o.stopped for o in rerun):  # Ctrl+C during a run ends the watch
+            return True
+    return False
 
 
 # -- resume, recheck, compare, history ------------------------------------------------------

@@ -21,6 +21,7 @@ from tui_eval.service.request import RunRequest
 from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.service.suite_run import EmptySelection, ResumeError
+from tui_eval.service.suite_set import file_changes
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.tui.messages import (
     ResumeRun,
@@ -60,7 +61,7 @@ class TuiEvalApp(App[int]):
         report: Report | None = None,
         autorun: bool = False,
         watch_files: bool = True,
-        watch_first: bool = False,
+        watch_all: bool = False,
     ) -> None:
         super().__init__()
         self.workspace = workspace
@@ -68,8 +69,8 @@ class TuiEvalApp(App[int]):
         self.autorun = autorun
         self.watch_files = watch_files
         """Watch the suites' folders and reload what changes (off for saved reports)."""
-        self.watch_first = watch_first
-        """Open the first suite's run in watch mode (`tui-eval --watch PATH`)."""
+        self.watch_all = watch_all
+        """Run every suite in watch mode, showing the first (`tui-eval --watch PATH`)."""
         self._recent_notifications: list[Notification] = []
         self._runs_by_worker: dict[Worker[Report], str] = {}
         """The suite of each run under way."""
@@ -94,25 +95,9 @@ class TuiEvalApp(App[int]):
 
     async def _watch_suite_files(self) -> None:
         """Post `SuiteFilesChanged` whenever suite files or modules beside them change."""
-        from watchfiles import awatch
-
         folders = self.workspace.watched_folders()
-        # The watching thread cannot be interrupted, only asked to stop (stop_event) or to
-        # come back empty-handed: a short timeout lets the app quit at once.
-        watching = awatch(
-            *folders,
-            debounce=400,
-            step=50,
-            recursive=True,
-            rust_timeout=200,
-            stop_event=self._stop_watching,
-        )
-        # awatch registers the folders (from then on every edit is kept for its next
-        # batch) in the first step of the iteration, before that step first waits (for
-        # its thread): a callback queued now runs once the folders are registered.
-        self.call_later(self.files_watched.set)
-        async for changes in watching:
-            paths = {Path(path) for _, path in changes}
+        changes = file_changes(folders, stop=self._stop_watching, ready=self.files_watched)
+        async for paths in changes:
             self.post_message(SuiteFilesChanged(paths))
 
     @on(SuiteFilesChanged)
@@ -158,13 +143,15 @@ class TuiEvalApp(App[int]):
     def run_all(self) -> None:
         """Start every runnable suite and show the first (`tui-eval run PATH` on a terminal)."""
         runnable = [s for s in self.workspace.loaded.suites if not s.skip]
+        if self.watch_all:  # a save reruns whichever suite it touches
+            self.workspace.watching |= {suite.name for suite in runnable}
         for position, suite in enumerate(runnable):
             try:
                 session = self.workspace.new_session(suite)
             except EmptySelection as exc:
                 self.notify(str(exc), severity="warning")
                 continue
-            self.start(session, show=position == 0, watch=self.watch_first and position == 0)
+            self.start(session, show=position == 0, watch=self.watch_all and position == 0)
 
     def start(self, session: RunSession, *, show: bool, watch: bool = False) -> None:
         """Run `session` in a worker of the app (so it outlives any screen)."""
@@ -315,7 +302,7 @@ def make_app(
         report=report,
         autorun=autorun or watch,
         watch_files=report is None,
-        watch_first=watch,
+        watch_all=watch,
     )
 
 

@@ -13,12 +13,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from tui_eval.core.settings import RunSettings
 from tui_eval.report.diff import CaseChange, Diff, points
 from tui_eval.report.report import Report
 from tui_eval.report.review import Decision, Review, review_items
 from tui_eval.run.events import Event, SampleFinished
-from tui_eval.service.request import DecideRun
+from tui_eval.service.deciding import cases_to_decide, decide_request, settle, verdicts_line
 from tui_eval.service.session import RunSession
 from tui_eval.service.suite_run import BaselineStatus
 from tui_eval.tui.screens.side_by_side import SideBySideScreen
@@ -26,7 +25,6 @@ from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
-from tui_eval.util.text import one_line
 
 KIND_SHOWN = {
     "regressed": ("✗ regressed", "red"),
@@ -384,15 +382,14 @@ class DiffScreen(Screen[None]):
 
     def action_decide(self) -> None:
         """Sample the changed cases until each comparison is decided (or the budget ends)."""
-        changed = {c.name for c in self.diff.regressions + self.diff.improvements}
-        changed |= {c.name for c in self.diff.changes if c.label == "too few samples"}
+        changed = cases_to_decide(self.diff)
         if self.suite is None or self.workspace is None or self.baseline is None or not changed:
             self.notify("no changed case to decide", timeout=3)
             return
         self.deciding = True
         self.refresh_bindings()
         self.notify(f"sampling {len(changed)} case(s) until decided…", timeout=4)
-        self.run_worker(self._decide(sorted(changed)), exclusive=True, group="decide")
+        self.run_worker(self._decide(changed), exclusive=True, group="decide")
 
     async def _decide(self, names: list[str]) -> None:
         from tui_eval.service.suite_run import EmptySelection, PlanError
@@ -412,16 +409,11 @@ class DiffScreen(Screen[None]):
                 )
 
         workspace = self.workspace
-        # A journaled decide run through the suite-run layer, against the baseline shown:
-        # the file's or the previous run's report (a resume reads the same file again).
-        against = self.previous_report if self.baseline_path is None else None
-        options = workspace.options.but(
-            kind=DecideRun(against=str(against) if against is not None else None),
-            cases=tuple(names),
-            baseline=str(self.baseline_path) if self.baseline_path is not None else None,
-            settings=RunSettings(fail_fast=False),
-            executor="in-process",
-            shard=None,
+        options = decide_request(
+            workspace.options,
+            names,
+            baseline_path=self.baseline_path,
+            against=self.previous_report if self.baseline_path is None else None,
         )
         try:
             session = workspace.new_session(
@@ -444,20 +436,15 @@ class DiffScreen(Screen[None]):
             self.refresh_bindings()
             self.notify("the decision was stopped before it ended", severity="warning")
             return
-        diff = decision.diff
         self.samples_drawn = dict(counts)
         self.deciding = False
-        decided = {c.name: c for c in diff.changes}
-        for change in self.diff.changes:
-            found = decided.get(change.name)
-            if found is not None:
-                change.label, change.decided = found.label, found.decided
-                self.query_one(Table).set_cell(
-                    change.name, "noise", Text(f"{found.label} ({found.current_total} samples)")
-                )
+        totals = {c.name: c.current_total for c in decision.diff.changes}
+        for change in settle(self.diff, decision.diff):
+            table.set_cell(
+                change.name, "noise", Text(f"{change.label} ({totals[change.name]} samples)")
+            )
         self.refresh_bindings()
-        summary = ", ".join(f"{c.name}: {c.label}" for c in diff.changes)
-        self.notify(one_line(summary, 300), timeout=8)
+        self.notify(verdicts_line(decision.diff), timeout=8)
 
     def action_back(self) -> None:
         changed, removed = self.review.accepted()
