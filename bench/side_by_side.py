@@ -41,7 +41,12 @@ def inner(workload: str, repeat: int, steady: bool = False) -> None:
     from tui_eval import Case, equals, evaluate
 
     if steady:  # the time slices are `YIELD_EVERY_S` in the runner (older) or the scheduler
-        for module in ("tui_eval.run.runner", "tui_eval.run.scheduling"):
+        for module in (
+            "tui_eval.runner",
+            "tui_eval.scheduling",
+            "tui_eval.run.runner",
+            "tui_eval.run.scheduling",
+        ):
             try:
                 found = importlib.import_module(module)
             except ImportError:
