@@ -396,16 +396,21 @@ class DiffScreen(Screen[None]):
 
         assert self.suite is not None and self.baseline is not None
         assert self.workspace is not None
-        counts = dict.fromkeys(names, 0)
+        drawn = dict.fromkeys(names, 0)
         table = self.query_one(Table)
 
         def stream(event: Event) -> None:
-            # Every finished sample shows in its case's row, as a run's table would.
-            if isinstance(event, SampleFinished) and event.sample.case_name in counts:
+            # Every finished sample shows in its case's row, as a run's table would: the
+            # decision's samples so far, as the run's state holds them (each round starts
+            # with the samples of the rounds before).
+            if isinstance(event, SampleFinished) and event.sample.case_name in drawn:
                 name = event.sample.case_name
-                counts[name] += 1
+                index = session.state.index_of(name)
+                if index is None:
+                    return
+                drawn[name] = len(session.state.cases[index].samples)
                 table.set_cell(
-                    name, "noise", Text(f"deciding… {counts[name]} sample(s) drawn", style="cyan")
+                    name, "noise", Text(f"deciding… {drawn[name]} sample(s) drawn", style="cyan")
                 )
 
         workspace = self.workspace
@@ -436,7 +441,7 @@ class DiffScreen(Screen[None]):
             self.refresh_bindings()
             self.notify("the decision was stopped before it ended", severity="warning")
             return
-        self.samples_drawn = dict(counts)
+        self.samples_drawn = dict(drawn)
         self.deciding = False
         totals = {c.name: c.current_total for c in decision.diff.changes}
         for change in settle(self.diff, decision.diff):
