@@ -65,6 +65,16 @@ def default_paths(paths: list[str]) -> list[str]:
     return paths or ["suites"]
 
 
+def _load(paths: list[str], debug: bool) -> LoadResult | None:
+    """The suites of `paths`, their load errors printed; None (printed) when there are none."""
+    loaded = load_suites(paths)
+    report_load_errors(loaded, debug)
+    if not loaded.suites and not loaded.errors:
+        print_error(f"error: no suites found in {' '.join(paths)}")
+        return None
+    return loaded
+
+
 def report_load_errors(loaded: LoadResult, debug: bool) -> None:
     """Print each suite file that failed to load, with its file (and case/field)."""
     for error in loaded.errors:
@@ -157,10 +167,8 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
             print_error(f"error: {exc}")
             return EXIT_USAGE
     paths = default_paths(args.paths)
-    loaded = load_suites(paths)
-    report_load_errors(loaded, args.debug)
-    if not loaded.suites and not loaded.errors:
-        print_error(f"error: no suites found in {' '.join(paths)}")
+    loaded = _load(paths, args.debug)
+    if loaded is None:
         return EXIT_USAGE
     runnable = [s for s in loaded.suites if not s.skip]
     if getattr(args, "baseline", None) and len(runnable) > 1:
@@ -341,11 +349,8 @@ def watch_command(args: argparse.Namespace) -> int:
     except (ValueError, ExecutorError) as exc:
         print_error(f"error: {exc}")
         return EXIT_USAGE
-    paths = default_paths(args.paths)
-    loaded = load_suites(paths)
-    report_load_errors(loaded, args.debug)
-    if not loaded.suites and not loaded.errors:
-        print_error(f"error: no suites found in {' '.join(paths)}")
+    loaded = _load(default_paths(args.paths), args.debug)
+    if loaded is None:
         return EXIT_USAGE
     latest: dict[str, SuiteOutcome] = {}
     try:
