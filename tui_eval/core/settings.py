@@ -19,6 +19,7 @@ import pydantic
 
 from tui_eval.agents.messages import Price
 from tui_eval.agents.providers.cache import CACHE_MODES, CacheMode, ResponseCache
+from tui_eval.agents.providers.context import ProviderSession
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.core.budget import CostBudget
 
@@ -105,6 +106,9 @@ class RunSettings(pydantic.BaseModel):
             the report says the run stopped on time.
         max_samples: `decide()` and `compare_agents()`: at most this many samples per case
             (and side) before a case is left undecided.
+        session: whose rate limiters the run's requests go through; None is the process's
+            default session, which every run not given one shares (one limiter per API
+            quota). A `ProviderSession()` of its own keeps a run (a test) apart.
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -120,6 +124,7 @@ class RunSettings(pydantic.BaseModel):
     parallel_samples: bool = False
     time_budget: Seconds | None = None
     max_samples: Count = 100
+    session: pydantic.SkipValidation[ProviderSession | None] = None
 
     @pydantic.field_validator("cache", mode="before")
     @classmethod

@@ -98,6 +98,7 @@ class Evaluation:
             price=self.price,
             provider=self.provider,
             cache=self.cache,
+            session=settings.session,
             emit=on_event,
         )
         """Runs single samples of this run (what schedulers and executors call)."""
@@ -219,9 +220,6 @@ class Evaluation:
         return self._finish(cancelled=self._cancel_requested or self._cancel_caught or stopped)
 
     async def _run_in_scope(self, emit: EventHandler | None) -> None:
-        session = getattr(self.settings, "session", None)  # until RunSettings has `session`
-        if session is not None:
-            self.samples.context.session = session
         async with self.samples.context.closing_clients():
             if emit is None:
                 await self._run_all()
