@@ -46,35 +46,31 @@ async def test_runs_with_the_default_session_share_a_quotas_limiter(provider_ses
     assert provider_session.limiters() == [first]
 
 
-async def test_runs_with_sessions_of_their_own_share_no_limiter(provider_session):
+async def test_runs_given_sessions_of_their_own_share_no_limiter(provider_session):
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"))
         _, used, agent = answering(server)
         sessions = [ProviderSession(), ProviderSession()]
         for session in sessions:
-            runner = SampleRunner([Case("a")], AgentRuns(agent), session=session)
-            assert (await runner.sample(0, 0)).status == "passed"
-        for session in sessions:  # made the default in turn: what a test does
-            with session.as_default():
-                assert (await evaluate(agent, [Case("b")])).passed
-    assert len({id(limiter) for limiter in used}) == 2
+            await evaluate(agent, [Case("a")], settings=RunSettings(session=session))
+        await evaluate(agent, [Case("b")])  # given none: the default session
+    assert len({id(limiter) for limiter in used}) == 3
     assert [s.limiters() for s in sessions] == [[used[0]], [used[1]]]
-    assert used[2:] == used[:2]  # the same session, the same limiter
-    assert provider_session.limiters() == []  # the default session saw none of it
+    assert provider_session.limiters() == [used[2]]
 
 
-@pytest.mark.skipif(
-    "session" not in RunSettings.model_fields, reason="RunSettings.session is not there yet"
-)
-async def test_a_run_given_a_session_in_its_settings_uses_it(provider_session):
+async def test_a_session_made_the_default_serves_the_runs_given_none(provider_session):
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"))
         _, used, agent = answering(server)
-        own = ProviderSession()
-        await evaluate(agent, [Case("a")], settings=RunSettings(session=own))  # type: ignore[call-arg]
-        await evaluate(agent, [Case("b")])
-    assert own.limiters() == [used[0]] and provider_session.limiters() == [used[1]]
-    assert used[0] is not used[1]
+        fresh = ProviderSession()
+        with fresh.as_default():  # what each test's fixture does
+            await evaluate(agent, [Case("a")])
+            runner = SampleRunner([Case("b")], AgentRuns(agent))  # the engine's own default
+            assert (await runner.sample(0, 0)).status == "passed"
+        await evaluate(agent, [Case("c")])
+    assert fresh.limiters() == [used[0]] and used[1] is used[0]
+    assert provider_session.limiters() == [used[2]] and used[2] is not used[0]
 
 
 def test_a_session_builds_each_quotas_limiter_once_with_its_factory():

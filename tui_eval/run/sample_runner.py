@@ -25,6 +25,7 @@ import anyio
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.cache import CacheMode, ResponseCache
 from tui_eval.agents.providers.context import (
+    CURRENT_SAMPLE,
     ProviderSession,
     RetryListener,
     RunContext,
@@ -160,8 +161,13 @@ class SampleRunner:
         sample = replace(stored, index=sample_index, checks=[], judge_usage=Usage())
         # Judges of a recheck are metered like a run's: cached, priced, within max_cost.
         meter = SampleMeter()
-        with SampleContext(self.context, plan.case.label, sample_index, meter):
+        token = CURRENT_SAMPLE.set(
+            SampleContext(self.context, plan.case.label, sample_index, meter)
+        )
+        try:
             await self._judge(index, plan, sample, stored.run)
+        finally:
+            CURRENT_SAMPLE.reset(token)
         if meter.requests:
             sample.cached = meter.all_cached
         if self.price is None and meter.priced and stored.cost is None:
@@ -179,24 +185,26 @@ class SampleRunner:
             pacer.current = (index, sample_index)  # whom a provider's retry is about
         sample = SampleResult(case.label, sample_index, "passed")
         meter = SampleMeter()
+        current = SampleContext(self.context, sample.case_name, sample_index, meter, pacer.on_retry)
+        token = CURRENT_SAMPLE.set(current)
         try:
-            with SampleContext(self.context, case.label, sample_index, meter, pacer.on_retry):
-                if case.timeout is None:
+            if case.timeout is None:
+                await self._attempt(call, index, plan, sample, pacer)
+            else:
+                with anyio.move_on_after(case.timeout) as deadline:
                     await self._attempt(call, index, plan, sample, pacer)
-                else:
-                    with anyio.move_on_after(case.timeout) as deadline:
-                        await self._attempt(call, index, plan, sample, pacer)
-                    if deadline.cancelled_caught:
-                        stage = "its checks ran" if sample.run is not None else "the agent ran"
-                        sample.status = "timeout"
-                        sample.error = (
-                            f"sample exceeded its timeout of {case.timeout:g}s while {stage}"
-                            " and was cancelled"
-                        )
-                        sample.checks = []
-                        self._settle_usage(sample)
+                if deadline.cancelled_caught:
+                    stage = "its checks ran" if sample.run is not None else "the agent ran"
+                    sample.status = "timeout"
+                    sample.error = (
+                        f"sample exceeded its timeout of {case.timeout:g}s while {stage}"
+                        " and was cancelled"
+                    )
+                    sample.checks = []
+                    self._settle_usage(sample)
         finally:
             pacer.current = None
+            CURRENT_SAMPLE.reset(token)
         sample.cached = meter.all_cached
         if self.price is None and meter.priced:
             sample.cost = meter.cost

@@ -12,8 +12,9 @@
 
 While a sample's agent and checks run, its `SampleContext` is *current*
 (`current_sample()`): a provider deep inside an agent — or a user's plain-function agent —
-reaches it without being handed it. That is tui-eval's one context variable; everything a
-run needs is read from the object it holds. Checks get their context as an argument
+reaches it without being handed it. That is tui-eval's one context variable
+(`CURRENT_SAMPLE`, which only the runner sets); everything else a run needs is read from
+the object it holds. Checks get their context as an argument
 instead (`tui_eval.checks.CheckContext`).
 """
 
@@ -21,9 +22,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
@@ -149,13 +149,10 @@ class RunContext:
                     await close()
 
 
-_current: ContextVar[SampleContext | None] = ContextVar("tui_eval_sample", default=None)
-
-
 @dataclass(eq=False, slots=True)
 class SampleContext:
-    """One sample of a run, as its providers see it: current (`current_sample()`) inside
-    `with sample:`, which the runner wraps around the sample's agent call and checks.
+    """One sample of a run, as its providers see it: current (`current_sample()`) while
+    the sample's agent and checks run.
 
     Attributes:
         run: the run's context.
@@ -170,16 +167,6 @@ class SampleContext:
     index: int = 0
     meter: SampleMeter = field(default_factory=SampleMeter)
     on_retry: RetryListener | None = None
-    _token: Token[SampleContext | None] | None = field(default=None, init=False, repr=False)
-
-    def __enter__(self) -> SampleContext:
-        self._token = _current.set(self)
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._token is not None:
-            _current.reset(self._token)
-            self._token = None
 
     def retrying(self, attempt: int, delay_s: float) -> None:
         """Tell whoever runs the sample that a request is about to be retried."""
@@ -187,6 +174,13 @@ class SampleContext:
             self.on_retry(attempt, delay_s)
 
 
+CURRENT_SAMPLE: ContextVar[SampleContext | None] = ContextVar("tui_eval_sample", default=None)
+"""tui-eval's one context variable: the sample whose agent or checks run in this task. The
+runner sets it around each sample (`token = CURRENT_SAMPLE.set(sample)`, then
+`CURRENT_SAMPLE.reset(token)`: no frame of its own on the per-sample path); everything
+else reads it with `current_sample()`."""
+
+
 def current_sample() -> SampleContext | None:
     """The sample whose agent or checks are running in this task (None outside one)."""
-    return _current.get()
+    return CURRENT_SAMPLE.get()
