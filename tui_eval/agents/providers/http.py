@@ -61,10 +61,10 @@ class HTTPProvider:
     - **Rate limits.** Every request goes through the one `RateLimiter` of its quota (base
       URL and key) in the run's `ProviderSession`, shared with every other worker: a 429
       pauses them all, the pace is learned from 429s and rate-limit headers (see
-      `limits.py`). A rate-limited request
-      waits while the run makes progress; it fails only when nothing was accepted for
-      `retry_budget` seconds (queued time included), when the server asks for a longer
-      wait than that, or at once when a 429 says the quota is gone (`insufficient_quota`).
+      `limits.py`). A rate-limited request waits while the run makes progress; it fails
+      only when nothing was accepted for `retry_budget` seconds (queued time included),
+      when the server asks for a longer wait than that, or at once when a 429 says the
+      quota is gone (`insufficient_quota`).
     - **Bodies.** gzip/deflate are decoded; a redirect is an error (never followed: the key
       goes to `base_url` only).
     - **Errors.** 5xx, 408 and timeouts are retried with exponential backoff and jitter
