@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "Case": "tui_eval.core.cases",
     "CaseResult": "tui_eval.report.report",
     "Check": "tui_eval.checks",
+    "CheckContext": "tui_eval.checks",
     "CheckResult": "tui_eval.checks",
     "Completion": "tui_eval.agents",
     "Diff": "tui_eval.report.report",
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
     from tui_eval.calibration.calibrate import Calibration as Calibration
     from tui_eval.calibration.calibrate import calibrate as calibrate
     from tui_eval.checks import Check as Check
+    from tui_eval.checks import CheckContext as CheckContext
     from tui_eval.checks import CheckResult as CheckResult
     from tui_eval.checks import Verdict as Verdict
     from tui_eval.checks import all_of as all_of

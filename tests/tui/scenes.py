@@ -19,13 +19,13 @@ from tui_eval.calibration.label_queue import judged_items
 from tui_eval.calibration.labels import LabelStore, new_label
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
+from tui_eval.run.state import RunState
+from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import Suite, load_suites
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.screens.run import RunScreen
-from tui_eval.service.session import RunSession
-from tui_eval.run.state import RunState
 from tui_eval.tui.widgets.case_table import CaseTable
 
 STARTED_AT = 1_780_000_000.0  # a fixed moment, so dates on screen never change

@@ -17,11 +17,11 @@ from textual.timer import Timer
 
 from tui_eval import Case, Suite, contains
 from tui_eval.report.report import Report
+from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import TuiEvalApp, make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
-from tui_eval.service.session import RunSession
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,6 @@ entry points built on it (`evaluate`, `evaluate_iter`, `recheck`).
 from __future__ import annotations
 
 import bisect
-import contextlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -210,8 +209,7 @@ class Evaluation:
             resumed = [s for result in self._results for s in result.samples]
             emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at, resumed))
         try:
-            with self.scope():
-                await self._run_in_scope(emit)
+            await self._run_in_scope(emit)
         except BaseException:
             # Cancelled from outside (task cancelled, Ctrl+C): the partial report still goes out.
             self._finish(cancelled=True)
@@ -318,12 +316,6 @@ class Evaluation:
         if self.budget is not None and self.budget.exhausted():
             self.cancel()  # samples run elsewhere reserve nothing: stop at the budget
         return True
-
-    def scope(self) -> contextlib.AbstractContextManager[None]:
-        """Nothing to set up any more: each sample carries the run's context (provider
-        options, cache, rate limiters), so `sample()` runs anywhere. Kept for executors
-        that wrap their `sample()` calls in it."""
-        return self.samples.scope()
 
     async def sample(self, index: int, sample_index: int) -> SampleResult:
         """Run one sample of case `index` the normal way (timeouts, checks, judges,

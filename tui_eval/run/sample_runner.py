@@ -13,7 +13,6 @@ budget and cancellation belong to the run (`tui_eval.run.runner.Evaluation`).
 
 from __future__ import annotations
 
-import contextlib
 import time
 import traceback
 from collections.abc import Awaitable
@@ -120,11 +119,6 @@ class SampleRunner:
         self._secrets = secret_values()
         self.redacts = bool(self._secrets)
         """Whether `redacted()` changes anything (secrets are set in the environment)."""
-
-    def scope(self) -> contextlib.AbstractContextManager[None]:
-        """Nothing to set up: each sample carries the run's context (`sample()` runs
-        anywhere). Kept for executors that still wrap their `sample()` calls in it."""
-        return contextlib.nullcontext()
 
     def plan_of(self, index: int) -> CasePlan:
         plan = self._plans[index]

@@ -10,8 +10,8 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from statistics import NormalDist
 
+from tui_eval.stats.proportions import normal_quantile
 from tui_eval.stats.two_sample import judge_two_sample
 
 STAKES = tuple(i / 10 for i in range(1, 10))
@@ -132,7 +132,7 @@ def _pairs_hint(a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: f
     # Towards a regression when B looks worse, else towards "within the margin".
     effect = drop if drop > margin / 2 else margin - drop
     variance = p_a * (1 - p_a) + p_b * (1 - p_b)
-    z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(0.8)
+    z = normal_quantile(1 - alpha) + normal_quantile(0.8)
     needed = math.ceil(2 * z * z * variance / (effect * effect))
     return f"~{max(needed, n + BATCH)} samples a side would likely decide it"
 
