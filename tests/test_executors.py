@@ -465,3 +465,27 @@ def test_a_batch_round_trips_every_field_of_a_sample():
     assert sample.run is not None and sample.run.tool_calls and sample.usage.requests
     ((label, back),) = decode(encode([("case", sample)]))
     assert label == "case" and back == sample
+
+
+def test_a_workers_shared_limiter_takes_a_later_runs_caps():
+    """A worker's session hands out a quota's shared limiter again with `rpm` set (a
+    second request, a second run): the cap reaches the cluster's limiter, no AttributeError."""
+    from tui_eval.agents.providers.context import ProviderSession
+    from tui_eval.run.ray_worker import SharedLimiter
+
+    class Method:
+        def __init__(self) -> None:
+            self.calls: list[tuple[object, ...]] = []
+
+        def remote(self, *args: object) -> None:
+            self.calls.append(args)
+
+    class Actor:
+        set_caps = Method()
+
+    actor = Actor()
+    session = ProviderSession(lambda url, key, rpm, tpm: SharedLimiter(actor, url))
+    first = session.limiter("http://api", "k", rpm=120)
+    again = session.limiter("http://api", "k", rpm=60)
+    assert again is first and actor.set_caps.calls == [(60, None)]
+    assert first.local.request_cap == 1.0

@@ -60,6 +60,9 @@ class LimiterActor:
         self.limiter.on_limited(retry_after)
         return max(0.0, self.limiter.paused_until - self.limiter.clock())
 
+    def set_caps(self, rpm: float | None, tpm: float | None) -> None:
+        self.limiter.set_caps(rpm, tpm)
+
 
 class SharedLimiter:
     """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers."""
@@ -107,6 +110,11 @@ class SharedLimiter:
 
     def give_up_at(self, started: float, budget: float) -> float:
         return self.local.give_up_at(started, budget)
+
+    def set_caps(self, rpm: float | None, tpm: float | None) -> None:
+        """Explicit ceilings (a later run's `rpm`/`tpm`), on the cluster's limiter."""
+        self.local.set_caps(rpm, tpm)
+        self.actor.set_caps.remote(rpm, tpm)
 
     def on_response(
         self,
