@@ -31,22 +31,10 @@ class Progress:
         self._next_line = 0
         self._paces: dict[str, str] = {}
 
-    @property
-    def samples_total(self) -> int:
-        return self.state.samples_total
-
-    @property
-    def samples_done(self) -> int:
-        return self.state.samples_done
-
-    @property
-    def samples_passed(self) -> int:
-        return self.state.samples_passed
-
-    @property
-    def samples_failed(self) -> int:
-        """Samples that did not pass (failed, errored or timed out)."""
-        return self.state.samples_done - self.state.samples_passed
+    def _counts(self) -> tuple[int, int, int]:
+        """Samples done, passed, and not passed (failed, errored or timed out)."""
+        state = self.state
+        return state.samples_done, state.samples_passed, state.samples_done - state.samples_passed
 
     def on_event(self, event: Event) -> None:
         """Feed a runner event."""
@@ -94,12 +82,13 @@ class Progress:
                 transient=False,
             )
             self._bar.start()
+            done, passed, failed = self._counts()
             self._task = self._bar.add_task(
                 self._name.replace("[", "\\["),
                 total=total,
-                completed=self.samples_done,
-                passed=self.samples_passed,
-                failed=self.samples_failed,
+                completed=done,
+                passed=passed,
+                failed=failed,
             )
         else:
             _err(f"[{self._name}] running {total:,} samples")
@@ -107,21 +96,18 @@ class Progress:
             self._next_line = max(1, total // 10)
 
     def _advance(self) -> None:
+        done, passed, failed = self._counts()
         if self._bar is not None:
-            self._bar.update(
-                self._task,
-                completed=self.samples_done,
-                passed=self.samples_passed,
-                failed=self.samples_failed,
-            )
+            self._bar.update(self._task, completed=done, passed=passed, failed=failed)
             return
         now = time.monotonic()
-        if self.samples_done >= self._next_line or now - self._last_print >= 5:
+        total = self.state.samples_total
+        if done >= self._next_line or now - self._last_print >= 5:
             _err(
-                f"[{self._name}] {self.samples_done:,}/{self.samples_total:,} samples · {self.samples_passed:,} passed · {self.samples_failed:,} failed"
+                f"[{self._name}] {done:,}/{total:,} samples · {passed:,} passed · {failed:,} failed"
             )
             self._last_print = now
-            self._next_line = self.samples_done + max(1, self.samples_total // 10)
+            self._next_line = done + max(1, total // 10)
 
     def _log(self, message: str) -> None:
         if self._bar is not None:
