@@ -411,7 +411,7 @@ async def test_e_opens_the_suite_file_at_the_case_and_r_reruns_just_that_case(
         await pilot.press("e")
         await wait_for(pilot, opened.exists)
         # Its name is built in code (f"q{i}"), not written: the file opens at its top.
-        assert json.loads(opened.read_text()) == ["+1", str(folder / "editable_suite.py")]
+        assert json.loads(opened.read_text())[-2:] == ["+1", str(folder / "editable_suite.py")]
         await watch.up()
         suite_folder(tmp_path, answer="right")
         await wait_for(pilot, lambda: "editable" in app.workspace.reloaded)
@@ -423,15 +423,17 @@ async def test_e_opens_the_suite_file_at_the_case_and_r_reruns_just_that_case(
         assert rerun.session.report.passed  # the code as edited
 
 
-def test_case_line_finds_a_yaml_case_by_its_name(tmp_path):
+def test_case_line_finds_a_yaml_case_by_its_name(tmp_path, monkeypatch):
     from tui_eval.tui.editor import case_line, editor_command
+
+    monkeypatch.setenv("VISUAL", "vim")
 
     path = tmp_path / "s.yaml"
     path.write_text('cases:\n  - input: "Capital of France?"\n  - input: 首都は？\n')
     assert case_line(path, "首都は？") == 3
     assert case_line(path, "Capital of France?") == 2
     assert case_line(path, "missing") == 1
-    assert editor_command(path, 3)[-2:] == ["+3", str(path)]
+    assert editor_command(path, 3)[-3:] == ["+3", "--", str(path)]
 
 
 def live_timer_objects(app) -> list[Timer]:

@@ -31,21 +31,54 @@ def case_line(path: Path, name: str) -> int:
     return 1
 
 
+OPTIONS_END = frozenset({"vi", "vim", "nvim", "gvim", "view", "nano"})
+"""Editors known to read `--` as the end of their options (every file name given after it
+is a file, even one starting with `-` or `+`)."""
+
+
+class EditorError(Exception):
+    """`$VISUAL`/`$EDITOR` does not hold a command line (an unclosed quote, only blanks)."""
+
+
 def editor_command(path: Path, line: int) -> list[str]:
-    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`."""
-    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`.
+
+    The command comes from the user's variable only; the file goes in as an absolute path
+    (after `--` where the editor reads it), so no file name — `-c!touch x.yaml` — can
+    reach the editor as an option or a command.
+
+    Raises:
+        EditorError: the variable is not a command line; the message names it.
+    """
+    variable, value = next(
+        ((name, os.environ[name]) for name in ("VISUAL", "EDITOR") if os.environ.get(name)),
+        ("", "vi"),
+    )
+    try:
+        editor = shlex.split(value)
+    except ValueError as exc:
+        raise EditorError(f"${variable} is not a command line ({exc}): {value!r}") from None
+    if not editor:
+        raise EditorError(f"${variable} is blank: set it to your editor's command")
+    file = os.path.abspath(path)  # never starts with "-" or "+"
     program = Path(editor[0]).name
     if program in ("code", "code-insiders", "codium", "cursor"):
-        return [*editor, "--goto", f"{path}:{line}"]
+        return [*editor, "--goto", f"{file}:{line}"]
     if program in ("subl", "zed"):
-        return [*editor, f"{path}:{line}"]
-    return [*editor, f"+{line}", str(path)]  # vi, vim, nvim, nano, emacs, micro, helix...
+        return [*editor, f"{file}:{line}"]
+    if program in OPTIONS_END:
+        return [*editor, f"+{line}", "--", file]
+    return [*editor, f"+{line}", file]  # emacs, micro, helix...
 
 
 def edit_case(app: App[object], path: Path, name: str) -> None:
     """Open `path` at case `name` in the editor and come back when it exits. The watcher
     reloads the file if it was saved."""
-    command = editor_command(path, case_line(path, name))
+    try:
+        command = editor_command(path, case_line(path, name))
+    except EditorError as exc:
+        app.notify(f"cannot start the editor: {exc}", severity="error")
+        return
     try:
         try:
             with app.suspend():
