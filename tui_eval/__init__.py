@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "max_turns": "tui_eval.checks",
     "no_error": "tui_eval.checks",
     "not_contains": "tui_eval.checks",
+    "recheck": "tui_eval.run.runner",
     "regex": "tui_eval.checks",
     "run_check": "tui_eval.checks",
     "stop_reason": "tui_eval.checks",
