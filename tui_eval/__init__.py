@@ -127,6 +127,7 @@ if TYPE_CHECKING:
     from tui_eval.run.evaluators import TrajectoryEval as TrajectoryEval
     from tui_eval.run.runner import evaluate as evaluate
     from tui_eval.run.runner import evaluate_iter as evaluate_iter
+    from tui_eval.run.runner import recheck as recheck
     from tui_eval.run.sequential import compare_agents as compare_agents
     from tui_eval.run.sequential import decide as decide
     from tui_eval.suites import Suite as Suite
