@@ -9,7 +9,6 @@ Its model calls take a simulated 0.15-0.4 s each, so a run is slow enough to wat
 
 from __future__ import annotations
 
-import itertools
 import os
 
 import pydantic
@@ -27,6 +26,7 @@ from tui_eval import (
     tool_called,
     tool_sequence,
 )
+from tui_eval.agents.providers.context import current_sample
 from tui_eval.checks import verdict_reply
 from tui_eval.testing import ScriptedProvider, call, text
 
@@ -68,10 +68,17 @@ agent = Agent(
 )
 
 
-def rotating(*answers: str, delay: float = 0.25):
-    """A model factory whose successive samples answer in turn (deterministic variation)."""
-    cycle = itertools.cycle(answers)
-    return lambda: ScriptedProvider([text(next(cycle), delay=seconds(delay))])
+def by_sample(*answers: str, delay: float = 0.25):
+    """A model factory whose answer depends on the sample: sample i of the case answers
+    `answers[i % len(answers)]`, whichever process runs it and whatever ran before, so a
+    resumed run shows what the whole run would have (a flaky model, reproducibly)."""
+
+    def model() -> ScriptedProvider:
+        sample = current_sample()  # which sample of the case is being run
+        index = sample.index if sample is not None else 0
+        return ScriptedProvider([text(answers[index % len(answers)], delay=seconds(delay))])
+
+    return model
 
 
 def judge_reply(messages) -> Completion:
@@ -158,7 +165,7 @@ cases = [
         ],
         samples=4,
         pass_threshold=0.75,
-        model=rotating(
+        model=by_sample(
             "6 * 7 is 42: imagine 6 groups of 7 sweets.",
             "It is 42.",
             "6 * 7 = 42, like 6 bags with 7 marbles in each group.",
@@ -171,7 +178,7 @@ cases = [
         checks=[contains("3")],
         samples=5,
         pass_threshold=0.6,
-        model=rotating("3", "2 (banker's rounding)", "3", "3", "2", delay=0.15),
+        model=by_sample("3", "2 (banker's rounding)", "3", "3", "2", delay=0.15),
     ),
     Case(
         "Sum every prime below ten billion.",
