@@ -43,6 +43,24 @@ class SuiteSet:
         self._contents: dict[Path, str | None] = {}
         """What each edited file held when last seen: saving it again unchanged (a burst
         of saves of one content) is not another edit."""
+        self._folders: dict[Path, Path] = {}
+        """Each suite folder (links followed) as the user named it (`suites`, `.`): a file
+        that appears there is named the same way, in rows and messages."""
+        for path in self._files():
+            self._folders.setdefault(_real(path.parent), path.parent)
+        self._places: dict[str, int] = {}
+        """Where the suites of files that went were listed: a file defining one of their
+        names again (a rename, an editor's delete-and-write) takes the same place."""
+
+    def _files(self) -> list[Path]:
+        """The suite files loaded, and those that failed to load."""
+        files = [s.path for s in self.loaded.suites if s.path is not None]
+        return files + [e.path for e in self.loaded.errors]
+
+    def _as_named(self, key: Path) -> Path:
+        """The file `key` (absolute, links followed) as the user named its folder."""
+        folder = self._folders.get(key.parent)
+        return key if folder is None else folder / key.name
 
     def _new(self, key: Path) -> bool:
         """Whether the file `key` holds something else than when last seen."""
@@ -61,37 +79,35 @@ class SuiteSet:
 
     def watched_folders(self) -> list[Path]:
         """The folders holding the suites' files (their helper modules live there too)."""
-        files = [s.path for s in self.loaded.suites if s.path is not None]
-        files += [e.path for e in self.loaded.errors]
-        folders = {_real(f.parent) if f.suffix else _real(f) for f in files}
+        folders = {_real(f.parent) if f.suffix else _real(f) for f in self._files()}
         return sorted(f for f in folders if f.exists())
 
     def reload(self, changed: set[Path]) -> Reload:
         """Reload the suite files affected by `changed` files.
 
-        A suite file that changed is loaded again, and so is every suite file of a folder
-        where a helper module changed (its helpers are imported afresh); only the suites
-        that changed or import a changed helper count as reloaded. Baselines, labels,
-        caches and other files are not edits. A file whose new version does not load keeps
-        its previous suites in use, with the error in `edit_errors`.
+        A suite file that is gone (deleted, or renamed: its new name is a new file) takes
+        its suites with it, whichever batch of changes reports it. A suite file that
+        changed is loaded again, and so is every suite file of a folder where a helper
+        module changed (its helpers are imported afresh); only the suites that changed or
+        import a changed helper count as reloaded. Baselines, labels, caches and other
+        files are not edits. A file whose new version does not load keeps its previous
+        suites in use, with the error in `edit_errors`.
         """
-        known = {_identity(s.path): s.path for s in self.loaded.suites if s.path is not None}
-        known |= {_identity(e.path): e.path for e in self.loaded.errors}
+        result = Reload()
+        self._drop_gone(changed, result)
+        known = {_identity(path): path for path in self._files()}
         edited = {key for key in map(_identity, changed) if _is_edit(key) and self._new(key)}
-        if not edited:
-            return Reload()
         helpers = {
             p for p in edited if p not in known and p.suffix == ".py" and not is_suite_file(p)
         }
         files = {known[p] for p in edited if p in known}
         files |= {
-            p
+            self._as_named(p)
             for p in edited - helpers
             if p not in known and os.path.lexists(p) and is_suite_file(p)
         }
         helper_folders = {p.parent for p in helpers}
         files |= {path for key, path in known.items() if key.parent in helper_folders}
-        result = Reload()
         for file in sorted(files, key=str):
             fresh, imported = _load_with_imports(file)
             if not fresh.suites and not fresh.errors:
@@ -110,8 +126,34 @@ class SuiteSet:
             self._replace(file, fresh.suites)
             if _identity(file) in edited or imported & helpers:
                 result.names |= {s.name for s in fresh.suites}
+        for name in list(result.removed):
+            if self.suite(name) is not None:  # defined again (a rename): not gone
+                del result.removed[name]
         self.reloaded |= result.names
         return result
+
+    def _drop_gone(self, changed: set[Path], result: Reload) -> None:
+        """Forget the suites of every file no longer there, and the load errors of the
+        `changed` files no longer there (an error about a path given at launch that never
+        existed stays)."""
+        changed_keys = {_identity(path) for path in changed}
+        gone = {
+            path
+            for path in self._files()
+            if not os.path.lexists(path)
+            and (_identity(path) in changed_keys or any(s.path == path for s in self.loaded.suites))
+        }
+        if not gone:
+            return
+        for place, suite in enumerate(self.loaded.suites):
+            if suite.path in gone:
+                result.removed[suite.name] = suite.path
+                self._places[suite.name] = place
+                self.reloaded.discard(suite.name)
+        self.loaded.suites = [s for s in self.loaded.suites if s.path not in gone]
+        self.loaded.errors = [e for e in self.loaded.errors if e.path not in gone]
+        for path in gone:
+            self.edit_errors.pop(path, None)
 
     def _name_taken(self, file: Path, suites: list[Suite]) -> LoadError | None:
         """Two files defining one suite name would be two rows with one key: an error."""
@@ -124,8 +166,12 @@ class SuiteSet:
         return None
 
     def _replace(self, file: Path, suites: list[Suite]) -> None:
+        """Put `file`'s new suites where its old ones were; a new file's suites go where a
+        gone file listed one of their names, else at the end."""
+        self._folders.setdefault(_real(file.parent), file.parent)
         old = [i for i, s in enumerate(self.loaded.suites) if s.path == file]
-        at = old[0] if old else len(self.loaded.suites)
+        places = [self._places.pop(s.name) for s in suites if s.name in self._places]
+        at = old[0] if old else min(places, default=len(self.loaded.suites))
         kept = [s for s in self.loaded.suites if s.path != file]
         self.loaded.suites = kept[:at] + suites + kept[at:]
 
@@ -166,12 +212,16 @@ class Reload:
     """What a reload after an edit did.
 
     Attributes:
-        names: the suites reloaded (their file, or a helper they import, changed).
+        names: the suites reloaded (their file, or a helper they import, changed; a
+            renamed file's suites too).
         errors: the files whose new version does not load.
+        removed: the suites whose file is gone (deleted, or renamed to a file that does
+            not define them), with that file.
     """
 
     names: set[str] = field(default_factory=set)
     errors: list[LoadError] = field(default_factory=list)
+    removed: dict[str, Path] = field(default_factory=dict)
 
 
 NOT_EDITS = {"__baselines__", "__labels__", "__pycache__", ".git"}

@@ -109,7 +109,10 @@ class TuiEvalApp(App[int]):
             kept = error.path in self.workspace.edit_errors
             suffix = " (the previous version stays in use)" if kept else ""
             self.notify(f"{error.message}{suffix}", severity="error")
-        if result.names or result.errors:
+        for name, path in sorted(result.removed.items()):
+            self.workspace.watching.discard(name)
+            self.notify(f"{name}: {path} is gone (deleted or renamed): its suite is removed")
+        if result.names or result.errors or result.removed:
             for screen in self.screen_stack:
                 screen.post_message(SuitesReloaded(result.names))
         for name in result.names & self.workspace.watching:

@@ -212,7 +212,7 @@ class CaseScreen(Screen[None]):
             return None
         suite = self.workspace.suite(self.session.state.name)
         if suite is None:
-            self.notify("the suite is no longer loaded", severity="warning")
+            self.notify("the suite is no longer loaded: its file is gone", severity="warning")
         return suite
 
     def action_more_samples(self) -> None:

@@ -344,9 +344,12 @@ class RunScreen(Screen[None]):
 
     def action_rerun_failed(self) -> None:
         state = self.session.state
-        suite = self.workspace.suite(state.name) if self.session.suite is not None else None
-        if suite is None:
+        if self.session.suite is None:
             self.notify("a saved report cannot be rerun here: open its suite", severity="warning")
+            return
+        suite = self.workspace.suite(state.name)
+        if suite is None:
+            self.notify("the suite is no longer loaded: its file is gone", severity="warning")
             return
         if state.running:
             self.notify(
