@@ -80,7 +80,6 @@ async def test_runs_example_suite_walks_its_failures_and_finds_the_judge_reasoni
         assert set(table_rows(screen)) == {
             "division by zero",
             "explain to a child",
-            "rounding (flaky)",
             "slow tool (timeout)",
         }
         # Open the judge case, then its first failing sample: the Checks tab shows the reasoning.

@@ -159,7 +159,7 @@ async def test_run_shows_its_filters_and_sort_not_only_in_a_toast(tmp_path):
         await pilot.press("f", "o", "o", "o")
         await pilot.pause()
         notes = str(app.screen.query_one("#run-notes").render())
-        assert "failing cases only" in notes and "sorted by pass ▲" in notes
+        assert "the failing cases" in notes and "sorted by pass ▲" in notes
         assert "pass▲" in str(app.screen.query_one("#case-header").render())
         await pilot.press("f", *["o"] * 4)  # back to every case, in run order
         await pilot.pause()

@@ -201,9 +201,34 @@ class CaseScreen(Screen[None]):
 
         own = len(self.case.samples)
         if table.cursor_row < own:
-            self.app.push_screen(SampleScreen(self.session, self.case_index, table.cursor_row))
+            session, case, sample = self.session, self.case_index, table.cursor_row
         elif self.rerun is not None:  # a sample of the `m` rerun: its own run, case 0
-            self.app.push_screen(SampleScreen(self.rerun, 0, table.cursor_row - own))
+            session, case, sample = self.rerun, 0, table.cursor_row - own
+        else:
+            return
+
+        screen = SampleScreen(session, case, sample)
+        self.app.push_screen(
+            screen, lambda _: self._came_back(session, screen.case_index, screen.sample_index)
+        )
+
+    def _came_back(self, session: RunSession, case_index: int, sample_index: int) -> None:
+        """Back from a sample (`n`/`p` may have walked to another case's): show its case,
+        the cursor on it."""
+        if session is self.session and case_index != self.case_index:
+            self.show_case(case_index)
+        own = len(self.case.samples)
+        row = sample_index if session is self.session else own + sample_index
+        table = self.query_one("#samples", DataTable)
+        if 0 <= row < table.row_count:
+            table.move_cursor(row=row, animate=False)
+
+    def show_case(self, case_index: int) -> None:
+        """Show another case of the run."""
+        self.case_index = case_index
+        self._shown_samples = -1
+        self.history_line = self._history_line()
+        self.refresh_view()
 
     def _current_suite(self) -> Suite | None:
         """The suite as it is now (reloaded after an edit), None for a saved report."""

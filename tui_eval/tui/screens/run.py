@@ -26,6 +26,8 @@ from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
 
 FRAME_SECONDS = 0.1
+FAILING_CASES = "the failing cases: below their pass threshold"
+"""What `f` shows (a case that passes with a failing sample is not one; `n` walks those)."""
 
 
 class RunScreen(Screen[None]):
@@ -42,7 +44,12 @@ class RunScreen(Screen[None]):
         Binding("r", "rerun_failed", "Rerun", tooltip="Rerun the failing cases"),
         Binding("c", "compare", "Compare", tooltip="Compare with the baseline (review)"),
         Binding("s", "save_baseline", "Save", tooltip="Save the run as the baseline"),
-        Binding("f", "failing_only", "Failing", tooltip="Show failing cases only (again: all)"),
+        Binding(
+            "f",
+            "failing_only",
+            "Failing",
+            tooltip="Only the failing cases: below their pass threshold (again: all)",
+        ),
         Binding("slash", "filter", "Filter", tooltip="Filter cases by name"),
         Binding("o", "sort", "Sort", tooltip="Sort by the next column (again: run order)"),
         Binding("w", "watch", "Watch", tooltip="Watch: rerun on every save of the suite's files"),
@@ -208,7 +215,7 @@ class RunScreen(Screen[None]):
         table = self.query_one(CaseTable)
         shown = []
         if table.failing_only:
-            shown.append("failing cases only (f: all)")
+            shown.append(f"{FAILING_CASES} (f: all)")
         if table.name_filter:
             shown.append(f"names containing {table.name_filter!r}")
         if table.sort_key is not None:
@@ -255,7 +262,7 @@ class RunScreen(Screen[None]):
         table.rebuild()
         self._show_notes()
         self.notify(
-            "showing failing cases only" if table.failing_only else "showing every case", timeout=2
+            f"showing {FAILING_CASES}" if table.failing_only else "showing every case", timeout=3
         )
 
     def action_filter(self) -> None:
@@ -303,7 +310,11 @@ class RunScreen(Screen[None]):
         from tui_eval.tui.screens.sample import SampleScreen
 
         case_index, sample_index = failing[0]
-        self.app.push_screen(SampleScreen(self.session, case_index, sample_index))
+        screen = SampleScreen(self.session, case_index, sample_index)
+        # Back from it, the cursor is on the case of the sample shown last.
+        self.app.push_screen(
+            screen, lambda _: self.query_one(CaseTable).show_case(screen.case_index)
+        )
 
     def action_save_baseline(self) -> None:
         plan = self.session.plan_baseline()

@@ -26,7 +26,8 @@ TABS = (
 
 
 class SampleScreen(Screen[None]):
-    """One sample, in tabs. `n`/`p` walk the failing samples of the whole run."""
+    """One sample, in tabs. `n`/`p` walk the failing samples of the whole run (the screen
+    that opened it reads `case_index` once it closes, to show that case)."""
 
     TITLE = "Sample"
     BINDINGS = [
@@ -179,4 +180,4 @@ class SampleScreen(Screen[None]):
         open_label_screen(self, self.session, None, only=(self.case_index, self.sample_index))
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        self.dismiss()

@@ -278,8 +278,12 @@ class SuitesScreen(Screen[None]):
         if not runnable:
             self.notify("no suite to run", severity="warning")
             return
-        for position, suite in enumerate(runnable):
-            self._start(suite, show=position == 0)
+        for suite in runnable:
+            self._start(suite, show=False)
+        self.notify(
+            f"started {len(runnable)} suite(s): each row shows its progress; enter opens one",
+            timeout=4,
+        )
 
     def action_history(self) -> None:
         from tui_eval.tui.screens.history import HistoryScreen

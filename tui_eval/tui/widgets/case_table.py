@@ -201,9 +201,10 @@ class CaseTable(ScrollView, can_focus=True):
 
     # -- structure ------------------------------------------------------------------------
     def shows(self, index: int) -> bool:
-        """Whether the filters show case `index`."""
+        """Whether the filters show case `index`. Failing only: the cases below their
+        pass threshold (so far, while they run), not those that pass with a failing sample."""
         case = self.state.cases[index]
-        if self.failing_only and all(s.passed for s in case.samples):
+        if self.failing_only and (not case.samples or case.passed):
             return False
         return not (self.name_filter and self.name_filter.casefold() not in case.name.casefold())
 
@@ -220,10 +221,11 @@ class CaseTable(ScrollView, can_focus=True):
         self._relayout()
 
     def sync(self, dirty: set[int]) -> None:
-        """Repaint if a changed case is on screen; with failing-only, show newly failing cases."""
+        """Repaint if a changed case is on screen; with failing-only, show newly failing
+        cases and hide those that reached their threshold."""
         if not dirty:
             return
-        if self.failing_only and any(i not in self._position and self.shows(i) for i in dirty):
+        if self.failing_only and any((i in self._position) != self.shows(i) for i in dirty):
             self.rebuild()
             return
         top = int(self.scroll_offset.y)
@@ -241,6 +243,12 @@ class CaseTable(ScrollView, can_focus=True):
                 return key
             left += width + GAP
         return None
+
+    def show_case(self, index: int) -> None:
+        """Put the cursor on case `index` when it is shown."""
+        position = self._position.get(index)
+        if position is not None:
+            self._move_to(position)
 
     def current_case(self) -> int | None:
         """The case index under the cursor."""

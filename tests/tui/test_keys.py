@@ -1,0 +1,93 @@
+"""Keys that act on what the user is looking at: `a` on Suites, `q` after `n`, `f`."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui_eval import Case, Suite, contains
+from tui_eval.agents.providers.context import current_sample
+from tui_eval.service.store import RunHistory
+from tui_eval.tui.app import make_app
+from tui_eval.tui.screens.case import CaseScreen
+from tui_eval.tui.screens.run import RunScreen
+from tui_eval.tui.screens.sample import SampleScreen
+from tui_eval.tui.screens.suites import SuitesScreen
+from tui_eval.tui.widgets.case_table import CaseTable
+
+from .test_app import screen_text, table_rows
+from .test_app_flow import wait_for, wait_until_done
+
+pytestmark = pytest.mark.anyio
+
+
+async def answer(question: str) -> str:
+    """Fails `broken` and `also broken`; fails the second sample of `flaky`."""
+    sample = current_sample()
+    if "broken" in question or (question == "flaky" and sample and sample.index == 1):
+        return "no"
+    return "ok"
+
+
+def mixed(name: str = "mixed") -> Suite:
+    return Suite(
+        name,
+        agent=answer,
+        cases=[
+            Case("broken", checks=[contains("ok")]),
+            Case("flaky", checks=[contains("ok")], samples=3, pass_threshold=0.6),
+            Case("fine", checks=[contains("ok")]),
+            Case("also broken", checks=[contains("ok")]),
+        ],
+    )
+
+
+async def test_a_runs_every_suite_and_stays_on_the_suites(tmp_path):
+    app = make_app(suites=[mixed("first"), mixed("second")], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down", "a")
+        assert isinstance(app.screen, SuitesScreen)  # each row shows its run's progress
+        assert set(app.workspace.sessions) == {"first", "second"}
+        await wait_for(pilot, lambda: all(s.report for s in app.workspace.sessions.values()))
+        await pilot.press("enter")  # the cursor's suite, still on the second row
+        assert isinstance(app.screen, RunScreen)
+        assert app.screen.session is app.workspace.sessions["second"]
+
+
+async def test_q_after_n_returns_to_the_case_of_the_sample_shown(tmp_path):
+    app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        run = app.screen
+        await wait_until_done(pilot, run)
+        await pilot.press("enter")  # the case "broken"
+        case = app.screen
+        assert isinstance(case, CaseScreen) and case.case.name == "broken"
+        await pilot.press("enter", "n")  # its failing sample, then the next failing one
+        sample = app.screen
+        assert isinstance(sample, SampleScreen)
+        assert sample.session.state.cases[sample.case_index].name == "flaky"
+        await pilot.press("q")
+        assert app.screen is case and case.case.name == "flaky"
+        assert "Case · flaky" in screen_text(app)
+        rows = case.query_one("#samples").row_count
+        assert rows == 3 and case.query_one("#samples").cursor_row == 1  # on that sample
+        await pilot.press("q")
+        assert app.screen is run
+        # From the Run screen too: back from a sample, the cursor is on the sample's case.
+        await pilot.press("n", "n", "n")
+        assert app.screen.session.state.cases[app.screen.case_index].name == "also broken"
+        await pilot.press("q")
+        assert app.screen is run
+        table = run.query_one(CaseTable)
+        assert run.session.state.cases[table.current_case()].name == "also broken"
+
+
+async def test_f_shows_the_cases_below_their_threshold_and_says_so(tmp_path):
+    app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("f")
+        # "flaky" passed (2 of 3 samples, threshold 60%): not a failing case.
+        assert list(table_rows(app.screen)) == ["broken", "also broken"]
+        assert "below their pass threshold" in screen_text(app)
