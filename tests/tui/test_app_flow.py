@@ -464,9 +464,8 @@ async def test_more_samples_stay_with_the_case_and_finished_screens_stop_their_t
     """Idle CPU: nothing repaints on a timer once a run and its reruns have ended. A case's
     "more samples" rerun stays with the case (and reaches its latency chart) when its
     screen closes."""
-    from textual.widgets import Sparkline
-
     from tui_eval.tui.screens.case import CaseScreen
+    from tui_eval.tui.widgets.latency_chart import LatencyChart
 
     ticks = TimerTicks(monkeypatch)
     app = make_app(suites=[switchable(tmp_path, {"b"})], history=RunHistory(tmp_path), watch=False)
@@ -496,7 +495,7 @@ async def test_more_samples_stay_with_the_case_and_finished_screens_stop_their_t
         await wait_for(pilot, lambda: again.is_mounted)
         labels = [str(row[0]) for row in again._rows()]
         assert labels == ["1", "m1", "m2", "m3"]
-        assert len(again.query_one("#latency", Sparkline).data) == 4
+        assert len(again.query_one("#latency", LatencyChart).samples) == 4
         await ticks.settled(pilot)
         assert live_timers(app) == []
         await pilot.press("q", "q")

@@ -7,7 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Sparkline, Static
+from textual.widgets import DataTable, Static
 
 from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.service.session import RunSession
@@ -17,6 +17,7 @@ from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import StartSession
 from tui_eval.tui.widgets.footer import KeyFooter
+from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
 from tui_eval.tui.widgets.table import Table
 from tui_eval.tui.widgets.text import cell, format_ms
 from tui_eval.tui.workspace import Workspace
@@ -61,8 +62,8 @@ class CaseScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
         yield Static(id="case-stats")
-        yield Static("latency of each sample, in order", id="latency-label")
-        yield Sparkline([], id="latency")
+        yield Static(id="latency-label")
+        yield LatencyChart(id="latency")
         yield Static(id="rerun")
         yield Table(id="samples")
         yield KeyFooter()
@@ -138,8 +139,11 @@ class CaseScreen(Screen[None]):
         if self.history_line:
             stats.append("\n" + self.history_line, style="dim")
         _show(self.query_one("#case-stats", Static), stats)
-        latencies = [sample.latency_ms for _, sample in self._rows()]
-        self.query_one("#latency", Sparkline).data = latencies or [0.0]
+        bars = tuple((sample.latency_ms, sample.passed) for _, sample in self._rows())
+        self.query_one(LatencyChart).samples = bars
+        scale = Text(f"latency of each sample, in order: bars from {scale_text(bars)}")
+        scale.append(" (red: failed)" if not all(passed for _, passed in bars) else "", "dim")
+        _show(self.query_one("#latency-label", Static), scale)
         self._update_rerun()
         rows = self._rows()
         if len(rows) != self._shown_samples:
