@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual import on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -20,7 +21,9 @@ class FullTextScreen(Screen[None]):
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
-        Binding("slash", "search", "Search"),
+        # A priority binding runs as the app takes the key from the terminal, before the
+        # keys typed after it: they go to the search box it focuses, in order.
+        Binding("slash", "search", "Search", priority=True),
         Binding("n", "next_match", "Next match"),
     ]
 
@@ -42,9 +45,13 @@ class FullTextScreen(Screen[None]):
         self.query_one(LongText).focus()
 
     def action_search(self) -> None:
+        """Open the search box and give it the keys that follow, at once (not after a
+        repaint: `focus()` would send the keys typed meanwhile to the text view)."""
         box = self.query_one("#search", Input)
+        if self.focused is box:
+            raise SkipAction()  # a "/" typed into the search
         box.display = True
-        box.focus()
+        self.set_focus(box)
 
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:

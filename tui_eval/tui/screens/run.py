@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual import on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -50,7 +51,8 @@ class RunScreen(Screen[None]):
             "Failing",
             tooltip="Only the failing cases: below their pass threshold (again: all)",
         ),
-        Binding("slash", "filter", "Filter", tooltip="Filter cases by name"),
+        # Priority: the keys typed right after it go to the box it opens, in order.
+        Binding("slash", "filter", "Filter", tooltip="Filter cases by name", priority=True),
         Binding("o", "sort", "Sort", tooltip="Sort by the next column (again: run order)"),
         Binding("w", "watch", "Watch", tooltip="Watch: rerun on every save of the suite's files"),
         Binding("p", "since_previous", "vs prev", tooltip="What changed since the previous run"),
@@ -266,9 +268,12 @@ class RunScreen(Screen[None]):
         )
 
     def action_filter(self) -> None:
+        """Open the filter box and give it the keys that follow, at once."""
         box = self.query_one("#filter", Input)
+        if self.focused is box:
+            raise SkipAction()  # a "/" typed into the filter
         box.display = True
-        box.focus()
+        self.set_focus(box)
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
