@@ -481,7 +481,10 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await run_and_save_baseline(pilot, app)
         rate["p"] = 0.3
+        first = app.screen
         await pilot.press("q", "r")
+        # The new run's screen opens once the app has handled the Suites screen's request.
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen is not first)
         await wait_until_done(pilot, app.screen)
         await pilot.press("c")
         diff_screen = app.screen
