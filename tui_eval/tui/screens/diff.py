@@ -207,7 +207,8 @@ class DiffScreen(Screen[None]):
     def _show_header(self) -> None:
         """The counts as they will be once the decisions are written, and the review's state."""
         d = self.shown
-        summary = Text(f"Diff{' · ' + self.title_text if self.title_text else ''} · ")
+        # One line: the counts first; what is compared last, cut with "…" when too long.
+        summary = Text("Diff · ")
         summary.append(f"{len(d.regressions)} regressed", style="bold red" if d.regressions else "")
         summary.append(
             f" · {len(d.improvements)} improved", style="green" if d.improvements else ""
@@ -218,6 +219,9 @@ class DiffScreen(Screen[None]):
         summary.append(f" · {len(d.unchanged)} unchanged")
         if d.definition_changed:
             summary.append(f" · {len(d.definition_changed)} redefined", style="yellow")
+        if self.title_text:
+            summary.append(" · ")
+            summary.append_text(cell(self.title_text, 300))
         self.query_one("#screen-title", Static).update(summary)
         status = self.query_one("#review-status", Static)
         status.display = self.reviewing and bool(self._names)

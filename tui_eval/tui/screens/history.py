@@ -83,7 +83,7 @@ class HistoryScreen(Screen[None]):
             status += " · resumed"
         return {
             "mark": Text(""),
-            "when": Text(time.strftime("%m-%d %H:%M:%S", time.localtime(record.started_at))),
+            "when": Text(_when(record)),
             "suite": cell(record.suite, 40),
             "status": Text(
                 status,
@@ -164,8 +164,14 @@ class HistoryScreen(Screen[None]):
             return
         from tui_eval.tui.screens.diff import DiffScreen
 
-        title = f"{self.records[newer].run_id} vs {self.records[older].run_id}"
+        suite = self.records[newer].suite
+        title = f"{suite} · {_when(self.records[newer])} vs {_when(self.records[older])}"
         self.app.push_screen(DiffScreen(diff, current, baseline, title=title))
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+
+def _when(record: RunRecord) -> str:
+    """When a run started, as the list shows it (`05-28 20:26:40`)."""
+    return time.strftime("%m-%d %H:%M:%S", time.localtime(record.started_at))

@@ -4,6 +4,7 @@ section (output, trajectory, checks, error), each section starting on the same l
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
 from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
@@ -14,10 +15,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tui_eval.checks import CheckResult
 from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.report.review import Decision
 from tui_eval.tui.widgets.footer import KeyFooter
-from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory
+from tui_eval.tui.widgets.sample_text import render_check, render_checks, render_trajectory
 from tui_eval.tui.widgets.text import cell, plain
 from tui_eval.util.text import value_text
 
@@ -66,6 +68,37 @@ def unified(before: list[str], after: list[str], what: str) -> Text:
         text.append_text(plain(line[:500], limit=None, style=style))
         text.append("\n")
     return text
+
+
+def paired_checks(
+    before: SampleResult | None, after: SampleResult | None
+) -> list[tuple[Text, Text]]:
+    """Each check of either sample beside its namesake on the other side (the second
+    check of a name beside the other's second), in the order they ran; a side whose
+    checks did not run says why on the first line."""
+    keys: list[tuple[str, int]] = []
+    found: list[dict[tuple[str, int], CheckResult]] = []
+    for sample in (before, after):
+        seen: dict[str, int] = {}
+        mine = {}
+        for check in sample.checks if sample is not None else []:
+            key = (check.name, seen.get(check.name, 0))
+            seen[check.name] = key[1] + 1
+            mine[key] = check
+            if key not in keys:
+                keys.append(key)
+        found.append(mine)
+
+    def shown(side: int, key: tuple[str, int], first: bool) -> Text:
+        sample = (before, after)[side]
+        if key in found[side]:
+            return render_check(found[side][key])
+        if first:
+            return render_checks(sample) if sample is not None else Text("–", style="dim")
+        return Text("–", style="dim") if found[side] else Text("")
+
+    rows = keys or [("", 0)]
+    return [(shown(0, key, i == 0), shown(1, key, i == 0)) for i, key in enumerate(rows)]
 
 
 def _output_lines(sample: SampleResult | None) -> list[str]:
@@ -153,16 +186,20 @@ class SideBySideScreen(Screen[Decision | None]):
         grid.add_row(*heads)
         if self.before is None and self.after is None:
             return grid
-        for section, render in (
+        sections: tuple[tuple[str, Callable[[SampleResult], Text]], ...] = (
             ("output", lambda s: plain(value_text(s.output, pretty=True), limit=3000)),
             ("trajectory", lambda s: render_trajectory(s.run)),
-            ("checks", render_checks),
-        ):
+        )
+        for section, render in sections:
             grid.add_row(Text(""), Text(""))
             grid.add_row(*(Text(section, style="bold") for _ in sides))
             grid.add_row(
                 *(render(sample) if sample is not None else Text("–") for _, sample, _ in sides)
             )
+        grid.add_row(Text(""), Text(""))
+        grid.add_row(*(Text("checks", style="bold") for _ in sides))
+        for before, after in paired_checks(self.before, self.after):
+            grid.add_row(before, after)  # a check starts on the same line on both sides
         if any(sample is not None and sample.error for _, sample, _ in sides):
             grid.add_row(Text(""), Text(""))
             grid.add_row(*(Text("error", style="bold red") for _ in sides))

@@ -165,8 +165,8 @@ class CaseTable(ScrollView, can_focus=True):
 
     DEFAULT_CSS = """
     CaseTable { height: 1fr; }
-    CaseTable > .case-table--cursor { background: $accent 40%; }
-    CaseTable:focus > .case-table--cursor { background: $accent; }
+    CaseTable > .case-table--cursor { background: $foreground 8%; }
+    CaseTable:focus > .case-table--cursor { background: $foreground 14%; text-style: bold; }
     CaseTable > .case-table--header { text-style: bold; color: $text-accent; }
     """
     COMPONENT_CLASSES = {"case-table--cursor", "case-table--header"}
@@ -309,10 +309,9 @@ class CaseTable(ScrollView, can_focus=True):
         index = self.order[position]
         version = self.state.versions[index] if index < len(self.state.versions) else -1
         base = self.rich_style
-        # The cursor's style changes with focus (bright when the table has it).
-        cursor = (
-            self.get_component_rich_style("case-table--cursor") if position == self.cursor else None
-        )
+        # The cursor's style changes with focus (brighter when the table has it). It sets
+        # the background (and bold) only: the cells keep their colours (red, green...).
+        cursor = self._cursor_style() if position == self.cursor else None
         drawn = (version, width, base, cursor)
         cached = self._lines.get(index)
         if cached is not None and cached[0] == drawn:
@@ -325,6 +324,10 @@ class CaseTable(ScrollView, can_focus=True):
             strip = Strip(list(Segment.apply_style(segments, base))).crop_extend(0, width, base)
         self._lines[index] = (drawn, strip)
         return strip
+
+    def _cursor_style(self) -> Style:
+        full = self.get_component_rich_style("case-table--cursor")
+        return Style(bgcolor=full.bgcolor, bold=full.bold)
 
     # -- moving ----------------------------------------------------------------------------
     def _move_to(self, position: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from tui_eval.agents.messages import RunResult
+from tui_eval.checks import CheckResult
 from tui_eval.report.report import SampleResult
 from tui_eval.service.session import RunSession
 from tui_eval.tui.widgets.text import format_ms, plain
@@ -35,7 +36,8 @@ def render_trajectory(run: RunResult | None) -> Text:
             args = value_text(call.arguments)
             text.append("  → ", style="bold")
             text.append_text(plain(f"{call.name}({args})", limit=2000, style="bold"))
-            text.append(f"  {format_ms(call.latency_ms)}\n", style="dim")
+            text.append(f"  {format_ms(call.latency_ms)}" if call.latency_ms else "", style="dim")
+            text.append("\n")
             if call.error is not None:
                 text.append("    ✗ ", style="red")
                 text.append_text(plain(call.error, limit=2000, style="red"))
@@ -46,9 +48,11 @@ def render_trajectory(run: RunResult | None) -> Text:
                 text.append_text(plain(value_text(value, pretty=True), limit=2000))
             text.append("\n")
         text.append("\n")
+    # A baseline file keeps no latencies (they would change it on every save): say so
+    # rather than show 0ms.
+    latency = format_ms(run.latency_ms) if run.latency_ms else "latency not recorded"
     text.append(
-        f"{run.turns} turn(s) · {len(run.tool_calls)} tool call(s) · {format_ms(run.latency_ms)}",
-        style="dim",
+        f"{run.turns} turn(s) · {len(run.tool_calls)} tool call(s) · {latency}", style="dim"
     )
     return text
 
@@ -64,16 +68,23 @@ def render_checks(sample: SampleResult) -> Text:
         return Text(why, style="dim")
     text = Text()
     for check in sample.checks:
-        mark, style = ("✓", "green") if check.passed else ("✗", "red")
-        text.append(f"{mark} {check.name}", style=f"bold {style}")
-        if check.score is not None:  # a judge's against its threshold: score 0.55 < 0.70
-            text.append(f"  {check.score_text or f'score {check.score:.2f}'}")
-        if check.usage is not None:
-            text.append(f"  · judge {check.usage.total_tokens:,} tokens", style="dim")
+        text.append_text(render_check(check))
         text.append("\n")
-        if check.reason:
-            text.append_text(plain(check.reason, limit=8000))
-            text.append("\n")
+    return text
+
+
+def render_check(check: CheckResult) -> Text:
+    """One check: pass/fail, its score and its whole reason, then a blank line."""
+    mark, style = ("✓", "green") if check.passed else ("✗", "red")
+    text = Text()
+    text.append(f"{mark} {check.name}", style=f"bold {style}")
+    if check.score is not None:  # a judge's against its threshold: score 0.55 < 0.70
+        text.append(f"  {check.score_text or f'score {check.score:.2f}'}")
+    if check.usage is not None:
+        text.append(f"  · judge {check.usage.total_tokens:,} tokens", style="dim")
+    text.append("\n")
+    if check.reason:
+        text.append_text(plain(check.reason, limit=8000))
         text.append("\n")
     return text
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
@@ -15,8 +16,10 @@ class Table(DataTable[Any]):
     """A row-cursor table; `enter` selects the row (and says so in the footer).
 
     Given its columns with priorities (`show`), it keeps the ones that fit its width,
-    laying itself out again when a resize changes which fit. `home`/`end` move the cursor
-    to the first/last row, as on the Run screen (not sideways).
+    laying itself out again when a resize (or a longer text) changes which fit; the room
+    left goes to the columns whose text needs it, and a text still too long ends with
+    "…". `home`/`end` move the cursor to the first/last row, as on the Run screen (not
+    sideways).
     """
 
     BINDINGS = [
@@ -31,20 +34,34 @@ class Table(DataTable[Any]):
         super().__init__(**kwargs)
         self._all_columns: Sequence[Column] = ()
         self._rows: list[tuple[str, dict[str, Text]]] = []
+        self._need: dict[str, int] = {}
+        """The width each column's longest text (or label) needs."""
         self.shown_columns: list[Column] = []
         """The columns on screen now."""
 
     def show(self, columns: Sequence[Column], rows: Sequence[tuple[str, dict[str, Text]]]) -> None:
         """Show `rows` (each: its key and its cells by column key) under the columns that fit."""
         self._all_columns = columns
-        self._rows = list(rows)
+        self._rows = [(key, {k: _cut(v) for k, v in cells.items()}) for key, cells in rows]
+        self._need = {c.key: cell_len(c.label) for c in columns}
+        for _, cells in self._rows:
+            for key, text in cells.items():
+                self._need[key] = max(self._need.get(key, 0), cell_len(text.plain))
         self._lay_out()
 
     def set_cell(self, row: str, column: str, value: Text) -> None:
-        """Change one cell (kept for the next layout even when its column is hidden now)."""
+        """Change one cell (kept for the next layout even when its column is hidden now);
+        a text longer than its column lays the table out again if room can be found."""
+        value = _cut(value)
         for key, cells in self._rows:
             if key == row:
                 cells[column] = value
+        size = cell_len(value.plain)
+        if size > self._need.get(column, 0):
+            self._need[column] = size
+            if self._fitting() != self.shown_columns:
+                self._lay_out()
+                return
         if any(c.key == column for c in self.shown_columns):
             self.update_cell(row, column, value)
 
@@ -54,13 +71,24 @@ class Table(DataTable[Any]):
             self.move_cursor(row=row % self.row_count, column=0, animate=False)
 
     def on_resize(self) -> None:
-        fitting = fit_columns(self._all_columns, self.size.width)
-        if [(c.key, c.width) for c in fitting] != [(c.key, c.width) for c in self.shown_columns]:
+        if self._fitting() != self.shown_columns:
             self._lay_out()
 
+    def _fitting(self) -> list[Column]:
+        return fit_columns(self._all_columns, self.size.width, self._need)
+
     def _lay_out(self) -> None:
-        self.shown_columns = fit_columns(self._all_columns, self.size.width)
+        self.shown_columns = self._fitting()
         fill(self, self.shown_columns, self._rows)
+
+
+def _cut(text: Text) -> Text:
+    """`text` on one line, ending with "…" where its column cuts it."""
+    if text.overflow == "ellipsis" and text.no_wrap:
+        return text
+    cut = text.copy()
+    cut.overflow, cut.no_wrap = "ellipsis", True
+    return cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +106,17 @@ class Column:
     grow: int = 0
 
 
-def fit_columns(columns: Sequence[Column], width: int) -> list[Column]:
+def fit_columns(
+    columns: Sequence[Column], width: int, need: Mapping[str, int] | None = None
+) -> list[Column]:
     """The columns that fit `width` cells, in their own order: when the terminal is narrow,
     the least important go first, instead of every column being cut.
 
     Columns are kept strictly by priority: once one does not fit, no less important one is
     shown in its place (a narrow column of little use never pushes out a useful one).
+    Given `need` (the width each column's text needs), the room left goes first to the
+    growing columns, up to what their text needs and their `grow`, then to any column
+    still too narrow for its text; without it, growing columns take their whole `grow`.
     """
     room = max(width, 40) - 4
     keep: list[Column] = []
@@ -94,14 +127,22 @@ def fit_columns(columns: Sequence[Column], width: int) -> list[Column]:
         keep.append(column)
         used += column.width + 2
     spare = room - used
-    grown: dict[str, Column] = {}
-    for column in keep:
-        if column.grow and spare > 0:
+    widths = {column.key: column.width for column in keep}
+    if need is None:
+        for column in keep:
             extra = min(column.grow, spare)
+            widths[column.key] += extra
             spare -= extra
-            column = replace(column, width=column.width + extra)
-        grown[column.key] = column
-    return [grown[c.key] for c in columns if c.key in grown]
+    else:
+        for column in keep:  # growing columns, as far as their text needs
+            extra = max(0, min(column.grow, need.get(column.key, 0) - column.width, spare))
+            widths[column.key] += extra
+            spare -= extra
+        for column in keep:  # then any column still cut, with the room nobody needs
+            extra = max(0, min(need.get(column.key, 0) - widths[column.key], spare))
+            widths[column.key] += extra
+            spare -= extra
+    return [replace(c, width=widths[c.key]) for c in columns if c.key in widths]
 
 
 def fill(

@@ -1,0 +1,176 @@
+"""Looks a user notices: the cursor row keeps its colours readable, text that does not fit
+says so with an ellipsis (and takes room other columns do not need), side by side keeps
+both samples' facts and lines in step."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from rich.color import Color
+from rich.text import Text
+
+from tests.tui.scenes import build_scene
+from tui_eval.tui.widgets.case_table import CaseTable
+from tui_eval.tui.widgets.table import Column, Table, fit_columns
+
+pytestmark = pytest.mark.anyio
+REPO = Path(__file__).resolve().parents[2]
+
+
+def luminance(color: Color) -> float:
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = color.get_truecolor()
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def contrast(a: Color, b: Color) -> float:
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+async def test_the_run_cursor_row_keeps_status_colours_readable(tmp_path):
+    app, setup, _ = await build_scene("run_done", REPO / "suites", tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await setup(pilot)
+        table = app.screen.query_one(CaseTable)
+        theme = app.ansi_theme  # what the ANSI colours red and green are drawn as
+        statuses, others = {}, []
+        for position in range(len(table.order)):
+            table.move_cursor(position)
+            await pilot.pause()
+            strip = table.render_line(position - int(table.scroll_offset.y))
+            for segment in strip:
+                text = segment.text.strip()
+                if text in ("✓ passed", "✗ failed"):
+                    statuses[text] = segment.style
+                elif text:
+                    others.append(segment.style)
+        passed, failed = statuses["✓ passed"], statuses["✗ failed"]
+        assert passed.color != failed.color  # the status colours show on the cursor row
+        background = passed.bgcolor
+        assert background is not None and failed.bgcolor == background
+
+        def ratio(color: Color) -> float:
+            return contrast(Color.from_triplet(color.get_truecolor(theme)), background)
+
+        assert ratio(passed.color) >= 4.5
+        assert ratio(failed.color) >= 3
+        colours = {style.color for style in others if style.color is not None}
+        assert all(ratio(colour) >= 3 for colour in colours)  # names, failures, numbers
+        assert max(ratio(colour) for colour in colours) >= 7  # the plain text
+
+
+def test_room_goes_to_the_columns_whose_text_needs_it():
+    columns = (
+        Column("name", "case", 14, 1, grow=40),
+        Column("noise", "noise", 17, 3, grow=14),
+    )
+    need = {"name": 18, "noise": 44}
+    widths = {c.key: c.width for c in fit_columns(columns, 80, need)}
+    assert widths["name"] == 18  # no more than its longest name
+    assert widths["noise"] == 44  # the room the names do not use
+    widths = {c.key: c.width for c in fit_columns(columns, 50, need)}
+    assert widths["name"] == 18 and widths["noise"] == 46 - 18 - 4  # what is left
+
+
+async def test_a_table_cell_that_does_not_fit_ends_with_an_ellipsis():
+    from textual.app import App
+
+    class Shown(App[None]):
+        def compose(self):
+            yield Table()
+
+    columns = (Column("a", "a", 10, 0), Column("b", "b", 10, 1))
+    long = "a very long cell that cannot fit in any column"
+    async with Shown().run_test(size=(40, 10)) as pilot:
+        table = pilot.app.query_one(Table)
+        table.show(columns, [("r", {"a": Text("short"), "b": Text(long)})])
+        await pilot.pause()
+        line = pilot.app.screen._compositor.render_strips()[1].text
+        assert "short" in line and "a very" in line and line.rstrip().endswith("…")
+        table.set_cell("r", "b", Text(long + " again"))
+        await pilot.pause()
+        line = pilot.app.screen._compositor.render_strips()[1].text
+        assert line.rstrip().endswith("…")
+
+
+async def test_history_compare_header_keeps_the_counts_and_ends_with_an_ellipsis(tmp_path):
+    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.service.store import RunHistory
+    from tui_eval.tui.app import make_app
+    from tui_eval.tui.screens.diff import DiffScreen
+
+    history = RunHistory(tmp_path)
+    name = "a suite with a rather long name for a header"
+    for started, outcome in ((1_780_000_000.0, "passed"), (1_780_000_600.0, "failed")):
+        cases = [CaseResult("q", [SampleResult("q", 0, outcome)], planned=1)]
+        journal = history.start(name, "", invocation="t")
+        journal.record.started_at = started
+        journal.finish(Report(name, cases, started_at=started, duration_s=1.0))
+    app = make_app(suites=[], history=history)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h", "space", "down", "c")
+        assert isinstance(app.screen, DiffScreen)
+        title = app.screen._compositor.render_strips()[0].text.rstrip()
+        assert "1 regressed" in title and "0 improved" in title  # the counts come first
+        assert title.endswith("…")  # the rest is cut, and says so
+
+
+def _judged_case(name: str, latency: float, reasons: tuple[str, str]) -> object:
+    from tui_eval.agents.messages import Message, RunResult, ToolCall
+    from tui_eval.checks import CheckResult
+    from tui_eval.report.report import CaseResult, SampleResult
+
+    call = ToolCall("lookup", {"city": "Oslo"}, "c1", result=700_000, latency_ms=latency / 2)
+    run = RunResult(
+        output="About 700,000 people.",
+        messages=[Message("user", "How many?"), Message("assistant", "", tool_calls=[call])],
+        tool_calls=[call],
+        turns=2,
+        latency_ms=latency,
+    )
+    checks = [
+        CheckResult("first", True, reason=reasons[0]),
+        CheckResult("second", False, reason=reasons[1]),
+    ]
+    sample = SampleResult(name, 0, "failed", run=run, checks=checks, latency_ms=latency)
+    return CaseResult(name, [sample], planned=1)
+
+
+async def test_side_by_side_says_a_baseline_keeps_no_latency_and_keeps_checks_in_step(tmp_path):
+    from textual.app import App
+
+    from tui_eval.report.baselines import read_baseline, save_baseline
+    from tui_eval.report.report import Report
+    from tui_eval.tui.screens.side_by_side import SideBySideScreen
+
+    long_reason = "a reason long enough to wrap onto more lines than the other side " * 3
+    saved = Report("s", [_judged_case("q", 480.0, (long_reason, "short"))])
+    path = tmp_path / "__baselines__" / "s.json"
+    save_baseline(saved, path)
+    baseline = read_baseline(path).baseline
+    assert baseline is not None
+    current = _judged_case("q", 210.0, ("short", "also short"))
+
+    class Shown(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(SideBySideScreen("q", baseline.cases[0], current))
+
+    async with Shown().run_test(size=(120, 60)) as pilot:
+        await pilot.pause()
+        lines = [strip.text for strip in pilot.app.screen._compositor.render_strips()]
+        left = [line[:60] for line in lines]
+        right = [line[60:] for line in lines]
+        shown = "\n".join(lines)
+        assert not re.search(r"(?<![\d.,])0ms", shown)  # a baseline file keeps no latencies
+        assert "210ms" in shown and "latency not recorded" in shown
+
+        def row_of(side: list[str], text: str) -> int:
+            return next(i for i, line in enumerate(side) if text in line)
+
+        assert row_of(left, "✗ second") == row_of(right, "✗ second")
