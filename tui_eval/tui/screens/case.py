@@ -19,7 +19,7 @@ from tui_eval.tui.messages import StartSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
 from tui_eval.tui.widgets.table import Table
-from tui_eval.tui.widgets.text import cell, format_ms
+from tui_eval.tui.widgets.text import cell, counted, format_ms
 from tui_eval.tui.workspace import Workspace
 
 
@@ -266,11 +266,14 @@ class CaseScreen(Screen[None]):
             self._shown_samples = -1
             self.post_message(StartSession(rerun, show=False))
             self._ticks.resume()
-            self.notify(f"rerunning with {samples} samples")
+            self.notify(f"drawing {counted(samples, 'more sample')} of {name[:40]}")
 
-        self.app.push_screen(
-            NumberPrompt(f"Rerun “{name[:40]}” with how many samples?", default), start
+        own = counted(len(self.case.samples), "sample")
+        question = (
+            f"How many more samples of “{name[:40]}”? They are added under its {own} "
+            "(m1, m2, …), with their own pass rate beside the case's."
         )
+        self.app.push_screen(NumberPrompt(question, default), start)
 
     def action_rerun_case(self) -> None:
         """A new run of just this case, with the suite as it is now."""

@@ -23,7 +23,7 @@ from tui_eval.service.suite_run import BaselineStatus
 from tui_eval.tui.screens.side_by_side import SideBySideScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
-from tui_eval.tui.widgets.text import cell
+from tui_eval.tui.widgets.text import cell, counted
 from tui_eval.tui.workspace import Workspace
 
 KIND_SHOWN = {
@@ -414,7 +414,9 @@ class DiffScreen(Screen[None]):
                     return
                 drawn[name] = len(session.state.cases[index].samples)
                 table.set_cell(
-                    name, "noise", Text(f"deciding… {drawn[name]} sample(s) drawn", style="cyan")
+                    name,
+                    "noise",
+                    Text(f"deciding… {counted(drawn[name], 'sample')} drawn", style="cyan"),
                 )
 
         workspace = self.workspace
@@ -450,7 +452,9 @@ class DiffScreen(Screen[None]):
         totals = {c.name: c.current_total for c in decision.diff.changes}
         for change in settle(self.diff, decision.diff):
             table.set_cell(
-                change.name, "noise", Text(f"{change.label} ({totals[change.name]} samples)")
+                change.name,
+                "noise",
+                Text(f"{change.label} ({counted(totals[change.name], 'sample')})"),
             )
         self.refresh_bindings()
         self.notify(verdicts_line(decision.diff), timeout=8)

@@ -20,7 +20,7 @@ from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.report.review import Decision
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_check, render_checks, render_trajectory
-from tui_eval.tui.widgets.text import cell, plain
+from tui_eval.tui.widgets.text import cell, counted, plain
 from tui_eval.util.text import value_text
 
 
@@ -179,7 +179,7 @@ class SideBySideScreen(Screen[Decision | None]):
                 head.append("not in this run", style="dim")
             else:
                 head.append(
-                    f"{case.samples_passed}/{len(case.samples)} samples passed · "
+                    f"{case.samples_passed}/{counted(len(case.samples), 'sample')} passed · "
                     f"sample {sample.index + 1}: {sample.status}"
                 )
             heads.append(head)

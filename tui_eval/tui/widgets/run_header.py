@@ -14,7 +14,7 @@ from textual.widget import Widget
 
 from tui_eval.run.state import RunState
 from tui_eval.stats.proportions import wilson_interval
-from tui_eval.tui.widgets.text import format_duration
+from tui_eval.tui.widgets.text import counted, format_duration
 from tui_eval.util.text import one_line
 
 
@@ -36,7 +36,8 @@ class RunHeader(Widget):
 
     def render(self) -> RenderableType:
         state = self.state
-        label = f"{state.name}  {state.samples_done:,}/{state.samples_total:,} samples"
+        total = counted(state.samples_total, "sample")
+        label = f"{state.name}  {state.samples_done:,}/{total}"
         if state.running:
             label += f" · eta {format_duration(state.eta)}"
         elif state.report is not None and state.report.stopped:
@@ -77,11 +78,12 @@ class RunHeader(Widget):
         )
         counters.append("  ")
         counters.append(
-            f"! {state.samples_errored:,} errors", style="magenta" if state.samples_errored else ""
+            f"! {counted(state.samples_errored, 'error')}",
+            style="magenta" if state.samples_errored else "",
         )
         counters.append("  ")
         counters.append(
-            f"⏱ {state.samples_timed_out:,} timeouts",
+            f"⏱ {counted(state.samples_timed_out, 'timeout')}",
             style="yellow" if state.samples_timed_out else "",
         )
         if state.samples_done:
@@ -109,7 +111,7 @@ class RunHeader(Widget):
                 spent += f" of ${state.max_cost:g}"
             unpriced = state.report.unpriced_samples if state.report is not None else 0
             if unpriced:  # the total leaves them out: say so beside it
-                spent += f" · {unpriced:,} sample{'s' if unpriced != 1 else ''} unpriced"
+                spent += f" · {counted(unpriced, 'sample')} unpriced"
             counters.append(spent)
         elif state.max_cost is not None:
             counters.append(f" · budget ${state.max_cost:g} (nothing priced)")
