@@ -68,3 +68,18 @@ async def test_m_asks_how_many_samples_to_add():
         assert "more samples" in question and "added" in question, question
         await pilot.press("escape")
         assert isinstance(app.screen, CaseScreen)
+
+
+async def test_a_long_question_wraps_in_the_number_prompt():
+    from textual.app import App
+
+    question = "How many more samples? " + "They are added under the case's own. " * 3
+
+    class Asking(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(NumberPrompt(question, 10))
+
+    async with Asking().run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        shown = " ".join(" ".join(screen_text(pilot.app).split("│")).split())
+        assert "under the case's own. They are added under the case's own." in shown

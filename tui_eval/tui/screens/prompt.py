@@ -20,6 +20,7 @@ class NumberPrompt(ModalScreen[int | None]):
     DEFAULT_CSS = """
     NumberPrompt { align: center middle; }
     NumberPrompt > Vertical { width: 60; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    NumberPrompt Label { width: 1fr; }
     """
 
     def __init__(self, question: str, default: int) -> None:
