@@ -174,3 +174,13 @@ async def test_side_by_side_says_a_baseline_keeps_no_latency_and_keeps_checks_in
             return next(i for i, line in enumerate(side) if text in line)
 
         assert row_of(left, "✗ second") == row_of(right, "✗ second")
+
+
+def test_a_column_wider_than_its_text_gives_room_to_one_that_is_cut():
+    columns = (
+        Column("now", "now", 26, 1, grow=14),
+        Column("last", "last run", 20, 3, grow=8),
+    )
+    need = {"now": 60, "last": 8}  # a long status; no run yet ("–")
+    widths = {c.key: c.width for c in fit_columns(columns, 80, need)}
+    assert widths["now"] == 60 and widths["last"] == 76 - 4 - 60  # all it needs, then the rest

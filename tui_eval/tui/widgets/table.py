@@ -114,9 +114,10 @@ def fit_columns(
 
     Columns are kept strictly by priority: once one does not fit, no less important one is
     shown in its place (a narrow column of little use never pushes out a useful one).
-    Given `need` (the width each column's text needs), the room left goes first to the
-    growing columns, up to what their text needs and their `grow`, then to any column
-    still too narrow for its text; without it, growing columns take their whole `grow`.
+    Without `need`, growing columns take their whole `grow`. Given `need` (the width each
+    column's text needs, its label included), the room left goes first to the growing
+    columns, up to what their text needs and their `grow`, then to any column still too
+    narrow for its text; if one still is, columns wider than their text give it theirs.
     """
     room = max(width, 40) - 4
     keep: list[Column] = []
@@ -133,15 +134,25 @@ def fit_columns(
             extra = min(column.grow, spare)
             widths[column.key] += extra
             spare -= extra
-    else:
-        for column in keep:  # growing columns, as far as their text needs
-            extra = max(0, min(column.grow, need.get(column.key, 0) - column.width, spare))
+        return [replace(c, width=widths[c.key]) for c in columns if c.key in widths]
+
+    def short(column: Column) -> int:
+        return max(0, need.get(column.key, 0) - widths[column.key])
+
+    for column in keep:  # growing columns, as far as their text needs
+        extra = min(column.grow, short(column), spare)
+        widths[column.key] += extra
+        spare -= extra
+    for column in keep:  # then any column still cut, with the room nobody needs
+        extra = min(short(column), spare)
+        widths[column.key] += extra
+        spare -= extra
+    for column in sorted(keep, key=lambda c: c.priority):  # then room others do not use
+        for other in keep:
+            spare_here = widths[other.key] - max(need.get(other.key, 0), 1)
+            extra = min(short(column), max(0, spare_here))
+            widths[other.key] -= extra
             widths[column.key] += extra
-            spare -= extra
-        for column in keep:  # then any column still cut, with the room nobody needs
-            extra = max(0, min(need.get(column.key, 0) - widths[column.key], spare))
-            widths[column.key] += extra
-            spare -= extra
     return [replace(c, width=widths[c.key]) for c in columns if c.key in widths]
 
 
