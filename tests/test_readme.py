@@ -35,6 +35,8 @@ FRAMEWORK_GROUPS = {
 }
 """A snippet importing a framework runs on the worker of that framework's adapter tests
 (their `xdist_group`, from `tests.lazy`), which imports it anyway."""
+OPTIONAL = {*FRAMEWORK_GROUPS, "opentelemetry"}
+"""Packages of the optional extras: a snippet needing one that is not installed is skipped."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,12 @@ def test_readme_snippet_runs_as_pasted(snippet: Snippet, tmp_path, monkeypatch, 
     first = snippet.code.splitlines()[0]
     named = FILE_LINE.fullmatch(first.strip())
     code = compile(snippet.code, f"README.md:{snippet.line}", "exec")  # no top-level await
-    exec(code, {"__name__": "__main__"})
+    try:
+        exec(code, {"__name__": "__main__"})
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in OPTIONAL:
+            raise
+        pytest.skip(f"needs {exc.name} (an optional extra), as tests.lazy skips")
     if named is not None:
         from tui_eval.suites import load_suites
 
