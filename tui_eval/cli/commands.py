@@ -22,6 +22,8 @@ COMMANDS = (
     "resume",
     "calibrate",
     "import",
+    "failures",
+    "quarantine",
 )
 
 DESCRIPTION = """\
@@ -286,9 +288,10 @@ def _parser() -> argparse.ArgumentParser:
     from tui_eval.cli.calibrate import add_parser
 
     add_parser(sub)
-    from tui_eval.cli import imports
+    from tui_eval.cli import failures, imports
 
     imports.add_parser(sub)
+    failures.add_parsers(sub)
     return parser
 
 
@@ -419,6 +422,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return headless.run_command(args, mode="recheck")
     if args.command == "resume":
         return headless.resume_command(args)
+    if args.command == "failures":
+        from tui_eval.cli.failures import failures_command
+
+        return failures_command(args)
+    if args.command == "quarantine":
+        from tui_eval.cli.failures import quarantine_command
+
+        return quarantine_command(args)
     if args.command == "calibrate":
         from tui_eval.cli.calibrate import calibrate_command
 

@@ -131,9 +131,11 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
         print_error(
             f"error: {outcome.journal_error} (what was journaled resumes with `tui-eval resume`)"
         )
+    outcome.notes.extend(service.quarantine_notes)
     compared = service.compare()
     if compared.status is BaselineStatus.COMPARED:
         outcome.diff = compared.diff
+        outcome.baseline = compared.baseline
     elif compared.status is BaselineStatus.MISSING and not service.options.save_baseline:
         outcome.baseline_missing = str(compared.path)
     elif compared.is_error:

@@ -15,6 +15,7 @@ from rich.cells import cell_len
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from tui_eval.report.diff import Diff
 from tui_eval.report.gate import RUN_DEFAULT, FailOn, gate_failures
+from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import Report, render_summary
 from tui_eval.suites import Suite
 from tui_eval.util.text import one_line, pad_cells
@@ -39,6 +40,8 @@ class SuiteOutcome:
     """The baseline file the run had none of (a new suite), when it had none."""
     journal_error: str | None = None
     notes: list[str] = field(default_factory=list)
+    baseline: Report | None = None
+    """The baseline report compared with (failure modes say what is new since it)."""
 
     @property
     def stopped(self) -> bool:
@@ -60,6 +63,12 @@ def print_outcome(outcome: SuiteOutcome) -> None:
         print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
         if outcome.diff is not None:
             print(str(outcome.diff))
+    for name, reason in quarantined(outcome.report).items():
+        case = next((c for c in outcome.report.cases if c.name == name), None)
+        verdict = "passed" if case is not None and case.passed else "failed"
+        print(
+            f"quarantined (does not gate): {one_line(name, 120)} {verdict} — {one_line(reason, 160)}"
+        )
     for note in outcome.notes:
         print(note)
     if outcome.stopped:
@@ -172,7 +181,9 @@ def write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> boo
         return True
 
     def markdown() -> bytes:
-        return markdown_summary(reports, [o.diff for o in outcomes]).encode()
+        return markdown_summary(
+            reports, [o.diff for o in outcomes], [o.baseline for o in outcomes]
+        ).encode()
 
     exports: list[tuple[str | None, str, Callable[[], bytes]]] = [
         (args.json, "report", lambda: merge_reports(reports).to_json()),

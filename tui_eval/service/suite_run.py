@@ -11,12 +11,14 @@ baseline is decided), an A/B run of two agents, and a recheck of saved outputs.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
+from tui_eval.report import quarantine
 from tui_eval.report.baselines import (
     BaselineOutcome,
     BaselinePlan,
@@ -115,6 +117,8 @@ class SuiteRun:
         self._done_a = done_a or {}
         self._final: Report | None = None
         self._cancel_requested = False
+        self.quarantine_notes: list[str] = []
+        """What the run's quarantines did (one ended, one released), once it has ended."""
         if self.mode == "recheck":
             assert rechecked is not None
             self.metadata = {**recheck_metadata(rechecked), **metadata}
@@ -306,6 +310,7 @@ class SuiteRun:
                 report = await self._ab()
             else:
                 report = await self.evaluation.run()
+            self._quarantine(report)
             self._final = report
             return report
         finally:
@@ -373,6 +378,22 @@ class SuiteRun:
             done_b=self._done,
         )
         return self._ended(self.decision.report)
+
+    def _quarantine(self, report: Report) -> None:
+        """Mark the suite's quarantined cases on the report (they do not gate) and count a
+        finished plain run towards their release; what ended is in `quarantine_notes`."""
+        if self.mode == "recheck":
+            return
+        try:
+            self.quarantine_notes = quarantine.apply_to(
+                report,
+                quarantine.quarantine_path(self.baseline_path),
+                self.suite.name,
+                datetime.date.today(),
+                count=self.mode == "run" and not report.cancelled,
+            )
+        except (quarantine.QuarantineFileError, OSError) as exc:
+            self.quarantine_notes = [f"warning: no case is quarantined: {exc}"]
 
     def _ended(self, report: Report) -> Report:
         cancelled = report.cancelled or self._cancel_requested
