@@ -40,6 +40,8 @@ Evaluate LLM agents: run suites of cases and checks, watch results live, compare
   tui-eval history                   list past runs
   tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
   tui-eval resume                    finish the last interrupted run
+  tui-eval failures REPORT           failed samples grouped into modes (--against BASELINE)
+  tui-eval quarantine CASE --reason  a flaky case runs and shows, but does not gate
   tui-eval calibrate PATH            judge–human agreement on labelled outputs (--min-kappa X)
   tui-eval import KIND FILE -o SUITE.yaml  a suite from otel traces, pydantic-evals, inspect
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from tui_eval.report.report import Report
 from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.home import private_subfolder
 
 FILE_NAME = "quarantine.json"
 SCHEMA_VERSION = 1
@@ -158,11 +160,12 @@ def _write(path: Path, everything: dict[str, dict[str, Quarantine]]) -> None:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Hold the file's lock while it is read, changed and written (two runs or a run and
-    `tui-eval quarantine` never erase each other's change)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = path.with_name(f".{path.name}.lock")
-    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+    """Hold the file's lock while it is read, changed and written (two runs, or a run and
+    `tui-eval quarantine`, never erase each other's change). The lock file lives in
+    tui-eval's own data folder, not beside the quarantine file: nothing for git to see."""
+    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    lock = private_subfolder("locks") / f"quarantine-{name}.lock"
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
     try:
         with contextlib.suppress(ImportError):
             import fcntl

@@ -192,6 +192,8 @@ class CaseTable(ScrollView, can_focus=True):
         self.state = state
         self.failing_only = False
         self.name_filter = ""
+        self.mode_cases: frozenset[str] | None = None
+        """Only these cases (a failure mode's, from the Failures screen's `m`)."""
         self.sort_key: str | None = None
         self.order: list[int] = []
         self._position: dict[int, int] = {}
@@ -204,6 +206,8 @@ class CaseTable(ScrollView, can_focus=True):
         """Whether the filters show case `index`."""
         case = self.state.cases[index]
         if self.failing_only and all(s.passed for s in case.samples):
+            return False
+        if self.mode_cases is not None and case.name not in self.mode_cases:
             return False
         return not (self.name_filter and self.name_filter.casefold() not in case.name.casefold())
 
