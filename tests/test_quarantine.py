@@ -155,3 +155,17 @@ def test_failures_command_groups_and_compares(tmp_path):
     assert markdown.stdout.startswith("| samples | cases | failure |")
     broken = cli("failures", "nowhere.json", cwd=tmp_path)
     assert broken.returncode == 2 and "nowhere.json" in broken.stderr
+
+
+def test_a_case_at_half_over_five_recorded_runs_is_flaky_and_a_stable_one_is_not(tmp_path):
+    from tui_eval.service.flaky import case_histories
+    from tui_eval.service.store import RunHistory
+
+    make(tmp_path)
+    for mode in ("fail", "pass", "fail", "pass", "fail"):
+        set_mode(tmp_path, mode)
+        cli("run", "suites", "--headless", cwd=tmp_path)
+    found = case_histories(RunHistory(tmp_path), "demo", {"good": 1.0, "flaky": 1.0})
+    assert len(found["flaky"].runs) == 5 and found["flaky"].flaky
+    assert found["flaky"].flips == 4
+    assert not found["good"].flaky
