@@ -252,6 +252,10 @@ def test_unreadable_formats_say_what_the_file_is_and_what_is_expected(tmp_path: 
     assert done.returncode == 2
     needs = "rows.json: sample 1: an Inspect sample needs an `input` (its fields: question, answer)"
     assert needs in done.stderr
+    (tmp_path / "ragged.csv").write_text("input,target\nq,a\nq2,a,extra\n", encoding="utf-8")
+    done = cli("import", "inspect", "ragged.csv", "-o", "s.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "ragged.csv:3: this row's fields do not match the header's 2 columns" in done.stderr
     (tmp_path / "broken.eval").write_bytes(b"not a zip at all")
     done = cli("import", "inspect", "broken.eval", "-o", "s.yaml", cwd=tmp_path)
     assert done.returncode == 2 and "broken.eval: not an Inspect `.eval` log" in done.stderr

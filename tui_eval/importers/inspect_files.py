@@ -142,6 +142,7 @@ def _csv(source: Path, text: str) -> InspectSource:
     reader = csv.DictReader(io.StringIO(text, newline=""), dialect="unix")
     records = []
     try:
+        header = reader.fieldnames  # read now, so a row's first line is known below
         while True:
             start = reader.line_num + 1
             try:
@@ -151,13 +152,13 @@ def _csv(source: Path, text: str) -> InspectSource:
             if None in row or None in row.values():
                 raise ImportSourceError(
                     f"{source}:{start}: this row's fields do not match the header's "
-                    f"{len(reader.fieldnames or [])} columns"
+                    f"{len(header or [])} columns"
                 )
             if any(value.strip() for value in row.values()):
                 records.append(Record(f"line {start}", f"{source}:{start}", row))
     except csv.Error as exc:
         raise ImportSourceError(f"{source}:{reader.line_num}: not valid CSV: {exc}") from None
-    extra = [name for name in reader.fieldnames or [] if name not in SAMPLE_FIELDS]
+    extra = [name for name in header or [] if name not in SAMPLE_FIELDS]
     return InspectSource(records=records, extra_columns=extra)
 
 
