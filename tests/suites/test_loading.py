@@ -114,8 +114,8 @@ def test_yaml_suite_with_every_check(tmp_path):
         "max_tokens",
         "max_latency",
         "no_error",
-        "llm_judge",
-        "llm_judge",
+        "llm_judge[Names the capital]",  # two unnamed judges of one case: told apart
+        "llm_judge[Polite]",
         "all_of",
         "any_of",
         "weighted",
