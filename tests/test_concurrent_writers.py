@@ -60,7 +60,7 @@ def test_three_label_sessions_labelling_at_once_keep_every_label(tmp_path: Path,
     path = tmp_path / "__labels__" / "support.jsonl"
     LabelStore.load(path).put(new_label("old", "llm_judge", "kept", "pass", note="first"))
     sessions = [LabelStore.load(path) for _ in range(WRITERS)]
-    every_writer_reads_first(monkeypatch, labels, "read_labels")
+    every_writer_reads_first(monkeypatch, labels, "_digest")  # how it reads the file
     in_threads(lambda i: sessions[i].put(new_label(f"case {i}", "llm_judge", "o", "fail")))
     on_disk = read_labels(path)
     assert sorted(r.case for r in on_disk) == ["case 0", "case 1", "case 2", "old"]

@@ -10,6 +10,7 @@ Lines end at `\n` only; a label's text never holds a raw line or paragraph separ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Iterator
@@ -188,10 +189,10 @@ def record_line(record: LabelRecord) -> str:
 class LabelStore:
     """A suite's labels: read once, and every change merged into the file on disk.
 
-    Each change re-reads the file under a lock on its folder, applies this store's changes
-    and writes the result atomically, so two stores on one file (two label sessions, two
-    people, the app and a script) keep each other's labels; the store then holds what the
-    file holds.
+    Each change re-reads the file under a lock on its folder (unless it is as this store
+    last wrote it), applies this store's changes and writes the result atomically, so two
+    stores on one file (two label sessions, two people, the app and a script) keep each
+    other's labels; the store then holds what the file holds.
 
     Example:
         >>> store = LabelStore.of(suite)  # doctest: +SKIP
@@ -205,6 +206,9 @@ class LabelStore:
         self.path = Path(path)
         self._records: dict[tuple[str, str, str], LabelRecord] = {r.key: r for r in records}
         self._unsaved: dict[tuple[str, str, str], LabelRecord | None] = {}
+        self._synced: bytes | None = None
+        """A digest of the file as this store last read or wrote it (None: read it again
+        before writing)."""
 
     @classmethod
     def load(cls, path: str | Path) -> LabelStore:
@@ -213,7 +217,11 @@ class LabelStore:
         Raises:
             LabelsFileError: a line is not a label.
         """
-        return cls(path, read_labels(path))
+        # Looked at before reading: a file replaced in between is read again on writing.
+        synced = _digest(Path(path))
+        store = cls(path, read_labels(path))
+        store._synced = synced
+        return store
 
     @classmethod
     def of(cls, suite: Suite) -> LabelStore:
@@ -277,16 +285,29 @@ class LabelStore:
         """Merge this store's unsaved changes into the file: under the folder's lock, read
         what is on disk now, apply them, write it atomically, and hold the result."""
         with folder_lock(self.path.parent):
-            merged = {record.key: record for record in read_labels(self.path)}
-            for key, record in self._unsaved.items():
-                if record is None:
-                    merged.pop(key, None)
-                else:
-                    merged[key] = record  # in place when it is there, else at the end
+            if self._synced is not None and _digest(self.path) == self._synced:
+                merged = dict(self._records)  # nobody wrote since: it holds our changes
+            else:
+                merged = {record.key: record for record in read_labels(self.path)}
+                for key, record in self._unsaved.items():
+                    if record is None:
+                        merged.pop(key, None)
+                    else:
+                        merged[key] = record  # in place when it is there, else at the end
             lines = [record_line(record) for record in merged.values()]
-            atomic_write_bytes(self.path, ("\n".join(lines) + "\n" if lines else "").encode())
+            data = ("\n".join(lines) + "\n" if lines else "").encode()
+            atomic_write_bytes(self.path, data)
+            self._synced = hashlib.sha256(data).digest()
         self._unsaved.clear()
         self._records = merged
+
+
+def _digest(path: Path) -> bytes | None:
+    """A digest of the file's bytes (None: there is none, or it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return None
 
 
 __all__ = [
