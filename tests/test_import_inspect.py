@@ -259,3 +259,17 @@ def test_unreadable_formats_say_what_the_file_is_and_what_is_expected(tmp_path: 
     (tmp_path / "broken.eval").write_bytes(b"not a zip at all")
     done = cli("import", "inspect", "broken.eval", "-o", "s.yaml", cwd=tmp_path)
     assert done.returncode == 2 and "broken.eval: not an Inspect `.eval` log" in done.stderr
+
+
+def test_a_sample_holding_unicode_line_separators_is_one_line(tmp_path):
+    """JSON Lines split at \\n only: U+2028 and U+0085 inside a string stay in it."""
+    import json
+
+    from tui_eval.importers.inspect_ai import suite_from_inspect
+
+    source = tmp_path / "d.jsonl"
+    samples = [{"input": "first\u2028second\u0085third", "target": "x"}, {"input": "b"}]
+    lines = [json.dumps(sample, ensure_ascii=False) for sample in samples]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    imported = suite_from_inspect(source)
+    assert [case["input"] for case in imported.cases] == ["first\u2028second\u0085third", "b"]

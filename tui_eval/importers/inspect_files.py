@@ -120,7 +120,9 @@ def _object(item: Any, source: Path, n: int) -> Mapping[str, Any]:
 
 def _json_lines(source: Path, text: str, named: bool) -> InspectSource:
     records = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # JSON Lines end lines with \n alone: str.splitlines() would also split at U+2028,
+    # U+0085 and other characters JSON strings may hold raw, cutting a sample in two.
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
