@@ -35,7 +35,7 @@ from tui_eval.run.events import Event, SampleFinished
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
 from tui_eval.run.sequential import Decision, compare_in_rounds, decide_in_rounds
-from tui_eval.service.request import DecideRun, Mode, RunRequest
+from tui_eval.service.request import DecideRun, Exports, Mode, RunRequest
 from tui_eval.service.run_plan import (
     EmptySelection,
     PlanError,
@@ -167,8 +167,12 @@ class SuiteRun:
         on_event: Callable[[Event], None] | None = None,
         rechecked: Report | None = None,
         baseline: Report | None = None,
+        exports: Exports | None = None,
     ) -> SuiteRun:
         """A new run of `suite` as `options` ask, journaled in `history` (if given).
+
+        `exports` are the report files the invocation writes once its suites have run:
+        journaled, so that a resume writes them too.
 
         For a recheck (a `RecheckRun`), `rechecked` is the saved report (read from its
         file when not given). A decide run compares with `baseline` when
@@ -190,6 +194,7 @@ class SuiteRun:
                 invocation=invocation,
                 options=options,
                 definitions=definitions(selected),
+                exports=exports,
             )
         return cls(
             selected,
