@@ -53,7 +53,7 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
         ReportFileError: a baseline cannot be read.
     """
     from tui_eval.report.diff import case_suite
-    from tui_eval.suites.suite import baseline_file_stem
+    from tui_eval.suites.suite import holds_report_of, suite_file
 
     suites = list(dict.fromkeys(case_suite(current, case) for case in current.cases))
     paths = current.metadata.get("suite_paths") or {}
@@ -62,15 +62,16 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
     pairs = []
     missing: list[tuple[str, Path]] = []
     for suite in suites:
-        file = f"{baseline_file_stem(suite)}.json"
         if folder:
-            path = Path(folder) / file
+            where = Path(folder)
         elif paths.get(suite):
-            path = Path(paths[suite]).parent / "__baselines__" / file
+            where = Path(paths[suite]).parent / "__baselines__"
         else:
             raise ValueError(
                 f"no baseline for suite {suite!r}: give BASELINE or --baseline-dir DIR"
             )
+        # A comparison only reads: a file an earlier version named is read where it is.
+        path = suite_file(where, suite, ".json", owned=holds_report_of(suite), move=False)
         if not path.exists():
             missing.append((suite, path))
             continue
