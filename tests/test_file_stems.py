@@ -96,6 +96,13 @@ def test_a_simple_name_keeps_the_file_it_always_had(name):
     assert suite_file_stem(name) == name
 
 
+def test_no_suite_takes_the_file_name_of_the_baselines_folder_quarantine_file():
+    from tui_eval.report.quarantine import FILE_NAME
+
+    for name in ("quarantine", "Quarantine", "QUARANTINE"):
+        assert f"{suite_file_stem(name)}.json".casefold() != FILE_NAME.casefold(), name
+
+
 def save_run(suite: Suite, outcome: str = "passed") -> Report:
     from tui_eval.report.baselines import save_baseline
 

@@ -34,6 +34,9 @@ _WINDOWS_DEVICES = frozenset(
     | {f"{device}{n}" for device in ("com", "lpt") for n in "0123456789¹²³"}
 )
 """Names Windows reserves for devices, whatever the extension (`con.json` included)."""
+_FOLDER_FILES = frozenset({"quarantine"})
+"""Stems of files the `__baselines__/` folder holds besides baselines
+(`tui_eval.report.quarantine.FILE_NAME`), in any case (macOS and Windows ignore it)."""
 
 
 def suite_file_stem(name: str) -> str:
@@ -42,7 +45,7 @@ def suite_file_stem(name: str) -> str:
     included — that stays inside its folder.
 
     A simple name (letters, digits, `_`, `-`, `.` and inner spaces, not a Windows device
-    name) is its own stem: the files earlier versions wrote keep their place. Any other
+    name nor `quarantine`, the name of a file beside baselines) is its own stem: the files earlier versions wrote keep their place. Any other
     name is shown as it is with every other character made `_`, cut to fit, and followed
     by `~` and a hash of the whole name — `~` is in no simple stem, so no two names share a
     file.
@@ -55,10 +58,9 @@ def suite_file_stem(name: str) -> str:
         return name
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
     shown = unicodedata.normalize("NFC", _legacy_stem(name, limit=None))
-    head = _cut_bytes(shown, STEM_BYTES - 1 - _HASH_CHARS).rstrip(" .")
-    if _is_device(head):
-        head = f"_{head}"
-    return f"{head or 'suite'}~{digest}"
+    head = _cut_bytes(shown, STEM_BYTES - 2 - _HASH_CHARS).rstrip(" .")
+    stem = f"{head or 'suite'}~{digest}"
+    return f"_{stem}" if _is_device(stem) else stem  # `con.txt~…` is still `con`'s
 
 
 baseline_file_stem = suite_file_stem
@@ -77,6 +79,7 @@ def _is_simple(name: str) -> bool:
         and not name.startswith(".")
         and unicodedata.is_normalized("NFC", name)
         and not _is_device(name)
+        and name.casefold() not in _FOLDER_FILES
     )
 
 
