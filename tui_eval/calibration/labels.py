@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -23,7 +23,7 @@ import pydantic
 from tui_eval.agents.messages import RunResult
 from tui_eval.checks.base import SCORE_PASS
 from tui_eval.suites import Suite
-from tui_eval.suites.suite import baseline_file_stem
+from tui_eval.suites.suite import suite_file
 from tui_eval.util.atomic import atomic_write_bytes, folder_lock
 from tui_eval.util.text import json_safe, validation_message
 
@@ -122,9 +122,25 @@ def new_label(
 
 
 def labels_path(suite: Suite) -> Path:
-    """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl`."""
+    """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl` (the
+    name's file stem, `suite_file_stem`; a file an earlier version named for the suite,
+    whose labels are all of its cases, is moved there first)."""
     folder = suite.path.parent if suite.path is not None else Path.cwd()
-    return folder / LABELS_FOLDER / f"{baseline_file_stem(suite.name)}.jsonl"
+    return suite_file(folder / LABELS_FOLDER, suite.name, ".jsonl", owned=_labels_of(suite))
+
+
+def _labels_of(suite: Suite) -> Callable[[Path], bool]:
+    """Whether a labels file holds labels of `suite` only (of its cases, at least one)."""
+
+    def owned(path: Path) -> bool:
+        try:
+            records = read_labels(path)
+        except (LabelsFileError, OSError):
+            return False
+        cases = {case.label for case in suite.cases}
+        return bool(records) and all(record.case in cases for record in records)
+
+    return owned
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:

@@ -19,7 +19,7 @@ from tui_eval.report.failure_modes import markdown as failure_markdown
 from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.util.atomic import atomic_write_bytes
-from tui_eval.util.text import one_line
+from tui_eval.util.text import counted, one_line, sanitize
 
 # XML 1.0 cannot carry most control characters, whatever the escaping.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -155,7 +155,7 @@ def _junit_case(
     out = ET.SubElement(testcase, "system-out")
     out.text = _xml_text(
         f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{len(case.samples)}), "
-        f"threshold {case.pass_threshold:.0%}, {case.usage.total_tokens:,} tokens"
+        f"threshold {case.pass_threshold:.0%}, {counted(case.usage.total_tokens, 'token')}"
     )
 
 
@@ -184,6 +184,12 @@ def markdown_summary(
     for position, report in enumerate(reports):
         diff = diffs[position] if position < len(diffs) else None
         baseline = baselines[position] if position < len(baselines) else None
+        if not report.cases:  # a run that ran nothing is no pass
+            why = report.metadata.get("nothing_ran") or (
+                "cancelled before any sample finished" if report.cancelled else "no case ran"
+            )
+            parts.append(f"## ⚠️ {_md_cell(report.name)}: nothing ran\n\n{_md_cell(why)}\n")
+            continue
         mark = "✅" if report.passed and (diff is None or diff.ok) else "❌"
         parts.append(f"## {mark} {_md_cell(report.name)}\n\n{_md_cell(report.header(), 300)}\n")
         parts.append(
@@ -289,6 +295,17 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     )
 
 
+def suite_parts(report: Report) -> dict[str, Report]:
+    """A report split by suite (the inverse of `merge_reports` for a report of several
+    suites), each part holding its cases under their own names, in report order."""
+    parts: dict[str, list[CaseResult]] = {}
+    for case in report.cases:
+        parts.setdefault(case_suite(report, case), []).append(
+            replace(case, name=case_name(report, case))
+        )
+    return {suite: replace(report, name=suite, cases=cases) for suite, cases in parts.items()}
+
+
 def missing_from(report: Report) -> tuple[list[str], list[str]]:
     """What a merged shard report lacks: shards (`2/3`) and planned cases (`suite / case`)."""
     shards = {tuple(s) for s in report.metadata.get("shards") or []}
@@ -363,11 +380,15 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(value: Any) -> Any:
     """A value for a CSV cell: text a spreadsheet would run as a formula gets a leading
-    `'`, so it shows as the text it is (numbers are left as numbers)."""
+    `'`, so it shows as the text it is, and control characters (escape codes) become
+    visible stand-ins, as on the terminal; line breaks and tabs stay, quoted by the CSV
+    writer (numbers are left as numbers)."""
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
+    if isinstance(value, str):
+        if value.startswith(FORMULA_STARTS):
+            value = "'" + value
+        return "\r".join(sanitize(line) for line in value.split("\r"))
     return value
 
 

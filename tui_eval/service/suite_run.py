@@ -35,7 +35,7 @@ from tui_eval.run.events import Event, SampleFinished
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
 from tui_eval.run.sequential import Decision, compare_in_rounds, decide_in_rounds
-from tui_eval.service.request import DecideRun, Mode, RunRequest
+from tui_eval.service.request import DecideRun, Exports, Mode, RunRequest
 from tui_eval.service.run_plan import (
     EmptySelection,
     PlanError,
@@ -167,8 +167,12 @@ class SuiteRun:
         on_event: Callable[[Event], None] | None = None,
         rechecked: Report | None = None,
         baseline: Report | None = None,
+        exports: Exports | None = None,
     ) -> SuiteRun:
         """A new run of `suite` as `options` ask, journaled in `history` (if given).
+
+        `exports` are the report files the invocation writes once its suites have run:
+        journaled, so that a resume writes them too.
 
         For a recheck (a `RecheckRun`), `rechecked` is the saved report (read from its
         file when not given). A decide run compares with `baseline` when
@@ -190,6 +194,7 @@ class SuiteRun:
                 invocation=invocation,
                 options=options,
                 definitions=definitions(selected),
+                exports=exports,
             )
         return cls(
             selected,
@@ -428,8 +433,8 @@ class SuiteRun:
         """Compare the finished run with its baseline.
 
         A partial run (a filter, a rerun, a shard) is compared with the baseline's cases it
-        ran: the others are not "removed", they live in other runs. Nor are the cases an
-        interrupted run never reached (a case gone from the suite still is). A decide or A/B run
+        ran: the others are not "removed", they live in other runs. Nor are the cases a run
+        cut short or stopped by `fail_fast` never reached (a case gone from the suite still is). A decide or A/B run
         gives its decision, a recheck its comparison with the outputs' first verdicts.
         """
         if self.decision is not None:
@@ -453,23 +458,36 @@ class SuiteRun:
                 baseline=self.rechecked,
             )
         only = [case.label for case in self.suite.cases] if self.options.is_partial else None
+        return compare_with_baseline(
+            self.report, self.baseline_path, only=only, not_run=self.not_reached
+        )
+
+    @property
+    def not_reached(self) -> list[str]:
+        """The cases of the finished run that never ran a sample: it was cut short (Ctrl+C,
+        SIGTERM, its budget) or stopped at its first failure (`fail_fast`)."""
         report = self.report
-        not_run: list[str] = []
-        if report is not None and report.cancelled:  # Ctrl+C, SIGTERM, a budget: cut short
-            ran = {case.name for case in report.cases}
-            not_run = [case.label for case in self.suite.cases if case.label not in ran]
-        return compare_with_baseline(report, self.baseline_path, only=only, not_run=not_run)
+        if report is None:
+            return []
+        ran = {case.name for case in report.cases}
+        return [case.label for case in self.suite.cases if case.label not in ran]
+
+    def _merges_baseline(self) -> bool:
+        """Whether saving this run merges it into the baseline: it covers only some cases
+        (a filter, a rerun) or did not reach them all, so the others' results are kept."""
+        return self.options.is_partial or bool(self.not_reached)
 
     def plan_baseline(self) -> BaselinePlan:
         """What `save_baseline()` would do (merge a partial run, replace with a full one)."""
-        return plan_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+        return plan_baseline(self.report, self.baseline_path, merge=self._merges_baseline())
 
     def save_baseline(self) -> BaselineOutcome:
         """Write the finished run as the baseline, unless that would lose something.
 
-        A partial run (a filter, a rerun of some cases) is merged into the baseline.
+        A partial run (a filter, a rerun of some cases, a `fail_fast` run that stopped
+        early) is merged into the baseline.
         """
-        return save_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+        return save_baseline(self.report, self.baseline_path, merge=self._merges_baseline())
 
     def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
         """Write a review's decisions: the run's result of every `accepted` case it ran
