@@ -198,6 +198,32 @@ def test_a_killed_multi_suite_run_resumes_every_suite(tmp_path):
     assert_each_once(folder, {f"a{i}" for i in range(20)} | {f"b{i}" for i in range(20)})
 
 
+def test_resume_writes_the_reports_the_run_was_started_with(tmp_path):
+    folder = slow_suites(tmp_path / "suites", count=8)
+    exports = ("--json", "all.json", "--junit", "j.xml", "--csv", "s.csv", "--markdown", "s.md")
+    # The first suite finishes (8 calls), the second is killed after 3 of its own.
+    proc = start(tmp_path, *exports, hold_after=11)
+    wait_for_calls(folder, 11)
+    proc.kill()
+    proc.wait()
+    assert not (tmp_path / "all.json").exists()
+    resumed = cli("resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (tmp_path / "all.json").exists(), resumed.stdout + resumed.stderr
+    # Every suite of the invocation is in the files: the one resumed and the one that had
+    # finished before the kill.
+    report = Report.load(tmp_path / "all.json")
+    assert sorted((c.suite, c.name) for c in report.cases) == sorted(
+        [("first", f"a{i}") for i in range(8)] + [("second", f"b{i}") for i in range(8)]
+    )
+    assert report.passed and not report.cancelled
+    junit = ET.parse(tmp_path / "j.xml").getroot()
+    assert junit.get("tests") == "16" and junit.get("failures") == "0"
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 17
+    assert "first" in (tmp_path / "s.md").read_text()
+    assert "report written to all.json" in resumed.stderr
+
+
 def test_two_resumes_at_once_the_second_refuses(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=10)
     proc = start(tmp_path, hold_after=3)

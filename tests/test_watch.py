@@ -46,7 +46,7 @@ class Lines:
     def until(self, text: str) -> None:
         while True:
             try:
-                line = self._lines.get(timeout=120)  # a stuck process, not a slow one
+                line = self._lines.get(timeout=300)  # a stuck process, not a slow one
             except queue.Empty:
                 raise AssertionError(f"no {text!r} in {self.seen}") from None
             if line is None:

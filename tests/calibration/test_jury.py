@@ -92,3 +92,35 @@ async def test_calibration_reports_the_jurys_alpha_and_each_judges_kappa(tmp_pat
     assert calibration.judge_requests == 36
     assert calibration.judges_alpha is not None and calibration.judges_alpha < 0.2
     assert "Krippendorff's α" in calibration.summary()
+
+
+async def test_juries_with_different_members_are_each_measured_on_what_they_judged(
+    tmp_path: Path,
+):
+    with JudgeServer() as server:
+
+        def panel(*names: str) -> llm_judge:
+            models = [OpenAIProvider(name, base_url=server.url) for name in names]
+            return llm_judge("Is it good?", model=models, threshold=0.5)
+
+        suite = Suite(
+            "s",
+            cases=[
+                Case("q", name="x", checks=[panel("a", "b", "wrong-c")]),
+                Case("q", name="y", checks=[panel("b", "d")]),
+            ],
+            path=tmp_path / "s.py",
+        )
+        store = LabelStore.of(suite)
+        for case, count in (("x", 6), ("y", 4)):
+            for i in range(count):
+                good = i % 2 == 0
+                output = f"{'GOOD' if good else 'bad'} {case}{i}"
+                store.put(new_label(case, "llm_judge", output, "pass" if good else "fail"))
+        calibration = await calibrate(suite)
+    assert set(calibration.judges) == {"openai:a", "openai:b", "openai:wrong-c", "openai:d"}
+    assert calibration.judges["openai:b"].n == 10  # on both juries
+    assert calibration.judges["openai:a"].n == calibration.judges["openai:wrong-c"].n == 6
+    assert calibration.judges["openai:d"].n == 4 and calibration.judges["openai:d"].kappa == 1.0
+    assert calibration.judges["openai:wrong-c"].agreement == 0.0
+    assert calibration.judges_alpha is not None and "openai:d" in calibration.summary()

@@ -38,3 +38,9 @@ def test_unlabelled_flaky_and_close_calls_come_first(tmp_path: Path):
     order = [(i.case, i.sample_index) for i in label_queue(cases, store)]
     assert order == [("flaky", 0), ("flaky", 1), ("close", 0), ("far", 0), ("done", 0)]
     assert str(label_progress(judged_items(cases), store)) == "1 of 5 judged samples labelled"
+
+
+def test_progress_counts_one_sample_as_one(tmp_path: Path):
+    cases = [CaseResult("only", [sample("only", 0, 0.9)])]
+    store = LabelStore(tmp_path / "l.jsonl")
+    assert str(label_progress(judged_items(cases), store)) == "0 of 1 judged sample labelled"

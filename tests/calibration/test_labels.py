@@ -123,3 +123,55 @@ def test_non_json_outputs_are_stored_in_their_json_form(tmp_path: Path):
 def test_a_suite_case_is_unused_by_the_store(tmp_path: Path):
     suite = Suite("s", cases=[Case("q")], path=tmp_path / "s.py")
     assert len(LabelStore.of(suite)) == 0 and not labels_path(suite).exists()
+
+
+def test_two_label_sessions_on_one_suite_keep_each_others_labels(tmp_path: Path):
+    path = tmp_path / "__labels__" / "s.jsonl"
+    LabelStore.load(path).put(new_label("a", "j", "first", "pass"))
+    ana, ben = LabelStore.load(path), LabelStore.load(path)  # both open the same file
+    ana.put(new_label("b", "j", "ana's", "pass"))
+    ben.put(new_label("c", "j", "ben's", "fail"))
+    ana.put(new_label("a", "j", "first", "fail"))  # a relabel, after ben wrote
+    on_disk = {(r.case, r.label) for r in read_labels(path)}
+    assert on_disk == {("a", "fail"), ("b", "pass"), ("c", "fail")}
+    assert len(ana) == 3  # the store holds what the file holds once it wrote
+    # Undo in one session takes back its own label only.
+    ben.restore(("c", "j", '"ben\'s"'), None)
+    assert {(r.case, r.label) for r in read_labels(path)} == {("a", "fail"), ("b", "pass")}
+
+
+def test_labelling_again_keeps_the_note(tmp_path: Path):
+    path = tmp_path / "l.jsonl"
+    store = LabelStore.load(path)
+    store.put(new_label("a", "j", "x", "pass", note="cites the refund policy", labelled_at=5.0))
+    store.put(new_label("a", "j", "x", "pass", labelled_at=9.0))  # the same label again
+    (same,) = read_labels(path)
+    assert same.note == "cites the refund policy" and same.labelled_at == 5.0
+    previous = store.put(new_label("a", "j", "x", "fail", labelled_at=12.0))
+    (changed,) = read_labels(path)
+    assert changed.label == "fail" and changed.labelled_at == 12.0  # when this label was given
+    assert changed.note == "cites the refund policy"
+    store.put(new_label("a", "j", "x", "fail", note="wrong currency"))
+    assert read_labels(path)[0].note == "wrong currency"  # a new note replaces it
+    store.restore(changed.key, previous)  # undo brings back exactly what was there
+    assert read_labels(path) == [same]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\r"])
+def test_outputs_holding_line_separators_read_back(tmp_path: Path, separator: str):
+    path = tmp_path / "l.jsonl"
+    store = LabelStore.load(path)
+    output = f"first{separator}second"
+    store.put(new_label("c", "j", output, "pass", note=f"a{separator}b"))
+    store.put(new_label("d", "j", "plain", "fail"))
+    assert [r.output for r in read_labels(path)] == [output, "plain"]
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 2  # any line reader agrees
+    assert store.get("c", "j", output) is not None and len(LabelStore.load(path)) == 2
+
+
+def test_a_file_written_with_raw_separators_still_reads(tmp_path: Path):
+    path = tmp_path / "l.jsonl"
+    raw = '{"schema_version": 1, "case": "c", "check": "j", "output": "a\u2028b\x85c", "label": "pass"}'
+    path.write_text(raw + "\n", encoding="utf-8")
+    (record,) = read_labels(path)
+    assert record.output == "a\u2028b\x85c"

@@ -114,8 +114,8 @@ def test_yaml_suite_with_every_check(tmp_path):
         "max_tokens",
         "max_latency",
         "no_error",
-        "llm_judge",
-        "llm_judge",
+        "llm_judge[Names the capital]",  # two unnamed judges of one case: told apart
+        "llm_judge[Polite]",
         "all_of",
         "any_of",
         "weighted",
@@ -137,7 +137,7 @@ def test_yaml_suite_with_every_check(tmp_path):
         ),
         (
             "cases:\n  - input: a\n    checks: [{contans: x}]\n",
-            "case 1: field 'checks.0': unknown check 'contans'; known: all_of, any_of, contains",
+            "case 1: field 'checks.0': unknown check 'contans'; known: all_of, any_of, choice, contains",
         ),
         (
             "cases:\n  - input: a\n    checks: [{max_turns: lots}]\n",
@@ -392,10 +392,10 @@ def test_symlink_loops_and_fifos_never_hang_discovery(tmp_path):
 def test_yaml_suites_load_with_the_c_loader_when_present():
     import yaml
 
-    from tui_eval.suites import declarative
+    from tui_eval.util import yaml_files
 
     if hasattr(yaml, "CSafeLoader"):
-        assert declarative._YAML_LOADER is yaml.CSafeLoader
+        assert issubclass(yaml_files.SafeLoader, yaml.CSafeLoader)
 
 
 async def test_same_named_helpers_in_two_folders_each_serve_their_own_suite(tmp_path):

@@ -241,3 +241,130 @@ def test_import_otel_writes_a_suite_that_runs_headless(tmp_path: Path):
     assert all(s.run is not None and s.run.tool_calls for c in report.cases for s in c.samples)
     again = cli("import", "otel", "traces.json", "-o", "suites/weather.yaml", cwd=tmp_path)
     assert again.returncode == 2 and "--force" in again.stderr
+
+
+def _user(question: str) -> str:
+    return json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}])
+
+
+def _agent_run(
+    trace: str, first: int, start: int, question: str, parent: str | None, *, history=False
+) -> list:
+    """An invoke_agent span holding a tool call, as one agent run writes it (`history`: an
+    agent handed the conversation so far, as in a handoff)."""
+    agent = f"{first:016x}"
+    messages = json.loads(_user(question))
+    if history:
+        messages.append(
+            {"role": "assistant", "parts": [{"type": "text", "content": "Over to you."}]}
+        )
+    return [
+        span(
+            trace,
+            first,
+            "invoke_agent weather",
+            start,
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.input.messages": json.dumps(messages),
+            },
+            parent,
+        ),
+        span(
+            trace,
+            first + 1,
+            "execute_tool get_weather",
+            start + 1,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.arguments": json.dumps({"city": question.split()[-1][:-1]}),
+            },
+            agent,
+        ),
+    ]
+
+
+def test_several_runs_under_one_root_span_are_split_into_samples(tmp_path: Path):
+    trace = "f" * 32
+    root = span(trace, 1, "nightly batch", 0, {})
+    spans = [
+        root,
+        *_agent_run(trace, 10, 10, "Weather in Tokyo?", root["spanId"]),
+        *_agent_run(trace, 20, 20, "Weather in Paris?", root["spanId"]),
+        *_agent_run(trace, 30, 30, "Weather in Tokyo?", root["spanId"]),  # asked again
+    ]
+    # A handoff: two agents of one run read the same first user message; one sample.
+    handoff = "e" * 32
+    spans += _agent_run(handoff, 40, 100, "Weather in Lima?", None)
+    spans += _agent_run(handoff, 50, 110, "Weather in Lima?", None, history=True)
+    (tmp_path / "traces.json").write_text(json.dumps(otlp([spans])), encoding="utf-8")
+    done = cli("import", "otel", "traces.json", "-o", "suite.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    split = f"trace {trace}: 3 agent runs under one root span, split into 3 samples"
+    assert split in done.stderr
+    suite = load_yaml_suite(tmp_path / "suite.yaml")
+    assert [(c.label, c.samples) for c in suite.cases] == [
+        ("Weather in Tokyo?", 2),
+        ("Weather in Paris?", 1),
+        ("Weather in Lima?", 1),
+    ]
+    report = anyio.run(evaluate, suite.agent, suite.cases)
+    calls = {
+        c.name: [[t.arguments for t in s.run.tool_calls] for s in c.samples] for c in report.cases
+    }
+    assert calls == {
+        "Weather in Tokyo?": [[{"city": "Tokyo"}], [{"city": "Tokyo"}]],
+        "Weather in Paris?": [[{"city": "Paris"}]],
+        "Weather in Lima?": [[{"city": "Lima"}, {"city": "Lima"}]],
+    }
+
+
+def test_spans_without_their_run_s_context_are_named_as_such(tmp_path: Path):
+    run = _agent_run("1" * 32, 10, 10, "Weather in Tokyo?", None)
+    # A tool run in a thread pool without the context: a trace of its own, no parent.
+    orphan = span(
+        "2" * 32,
+        50,
+        "execute_tool get_weather",
+        12,
+        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"},
+    )
+    (tmp_path / "traces.json").write_text(json.dumps(otlp([run, [orphan]])), encoding="utf-8")
+    done = cli("import", "otel", "traces.json", "-o", "suite.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    note = (
+        f"trace {'2' * 32}: execute_tool get_weather has no parent and ran during trace {'1' * 32}"
+    )
+    assert note in done.stderr and "context propagation" in done.stderr
+    with pytest.raises(SuiteFileError, match="ran during trace 1{32}.*context propagation"):
+        load_yaml_suite(tmp_path / "suite.yaml")
+
+
+CONSOLE_SPAN = {
+    "name": "chat gpt-4o",
+    "context": {"trace_id": "0x" + "5" * 32, "span_id": "0x" + "6" * 16, "trace_state": "[]"},
+    "kind": "SpanKind.CLIENT",
+    "parent_id": None,
+    "start_time": "2025-01-01T00:00:00.000000Z",
+    "end_time": "2025-01-01T00:00:01.000000Z",
+    "status": {"status_code": "UNSET"},
+    "attributes": {"gen_ai.operation.name": "chat"},
+    "events": [],
+    "links": [],
+    "resource": {"attributes": {"service.name": "agent"}, "schema_url": ""},
+}
+
+
+def test_files_that_are_not_otlp_say_what_they_are(tmp_path: Path):
+    # ConsoleSpanExporter: one indented JSON object per span, one after another.
+    console = "\n".join(json.dumps(CONSOLE_SPAN, indent=4) for _ in range(2)) + "\n"
+    (tmp_path / "console.txt").write_text(console, encoding="utf-8")
+    done = cli("import", "otel", "console.txt", "-o", "suite.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "console.txt: OpenTelemetry's console exporter output" in done.stderr
+    assert "resourceSpans" in done.stderr and "not valid JSON" not in done.stderr
+    (tmp_path / "traces.pb").write_bytes(b"\n\x8f\x01\n\x1a\n\x18\xff\xfe\x00binary")
+    done = cli("import", "otel", "traces.pb", "-o", "suite.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "traces.pb: not text" in done.stderr and "OTLP JSON" in done.stderr

@@ -148,6 +148,7 @@ SCENES = (
     "sample_judge",
     "sample_trajectory",
     "diff",
+    "failures",
     "side_by_side",
     "history",
     "label_queue",
@@ -227,6 +228,20 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
             await pilot.pause()
 
         return app, show_diff, ["enter"] if name == "side_by_side" else []
+    if name == "failures":
+        from tui_eval.tui.screens.failures import FailuresScreen
+
+        app = make_app(suites=[], clock=clock)
+        baseline = demo_baseline(report)
+
+        async def show_failures(pilot: Pilot[Any]) -> None:
+            session = RunSession.for_report(report, clock=clock, title="calculator")
+            await pilot.app.push_screen(
+                FailuresScreen(session, baseline=baseline, flaky=["rounding (flaky)"])
+            )
+            await pilot.pause()
+
+        return app, show_failures, []
     if name == "label_queue":
         from tui_eval.tui.screens.labels import LabelScreen
 

@@ -162,3 +162,33 @@ async def test_the_sample_screen_labels_its_own_judged_check(suite_file, tmp_pat
         await pilot.pause()
     (record,) = read_labels(labels)
     assert record.label == 0.8 and record.run is not None and record.labeler
+
+
+async def test_b_shows_the_judge_on_the_output_on_screen_only(suite_file, tmp_path):
+    app = make_app([str(suite_file)], history=RunHistory(tmp_path / "history"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_label_queue(pilot, app)
+        await pilot.press("b")
+        assert "judge: " in text_of(screen, "#label-verdict")
+        await pilot.press("b")  # and hides it again
+        assert "hidden until you label" in text_of(screen, "#label-verdict")
+        await pilot.press("b", "y")
+        for _ in range(3):  # every later output is blind again
+            assert "hidden until you label" in text_of(screen, "#label-verdict")
+            assert "judged by rule" not in text_of(screen, "#label-verdict")
+            await pilot.press("x")
+
+
+async def test_the_score_keys_read_as_one_range(suite_file, tmp_path):
+    from tui_eval.tui.screens.help import screen_keys
+    from tui_eval.tui.widgets.footer import KeyFooter
+
+    app = make_app([str(suite_file)], history=RunHistory(tmp_path / "history"))
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await open_label_queue(pilot, app)
+        await pilot.pause()
+        shown = {(key.display, key.description) for key in screen.query_one(KeyFooter).shown}
+        assert ("0–5", "Score") in shown
+        assert not any(description.startswith("Score ") for _, description in shown)
+        keys = dict(screen_keys(screen))  # what `?` lists: each key with what it gives
+        assert keys["0"] == "Score 0" and keys["1"] == "Score 0.2" and keys["5"] == "Score 1"

@@ -3,35 +3,47 @@ agreement between judge and humans (and, for a jury, between the judges).
 
 The agent is never called: each labelled output is judged again from its stored run, through
 the runner's saved-runs source, so the suite's provider options, the shared rate limiter, the
-response cache and `max_cost` apply to the judges exactly as in a run.
+response cache and `max_cost` apply to the judges exactly as in a run. A judge that raises,
+outlasts its case's `timeout` or replies no verdict is an error of that label, reported and
+failing the gate: never a verdict.
 """
 
 from __future__ import annotations
 
-import math
+import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tui_eval.agents.messages import Message, RunResult
+import anyio
+import anyio.to_thread
+
+from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers.cache import CacheMode, ResponseCache
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.calibration.labels import LabelRecord, LabelsFileError, labels_path, read_labels
-from tui_eval.checks.base import SCORE_PASS, Check, CheckResult, check_name
+from tui_eval.calibration.results import Calibration, JudgedLabel, UnjudgedLabel
+from tui_eval.checks.base import (
+    SCORE_PASS,
+    Check,
+    CheckContext,
+    CheckResult,
+    check_name,
+    is_async_check,
+    normalise,
+    takes_context,
+)
 from tui_eval.checks.judge import JudgeConfigError, llm_judge
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings
 from tui_eval.report.report import SampleResult
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns
-from tui_eval.stats.agreement import (
-    Confusion,
-    kappa_interval,
-    krippendorff_alpha,
-    weighted_score_kappa,
-)
 from tui_eval.suites import Suite, load_suites
+from tui_eval.util.cancellation import cancelled_from_outside
+from tui_eval.util.secrets import redact
 
 
 class CalibrationError(ValueError):
@@ -39,224 +51,6 @@ class CalibrationError(ValueError):
     file or suite. The message says which; the CLI exits 2."""
 
 
-@dataclass(frozen=True, slots=True)
-class JudgedLabel:
-    """One labelled output with the judge's verdict on it now.
-
-    Attributes:
-        record: the human label, as stored.
-        human_passed: the human's verdict ("pass", or a score reaching the threshold).
-        judge: the check's result when judged again (a jury's holds every judge's verdict).
-        threshold: the check's passing score (`SCORE_PASS` for checks without one).
-        suite: the suite the label belongs to.
-    """
-
-    record: LabelRecord
-    human_passed: bool
-    judge: CheckResult
-    threshold: float
-    suite: str = ""
-
-    @property
-    def agrees(self) -> bool:
-        """Whether judge and human reached the same verdict."""
-        return self.human_passed == self.judge.passed
-
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON form of a disagreement."""
-        return {
-            "suite": self.suite,
-            "case": self.record.case,
-            "check": self.record.check,
-            "label": self.record.label,
-            "human_passed": self.human_passed,
-            "judge_passed": self.judge.passed,
-            "judge_score": self.judge.score,
-            "threshold": self.threshold,
-            "reason": self.judge.reason,
-            "verdicts": [
-                {"judge": v.judge, "passed": v.passed, "score": v.score, "reasoning": v.reasoning}
-                for v in self.judge.verdicts or []
-            ],
-        }
-
-
-@dataclass(slots=True, kw_only=True)
-class Calibration:
-    """How far a judge agrees with human labels.
-
-    Attributes:
-        n: labelled outputs judged.
-        agreement: the share where judge and human reached the same verdict.
-        kappa: Cohen's κ of the pass/fail verdicts (NaN when undefined: one class only).
-        kappa_ci: a 95% bootstrap interval for κ (seeded: reruns give the same).
-        weighted_kappa: quadratic weighted κ of the human score labels against the judge's
-            scores, on a grid of tenths (None without score labels).
-        tpr: of the outputs humans passed, the share the judge passed.
-        tnr: of the outputs humans failed, the share the judge failed.
-        confusion: `{"tp", "fp", "fn", "tn"}`, judge against human (human pass = positive).
-        disagreements: the labelled outputs where judge and human differ.
-        by_check: the same per check (keyed by check name).
-        judges_alpha: Krippendorff's α of the jurors' pass/fail verdicts (None: no jury).
-        judges: each juror's own calibration against the humans, by judge name (juries).
-        judged: every labelled output with its verdict, in label order.
-        skipped: labels that could not be judged (their case or check is gone), and why.
-        judge_requests: judge model requests made (including those the cache answered).
-        cached_requests: of those, answered by the response cache.
-        cost: dollars the judges spent, when priced.
-        stopped: why judging stopped early (`max_cost`), if it did.
-    """
-
-    n: int
-    agreement: float
-    kappa: float
-    kappa_ci: tuple[float, float]
-    weighted_kappa: float | None
-    tpr: float
-    tnr: float
-    confusion: dict[str, int]
-    disagreements: list[JudgedLabel] = field(default_factory=list)
-    by_check: dict[str, Calibration] = field(default_factory=dict)
-    judges_alpha: float | None = None
-    judges: dict[str, Calibration] = field(default_factory=dict)
-    judged: list[JudgedLabel] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    judge_requests: int = 0
-    cached_requests: int = 0
-    cost: float | None = None
-    stopped: str | None = None
-
-    @classmethod
-    def of(cls, judged: Sequence[JudgedLabel], *, seed: int = 0) -> Calibration:
-        """The agreement statistics of these judged labels (and per check, and per juror)."""
-        calibration = _statistics(judged, seed=seed)
-        checks = sorted({j.record.check for j in judged})
-        calibration.by_check = {
-            name: _statistics([j for j in judged if j.record.check == name], seed=seed)
-            for name in checks
-        }
-        jurors = [j for j in judged if j.judge.verdicts]
-        if jurors:
-            names = list(dict.fromkeys(v.judge for j in jurors for v in j.judge.verdicts or []))
-            units = [
-                [
-                    next((v.passed for v in j.judge.verdicts or [] if v.judge == name), None)
-                    for name in names
-                ]
-                for j in jurors
-            ]
-            calibration.judges_alpha = krippendorff_alpha(units)
-            calibration.judges = {
-                name: _statistics([_as_juror(j, name) for j in jurors], seed=seed) for name in names
-            }
-        return calibration
-
-    def below(self, min_kappa: float) -> bool:
-        """Whether κ fails a `--min-kappa` gate: below it, or undefined (fails closed)."""
-        return math.isnan(self.kappa) or self.kappa < min_kappa
-
-    def as_dict(self) -> dict[str, Any]:
-        """The calibration as the CLI's `--json` writes it (NaN as null)."""
-        document: dict[str, Any] = {
-            "n": self.n,
-            "agreement": _number(self.agreement),
-            "kappa": _number(self.kappa),
-            "kappa_ci": [_number(self.kappa_ci[0]), _number(self.kappa_ci[1])],
-            "weighted_kappa": _number(self.weighted_kappa),
-            "tpr": _number(self.tpr),
-            "tnr": _number(self.tnr),
-            "confusion": dict(self.confusion),
-            "disagreements": [d.as_dict() for d in self.disagreements],
-            "by_check": {name: c.as_dict() for name, c in self.by_check.items()},
-            "judges_alpha": _number(self.judges_alpha),
-            "judges": {name: c.as_dict() for name, c in self.judges.items()},
-        }
-        if self.skipped:
-            document["skipped"] = list(self.skipped)
-        if self.judge_requests or self.cached_requests:
-            document["judge_requests"] = self.judge_requests
-            document["cached_requests"] = self.cached_requests
-        if self.cost is not None:
-            document["cost"] = self.cost
-        if self.stopped:
-            document["stopped"] = self.stopped
-        return document
-
-    def summary(self) -> str:
-        """A few lines for a terminal: κ with its interval, agreement, TPR/TNR, the matrix."""
-        c = self.confusion
-        lines = [
-            f"{self.n} labelled outputs · κ {_fmt(self.kappa)} "
-            f"(95% CI {_fmt(self.kappa_ci[0])}–{_fmt(self.kappa_ci[1])}) · "
-            f"agreement {_pct(self.agreement)} · TPR {_pct(self.tpr)} · TNR {_pct(self.tnr)}",
-            f"  judge vs human: tp {c['tp']} · fp {c['fp']} · fn {c['fn']} · tn {c['tn']}",
-        ]
-        if self.weighted_kappa is not None:
-            lines.append(f"  weighted κ (quadratic, score labels): {_fmt(self.weighted_kappa)}")
-        if self.judges_alpha is not None:
-            lines.append(f"  jury: Krippendorff's α {_fmt(self.judges_alpha)}")
-            for name, juror in self.judges.items():
-                lines.append(
-                    f"    {name}: κ {_fmt(juror.kappa)} · agreement {_pct(juror.agreement)}"
-                )
-        if len(self.by_check) > 1:
-            for name, part in self.by_check.items():
-                lines.append(f"  {name}: n {part.n} · κ {_fmt(part.kappa)}")
-        return "\n".join(lines)
-
-
-def _statistics(judged: Sequence[JudgedLabel], *, seed: int) -> Calibration:
-    human = [j.human_passed for j in judged]
-    verdicts = [j.judge.passed for j in judged]
-    confusion = Confusion.of(human, verdicts)
-    scored = [
-        (j.record.score, j.judge.score)
-        for j in judged
-        if j.record.score is not None and j.judge.score is not None
-    ]
-    weighted = (
-        weighted_score_kappa([h for h, _ in scored], [s for _, s in scored]) if scored else None
-    )
-    return Calibration(
-        n=confusion.n,
-        agreement=confusion.agreement,
-        kappa=confusion.kappa,
-        kappa_ci=kappa_interval(human, verdicts, seed=seed),
-        weighted_kappa=weighted,
-        tpr=confusion.tpr,
-        tnr=confusion.tnr,
-        confusion=confusion.as_dict(),
-        disagreements=[j for j in judged if not j.agrees],
-        judged=list(judged),
-    )
-
-
-def _as_juror(judged: JudgedLabel, name: str) -> JudgedLabel:
-    """The label as one juror alone judged it."""
-    verdict = next(v for v in judged.judge.verdicts or [] if v.judge == name)
-    result = CheckResult(
-        judged.judge.name, verdict.passed, verdict.score, verdict.reasoning, None, judged.threshold
-    )
-    return replace(judged, judge=result)
-
-
-def _number(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else value
-
-
-def _fmt(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "n/a"
-    # A bootstrap bound of -3e-16 is float noise around 0: never show "-0.00".
-    shown = f"{value:.2f}"
-    return "0.00" if shown == "-0.00" else shown
-
-
-def _pct(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.0%}"
-
-
-# -- calibrate ---------------------------------------------------------------------------
 def check_threshold(check: Check) -> float:
     """The score a check's pass needs: a judge's `threshold`, else `SCORE_PASS`."""
     threshold = getattr(check, "threshold", None)
@@ -268,18 +62,103 @@ def _find_check(case: Case, name: str) -> Check | None:
 
 
 def _judge_for(check: Check, judge: Any, where: str) -> Check:
-    if judge is None:
-        if isinstance(check, llm_judge) and None in check.models:
-            try:
-                check._provider(check.models.index(None))
-            except JudgeConfigError as exc:
-                raise CalibrationError(f"{where}: {exc} (or calibrate with --judge)") from None
-        return check
-    if not isinstance(check, llm_judge):
-        raise CalibrationError(
-            f"--judge replaces an llm_judge's model, but {where} is {check!r}, not an llm_judge"
+    """The check to judge with (`judge`'s model instead of its own, when given), its every
+    model resolved now: a spec that cannot be (`python:no_such_module:x`, a missing key) is
+    a usage error before any judging, never a verdict on every label."""
+    if judge is not None:
+        if not isinstance(check, llm_judge):
+            raise CalibrationError(
+                f"--judge replaces an llm_judge's model, but {where} is {check!r}, not an llm_judge"
+            )
+        check = check.with_model(judge)
+    if isinstance(check, llm_judge):
+        try:
+            check.resolve_models()
+        except (JudgeConfigError, ValueError) as exc:
+            source = "--judge" if judge is not None else where
+            hint = "" if judge is not None else " (or calibrate with --judge)"
+            raise CalibrationError(f"{source}: {exc}{hint}") from None
+    return check
+
+
+class _GuardedJudge:
+    """The check a calibration judges one labelled output with: the suite's judge within its
+    case's `timeout`, with anything but a verdict kept as `error` rather than a "fail".
+
+    Attributes:
+        name: the judge's name (its results carry it).
+        error: why the judge gave no verdict (None: it gave one, or was not asked).
+    """
+
+    is_async = True
+    takes_context = False
+
+    def __init__(self, check: Check, case: Case) -> None:
+        self.check = check
+        self.name = check_name(check)
+        self.timeout = case.timeout
+        self.context = CheckContext(case.label, case.input, case.expected, case.metadata, 0)
+        self.error: str | None = None
+
+    async def __call__(self, run: RunResult) -> CheckResult:
+        try:
+            if self.timeout is None:
+                return await self._judge(run)
+            with anyio.move_on_after(self.timeout):
+                return await self._judge(run)
+        except BaseException as exc:
+            if cancelled_from_outside(exc):
+                raise
+            return self._failed(f"the judge raised {_exception_text(exc)}")
+        return self._failed(
+            f"the judge gave no verdict within the case's timeout of {self.timeout:g}s"
         )
-    return check.with_model(judge)
+
+    async def _judge(self, run: RunResult) -> CheckResult:
+        check = self.check
+        if isinstance(check, llm_judge):
+            answers = await check.answers(run)
+            missing = [answer for answer in answers if answer.verdict is None]
+            if missing:
+                usage = Usage()
+                for answer in answers:
+                    usage = usage + answer.usage
+                listed = "; ".join(f"{a.judge}: {a.reasoning}" for a in missing)
+                return self._failed(f"no verdict from {listed}", usage)
+            return check.decide(answers)
+        function: Any = check
+        call = (
+            partial(function, run, self.context) if takes_context(check) else partial(function, run)
+        )
+        if is_async_check(check) or self.timeout is None:
+            value = call()
+        else:  # a blocking judge in a thread, so the timeout can leave it behind
+            value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        if inspect.isawaitable(value):
+            value = await value
+        result = normalise(self.name, value)
+        return result if _is_verdict(value, result) else self._failed(result.reason)
+
+    def _failed(self, error: str, usage: Usage | None = None) -> CheckResult:
+        self.error = redact(error)
+        return CheckResult(self.name, False, None, self.error, usage or None)
+
+
+def _is_verdict(value: Any, result: CheckResult) -> bool:
+    """Whether what a check returned was a verdict `normalise` kept, not a misuse it turned
+    into a failure (a string, None, a score outside 0..1)."""
+    if isinstance(value, CheckResult):
+        return result is value
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, (int, float)) and 0.0 <= value <= 1.0
+
+
+def _exception_text(exc: BaseException) -> str:
+    """`Type: message`, of each exception a group holds (a jury's judges fail together)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_exception_text(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _stored_run(record: LabelRecord, case: Case) -> RunResult:
@@ -349,13 +228,18 @@ async def calibrate(
         max_cost: dollars; judging stops starting new outputs past it (default the suite's).
         seed: the bootstrap's seed.
 
+    A judge that raises, outlasts its case's `timeout` or replies no verdict gives no
+    verdict: that label is in `errors`, out of every figure, and `passes()` is False.
+
     Raises:
-        CalibrationError: no labels (for `check`), a bad labels or suite file, or `judge`
-            given for a check that is not an `llm_judge`.
+        CalibrationError: no labels (for `check`), a bad labels or suite file, `judge`
+            given for a check that is not an `llm_judge`, or a judge model that cannot be
+            resolved (an unknown spec, a `python:` module that does not import, no key).
     """
     suites = _load_suites(suite)
     judged: list[JudgedLabel] = []
     skipped: list[str] = []
+    errors: list[UnjudgedLabel] = []
     requests = cached = 0
     cost: float | None = None
     stopped: str | None = None
@@ -368,6 +252,7 @@ async def calibrate(
         result = await _judge_suite(one, records, judge, cache, provider, max_cost)
         judged += result.judged
         skipped += result.skipped
+        errors += result.errors
         requests += result.requests
         cached += result.cached
         if result.cost is not None:
@@ -379,6 +264,7 @@ async def calibrate(
         raise CalibrationError(f"no labels {what}in {where}")
     calibration = Calibration.of(judged, seed=seed)
     calibration.skipped = skipped
+    calibration.errors = errors
     calibration.judge_requests = requests
     calibration.cached_requests = cached
     calibration.cost = cost
@@ -390,6 +276,7 @@ async def calibrate(
 class _SuiteJudging:
     judged: list[JudgedLabel]
     skipped: list[str]
+    errors: list[UnjudgedLabel] = field(default_factory=list)
     requests: int = 0
     cached: int = 0
     cost: float | None = None
@@ -406,8 +293,9 @@ async def _judge_suite(
 ) -> _SuiteJudging:
     """Judge each labelled output of one suite once, as a recheck of saved runs."""
     cases_by_name = {case.label: case for case in suite.cases}
-    planned: list[tuple[LabelRecord, Check, Case]] = []
+    planned: list[tuple[LabelRecord, _GuardedJudge, Case]] = []
     skipped: list[str] = []
+    judges: dict[int, Check] = {}  # one judge (and its providers) per check of the suite
     for record in records:
         case = cases_by_name.get(record.case)
         if case is None:
@@ -417,15 +305,18 @@ async def _judge_suite(
         if found is None:
             skipped.append(f"{suite.name}: case {record.case!r} has no check {record.check!r}")
             continue
-        where = f"check {record.check!r} of case {record.case!r}"
-        planned.append((record, _judge_for(found, judge, where), case))
+        chosen = judges.get(id(found))
+        if chosen is None:
+            where = f"check {record.check!r} of case {record.case!r}"
+            chosen = judges[id(found)] = _judge_for(found, judge, where)
+        planned.append((record, _GuardedJudge(chosen, case), case))
     if not planned:
         return _SuiteJudging([], skipped)
     # One replayed "case" per labelled output, named by its position: the labels of one
     # case (several outputs) are judged independently, each exactly once.
     cases = [
-        Case(case.input, checks=[chosen], name=str(position))
-        for position, (_, chosen, case) in enumerate(planned)
+        Case(case.input, checks=[guarded], name=str(position))
+        for position, (_, guarded, case) in enumerate(planned)
     ]
     replay = {
         str(position): [SampleResult(str(position), 0, "passed", run=_stored_run(record, case))]
@@ -443,24 +334,29 @@ async def _judge_suite(
     report = await evaluation.run()
     by_position = {int(result.name): result for result in report.cases}
     judged: list[JudgedLabel] = []
+    errors: list[UnjudgedLabel] = []
     requests = 0
     cost: float | None = None
-    for position, (record, chosen, _) in enumerate(planned):
+    for position, (record, guarded, _) in enumerate(planned):
         result = by_position.get(position)
         if result is None or not result.samples or not result.samples[0].checks:
             continue  # not judged: the run stopped on max_cost first
         sample = result.samples[0]
-        threshold = check_threshold(chosen)
-        judged.append(
-            JudgedLabel(record, record.passed(threshold), sample.checks[0], threshold, suite.name)
-        )
         requests += sample.judge_usage.requests
         if sample.cost is not None:
             cost = (cost or 0.0) + sample.cost
+        if guarded.error is not None:
+            errors.append(UnjudgedLabel(record, guarded.error, suite.name))
+            continue
+        threshold = check_threshold(guarded.check)
+        judged.append(
+            JudgedLabel(record, record.passed(threshold), sample.checks[0], threshold, suite.name)
+        )
     hits = evaluation.cache.hits if evaluation.cache is not None else 0
     return _SuiteJudging(
         judged,
         skipped,
+        errors,
         requests=requests,
         cached=hits,
         cost=cost,
@@ -472,6 +368,7 @@ __all__ = [
     "Calibration",
     "CalibrationError",
     "JudgedLabel",
+    "UnjudgedLabel",
     "calibrate",
     "check_threshold",
 ]

@@ -123,7 +123,7 @@ class LabelProgress:
     total: int
 
     def __str__(self) -> str:
-        return f"{self.labelled} of {self.total} judged samples labelled"
+        return f"{self.labelled} of {self.total} judged sample{'s' * (self.total != 1)} labelled"
 
 
 def label_progress(items: Sequence[LabelItem], store: LabelStore) -> LabelProgress:

@@ -3,14 +3,17 @@
 One JSON object a line (DESIGN §8): what was judged (case, check, the agent's output and,
 optionally, its stored run), the human label, who gave it and when. The file sits beside the
 suite, in the repository, and reads well in a diff: a new label is appended at the end and
-relabelling the same output replaces its line in place. Every write is atomic.
+relabelling the same output replaces its line in place. Every write is atomic, and merges
+with what is on disk under a lock: two label sessions on one suite keep each other's labels.
+Lines end at `\n` only; a label's text never holds a raw line or paragraph separator.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -20,8 +23,8 @@ import pydantic
 from tui_eval.agents.messages import RunResult
 from tui_eval.checks.base import SCORE_PASS
 from tui_eval.suites import Suite
-from tui_eval.suites.suite import baseline_file_stem
-from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.suites.suite import suite_file
+from tui_eval.util.atomic import atomic_write_bytes, folder_lock
 from tui_eval.util.text import json_safe, validation_message
 
 LABELS_SCHEMA_VERSION = 1
@@ -119,9 +122,25 @@ def new_label(
 
 
 def labels_path(suite: Suite) -> Path:
-    """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl`."""
+    """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl` (the
+    name's file stem, `suite_file_stem`; a file an earlier version named for the suite,
+    whose labels are all of its cases, is moved there first)."""
     folder = suite.path.parent if suite.path is not None else Path.cwd()
-    return folder / LABELS_FOLDER / f"{baseline_file_stem(suite.name)}.jsonl"
+    return suite_file(folder / LABELS_FOLDER, suite.name, ".jsonl", owned=_labels_of(suite))
+
+
+def _labels_of(suite: Suite) -> Callable[[Path], bool]:
+    """Whether a labels file holds labels of `suite` only (of its cases, at least one)."""
+
+    def owned(path: Path) -> bool:
+        try:
+            records = read_labels(path)
+        except (LabelsFileError, OSError):
+            return False
+        cases = {case.label for case in suite.cases}
+        return bool(records) and all(record.case in cases for record in records)
+
+    return owned
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:
@@ -141,7 +160,9 @@ def read_labels(path: str | Path) -> list[LabelRecord]:
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelsFileError(f"{target}: cannot read labels: {exc}") from None
     records: dict[tuple[str, str, str], LabelRecord] = {}
-    for number, line in enumerate(data.splitlines(), start=1):
+    # Lines end at "\n" only: `str.splitlines()` would also cut at U+2028, U+0085 and
+    # others that a label's output may hold (and an older tui-eval wrote raw).
+    for number, line in enumerate(data.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -163,6 +184,11 @@ def _line_problem(line: str, exc: pydantic.ValidationError) -> str:
     return validation_message(exc, every=True)
 
 
+_LINE_BREAKS_IN_STRINGS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+"""Characters other line readers (`str.splitlines()`, JavaScript) take for line ends; JSON
+escapes none of them, so they are written escaped (they only ever occur in strings)."""
+
+
 def record_line(record: LabelRecord) -> str:
     """The record as one line of the labels file (the optional `run` and `note` only when
     present, so a hand-written minimal line and a written one look alike)."""
@@ -170,11 +196,19 @@ def record_line(record: LabelRecord) -> str:
     for optional in ("run", "note"):
         if document.get(optional) is None:
             document.pop(optional, None)
-    return json.dumps(document, ensure_ascii=False)
+    line = json.dumps(document, ensure_ascii=False)
+    for raw, escaped in _LINE_BREAKS_IN_STRINGS.items():
+        line = line.replace(raw, escaped)
+    return line
 
 
 class LabelStore:
-    """A suite's labels, read once and written back atomically on every change.
+    """A suite's labels: read once, and every change merged into the file on disk.
+
+    Each change re-reads the file under a lock on its folder (unless it is as this store
+    last wrote it), applies this store's changes and writes the result atomically, so two
+    stores on one file (two label sessions, two people, the app and a script) keep each
+    other's labels; the store then holds what the file holds.
 
     Example:
         >>> store = LabelStore.of(suite)  # doctest: +SKIP
@@ -187,6 +221,10 @@ class LabelStore:
     def __init__(self, path: str | Path, records: Iterable[LabelRecord] = ()) -> None:
         self.path = Path(path)
         self._records: dict[tuple[str, str, str], LabelRecord] = {r.key: r for r in records}
+        self._unsaved: dict[tuple[str, str, str], LabelRecord | None] = {}
+        self._synced: bytes | None = None
+        """A digest of the file as this store last read or wrote it (None: read it again
+        before writing)."""
 
     @classmethod
     def load(cls, path: str | Path) -> LabelStore:
@@ -195,7 +233,11 @@ class LabelStore:
         Raises:
             LabelsFileError: a line is not a label.
         """
-        return cls(path, read_labels(path))
+        # Looked at before reading: a file replaced in between is read again on writing.
+        synced = _digest(Path(path))
+        store = cls(path, read_labels(path))
+        store._synced = synced
+        return store
 
     @classmethod
     def of(cls, suite: Suite) -> LabelStore:
@@ -215,31 +257,73 @@ class LabelStore:
     def put(self, record: LabelRecord) -> LabelRecord | None:
         """Label an output (replacing its earlier label in place) and write the file.
 
+        Relabelling keeps the earlier label's note unless `record` brings its own, and the
+        same label given again leaves the record as it was (who gave it, and when).
+
         Returns:
             The label it replaced, if any (give it to `restore` to undo).
+
+        Raises:
+            LabelsFileError: the file on disk is no longer a labels file (nothing written).
         """
         previous = self._records.get(record.key)
-        self._records[record.key] = record
-        self._write()
+        if previous is not None and record.note is None and previous.note is not None:
+            record = record.model_copy(update={"note": previous.note})
+        if previous is not None and (record.label, record.note) == (previous.label, previous.note):
+            return previous
+        self._change(record.key, record)
         return previous
 
     def remove(self, key: tuple[str, str, str]) -> LabelRecord | None:
         """Remove the label of an output and write the file; returns what was removed."""
-        removed = self._records.pop(key, None)
+        removed = self._records.get(key)
         if removed is not None:
-            self._write()
+            self._change(key, None)
         return removed
 
     def restore(self, key: tuple[str, str, str], previous: LabelRecord | None) -> None:
-        """Undo a `put`: bring back `previous` (or remove the label when there was none)."""
+        """Undo a `put`: bring back `previous` exactly (or remove the label when there was
+        none)."""
         if previous is None:
             self.remove(key)
         else:
-            self.put(previous)
+            self._change(key, previous)
+
+    def _change(self, key: tuple[str, str, str], record: LabelRecord | None) -> None:
+        self._unsaved[key] = record
+        if record is None:
+            self._records.pop(key, None)
+        else:
+            self._records[key] = record
+        self._write()
 
     def _write(self) -> None:
-        lines = [record_line(record) for record in self._records.values()]
-        atomic_write_bytes(self.path, ("\n".join(lines) + "\n" if lines else "").encode())
+        """Merge this store's unsaved changes into the file: under the folder's lock, read
+        what is on disk now, apply them, write it atomically, and hold the result."""
+        with folder_lock(self.path.parent):
+            if self._synced is not None and _digest(self.path) == self._synced:
+                merged = dict(self._records)  # nobody wrote since: it holds our changes
+            else:
+                merged = {record.key: record for record in read_labels(self.path)}
+                for key, record in self._unsaved.items():
+                    if record is None:
+                        merged.pop(key, None)
+                    else:
+                        merged[key] = record  # in place when it is there, else at the end
+            lines = [record_line(record) for record in merged.values()]
+            data = ("\n".join(lines) + "\n" if lines else "").encode()
+            atomic_write_bytes(self.path, data)
+            self._synced = hashlib.sha256(data).digest()
+        self._unsaved.clear()
+        self._records = merged
+
+
+def _digest(path: Path) -> bytes | None:
+    """A digest of the file's bytes (None: there is none, or it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return None
 
 
 __all__ = [

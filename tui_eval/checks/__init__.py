@@ -2,6 +2,7 @@
 built-in matchers, combinators and the LLM judge."""
 
 from tui_eval.checks.base import Check, CheckContext, CheckResult, check_name, run_check
+from tui_eval.checks.choice import choice
 from tui_eval.checks.combinators import all_of, any_of, weighted
 from tui_eval.checks.expected import equals_expected, matches_expected, stop_reason
 from tui_eval.checks.judge import Verdict, llm_judge, verdict_reply
@@ -29,6 +30,7 @@ __all__ = [
     "all_of",
     "any_of",
     "check_name",
+    "choice",
     "contains",
     "equals",
     "equals_expected",

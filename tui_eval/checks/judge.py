@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -14,10 +16,14 @@ from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers import ModelLike, python_target, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.checks.base import CheckResult, Declared, JudgeVerdict
-from tui_eval.util.text import value_text
+from tui_eval.util.text import one_line, value_text
 
 JUDGE_MODEL_ENV = "TUI_EVAL_JUDGE_MODEL"
 MAX_JUDGED_CHARS = 20_000
+DEFAULT_NAME = "llm_judge"
+"""The name of a judge given none (`name=`); several in one case are told apart by rubric."""
+RUBRIC_IN_NAME = 40
+"""How much of its rubric names an unnamed judge that shares a case with another."""
 
 JUDGE_INSTRUCTIONS = """\
 You are a strict, fair evaluator of an AI agent's answer. Read the rubric, the task the
@@ -47,6 +53,23 @@ class JudgeConfigError(RuntimeError):
 
 Aggregate = Literal["majority", "mean", "min"]
 AGGREGATES: tuple[Aggregate, ...] = ("majority", "mean", "min")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeAnswer:
+    """One judge's answer to the prompt: its verdict, or None and why it gave none.
+
+    Attributes:
+        judge: the judge's name (`llm_judge.judge_names`).
+        verdict: the verdict (None: the reply was not a valid verdict, or no model is set).
+        reasoning: the verdict's reasoning, or why there is none.
+        usage: what asking it spent.
+    """
+
+    judge: str
+    verdict: Verdict | None
+    reasoning: str
+    usage: Usage
 
 
 class llm_judge:
@@ -83,7 +106,7 @@ class llm_judge:
         ] = None,
         threshold: Annotated[float, pydantic.Field(ge=0, le=1)] = 0.7,
         aggregate: Aggregate = "majority",
-        name: str = "llm_judge",
+        name: str = DEFAULT_NAME,
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"llm_judge threshold must be within 0..1, got {threshold}")
@@ -142,6 +165,27 @@ class llm_judge:
             name=self.name,
         )
 
+    def named(self, name: str) -> llm_judge:
+        """The same judge under another name."""
+        return llm_judge(
+            self.rubric,
+            model=self.model,
+            threshold=self.threshold,
+            aggregate=self.aggregate,
+            name=name,
+        )
+
+    def resolve_models(self) -> None:
+        """Resolve every judge model now, rather than fail each judgement later.
+
+        Raises:
+            JudgeConfigError: no model was given and `$TUI_EVAL_JUDGE_MODEL` is not set.
+            ModelSpecError: a model spec cannot be resolved (an unknown prefix, a
+                `python:` module that does not import, a missing API key).
+        """
+        for position in range(len(self.models)):
+            self._provider(position)
+
     def _provider(self, position: int = 0) -> Provider:
         model = self.models[position]
         if model is None:
@@ -178,12 +222,13 @@ class llm_judge:
         parts.append(f"<answer>\n{answer}\n</answer>")
         return "\n\n".join(parts)
 
-    async def _verdict(self, position: int, prompt: str) -> tuple[Verdict | None, str, Usage]:
-        """One judge's verdict (None and why, when it gave none) and what it spent."""
+    async def _answer(self, position: int, prompt: str) -> JudgeAnswer:
+        """One judge's answer (a None verdict and why, when it gave none)."""
+        name = self.judge_names[position]
         try:
             provider = self._provider(position)
         except (JudgeConfigError, ValueError) as exc:
-            return None, str(exc), Usage()
+            return JudgeAnswer(name, None, str(exc), Usage())
         judge = Agent(
             provider,
             instructions=JUDGE_INSTRUCTIONS,
@@ -196,46 +241,74 @@ class llm_judge:
             result = await judge.run([Message("user", prompt)])
         except AgentRunError as exc:
             usage = exc.partial.usage if exc.partial is not None else Usage()
-            return None, f"judge reply is not a valid verdict: {exc}", usage
+            return JudgeAnswer(name, None, f"judge reply is not a valid verdict: {exc}", usage)
         verdict: Verdict = result.output
-        return verdict, verdict.reasoning, result.usage
+        return JudgeAnswer(name, verdict, verdict.reasoning, result.usage)
 
-    async def __call__(self, run: RunResult) -> CheckResult:
+    async def answers(self, run: RunResult) -> list[JudgeAnswer]:
+        """Every judge's answer on `run`, in order (a jury's are asked concurrently).
+
+        `decide()` turns them into the check's result; calibration reads them first, so a
+        judge that gave no verdict is an error there, never a "fail".
+
+        Raises:
+            Exception: whatever a provider raised (a run fails the check with it).
+        """
         prompt = self.prompt(run)
         if not self.is_jury:
-            verdict, reasoning, usage = await self._verdict(0, prompt)
-            if verdict is None:
-                return CheckResult(
-                    self.name, False, 0.0, reasoning, usage or None, threshold=self.threshold
-                )
-            passed = verdict.score >= self.threshold
-            return CheckResult(
-                self.name, passed, verdict.score, reasoning, usage, threshold=self.threshold
-            )
-        answers: list[tuple[Verdict | None, str, Usage]] = [(None, "", Usage())] * len(self.models)
+            return [await self._answer(0, prompt)]
+        answers: list[JudgeAnswer | None] = [None] * len(self.models)
 
         async def ask(position: int) -> None:
-            answers[position] = await self._verdict(position, prompt)
+            answers[position] = await self._answer(position, prompt)
 
         async with anyio.create_task_group() as group:
             for position in range(len(self.models)):
                 group.start_soon(ask, position)
+        return [answer for answer in answers if answer is not None]
+
+    async def __call__(self, run: RunResult) -> CheckResult:
+        return self.decide(await self.answers(run))
+
+    def decide(self, answers: Sequence[JudgeAnswer]) -> CheckResult:
+        """The check's result from the judges' answers: a judge without a valid verdict
+        fails (the check never passes by accident)."""
+        if not self.is_jury:
+            (answer,) = answers
+            if answer.verdict is None:
+                return CheckResult(
+                    self.name,
+                    False,
+                    0.0,
+                    answer.reasoning,
+                    answer.usage or None,
+                    threshold=self.threshold,
+                )
+            score = answer.verdict.score
+            return CheckResult(
+                self.name,
+                score >= self.threshold,
+                score,
+                answer.reasoning,
+                answer.usage,
+                threshold=self.threshold,
+            )
         return self._decide(answers)
 
-    def _decide(self, answers: list[tuple[Verdict | None, str, Usage]]) -> CheckResult:
+    def _decide(self, answers: Sequence[JudgeAnswer]) -> CheckResult:
         """The jury's verdict from every judge's (a judge without a valid verdict fails)."""
         verdicts = [
             JudgeVerdict(
-                name,
-                verdict is not None and verdict.score >= self.threshold,
-                verdict.score if verdict is not None else None,
-                reasoning,
+                answer.judge,
+                answer.verdict is not None and answer.verdict.score >= self.threshold,
+                answer.verdict.score if answer.verdict is not None else None,
+                answer.reasoning,
             )
-            for name, (verdict, reasoning, _) in zip(self.judge_names, answers, strict=True)
+            for answer in answers
         ]
         usage = Usage()
-        for _, _, spent in answers:
-            usage = usage + spent
+        for answer in answers:
+            usage = usage + answer.usage
         scores = [v.score if v.score is not None else 0.0 for v in verdicts]
         passing = sum(v.passed for v in verdicts)
         threshold: float | None = self.threshold
@@ -272,6 +345,48 @@ def _model_name(model: ModelLike | None) -> str:
         return f"{provider}:{spec_model}"  # an HTTP provider, named as its spec would be
     name = getattr(model, "name", None) or getattr(model, "__name__", None)
     return str(name) if name else type(model).__name__
+
+
+def name_unnamed_judges(checks: Sequence[Any]) -> list[Any]:
+    """A case's checks, with each unnamed `llm_judge` named apart when it has company.
+
+    Two judges left at the default name in one case would report, and be labelled, as the
+    same check. When a case has several, each is named after its rubric instead:
+    `llm_judge[Polite, names the capital]` (with a short hash of the rubric when two
+    rubrics start alike, and of the whole judge when they are equal). A name depends on the
+    judge alone, never on its position, so reordering the checks or adding another keeps it,
+    and a label never moves to another judge. The judges are copies: one `llm_judge`
+    object shared by several cases keeps its own name.
+    """
+    unnamed = [
+        i for i, c in enumerate(checks) if isinstance(c, llm_judge) and c.name == DEFAULT_NAME
+    ]
+    if len(unnamed) < 2:
+        return list(checks)
+    named = list(checks)
+    names = {i: _rubric_name(checks[i].rubric) for i in unnamed}
+    for level in (1, 2):
+        clashing = [i for i in unnamed if list(names.values()).count(names[i]) > 1]
+        for i in clashing:
+            judge: llm_judge = checks[i]
+            what = (
+                judge.rubric
+                if level == 1
+                else repr((judge.rubric, judge.judge_names, judge.threshold, judge.aggregate))
+            )
+            names[i] = _rubric_name(judge.rubric, hashlib.sha256(what.encode()).hexdigest()[:6])
+    seen: dict[str, int] = {}
+    for i in unnamed:
+        count = seen[names[i]] = seen.get(names[i], 0) + 1
+        # Judges alike in every respect: which is which does not matter.
+        name = names[i] if count == 1 else f"{names[i][:-1]} #{count}]"
+        named[i] = checks[i].named(name)
+    return named
+
+
+def _rubric_name(rubric: str, digest: str = "") -> str:
+    shown = one_line(rubric, RUBRIC_IN_NAME) if rubric.strip() else "no rubric"
+    return f"{DEFAULT_NAME}[{shown}{' ' + digest if digest else ''}]"
 
 
 def verdict_reply(score: float, reasoning: str) -> str:

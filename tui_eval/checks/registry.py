@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, get
 import pydantic
 
 from tui_eval.checks.base import Check, Declared
+from tui_eval.checks.choice import choice
 from tui_eval.checks.combinators import all_of, any_of, weighted
 from tui_eval.checks.expected import equals_expected, matches_expected, stop_reason
 from tui_eval.checks.judge import llm_judge
@@ -52,6 +53,7 @@ BUILT_IN_CHECKS: tuple[type, ...] = (
     matches_expected,
     stop_reason,
     is_instance,
+    choice,
     tool_called,
     tool_not_called,
     tool_sequence,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -24,9 +25,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="re-judge human-labelled outputs; judge–human agreement (κ) for CI",
         description="Re-judge every output labelled in <suite folder>/__labels__/<suite>.jsonl "
         "(the agent is never called; judge answers are cached) and report Cohen's κ with a "
-        "bootstrap 95% interval, agreement, TPR/TNR (human pass = positive), the confusion "
-        "matrix and the disagreements. Exit 0; 1 when κ is below --min-kappa (or undefined); "
-        "2 on usage errors or when there are no labels for the check.",
+        "95% interval (one that holds at small label counts), agreement, TPR/TNR (human pass = "
+        "positive), the confusion matrix and the disagreements. Exit 0; 1 when the judge gave "
+        "no verdict on a labelled output (it raised, timed out or replied no verdict) or κ is "
+        "below --min-kappa (or undefined); 2 on usage errors or when there are no labels for "
+        "the check.",
     )
     parser.add_argument("path", metavar="PATH", help="the suite file")
     parser.add_argument("--check", metavar="NAME", help="only labels of this check")
@@ -37,13 +40,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="judge with this model instead of the suite's (repeat for a jury), to compare judges",
     )
     parser.add_argument(
-        "--min-kappa", type=float, metavar="X", help="exit 1 when κ is below X (CI gate)"
+        "--min-kappa",
+        type=_kappa_bar,
+        metavar="X",
+        help="exit 1 when κ is below X, from -1 to 1 (CI gate)",
     )
     parser.add_argument("--json", metavar="FILE", help="write the calibration as JSON")
     parser.add_argument(
         "--no-cache", action="store_true", help="ask the judges again (no response cache)"
     )
     parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+
+def _kappa_bar(value: str) -> float:
+    """A `--min-kappa` value: a number from -1 to 1 (NaN would silently pass every κ)."""
+    try:
+        bar = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number from -1 to 1, got {value!r}") from None
+    if not math.isfinite(bar) or not -1.0 <= bar <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number from -1 to 1, got {value!r}")
+    return bar
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
@@ -61,14 +78,22 @@ def calibrate_command(args: argparse.Namespace) -> int:
     except CalibrationError as exc:
         print(f"tui-eval: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    print(render_calibration(calibration))
     if args.json:
         document = json.dumps(calibration.as_dict(), indent=2, default=value_text)
         atomic_write_bytes(Path(args.json), document.encode())
+    lines = [render_calibration(calibration)]
+    if calibration.errors:
+        count = len(calibration.errors)
+        lines.append(
+            f"failing: the judge gave no verdict on {count} labelled output{'s' * (count != 1)}"
+        )
     if args.min_kappa is not None and calibration.below(args.min_kappa):
-        print(f"failing: κ below --min-kappa {args.min_kappa:g}")
-        return EXIT_FAILED
-    return EXIT_OK
+        lines.append(f"failing: κ below --min-kappa {args.min_kappa:g}")
+    print("\n".join(lines))
+    # Written here, so a reader that left (`| head`) is met by the CLI's handling, not by
+    # the interpreter's last flush.
+    sys.stdout.flush()
+    return EXIT_OK if calibration.passes(args.min_kappa) else EXIT_FAILED
 
 
 def render_calibration(calibration: Calibration) -> str:
@@ -91,6 +116,13 @@ def render_calibration(calibration: Calibration) -> str:
             )
         if len(calibration.disagreements) > SHOWN_DISAGREEMENTS:
             lines.append(f"  … and {len(calibration.disagreements) - SHOWN_DISAGREEMENTS} more")
+    for error in calibration.errors[:SHOWN_DISAGREEMENTS]:
+        lines.append(
+            f"judge error: {one_line(error.record.case, 50)} · {error.record.check}: "
+            f"{one_line(error.error, 160)}"
+        )
+    if len(calibration.errors) > SHOWN_DISAGREEMENTS:
+        lines.append(f"  … and {len(calibration.errors) - SHOWN_DISAGREEMENTS} more judge errors")
     for reason in calibration.skipped:
         lines.append(f"skipped: {sanitize(reason)}")
     if calibration.stopped:

@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
 from tui_eval.cli.requests import setting
@@ -22,6 +23,8 @@ COMMANDS = (
     "resume",
     "calibrate",
     "import",
+    "failures",
+    "quarantine",
 )
 
 DESCRIPTION = """\
@@ -38,12 +41,28 @@ Evaluate LLM agents: run suites of cases and checks, watch results live, compare
   tui-eval history                   list past runs
   tui-eval recheck REPORT PATH...    re-run the suites' current checks on saved outputs
   tui-eval resume                    finish the last interrupted run
+  tui-eval failures REPORT           failed samples grouped into modes (--against BASELINE)
+  tui-eval quarantine CASE --reason  a flaky case runs and shows, but does not gate
   tui-eval calibrate PATH            judge–human agreement on labelled outputs (--min-kappa X)
   tui-eval import KIND FILE -o SUITE.yaml  a suite from otel traces, pydantic-evals, inspect
 
 exit codes: 0 all passed and no regression · 1 a --fail-on condition (default: failures or
-regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing to resume
+regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing to resume ·
+5 nothing ran (the filter selected no case, or every suite was skipped)
 """
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: an argument it does not know is an error under the command's own
+    usage (`tui-eval run --bogus` shows `run`'s), not under the top level's."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,7 +72,11 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Typed as plain parsers' action: the commands' modules add theirs through it.
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser),
+    )
 
     run = sub.add_parser("run", help="run suites (in the app, or --headless for terminals and CI)")
     run.add_argument(
@@ -286,9 +309,10 @@ def _parser() -> argparse.ArgumentParser:
     from tui_eval.cli.calibrate import add_parser
 
     add_parser(sub)
-    from tui_eval.cli import imports
+    from tui_eval.cli import failures, imports
 
     imports.add_parser(sub)
+    failures.add_parsers(sub)
     return parser
 
 
@@ -362,7 +386,11 @@ def _main(args_list: list[str]) -> int:
         rest = rest[1:]
     if not rest or (rest[0] not in COMMANDS and not rest[0].startswith("-")):
         # `tui-eval [--watch] PATH...` opens the app; without a terminal, --watch reruns
-        # headless.
+        # headless. A word that is no path is a mistyped command: an error, never an app
+        # that would hang a script.
+        stray = next((word for word in rest if not os.path.lexists(word)), None)
+        if stray is not None:
+            return _not_a_command_or_path(parser, stray)
         if watch and not sys.stdout.isatty():
             return _guard(lambda: _watch_headless(rest, debug), debug)
         return _guard(lambda: _open_app(rest, autorun=watch, watch=watch), debug)
@@ -372,6 +400,26 @@ def _main(args_list: list[str]) -> int:
         sys.stdout.flush()  # argparse ignores a closed pipe; this raises it to main
         raise
     return _guard(lambda: _dispatch(args), args.debug)
+
+
+def _not_a_command_or_path(parser: argparse.ArgumentParser, word: str) -> int:
+    """Say that `word` is neither a command nor a file or folder, naming the closest command."""
+    import difflib
+
+    from tui_eval.util.text import one_line
+
+    parser.print_usage(sys.stderr)
+    closest = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    hint = (
+        f"; did you mean `tui-eval {closest[0]}`?"
+        if closest
+        else f"; commands: {', '.join(COMMANDS)}"
+    )
+    print(
+        f"tui-eval: error: {one_line(word, 80)!r} is neither a command nor a file or folder" + hint,
+        file=sys.stderr,
+    )
+    return EXIT_USAGE
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -419,6 +467,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return headless.run_command(args, mode="recheck")
     if args.command == "resume":
         return headless.resume_command(args)
+    if args.command == "failures":
+        from tui_eval.cli.failures import failures_command
+
+        return failures_command(args)
+    if args.command == "quarantine":
+        from tui_eval.cli.failures import quarantine_command
+
+        return quarantine_command(args)
     if args.command == "calibrate":
         from tui_eval.cli.calibrate import calibrate_command
 

@@ -13,11 +13,19 @@ from pathlib import Path
 
 import anyio
 
-from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_NOTHING_TO_RESUME, EXIT_OK, EXIT_USAGE
+from tui_eval.cli.exit_codes import (
+    EXIT_FAILED,
+    EXIT_NOTHING_RAN,
+    EXIT_NOTHING_TO_RESUME,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 from tui_eval.cli.outcomes import (
     SuiteOutcome,
     exit_code,
+    exports_from_args,
     missing_baselines,
+    nothing_ran_report,
     outcome_failures,
     print_error,
     print_outcome,
@@ -27,6 +35,7 @@ from tui_eval.cli.outcomes import (
 from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it was first
 from tui_eval.cli.progress import Progress
 from tui_eval.cli.requests import request_from_args
+from tui_eval.report.diff import Diff
 from tui_eval.report.gate import (
     RUN_DEFAULT,
     FailOn,
@@ -39,12 +48,13 @@ from tui_eval.run.ray_executor import ExecutorError, import_ray
 from tui_eval.service.request import (
     ABRun,
     DecideRun,
+    Exports,
     PlainRun,
     RecheckRun,
     RunKind,
     RunRequest,
 )
-from tui_eval.service.store import JournalFileError, RunHistory
+from tui_eval.service.store import JournalFileError, RunHistory, RunRecord
 from tui_eval.service.suite_run import (
     BaselineStatus,
     EmptySelection,
@@ -131,9 +141,11 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
         print_error(
             f"error: {outcome.journal_error} (what was journaled resumes with `tui-eval resume`)"
         )
+    outcome.notes.extend(service.quarantine_notes)
     compared = service.compare()
     if compared.status is BaselineStatus.COMPARED:
         outcome.diff = compared.diff
+        outcome.baseline = compared.baseline
     elif compared.status is BaselineStatus.MISSING and not service.options.save_baseline:
         outcome.baseline_missing = str(compared.path)
     elif compared.is_error:
@@ -183,24 +195,62 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
         if parts is None:
             return EXIT_USAGE
         plans = parts
+    selected = None
     if shard is not None:
-        plans = [(s, o, None) for s, o in _shard_plans(loaded.suites, options, shard)]
+        selected = _selection(loaded.suites, options)
+        plans = [(s, o, None) for s, o in _shard_plans(loaded.suites, options, shard, selected)]
     if getattr(args, "last_failed", False):
         plans = [(s, _last_failed_options(s, o), r) for s, o, r in plans]
-    outcomes, failed = anyio.run(_run_suites, plans)
+    exports = exports_from_args(args)
+    outcomes, failed = anyio.run(_run_suites, plans, exports)
     if rechecked is not None and outcomes:
         print_recheck(outcomes)
-    exported = write_exports(args, outcomes)
+    if not outcomes and not failed:
+        return _nothing_ran(exports, loaded, shard, selected)
+    exported = write_exports(
+        exports,
+        [o.report for o in outcomes],
+        [o.diff for o in outcomes],
+        [o.baseline for o in outcomes],
+    )
     explicit = getattr(args, "fail_on", None) is not None
     unchecked = missing_baselines(outcomes, fail_on, explicit=explicit, shard=shard is not None)
     code = exit_code(outcomes, bool(loaded.errors) or failed or not exported, fail_on)
-    reasons = [r for o in outcomes for r in outcome_failures(o, fail_on)] + unchecked
+    reasons = [
+        f"{one_line(o.suite.name, 60)}: {r}" for o in outcomes for r in outcome_failures(o, fail_on)
+    ] + unchecked
     if unchecked and code == EXIT_OK:
         code = EXIT_FAILED
     if code == EXIT_FAILED and reasons and options.mode == "run":
         fails = ",".join(c.value for c in FailOn if c in fail_on)
         print(f"failing (--fail-on {fails}): {'; '.join(reasons)}")
     return code
+
+
+def _nothing_ran(
+    exports: Exports,
+    loaded: LoadResult,
+    shard: Shard | None,
+    selected: list[tuple[str, str]] | None,
+) -> int:
+    """End a run that ran no case: the files asked for are written, empty, and the exit
+    code is 5 (a filter that matches nothing must not pass a CI gate) — except for a shard
+    whose share of the selected cases is empty: the other shards run them, so it exits 0
+    and its empty report lets `tui-eval merge` find every shard."""
+    if shard is not None and selected:
+        why = f"shard {shard} holds none of the {len(selected):,} selected cases"
+    else:
+        why = "every suite was skipped or selected no case"
+    facts = (shard.index, shard.total) if shard is not None else None
+    nothing = nothing_ran_report(loaded.suites, why, facts)
+    exported = write_exports(exports, [nothing], [None], [None])
+    if loaded.errors or not exported:
+        return EXIT_USAGE
+    if shard is not None and selected:
+        print(f"{why}: its report is empty")
+        return EXIT_OK
+    print(f"nothing ran: {why}")
+    return EXIT_NOTHING_RAN
 
 
 def _kind(args: argparse.Namespace, mode: str) -> RunKind:
@@ -252,18 +302,22 @@ def _recheck_plans(
     return plans
 
 
-def _shard_plans(
-    suites: list[Suite], options: RunRequest, shard: Shard
-) -> list[tuple[Suite, RunRequest]]:
-    """Each suite with the options of this shard: its share of the cases (a function of
-    the suites and the filter alone, so every CI job computes the same split)."""
-    keys = [
+def _selection(suites: list[Suite], options: RunRequest) -> list[tuple[str, str]]:
+    """Every (suite, case) the options select from the suites that run: what shards share."""
+    return [
         (suite.name, case.label)
         for suite in suites
         if not suite.skip
         for case in suite.select(filter=options.filter).cases
     ]
-    shard_of = assign_shards(keys, shard.total)
+
+
+def _shard_plans(
+    suites: list[Suite], options: RunRequest, shard: Shard, selected: list[tuple[str, str]]
+) -> list[tuple[Suite, RunRequest]]:
+    """Each suite with the options of this shard: its share of the `selected` cases (a
+    function of the suites and the filter alone, so every CI job computes the same split)."""
+    shard_of = assign_shards(selected, shard.total)
     plans: list[tuple[Suite, RunRequest]] = []
     for suite in suites:
         mine = tuple(
@@ -283,8 +337,11 @@ def _shard_plans(
     return plans
 
 
-async def _run_suites(plans: list[Plan]) -> tuple[list[SuiteOutcome], bool]:
-    """Run every plan's suite; also whether a plan could not start (a usage error)."""
+async def _run_suites(
+    plans: list[Plan], exports: Exports | None = None
+) -> tuple[list[SuiteOutcome], bool]:
+    """Run every plan's suite; also whether a plan could not start (a usage error).
+    `exports` (the files written at the end) are journaled, for a resume to write."""
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
     runnable = []
@@ -307,7 +364,12 @@ async def _run_suites(plans: list[Plan]) -> tuple[list[SuiteOutcome], bool]:
     for suite, options, rechecked in runnable:
         services.append(
             SuiteRun.start(
-                suite, options, history=history, invocation=invocation, rechecked=rechecked
+                suite,
+                options,
+                history=history,
+                invocation=invocation,
+                rechecked=rechecked,
+                exports=exports,
             )
         )
     return await _execute_all(services), False
@@ -446,4 +508,36 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
         return outcomes, failed
 
     outcomes, failed = anyio.run(resume_all)
-    return exit_code(outcomes, failed)
+    exported = _write_invocation_exports(history, records, outcomes)
+    return exit_code(outcomes, failed or not exported)
+
+
+def _write_invocation_exports(
+    history: RunHistory, resumed: list[RunRecord], outcomes: list[SuiteOutcome]
+) -> bool:
+    """Write the files the resumed invocation was started with (`--json`, `--junit`...),
+    over every suite it ran: the ones just resumed, and those that had finished before it
+    stopped (from their saved reports; without a baseline comparison). False when one
+    could not be written."""
+    exports = resumed[0].exports
+    if not exports.asked:
+        return True
+    by_run = {o.report.metadata.get("run_id"): o for o in outcomes}
+    reports: list[Report] = []
+    diffs: list[Diff | None] = []
+    baselines: list[Report | None] = []
+    for record in history.invocation(resumed[0].invocation):
+        outcome = by_run.get(record.run_id)
+        if outcome is not None:
+            reports.append(outcome.report)
+            diffs.append(outcome.diff)
+            baselines.append(outcome.baseline)
+            continue
+        try:
+            reports.append(record.load_report())
+        except (ReportFileError, JournalFileError, OSError) as exc:
+            print_error(f"error: the report of run {record.run_id} cannot be read: {exc}")
+            return False
+        diffs.append(None)
+        baselines.append(None)
+    return write_exports(exports, reports, diffs, baselines)

@@ -12,11 +12,12 @@ def add_parser(sub: Any) -> None:
     """The `import` subcommand's arguments (imports nothing heavy: `--help` stays fast)."""
     parser = sub.add_parser(
         "import",
-        help="write a suite from OTLP traces, a pydantic-evals dataset or an Inspect dataset",
+        help="write a suite from OTLP traces, a pydantic-evals dataset or Inspect data",
         description="Write a YAML suite from another tool's data: `otel` (OTLP JSON traces, "
         "evaluated with no agent call), `pydantic-evals` (dataset YAML/JSON; evaluators become "
-        "checks) or `inspect` (JSONL samples; a list target becomes any_of). Anything with no "
-        "tui-eval form is listed on stderr and in the suite's header.",
+        "checks) or `inspect` (a dataset in JSON lines, JSON or CSV, or an eval log, `.eval` or "
+        "`.json`; multiple choice stays multiple choice). Anything with no tui-eval form is "
+        "listed on stderr and in the suite's header.",
     )
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("file", metavar="FILE")
@@ -29,17 +30,34 @@ def add_parser(sub: Any) -> None:
 
 
 def import_command(args: argparse.Namespace) -> int:
-    """Run `tui-eval import`; exit 0 when written, 2 on bad input (raised as an error)."""
+    """Run `tui-eval import`: exit 0 when written; 2, with one line saying why, when the
+    source cannot be imported."""
+    import sys
+
+    from tui_eval.cli.exit_codes import EXIT_USAGE
+    from tui_eval.importers.writing import ImportSourceError
+
+    try:
+        return _import(args)
+    except ImportSourceError as exc:
+        if args.debug:
+            raise
+        print(f"tui-eval import: {_line(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _import(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from tui_eval.importers.writing import ImportError_, write_suite
+    from tui_eval.cli.exit_codes import EXIT_OK
+    from tui_eval.importers.writing import ImportSourceError, write_suite
 
     source, target = Path(args.file), Path(args.output)
     if target.exists() and not args.force:
-        raise ImportError_(f"{target} exists; pass --force to overwrite it")
+        raise ImportSourceError(f"{target} exists; pass --force to overwrite it")
     if args.agent and args.model:
-        raise ImportError_("give --agent or --model, not both")
+        raise ImportSourceError("give --agent or --model, not both")
     if args.kind == "otel":
         from tui_eval.importers.otel import suite_from_traces
 
@@ -49,9 +67,9 @@ def import_command(args: argparse.Namespace) -> int:
 
         imported = suite_from_dataset(source)
     else:
-        from tui_eval.importers.inspect_ai import suite_from_samples
+        from tui_eval.importers.inspect_ai import suite_from_inspect
 
-        imported = suite_from_samples(source)
+        imported = suite_from_inspect(source)
     imported.settings.setdefault("name", args.name or source.stem)
     if args.name:
         imported.settings["name"] = args.name
@@ -61,6 +79,15 @@ def import_command(args: argparse.Namespace) -> int:
         imported.settings["model"] = args.model
     write_suite(imported, target)
     for note in imported.unmapped:
-        print(f"tui-eval import: not imported: {note}", file=sys.stderr)
+        print(f"tui-eval import: not imported: {_line(note)}", file=sys.stderr)
+    for need in imported.needs:
+        print(f"tui-eval import: {_line(need)}", file=sys.stderr)
     print(f"wrote {target}: {len(imported.cases)} case(s)")
-    return 0
+    return EXIT_OK
+
+
+def _line(text: str) -> str:
+    """One line of plain text: the source's own words may hold newlines or escape codes."""
+    from tui_eval.util.text import sanitize
+
+    return sanitize(" ".join(text.split()))

@@ -15,9 +15,12 @@ from rich.cells import cell_len
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from tui_eval.report.diff import Diff
 from tui_eval.report.gate import RUN_DEFAULT, FailOn, gate_failures
+from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import Report, render_summary
+from tui_eval.service.request import Exports
+from tui_eval.service.run_plan import shown_path
 from tui_eval.suites import Suite
-from tui_eval.util.text import one_line, pad_cells
+from tui_eval.util.text import counted, one_line, pad_cells
 
 
 def print_error(message: str) -> None:
@@ -39,6 +42,8 @@ class SuiteOutcome:
     """The baseline file the run had none of (a new suite), when it had none."""
     journal_error: str | None = None
     notes: list[str] = field(default_factory=list)
+    baseline: Report | None = None
+    """The baseline report compared with (failure modes say what is new since it)."""
 
     @property
     def stopped(self) -> bool:
@@ -60,12 +65,19 @@ def print_outcome(outcome: SuiteOutcome) -> None:
         print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
         if outcome.diff is not None:
             print(str(outcome.diff))
+    for name, reason in quarantined(outcome.report).items():
+        case = next((c for c in outcome.report.cases if c.name == name), None)
+        verdict = "passed" if case is not None and case.passed else "failed"
+        print(
+            f"quarantined (does not gate): {one_line(name, 120)} {verdict} — {one_line(reason, 160)}"
+        )
     for note in outcome.notes:
         print(note)
     if outcome.stopped:
         finished = sum(len(c.samples) for c in outcome.report.cases)
         why = f"stopped ({outcome.report.stopped})" if outcome.report.stopped else "cancelled"
-        print(f"run {why}: kept {finished:,} finished samples; `tui-eval resume` finishes it")
+        kept = counted(finished, "finished sample")
+        print(f"run {why}: kept {kept}; `tui-eval resume` finishes it")
     print()
 
 
@@ -152,11 +164,18 @@ def print_recheck(outcomes: list[SuiteOutcome]) -> None:
     print(str(diff))
 
 
-def write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> bool:
-    """Write the files asked for; each that cannot be written is named. True if all were.
+def write_exports(
+    exports: Exports,
+    reports: list[Report],
+    diffs: list[Diff | None],
+    baselines: list[Report | None],
+) -> bool:
+    """Write the files asked for, of `reports` (with each one's diff and the baseline it
+    was compared with); each file that cannot be written is named. True if all were.
 
-    When `$GITHUB_STEP_SUMMARY` is set (a GitHub Actions job), the Markdown summary is
-    appended to it as well.
+    A run that ran nothing writes them too, from an empty report (`nothing_ran_report`),
+    so a CI step that reads them finds them. When `$GITHUB_STEP_SUMMARY` is set (a GitHub
+    Actions job), the Markdown summary is appended to it as well.
     """
     from tui_eval.report.exporters import (
         junit_xml,
@@ -167,31 +186,31 @@ def write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> boo
         write_bytes,
     )
 
-    reports = [o.report for o in outcomes]
     if not reports:
         return True
 
     def markdown() -> bytes:
-        return markdown_summary(reports, [o.diff for o in outcomes]).encode()
+        return markdown_summary(reports, diffs, baselines).encode()
 
-    exports: list[tuple[str | None, str, Callable[[], bytes]]] = [
-        (args.json, "report", lambda: merge_reports(reports).to_json()),
-        (args.junit, "JUnit XML", lambda: junit_xml(reports, [o.diff for o in outcomes])),
-        (args.markdown, "Markdown summary", markdown),
-        (getattr(args, "csv", None), "per-sample CSV", lambda: samples_csv(reports)),
-        (getattr(args, "samples_jsonl", None), "per-sample JSONL", lambda: samples_jsonl(reports)),
+    files: list[tuple[str | None, str, Callable[[], bytes]]] = [
+        (exports.json_report, "report", lambda: merge_reports(reports).to_json()),
+        (exports.junit, "JUnit XML", lambda: junit_xml(reports, diffs)),
+        (exports.markdown, "Markdown summary", markdown),
+        (exports.csv, "per-sample CSV", lambda: samples_csv(reports)),
+        (exports.samples_jsonl, "per-sample JSONL", lambda: samples_jsonl(reports)),
     ]
     written = True
-    for path, what, render in exports:
+    for path, what, render in files:
         if not path:
             continue
+        shown = shown_path(path)
         try:
             write_bytes(path, render())
         except OSError as exc:
-            print_error(f"error: {what} not written to {path}: {exc.strerror or exc}")
+            print_error(f"error: {what} not written to {shown}: {exc.strerror or exc}")
             written = False
         else:
-            print_error(f"{what} written to {path}")
+            print_error(f"{what} written to {shown}")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         try:
@@ -200,3 +219,25 @@ def write_exports(args: argparse.Namespace, outcomes: list[SuiteOutcome]) -> boo
         except OSError as exc:
             print_error(f"error: job summary not written to {step_summary}: {exc.strerror or exc}")
     return written
+
+
+def exports_from_args(args: argparse.Namespace) -> Exports:
+    """The report files a command's flags ask for."""
+    return Exports(
+        json_report=getattr(args, "json", None),
+        junit=getattr(args, "junit", None),
+        markdown=getattr(args, "markdown", None),
+        csv=getattr(args, "csv", None),
+        samples_jsonl=getattr(args, "samples_jsonl", None),
+    )
+
+
+def nothing_ran_report(
+    suites: list[Suite], why: str, shard: tuple[int, int] | None = None
+) -> Report:
+    """The empty report of a run that ran no case (`why`), for the files it still writes;
+    a shard with no case records its shard, so `tui-eval merge` finds every shard."""
+    metadata: dict[str, object] = {"suites": [], "suite_paths": {}, "nothing_ran": why}
+    if shard is not None:
+        metadata.update(shards=[list(shard)], planned_cases={})
+    return Report("+".join(s.name for s in suites) or "eval", [], metadata=metadata)

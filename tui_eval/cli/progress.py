@@ -8,7 +8,7 @@ from typing import Any
 
 from tui_eval.run.events import Event, RunFinished, RunStarted, RunStatus, SampleFinished
 from tui_eval.run.state import RunState
-from tui_eval.util.text import one_line
+from tui_eval.util.text import counted, one_line
 
 
 def _err(message: str) -> None:
@@ -91,7 +91,7 @@ class Progress:
                 failed=failed,
             )
         else:
-            _err(f"[{self._name}] running {total:,} samples")
+            _err(f"[{self._name}] running {counted(total, 'sample')}")
             self._last_print = time.monotonic()
             self._next_line = max(1, total // 10)
 

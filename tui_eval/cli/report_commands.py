@@ -6,14 +6,14 @@ import argparse
 import time
 from pathlib import Path
 
-from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_NOTHING_RAN, EXIT_OK, EXIT_USAGE
 from tui_eval.cli.outcomes import SUMMARY_PASSING_LIMIT
 from tui_eval.cli.outcomes import print_error as _err
 from tui_eval.report.diff import Diff
 from tui_eval.report.gate import COMPARE_DEFAULT, FailOn, gate_failures, parse_fail_on
 from tui_eval.report.report import Report, ReportFileError, render_summary
 from tui_eval.service.store import RunHistory
-from tui_eval.util.text import one_line
+from tui_eval.util.text import counted, one_line
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
         ReportFileError: a baseline cannot be read.
     """
     from tui_eval.report.diff import case_suite
-    from tui_eval.suites.suite import baseline_file_stem
+    from tui_eval.suites.suite import holds_report_of, suite_file
 
     suites = list(dict.fromkeys(case_suite(current, case) for case in current.cases))
     paths = current.metadata.get("suite_paths") or {}
@@ -62,15 +62,16 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
     pairs = []
     missing: list[tuple[str, Path]] = []
     for suite in suites:
-        file = f"{baseline_file_stem(suite)}.json"
         if folder:
-            path = Path(folder) / file
+            where = Path(folder)
         elif paths.get(suite):
-            path = Path(paths[suite]).parent / "__baselines__" / file
+            where = Path(paths[suite]).parent / "__baselines__"
         else:
             raise ValueError(
                 f"no baseline for suite {suite!r}: give BASELINE or --baseline-dir DIR"
             )
+        # A comparison only reads: a file an earlier version named is read where it is.
+        path = suite_file(where, suite, ".json", owned=holds_report_of(suite), move=False)
         if not path.exists():
             missing.append((suite, path))
             continue
@@ -88,7 +89,13 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
 
 def merge_command(args: argparse.Namespace) -> int:
     """`tui-eval merge REPORT... -o OUT`: one report from the shards of a run."""
-    from tui_eval.report.exporters import MergeError, merge_reports, missing_from, write_bytes
+    from tui_eval.report.exporters import (
+        MergeError,
+        merge_reports,
+        missing_from,
+        suite_parts,
+        write_bytes,
+    )
 
     try:
         reports = [Report.load(path) for path in args.reports]
@@ -105,8 +112,20 @@ def merge_command(args: argparse.Namespace) -> int:
             _err(f"error: {len(missing_cases)} planned case(s) are in no report: {shown}")
         return EXIT_USAGE
     write_bytes(args.output, merged.to_json())
-    print(render_summary(merged, max_passing=SUMMARY_PASSING_LIMIT))
-    _err(f"merged {len(reports)} report(s) into {args.output}")
+    parts = suite_parts(merged)
+    for suite, part in parts.items():
+        print(f"── {one_line(suite, 200)}")
+        print(render_summary(part, max_passing=SUMMARY_PASSING_LIMIT))
+        print()
+    suites = ", ".join(one_line(suite, 60) for suite in parts)
+    _err(
+        f"merged {len(reports)} report(s) of suite(s) {suites} into {args.output}"
+        if parts
+        else f"merged {len(reports)} report(s) into {args.output}"
+    )
+    if not parts:
+        print("nothing ran: the reports hold no case")
+        return EXIT_NOTHING_RAN
     return EXIT_OK
 
 
@@ -123,8 +142,8 @@ def history_command(limit: int) -> int:
         try:
             summary = record.summary()
             counts = (
-                f"{summary.cases_passed}/{summary.cases_total} cases · {summary.samples:,} samples · "
-                f"{summary.tokens:,} tokens"
+                f"{summary.cases_passed}/{summary.cases_total} cases · "
+                f"{counted(summary.samples, 'sample')} · {counted(summary.tokens, 'token')}"
             )
         except (ReportFileError, OSError, ValueError) as exc:
             counts = f"unreadable: {exc}"

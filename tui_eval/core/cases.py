@@ -12,6 +12,7 @@ from typing import Any
 from tui_eval.agents.messages import Message, is_conversation, structured_input_text
 from tui_eval.agents.providers import ModelLike
 from tui_eval.checks.base import Check
+from tui_eval.checks.judge import name_unnamed_judges
 
 NAME_LIMIT = 200
 
@@ -90,7 +91,8 @@ class Case:
             raise ValueError(
                 f"case {self.name!r}: timeout must be positive seconds, got {self.timeout!r}"
             )
-        self.checks = list(self.checks)
+        # Two unnamed judges of one case would be one check in reports and labels.
+        self.checks = name_unnamed_judges(self.checks)
 
     def __repr__(self) -> str:
         return f"Case({self.name!r}, samples={self.samples})"

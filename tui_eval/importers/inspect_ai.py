@@ -1,90 +1,373 @@
-"""`tui-eval import inspect DATASET.jsonl -o SUITE.yaml`.
+"""`tui-eval import inspect FILE -o SUITE.yaml`: Inspect datasets and eval logs as suites.
 
-Inspect samples, one JSON object a line: `input` (a string or chat messages), `target` (a
-string, or a list of acceptable answers), `id`, `metadata`. The target becomes the case's
-`expected` and a check like Inspect's `includes()` scorer: `contains` ignoring case, or
-`any_of` those for a list target. `choices`, `files`, `setup` and `sandbox` have no
-tui-eval form and are listed as not imported (choices are kept in the metadata).
+The file is a dataset (JSON lines, a JSON array or CSV) or an eval log (`.eval` or `.json`;
+see `tui_eval.importers.inspect_files`). Each sample becomes a case: `input` (a string or
+chat messages), `target` (the case's `expected`), `id` (its name) and `metadata`.
+
+How a case is checked keeps the sample's meaning:
+
+- **Multiple choice** (`choices` and a target of choice letters): the input shows the
+  choices lettered `A) …` with the instruction to reply `ANSWER: <letter>`, as Inspect's
+  `multiple_choice()` solver does, and the check is `choice` — the letters on the reply's
+  `ANSWER:` line must be exactly the target's, as Inspect's `choice()` scorer reads them.
+- **Otherwise** a target becomes a check like Inspect's `includes()` scorer: `contains`
+  ignoring case, or `any_of` those for a list target.
+- **An eval log** says how its samples were scored: `choice` and `includes` (with its
+  `ignore_case`) carry over; any other scorer adds no check and is listed.
+
+Whatever has no tui-eval form — images and other non-text content, an assistant message's
+tool calls, a tool message's `tool_call_id`, `files`, `setup`, `sandbox`, other solvers,
+the log's outputs and scores — is listed as not imported.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tui_eval.importers.writing import ImportedSuite, ImportError_
+from tui_eval.checks.choice import choice_letter
+from tui_eval.importers.inspect_files import InspectSource, Record, read_source
+from tui_eval.importers.writing import ImportedSuite, ImportSourceError
+from tui_eval.util.text import one_line
 
 _UNSUPPORTED = ("files", "setup", "sandbox")
+_ROLES = ("system", "user", "assistant", "tool")
+_ATTACHMENT = "attachment://"
+
+SINGLE_ANSWER = (
+    "Answer this multiple choice question. {reply} 'ANSWER: $LETTER' (without quotes), "
+    "where LETTER is one of {letters}.{think}\n\n{question}\n\n{choices}"
+)
+MULTIPLE_ANSWER = (
+    "Answer this multiple choice question; more than one answer may be correct. {reply} "
+    "'ANSWER: $LETTERS' (without quotes), where LETTERS is one or more of {letters}."
+    "{think}\n\n{question}\n\n{choices}"
+)
 
 
-def suite_from_samples(source: Path) -> ImportedSuite:
-    """The suite an Inspect JSONL dataset describes."""
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ImportError_(f"{source}: cannot read: {exc.strerror or exc}") from None
-    imported = ImportedSuite()
-    names: set[str] = set()
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            sample = json.loads(line)
-        except ValueError as exc:
-            raise ImportError_(f"{source}:{lineno}: not valid JSON: {exc}") from None
-        if not isinstance(sample, Mapping) or "input" not in sample:
-            raise ImportError_(f"{source}:{lineno}: an Inspect sample needs an `input`")
-        case: dict[str, Any] = {"input": _input(sample["input"], f"{source}:{lineno}")}
-        if sample.get("id") is not None:
-            name = str(sample["id"])
-            if name in names:
-                raise ImportError_(f"{source}:{lineno}: duplicate id {name!r}")
-            names.add(name)
-            case["name"] = name
-        metadata = dict(sample.get("metadata") or {})
-        if sample.get("choices"):
-            metadata["choices"] = sample["choices"]
-            imported.unmapped.append(
-                f"line {lineno}: choices (multiple choice has no tui-eval solver; kept in metadata)"
+def suite_from_inspect(source: Path) -> ImportedSuite:
+    """The suite an Inspect dataset or eval log describes.
+
+    Raises:
+        ImportSourceError: the file is none of the formats, or a sample cannot be imported;
+            the message names the file and the sample.
+    """
+    read = read_source(source)
+    if not read.records:
+        raise ImportSourceError(f"{source}: no samples")
+    scoring = _Scoring.of(read)
+    converter = _Converter(scoring)
+    converter.describe(read)
+    for record in read.records:
+        converter.imported.cases.append(converter.case(record))
+    return converter.imported
+
+
+@dataclass(slots=True)
+class _Scoring:
+    """How the source's samples were (or, for a dataset, are usually) answered and scored."""
+
+    choice: bool = True
+    """Multiple-choice samples get a `choice` check (and their choices in the input)."""
+    includes_ignore_case: bool | None = True
+    """Other targets get an `includes()`-like check (None: no check)."""
+    multiple: bool | None = None
+    cot: bool = False
+    template: str | None = None
+    shuffle: bool = False
+
+    @staticmethod
+    def of(read: InspectSource) -> _Scoring:
+        if not read.is_log:
+            return _Scoring()
+        names = {name.removeprefix("inspect_ai/"): options for name, options in read.scorers}
+        scoring = _Scoring(choice="choice" in names, includes_ignore_case=None)
+        if "includes" in names:
+            scoring.includes_ignore_case = bool(names["includes"].get("ignore_case", True))
+        for solver, params in read.solvers:
+            if solver.removeprefix("inspect_ai/") == "multiple_choice":
+                multiple = params.get("multiple_correct")
+                scoring.multiple = multiple if isinstance(multiple, bool) else None
+                scoring.cot = bool(params.get("cot"))
+                template = params.get("template")
+                scoring.template = template if isinstance(template, str) else None
+                scoring.shuffle = bool(params.get("shuffle"))
+        return scoring
+
+
+class _Converter:
+    def __init__(self, scoring: _Scoring) -> None:
+        self.scoring = scoring
+        self.imported = ImportedSuite()
+        self.names: set[str] = set()
+
+    def describe(self, read: InspectSource) -> None:
+        """Notes about the file as a whole (an eval log's run, a CSV's extra columns)."""
+        notes = self.imported.unmapped
+        for column in read.extra_columns:
+            notes.append(
+                f"column {column}: not a sample field (Inspect reads other columns only "
+                "through a FieldSpec)"
             )
+        if not read.is_log:
+            return
+        notes.append("the log's outputs and scores: the suite runs its samples again")
+        if read.model:
+            notes.append(f"model {read.model}: give the suite an `agent:` or `model:`")
+        if read.epochs > 1:
+            notes.append(
+                f"epochs: {read.epochs} (each case runs once; set `samples:` to repeat it)"
+            )
+        for name, options in read.scorers:
+            if name.removeprefix("inspect_ai/") not in ("choice", "includes"):
+                shown = f" {one_line(options, 60)}" if options else ""
+                notes.append(
+                    f"scorer {name}{shown}: no tui-eval check scores as it does; add checks by "
+                    "hand (each case keeps its target as `expected`)"
+                )
+        if not read.scorers:
+            notes.append("the log names no scorer: add checks by hand")
+        for solver, params in read.solvers:
+            if solver.removeprefix("inspect_ai/") not in ("generate", "multiple_choice"):
+                shown = f" {one_line(params, 60)}" if params else ""
+                notes.append(f"solver {solver}{shown}")
+        if self.scoring.shuffle:
+            notes.append("multiple_choice(shuffle=True): the choices keep their order")
+
+    def case(self, record: Record) -> dict[str, Any]:
+        fields = record.fields
+        raw_input = fields.get("input")
+        if _missing(raw_input) or raw_input in ("", []):
+            keys = ", ".join(str(key) for key in fields) or "none"
+            raise ImportSourceError(
+                f"{record.where}: an Inspect sample needs an `input` (its fields: {keys})"
+            )
+        case: dict[str, Any] = {"input": self.input(raw_input, record)}
+        if not _missing(fields.get("id")) and fields.get("id") != "":
+            name = str(fields["id"])
+            if name in self.names:
+                raise ImportSourceError(f"{record.where}: duplicate id {name!r}")
+            self.names.add(name)
+            case["name"] = name
+        metadata = _metadata(fields.get("metadata"), record)
+        target = _target(fields.get("target"))
+        checks: list[dict[str, Any]] = []
+        options = _choices(fields.get("choices"), record)
+        if options:
+            metadata["choices"] = options
+            letters = _letters(target, len(options))
+            if letters is None:
+                self.imported.unmapped.append(
+                    f"{record.label}: choices (the target {one_line(target, 40)!r} is not a "
+                    "choice letter; kept in metadata)"
+                )
+            elif self.scoring.choice:
+                case["input"] = self.ask(case["input"], options, letters, record)
+                answer: Any = letters[0] if len(letters) == 1 else letters
+                spec: dict[str, Any] = {"answer": answer, "options": len(options)}
+                if self.scoring.multiple is not None and self.scoring.multiple != (
+                    len(letters) > 1
+                ):
+                    spec["multiple"] = self.scoring.multiple
+                checks.append({"choice": spec})
         for key in _UNSUPPORTED:
-            if sample.get(key):
-                imported.unmapped.append(f"line {lineno}: {key}")
+            if fields.get(key) and not _missing(fields.get(key)):
+                self.imported.unmapped.append(f"{record.label}: {key}")
         if metadata:
             case["metadata"] = metadata
-        target = sample.get("target")
-        if isinstance(target, list) and len(target) == 1:
-            target = target[0]
-        if isinstance(target, list) and target:
-            case["expected"] = [str(t) for t in target]
-            case["checks"] = [
-                {"any_of": [{"contains": {"value": str(t), "ignore_case": True}} for t in target]}
-            ]
-        elif target not in (None, "", []):
-            case["expected"] = str(target)
-            case["checks"] = [{"contains": {"value": str(target), "ignore_case": True}}]
-        imported.cases.append(case)
-    if not imported.cases:
-        raise ImportError_(f"{source}: no samples (one JSON object per line)")
-    return imported
+        if target not in ("", []):
+            case["expected"] = target
+            ignore_case = self.scoring.includes_ignore_case
+            if not checks and ignore_case is not None:
+                checks.append(_includes(target, ignore_case))
+        if checks:
+            case["checks"] = checks
+        return case
 
-
-def _input(raw: Any, where: str) -> Any:
-    """A string input as itself; chat messages as a conversation of role/content."""
-    if isinstance(raw, str):
-        return raw
-    if isinstance(raw, list):
+    def input(self, raw: Any, record: Record) -> Any:
+        """A string input as itself; chat messages as role/content, the rest listed."""
+        if isinstance(raw, str):
+            return _resolved(raw, record)
+        if not isinstance(raw, list):
+            raise ImportSourceError(
+                f"{record.where}: `input` must be a string or a list of chat messages"
+            )
         messages = []
-        for message in raw:
+        for position, message in enumerate(raw, 1):
+            place = f"input message {position}"
             if not isinstance(message, Mapping):
-                raise ImportError_(f"{where}: input messages must be objects")
-            content = message.get("content")
-            if isinstance(content, list):  # content blocks: keep their text
-                content = "".join(
-                    str(block.get("text", "")) for block in content if isinstance(block, Mapping)
+                raise ImportSourceError(f"{record.where}: {place} must be an object")
+            role = message.get("role")
+            if role not in _ROLES:
+                raise ImportSourceError(
+                    f"{record.where}: {place}: role must be one of {', '.join(_ROLES)}, "
+                    f"got {one_line(role, 30)!r}"
                 )
-            messages.append({"role": str(message.get("role") or "user"), "content": content})
+            text, dropped = _content(message.get("content"), record)
+            calls = message.get("tool_calls")
+            if role == "assistant" and isinstance(calls, list) and calls:
+                names = [
+                    str(call.get("function") or "?") if isinstance(call, Mapping) else "?"
+                    for call in calls
+                ]
+                dropped.append(f"tool call{'s' if len(names) > 1 else ''} {', '.join(names)}")
+            if role == "tool":
+                for key in ("tool_call_id", "function", "error"):
+                    if message.get(key):
+                        dropped.append(f"{key} {one_line(message[key], 60)!r}")
+            if dropped:
+                self.imported.unmapped.append(
+                    f"{record.label}: {place} ({role}): {'; '.join(dropped)}"
+                )
+            messages.append({"role": role, "content": text})
         return messages
-    raise ImportError_(f"{where}: `input` must be a string or a list of chat messages")
+
+    def ask(self, question: Any, options: list[str], letters: list[str], record: Record) -> Any:
+        """The input with its choices and how to answer, as `multiple_choice()` shows them."""
+        if isinstance(question, str):
+            return self.prompt(question, options, letters, record)
+        last_user = max(
+            (i for i, message in enumerate(question) if message["role"] == "user"), default=None
+        )
+        if last_user is None:
+            raise ImportSourceError(
+                f"{record.where}: a multiple-choice input needs a user message to ask"
+            )
+        asked = list(question)
+        text = asked[last_user]["content"] or ""
+        asked[last_user] = {"role": "user", "content": self.prompt(text, options, letters, record)}
+        return asked
+
+    def prompt(self, question: str, options: list[str], letters: list[str], record: Record) -> str:
+        labels = [choice_letter(i) for i in range(len(options))]
+        lettered = "\n".join(
+            f"{label}) {option}" for label, option in zip(labels, options, strict=True)
+        )
+        multiple = self.scoring.multiple if self.scoring.multiple is not None else len(letters) > 1
+        if self.scoring.template is not None:
+            try:
+                return self.scoring.template.format(
+                    question=question, choices=lettered, letters=",".join(labels)
+                )
+            except (KeyError, IndexError, ValueError):
+                self.imported.unmapped.append(
+                    f"{record.label}: the log's multiple_choice template (it does not format "
+                    "with question, choices and letters; the default is used)"
+                )
+        template = MULTIPLE_ANSWER if multiple else SINGLE_ANSWER
+        return template.format(
+            reply=(
+                "The last line of your reply must be"
+                if self.scoring.cot
+                else "Your whole reply must be"
+            ),
+            think=" Think step by step before answering." if self.scoring.cot else "",
+            letters=",".join(labels),
+            question=question,
+            choices=lettered,
+        )
+
+
+def _missing(value: Any) -> bool:
+    """None, or the NaN pandas and Hugging Face write for an empty cell."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _resolved(text: str, record: Record) -> str:
+    """Text a log stored apart (`attachment://HASH`) as itself."""
+    if text.startswith(_ATTACHMENT):
+        stored = record.attachments.get(text.removeprefix(_ATTACHMENT))
+        if isinstance(stored, str):
+            return stored
+    return text
+
+
+def _content(raw: Any, record: Record) -> tuple[str, list[str]]:
+    """A message's text (its text parts, one a line) and the kinds of part left out."""
+    if _missing(raw):
+        return "", []
+    if isinstance(raw, str):
+        return _resolved(raw, record), []
+    if not isinstance(raw, list):
+        return one_line(raw, 10_000), []
+    texts: list[str] = []
+    dropped: list[str] = []
+    for part in raw:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(_resolved(part["text"], record))
+            continue
+        label = f"{kind} content" if isinstance(kind, str) else "a content part"
+        if label not in dropped:
+            dropped.append(label)
+    return "\n".join(texts), dropped
+
+
+def _metadata(raw: Any, record: Record) -> dict[str, Any]:
+    """A sample's metadata: a mapping, or a JSON object in a string (as a CSV cell holds it)."""
+    if _missing(raw) or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raw = None
+    if not isinstance(raw, Mapping):
+        raise ImportSourceError(
+            f"{record.where}: metadata: not a mapping or a JSON object "
+            f"({one_line(record.fields.get('metadata'), 60)!r})"
+        )
+    return dict(raw)
+
+
+def _target(raw: Any) -> str | list[str]:
+    if _missing(raw):
+        return ""
+    if isinstance(raw, list):
+        targets = [str(item) for item in raw]
+        return targets[0] if len(targets) == 1 else targets
+    return str(raw)
+
+
+def _choices(raw: Any, record: Record) -> list[str]:
+    """Inspect's reading of `choices`: a list, or a string split at commas (else spaces)."""
+    if _missing(raw):
+        return []
+    if isinstance(raw, list):
+        return [str(option) for option in raw if str(option).strip()]
+    if isinstance(raw, str):
+        parts = raw.split(",")
+        if len(parts) == 1:
+            parts = raw.split()
+        return [part.strip() for part in parts if part.strip()]
+    if isinstance(raw, Mapping):
+        raise ImportSourceError(f"{record.where}: choices: expected a list")
+    return [str(raw)]
+
+
+def _letters(target: str | list[str], options: int) -> list[str] | None:
+    """The target's choice letters (as Inspect's `choice()` reads a target), or None
+    when it is not made of them."""
+    text = "".join(target) if isinstance(target, list) else target
+    labels = {choice_letter(i) for i in range(options)}
+    letters = list(dict.fromkeys(c.upper() for c in text if c not in ", "))
+    if not letters or any(letter not in labels for letter in letters):
+        return None
+    return letters
+
+
+def _includes(target: str | Sequence[str], ignore_case: bool) -> dict[str, Any]:
+    def one(value: str) -> dict[str, Any]:
+        return (
+            {"contains": {"value": value, "ignore_case": True}}
+            if ignore_case
+            else {"contains": value}
+        )
+
+    if isinstance(target, str):
+        return one(target)
+    return {"any_of": [one(value) for value in target]}

@@ -1,5 +1,9 @@
 """`tui-eval import otel FILE -o SUITE.yaml`: a suite over recorded traces, one case per
-distinct first user message (or `tui_eval.case` name), with no checks yet."""
+distinct first user message (or `tui_eval.case` name) of its agent runs, with no checks yet.
+
+A root span holding several agent runs counts each as a sample, and says so; a trace that
+is no run (no user message, no case name) is listed with why it is most likely there (see
+`tui_eval.suites.recorded`)."""
 
 from __future__ import annotations
 
@@ -7,25 +11,31 @@ import os
 from pathlib import Path
 
 from tui_eval.agents.adapters.otlp import TraceFileError, load_traces
-from tui_eval.agents.adapters.spans import case_name_of, first_user_message
-from tui_eval.importers.writing import ImportedSuite, ImportError_
+from tui_eval.importers.writing import ImportedSuite, ImportSourceError
+from tui_eval.suites.recorded import trace_runs
 
 
 def suite_from_traces(source: Path, target: Path) -> ImportedSuite:
     """The suite: `recorded:` the file (relative to the suite's folder) and its cases."""
     try:
-        traces = load_traces(source)
+        found = trace_runs(load_traces(source))
     except TraceFileError as exc:
-        raise ImportError_(str(exc)) from None
+        raise ImportSourceError(str(exc)) from None
     imported = ImportedSuite()
     relative = os.path.relpath(source.resolve(), target.resolve().parent)
     imported.settings["recorded"] = Path(relative).as_posix()
+    for trace_id, count in found.split.items():
+        imported.unmapped.append(
+            f"trace {trace_id}: {count} agent runs under one root span, split into {count} "
+            "samples (the spans outside them are not part of any)"
+        )
+    for trace_id, why in found.strays.items():
+        imported.unmapped.append(
+            f"trace {trace_id}: {why}; the suite will not load while the file holds it"
+        )
     seen: dict[str, int] = {}
-    for trace_id, spans in traces.items():
-        named, first = case_name_of(spans), first_user_message(spans)
-        if first is None and named is None:
-            imported.unmapped.append(f"trace {trace_id}: no user message and no tui_eval.case")
-            continue
+    for run in found.runs:
+        named, first = run.case_name, run.first_input
         key = f"name:{named}" if named is not None else f"input:{first}"
         if key in seen:
             imported.cases[seen[key]]["samples"] = imported.cases[seen[key]].get("samples", 1) + 1
@@ -36,5 +46,5 @@ def suite_from_traces(source: Path, target: Path) -> ImportedSuite:
             case["name"] = named
         imported.cases.append(case)
     if not imported.cases:
-        raise ImportError_(f"{source}: no traces with a user message or a tui_eval.case name")
+        raise ImportSourceError(f"{source}: no traces with a user message or a tui_eval.case name")
     return imported

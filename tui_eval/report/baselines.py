@@ -14,6 +14,8 @@ from pathlib import Path
 from tui_eval.report.baseline_file import write_baseline_file
 from tui_eval.report.diff import Diff
 from tui_eval.report.report import CaseResult, Report, ReportFileError
+from tui_eval.util.atomic import folder_lock
+from tui_eval.util.home import in_data_root
 
 
 class BaselineStatus(enum.Enum):
@@ -183,18 +185,23 @@ def accept_into_baseline(
     """Write the current results of cases `names` into the baseline at `path`, and drop
     the cases `removed` (they are gone from the suite), keeping every other case.
 
-    The review flow's `a`/`A`: the file is rewritten atomically.
+    The review flow's `a`/`A` and the Diff's `w`: the file is read, merged and rewritten
+    atomically under a lock on its folder, so concurrent accepts into one baseline (two
+    sessions, two people) each keep the others' cases.
     """
-    existing = read_baseline(path)
-    if existing.status is BaselineStatus.CORRUPT:
-        return BaselineOutcome(
-            status=BaselineStatus.CORRUPT, path=path, message=f"not accepted: {existing.message}"
-        )
-    wanted = set(names)
-    chosen = [case for case in report.cases if case.name in wanted]
-    base = existing.baseline or Report(report.name, [], metadata=dict(report.metadata))
-    merged = merge_cases(base, chosen, removed=list(removed))
-    write_baseline_file(merged, path)
+    with folder_lock(path.parent, private=in_data_root(path)):
+        existing = read_baseline(path)
+        if existing.status is BaselineStatus.CORRUPT:
+            return BaselineOutcome(
+                status=BaselineStatus.CORRUPT,
+                path=path,
+                message=f"not accepted: {existing.message}",
+            )
+        wanted = set(names)
+        chosen = [case for case in report.cases if case.name in wanted]
+        base = existing.baseline or Report(report.name, [], metadata=dict(report.metadata))
+        merged = merge_cases(base, chosen, removed=list(removed))
+        write_baseline_file(merged, path)
     count = len(chosen) + len(removed)
     return BaselineOutcome(
         status=BaselineStatus.SAVED,

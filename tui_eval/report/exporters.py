@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from tui_eval.report.diff import SUITE_SEPARATOR, case_name, case_suite
+from tui_eval.report.failure_modes import failure_modes
+from tui_eval.report.failure_modes import markdown as failure_markdown
+from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.util.atomic import atomic_write_bytes
-from tui_eval.util.text import one_line
+from tui_eval.util.text import counted, one_line, sanitize
 
 # XML 1.0 cannot carry most control characters, whatever the escaping.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -40,10 +43,11 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
     Each case's pass rate, samples and flakiness are properties of its suite (named
     `CASE:pass_rate`...: the common JUnit schema has no properties on testcases); a failing case a
     `<failure>` (a check failed) or `<error>` (every failing sample errored or timed out)
-    whose message is its first failing check and reason.
+    whose message is its first failing check and reason; a quarantined case is `<skipped>`
+    with its reason (it ran, and does not gate).
     """
     root = ET.Element("testsuites", name="tui-eval")
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total_time = 0.0
     groups: dict[str, list[CaseResult]] = {}
     started: dict[str, float] = {}
@@ -52,6 +56,12 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
         for report, diff in zip(reports, diffs, strict=False)
         if diff is not None
         for change in diff.changes
+    }
+    exempt = {
+        (case_suite(report, case), case_name(report, case)): reason
+        for report in reports
+        for case in report.cases
+        if (reason := quarantined(report).get(case.name)) is not None
     }
     suite_lines = {
         report.name: diff.suite_line()
@@ -64,8 +74,10 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
             groups.setdefault(owner, []).append(replace(case, name=case_name(report, case)))
             started.setdefault(owner, report.started_at)
     for suite_name, cases in groups.items():
-        failures = sum(1 for c in cases if not c.passed and not _all_errors(c))
-        errors = sum(1 for c in cases if not c.passed and _all_errors(c))
+        held = {c.name: exempt[suite_name, c.name] for c in cases if (suite_name, c.name) in exempt}
+        gating = [c for c in cases if c.name not in held]
+        failures = sum(1 for c in gating if not c.passed and not _all_errors(c))
+        errors = sum(1 for c in gating if not c.passed and _all_errors(c))
         seconds = sum(s.latency_ms for c in cases for s in c.samples) / 1000
         suite = ET.SubElement(
             root,
@@ -74,7 +86,7 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
             tests=str(len(cases)),
             failures=str(failures),
             errors=str(errors),
-            skipped="0",
+            skipped=str(len(held)),
             time=f"{seconds:.3f}",
             timestamp=time.strftime(
                 "%Y-%m-%dT%H:%M:%S", time.gmtime(started[suite_name] or time.time())
@@ -99,8 +111,9 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
                         properties, "property", name=_xml_text(f"{case.name}:{fact}"), value=shown
                     )
         for case in cases:
-            _junit_case(suite, suite_name, case)
+            _junit_case(suite, suite_name, case, held.get(case.name))
         totals["tests"] += len(cases)
+        totals["skipped"] += len(held)
         totals["failures"] += failures
         totals["errors"] += errors
         total_time += seconds
@@ -112,7 +125,9 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
     return b'<?xml version="1.0" encoding="utf-8"?>\n' + body + b"\n"
 
 
-def _junit_case(suite: ET.Element, suite_name: str, case: CaseResult) -> None:
+def _junit_case(
+    suite: ET.Element, suite_name: str, case: CaseResult, quarantine: str | None = None
+) -> None:
     seconds = sum(s.latency_ms for s in case.samples) / 1000
     testcase = ET.SubElement(
         suite,
@@ -121,7 +136,13 @@ def _junit_case(suite: ET.Element, suite_name: str, case: CaseResult) -> None:
         name=_xml_text(case.name),
         time=f"{seconds:.3f}",
     )
-    if not case.passed:
+    if quarantine is not None:  # it ran and is shown, but does not gate
+        skipped = ET.SubElement(
+            testcase, "skipped", message=_xml_text(one_line(f"quarantined: {quarantine}", 1000))
+        )
+        if not case.passed:
+            skipped.text = _xml_text(one_line(case.first_failure or "no samples finished", 1000))
+    elif not case.passed:
         tag = "error" if _all_errors(case) else "failure"
         detail = "\n".join(_sample_line(s) for s in case.samples)
         element = ET.SubElement(
@@ -134,7 +155,7 @@ def _junit_case(suite: ET.Element, suite_name: str, case: CaseResult) -> None:
     out = ET.SubElement(testcase, "system-out")
     out.text = _xml_text(
         f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{len(case.samples)}), "
-        f"threshold {case.pass_threshold:.0%}, {case.usage.total_tokens:,} tokens"
+        f"threshold {case.pass_threshold:.0%}, {counted(case.usage.total_tokens, 'token')}"
     )
 
 
@@ -152,11 +173,23 @@ def _md_cell(text: str, limit: int = 120) -> str:
     return flat
 
 
-def markdown_summary(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> str:
-    """A Markdown summary for a CI job page: a table per suite, then its regressions."""
+def markdown_summary(
+    reports: Sequence[Report],
+    diffs: Sequence[Diff | None] = (),
+    baselines: Sequence[Report | None] = (),
+) -> str:
+    """A Markdown summary for a CI job page: a table per suite, its quarantined cases, its
+    regressions, then its failure modes (new ones first, with each suite's `baselines`)."""
     parts = []
     for position, report in enumerate(reports):
         diff = diffs[position] if position < len(diffs) else None
+        baseline = baselines[position] if position < len(baselines) else None
+        if not report.cases:  # a run that ran nothing is no pass
+            why = report.metadata.get("nothing_ran") or (
+                "cancelled before any sample finished" if report.cancelled else "no case ran"
+            )
+            parts.append(f"## ⚠️ {_md_cell(report.name)}: nothing ran\n\n{_md_cell(why)}\n")
+            continue
         mark = "✅" if report.passed and (diff is None or diff.ok) else "❌"
         parts.append(f"## {mark} {_md_cell(report.name)}\n\n{_md_cell(report.header(), 300)}\n")
         parts.append(
@@ -188,6 +221,15 @@ def markdown_summary(reports: Sequence[Report], diffs: Sequence[Diff | None] = (
                     f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
                     "different checks or inputs)"
                 )
+        held = quarantined(report)
+        if held:
+            parts.append(f"\n**Quarantined** (they ran, and do not gate): {len(held)}\n")
+            for name, reason in held.items():
+                parts.append(f"- 🔒 {_md_cell(name, 80)} — {_md_cell(reason)}")
+        modes = [m for m in failure_modes(report, baseline) if m.count]
+        if modes:
+            parts.append(f"\n**Failure modes** ({len(modes)}, new first):\n")
+            parts.append(failure_markdown(modes, limit=10))
         parts.append("")
     return "\n".join(parts)
 
@@ -251,6 +293,17 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         priced=any(r.priced for r in reports),
         metadata=metadata,
     )
+
+
+def suite_parts(report: Report) -> dict[str, Report]:
+    """A report split by suite (the inverse of `merge_reports` for a report of several
+    suites), each part holding its cases under their own names, in report order."""
+    parts: dict[str, list[CaseResult]] = {}
+    for case in report.cases:
+        parts.setdefault(case_suite(report, case), []).append(
+            replace(case, name=case_name(report, case))
+        )
+    return {suite: replace(report, name=suite, cases=cases) for suite, cases in parts.items()}
 
 
 def missing_from(report: Report) -> tuple[list[str], list[str]]:
@@ -327,11 +380,15 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(value: Any) -> Any:
     """A value for a CSV cell: text a spreadsheet would run as a formula gets a leading
-    `'`, so it shows as the text it is (numbers are left as numbers)."""
+    `'`, so it shows as the text it is, and control characters (escape codes) become
+    visible stand-ins, as on the terminal; line breaks and tabs stay, quoted by the CSV
+    writer (numbers are left as numbers)."""
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
+    if isinstance(value, str):
+        if value.startswith(FORMULA_STARTS):
+            value = "'" + value
+        return "\r".join(sanitize(line) for line in value.split("\r"))
     return value
 
 

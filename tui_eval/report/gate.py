@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui_eval.report.diff import Diff
+from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import Report
 
 
@@ -52,14 +53,20 @@ def parse_fail_on(text: str) -> frozenset[FailOn]:
 def gate_failures(
     fail_on: frozenset[FailOn], report: Report | None, diff: Diff | None
 ) -> list[str]:
-    """Why the gate fails, one reason per condition met (empty: it passes)."""
+    """Why the gate fails, one reason per condition met (empty: it passes). A quarantined
+    case (`tui_eval.report.quarantine`) fails or regresses without failing the gate."""
     reasons = []
+    exempt = quarantined(report) if report is not None else {}
     if FailOn.FAILURES in fail_on and report is not None and not report.passed:
-        failing = len(report.cases) - report.cases_passed
-        reasons.append(f"{failing} case(s) failed" if failing else "the run was cancelled")
+        failing = [c for c in report.cases if not c.passed and c.name not in exempt]
+        if failing:
+            reasons.append(f"{len(failing)} case(s) failed")
+        elif report.cancelled:
+            reasons.append("the run was cancelled")
     if diff is not None:
-        if FailOn.REGRESSIONS in fail_on and diff.regressions:
-            reasons.append(f"{len(diff.regressions)} regression(s)")
+        regressions = [c for c in diff.regressions if c.name not in exempt]
+        if FailOn.REGRESSIONS in fail_on and regressions:
+            reasons.append(f"{len(regressions)} regression(s)")
         if FailOn.REMOVED in fail_on and diff.removed:
             reasons.append(f"{len(diff.removed)} baseline case(s) removed")
         if FailOn.DEFINITION_CHANGED in fail_on and diff.definition_changed:

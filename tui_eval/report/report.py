@@ -25,7 +25,7 @@ from tui_eval.stats.proportions import (
 )
 from tui_eval.util.atomic import atomic_write_bytes
 from tui_eval.util.home import in_data_root
-from tui_eval.util.text import one_line, pad_cells, validation_message
+from tui_eval.util.text import counted, one_line, pad_cells, validation_message
 
 SCHEMA_VERSION = 1
 REPORT_KIND: Literal["tui-eval-report"] = "tui-eval-report"
@@ -66,7 +66,7 @@ class Report:
         samples = sum(len(case.samples) for case in self.cases)
         return (
             f"<{type(self).__name__} {self.name!r} {len(self.cases):,} cases · "
-            f"{samples:,} samples · passed={self.passed}>"
+            f"{counted(samples, 'sample')} · passed={self.passed}>"
         )
 
     # -- numbers -------------------------------------------------------------------
@@ -165,8 +165,8 @@ class Report:
         samples = sum(len(case.samples) for case in self.cases)
         parts = [
             f"eval: {self.cases_passed}/{n} cases passed ({self.pass_rate:.0%})",
-            f"{samples:,} samples",
-            f"{self.usage.total_tokens:,} tokens",
+            counted(samples, "sample"),
+            counted(self.usage.total_tokens, "token"),
             f"{self.duration_s:.1f}s",
         ]
         cost = self.cost
@@ -174,7 +174,7 @@ class Report:
             parts.append(f"${cost:.4f}")
             unpriced = self.unpriced_samples
             if unpriced:
-                parts.append(f"{unpriced:,} sample{'s' if unpriced != 1 else ''} unpriced")
+                parts.append(f"{counted(unpriced, 'sample')} unpriced")
         if n:
             low, high = self.pass_rate_ci
             parts.append(f"95% CI {low:.0%}–{high:.0%}".replace("%–", "–"))

@@ -9,6 +9,7 @@ is defined, defaulted and validated lives in `RunSettings` alone.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -163,9 +164,48 @@ class RunRequest(pydantic.BaseModel):
         return bool(self.filter) or self.cases is not None
 
 
+class Exports(pydantic.BaseModel):
+    """The report files an invocation writes once its suites have run (`--json`,
+    `--junit`...), each a path or None.
+
+    A headless run journals them with each suite's run, so `tui-eval resume` writes them
+    when it finishes the run, covering every suite of the invocation.
+
+    Attributes:
+        json_report: the report (of every suite) as JSON (`--json`).
+        junit: JUnit XML, one testcase per case.
+        markdown: a Markdown summary.
+        csv: one CSV row per sample.
+        samples_jsonl: one JSON line per sample.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    json_report: str | None = None
+    junit: str | None = None
+    markdown: str | None = None
+    csv: str | None = None
+    samples_jsonl: str | None = None
+
+    @property
+    def asked(self) -> bool:
+        """Whether any file is asked for."""
+        return any(path is not None for path in self.model_dump().values())
+
+    def absolute(self) -> Exports:
+        """The same files with absolute paths (a resume may run from another folder)."""
+        return Exports.model_validate(
+            {
+                key: str(Path(path).absolute()) if path is not None else None
+                for key, path in self.model_dump().items()
+            }
+        )
+
+
 __all__ = [
     "ABRun",
     "DecideRun",
+    "Exports",
     "Mode",
     "PlainRun",
     "RecheckRun",

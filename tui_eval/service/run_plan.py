@@ -14,7 +14,7 @@ from tui_eval.agents.sources import samples_independent
 from tui_eval.core.cases import fingerprint
 from tui_eval.core.settings import Executor, RunSettings
 from tui_eval.report.baselines import BaselineStatus, read_baseline
-from tui_eval.report.diff import case_name, case_suite
+from tui_eval.report.exporters import suite_parts
 from tui_eval.report.report import Report, ReportFileError
 from tui_eval.service.request import ABRun, DecideRun, Mode, RecheckRun, RunRequest
 from tui_eval.service.store import RunHistory
@@ -146,15 +146,7 @@ def _labels(suite: Suite) -> set[str]:
 def recheck_parts(report: Report) -> dict[str, Report]:
     """A saved report split by suite (a report of several suites, `run suites/ --json`,
     is rechecked suite by suite), each part with its cases' plain names."""
-    parts: dict[str, list[Any]] = {}
-    for case in report.cases:
-        parts.setdefault(case_suite(report, case), []).append(
-            dataclasses.replace(case, name=case_name(report, case))
-        )
-    return {
-        suite: dataclasses.replace(report, name=suite, cases=cases)
-        for suite, cases in parts.items()
-    }
+    return suite_parts(report)
 
 
 def recheck_part(report: Report, suite: str, *, only_suite: bool = False) -> Report | None:

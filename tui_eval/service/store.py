@@ -16,13 +16,13 @@ import pydantic
 
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.report.stored_values import output_once, restore_output, storable_sample
-from tui_eval.service.request import RunRequest
+from tui_eval.service.request import Exports, RunRequest
 from tui_eval.util.atomic import atomic_write_bytes, open_private, private_folder
 from tui_eval.util.home import data_root, in_data_root, private_subfolder
 
-JOURNAL_SCHEMA_VERSION = 3
-"""Version 3 added the header's case `definitions` and A/B samples' `arm`; versions 2 and 1
-(lines keyed by `"t"`, no version) are still read."""
+JOURNAL_SCHEMA_VERSION = 4
+"""Version 4 added the header's `exports`; version 3 the header's case `definitions` and A/B
+samples' `arm`; versions 3, 2 and 1 (lines keyed by `"t"`, no version) are still read."""
 
 
 def project_dir(project_root: Path) -> Path:
@@ -65,6 +65,8 @@ class JournalHeader(_JournalLine):
     definitions: dict[str, str] = {}
     """Per case run: the fingerprint of its definition when the run started (a resume
     refuses to mix samples of a case whose checks or input changed since)."""
+    exports: Exports = Exports()
+    """The report files its invocation writes at the end (a resume writes them)."""
 
 
 class JournalSample(_JournalLine):
@@ -180,6 +182,8 @@ class RunRecord:
     options: RunRequest = field(default_factory=RunRequest)
     definitions: dict[str, str] = field(default_factory=dict)
     """Per case: its definition's fingerprint when the run started (see `JournalHeader`)."""
+    exports: Exports = field(default_factory=Exports)
+    """The report files its invocation writes at the end (absolute paths)."""
     problem: str | None = None
     """Why the journal cannot be used by this version (a newer tui-eval wrote it)."""
 
@@ -227,6 +231,7 @@ class RunRecord:
             invocation=self.invocation,
             options=self.options.for_disk(),
             definitions=self.definitions,
+            exports=self.exports,
         )
 
     def load_report(self) -> Report:
@@ -395,8 +400,10 @@ class RunHistory:
         invocation: str,
         options: RunRequest | None = None,
         definitions: dict[str, str] | None = None,
+        exports: Exports | None = None,
     ) -> RunJournal:
-        """Open the journal of a new run (`definitions`: each case's fingerprint)."""
+        """Open the journal of a new run (`definitions`: each case's fingerprint; `exports`:
+        the files its invocation writes at the end)."""
         started = time.time()
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in suite)[:40]
@@ -410,6 +417,7 @@ class RunHistory:
             invocation=invocation,
             options=options or RunRequest(),
             definitions=dict(definitions or {}),
+            exports=(exports or Exports()).absolute(),
         )
         journal = RunJournal(record)
         journal.write_header()
@@ -434,6 +442,13 @@ class RunHistory:
             return []
         latest = unfinished[0].invocation
         return sorted((r for r in unfinished if r.invocation == latest), key=lambda r: r.started_at)
+
+    def invocation(self, invocation: str) -> list[RunRecord]:
+        """Every run of one invocation (the suites one command ran), in the order it
+        started them: finished ones too."""
+        return sorted(
+            (r for r in self.runs() if r.invocation == invocation), key=lambda r: r.started_at
+        )
 
 
 def read_record(folder: Path) -> RunRecord | None:
@@ -470,6 +485,7 @@ def read_record(folder: Path) -> RunRecord | None:
         cancelled=isinstance(last, JournalEnd) and last.cancelled,
         options=header.options,
         definitions=header.definitions,
+        exports=header.exports,
     )
 
 

@@ -11,12 +11,14 @@ baseline is decided), an A/B run of two agents, and a recheck of saved outputs.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
+from tui_eval.report import quarantine
 from tui_eval.report.baselines import (
     BaselineOutcome,
     BaselinePlan,
@@ -33,7 +35,7 @@ from tui_eval.run.events import Event, SampleFinished
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
 from tui_eval.run.sequential import Decision, compare_in_rounds, decide_in_rounds
-from tui_eval.service.request import DecideRun, Mode, RunRequest
+from tui_eval.service.request import DecideRun, Exports, Mode, RunRequest
 from tui_eval.service.run_plan import (
     EmptySelection,
     PlanError,
@@ -115,6 +117,8 @@ class SuiteRun:
         self._done_a = done_a or {}
         self._final: Report | None = None
         self._cancel_requested = False
+        self.quarantine_notes: list[str] = []
+        """What the run's quarantines did (one ended, one released), once it has ended."""
         if self.mode == "recheck":
             assert rechecked is not None
             self.metadata = {**recheck_metadata(rechecked), **metadata}
@@ -163,8 +167,12 @@ class SuiteRun:
         on_event: Callable[[Event], None] | None = None,
         rechecked: Report | None = None,
         baseline: Report | None = None,
+        exports: Exports | None = None,
     ) -> SuiteRun:
         """A new run of `suite` as `options` ask, journaled in `history` (if given).
+
+        `exports` are the report files the invocation writes once its suites have run:
+        journaled, so that a resume writes them too.
 
         For a recheck (a `RecheckRun`), `rechecked` is the saved report (read from its
         file when not given). A decide run compares with `baseline` when
@@ -186,6 +194,7 @@ class SuiteRun:
                 invocation=invocation,
                 options=options,
                 definitions=definitions(selected),
+                exports=exports,
             )
         return cls(
             selected,
@@ -306,6 +315,7 @@ class SuiteRun:
                 report = await self._ab()
             else:
                 report = await self.evaluation.run()
+            self._quarantine(report)
             self._final = report
             return report
         finally:
@@ -374,6 +384,22 @@ class SuiteRun:
         )
         return self._ended(self.decision.report)
 
+    def _quarantine(self, report: Report) -> None:
+        """Mark the suite's quarantined cases on the report (they do not gate) and count a
+        finished plain run towards their release; what ended is in `quarantine_notes`."""
+        if self.mode == "recheck":
+            return
+        try:
+            self.quarantine_notes = quarantine.apply_to(
+                report,
+                quarantine.quarantine_path(self.baseline_path),
+                self.suite.name,
+                datetime.date.today(),
+                count=self.mode == "run" and not report.cancelled,
+            )
+        except (quarantine.QuarantineFileError, OSError) as exc:
+            self.quarantine_notes = [f"warning: no case is quarantined: {exc}"]
+
     def _ended(self, report: Report) -> Report:
         cancelled = report.cancelled or self._cancel_requested
         return dataclasses.replace(report, metadata=self.metadata, cancelled=cancelled)
@@ -407,8 +433,8 @@ class SuiteRun:
         """Compare the finished run with its baseline.
 
         A partial run (a filter, a rerun, a shard) is compared with the baseline's cases it
-        ran: the others are not "removed", they live in other runs. Nor are the cases an
-        interrupted run never reached (a case gone from the suite still is). A decide or A/B run
+        ran: the others are not "removed", they live in other runs. Nor are the cases a run
+        cut short or stopped by `fail_fast` never reached (a case gone from the suite still is). A decide or A/B run
         gives its decision, a recheck its comparison with the outputs' first verdicts.
         """
         if self.decision is not None:
@@ -432,23 +458,36 @@ class SuiteRun:
                 baseline=self.rechecked,
             )
         only = [case.label for case in self.suite.cases] if self.options.is_partial else None
+        return compare_with_baseline(
+            self.report, self.baseline_path, only=only, not_run=self.not_reached
+        )
+
+    @property
+    def not_reached(self) -> list[str]:
+        """The cases of the finished run that never ran a sample: it was cut short (Ctrl+C,
+        SIGTERM, its budget) or stopped at its first failure (`fail_fast`)."""
         report = self.report
-        not_run: list[str] = []
-        if report is not None and report.cancelled:  # Ctrl+C, SIGTERM, a budget: cut short
-            ran = {case.name for case in report.cases}
-            not_run = [case.label for case in self.suite.cases if case.label not in ran]
-        return compare_with_baseline(report, self.baseline_path, only=only, not_run=not_run)
+        if report is None:
+            return []
+        ran = {case.name for case in report.cases}
+        return [case.label for case in self.suite.cases if case.label not in ran]
+
+    def _merges_baseline(self) -> bool:
+        """Whether saving this run merges it into the baseline: it covers only some cases
+        (a filter, a rerun) or did not reach them all, so the others' results are kept."""
+        return self.options.is_partial or bool(self.not_reached)
 
     def plan_baseline(self) -> BaselinePlan:
         """What `save_baseline()` would do (merge a partial run, replace with a full one)."""
-        return plan_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+        return plan_baseline(self.report, self.baseline_path, merge=self._merges_baseline())
 
     def save_baseline(self) -> BaselineOutcome:
         """Write the finished run as the baseline, unless that would lose something.
 
-        A partial run (a filter, a rerun of some cases) is merged into the baseline.
+        A partial run (a filter, a rerun of some cases, a `fail_fast` run that stopped
+        early) is merged into the baseline.
         """
-        return save_baseline(self.report, self.baseline_path, merge=self.options.is_partial)
+        return save_baseline(self.report, self.baseline_path, merge=self._merges_baseline())
 
     def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
         """Write a review's decisions: the run's result of every `accepted` case it ran

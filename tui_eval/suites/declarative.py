@@ -47,12 +47,9 @@ from tui_eval.core.settings import Count, Dollars
 from tui_eval.suites.recorded import TraceFileError, recorded_cases
 from tui_eval.suites.suite import Suite
 from tui_eval.util.text import validation_error_at, validation_message
+from tui_eval.util.yaml_files import load_yaml
 
 SCHEMA_VERSION = 1
-
-
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's own."""
 
 
 class SuiteFileError(ValueError):
@@ -186,7 +183,7 @@ def json_schema() -> dict[str, Any]:
 def load_yaml_suite(path: Path) -> Suite:
     """Load and validate a YAML suite. Raises `SuiteFileError` naming file, case and field."""
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

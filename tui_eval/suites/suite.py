@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,11 +24,126 @@ SUITE_SETTINGS = ("concurrency", "price", "provider", "max_cost", "cache")
 """The `RunSettings` a suite may give (a Python `Suite`'s fields, a suite file's keys)."""
 
 
-def baseline_file_stem(name: str) -> str:
-    """A file name for a suite's baseline that stays inside its folder, whatever the name:
-    path separators, `..`, leading dots and control characters become `_`."""
-    stem = re.sub(r"[^\w\-. ]", "_", name).strip().lstrip(".")
-    return stem[:120] or "suite"
+STEM_BYTES = 200
+"""The longest file stem of a suite's files, in UTF-8 bytes: with `.jsonl` and the affixes
+of an atomic write's temporary file it stays within the 255 bytes file systems allow."""
+_HASH_CHARS = 16
+_UNSAFE = re.compile(r"[^\w\-. ]")
+_WINDOWS_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul"}
+    | {f"{device}{n}" for device in ("com", "lpt") for n in "0123456789¹²³"}
+)
+"""Names Windows reserves for devices, whatever the extension (`con.json` included)."""
+_FOLDER_FILES = frozenset({"quarantine"})
+"""Stems of files the `__baselines__/` folder holds besides baselines
+(`tui_eval.report.quarantine.FILE_NAME`), in any case (macOS and Windows ignore it)."""
+
+
+def suite_file_stem(name: str) -> str:
+    """The stem of a suite's files (its baseline, its labels): distinct for every suite
+    name, at most `STEM_BYTES` UTF-8 bytes, and a name every file system takes — Windows
+    included — that stays inside its folder.
+
+    A simple name (letters, digits, `_`, `-`, `.` and inner spaces, not a Windows device
+    name nor `quarantine`, the name of a file beside baselines) is its own stem: the files earlier versions wrote keep their place. Any other
+    name is shown as it is with every other character made `_`, cut to fit, and followed
+    by `~` and a hash of the whole name — `~` is in no simple stem, so no two names share a
+    file.
+
+    Example:
+        >>> suite_file_stem("support bot"), suite_file_stem("chat/en")[:8]
+        ('support bot', 'chat_en~')
+    """
+    if _is_simple(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    shown = unicodedata.normalize("NFC", _legacy_stem(name, limit=None))
+    head = _cut_bytes(shown, STEM_BYTES - 2 - _HASH_CHARS).rstrip(" .")
+    stem = f"{head or 'suite'}~{digest}"
+    return f"_{stem}" if _is_device(stem) else stem  # `con.txt~…` is still `con`'s
+
+
+baseline_file_stem = suite_file_stem
+"""The stem of a suite's baseline file (the name it was first given)."""
+
+
+def _is_simple(name: str) -> bool:
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return (
+        0 < size <= STEM_BYTES
+        and not _UNSAFE.search(name)
+        and name == name.strip()
+        and not name.startswith(".")
+        and unicodedata.is_normalized("NFC", name)
+        and not _is_device(name)
+        and name.casefold() not in _FOLDER_FILES
+    )
+
+
+def _is_device(stem: str) -> bool:
+    """Whether Windows reads a file of this stem as a device: `con`, `con.txt`, `com1 .x`."""
+    return stem.split(".", 1)[0].rstrip(" ").casefold() in _WINDOWS_DEVICES
+
+
+def _cut_bytes(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` UTF-8 bytes, never inside a character."""
+    return text.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
+
+
+def _legacy_stem(name: str, limit: int | None = 120) -> str:
+    """The stem versions before distinct stems gave `name` (`chat_en` for `chat/en` and
+    `chat:en` alike; cut at 120 characters)."""
+    stem = _UNSAFE.sub("_", name).strip().lstrip(".")
+    return (stem[:limit] if limit is not None else stem) or "suite"
+
+
+def suite_file(
+    folder: Path, name: str, suffix: str, *, owned: Callable[[Path], bool], move: bool = True
+) -> Path:
+    """The file of suite `name` in `folder`: `<stem><suffix>` (`suite_file_stem`).
+
+    A file an earlier version named for it (before stems were distinct: `chat_en.json` for
+    `chat/en`, a name cut at 120 characters, `con.json`) is moved there the first time,
+    when the new file does not exist yet and `owned` says the old one is this suite's —
+    the old name may be another suite's, or have been shared by several. Where it cannot be
+    moved (or not `move`: a command that only reads), it is used where it is.
+    """
+    path = folder / f"{suite_file_stem(name)}{suffix}"
+    legacy = folder / f"{_legacy_stem(name)}{suffix}"
+    if legacy == path or path.exists() or not legacy.is_file() or not owned(legacy):
+        return path
+    if not move:
+        return legacy
+    try:
+        os.link(legacy, path)  # never over a file made meanwhile
+    except FileExistsError:
+        return path
+    except OSError:  # no hard links on this file system: a plain rename
+        try:
+            legacy.rename(path)
+        except OSError:
+            return legacy
+        return path
+    legacy.unlink(missing_ok=True)
+    return path
+
+
+def holds_report_of(name: str) -> Callable[[Path], bool]:
+    """Whether a report file is of the suite `name` (what decides whose an old baseline
+    file is). A file that cannot be read belongs to no one."""
+
+    def owned(path: Path) -> bool:
+        try:
+            document = json.loads(path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return False
+        report = document.get("report") if isinstance(document, dict) else None
+        return isinstance(report, dict) and report.get("name") == name
+
+    return owned
 
 
 @dataclass(eq=False)
@@ -102,14 +221,18 @@ class Suite:
 
     @property
     def baseline_path(self) -> Path:
-        """Where this suite's baseline is read and written."""
+        """Where this suite's baseline is read and written: `baseline` when given, else
+        `__baselines__/<stem>.json` beside its file (`suite_file`: a file an earlier
+        version named for it is moved there first)."""
         if self.baseline is not None:
             given = Path(self.baseline)
             if not given.is_absolute() and self.path is not None:
                 return self.path.parent / given
             return given
         folder = self.path.parent if self.path is not None else Path.cwd()
-        return folder / "__baselines__" / f"{baseline_file_stem(self.name)}.json"
+        return suite_file(
+            folder / "__baselines__", self.name, ".json", owned=holds_report_of(self.name)
+        )
 
     def duplicate_names(self) -> list[str]:
         """Case names used more than once (they would make `compare()` ambiguous)."""

@@ -1,10 +1,12 @@
-"""Atomic file writes: readers see the old file or the new one, never half of one."""
+"""Atomic file writes: readers see the old file or the new one, never half of one; and
+`folder_lock`, one writer at a time for a read-merge-write of a shared file."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 PRIVATE_FILE = 0o600
@@ -76,3 +78,32 @@ def open_private(path: Path, mode: str) -> int:
     with contextlib.suppress(OSError):
         os.fchmod(fd, PRIVATE_FILE)
     return fd
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, *, private: bool = False) -> Iterator[None]:
+    """Hold an exclusive lock on `folder` (created if missing: owner-only with `private`,
+    as `atomic_write_bytes` makes it) while the block runs.
+
+    For a file that several processes (or sessions of one process) update by reading it,
+    merging a change and writing it back atomically: under the lock no other writer reads
+    between this one's read and write, so neither loses the other's change. The lock is the
+    folder's own (`flock` on it), so no lock file sits beside the files people commit, and
+    the OS releases it if the process dies. Without `fcntl` (Windows) the block runs
+    unlocked.
+    """
+    if private:
+        private_folder(folder)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases its lock

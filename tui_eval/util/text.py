@@ -106,6 +106,16 @@ def _json_safe(value: Any, seen: set[int]) -> Any:
     return safe
 
 
+def counted(count: int, noun: str) -> str:
+    """`count` and `noun`, in the plural unless it is one (thousands separated).
+
+    Example:
+        >>> counted(1, "sample"), counted(1200, "sample")
+        ('1 sample', '1,200 samples')
+    """
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def cut(text: str, limit: int) -> str:
     """`text`, or its first `limit - 1` characters and an ellipsis."""
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + ELLIPSIS

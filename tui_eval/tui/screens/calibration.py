@@ -71,6 +71,11 @@ class CalibrationScreen(Screen[None]):
     def show_calibration(self, calibration: Calibration) -> None:
         """Fill the summary and the table of disagreements."""
         summary = Text(calibration.summary())
+        for error in calibration.errors:
+            summary.append("\njudge error: ", style="bold red")
+            summary.append_text(cell(f"{error.record.case} · {error.record.check}", 60))
+            summary.append(": ")
+            summary.append_text(cell(error.error, 160))
         for reason in calibration.skipped:
             summary.append("\nskipped: ", style="yellow")
             summary.append_text(plain(reason))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
+from pathlib import Path
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -9,7 +12,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.report.quarantine import (
+    Quarantine,
+    QuarantineFileError,
+    put,
+    quarantine_path,
+    read,
+    release,
+)
 from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.service.flaky import case_histories
 from tui_eval.service.session import RunSession
 from tui_eval.service.suite_run import EmptySelection
 from tui_eval.stats.proportions import wilson_interval
@@ -41,6 +53,7 @@ class CaseScreen(Screen[None]):
         Binding("m", "more_samples", "More samples"),
         Binding("r", "rerun_case", "Rerun case"),
         Binding("e", "edit", "Edit"),
+        Binding("Q", "quarantine", "Quarantine", tooltip="Quarantine: runs, shows, does not gate"),
     ]
 
     def __init__(self, session: RunSession, case_index: int, workspace: Workspace) -> None:
@@ -96,18 +109,74 @@ class CaseScreen(Screen[None]):
         suite = self.session.suite
         if history is None or suite is None:
             return ""
-        rates = []
-        for record in [r for r in history.runs() if r.suite == suite.name and r.finished][:8]:
-            try:
-                passed, total = record.summary().case_rates.get(self.case.name, (0, 0))
-            except Exception:
-                continue
-            if total:
-                rates.append(f"{passed / total:.0%}")
-        return (
-            "past runs (newest first): " + " · ".join(rates)
-            if rates
+        name = self.case.name
+        past = case_histories(history, suite.name, {name: self.case.pass_threshold}, limit=8)
+        runs = past[name].runs if name in past else []
+        line = (
+            "past runs (newest first): " + " · ".join(f"{r.passed / r.total:.0%}" for r in runs)
+            if runs
             else "past runs: none recorded"
+        )
+        if runs:
+            line += f" · {past[name].flips} flip(s)"
+            if past[name].flaky:
+                line += " · flaky (its runs disagree beyond noise; Q quarantines it)"
+        held = self._quarantine()
+        if held is not None:
+            line += f" · quarantined: {held.reason} (Q releases)"
+        return line
+
+    def _quarantine_file(self) -> Path | None:
+        return quarantine_path(self.session.baseline_path) if self.session.baseline_path else None
+
+    def _quarantine(self) -> Quarantine | None:
+        path = self._quarantine_file()
+        if path is None:
+            return None
+        try:
+            return read(path, self.session.state.name).get(self.case.name)
+        except (QuarantineFileError, OSError):
+            return None
+
+    def action_quarantine(self) -> None:
+        path = self._quarantine_file()
+        if path is None:
+            self.notify("this run has no baseline folder to keep a quarantine in", timeout=3)
+            return
+        suite, name = self.session.state.name, self.case.name
+        from tui_eval.tui.screens.prompt import ConfirmScreen, TextPrompt
+
+        def done(message: str) -> None:
+            self.history_line = self._history_line()
+            self.refresh_view()
+            self.notify(message, timeout=4)
+
+        if self._quarantine() is not None:
+
+            def lift(confirmed: bool | None) -> None:
+                if confirmed:
+                    release(path, suite, name)
+                    done(f"{name}: released; it gates again")
+
+            self.app.push_screen(ConfirmScreen(f"Release the quarantine of {name!r}?"), lift)
+            return
+
+        def record(reason: str | None) -> None:
+            if reason is None:
+                return
+            try:
+                put(path, suite, name, Quarantine(reason, datetime.date.today()))
+            except (QuarantineFileError, OSError) as exc:
+                self.notify(str(exc), severity="error", markup=False)
+                return
+            done(f"{name}: quarantined (runs, shows, does not gate) in {path}")
+
+        self.app.push_screen(
+            TextPrompt(
+                f"Quarantine {name!r}: it still runs and shows, but does not fail the run. Why?",
+                "the reason, shown in JUnit and the summaries",
+            ),
+            record,
         )
 
     def refresh_view(self) -> None:

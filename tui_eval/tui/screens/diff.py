@@ -89,6 +89,7 @@ class DiffScreen(Screen[None]):
         Binding("w", "write", "Write", tooltip="Write every decision to the baseline file"),
         Binding("A", "accept_all", "Accept all", tooltip="Accept every pending case"),
         Binding("m", "decide", "More samples", tooltip="More samples until each change is decided"),
+        Binding("F", "failures", "Failures", tooltip="Failures grouped into modes, new first"),
     ]
 
     def __init__(
@@ -383,6 +384,14 @@ class DiffScreen(Screen[None]):
         for name in changed + removed:
             self._decided(name)
         self.notify(outcome.message)
+
+    def action_failures(self) -> None:
+        if self.session is None:
+            self.notify("no run to group the failures of", timeout=2)
+            return
+        from tui_eval.tui.screens.failures import FailuresScreen
+
+        self.app.push_screen(FailuresScreen(self.session, baseline=self.baseline))
 
     def action_decide(self) -> None:
         """Sample the changed cases until each comparison is decided (or the budget ends)."""

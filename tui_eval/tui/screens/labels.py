@@ -1,8 +1,10 @@
 """The Label screen: judged outputs one at a time, labelled with one key each — blind.
 
 The judge's verdict and reasoning stay hidden until the output is labelled (`b` shows them
-anyway); then they appear beside the label given, and the next output comes up. Labels are
-written at once to `<suite folder>/__labels__/<suite>.jsonl` (`LabelStore`).
+for the output on screen, and only that one); then they appear beside the label given, and
+the next output comes up, hidden again. Labels are written at once to
+`<suite folder>/__labels__/<suite>.jsonl` (`LabelStore`), merged with what other sessions
+wrote there.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class LabelScreen(Screen[None]):
         items: the outputs to label, in order.
         position: the output shown now.
         blind: hide the judge's verdict until the output is labelled.
+        revealed: the position whose verdict `b` showed (it applies to that output only).
     """
 
     BINDINGS = [
@@ -49,7 +52,7 @@ class LabelScreen(Screen[None]):
         Binding("question_mark", "app.help", "Help"),
         Binding("y", "label('pass')", "Pass"),
         Binding("x", "label('fail')", "Fail"),
-        Binding("0", "score(0.0)", "Score 0–5"),
+        Binding("0", "score(0.0)", "Score", key_display="0–5", tooltip="Score 0"),
         Binding("1", "score(0.2)", "Score 0.2", show=False),
         Binding("2", "score(0.4)", "Score 0.4", show=False),
         Binding("3", "score(0.6)", "Score 0.6", show=False),
@@ -58,7 +61,7 @@ class LabelScreen(Screen[None]):
         Binding("s", "skip", "Skip"),
         Binding("u", "undo", "Undo"),
         Binding("n", "note", "Note"),
-        Binding("b", "toggle_blind", "Show judge"),
+        Binding("b", "reveal", "Show judge", tooltip="Show the judge's verdict on this output"),
         Binding("c", "calibrate", "Calibrate"),
     ]
 
@@ -79,6 +82,7 @@ class LabelScreen(Screen[None]):
         self.items = items if items is not None else self.all_items
         self.position = 0
         self.blind = blind
+        self.revealed: int | None = None
         self.note: str | None = None
         self._undo: list[_Undo] = []
         self._last: tuple[LabelItem, LabelRecord] | None = None
@@ -136,7 +140,7 @@ class LabelScreen(Screen[None]):
             body.append(f"\n\nlabelled {_label_text(existing.label)}", style="bold cyan")
         output.update(body)
         shown = Text()
-        if self.blind and existing is None:
+        if self.blind and existing is None and self.revealed != self.position:
             shown.append(
                 "judge's verdict hidden until you label (blind) · y pass · x fail · "
                 "0–5 score · s skip · b show",
@@ -173,7 +177,11 @@ class LabelScreen(Screen[None]):
         if item is None:
             return
         record = item.label(value, note=self.note)
-        previous = self.store.put(record)
+        try:
+            previous = self.store.put(record)
+        except LabelsFileError as exc:  # someone broke the file since it was opened
+            self.notify(str(exc), severity="error")
+            return
         self._undo.append(_Undo(self.position, record.key, previous))
         self._last = (item, record)
         self.note = None
@@ -190,8 +198,13 @@ class LabelScreen(Screen[None]):
         if not self._undo:
             self.notify("nothing to undo", timeout=2)
             return
-        undo = self._undo.pop()
-        self.store.restore(undo.key, undo.previous)
+        undo = self._undo[-1]
+        try:
+            self.store.restore(undo.key, undo.previous)
+        except LabelsFileError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self._undo.pop()
         self.position = undo.position
         self._last = None
         self.notify("label undone", timeout=1.5)
@@ -211,8 +224,10 @@ class LabelScreen(Screen[None]):
         if self.note:
             self.notify(f"note kept for the next label: {self.note}", timeout=2)
 
-    def action_toggle_blind(self) -> None:
-        self.blind = not self.blind
+    def action_reveal(self) -> None:
+        """Show (or hide again) the judge's verdict on the output on screen: the next
+        output is blind again."""
+        self.revealed = None if self.revealed == self.position else self.position
         self.show_item()
 
     def action_calibrate(self) -> None:

@@ -111,3 +111,33 @@ def quit_asking(app: App[object]) -> None:
         ),
         answered,
     )
+
+
+class TextPrompt(ModalScreen[str | None]):
+    """Ask for a line of text; dismisses with it (stripped, not empty), or None on escape."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    TextPrompt { align: center middle; }
+    TextPrompt > Vertical { width: 70; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    """
+
+    def __init__(self, question: str, placeholder: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(sanitize(self.question)))
+            yield Input(placeholder=self.placeholder, id="text")
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            self.notify("type something, or escape to cancel", severity="warning")
+            return
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -57,6 +57,7 @@ class RunScreen(Screen[None]):
         Binding("w", "watch", "Watch", tooltip="Watch: rerun on every save of the suite's files"),
         Binding("p", "since_previous", "vs prev", tooltip="What changed since the previous run"),
         Binding("l", "label_queue", "Label", tooltip="Label the judged outputs (blind)"),
+        Binding("F", "failures", "Failures", tooltip="Failures grouped into modes, new first"),
     ]
 
     def __init__(
@@ -74,6 +75,8 @@ class RunScreen(Screen[None]):
             workspace.watching.add(session.state.name)
         self.previous = previous
         """The run this one reran (in watch mode), to show what changed since."""
+        self.mode_label = ""
+        """The failure mode whose cases the table shows (`m` on the Failures screen)."""
         self.since_previous: Diff | None = None
         self.reruns_started = 0
         self._finished_seen = False
@@ -220,6 +223,8 @@ class RunScreen(Screen[None]):
             shown.append(f"{FAILING_CASES} (f: all)")
         if table.name_filter:
             shown.append(f"names containing {table.name_filter!r}")
+        if table.mode_cases is not None:
+            shown.append(f"the cases of failure mode {self.mode_label!r} (F, m: all)")
         if table.sort_key is not None:
             label = {key: name for key, name, _, _ in COLUMNS}.get(table.sort_key, "")
             shown.append(f"sorted by {label} {SORT_ARROW.get(table.sort_key, '')} (o: next)")
@@ -257,6 +262,31 @@ class RunScreen(Screen[None]):
         from tui_eval.tui.screens.case import CaseScreen
 
         self.app.push_screen(CaseScreen(self.session, index, self.workspace))
+
+    def show_mode(self, cases: frozenset[str], label: str) -> None:
+        """Show only `cases` (a failure mode's), or every case again for the same mode."""
+        table = self.query_one(CaseTable)
+        same = table.mode_cases == cases
+        table.mode_cases = None if same else cases
+        self.mode_label = "" if same else label
+        table.rebuild()
+        self._show_notes()
+
+    def action_failures(self) -> None:
+        from tui_eval.service.flaky import case_histories
+        from tui_eval.tui.screens.failures import FailuresScreen
+
+        compared = self.session.compare()
+        baseline = compared.baseline if compared.status is BaselineStatus.COMPARED else None
+        flaky: list[str] = []
+        history = self.workspace.history
+        if history is not None:
+            thresholds = {c.name: c.pass_threshold for c in self.session.state.cases}
+            found = case_histories(history, self.session.state.name, thresholds)
+            flaky = [name for name, past in found.items() if past.flaky]
+        self.app.push_screen(
+            FailuresScreen(self.session, baseline=baseline, flaky=flaky, show_cases=self.show_mode)
+        )
 
     def action_failing_only(self) -> None:
         table = self.query_one(CaseTable)

@@ -46,11 +46,21 @@ class SampleScreen(Screen[None]):
         Binding("5", "tab('usage')", "Usage", show=False),
     ]
 
-    def __init__(self, session: RunSession, case_index: int, sample_index: int) -> None:
+    def __init__(
+        self,
+        session: RunSession,
+        case_index: int,
+        sample_index: int,
+        *,
+        walk: list[tuple[int, int]] | None = None,
+    ) -> None:
         super().__init__()
         self.session = session
         self.case_index = case_index
         self.sample_index = sample_index
+        self.walk = walk
+        """The samples `n`/`p` walk (a failure mode's), by (case, sample) position; None:
+        every failing sample of the run."""
 
     @property
     def sample(self) -> SampleResult:
@@ -131,7 +141,7 @@ class SampleScreen(Screen[None]):
         self.query_one(TabbedContent).active = tab
 
     def action_step(self, direction: int) -> None:
-        failing = self.session.state.failing_samples()
+        failing = self.walk or self.session.state.failing_samples()
         if not failing:
             self.notify("no failing samples", timeout=2)
             return
@@ -145,7 +155,8 @@ class SampleScreen(Screen[None]):
             )
         self.case_index, self.sample_index = failing[position]
         self.show_sample()
-        self.notify(f"failing sample {position + 1}/{len(failing)}", timeout=1.5)
+        which = "sample of the failure mode" if self.walk else "failing sample"
+        self.notify(f"{which} {position + 1}/{len(failing)}", timeout=1.5)
 
     def action_view_full(self) -> None:
         from tui_eval.tui.screens.full_text import FullTextScreen

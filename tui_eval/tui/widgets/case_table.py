@@ -192,6 +192,8 @@ class CaseTable(ScrollView, can_focus=True):
         self.state = state
         self.failing_only = False
         self.name_filter = ""
+        self.mode_cases: frozenset[str] | None = None
+        """Only these cases (a failure mode's, from the Failures screen's `m`)."""
         self.sort_key: str | None = None
         self.order: list[int] = []
         self._position: dict[int, int] = {}
@@ -205,6 +207,8 @@ class CaseTable(ScrollView, can_focus=True):
         pass threshold (so far, while they run), not those that pass with a failing sample."""
         case = self.state.cases[index]
         if self.failing_only and (not case.samples or case.passed):
+            return False
+        if self.mode_cases is not None and case.name not in self.mode_cases:
             return False
         return not (self.name_filter and self.name_filter.casefold() not in case.name.casefold())
 

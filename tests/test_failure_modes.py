@@ -1,0 +1,127 @@
+"""Failure modes: failed samples grouped by a signature, and compared with a baseline."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tui_eval import Case, CheckResult, Report, RunResult, ToolCall, evaluate, tool_called
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.failure_modes import failure_modes, markdown, mask
+
+pytestmark = pytest.mark.anyio
+
+
+def judge(score_of: dict[str, int]):
+    def judged(run: RunResult) -> CheckResult:
+        score = score_of.get(str(run.output), 5)
+        return CheckResult(
+            "llm_judge",
+            score >= 4,
+            score / 5,
+            f"scored {score} because the total {100 + score * 7} in the answer is wrong",
+        )
+
+    return judged
+
+
+def three_modes(*, timeouts: bool = True):
+    """20 cases: 6 call `add` with a wrong argument, 6 time out, 6 get a judge's low score
+    (a different number in each reason), 2 pass."""
+    scores = {f"answer {i}": 1 + i % 3 for i in range(12, 18)}
+
+    async def agent(question: str) -> RunResult:
+        i = int(question.split()[-1])
+        if timeouts and 6 <= i < 12:
+            await anyio.sleep(30)
+        wrong = i < 6
+        call = ToolCall("add", {"a": 2 if not wrong else 100 + i, "b": 3}, id=f"call_{i:04x}ab")
+        return RunResult(output=f"answer {i}", tool_calls=[call])
+
+    cases = [
+        Case(
+            f"question {i}",
+            name=f"c{i:02d}",
+            checks=[tool_called("add", a=2), judge(scores)],
+            timeout=0.05 if 6 <= i < 12 else None,
+        )
+        for i in range(20)
+    ]
+    return agent, cases
+
+
+async def test_three_injected_modes_give_exactly_three_modes_with_their_cases():
+    agent, cases = three_modes()
+    report = await evaluate(agent, cases, concurrency=20)
+    modes = failure_modes(report)
+    assert len(modes) == 3 and sum(m.count for m in modes) == 18
+    by_where = {m.signature.where: m for m in modes}
+    assert by_where["tool_called"].cases == [f"c{i:02d}" for i in range(6)]
+    assert by_where["timeout"].cases == [f"c{i:02d}" for i in range(6, 12)]
+    assert by_where["llm_judge"].cases == [f"c{i}" for i in range(12, 18)]
+
+
+async def test_against_a_baseline_holding_two_modes_the_third_is_new_and_first():
+    agent, cases = three_modes()
+    report = await evaluate(agent, cases, concurrency=20)
+    base_agent, base_cases = three_modes(timeouts=False)  # no timeout mode in the baseline
+    baseline = await evaluate(base_agent, base_cases, concurrency=20)
+    modes = failure_modes(report, baseline)
+    assert modes[0].change == "new"
+    assert modes[0].signature.kind == "timeout" and modes[0].baseline_samples == 0
+    assert {m.change for m in modes[1:]} == {"same"}
+    assert "**new**" in markdown(modes).splitlines()[2]
+
+
+def test_reasons_differing_only_in_numbers_quotes_ids_or_paths_are_one_pattern():
+    assert mask("expected 'Paris', got 'Lyon' after 3 calls") == mask(
+        'expected "Rome", got "Nice" after 12 calls'
+    )
+    assert mask("order 7f3a9c2e41 failed in 2.5s at /tmp/x/y.txt") == mask(
+        "order 0b1c2d3e4f failed in 0.25s at /home/me/z.json"
+    )
+    assert mask("total $41.50 is 12% off") == mask("total $1,200.00 is 7% off")
+    assert mask("missing field name") != mask("missing field email")
+
+
+def sample(case: str, index: int, check: str, reason: str) -> SampleResult:
+    return SampleResult(
+        case, index, "failed", checks=[CheckResult(check, False, 0.0, reason)], run=RunResult("x")
+    )
+
+
+def test_different_checks_never_merge_even_with_the_same_reason():
+    cases = [
+        CaseResult("a", [sample("a", 0, "contains", "no 'x' in the output")]),
+        CaseResult("b", [sample("b", 0, "regex", "no 'x' in the output")]),
+    ]
+    assert len(failure_modes(Report("r", cases))) == 2
+
+
+def test_the_departure_from_passing_samples_is_part_of_the_signature():
+    ok = SampleResult("a", 0, "passed", run=RunResult("x", tool_calls=[ToolCall("book", {})]))
+    wrong_tool = SampleResult(
+        "a",
+        1,
+        "failed",
+        checks=[CheckResult("contains", False, 0.0, "no 'booked'")],
+        run=RunResult("x", tool_calls=[ToolCall("search", {})]),
+    )
+    (mode,) = failure_modes(Report("r", [CaseResult("a", [ok, wrong_tool])]))
+    assert mode.signature.departure == "leaves at call 1: search (passing: book)"
+
+
+def test_a_hundred_thousand_failed_samples_fall_in_one_mode():
+    """(Their speed is measured in bench/failure_modes_bench.py, not here.)"""
+    cases = [
+        CaseResult(
+            f"case {c}",
+            [
+                sample(f"case {c}", i, "llm_judge", f"scored {i % 5} since {c * 31 + i} is off")
+                for i in range(100)
+            ],
+        )
+        for c in range(1000)
+    ]
+    modes = failure_modes(Report("big", cases))
+    assert len(modes) == 1 and modes[0].count == 100_000

@@ -1,0 +1,110 @@
+"""The Failures screen: modes live while the run streams, their samples, the Run filter,
+and `Q` on the Case screen."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tui_eval import Case, Suite, contains
+from tui_eval.report.quarantine import quarantine_path, read
+from tui_eval.service.store import RunHistory
+from tui_eval.tui.app import make_app
+from tui_eval.tui.screens.case import CaseScreen
+from tui_eval.tui.screens.failures import FailuresScreen
+from tui_eval.tui.screens.run import RunScreen
+from tui_eval.tui.screens.sample import SampleScreen
+from tui_eval.tui.widgets.case_table import CaseTable
+
+from .test_app_flow import wait_for, wait_until_done
+
+pytestmark = pytest.mark.anyio
+
+
+def two_modes_suite(tmp_path, gate: anyio.Event) -> Suite:
+    """Cases 0-3 answer wrong numbers, 4-5 raise, 6-7 pass; case 7 waits for `gate`."""
+
+    async def agent(question: str) -> str:
+        i = int(question.split()[-1])
+        if i == 7:
+            await gate.wait()
+        if i < 4:
+            return f"total {i * 13}"
+        if i < 6:
+            raise KeyError(f"order-{i}")
+        return "ok"
+
+    suite = Suite(
+        "modes",
+        agent=agent,
+        cases=[Case(f"q {i}", name=f"c{i}", checks=[contains("ok")]) for i in range(8)],
+        concurrency=8,
+    )
+    suite.path = tmp_path / "modes_suite.py"
+    return suite
+
+
+async def test_failures_screen_groups_live_and_walks_a_modes_samples(tmp_path):
+    gate = anyio.Event()
+    suite = two_modes_suite(tmp_path, gate)
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run_screen = app.screen
+        await wait_for(pilot, lambda: run_screen.session.state.samples_done == 7)
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        screen = app.screen
+        await wait_for(pilot, lambda: len(screen.modes) == 2)  # live: the run still goes
+        assert run_screen.session.state.running
+        by_where = {m.signature.where: m for m in screen.modes}
+        assert by_where["contains"].cases == ["c0", "c1", "c2", "c3"]
+        assert by_where["KeyError"].cases == ["c4", "c5"]
+        gate.set()
+        # (The Run screen under this one is not drawn: wait for the run, not for it.)
+        await wait_for(pilot, lambda: not run_screen.session.state.running)
+        await wait_for(pilot, lambda: "live" not in str(screen.query_one("#screen-title").render()))
+        # enter opens the first mode's first sample; n walks the mode's samples only.
+        first = screen.modes[0]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen))
+        sample_screen = app.screen
+        seen = []
+        for _ in range(first.count):
+            case = sample_screen.session.state.cases[sample_screen.case_index]
+            seen.append(case.name)
+            await pilot.press("n")
+            await pilot.pause()
+        assert sorted(seen) == sorted(first.cases)
+        await pilot.press("q")
+        # m shows only the mode's cases on the Run screen.
+        await pilot.press("m")
+        await wait_for(pilot, lambda: app.screen is run_screen)
+        table = run_screen.query_one(CaseTable)
+        shown = [run_screen.session.state.cases[i].name for i in table.order]
+        assert shown == first.cases
+
+
+async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):
+    gate = anyio.Event()
+    gate.set()
+    suite = two_modes_suite(tmp_path, gate)
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("enter")  # the first case, c0 (failing)
+        await wait_for(pilot, lambda: isinstance(app.screen, CaseScreen))
+        await pilot.press("Q")
+        await pilot.pause()
+        await pilot.press(*"judge flips")
+        await pilot.press("enter")
+        path = quarantine_path(suite.baseline_path)
+        await wait_for(pilot, lambda: "c0" in read(path, "modes"))
+        assert read(path, "modes")["c0"].reason == "judge flips"
+        await pilot.press("Q")
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not path.exists())

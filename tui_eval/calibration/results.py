@@ -1,0 +1,333 @@
+"""What a calibration found: each labelled output with the judge's verdict on it
+(`JudgedLabel`) or the judge's error (`UnjudgedLabel`), and the agreement figures
+(`Calibration`: κ with its interval, agreement, TPR/TNR, per check and per juror).
+
+Computed by `tui_eval.stats.agreement`; made by `calibrate()` (`calibrate`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tui_eval.calibration.labels import LabelRecord
+from tui_eval.checks.base import CheckResult, JudgeVerdict
+from tui_eval.stats.agreement import (
+    Confusion,
+    kappa_interval,
+    krippendorff_alpha,
+    labels_needed,
+    weighted_score_kappa,
+)
+
+PRECISION = 0.1
+"""The half-width of κ's interval that `Calibration.labels_needed` counts labels for."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedLabel:
+    """One labelled output with the judge's verdict on it now.
+
+    Attributes:
+        record: the human label, as stored.
+        human_passed: the human's verdict ("pass", or a score reaching the threshold).
+        judge: the check's result when judged again (a jury's holds every judge's verdict).
+        threshold: the check's passing score (`SCORE_PASS` for checks without one).
+        suite: the suite the label belongs to.
+    """
+
+    record: LabelRecord
+    human_passed: bool
+    judge: CheckResult
+    threshold: float
+    suite: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        """Whether judge and human reached the same verdict."""
+        return self.human_passed == self.judge.passed
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form of a disagreement."""
+        return {
+            "suite": self.suite,
+            "case": self.record.case,
+            "check": self.record.check,
+            "label": self.record.label,
+            "human_passed": self.human_passed,
+            "judge_passed": self.judge.passed,
+            "judge_score": self.judge.score,
+            "threshold": self.threshold,
+            "reason": self.judge.reason,
+            "verdicts": [
+                {"judge": v.judge, "passed": v.passed, "score": v.score, "reasoning": v.reasoning}
+                for v in self.judge.verdicts or []
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class UnjudgedLabel:
+    """A labelled output the judge gave no verdict on: it raised, outlasted the case's
+    `timeout`, or replied something that is not a verdict. Never counted as a verdict.
+
+    Attributes:
+        record: the human label, as stored.
+        error: what went wrong, in words.
+        suite: the suite the label belongs to.
+    """
+
+    record: LabelRecord
+    error: str
+    suite: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form of the error."""
+        return {
+            "suite": self.suite,
+            "case": self.record.case,
+            "check": self.record.check,
+            "label": self.record.label,
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class Calibration:
+    """How far a judge agrees with human labels.
+
+    Attributes:
+        n: labelled outputs judged.
+        agreement: the share where judge and human reached the same verdict.
+        kappa: Cohen's κ of the pass/fail verdicts (NaN when undefined: the humans or the
+            judge gave one verdict only; `kappa_undefined` says which).
+        kappa_ci: a 95% interval for κ that holds at small label counts (Jeffreys-prior
+            Dirichlet posterior, seeded: reruns give the same; `kappa_interval`).
+        labels_needed: about how many labels an interval of ±0.1 needs, at the κ and pass
+            rates seen (None when κ is undefined).
+        weighted_kappa: quadratic weighted κ of the human score labels against the judge's
+            scores, on the scores themselves (None without score labels).
+        tpr: of the outputs humans passed, the share the judge passed.
+        tnr: of the outputs humans failed, the share the judge failed.
+        confusion: `{"tp", "fp", "fn", "tn"}`, judge against human (human pass = positive).
+        disagreements: the labelled outputs where judge and human differ.
+        by_check: the same per check (keyed by check name).
+        judges_alpha: Krippendorff's α of the jurors' pass/fail verdicts (None: no jury).
+        judges: each juror's own calibration against the humans, by judge name (juries).
+        judged: every labelled output with its verdict, in label order.
+        skipped: labels that could not be judged (their case or check is gone), and why.
+        errors: labelled outputs the judge gave no verdict on (it raised, timed out or
+            replied no verdict): left out of every figure, and they fail the gate.
+        judge_requests: judge model requests made (including those the cache answered).
+        cached_requests: of those, answered by the response cache.
+        cost: dollars the judges spent, when priced.
+        stopped: why judging stopped early (`max_cost`), if it did.
+    """
+
+    n: int
+    agreement: float
+    kappa: float
+    kappa_ci: tuple[float, float]
+    weighted_kappa: float | None
+    tpr: float
+    tnr: float
+    confusion: dict[str, int]
+    labels_needed: int | None = None
+    disagreements: list[JudgedLabel] = field(default_factory=list)
+    by_check: dict[str, Calibration] = field(default_factory=dict)
+    judges_alpha: float | None = None
+    judges: dict[str, Calibration] = field(default_factory=dict)
+    judged: list[JudgedLabel] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    errors: list[UnjudgedLabel] = field(default_factory=list)
+    judge_requests: int = 0
+    cached_requests: int = 0
+    cost: float | None = None
+    stopped: str | None = None
+
+    @classmethod
+    def of(cls, judged: Sequence[JudgedLabel], *, seed: int = 0) -> Calibration:
+        """The agreement statistics of these judged labels (and per check, and per juror)."""
+        calibration = _statistics(judged, seed=seed)
+        checks = sorted({j.record.check for j in judged})
+        calibration.by_check = {
+            name: _statistics([j for j in judged if j.record.check == name], seed=seed)
+            for name in checks
+        }
+        jurors = [j for j in judged if j.judge.verdicts]
+        if jurors:
+            # Juries may differ from check to check: a judge is measured on what it judged.
+            names = list(dict.fromkeys(v.judge for j in jurors for v in j.judge.verdicts or []))
+            units = [[_juror_verdict(j, name) for name in names] for j in jurors]
+            calibration.judges_alpha = krippendorff_alpha(
+                [[v.passed if v is not None else None for v in unit] for unit in units]
+            )
+            calibration.judges = {
+                name: _statistics(
+                    [_as_juror(j, v) for j, v in zip(jurors, column, strict=True) if v is not None],
+                    seed=seed,
+                )
+                for name, column in zip(names, zip(*units, strict=True), strict=True)
+            }
+        return calibration
+
+    @property
+    def kappa_undefined(self) -> str | None:
+        """Why κ is undefined, in words (None when it is defined)."""
+        if not math.isnan(self.kappa):
+            return None
+        if not self.n:
+            return "no labelled output was judged"
+        c = self.confusion
+        if c["tp"] + c["fn"] in (0, self.n):
+            return "the humans gave one verdict only"
+        return "the judge gave one verdict only"
+
+    def below(self, min_kappa: float) -> bool:
+        """Whether κ fails a `--min-kappa` gate: below it, or undefined (fails closed)."""
+        return math.isnan(self.kappa) or self.kappa < min_kappa
+
+    def passes(self, min_kappa: float | None = None) -> bool:
+        """Whether the calibration passes a CI gate: the judge gave a verdict on every
+        labelled output (a judge error fails it), and κ reaches `min_kappa` when given."""
+        if self.errors:
+            return False
+        return min_kappa is None or not self.below(min_kappa)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The calibration as the CLI's `--json` writes it (NaN as null)."""
+        document: dict[str, Any] = {
+            "n": self.n,
+            "agreement": _number(self.agreement),
+            "kappa": _number(self.kappa),
+            "kappa_ci": [_number(self.kappa_ci[0]), _number(self.kappa_ci[1])],
+            "labels_needed": self.labels_needed,
+            "weighted_kappa": _number(self.weighted_kappa),
+            "tpr": _number(self.tpr),
+            "tnr": _number(self.tnr),
+            "confusion": dict(self.confusion),
+            "disagreements": [d.as_dict() for d in self.disagreements],
+            "by_check": {name: c.as_dict() for name, c in self.by_check.items()},
+            "judges_alpha": _number(self.judges_alpha),
+            "judges": {name: c.as_dict() for name, c in self.judges.items()},
+        }
+        if self.skipped:
+            document["skipped"] = list(self.skipped)
+        if self.errors:
+            document["errors"] = [error.as_dict() for error in self.errors]
+        if self.judge_requests or self.cached_requests:
+            document["judge_requests"] = self.judge_requests
+            document["cached_requests"] = self.cached_requests
+        if self.cost is not None:
+            document["cost"] = self.cost
+        if self.stopped:
+            document["stopped"] = self.stopped
+        return document
+
+    def summary(self) -> str:
+        """A few lines for a terminal: κ with its interval, agreement, TPR/TNR, the matrix,
+        how many labels a ±0.1 interval needs, and the labels the judge erred on."""
+        c = self.confusion
+        lines = [
+            f"{_count(self.n, 'labelled output')} · {self._kappa_text()} · "
+            f"agreement {_pct(self.agreement)} · TPR {_pct(self.tpr)} · TNR {_pct(self.tnr)}",
+            f"  judge vs human: tp {c['tp']} · fp {c['fp']} · fn {c['fn']} · tn {c['tn']}",
+        ]
+        if self.labels_needed is not None and self.labels_needed > self.n:
+            lines.append(
+                f"  κ ± {PRECISION:g} needs about {self.labels_needed:,} labels ({self.n:,} so far)"
+            )
+        if self.errors:
+            lines.append(
+                f"  judge errors: {_count(len(self.errors), 'labelled output')} not judged "
+                "(never counted as verdicts)"
+            )
+        if self.weighted_kappa is not None:
+            lines.append(f"  weighted κ (quadratic, score labels): {_fmt(self.weighted_kappa)}")
+        if self.judges_alpha is not None:
+            lines.append(f"  jury: Krippendorff's α {_fmt(self.judges_alpha)}")
+            for name, juror in self.judges.items():
+                lines.append(
+                    f"    {name}: κ {_fmt(juror.kappa)} · agreement {_pct(juror.agreement)}"
+                )
+        if len(self.by_check) > 1:
+            for name, part in self.by_check.items():
+                lines.append(f"  {name}: n {part.n} · κ {_fmt(part.kappa)}")
+        return "\n".join(lines)
+
+    def _kappa_text(self) -> str:
+        reason = self.kappa_undefined
+        if reason is not None:
+            return f"κ undefined ({reason})"
+        low, high = self.kappa_ci
+        # "to", not a dash: a bound may be negative ("-0.28 to 0.87").
+        return f"κ {_fmt(self.kappa)} (95% CI {_fmt(low)} to {_fmt(high)})"
+
+
+def _statistics(judged: Sequence[JudgedLabel], *, seed: int) -> Calibration:
+    human = [j.human_passed for j in judged]
+    verdicts = [j.judge.passed for j in judged]
+    confusion = Confusion.of(human, verdicts)
+    scored = [
+        (j.record.score, j.judge.score)
+        for j in judged
+        if j.record.score is not None and j.judge.score is not None
+    ]
+    weighted = (
+        weighted_score_kappa([h for h, _ in scored], [s for _, s in scored]) if scored else None
+    )
+    return Calibration(
+        n=confusion.n,
+        agreement=confusion.agreement,
+        kappa=confusion.kappa,
+        kappa_ci=kappa_interval(human, verdicts, seed=seed),
+        labels_needed=labels_needed(confusion, PRECISION),
+        weighted_kappa=weighted,
+        tpr=confusion.tpr,
+        tnr=confusion.tnr,
+        confusion=confusion.as_dict(),
+        disagreements=[j for j in judged if not j.agrees],
+        judged=list(judged),
+    )
+
+
+def _juror_verdict(judged: JudgedLabel, name: str) -> JudgeVerdict | None:
+    """Juror `name`'s verdict on the label (None: not on this output's jury)."""
+    return next((v for v in judged.judge.verdicts or [] if v.judge == name), None)
+
+
+def _as_juror(judged: JudgedLabel, verdict: JudgeVerdict) -> JudgedLabel:
+    """The label as one juror alone judged it."""
+    result = CheckResult(
+        judged.judge.name, verdict.passed, verdict.score, verdict.reasoning, None, judged.threshold
+    )
+    return replace(judged, judge=result)
+
+
+def _number(value: float | None) -> float | None:
+    """A figure for the JSON: NaN as null, float noise around a value (-3.3e-16 for 0)
+    rounded away, and never -0.0."""
+    if value is None or math.isnan(value):
+        return None
+    return round(value, 12) + 0.0
+
+
+def _fmt(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
+    # A bound of -3e-16 is float noise around 0: never show "-0.00".
+    shown = f"{value:.2f}"
+    return "0.00" if shown == "-0.00" else shown
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}{'' if n == 1 else 's'}"
+
+
+def _pct(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.0%}"
+
+
+__all__ = ["PRECISION", "Calibration", "JudgedLabel", "UnjudgedLabel"]

@@ -1,0 +1,308 @@
+"""Why a run fails: its failed samples grouped into failure modes, and compared with a baseline.
+
+Every failed sample gets a *signature*: for a failed check, the check's name and its reason
+with the varying parts masked (numbers, ids, quoted output, paths); for an error or a
+timeout, the error's type and its message masked the same way; and, when the case has
+passing samples, the first tool call where the failing sample departs from them. Failed
+samples with one signature form a *mode*, across cases. Grouping is deterministic and
+needs no model: a judge's reason "scored 3 because the total 41 is wrong" and "scored 2
+because the total 17 is wrong" are one mode; two different checks never are.
+
+Against a baseline each mode is `new`, `grown`, `shrunk`, `gone` or `same` (by its share
+of the run's samples, so runs of different sizes compare), and new modes come first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.report import Report
+from tui_eval.util.text import one_line
+
+Change = Literal["new", "grown", "shrunk", "gone", "same"]
+CHANGE_ORDER: dict[Change, int] = {"new": 0, "grown": 1, "same": 2, "shrunk": 3, "gone": 4}
+"""New modes first everywhere; then what got worse, what stayed, what got better."""
+
+# What varies between two reports of one problem, masked in this order (quoted text first,
+# so a number inside a quote goes with its quote). Each pattern runs only when the text has
+# a character it needs: most reasons hold no quote, path or run of spaces, and masking runs
+# once per distinct reason of 100,000 failed samples.
+_QUOTED = re.compile(r"'[^'\n]{0,400}'|\"[^\"\n]{0,400}\"|`[^`\n]{0,400}`|«[^»\n]{0,400}»")
+_PATH = re.compile(r"(?:[A-Za-z]:\\|~?/)[\w.\-]+(?:[\\/][\w.\-]+)+")
+_ID = re.compile(
+    r"\b(?:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{8,}"
+    r"|(?:call|run|id|req|msg|chatcmpl|resp)[_-][\w-]{4,})\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"[-+]?\$?\d[\d,_]*(?:\.\d+)?(?:e[-+]?\d+)?%?(?:ms|s)?\b|[-+]?\.\d+")
+_SPACE = re.compile(r"\s+")
+_PATTERN_LIMIT = 160
+
+
+def mask(text: str) -> str:
+    """`text` with what varies between reports of one problem masked: quoted output,
+    paths, ids and numbers ("expected 'Paris', got 'Lyon' after 3 calls" → "expected ‹…›,
+    got ‹…› after # calls")."""
+    if "'" in text or '"' in text or "`" in text or "«" in text:
+        text = _QUOTED.sub("‹…›", text)
+    if "/" in text or "\\" in text:
+        text = _PATH.sub("‹path›", text)
+    text = _NUMBER.sub("#", _ID.sub("‹id›", text))
+    if "  " in text or "\n" in text or "\t" in text or "\r" in text:
+        text = _SPACE.sub(" ", text)
+    return text.strip()[:_PATTERN_LIMIT]
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What a failed sample's failure looks like, with what varies masked.
+
+    Attributes:
+        kind: `failed` (a check), `error` (the agent raised) or `timeout`.
+        where: the failing check's name, or the error's type.
+        pattern: the reason or message, masked.
+        departure: the first tool call where the sample leaves its case's passing
+            samples ("" when the case has none, or it does not leave them).
+    """
+
+    kind: str
+    where: str
+    pattern: str
+    departure: str = ""
+
+    def __str__(self) -> str:
+        head = f"{self.where}: {self.pattern}" if self.pattern else self.where
+        if self.kind != "failed":
+            head = f"{self.kind} · {head}"
+        return f"{head} · {self.departure}" if self.departure else head
+
+
+@dataclass(slots=True)
+class FailureMode:
+    """Failed samples that share a signature, in this run and in the baseline.
+
+    Attributes:
+        signature: what the failures share.
+        samples: (case name, sample index) of each failed sample of the run, in run order.
+        example: one of their reasons in full (one line), to read.
+        baseline_samples: how many failed samples of the baseline have the signature.
+        baseline_cases: the baseline's cases with such a sample.
+        change: how the mode moved since the baseline (`same` when none was given).
+        total: the run's samples (its share of them is `count / total`).
+        baseline_total: the baseline's samples.
+    """
+
+    signature: Signature
+    samples: list[tuple[str, int]] = field(default_factory=list)
+    example: str = ""
+    baseline_samples: int = 0
+    baseline_cases: list[str] = field(default_factory=list)
+    change: Change = "same"
+    total: int = 0
+    baseline_total: int = 0
+
+    @property
+    def count(self) -> int:
+        """Failed samples of the run in this mode."""
+        return len(self.samples)
+
+    @property
+    def cases(self) -> list[str]:
+        """The run's cases with a sample in this mode, in run order."""
+        return list(dict.fromkeys(name for name, _ in self.samples))
+
+    def to_dict(self) -> dict[str, object]:
+        """The mode as plain JSON values (`tui-eval failures --json`)."""
+        return {
+            "signature": str(self.signature),
+            "kind": self.signature.kind,
+            "where": self.signature.where,
+            "pattern": self.signature.pattern,
+            "departure": self.signature.departure,
+            "change": self.change,
+            "samples": self.count,
+            "cases": self.cases,
+            "baseline_samples": self.baseline_samples,
+            "baseline_cases": self.baseline_cases,
+            "example": self.example,
+            "sample_refs": [{"case": case, "index": index} for case, index in self.samples],
+        }
+
+
+class _Signer:
+    """Signs the failed samples of one report, masking each distinct reason once."""
+
+    def __init__(self) -> None:
+        self._masked: dict[str, str] = {}
+
+    def masked(self, text: str) -> str:
+        found = self._masked.get(text)
+        if found is None:
+            found = self._masked[text] = mask(text)
+        return found
+
+    def sign(self, sample: SampleResult, passing: Sequence[SampleResult]) -> Signature:
+        if sample.status in ("error", "timeout"):
+            error = sample.error or ""
+            kind, sep, message = error.partition(": ")
+            if sample.status == "timeout" or not sep or not kind.isidentifier():
+                kind, message = sample.status, error
+            return Signature(sample.status, kind, self.masked(message), _departure(sample, passing))
+        failing = next((c for c in sample.checks if not c.passed), None)
+        if failing is None:  # failed with every check passing: a status set elsewhere
+            return Signature("failed", sample.status, "", _departure(sample, passing))
+        return Signature(
+            "failed", failing.name, self.masked(failing.reason), _departure(sample, passing)
+        )
+
+
+def _example(sample: SampleResult) -> str:
+    if sample.error:
+        return one_line(sample.error, 300)
+    failing = next((c for c in sample.checks if not c.passed), None)
+    reason = failing.reason if failing is not None else sample.status
+    return one_line(reason, 300)
+
+
+def _departure(sample: SampleResult, passing: Sequence[SampleResult]) -> str:
+    """The first tool call at which `sample` leaves every passing sample of its case:
+    "leaves at call 2: search (passing: book)" ("" when there is none to leave)."""
+    if not passing:
+        return ""
+    calls = sample.run.tool_calls if sample.run is not None else []
+    trails = [s.run.tool_calls if s.run is not None else [] for s in passing]
+    for position in range(max([len(calls), *map(len, trails)])):
+        mine = calls[position] if position < len(calls) else None
+        theirs = [t[position] if position < len(t) else None for t in trails]
+        if any(_same_call(mine, other) for other in theirs):
+            continue
+        expected = sorted({c.name for c in theirs if c is not None}) or ["no call"]
+        got = mine.name if mine is not None else "no call"
+        if mine is not None and got in expected:
+            keys = sorted(
+                {
+                    key
+                    for other in theirs
+                    if other is not None and other.name == got
+                    for key in mine.arguments.keys() | other.arguments.keys()
+                    if mine.arguments.get(key) != other.arguments.get(key)
+                }
+            )
+            return f"leaves at call {position + 1}: {got}({', '.join(keys)}) differs"
+        return f"leaves at call {position + 1}: {got} (passing: {', '.join(expected)})"
+    return ""
+
+
+def _same_call(a: object, b: object) -> bool:
+    if a is None or b is None:
+        return a is b
+    return bool(a.name == b.name and a.arguments == b.arguments)  # type: ignore[attr-defined]
+
+
+def _sign_report(report: Report) -> dict[Signature, FailureMode]:
+    signer = _Signer()
+    modes: dict[Signature, FailureMode] = {}
+    for case in report.cases:
+        _sign_case(case, signer, modes)
+    total = len(report.samples)
+    for mode in modes.values():
+        mode.total = total
+    return modes
+
+
+def _sign_case(case: CaseResult, signer: _Signer, modes: dict[Signature, FailureMode]) -> None:
+    failed = [s for s in case.samples if not s.passed and s.status != "cancelled"]
+    if not failed:
+        return
+    passing = [s for s in case.samples if s.passed]
+    for sample in failed:
+        signature = signer.sign(sample, passing)
+        mode = modes.get(signature)
+        if mode is None:
+            mode = modes[signature] = FailureMode(signature, example=_example(sample))
+        mode.samples.append((case.name, sample.index))
+
+
+def failure_modes(report: Report, baseline: Report | None = None) -> list[FailureMode]:
+    """The failure modes of `report`, and with a `baseline` how each moved since it.
+
+    Ordered as every view shows them: new modes first, then grown, same, shrunk and gone
+    ones; within each, the most failed samples first.
+    """
+    current = _sign_report(report)
+    if baseline is not None:
+        before = _sign_report(baseline)
+        base_total = len(baseline.samples)
+        for signature, old in before.items():
+            mode = current.get(signature)
+            if mode is None:
+                mode = current[signature] = FailureMode(
+                    signature, example=old.example, total=len(report.samples)
+                )
+            mode.baseline_samples = old.count
+            mode.baseline_cases = old.cases
+        for mode in current.values():
+            mode.baseline_total = base_total
+            mode.change = _change(mode)
+    return sorted(
+        current.values(), key=lambda m: (CHANGE_ORDER[m.change], -m.count, str(m.signature))
+    )
+
+
+def _change(mode: FailureMode) -> Change:
+    if mode.baseline_samples == 0:
+        return "new"
+    if mode.count == 0:
+        return "gone"
+    # By share of each run's samples (cross-multiplied: exact for any two run sizes).
+    now = mode.count * max(1, mode.baseline_total)
+    then = mode.baseline_samples * max(1, mode.total)
+    return "grown" if now > then else "shrunk" if now < then else "same"
+
+
+def mode_of(modes: Iterable[FailureMode], case: str, index: int) -> FailureMode | None:
+    """The mode holding sample `index` of `case`."""
+    return next((m for m in modes if (case, index) in m.samples), None)
+
+
+def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
+    """The modes as a Markdown table, new first (a CI job summary's section)."""
+    shown = [m for m in modes if m.count or m.change == "gone"]
+    if not shown:
+        return "No failures.\n"
+    compared = any(m.change != "same" or m.baseline_samples for m in shown)
+    head = "| change | samples | cases | failure |" if compared else "| samples | cases | failure |"
+    rule = "|---|---:|---:|---|" if compared else "|---:|---:|---|"
+    lines = [head, rule]
+    for mode in shown[:limit]:
+        samples = f"{mode.count} (was {mode.baseline_samples})" if compared else str(mode.count)
+        cells = [samples, str(len(mode.cases)), _cell(str(mode.signature))]
+        if compared:
+            cells.insert(0, f"**{mode.change}**" if mode.change == "new" else mode.change)
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(shown) > limit:
+        lines.append(f"\n…and {len(shown) - limit} more mode(s).")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    flat = one_line(text, 200)
+    for ch in "\\`*_[]<>|":
+        flat = flat.replace(ch, "\\" + ch)
+    return flat
+
+
+__all__ = [
+    "CHANGE_ORDER",
+    "Change",
+    "FailureMode",
+    "Signature",
+    "failure_modes",
+    "markdown",
+    "mask",
+    "mode_of",
+]

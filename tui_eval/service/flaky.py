@@ -1,0 +1,101 @@
+"""A case's history across the runs of its suite, and whether it is flaky.
+
+A case is *flaky* when its runs disagree beyond sampling noise: among its last runs, some
+passed it and some failed it, and all its samples of those runs put its pass rate, at 95%
+confidence, strictly between never and always (a Wilson interval that excludes both 0 and
+1). So a case that failed once in one run is not flaky, nor is one that always passes or
+always fails; a case passing about half its runs is, once it has three or more runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from tui_eval.service.store import RunHistory
+from tui_eval.stats.proportions import wilson_interval
+
+MIN_RUNS = 3
+"""Runs a case needs before it can be called flaky."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """One run of a case: its samples that passed, of how many, and its verdict."""
+
+    run_id: str
+    started_at: float
+    passed: int
+    total: int
+    verdict: bool
+
+
+@dataclass(slots=True)
+class CaseHistory:
+    """A case over its suite's recorded runs, newest first.
+
+    Attributes:
+        case: the case's name.
+        runs: one `RunOutcome` per run that ran the case.
+    """
+
+    case: str
+    runs: list[RunOutcome] = field(default_factory=list)
+
+    @property
+    def flips(self) -> int:
+        """How often the verdict changed from one run to the next."""
+        verdicts = [run.verdict for run in self.runs]
+        return sum(1 for a, b in itertools.pairwise(verdicts) if a != b)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The 95% Wilson interval of the pass rate over every sample of its runs."""
+        return wilson_interval(sum(r.passed for r in self.runs), sum(r.total for r in self.runs))
+
+    @property
+    def flaky(self) -> bool:
+        """Whether its runs disagree beyond sampling noise (see the module's docstring)."""
+        if len(self.runs) < MIN_RUNS or len({run.verdict for run in self.runs}) < 2:
+            return False
+        low, high = self.interval
+        return low > 0.0 and high < 1.0
+
+    def describe(self) -> str:
+        """One line: "5 runs · passed 3 · 2 flips · flaky"."""
+        if not self.runs:
+            return "no recorded run"
+        passed = sum(1 for run in self.runs if run.verdict)
+        text = f"{len(self.runs)} run(s) · passed {passed} · {self.flips} flip(s)"
+        return f"{text} · flaky" if self.flaky else text
+
+
+def case_histories(
+    history: RunHistory, suite: str, thresholds: dict[str, float], *, limit: int = 20
+) -> dict[str, CaseHistory]:
+    """Every case's history over the last `limit` finished plain runs of `suite` (read from
+    the runs' summaries, not their reports); `thresholds` are the cases' pass thresholds
+    (1.0 for a case not given)."""
+    found: dict[str, CaseHistory] = {}
+    seen = 0
+    for record in history.runs():
+        if record.suite != suite or not record.finished or record.options.mode != "run":
+            continue
+        try:
+            rates = record.summary().case_rates
+        except Exception:  # an unreadable run is left out of the history, not fatal
+            continue
+        seen += 1
+        for case, (passed, total) in rates.items():
+            if total == 0:
+                continue
+            verdict = passed / total >= thresholds.get(case, 1.0) - 1e-12
+            found.setdefault(case, CaseHistory(case)).runs.append(
+                RunOutcome(record.run_id, record.started_at, passed, total, verdict)
+            )
+        if seen >= limit:
+            break
+    return found
+
+
+__all__ = ["MIN_RUNS", "CaseHistory", "RunOutcome", "case_histories"]

@@ -1,0 +1,190 @@
+"""The Failures screen: a run's failed samples grouped into failure modes, new ones first.
+
+It draws what `tui_eval.report.failure_modes` computes from the run's `RunState` (again
+while the run streams), against the baseline when there is one; `enter` opens a mode's
+samples (`n`/`p` walk them), `m` shows only its cases on the Run screen. Flaky cases (their
+recorded runs disagree beyond sampling noise) are listed under the modes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from tui_eval.report.failure_modes import FailureMode, failure_modes
+from tui_eval.report.report import Report
+from tui_eval.service.session import RunSession
+from tui_eval.tui.widgets.footer import KeyFooter
+from tui_eval.tui.widgets.table import Column, Table
+from tui_eval.tui.widgets.text import cell
+
+CHANGE_STYLE = {
+    "new": "bold red",
+    "grown": "red",
+    "same": "",
+    "shrunk": "green",
+    "gone": "dim green",
+}
+
+
+class FailuresScreen(Screen[None]):
+    """Failure modes of one run. `enter` opens a mode's samples; `m` filters the Run table."""
+
+    TITLE = "Failures"
+    BINDINGS = [
+        Binding("q,escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help"),
+        Binding("enter", "open", "Samples", show=False),
+        Binding("m", "filter_run", "Run table", tooltip="Show only this mode's cases in the run"),
+    ]
+    REFRESH_EVERY_S = 0.5
+
+    COLUMNS = (
+        Column("change", "change", 7, 1),
+        Column("samples", "samples", 9, 0),
+        Column("cases", "cases", 6, 2),
+        Column("failure", "failure (numbers, quotes, ids masked)", 40, 0, grow=80),
+        Column("example", "e.g.", 30, 3, grow=40),
+    )
+
+    def __init__(
+        self,
+        session: RunSession,
+        *,
+        baseline: Report | None = None,
+        flaky: list[str] | None = None,
+        show_cases: Callable[[frozenset[str], str], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.baseline = baseline
+        self.flaky = flaky or []
+        self.show_cases = show_cases
+        """Shows only a mode's cases in the run's table (`m`; the Run screen gives it)."""
+        self.modes: list[FailureMode] = []
+        self._drawn: tuple[int, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="screen-title")
+        yield Table(id="modes")
+        yield Static(id="flaky")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.refresh_modes()
+        self._ticks = self.set_interval(self.REFRESH_EVERY_S, self._tick)
+        self.query_one(DataTable).focus()
+
+    def _tick(self) -> None:
+        """Group again while samples arrive; once the run has ended and is drawn, stop."""
+        self.refresh_modes()
+        if not self.session.state.running:
+            self._ticks.stop()
+
+    def _current(self) -> Report:
+        state = self.session.state
+        return state.report if state.report is not None else Report(state.name, list(state.cases))
+
+    def refresh_modes(self) -> None:
+        """Group the run's failures again (when samples have finished since the last time)."""
+        state = self.session.state
+        drawn = (state.samples_done, state.report is not None)
+        if drawn == self._drawn:
+            return
+        self._drawn = drawn
+        self.modes = failure_modes(self._current(), self.baseline)
+        compared = self.baseline is not None
+        rows = []
+        for position, mode in enumerate(self.modes):
+            change = Text(mode.change if compared else "", style=CHANGE_STYLE[mode.change])
+            count = f"{mode.count}" + (f" ({mode.baseline_samples})" if compared else "")
+            cases = mode.cases or mode.baseline_cases
+            rows.append(
+                (
+                    str(position),
+                    {
+                        "change": change,
+                        "samples": Text(count, justify="right"),
+                        "cases": Text(str(len(cases)), justify="right"),
+                        "failure": cell(str(mode.signature), 300),
+                        "example": cell(mode.example, 300),
+                    },
+                )
+            )
+        table = self.query_one(Table)
+        cursor = table.cursor_row
+        table.show(self.COLUMNS if compared else self.COLUMNS[1:], rows)
+        if rows:
+            table.action_cursor_to(min(max(cursor, 0), len(rows) - 1))
+        failed = sum(m.count for m in self.modes)
+        title = Text(f"Failures · {self.session.title} · ")
+        title.append(
+            f"{failed:,} failed sample(s) in {sum(1 for m in self.modes if m.count)} mode(s)"
+        )
+        if compared:
+            new = sum(1 for m in self.modes if m.change == "new")
+            title.append(f" · {new} new since the baseline", style="bold red" if new else "")
+        if state.running:
+            title.append(" · live", style="cyan")
+        self.query_one("#screen-title", Static).update(title)
+        flaky = self.query_one("#flaky", Static)
+        flaky.update(
+            cell("flaky (runs disagree beyond noise): " + ", ".join(self.flaky), 600)
+            if self.flaky
+            else ""
+        )
+        flaky.display = bool(self.flaky)
+        if not self.modes:
+            self.notify("no failed samples", timeout=2)
+
+    def current_mode(self) -> FailureMode | None:
+        table = self.query_one(Table)
+        row = table.cursor_row
+        return self.modes[row] if self.modes and 0 <= row < len(self.modes) else None
+
+    def positions(self, mode: FailureMode) -> list[tuple[int, int]]:
+        """Where the mode's samples are in the run's state: (case index, sample position)."""
+        state = self.session.state
+        found = []
+        for name, index in mode.samples:
+            case_index = state.index_of(name)
+            if case_index is None:
+                continue
+            samples = state.cases[case_index].samples
+            position = next((i for i, s in enumerate(samples) if s.index == index), None)
+            if position is not None:
+                found.append((case_index, position))
+        return found
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_open(self) -> None:
+        mode = self.current_mode()
+        if mode is None or not mode.count:
+            self.notify("this mode has no sample in this run", timeout=2)
+            return
+        from tui_eval.tui.screens.sample import SampleScreen
+
+        walk = self.positions(mode)
+        case_index, position = walk[0]
+        self.app.push_screen(SampleScreen(self.session, case_index, position, walk=walk))
+
+    def action_filter_run(self) -> None:
+        mode = self.current_mode()
+        if mode is None:
+            return
+        if self.show_cases is None:
+            self.notify("open Failures from the Run screen (F) to filter its table", timeout=3)
+            return
+        self.show_cases(frozenset(mode.cases), str(mode.signature))
+        self.app.pop_screen()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

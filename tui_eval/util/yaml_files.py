@@ -1,0 +1,143 @@
+"""YAML from files a user did not necessarily write: PyYAML's safe loader, refusing alias bombs.
+
+YAML aliases share a node, so a few hundred bytes of nested anchors (`b: [*a, *a, …]`,
+`c: [*b, *b, …]`) describe millions of values. Loading builds them shared and cheaply;
+whatever copies them next (validation, `str()`, writing a file) expands them. The loader
+here counts, once the document is composed and before anything is built, how many values
+the aliases would expand it to, and refuses documents whose aliases expand them far
+beyond what is written — the rule of go-yaml (`yaml.v3`), which has held up against
+such files: up to 400,000 values anything goes; beyond, the share that comes from aliases
+must fall, from 99% at 400,000 values to 10% at 4,000,000. Recursive aliases (a node
+holding itself) are refused too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.composer import ComposerError
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+FREE_VALUES = 400_000
+"""Documents expanding to at most this many values load whatever their aliases."""
+CAPPED_VALUES = 4_000_000
+"""From this many values on, at most 10% of them may come from aliases."""
+
+
+class AliasExpansionError(ComposerError):
+    """A document whose aliases expand it far beyond its written size (or into itself).
+
+    A `yaml.YAMLError` with a `problem_mark`, so callers that report YAML errors with
+    their line report this one too.
+    """
+
+
+def _bounded(base: Any) -> Any:
+    class BoundedLoader(base):  # type: ignore[misc]
+        """`base` (PyYAML's safe loader, libyaml's when built with it) that refuses alias
+        bombs before constructing anything."""
+
+        def get_single_node(self) -> Node | None:
+            node: Node | None = super().get_single_node()
+            if node is not None:
+                check_expansion(node)
+            return node
+
+    BoundedLoader.__name__ = BoundedLoader.__qualname__ = f"Bounded{base.__name__}"
+    return BoundedLoader
+
+
+SafeLoader: Any = _bounded(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+"""libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's
+own; either refuses alias bombs."""
+
+
+def load_yaml(text: str) -> Any:
+    """`text` as plain data (the safe loader's types), alias bombs refused.
+
+    Raises:
+        yaml.YAMLError: not YAML, or an `AliasExpansionError` (with the line of the
+            anchor that expands the most).
+    """
+    return yaml.load(text, Loader=SafeLoader)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def check_expansion(root: Node) -> None:
+    """Refuse `root` when its aliases expand it too far (see the module's docstring).
+
+    Raises:
+        AliasExpansionError: naming the line of the repeated anchor that crosses the bound.
+    """
+    sizes: dict[int, int] = {}  # expanded values under each node, itself included
+    references: dict[int, int] = {}  # how many parents hold each node
+    distinct = 0
+    state: dict[int, bool] = {}  # False while a node's children are being sized
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    references[id(root)] = 1
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            state[key] = True
+            continue
+        if key in state:
+            if not state[key]:
+                raise AliasExpansionError(
+                    None, None, "a YAML alias holds itself (a recursive anchor)", node.start_mark
+                )
+            continue
+        state[key] = False
+        distinct += 1
+        stack.append((node, True))
+        for child in _children(node):
+            references[id(child)] = references.get(id(child), 0) + 1
+            child_state = state.get(id(child))
+            if child_state is False:
+                raise AliasExpansionError(
+                    None, None, "a YAML alias holds itself (a recursive anchor)", child.start_mark
+                )
+            if child_state is None:
+                stack.append((child, False))
+    total = sizes[id(root)]
+    if total <= FREE_VALUES:
+        return
+    span = (total - FREE_VALUES) / (CAPPED_VALUES - FREE_VALUES)
+    allowed_share = 0.99 - 0.89 * min(1.0, span)
+    if (total - distinct) / total <= allowed_share:
+        return
+    place = _crossing_anchor(root, sizes, references)
+    raise AliasExpansionError(
+        None,
+        None,
+        f"YAML aliases expand the document to {total:,} values from {distinct:,} written "
+        "(an alias bomb?); write the repeated values out, or repeat anchors less deeply",
+        place.start_mark,
+    )
+
+
+def _crossing_anchor(root: Node, sizes: dict[int, int], references: dict[int, int]) -> Node:
+    """The outermost repeated node on the way to where the expansion crosses `FREE_VALUES`."""
+    remaining = FREE_VALUES
+    node = root
+    while True:
+        if references.get(id(node), 0) > 1:
+            return node
+        remaining -= 1
+        for child in _children(node):
+            if sizes[id(child)] <= remaining:
+                remaining -= sizes[id(child)]
+                continue
+            node = child
+            break
+        else:
+            return node
