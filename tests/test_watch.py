@@ -80,6 +80,8 @@ def test_a_save_reruns_whichever_suite_it_touches(tmp_path, argv):
         lines.until("beta: reloaded after an edit")
         lines.until("0/1 cases passed")
         assert not any("alpha: reloaded" in line for line in lines.seen)
+        (folder / "alpha_suite.py").unlink()  # a suite deleted while watched says so
+        lines.until("alpha: its file is gone; no longer watched")
     finally:
         proc.send_signal(signal.SIGINT)
         try:

@@ -453,6 +453,9 @@ async def _rerun_edited(
     """Reload what `changed` touches and rerun those suites, failing cases first; whether
     the watch should end (a run was interrupted)."""
     result = suites.reload(changed)
+    for name in sorted(result.removed):
+        print(f"{one_line(name, 200)}: its file is gone; no longer watched", flush=True)
+        latest.pop(name, None)
     for error in result.errors:
         kept = error.path in suites.edit_errors
         print_error(error.message + (" (the previous version stays in use)" if kept else ""))
