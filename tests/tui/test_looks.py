@@ -184,3 +184,17 @@ def test_a_column_wider_than_its_text_gives_room_to_one_that_is_cut():
     need = {"now": 60, "last": 8}  # a long status; no run yet ("–")
     widths = {c.key: c.width for c in fit_columns(columns, 80, need)}
     assert widths["now"] == 60 and widths["last"] == 76 - 4 - 60  # all it needs, then the rest
+
+
+async def test_the_calibration_reason_is_cut_with_an_ellipsis_at_80_columns(
+    tmp_path, example_suites
+):
+    app, setup, _ = await build_scene("calibration", example_suites, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await setup(pilot)
+        screen = pilot.app.screen
+        reason = screen.calibration.disagreements[0].judge.reason
+        lines = [strip.text.rstrip() for strip in screen._compositor.render_strips()]
+        row = next(line for line in lines if reason[:12] in line)
+        assert len(reason) > 40 and reason not in row  # it cannot fit at 80 columns…
+        assert row.endswith("…")  # …and says it is cut

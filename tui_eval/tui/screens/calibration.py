@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Static
 from tui_eval.calibration.calibrate import Calibration, CalibrationError, JudgedLabel, calibrate
 from tui_eval.suites import Suite
 from tui_eval.tui.widgets.footer import KeyFooter
+from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell, plain
 from tui_eval.util.text import value_text
 
@@ -45,13 +46,20 @@ class CalibrationScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(cell(f"Calibration · {self.title_text}", 200), id="screen-title")
         yield Static(Text("judging the labelled outputs…", style="dim"), id="calibration-summary")
-        table: DataTable[Text] = DataTable(id="disagreements", cursor_type="row")
-        yield table
+        yield Table(id="disagreements")
         yield KeyFooter()
 
+    COLUMNS = (
+        # The reason takes what the others leave, cut with an ellipsis (enter shows it whole).
+        Column("case", "case", 16, 0, grow=24),
+        Column("check", "check", 12, 2, grow=8),
+        Column("human", "human", 12, 1),
+        Column("judge", "judge", 24, 1),
+        Column("reason", "reason", 20, 0, grow=400),
+    )
+
     def on_mount(self) -> None:
-        table = self.query_one("#disagreements", DataTable)
-        table.add_columns("case", "check", "human", "judge", "reason")
+        self.query_one(Table).show(self.COLUMNS, [])
         self.run_calibration()
 
     @work(exclusive=True, group="calibrate")
@@ -88,17 +96,21 @@ class CalibrationScreen(Screen[None]):
             style="bold",
         )
         self.query_one("#calibration-summary", Static).update(summary)
-        table = self.query_one("#disagreements", DataTable)
-        table.clear()
-        for position, item in enumerate(calibration.disagreements):
-            table.add_row(
-                cell(item.record.case, 40),
-                cell(item.record.check, 20),
-                Text(_human(item), style="cyan"),
-                Text(_judge(item), style="green" if item.judge.passed else "red"),
-                cell(item.judge.reason, 80),
-                key=str(position),
+        table = self.query_one(Table)
+        rows = [
+            (
+                str(position),
+                {
+                    "case": cell(item.record.case, 200),
+                    "check": cell(item.record.check, 100),
+                    "human": Text(_human(item), style="cyan"),
+                    "judge": Text(_judge(item), style="green" if item.judge.passed else "red"),
+                    "reason": cell(item.judge.reason, 1000),
+                },
             )
+            for position, item in enumerate(calibration.disagreements)
+        ]
+        table.show(self.COLUMNS, rows)
         if count:
             table.focus()
 
