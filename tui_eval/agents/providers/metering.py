@@ -40,12 +40,15 @@ class SampleMeter:
         priced: whether any response had a known price.
         requests: model requests made (answered by the API or the cache).
         cached: requests answered by the response cache.
+        external: usage a framework reported (its calls did not pass through tui-eval's
+            HTTP layer) was priced in.
     """
 
     cost: float = 0.0
     priced: bool = False
     requests: int = 0
     cached: int = 0
+    external: bool = False
 
     @property
     def all_cached(self) -> bool:
