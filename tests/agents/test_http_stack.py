@@ -253,3 +253,38 @@ async def test_anthropic_and_openai_on_either_loop(anyio_backend):
         server.reply(Reply(body=openai_text("o")), Reply(body=anthropic_text("a")))
         assert await ask(OpenAIProvider("m", base_url=server.url + "/v1")) == "o"
         assert await ask(AnthropicProvider("c", base_url=server.url, api_key="k")) == "a"
+
+
+@pytest.mark.parametrize(
+    ("header", "says"),
+    [
+        ("X-Key: sk-abc\r\nInjected: 1", "'X-Key' holds a carriage return"),
+        ("Bad Name: sk-abc", "'Bad Name' is not a valid HTTP header name"),
+        ("no-colon-sk-abc", "without a colon"),
+        ("Content-Length: 5", "'Content-Length' is set by the HTTP client"),
+    ],
+)
+def test_an_invalid_header_flag_is_a_usage_error_that_never_shows_its_value(tmp_path, header, says):
+    from pathlib import Path
+
+    from tests.cli_in_process import cli
+
+    suites = Path(__file__).resolve().parents[2] / "suites"
+    out = cli("run", "--headless", str(suites / "calculator.py"), "--header", header, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert says in out.stderr and "sk-abc" not in out.stderr + out.stdout
+
+
+@pytest.mark.slow
+async def test_a_70_second_answer_passes_on_the_default_deadline_sent_once(anyio_backend):
+    """The old 60 s deadline cut it off and retried it four times: billed five times."""
+    if anyio_backend == "trio":
+        pytest.skip("once is enough for a 70 s wait")
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("worth the wait"), delay=70))
+        server.always = Reply(body=openai_text("a second request"))
+        report = await evaluate(
+            Agent(OpenAIProvider("m", base_url=server.url + "/v1")), [Case("hi")]
+        )
+    assert report.samples[0].output == "worth the wait"
+    assert len(server.requests) == 1
