@@ -288,3 +288,31 @@ async def test_a_70_second_answer_passes_on_the_default_deadline_sent_once(anyio
         )
     assert report.samples[0].output == "worth the wait"
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("how", ["base_url", "spec"])
+async def test_an_azure_classic_deployment_gets_its_url_and_api_key_header(monkeypatch, how):
+    from tui_eval.agents.providers import resolve_model
+
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("from azure")))
+        base = f"{server.url}/openai/deployments/gpt4o?api-version=2024-10-21"
+        if how == "spec":
+            monkeypatch.setenv("OPENAI_API_KEY", "azure-key-0123456789")
+            provider = resolve_model(f"openai-compatible:gpt-4o@{base}")
+        else:
+            provider = OpenAIProvider("gpt-4o", base_url=base, api_key="azure-key-0123456789")
+        assert await ask(provider) == "from azure"
+    (request,) = server.requests
+    assert request.path == "/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21"
+    assert request.headers["api-key"] == "azure-key-0123456789"
+    assert "Authorization" not in request.headers
+
+
+async def test_a_one_letter_dummy_key_is_not_redacted_inside_every_word():
+    with WireServer() as server:
+        server.reply(Reply(400, {"error": {"message": "max_tokens exceeds the context"}}))
+        provider = OpenAIProvider("m", base_url=server.url + "/v1", api_key="x")
+        with pytest.raises(ProviderError) as caught:
+            await ask(provider)
+    assert "max_tokens exceeds the context" in str(caught.value)
