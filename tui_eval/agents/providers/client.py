@@ -82,6 +82,16 @@ class MeteredAsyncClient(httpx2.AsyncClient):
         except (ValueError, TypeError, httpx2.InvalidURL) as exc:
             raise _proxy_problem(exc) from None
         self._cookies = _NoCookies()
+        self._routes: dict[str, tuple[httpx2.URL, httpx2.AsyncBaseTransport]] = {}
+
+    def route(self, url: str) -> tuple[httpx2.URL, httpx2.AsyncBaseTransport]:
+        """`url` parsed, and the transport httpx2 sends it through (direct, or the proxy
+        the environment names for it): worked out once per URL."""
+        found = self._routes.get(url)
+        if found is None:
+            target = httpx2.URL(url)
+            found = self._routes[url] = (target, self._transport_for_url(target))
+        return found
 
     def _init_transport(self, *args: Any, transport: Any = None, **kwargs: Any) -> Any:
         return transport if transport is not None else _layered(None, self._layer)

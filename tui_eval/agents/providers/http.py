@@ -9,9 +9,11 @@ import socket
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import httpx2
 import pydantic_core
 
 from tui_eval.agents.providers.base import ProviderError
+from tui_eval.agents.providers.client import MeteredAsyncClient
 from tui_eval.agents.providers.context import RunContext, current_sample, default_session
 from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint
 from tui_eval.agents.providers.settings import (
@@ -104,7 +106,8 @@ class HTTPProvider:
         )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
-        self._clients: dict[int, Any] = {}
+        self._clients: dict[int, MeteredAsyncClient] = {}
+        self._wire_headers: httpx2.Headers | None = None
         self._resolved: tuple[ProviderOptions | None, ProviderOptions, dict[str, str]] | None = None
 
     def __repr__(self) -> str:
@@ -168,6 +171,7 @@ class HTTPProvider:
         given = run.provider if run is not None else None
         resolved = self._resolved
         if resolved is None or resolved[0] is not given:
+            self._wire_headers = None
             options = self.options.over(given)
             headers = {
                 "Content-Type": "application/json",
@@ -184,14 +188,12 @@ class HTTPProvider:
             resolved = self._resolved = (given, options, headers)
         return resolved[1], resolved[2]
 
-    def _client(self, run: RunContext | None) -> Any:
+    def _client(self, run: RunContext | None) -> MeteredAsyncClient:
         """The client of the run (closed when it ends), or a provider-wide one."""
         closing = run is not None and run.closes_clients
         key = id(run) if closing else 0
         client = self._clients.get(key)
         if client is None:
-            from tui_eval.agents.providers.client import MeteredAsyncClient
-
             try:
                 client = self._clients[key] = MeteredAsyncClient(run=run)
             except ValueError as exc:  # a proxy variable tui-eval cannot use
@@ -243,8 +245,6 @@ class HTTPProvider:
 
     async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """POST `payload`; returns the parsed body and how many retries it took."""
-        import httpx2
-
         from tui_eval.agents.providers.transport import InvalidHeader, RequestFailed, RequestInfo
 
         run = _current_run()
@@ -265,16 +265,27 @@ class HTTPProvider:
             max_bytes=self.max_response_bytes,
         )
         timeout = options.timeout or DEFAULT_TIMEOUT_S
-        request = client.build_request(
+        route = client.route(url)
+        wire = self._wire_headers
+        if wire is None:  # normalised once, not for every request
+            wire = self._wire_headers = httpx2.Headers(headers)
+        request = httpx2.Request(
             "POST",
-            url,
+            route[0],
             content=pydantic_core.to_json(payload),
-            headers=headers,
-            timeout=httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
-            extensions={"tui_eval": info},
+            headers=wire,
+            extensions={
+                "timeout": {
+                    "connect": min(timeout, 30.0),
+                    "read": timeout,
+                    "write": timeout,
+                    "pool": timeout,
+                },
+                "tui_eval": info,
+            },
         )
-        try:
-            response = await client.send(request)
+        try:  # the layer's transport itself: a client's send would only add its hooks
+            response = await route[1].handle_async_request(request)
         except (RequestFailed, InvalidHeader) as exc:
             raise self._fail(str(exc)) from None
         except httpx2.HTTPError as exc:  # pragma: no cover - the layer maps its errors

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import aiohttp
 import httpx2
 import sniffio
-
-if TYPE_CHECKING:
-    import aiohttp
+import yarl
 
 MAX_CONNECTIONS = 100
 """Connections open at once per socket transport (httpx2's default): a run at
@@ -57,8 +56,6 @@ def ssl_context() -> ssl.SSLContext:
 
 
 def _timeout(request: httpx2.Request) -> Any:
-    import aiohttp
-
     given = request.extensions.get("timeout") or {}
     return aiohttp.ClientTimeout(
         total=None,
@@ -102,9 +99,6 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
     def __init__(
         self, proxy: httpx2.Proxy | None = None, verify: ssl.SSLContext | None = None
     ) -> None:
-        import aiohttp  # here, not inside a request's deadline: the import takes ~0.2 s
-        import yarl
-
         self._proxy = proxy
         self._verify = verify
         self._session: aiohttp.ClientSession | None = None
@@ -117,8 +111,6 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         self._open()  # now, not inside the first request's deadline
 
     def _open(self) -> aiohttp.ClientSession:
-        import aiohttp
-
         connector = aiohttp.TCPConnector(
             ssl=self._verify or ssl_context(),
             limit=MAX_CONNECTIONS,
@@ -191,8 +183,6 @@ class _mapped_errors:
 
 def _mapped(exc: Exception) -> httpx2.TransportError | None:
     import asyncio
-
-    import aiohttp
 
     text = str(exc) or type(exc).__name__
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):

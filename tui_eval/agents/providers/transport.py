@@ -255,7 +255,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
             else:
                 status = response.status_code
                 if content is None:  # an event stream, metered as it passes
-                    limiter.on_response(status, response.headers)
+                    limiter.on_response(status, header_map(response))
                     return self._streamed(response, info, limiter, tokens, meter, cache, cache_key)
                 if status < 300:
                     return self._answered(
@@ -264,13 +264,13 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
                 if status < 400:
                     if not info.strict:
                         return response
-                    where = response.headers.get("location", "(no Location header)")
+                    where = header_map(response).get("location", "(no Location header)")
                     raise fail(
                         f"answered HTTP {status} for {attempts.url}, redirecting to {where}; "
                         "redirects are not followed (the API key is sent only to base_url): "
                         "set base_url to where the API is"
                     )
-                limiter.on_response(status, response.headers)
+                limiter.on_response(status, header_map(response))
                 message = server_message(content)
                 attempts.failed(f"HTTP {status}: {message}")
                 if status == RATE_LIMITED and _quota_gone(content):
@@ -280,7 +280,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
                         f"returned HTTP 429 for {attempts.url}: the account's quota is used up, "
                         f"so retrying cannot help (add credit or raise the limit): {message}"
                     )
-                wait = retry_after(response.headers)
+                wait = retry_after(header_map(response))
                 longest = min(MAX_RETRY_AFTER_S, budget)
                 if wait is not None and wait > longest:
                     if not info.strict:
@@ -375,7 +375,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
     ) -> httpx2.Response:
         """A 2xx answer: learn, meter, store, and hand back the (decoded) body."""
         parsed: Any = None
-        if info.strict or "json" in response.headers.get("content-type", ""):
+        if info.strict or "json" in header_map(response).get("content-type", ""):
             try:
                 parsed = pydantic_core.from_json(content)
             except ValueError:
@@ -385,13 +385,13 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         used = response_tokens(parsed) if isinstance(parsed, dict) else ResponseTokens()
         limiter.on_response(
             response.status_code,
-            response.headers,
+            header_map(response),
             tokens_reserved=tokens,
             tokens_used=used.input + used.output,
         )
         if meter is not None and isinstance(parsed, dict):
             meter.requests += 1
-            cost = stated_cost(response.headers)
+            cost = stated_cost(header_map(response))
             if cost is None:
                 cost = list_price(info, parsed, used)
             if cost is not None:
@@ -399,6 +399,11 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
                 meter.priced = True
         if cache is not None and isinstance(parsed, dict):
             cache.put(cache_key, parsed, credential_values(None, _text_headers(response.request)))
+        if info.strict:  # a built-in provider reads the parsed body alone
+            return httpx2.Response(
+                response.status_code,
+                extensions={"tui_eval.json": parsed, "tui_eval.retries": attempts.retries},
+            )
         return _replaced(
             response,
             content,
@@ -458,7 +463,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         usage = StreamUsage()
         secrets = credential_values(None, _text_headers(response.request))
         inner = response.stream
-        readable = response.headers.get("content-encoding", "identity") == "identity"
+        readable = header_map(response).get("content-encoding", "identity") == "identity"
 
         async def passing() -> AsyncIterator[bytes]:
             kept: list[bytes] | None = [] if cache is not None and readable else None
@@ -479,7 +484,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
             limiter.settle_tokens(tokens, used.input + used.output)
             if meter is not None:
                 meter.requests += 1
-                cost = stated_cost(response.headers)
+                cost = stated_cost(header_map(response))
                 if cost is None and usage.seen:
                     cost = price_of(info.provider, usage.model or info.model, used)
                 if cost is not None:
@@ -624,14 +629,26 @@ def _shown_url(url: httpx2.URL) -> str:
     return f"{url.scheme}://{host}{port}{url.path}"
 
 
+def header_map(response: httpx2.Response) -> dict[str, str]:
+    """A response's headers as a plain dict, lower-case names (read many times a request:
+    a dict lookup, not a scan of httpx2's list)."""
+    mapped = response.extensions.get("tui_eval.headers")
+    if mapped is None:
+        mapped = response.extensions["tui_eval.headers"] = {
+            name.decode("latin-1").lower(): value.decode("latin-1")
+            for name, value in response.headers.raw
+        }
+    return mapped
+
+
 def _is_stream(response: httpx2.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("text/event-stream")
+    return header_map(response).get("content-type", "").startswith("text/event-stream")
 
 
 def _check_framing(response: httpx2.Response) -> None:
     """Refuse a transfer coding other than chunked (`gzip, chunked`) and a content coding
     httpx2 cannot decode (`br` without brotli): their bytes must never reach a JSON parser."""
-    codings = response.headers.get("transfer-encoding")
+    codings = header_map(response).get("transfer-encoding")
     if codings is not None:
         names = [c.strip().lower() for c in codings.split(",") if c.strip()]
         strange = [c for c in names if c not in ("chunked", "identity")]
@@ -640,7 +657,7 @@ def _check_framing(response: httpx2.Response) -> None:
                 f"the body came with Transfer-Encoding {', '.join(strange)}, which tui-eval "
                 "does not decode (it sends no TE header); refused"
             )
-    encodings = response.headers.get("content-encoding")
+    encodings = header_map(response).get("content-encoding")
     if encodings is not None:
         from httpx2._decoders import SUPPORTED_DECODERS  # what httpx2 can decode here
 
@@ -656,14 +673,15 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     """The decoded body, refused once over `limit` bytes (a gzip bomb stops early)."""
     chunks: list[bytes] = []
     size = 0
+    plain = "content-encoding" not in header_map(response)
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.aiter_raw() if plain else response.aiter_bytes():
             size += len(chunk)
             if size > limit:
                 raise ResponseTooLarge(f"sent a response body over {limit:,} bytes; refused")
             chunks.append(chunk)
     except httpx2.DecodingError as exc:
-        encoding = response.headers.get("content-encoding", "")
+        encoding = header_map(response).get("content-encoding", "")
         raise httpx2.RemoteProtocolError(f"a corrupt {encoding} body: {exc}") from None
     finally:
         await response.aclose()
