@@ -6,7 +6,8 @@ It prints `port N` once listening. Every request takes a token from the bucket (
 second, at most `burst` saved up) when it arrives; without one it is answered at once with
 HTTP 429, `Retry-After` (whole seconds, rounded up) and `retry-after-ms`, as OpenAI does.
 Every response carries OpenAI's rate-limit headers (`x-ratelimit-limit-requests` per
-minute, `-remaining-requests`, `-reset-requests`) unless `--no-headers`. Accepted requests
+minute, `-remaining-requests`, `-reset-requests`) unless `--no-headers`; `--mislabelled`
+sends the per-second limit under those per-minute names (some servers do). Accepted requests
 are answered after `latency` seconds with the last user message, "question" replaced by
 "answer". `GET /stats` returns the counts as JSON; `POST /reset` zeroes them.
 
@@ -111,16 +112,26 @@ class Server:
         burst: float = 1.0,
         latency: float = 0.05,
         headers: bool = True,
+        mislabelled: bool = False,
     ) -> None:
         self.bucket = TokenBucket(rate, burst)
         self.latency = latency
         self.headers = headers
+        self.mislabelled = mislabelled
         self.stats = Stats()
 
     def _limit_headers(self) -> dict[str, str]:
         bucket = self.bucket
         if not self.headers or bucket.rate is None:
             return {}
+        if self.mislabelled:
+            # Its per-second limit under the per-minute names: the limit in requests a
+            # second, `remaining` the bucket's tokens, `reset` the time to the next token.
+            return {
+                "x-ratelimit-limit-requests": f"{bucket.rate:g}",
+                "x-ratelimit-remaining-requests": str(math.floor(bucket.tokens)),
+                "x-ratelimit-reset-requests": f"{max(0.0, 1 - bucket.tokens % 1) / bucket.rate * 1000:.0f}ms",
+            }
         reset = (bucket.burst - bucket.tokens) / bucket.rate
         return {
             "x-ratelimit-limit-requests": str(round(bucket.rate * 60)),
@@ -235,9 +246,16 @@ def main() -> None:
     parser.add_argument("--burst", type=float, default=1.0)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--no-headers", action="store_true")
+    parser.add_argument("--mislabelled", action="store_true")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    server = Server(args.rate, args.burst, args.latency, headers=not args.no_headers)
+    server = Server(
+        args.rate,
+        args.burst,
+        args.latency,
+        headers=not args.no_headers,
+        mislabelled=args.mislabelled,
+    )
     try:
         import uvloop  # type: ignore[import-not-found]
 

@@ -5,7 +5,8 @@
 
 Each scenario starts a fresh `loopback_api.py` process (an OpenAI-compatible server with a
 token bucket that answers 429 with Retry-After / retry-after-ms, and OpenAI's rate-limit
-headers unless --no-headers; 50 ms per accepted request) and runs every framework on its
+headers unless --no-headers — in "mislabelled 100/s" its per-second limit under their
+per-minute names; 50 ms per accepted request) and runs every framework on its
 defaults at 64 concurrent samples, one after another, each in a fresh process. Peers run in
 their own virtualenvs (bench/.venvs, made by run_bench.py's installer). "ideal" is the best
 any client can do: (cases - burst) / rate + latency, or waves x latency without a limit.
@@ -34,13 +35,18 @@ SCENARIOS = {
     "100 req/s": (100.0, 10, 600),
     "20 req/s": (20.0, 2, 200),
     "no limit": (None, 1, 640),
+    "mislabelled 100/s": (100.0, 10, 600),
 }
+MISLABELLED = {"mislabelled 100/s"}
+"""Scenarios whose server states its per-second limit under OpenAI's per-minute names."""
 EXTRAS = {"pydantic-evals": "pydantic-ai-slim[openai]", "inspect-ai": "openai"}
 FLOOR = "aiohttp (floor)"
-"""Plain aiohttp on the no-limit scenario only: the best any Python client does here."""
+"""Plain aiohttp on the no-limit scenario only: the best any Python client does here. It
+runs on this interpreter (aiohttp is a dependency of tui-eval: the sockets under its HTTP
+layer), right after tui-eval in each round."""
 DRIVERS = {
     "tui-eval": (None, "tui_eval_api.py"),
-    FLOOR: ("aiohttp", "aiohttp_floor_api.py"),
+    FLOOR: (None, "aiohttp_floor_api.py"),
     "pydantic-evals": ("pydantic-evals", "pydantic_evals_api.py"),
     "inspect-ai": ("inspect-ai", "inspect_api.py"),
 }
@@ -53,13 +59,21 @@ def ideal(rate: float | None, burst: int, cases: int) -> float:
 
 
 def run_scenario(
-    python: Path, script: str, rate: float | None, burst: int, cases: int, headers: bool
+    python: Path,
+    script: str,
+    rate: float | None,
+    burst: int,
+    cases: int,
+    headers: bool,
+    mislabelled: bool = False,
 ) -> dict:
     command = [sys.executable, str(HERE / "loopback_api.py"), "--latency", str(LATENCY)]
     if rate is not None:
         command += ["--rate", str(rate), "--burst", str(burst)]
     if not headers:
         command.append("--no-headers")
+    if mislabelled:
+        command.append("--mislabelled")
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
@@ -114,7 +128,13 @@ def main() -> None:
                     continue  # no retries: the floor is for the no-limit scenario
                 started = time.perf_counter()
                 result = run_scenario(
-                    pythons[name], DRIVERS[name][1], rate, burst, cases, not args.no_headers
+                    pythons[name],
+                    DRIVERS[name][1],
+                    rate,
+                    burst,
+                    cases,
+                    not args.no_headers,
+                    scenario in MISLABELLED,
                 )
                 results.setdefault((scenario, name), []).append(result)
                 print(

@@ -45,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "decide": "tui_eval.run.sequential",
     "evaluate": "tui_eval.run.runner",
     "evaluate_iter": "tui_eval.run.runner",
+    "http_client": "tui_eval.agents.providers.client",
+    "http_client_sync": "tui_eval.agents.providers.client",
     "llm_judge": "tui_eval.checks",
     "matches": "tui_eval.checks",
     "matches_expected": "tui_eval.checks",
@@ -86,6 +88,8 @@ if TYPE_CHECKING:
     from tui_eval.agents import RunResult as RunResult
     from tui_eval.agents import ToolCall as ToolCall
     from tui_eval.agents import Usage as Usage
+    from tui_eval.agents.providers.client import http_client as http_client
+    from tui_eval.agents.providers.client import http_client_sync as http_client_sync
     from tui_eval.calibration.calibrate import Calibration as Calibration
     from tui_eval.calibration.calibrate import calibrate as calibrate
     from tui_eval.checks import Check as Check

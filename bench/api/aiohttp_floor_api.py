@@ -1,8 +1,8 @@
 """The no-limit floor: the same cases as plain HTTP with aiohttp (C parser), no framework.
 
 64 workers POST each case's chat request on one `aiohttp.ClientSession`, parse the JSON and
-compare the answer; no retries, no limiter, no checks beyond equality. Runs in its own
-virtualenv (bench/.venvs/aiohttp); tui-eval never depends on aiohttp.
+compare the answer; no retries, no limiter, no checks beyond equality. Runs on the same
+interpreter as tui-eval (aiohttp is the socket layer under tui-eval's HTTP stack).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
     python bench/api/http_floor.py URL      # URL of a running bench/loopback_api.py, .../v1
 
-Runs tui-eval's connection stack (its HTTP/1.1 client on asyncio transports) and, if it is
-installed, aiohttp (C parser) for comparison; prints wall and CPU of each, twice.
+Runs tui-eval's HTTP stack (its transport layer over aiohttp's sockets, through an httpx2
+client) and aiohttp alone (C parser) for comparison; prints wall and CPU of each, twice.
 """
 
 from __future__ import annotations
@@ -19,17 +19,19 @@ HEADERS = [(b"Content-Type", b"application/json"), (b"Accept", b"application/jso
 
 
 async def tui_eval_stack() -> None:
-    from tui_eval.agents.providers.connections import ConnectionPool
+    from tui_eval import http_client
 
-    pool = ConnectionPool(URL)
+    client = http_client()
     gate = asyncio.Semaphore(64)
+    headers = dict((k.decode(), v.decode()) for k, v in HEADERS)
 
     async def one() -> object:
         async with gate:
-            return await pool.post(URL + "/chat/completions", BODY.encode(), HEADERS, 30, 10**7)
+            response = await client.post(URL + "/chat/completions", content=BODY, headers=headers)
+            return response.content
 
-    await timed("tui-eval connections", one)
-    await pool.aclose()
+    await timed("tui-eval http_client", one)
+    await client.aclose()
 
 
 async def aiohttp_stack() -> None:

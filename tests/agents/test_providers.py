@@ -265,7 +265,7 @@ async def test_clients_are_closed_when_the_run_ends(server):
     server.reply(Reply(body=openai_text("ok")))
     provider = openai(server)
     await evaluate(Agent(provider), [Case("hi")])
-    assert provider._pools == {}
+    assert provider._clients == {}
 
 
 async def test_report_loads_after_provider_errors(server, tmp_path):

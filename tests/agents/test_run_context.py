@@ -106,16 +106,19 @@ async def test_the_clients_a_run_opens_are_closed_when_it_ends():
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"))
         provider, _, agent = answering(server)
-        open_during: list[int] = []
+        open_during: list[object] = []
 
         async def watched(question: str) -> str:
             answer = await agent(question)
-            open_during.append(len(provider._pools))
+            run = current_sample().run
+            open_during.extend(run.sockets._transports.values())
+            assert len(provider._clients) == 1
             return answer
 
         await evaluate(watched, [Case("a")])
-    assert open_during == [1]  # the run's own connection pool...
-    assert provider._pools == {}  # ...closed when the run ended
+    (connections,) = open_during  # the run's own connections (aiohttp's)...
+    assert connections._session is None  # ...closed when the run ended
+    assert provider._clients == {}
 
 
 def test_the_current_sample_is_the_one_context_variable():

@@ -80,9 +80,10 @@ def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | No
     `--base-url` and `--header 'Name: value'` as provider options (None when none given).
 
     Raises:
-        ValueError: a header without a colon.
+        ValueError: a header without a colon, with a name that is not a header name, or
+            with CR, LF or NUL in its value (the message never shows the value).
     """
-    from tui_eval.agents.providers.settings import ProviderOptions
+    from tui_eval.agents.providers.settings import ProviderOptions, header_problem
 
     fields: dict[str, Any] = {}
     for flag, name in (
@@ -100,7 +101,10 @@ def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | No
     for raw in getattr(args, "header", None) or []:
         name, sep, value = raw.partition(":")
         if not sep or not name.strip():
-            raise ValueError(f"--header {raw!r} should be 'Name: value'")
+            raise ValueError("--header should be 'Name: value' (one was given without a colon)")
+        problem = header_problem(name.strip(), value.strip())
+        if problem is not None:
+            raise ValueError(f"--header: {problem}")
         headers[name.strip()] = value.strip()
     if headers:
         fields["headers"] = headers

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote
 
 from pydantic_core import to_jsonable_python
 
@@ -12,14 +14,68 @@ SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 MIN_SECRET_LENGTH = 8
 
 
+URL_VARIABLES = ("_PROXY", "_BASE_URL")
+"""Environment variables holding URLs whose credentials (`user:password@`) are secrets."""
+
+
 def secret_values() -> list[str]:
-    """Values of environment variables whose names mark them as secrets (longest first)."""
+    """Values of environment variables whose names mark them as secrets, and the
+    credentials in proxy and base-URL variables (`HTTPS_PROXY=http://user:pw@...`),
+    longest first."""
     values = {
         value
         for name, value in os.environ.items()
         if name.upper().endswith(SECRET_SUFFIXES) and len(value) >= MIN_SECRET_LENGTH
     }
+    for name, value in os.environ.items():
+        if name.upper().endswith(URL_VARIABLES):
+            values.update(url_credentials(value))
     return sorted(values, key=len, reverse=True)
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """`url` without its `user:password@`, and that part (None when there is none).
+
+    Read as curl reads a proxy variable: everything before the last `@` of the authority
+    is credentials, even a `#`, `/` or `?` inside the password that a URL parser would
+    take for the start of a fragment, path or query.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority_end = len(rest)
+    at = rest.rfind("@")
+    if at < 0:
+        return url, None
+    for mark in "/?#":  # the authority ends at the first of these after the last @
+        found = rest.find(mark, at)
+        if found >= 0:
+            authority_end = min(authority_end, found)
+    userinfo, host = rest[:at], rest[at + 1 : authority_end]
+    bare = f"{host}{rest[authority_end:]}"
+    return (f"{scheme}://{bare}" if sep else bare), userinfo
+
+
+def without_credentials(url: str) -> str:
+    """`url` as shown anywhere: its credentials as `***@`."""
+    bare, userinfo = split_credentials(url)
+    if userinfo is None:
+        return url
+    scheme, sep, rest = bare.partition("://")
+    return f"{scheme}://***@{rest}" if sep else f"***@{bare}"
+
+
+def url_credentials(url: str) -> set[str]:
+    """The secrets a URL carries: its whole `user:password` (raw and unquoted; a lone user
+    name too, a token sent as the user), and a password long enough to look for alone."""
+    _, userinfo = split_credentials(url)
+    if not userinfo:
+        return set()
+    _, colon, password = userinfo.partition(":")
+    found = {userinfo, unquote(userinfo)}
+    if colon and len(password) >= MIN_SECRET_LENGTH:
+        found |= {password, unquote(password)}
+    return {value for value in found if value}
 
 
 def is_credential_header(name: str) -> bool:
@@ -40,6 +96,20 @@ def credential_values(api_key: str | None, headers: Iterable[tuple[str, str]]) -
             found.add(value)
             found.add(value.split()[-1])
     return sorted((v for v in found if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
+
+
+def redact_secrets(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each of `secrets` replaced by `***`: a long one wherever it appears, a
+    short one (a dummy key such as `x`, under `MIN_SECRET_LENGTH`) only as a whole word,
+    so `x` never turns a server's message into `***` in every word."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if not secret:
+            continue
+        if len(secret) >= MIN_SECRET_LENGTH:
+            text = text.replace(secret, "***")
+        elif secret in text:
+            text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)
+    return text
 
 
 def redact(text: str) -> str:

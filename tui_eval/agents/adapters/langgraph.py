@@ -11,6 +11,12 @@ error), `usage_metadata` summed, and the last AI message's text as the output. A
 function returning such a state (a mapping with `messages`), a list of messages, or one
 `AIMessage` is converted the same way. No LangChain import is needed to convert: messages
 are read by their fields.
+
+`wrap` routes the graph's model calls through tui-eval's HTTP layer (`http_client()`): the
+OpenAI/Anthropic SDK clients its chat models hold (langchain-openai's `ChatOpenAI`,
+however deep in the graph). The run's rate limiter, cache, prices and `max_cost` then
+apply. Usage of calls that did not pass there is priced from `usage_metadata` (cached
+tokens included) and the model each message names.
 """
 
 from __future__ import annotations
@@ -20,6 +26,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tui_eval.agents.adapters.install import (
+    charge_unmetered,
+    install_http_client,
+    warn_if_uncached,
+)
 from tui_eval.agents.messages import (
     Message,
     Role,
@@ -30,6 +41,7 @@ from tui_eval.agents.messages import (
     is_conversation,
 )
 from tui_eval.agents.providers.base import normalize_stop_reason
+from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
@@ -52,6 +64,7 @@ class GraphAgent:
         self.graph = graph
         self.config = config
         self.name = str(getattr(graph, "name", "") or "langgraph")
+        self._installed: int | None = None
 
     def __repr__(self) -> str:
         return f"langgraph.wrap({self.name!r})"
@@ -71,6 +84,9 @@ class GraphAgent:
             configurable = dict(config.get("configurable") or {})
             configurable.setdefault("deps", deps)
             config["configurable"] = configurable
+        if self._installed is None:
+            self._installed = install_http_client(self.graph)
+        warn_if_uncached(self, self._installed)
         start = time.perf_counter()
         final = await self.graph.ainvoke(state, config or None)
         return from_value(final, input, (time.perf_counter() - start) * 1000) or RunResult(
@@ -132,6 +148,7 @@ def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunRes
     turns = 0
     stop_reason: str | None = None
     output: Any = None
+    priced: list[tuple[str, str, ResponseTokens]] = []
     for message in raw:
         role = _ROLES.get(str(getattr(message, "type", "")), "assistant")
         if role == "assistant":
@@ -159,7 +176,10 @@ def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunRes
             usage = usage + Usage(
                 int(_get(meta, "input_tokens") or 0), int(_get(meta, "output_tokens") or 0), 1
             )
-            finish = (getattr(message, "response_metadata", None) or {}).get("finish_reason")
+            response_meta = getattr(message, "response_metadata", None) or {}
+            if meta:
+                priced.append(_priced(meta, response_meta))
+            finish = response_meta.get("finish_reason")
             if finish:
                 stop_reason = normalize_stop_reason(finish)
             text = content_text(getattr(message, "content", ""))
@@ -180,6 +200,7 @@ def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunRes
             messages.append(Message("tool", text, tool_call_id=call_id))
         else:
             messages.append(Message(role, content_text(getattr(message, "content", ""))))
+    charge_unmetered(priced)
     if not any(m.role == "user" for m in messages):
         messages = [*input_messages(input), *messages]
     if output is None and messages and messages[-1].role == "assistant":
@@ -193,6 +214,21 @@ def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunRes
         latency_ms=latency_ms,
         stop_reason=stop_reason,
     )
+
+
+def _priced(meta: Any, response_meta: Mapping[str, Any]) -> tuple[str, str, ResponseTokens]:
+    """(provider, model, tokens) of one AI message, as LangChain normalises them: its
+    `input_tokens` include the cache reads and writes in `input_token_details`."""
+    details = _get(meta, "input_token_details") or {}
+    prompt = token_count(_get(meta, "input_tokens"))
+    read = min(token_count(_get(details, "cache_read")), prompt)
+    write = min(token_count(_get(details, "cache_creation")), prompt - read)
+    model = response_meta.get("model_name") or response_meta.get("model") or ""
+    provider = response_meta.get("model_provider") or (
+        "anthropic" if str(model).startswith("claude") else "openai"
+    )
+    tokens = ResponseTokens(prompt, token_count(_get(meta, "output_tokens")), read, write)
+    return str(provider), str(model), tokens
 
 
 def content_text(content: Any) -> str:

@@ -9,6 +9,12 @@ arguments and result (a failed tool's error text as its error), the final output
 summed usage and the model's messages. A plain function that returns the SDK's own
 `RunResult` is converted the same way (`from_result`), never serialised into the output.
 This module imports the SDK only inside `wrap`: converting a result needs no import.
+
+`wrap` routes the agent's model calls through tui-eval's HTTP layer (`http_client()`): the
+clients of its models (and its handoffs'), and — for models named by a string — a model
+provider whose client does the same, unless `run_config=` is given. The run's rate
+limiter, cache, prices and `max_cost` then apply. Usage of calls that did not pass there
+is still priced from the SDK's result, cached tokens included.
 """
 
 from __future__ import annotations
@@ -17,7 +23,14 @@ import json
 import time
 from typing import Any
 
+from tui_eval.agents.adapters.install import (
+    charge_unmetered,
+    install_http_client,
+    require,
+    warn_if_uncached,
+)
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
+from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
@@ -42,17 +55,31 @@ class SampleRunnerAgent:
         self.agent = agent
         self.run_options = run_options
         self.name = str(getattr(agent, "name", "") or "openai-agents")
+        self._installed: int | None = None
+        self._run_config: Any = None
 
     def __repr__(self) -> str:
         return f"openai_agents.wrap({self.name!r})"
 
+    def _install(self) -> int:
+        """Route the agent's model clients through tui-eval's HTTP layer, once."""
+        if self._installed is None:
+            self._installed = install_http_client(self.agent)
+            if "run_config" not in self.run_options:
+                self._run_config = _metered_run_config()
+                self._installed += self._run_config is not None
+        return self._installed
+
     async def run(self, input: Input, *, deps: Any = None) -> RunResult:
         """Run the agent once and convert its result."""
-        from agents import Runner  # the SDK, imported only when an agent really runs
-
+        agents = require("agents", "openai-agents")  # the SDK, imported only when it runs
         options = dict(self.run_options)
         if deps is not None:
             options.setdefault("context", deps)
+        warn_if_uncached(self, self._install())
+        if self._run_config is not None:
+            options.setdefault("run_config", self._run_config)
+        Runner = agents.Runner
         start = time.perf_counter()
         result = await Runner.run(self.agent, _sdk_input(input), **options)
         return from_result(result, input, (time.perf_counter() - start) * 1000)
@@ -64,6 +91,31 @@ class SampleRunnerAgent:
             return await self.run(spec.input, deps=spec.deps)
 
         return run
+
+
+def _metered_run_config() -> Any:
+    """A run config whose model provider's client goes through tui-eval's HTTP layer, for
+    models named by a string (None without an OpenAI key: such models could not run)."""
+    import os
+
+    from agents import RunConfig
+    from agents.models._openai_shared import get_default_openai_client, get_default_openai_key
+    from agents.models.openai_provider import OpenAIProvider
+    from openai import AsyncOpenAI
+
+    from tui_eval.agents.providers.client import MeteredAsyncClient
+
+    default = get_default_openai_client()
+    if default is not None:
+        client = default.with_options(http_client=MeteredAsyncClient())
+    elif get_default_openai_key() or os.environ.get("OPENAI_API_KEY"):
+        client = AsyncOpenAI(
+            api_key=get_default_openai_key() or os.environ.get("OPENAI_API_KEY"),
+            http_client=MeteredAsyncClient(),
+        )
+    else:
+        return None
+    return RunConfig(model_provider=OpenAIProvider(openai_client=client))
 
 
 def _sdk_input(input: Input) -> Any:
@@ -130,6 +182,8 @@ def from_result(result: Any, input: Input, latency_ms: float) -> RunResult:
             messages.append(Message("assistant", None, [call]))
     usage = Usage()
     responses = list(getattr(result, "raw_responses", ()) or ())
+    model = _model_name(getattr(result, "last_agent", None))
+    priced: list[tuple[str, str, ResponseTokens]] = []
     for response in responses:
         raw_usage = getattr(response, "usage", None)
         usage = usage + Usage(
@@ -137,6 +191,13 @@ def from_result(result: Any, input: Input, latency_ms: float) -> RunResult:
             int(getattr(raw_usage, "output_tokens", 0) or 0),
             int(getattr(raw_usage, "requests", 1) or 1) if raw_usage is not None else 1,
         )
+        if raw_usage is not None:
+            details = getattr(raw_usage, "input_tokens_details", None)
+            prompt = token_count(getattr(raw_usage, "input_tokens", 0))
+            cached = token_count(getattr(details, "cached_tokens", 0))
+            tokens = token_count(getattr(raw_usage, "output_tokens", 0))
+            priced.append(("openai", model, ResponseTokens(prompt, tokens, min(cached, prompt))))
+    charge_unmetered(priced)
     output = getattr(result, "final_output", None)
     if not messages or messages[-1].role != "assistant" or messages[-1].tool_calls:
         messages.append(Message("assistant", _text(output)))
@@ -148,6 +209,15 @@ def from_result(result: Any, input: Input, latency_ms: float) -> RunResult:
         turns=len(responses),
         latency_ms=latency_ms,
     )
+
+
+def _model_name(agent: Any) -> str:
+    """The model an SDK agent names (a string, or a model object's `model`)."""
+    model = getattr(agent, "model", None)
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else ""
 
 
 def _field(raw: Any, name: str) -> Any:

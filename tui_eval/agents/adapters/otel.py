@@ -11,6 +11,9 @@ traces, so they never see each other's spans. The collector is a span processor 
 the global SDK `TracerProvider` (one is installed when the application has none), so the
 application's own exporters keep working.
 
+Model calls the spans record are priced (`gen_ai.usage.*`, cached tokens included, by
+`gen_ai.response.model`) when they did not pass through `tui_eval.http_client()`.
+
 What `fn` returns is its output (a framework result object is converted as anywhere else);
 its tool calls, usage and turns come from the spans when the return value has none.
 """
@@ -26,7 +29,8 @@ from typing import Any
 import anyio.to_thread
 
 from tui_eval.agents.adapters import from_framework
-from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans
+from tui_eval.agents.adapters.install import charge_unmetered, require
+from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans, span_usages
 from tui_eval.agents.messages import Message, RunResult, input_messages
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
@@ -59,6 +63,7 @@ class CapturedAgent:
 
     async def run(self, input: Input) -> RunResult:
         """Call the function once in a trace of its own and build its run from the spans."""
+        require("opentelemetry.sdk.trace", "otel")
         from opentelemetry import context as otel_context
         from opentelemetry import trace
 
@@ -82,6 +87,7 @@ class CapturedAgent:
             finally:
                 collector.close(trace_id)
         latency_ms = (time.perf_counter() - start) * 1000
+        charge_unmetered(span_usages(spans))
         return merge(_returned(value, input, latency_ms), spans)
 
     def sample_runner(self) -> AgentCall:

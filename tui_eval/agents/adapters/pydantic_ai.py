@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tui_eval.agents.adapters.install import charge_unmetered, install_http_client, require
 from tui_eval.agents.messages import (
     Message,
     RunResult,
@@ -21,16 +22,21 @@ from tui_eval.agents.messages import (
     is_conversation,
     structured_input_text,
 )
+from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
 
 def pydantic_ai_runner(agent: Any) -> AgentCall:
-    """The per-sample call for a pydantic-ai agent."""
+    """The per-sample call for a pydantic-ai agent: its model's SDK client routed through
+    tui-eval's HTTP layer (installed once), its usage priced when its calls did not pass
+    there."""
+    installed: list[int] = []
 
     async def run(spec: RunSpec) -> RunResult:
-        import pydantic_ai
-
+        pydantic_ai = require("pydantic_ai", "pydantic-ai")
+        if not installed:
+            installed.append(install_http_client(agent))
         kwargs: dict[str, Any] = {}
         if spec.deps is not None:
             kwargs["deps"] = spec.deps
@@ -67,6 +73,7 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
             int(getattr(raw_usage, "output_tokens", 0) or 0),
             int(getattr(raw_usage, "requests", 0) or 0),
         )
+        charge_unmetered(_usages(result.all_messages()))
         stop = _stop_reason(result.all_messages())
         return RunResult(result.output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
 
@@ -75,7 +82,14 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
 
 def pydantic_ai_model(model: Any) -> Any:
     """A case's model as pydantic-ai takes it: `openai-compatible:MODEL@URL` becomes an
-    OpenAI chat model on that base URL; other spec strings and pydantic-ai models pass."""
+    OpenAI chat model on that base URL; other spec strings become pydantic-ai's model for
+    them; either way its client goes through tui-eval's HTTP layer (`http_client()`)."""
+    if isinstance(model, str) and not model.startswith("openai-compatible:"):
+        from pydantic_ai.models import infer_model
+
+        built = infer_model(model)
+        install_http_client(built)
+        return built
     if isinstance(model, str) and model.startswith("openai-compatible:"):
         import os
 
@@ -90,8 +104,13 @@ def pydantic_ai_model(model: Any) -> Any:
                 f"{model} should be openai-compatible:MODEL@BASE_URL, "
                 "e.g. openai-compatible:llama3.1@http://localhost:11434/v1"
             )
+        from tui_eval.agents.providers.client import MeteredAsyncClient
+
         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
-        return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
+        provider = OpenAIProvider(
+            base_url=base_url, api_key=api_key, http_client=MeteredAsyncClient()
+        )
+        return OpenAIChatModel(name, provider=provider)
     if hasattr(model, "complete") or (callable(model) and not isinstance(model, str)):
         raise TypeError(
             "a pydantic-ai agent takes a model name or a pydantic-ai model as Case(model=...), "
@@ -154,6 +173,23 @@ def _tool_name(history: list[Any], call_id: str | None) -> str:
             if type(part).__name__ == "ToolCallPart" and part.tool_call_id == call_id:
                 return str(part.tool_name)
     return "tool"
+
+
+def _usages(history: list[Any]) -> list[tuple[str, str, ResponseTokens]]:
+    """(provider, model, tokens) of each model response, for pricing: pydantic-ai's
+    `input_tokens` include its cache reads and writes."""
+    found = []
+    for item in history:
+        if type(item).__name__ != "ModelResponse":
+            continue
+        raw = getattr(item, "usage", None)
+        prompt = token_count(getattr(raw, "input_tokens", 0))
+        read = min(token_count(getattr(raw, "cache_read_tokens", 0)), prompt)
+        write = min(token_count(getattr(raw, "cache_write_tokens", 0)), prompt - read)
+        tokens = ResponseTokens(prompt, token_count(getattr(raw, "output_tokens", 0)), read, write)
+        provider = getattr(item, "provider_name", None) or "openai"
+        found.append((str(provider), str(getattr(item, "model_name", "") or ""), tokens))
+    return found
 
 
 def _stop_reason(history: list[Any]) -> str | None:

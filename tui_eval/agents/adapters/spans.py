@@ -22,6 +22,7 @@ from typing import Any
 
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.providers.base import normalize_stop_reason
+from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.util.text import value_text
 
 CASE_ATTRIBUTE = "tui_eval.case"
@@ -130,6 +131,45 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
         latency_ms=latency,
         stop_reason=stop_reason,
     )
+
+
+def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTokens]]:
+    """(provider, model, tokens) of each model call the spans record, for pricing: GenAI's
+    `gen_ai.usage.*` (cache reads in `gen_ai.usage.cache_read.input_tokens`, part of the
+    input) or OpenInference's `llm.token_count.*`."""
+    found = []
+    for span in spans:
+        if span.kind != "llm":
+            continue
+        attrs = span.attributes
+        prompt = token_count(
+            _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt")))
+        )
+        output = token_count(
+            _int(attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion")))
+        )
+        read = token_count(
+            _int(
+                attrs.get(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    attrs.get("llm.token_count.prompt_details.cache_read"),
+                )
+            )
+        )
+        model = str(
+            attrs.get("gen_ai.response.model")
+            or attrs.get("gen_ai.request.model")
+            or attrs.get("llm.model_name")
+            or ""
+        )
+        provider = str(
+            attrs.get("gen_ai.provider.name")
+            or attrs.get("gen_ai.system")
+            or attrs.get("llm.provider")
+            or ("anthropic" if model.startswith("claude") else "openai")
+        )
+        found.append((provider, model, ResponseTokens(prompt, output, min(read, prompt))))
+    return found
 
 
 def first_user_message(spans: Sequence[SpanRecord]) -> str | None:

@@ -5,7 +5,8 @@ body, the **sample index** and the request's headers — those that select a ten
 (`OpenAI-Project`, `OpenAI-Organization`, `anthropic-version`...) and the API key, which
 enters only through the key's one-way hash — so the samples of a case never collapse
 into one answer, and an answer goes back only to the project and key that asked for it.
-Only successful responses are stored; errors and rate limits always go to the API. Files
+Only successful responses are stored (a JSON body as `KEY.json`, an event stream whole as
+`KEY.sse`); errors and rate limits always go to the API. Files
 live under `$TUI_EVAL_HOME/cache/responses/`, one JSON file per response, owner-only
 (0600, in 0700 folders), with every secret of the request (and of the environment)
 replaced by `***`: a model that echoes the key leaves no key on disk.
@@ -78,6 +79,28 @@ class ResponseCache:
             return None
         self.hits += 1
         return stored
+
+    def get_stream(self, key: str) -> bytes | None:
+        """A stored event stream (an SDK's `stream=True` request), or None."""
+        try:
+            stored = self._path(key).with_suffix(".sse").read_bytes()
+        except OSError:
+            return None
+        self.hits += 1
+        return stored
+
+    def put_stream(self, key: str, stream: bytes, secrets: Iterable[str] = ()) -> None:
+        """Store a whole event stream as `put` stores a response."""
+        if self.mode != "on":
+            return
+        if self._private:
+            private_subfolder("cache")
+            self._private = False
+        found = sorted({*secrets, *secret_values()}, key=len, reverse=True)
+        text = stream.decode("utf-8", "replace")
+        for secret in found:
+            text = text.replace(secret, "***")
+        atomic_write_bytes(self._path(key).with_suffix(".sse"), text.encode(), private=True)
 
     def miss(self) -> None:
         """Count a stored entry its provider could not use (`{}`, no choices) as a miss."""

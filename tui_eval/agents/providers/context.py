@@ -5,8 +5,8 @@
   pace themselves as one, as its quota needs; a run given a session of its own (a test, a
   Ray worker sharing the cluster's limiters) shares none with the others.
 - A `RunContext` is one run's: its provider options (the suite's and the command line's),
-  its response cache, its session, and the clients its providers open (closed when the
-  run ends).
+  its response cache, its session, and its connections (`sockets`, closed when the run
+  ends).
 - A `SampleContext` is one sample's: its run's context, its meter, whom to tell about a
   retry, and which sample it is (case name, index).
 
@@ -24,6 +24,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -31,6 +32,9 @@ from tui_eval.agents.providers.cache import ResponseCache
 from tui_eval.agents.providers.limits import RateLimiter
 from tui_eval.agents.providers.metering import SampleMeter
 from tui_eval.agents.providers.settings import ProviderOptions
+
+if TYPE_CHECKING:
+    from tui_eval.agents.providers.sockets import Sockets
 
 LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimiter]
 """Builds the limiter of a quota: `factory(base_url, key_fingerprint, rpm, tpm)`."""
@@ -106,6 +110,22 @@ def default_session() -> ProviderSession:
     return _default_session
 
 
+_default_sockets: Sockets | None = None
+
+
+def default_sockets() -> Sockets:
+    """The connections of requests made outside any run (a provider called directly)."""
+    global _default_sockets
+    if _default_sockets is None:
+        from tui_eval.agents.providers.sockets import Sockets
+
+        _default_sockets = Sockets()
+        import atexit
+
+        atexit.register(_default_sockets.drop)  # its loop is gone by then: nothing to await
+    return _default_sockets
+
+
 @dataclass(eq=False, slots=True)
 class RunContext:
     """What the providers of one run share.
@@ -122,6 +142,19 @@ class RunContext:
     cache: ResponseCache | None = None
     session: ProviderSession = field(default_factory=default_session)
     _closers: list[Closer] | None = field(default=None, init=False, repr=False)
+    _sockets: Sockets | None = field(default=None, init=False, repr=False)
+
+    @property
+    def sockets(self) -> Sockets:
+        """The run's connections (one socket transport per event loop and proxy), shared by
+        its providers and the clients `http_client()` lends; closed when the run ends."""
+        sockets = self._sockets
+        if sockets is None:
+            from tui_eval.agents.providers.sockets import Sockets
+
+            sockets = self._sockets = Sockets()
+            self.close_at_end(sockets.aclose)
+        return sockets
 
     @property
     def closes_clients(self) -> bool:
@@ -144,6 +177,9 @@ class RunContext:
             yield
         finally:
             self._closers = None
+            sockets, self._sockets = self._sockets, None
+            if sockets is not None and sockets.aclose not in closers:
+                closers.append(sockets.aclose)
             for close in closers:
                 with anyio.CancelScope(shield=True):
                     await close()

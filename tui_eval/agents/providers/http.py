@@ -1,58 +1,33 @@
-"""What every HTTP provider shares: pooled connections, one rate limiter per quota,
-time-budgeted retries, the response cache, prices and secret redaction."""
+"""What every HTTP provider shares: a JSON POST through tui-eval's HTTP layer (the shared
+rate limiter, the response cache, metering, retries and secrets: `transport.py`), over
+the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
-import json
-import random
 import socket
-import time
-import zlib
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-import anyio
+import httpx2
 import pydantic_core
 
 from tui_eval.agents.providers.base import ProviderError
-from tui_eval.agents.providers.connections import (
-    ConnectionPool,
-    Headers,
-    ResponseTooLarge,
-    TransportError,
-    header_map,
-)
+from tui_eval.agents.providers.client import MeteredAsyncClient
 from tui_eval.agents.providers.context import RunContext, current_sample, default_session
-from tui_eval.agents.providers.limits import (
-    RateLimiter,
-    RateLimitWait,
-    key_fingerprint,
-    retry_after,
-)
-from tui_eval.agents.providers.metering import (
-    ResponseTokens,
-    SampleMeter,
-    price_of,
-    response_tokens,
-    stated_cost,
-)
+from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint
 from tui_eval.agents.providers.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
+    header_problem,
 )
-from tui_eval.util.secrets import credential_values
+from tui_eval.util.secrets import credential_values, redact_secrets, split_credentials
 
-RATE_LIMITED = frozenset({429})
-RETRYABLE = frozenset({408, 409, 425, 500, 502, 503, 504, 529})
-MAX_RETRY_AFTER_S = 60.0
-"""A server asking for a longer single wait (a spent daily quota) fails the request at once."""
 MAX_RESPONSE_BYTES = 20_000_000
 """A larger response body is an error, never hundreds of MB held in memory."""
-USER_AGENT = b"tui-eval"
+USER_AGENT = "tui-eval"
 
 
 class HTTPProvider:
@@ -65,24 +40,28 @@ class HTTPProvider:
       only when nothing was accepted for `retry_budget` seconds (queued time included),
       when the server asks for a longer wait than that, or at once when a 429 says the
       quota is gone (`insufficient_quota`).
-    - **Bodies.** gzip/deflate are decoded; a redirect is an error (never followed: the key
-      goes to `base_url` only).
-    - **Errors.** 5xx, 408 and timeouts are retried with exponential backoff and jitter
-      (honouring `Retry-After`), at most `max_retries` times; other 4xx fail at once with
-      the server's message.
-    - **Deadlines.** `timeout` seconds for a whole response, however the server drips it;
-      a body over `max_response_bytes` is an error.
-    - **Connections** are kept alive and reused (`connections.py`), one pool per run.
+    - **Bodies.** Content encodings are decoded (httpx2); a redirect is an error (never
+      followed: the key goes to `base_url` only); a body over the size cap is refused.
+    - **Errors.** 5xx, 408, timeouts and connection errors are retried with exponential
+      backoff and jitter (honouring `Retry-After`), at most `max_retries` times (2); a TLS
+      certificate failure never; other 4xx fail at once with the server's message.
+    - **Deadlines.** `timeout` seconds (600) for a whole response, however the server
+      drips it.
+    - **Connections** are the run's (`RunContext.sockets`): aiohttp's on asyncio, httpx2's
+      under trio, proxies and the trust store from the environment.
     - **The run** is read from the current sample (`context.current_sample()`): its
       provider options, cache, session and meter.
-    - **Secrets.** The API key lives only in request headers and is redacted from errors.
+    - **Secrets.** The API key lives only in request headers and is redacted from errors;
+      a key or header holding CR, LF or NUL is refused before anything is sent;
+      credentials in `base_url` are sent as Basic auth and never shown.
 
     Args:
         model: the model name sent to the server.
         base_url: the API's base URL.
         api_key: the key (sent as a header, never shown).
         timeout: seconds for a whole request, from sending it to the last byte.
-        max_retries: retries after server errors and timeouts (429s are not counted).
+        max_retries: retries after server errors, timeouts and connection errors (429s
+            are not counted).
         retry_budget: seconds a request may keep waiting out rate limits and errors, from
             the later of its start and the last response the API accepted.
         rpm: requests per minute never to exceed (otherwise learned).
@@ -112,6 +91,9 @@ class HTTPProvider:
         self.model = model
         self._api_key = api_key
         self._fingerprint = key_fingerprint(api_key)
+        base_url, self._userinfo = split_credentials(base_url)
+        base_url, _, query = base_url.partition("?")
+        api_version = dict(parse_qsl(query)).get("api-version")
         self.options = ProviderOptions(
             timeout=timeout,
             max_retries=max_retries,
@@ -120,11 +102,13 @@ class HTTPProvider:
             tpm=tpm,
             base_url=base_url.rstrip("/"),
             headers=dict(headers or {}),
+            api_version=api_version,
         )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
-        self._pools: dict[tuple[int, str], ConnectionPool] = {}
-        self._resolved: tuple[ProviderOptions | None, ProviderOptions, Headers] | None = None
+        self._clients: dict[int, MeteredAsyncClient] = {}
+        self._wire_headers: httpx2.Headers | None = None
+        self._resolved: tuple[ProviderOptions | None, ProviderOptions, dict[str, str]] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -146,6 +130,15 @@ class HTTPProvider:
 
     def configure(self, options: ProviderOptions) -> None:
         """Apply `options` over this provider's own (a spec's `?rpm=...`, say)."""
+        if options.base_url is not None:
+            bare, userinfo = split_credentials(options.base_url)
+            bare, _, query = bare.partition("?")
+            options = options.model_copy(update={"base_url": bare.rstrip("/")})
+            if userinfo is not None:
+                self._userinfo = userinfo
+            version = dict(parse_qsl(query)).get("api-version")
+            if version and options.api_version is None:
+                options = options.model_copy(update={"api_version": version})
         self.options = self.options.over(options)
         self._resolved = None
 
@@ -159,44 +152,55 @@ class HTTPProvider:
         not is a miss, never a failed sample)."""
         return True
 
-    def _secrets(self, options: ProviderOptions) -> list[str]:
-        """What a stored response must not contain: the key, credential headers' values."""
-        return credential_values(self._api_key, [*self.headers().items(), *options.headers.items()])
+    def _secrets(self) -> list[str]:
+        """What errors must not show: the key, credential headers' values, the URL's
+        credentials."""
+        found = credential_values(self._api_key, self._settings(_current_run())[1].items())
+        if self._api_key:
+            found.append(self._api_key)  # a short (dummy) key too, as a whole word
+        if self._userinfo:
+            found.append(self._userinfo)
+        return found
 
-    # -- options, pools, limiter ---------------------------------------------------------
+    # -- options, clients, limiter -------------------------------------------------------
     def effective_options(self) -> ProviderOptions:
         """This provider's options with the current run's (suite and command line) over them."""
         return self._settings(_current_run())[0]
 
-    def _settings(self, run: RunContext | None) -> tuple[ProviderOptions, Headers]:
+    def _settings(self, run: RunContext | None) -> tuple[ProviderOptions, dict[str, str]]:
         given = run.provider if run is not None else None
         resolved = self._resolved
         if resolved is None or resolved[0] is not given:
+            self._wire_headers = None
             options = self.options.over(given)
-            wire = [
-                (b"Content-Type", b"application/json"),
-                (b"Accept", b"application/json"),
-                (b"Accept-Encoding", b"gzip, deflate"),
-                (b"User-Agent", USER_AGENT),
-                *((k.encode(), v.encode()) for k, v in self.headers().items()),
-                *((k.encode(), v.encode()) for k, v in options.headers.items()),
-            ]
-            resolved = self._resolved = (given, options, wire)
+            headers = {
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "User-Agent": USER_AGENT,
+            }
+            if self._userinfo:
+                import base64
+
+                token = base64.b64encode(_unquoted(self._userinfo).encode()).decode()
+                headers["Authorization"] = f"Basic {token}"
+            headers.update(self.headers())
+            headers.update(options.headers)
+            resolved = self._resolved = (given, options, headers)
         return resolved[1], resolved[2]
 
-    def _pool(self, base_url: str, run: RunContext | None) -> ConnectionPool:
-        """The connection pool of the run (closed when it ends), or a provider-wide one."""
+    def _client(self, run: RunContext | None) -> MeteredAsyncClient:
+        """The client of the run (closed when it ends), or a provider-wide one."""
         closing = run is not None and run.closes_clients
-        key = (id(run) if closing else 0, base_url)
-        pool = self._pools.get(key)
-        if pool is None:
+        key = id(run) if closing else 0
+        client = self._clients.get(key)
+        if client is None:
             try:
-                pool = self._pools[key] = ConnectionPool(base_url)
+                client = self._clients[key] = MeteredAsyncClient(run=run)
             except ValueError as exc:  # a proxy variable tui-eval cannot use
                 raise self._fail(str(exc)) from None
             if run is not None and closing:
                 run.close_at_end(lambda: self._close(key))
-        return pool
+        return client
 
     def limiter(self) -> RateLimiter:
         """The rate limiter this provider's requests go through now (the current run's
@@ -208,280 +212,102 @@ class HTTPProvider:
             options.base_url or "", self._fingerprint, rpm=options.rpm, tpm=options.tpm
         )
 
-    async def _close(self, key: tuple[int, str]) -> None:
-        pool = self._pools.pop(key, None)
-        if pool is not None:
-            await pool.aclose()
+    async def _close(self, key: int) -> None:
+        client = self._clients.pop(key, None)
+        if client is not None:
+            await client.aclose()
 
     async def aclose(self) -> None:
-        """Close every connection this provider opened."""
-        for key in list(self._pools):
+        """Close every client this provider opened (connections belong to the run, or to
+        the process outside runs)."""
+        for key in list(self._clients):
             await self._close(key)
 
     # -- requests -------------------------------------------------------------------------
     def redact(self, text: str) -> str:
-        """`text` with the API key replaced by `***`."""
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """`text` with the API key (and the URL's credentials) replaced by `***`."""
+        return redact_secrets(text, self._secrets())
 
     def _fail(self, message: str) -> ProviderError:
         return ProviderError(self.redact(f"{self.provider_name} {message}"))
 
-    async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """POST `payload`; returns the parsed body and how many retries it took."""
-        sample = current_sample()
-        run = sample.run if sample is not None else None
-        options, wire_headers = self._settings(run)
-        base_url = (options.base_url or "").rstrip("/")
-        url = f"{base_url}{path}"
-        pool = self._pool(base_url, run)
-        session = run.session if run is not None else default_session()
-        limiter = session.limiter(base_url, self._fingerprint, rpm=options.rpm, tpm=options.tpm)
-        timeout = options.timeout or DEFAULT_TIMEOUT_S
-        budget = (
-            options.retry_budget if options.retry_budget is not None else DEFAULT_RETRY_BUDGET_S
-        )
-        max_retries = (
-            options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
-        )
-        body = pydantic_core.to_json(payload)
-        meter = sample.meter if sample is not None else None
-        cache = run.cache if run is not None else None
-        cache_key = ""
-        if cache is not None and meter is not None and sample is not None:
-            cache_key = cache.key(self.provider_name, base_url, body, sample.index, wire_headers)
-            stored = cache.get(cache_key)
-            if stored is not None and not self.usable(stored):
-                cache.miss()  # readable but wrong ({}, no choices): ask the API again
-                stored = None
-            if stored is not None:
-                meter.requests += 1
-                meter.cached += 1
-                if self._list_price(stored, response_tokens(stored)) is not None:
-                    meter.priced = True  # a known model, at no cost this time
-                return stored, 0
-        tokens = len(body) // 4 + int(payload.get("max_tokens") or 0)
-        started = time.monotonic()
-        retries = failures = 0
-
-        def give_up_at() -> float:
-            return limiter.give_up_at(started, budget)
-
-        while True:
-            try:
-                await limiter.acquire(tokens, give_up_at)
-            except RateLimitWait as exc:
-                waited = time.monotonic() - (give_up_at() - budget)
-                raise self._fail(
-                    f"request to {url} still rate-limited after {waited:.0f}s with no request "
-                    f"accepted (retry budget {budget:g}s): its turn would come "
-                    f"{exc.wait_s:.3g}s later ({exc.why})"
-                ) from None
-            wait: float | None = None
-            try:  # `timeout` bounds the whole exchange (a timer in the pool, not a scope)
-                status, raw_headers, data = await pool.post(
-                    url, body, wire_headers, timeout, self.max_response_bytes
-                )
-            except TimeoutError:
-                last = f"no complete response within {timeout:g}s (timeout)"
-            except TransportError as exc:
-                last = f"connection failed: {exc}"
-            except ResponseTooLarge:
-                raise self._fail(
-                    f"sent a response body over {self.max_response_bytes:,} bytes for {url}; refused"
-                ) from None
-            else:
-                headers = header_map(raw_headers)
-                data = self._decoded(data, headers, url)
-                if status < 300:
-                    parsed = self._parse(data)
-                    used = response_tokens(parsed)
-                    limiter.on_response(
-                        status,
-                        headers,
-                        tokens_reserved=tokens,
-                        tokens_used=used.input + used.output,
-                    )
-                    if meter is not None:
-                        self._meter(meter, parsed, used, headers)
-                    if cache is not None:
-                        cache.put(cache_key, parsed, self._secrets(options))
-                    return parsed, retries
-                if status < 400:
-                    # Never followed: the key would go wherever Location points.
-                    where = headers.get("location", "(no Location header)")
-                    raise self._fail(
-                        f"answered HTTP {status} for {url}, redirecting to {where}; redirects "
-                        "are not followed (the API key is sent only to base_url): set "
-                        "base_url to where the API is"
-                    )
-                limiter.on_response(status, headers)
-                message = self._server_message(data)
-                last = f"HTTP {status}: {message}"
-                if status in RATE_LIMITED and _quota_gone(data):
-                    raise self._fail(
-                        f"returned HTTP 429 for {url}: the account's quota is used up, so "
-                        f"retrying cannot help (add credit or raise the limit): {message}"
-                    )
-                wait = retry_after(headers)
-                longest = min(MAX_RETRY_AFTER_S, budget)
-                if wait is not None and wait > longest:
-                    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(
-                        seconds=min(wait, 1e9)
-                    )
-                    raise self._fail(
-                        f"quota exhausted until {until:%Y-%m-%d %H:%M:%S} UTC: asked to retry "
-                        f"after {wait:g}s (Retry-After), more than the {longest:g}s tui-eval "
-                        f"waits at once (a quota, not a rate); last: {last}"
-                    )
-                if status in RATE_LIMITED:
-                    limiter.on_limited(wait)
-                    now = time.monotonic()
-                    deadline = give_up_at()
-                    if now >= deadline:
-                        waited = now - (deadline - budget)
-                        raise self._fail(
-                            f"request to {url} still rate-limited after {waited:.0f}s with no "
-                            f"request accepted (retry budget {budget:g}s); last: {last}"
-                        )
-                    retries += 1
-                    if sample is not None:
-                        sample.retrying(retries, max(0.0, limiter.paused_until - now))
-                    continue
-                if status not in RETRYABLE:
-                    raise self._fail(f"returned HTTP {status} for {url}: {message}")
-            failures += 1
-            if failures > max_retries:
-                raise self._fail(f"request to {url} failed after {failures} attempts; last: {last}")
-            delay = wait if wait is not None else min(30.0, self.backoff * 2 ** (failures - 1))
-            delay *= 1 + random.uniform(0, 0.25)
-            if time.monotonic() + delay - started > budget:
-                raise self._fail(
-                    f"request to {url} gave up: retrying would pass the {budget:g}s retry "
-                    f"budget; last: {last}"
-                )
-            retries += 1
-            if sample is not None:
-                sample.retrying(retries, delay)
-            await anyio.sleep(delay)
-
-    def _decoded(self, data: bytes, headers: dict[str, str], url: str) -> bytes:
-        """The body with its `Content-Encoding` undone (gzip, deflate; proxies add them).
+    def check_secrets(self) -> None:
+        """Refuse, before anything is sent, a key or header that cannot be sent (a line
+        break, CR or NUL), naming the header and never its value.
 
         Raises:
-            ProviderError: an encoding tui-eval cannot decode (named), or a corrupt body.
+            ProviderError: naming the header.
         """
-        encodings = [
-            e.strip().lower() for e in headers.get("content-encoding", "").split(",") if e.strip()
-        ]
-        for encoding in reversed(encodings):
-            if encoding == "identity":
-                continue
-            if encoding not in ("gzip", "x-gzip", "deflate"):
-                raise self._fail(
-                    f"sent a body with Content-Encoding {encoding!r} for {url}, which tui-eval "
-                    "cannot decode (it asks for gzip or deflate at most)"
-                )
-            try:
-                data = _decompress(data, encoding, self.max_response_bytes)
-            except ResponseTooLarge:
-                raise self._fail(
-                    f"sent a {encoding} body over {self.max_response_bytes:,} bytes once "
-                    f"decoded for {url}; refused"
-                ) from None
-            except (zlib.error, EOFError) as exc:
-                raise self._fail(f"sent a corrupt {encoding} body for {url}: {exc}") from None
-        return data
+        for name, value in self._settings(_current_run())[1].items():
+            problem = header_problem(name, value)
+            if problem is not None:
+                raise ProviderError(f"{self.provider_name}: {problem}")
 
-    def _meter(
-        self,
-        meter: SampleMeter,
-        parsed: dict[str, Any],
-        used: ResponseTokens,
-        headers: dict[str, str],
-    ) -> None:
-        # Priced by the model, wherever it is served; a proxy's own bill comes first.
-        meter.requests += 1
-        cost = stated_cost(headers)
-        if cost is None:
-            cost = self._list_price(parsed, used)
-        if cost is not None:
-            meter.cost += cost
-            meter.priced = True
+    async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """POST `payload`; returns the parsed body and how many retries it took."""
+        from tui_eval.agents.providers.transport import InvalidHeader, RequestFailed, RequestInfo
 
-    def _list_price(self, parsed: dict[str, Any], used: ResponseTokens) -> float | None:
-        """The built-in price of a response, by the model it names (else the one asked for)."""
-        model = parsed.get("model")
-        named = model if isinstance(model, str) and model else self.model
-        cost = price_of(self.provider_name, named, used)
-        if cost is None and named != self.model:
-            cost = price_of(self.provider_name, self.model, used)
-        return cost
-
-    def _parse(self, body: bytes) -> dict[str, Any]:
-        try:
-            parsed = pydantic_core.from_json(body)
-        except ValueError:
-            snippet = body[:200].decode("utf-8", "replace")
-            raise self._fail(f"sent a malformed (non-JSON) body: {snippet!r}") from None
+        run = _current_run()
+        options, headers = self._settings(run)
+        self.check_secrets()
+        base_url = (options.base_url or "").rstrip("/")
+        url = f"{base_url}{path}"
+        if options.api_version:
+            url = f"{url}?api-version={options.api_version}"
+        client = self._client(run)
+        info = RequestInfo(
+            provider=self.provider_name,
+            model=self.model,
+            base_url=base_url,
+            options=options,
+            usable=self.usable,
+            backoff=self.backoff,
+            max_bytes=self.max_response_bytes,
+        )
+        timeout = options.timeout or DEFAULT_TIMEOUT_S
+        route = client.route(url)
+        wire = self._wire_headers
+        if wire is None:  # normalised once, not for every request
+            wire = self._wire_headers = httpx2.Headers(headers)
+        request = httpx2.Request(
+            "POST",
+            route[0],
+            content=pydantic_core.to_json(payload),
+            headers=wire,
+            extensions={
+                "timeout": {
+                    "connect": min(timeout, 30.0),
+                    "read": timeout,
+                    "write": timeout,
+                    "pool": timeout,
+                },
+                "tui_eval": info,
+            },
+        )
+        try:  # the layer's transport itself: a client's send would only add its hooks
+            response = await route[1].handle_async_request(request)
+        except (RequestFailed, InvalidHeader) as exc:
+            raise self._fail(str(exc)) from None
+        except httpx2.HTTPError as exc:  # pragma: no cover - the layer maps its errors
+            raise self._fail(f"request to {url} failed: {exc}") from None
+        parsed = response.extensions.get("tui_eval.json")
         if not isinstance(parsed, dict):
             raise ProviderError(
                 f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
             )
-        return parsed
+        return parsed, int(response.extensions.get("tui_eval.retries", 0))
 
-    @staticmethod
-    def _server_message(body: bytes) -> str:
-        try:
-            parsed = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return body[:300].decode("utf-8", "replace") or "(no body)"
-        if isinstance(parsed, dict):
-            error = parsed.get("error", parsed)
-            if isinstance(error, dict):
-                return str(error.get("message") or json.dumps(error)[:300])
-            return str(error)[:300]
-        return str(parsed)[:300]
+
+def _unquoted(userinfo: str) -> str:
+    from urllib.parse import unquote
+
+    user, _, password = userinfo.partition(":")
+    return f"{unquote(user)}:{unquote(password)}"
 
 
 def _current_run() -> RunContext | None:
     sample = current_sample()
     return sample.run if sample is not None else None
-
-
-QUOTA_GONE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
-"""Error codes of a 429 that no wait fixes: the account has no quota or credit left."""
-
-
-def _quota_gone(body: bytes) -> bool:
-    try:
-        parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    error = parsed.get("error") if isinstance(parsed, dict) else None
-    if not isinstance(error, dict):
-        return False
-    return any(error.get(name) in QUOTA_GONE for name in ("code", "type"))
-
-
-def _decompress(data: bytes, encoding: str, max_bytes: int) -> bytes:
-    """Undo one content encoding, refusing output over `max_bytes` (a zip bomb)."""
-    if encoding != "deflate":
-        wbits = 16 + zlib.MAX_WBITS  # gzip
-    elif len(data) >= 2 and data[0] & 0x0F == 8 and ((data[0] << 8) | data[1]) % 31 == 0:
-        wbits = zlib.MAX_WBITS  # zlib-wrapped deflate, as the RFC says
-    else:
-        wbits = -zlib.MAX_WBITS  # raw deflate, as some servers send it
-    out = bytearray()  # one buffer: a body of many tiny members costs no more than one
-    while True:  # gzip members one after another are one body (RFC 1952, 2.2)
-        decoder = zlib.decompressobj(wbits)
-        out += decoder.decompress(data, max_bytes + 1 - len(out))
-        if decoder.unconsumed_tail or len(out) + len(tail := decoder.flush()) > max_bytes:
-            raise ResponseTooLarge
-        out += tail
-        if not decoder.eof:
-            raise EOFError("the body ends before the compressed stream does")
-        if not (data := decoder.unused_data) or wbits != 16 + zlib.MAX_WBITS:
-            return bytes(out)
 
 
 def is_local(base_url: str) -> bool:

@@ -58,9 +58,9 @@ WINDOW_S = 1.0
 """Accepted requests are counted over this window to measure the server's rate."""
 LIMITED_SHOWN_S = 2.0
 """How long after a 429 (or a paced wait) the limiter still reports itself as limiting."""
-PROBE_AFTER_S = 2.0
+PROBE_AFTER_S = 1.0
 """Held to a header-derived pace this long with nothing rejected, the limiter probes above it."""
-PROBE_DOUBLING_S = 0.5
+PROBE_DOUBLING_S = 0.25
 """While probing above a header-derived pace, it doubles this often until a 429."""
 HEADER_CONFIRMED = 1.25
 """A 429 while probing, at an accepted rate under this multiple of the headers' limit,
@@ -155,6 +155,10 @@ class RateLimiter:
         """Pauses in a row for 429s that named no wait (reset by an accepted response)."""
         self.header_since = -math.inf
         """When the headers' request limit was last learned."""
+        self.header_paced_from: float | None = None
+        """Since when requests leave held to the headers' pace: the first held request's
+        slot, moved to the end of each 429's pause. A 429 before then answered a request
+        that did not keep that pace (the first wave, sent before any header was read)."""
         self.header_verdict: str | None = None
         """None: headers unchecked; "probing": pacing above them; "confirmed"; "overruled"."""
         self.learned = False
@@ -232,6 +236,8 @@ class RateLimiter:
         self.next_slot, self.next_token_slot = next_slot, next_token_slot
         if slot > now:
             self.last_held = now
+            if self.header_paced_from is None and self.header_request_cap is not None:
+                self.header_paced_from = slot
         return slot - now
 
     def give_up_at(self, started: float, budget: float) -> float:
@@ -299,6 +305,13 @@ class RateLimiter:
             if token_pace and tokens_used is not None:
                 self.next_token_slot += (tokens_used - tokens_reserved) / token_pace
 
+    def settle_tokens(self, reserved: int, used: int) -> None:
+        """Correct a request's token estimate by what it used (a stream's usage comes at
+        its end, after `on_response`)."""
+        token_pace = self._token_pace()
+        if token_pace:
+            self.next_token_slot += (used - reserved) / token_pace
+
     def _maybe_probe(self, now: float) -> None:
         """Start probing above the headers' limit: the pace has sat at it for a while,
         requests are being held for it, and the API rejected nothing meanwhile — some
@@ -309,7 +322,8 @@ class RateLimiter:
         if self.request_cap is not None and self.request_cap <= header:
             return  # the user's own rpm is lower: nothing to find out
         at_header = self.pace >= header * HEADROOM * 0.999
-        quiet = self.last_limited < self.header_since and now - self.header_since >= PROBE_AFTER_S
+        paced_from = max(self.header_since, self.header_paced_from or math.inf)
+        quiet = self.last_limited < paced_from and now - paced_from >= PROBE_AFTER_S
         if at_header and quiet and now - self.last_held < max(WINDOW_S, 2 / self.pace):
             self.header_verdict = "probing"
             self.last_raise = now
@@ -331,16 +345,21 @@ class RateLimiter:
             base = 1 / self.pace if self.pace else BACKOFF_BASE_S
             wait = min(BACKOFF_MAX_S, base * 2 ** max(0, self.backoff_streak - 1))
         self.paused_until = max(self.paused_until, now + wait)
+        if self.header_paced_from is not None:
+            # Requests leaving from the end of this pause keep the pace: quiet from there.
+            self.header_paced_from = max(now, self.paused_until)
         if now - self.last_cut < max(wait, 0.25):
             return  # the same congestion episode: one cut is enough
         self.last_cut = now
         self.last_raise = now
         self.learned = True
         measured = self._measured_rate(now)
+        overruled = False
         if self.header_verdict == "probing":
             header = self.header_request_cap or 0.0
             confirmed = measured is None or measured <= header * HEADER_CONFIRMED
             self.header_verdict = "confirmed" if confirmed else "overruled"
+            overruled = not confirmed
         ceiling = self._ceiling()
         origin = self._origin()
         settled = origin is not None and now - origin >= WINDOW_S  # a whole window measured
@@ -363,6 +382,10 @@ class RateLimiter:
         if target is not None:
             self.pace = min(self.pace, target) if self.pace else target
             self.next_slot = max(self.next_slot, self.paused_until)
+        if overruled:
+            # The rate was measured over the probe's ramp, below what the API accepts:
+            # grow fast again until the next 429 measures it at full speed.
+            self.provisional = True
 
     def _ceiling(self) -> float | None:
         """The highest pace allowed: just under the lowest known limit, leaving the API's
@@ -422,6 +445,7 @@ class RateLimiter:
             if self.header_request_cap != cap:
                 self.header_request_cap = cap
                 self.header_since = self.clock()
+                self.header_paced_from = None
                 self.header_verdict = None
                 ceiling = self._ceiling() or cap
                 self.pace = min(self.pace, ceiling) if self.pace else ceiling

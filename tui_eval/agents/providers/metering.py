@@ -12,6 +12,7 @@ price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved
 
 from __future__ import annotations
 
+import codecs
 import functools
 import importlib.util
 import json
@@ -39,12 +40,15 @@ class SampleMeter:
         priced: whether any response had a known price.
         requests: model requests made (answered by the API or the cache).
         cached: requests answered by the response cache.
+        external: usage a framework reported (its calls did not pass through tui-eval's
+            HTTP layer) was priced in.
     """
 
     cost: float = 0.0
     priced: bool = False
     requests: int = 0
     cached: int = 0
+    external: bool = False
 
     @property
     def all_cached(self) -> bool:
@@ -80,14 +84,21 @@ def token_count(value: object) -> int:
 
 
 def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
-    """The checked token counts of a chat-completions or messages-API response.
+    """The checked token counts of a chat-completions, Responses-API or messages-API
+    response.
 
-    OpenAI's `prompt_tokens` include the cached ones (`prompt_tokens_details.cached_tokens`);
+    OpenAI's `prompt_tokens` (`input_tokens` in the Responses API) include the cached ones
+    (`prompt_tokens_details.cached_tokens`, `input_tokens_details.cached_tokens`);
     Anthropic's `input_tokens` exclude its cache reads and writes, which are added here.
     """
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return ResponseTokens()
+    details = usage.get("input_tokens_details")
+    if isinstance(details, Mapping):  # OpenAI's Responses API: cached ones are included
+        prompt = token_count(usage.get("input_tokens"))
+        cached = token_count(details.get("cached_tokens"))
+        return ResponseTokens(prompt, token_count(usage.get("output_tokens")), min(cached, prompt))
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         prompt = token_count(usage.get("prompt_tokens"))
         details = usage.get("prompt_tokens_details")
@@ -103,6 +114,63 @@ def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
         read,
         write,
     )
+
+
+class StreamUsage:
+    """The usage of an event stream (server-sent events), read as its bytes pass.
+
+    OpenAI's chat chunks carry it in the last chunk (`stream_options.include_usage`), the
+    Responses API in `response.completed`, Anthropic's in `message_start` (input) and the
+    last `message_delta` (output).
+    """
+
+    def __init__(self) -> None:
+        from httpx2._sse import _SSEParser  # the SSE framing is httpx2's
+
+        self._parser = _SSEParser()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.model = ""
+        self.seen = False
+        """Whether any event reported usage."""
+        self._tokens = ResponseTokens()
+        self._output: int | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        """Read one more piece of the stream."""
+        for event in self._parser.decode(self._decoder.decode(chunk)):
+            self._event(event.data)
+
+    def _event(self, data: str) -> None:
+        if not data.startswith("{") or ('"usage"' not in data and '"model"' not in data):
+            return
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(parsed, dict):
+            return
+        for holder in (parsed.get("message"), parsed.get("response"), parsed):
+            if not isinstance(holder, Mapping):
+                continue
+            model = holder.get("model")
+            if isinstance(model, str) and model:
+                self.model = model
+            usage = holder.get("usage")
+            if not isinstance(usage, Mapping):
+                continue
+            self.seen = True
+            if parsed.get("type") == "message_delta":  # Anthropic: output so far
+                self._output = token_count(usage.get("output_tokens"))
+            else:
+                self._tokens = response_tokens(holder)
+            return
+
+    def tokens(self) -> ResponseTokens:
+        """The stream's usage as far as it was read."""
+        tokens = self._tokens
+        if self._output is not None:
+            return ResponseTokens(tokens.input, self._output, tokens.cache_read, tokens.cache_write)
+        return tokens
 
 
 def stated_cost(headers: Mapping[str, str]) -> float | None:

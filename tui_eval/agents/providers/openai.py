@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
 from tui_eval.agents.providers.base import (
@@ -52,17 +53,22 @@ class OpenAIProvider(HTTPProvider):
     def __init__(
         self, model: str, *, base_url: str | None = None, api_key: str | None = None, **options: Any
     ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL,
-            api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
-            **options,
-        )
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        if api_key is None:
+            api_key = os.environ.get("OPENAI_API_KEY")
+            if api_key is None and is_azure(base_url):
+                api_key = os.environ.get("AZURE_OPENAI_API_KEY")
+        super().__init__(model, base_url=base_url, api_key=api_key, **options)
         self.json_schema_supported: bool | None = None
 
     def headers(self) -> dict[str, str]:
-        """The headers every request of this provider carries (the key among them)."""
-        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        """The headers every request of this provider carries: the key as a bearer token,
+        or, for Azure OpenAI, as its `api-key` header."""
+        if not self._api_key:
+            return {}
+        if self.options.api_version or is_azure(self.base_url):
+            return {"api-key": self._api_key}
+        return {"Authorization": f"Bearer {self._api_key}"}
 
     def usable(self, body: dict[str, Any]) -> bool:
         """Whether a stored response reads as a completion."""
@@ -129,6 +135,15 @@ class OpenAIProvider(HTTPProvider):
         completion = from_wire(body)
         completion.retries = retries
         return completion
+
+
+def is_azure(base_url: str) -> bool:
+    """Whether `base_url` is an Azure OpenAI endpoint (a `*.openai.azure.com` host, or a
+    classic `/openai/deployments/NAME` path): it takes its key as `api-key`."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host.endswith((".openai.azure.com", ".cognitiveservices.azure.com")) or (
+        "/openai/deployments/" in urlsplit(base_url).path
+    )
 
 
 def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
@@ -225,7 +240,12 @@ def from_spec(model: str) -> OpenAIProvider:
 
 
 def from_compatible_spec(rest: str) -> OpenAIProvider:
-    """`openai-compatible:MODEL@BASE_URL` — a key is optional (`OPENAI_API_KEY` if set)."""
+    """`openai-compatible:MODEL@BASE_URL` — a key is optional (`OPENAI_API_KEY` if set).
+
+    An Azure OpenAI classic deployment is `openai-compatible:MODEL@https://RESOURCE.openai.
+    azure.com/openai/deployments/NAME?api-version=2024-10-21`: its key (`OPENAI_API_KEY`, or
+    `AZURE_OPENAI_API_KEY`) goes as the `api-key` header.
+    """
     model, sep, base_url = rest.partition("@")
     if not sep or not model or not base_url.startswith(("http://", "https://")):
         raise ModelSpecError(

@@ -13,6 +13,7 @@ The same options come from four places; later ones win, field by field:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -20,27 +21,56 @@ import pydantic
 
 from tui_eval.agents.providers.base import ModelSpecError
 
-DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_TIMEOUT_S = 600.0
+"""A request's deadline, as the OpenAI and Anthropic SDKs have it: a long generation is
+waited for, not cut off and paid for again."""
 DEFAULT_RETRY_BUDGET_S = 600.0
-DEFAULT_MAX_RETRIES = 4
+DEFAULT_MAX_RETRIES = 2
+"""Retries after server errors, timeouts and connection errors, as the SDKs do: each
+attempt of a long request may be billed."""
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+CLIENT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te"})
+"""Headers the HTTP client sets from the request itself: given again, a request would carry
+two framings (a request-smuggling shape towards a proxy)."""
+
+
+def header_problem(name: str, value: str) -> str | None:
+    """What is wrong with sending header `name` (None: nothing). The message names the
+    header, never its value (it may be a key)."""
+    if not _TOKEN.fullmatch(name):
+        return f"header name {name!r} is not a valid HTTP header name"
+    if name.lower() in CLIENT_HEADERS:
+        return f"header {name!r} is set by the HTTP client and cannot be given"
+    for char, what in (("\r", "a carriage return"), ("\n", "a line break"), ("\0", "a NUL")):
+        if char in value:
+            return (
+                f"header {name!r} holds {what} in its value (an API key read from a file "
+                "with its newline?); refused before anything was sent"
+            )
+    return None
 
 
 class ProviderOptions(pydantic.BaseModel):
     """How an HTTP provider talks to its API. Unset fields keep the provider's own value.
 
     Attributes:
-        timeout: seconds for one whole request, from sending it to the last byte (60).
+        timeout: seconds for one whole request, from sending it to the last byte (600).
         retry_budget: seconds a request keeps waiting out rate limits and retrying,
             counted from the later of its start and the last response the API accepted
             from anyone in the process (600): it fails only when the run stops progressing.
-        max_retries: retries after server errors and timeouts (4); 429s are not counted.
+        max_retries: retries after server errors, timeouts and connection errors (2); 429s
+            are not counted (they wait in the shared rate limiter).
         rpm: requests per minute never to exceed (otherwise learned from the API).
         tpm: tokens per minute never to exceed (otherwise learned from the API).
         base_url: send requests here instead (a proxy, a local server).
-        headers: extra request headers.
+        headers: extra request headers (a name that is not a token, a value holding CR,
+            LF or NUL, or a header the client sets itself is an error naming the header).
+        api_version: Azure OpenAI's `api-version` query parameter (`api-version=...` in a
+            spec, or in `base_url`'s query).
     """
 
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
     timeout: float | None = pydantic.Field(None, gt=0)
     retry_budget: float | None = pydantic.Field(None, ge=0)
@@ -49,6 +79,16 @@ class ProviderOptions(pydantic.BaseModel):
     tpm: float | None = pydantic.Field(None, gt=0)
     base_url: str | None = None
     headers: dict[str, str] = pydantic.Field(default_factory=dict)
+    api_version: str | None = None
+
+    @pydantic.field_validator("headers")
+    @classmethod
+    def _sendable(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            problem = header_problem(name, value)
+            if problem is not None:
+                raise ValueError(problem)
+        return headers
 
     def over(self, other: ProviderOptions | None) -> ProviderOptions:
         """These options with the fields set in `other` taking their place (headers merged)."""
@@ -80,6 +120,8 @@ class ProviderOptions(pydantic.BaseModel):
         fields: dict[str, Any] = {}
         headers: dict[str, str] = {}
         for name, value in parse_qsl(query, keep_blank_values=True):
+            if name == "api-version":
+                name = "api_version"
             if name.startswith("header."):
                 headers[name.removeprefix("header.")] = value
             elif name in cls.model_fields and name != "headers":

@@ -1,0 +1,277 @@
+"""The sockets under tui-eval's HTTP layer: aiohttp's on asyncio, httpx2's own under trio.
+
+Nothing here speaks HTTP. `AiohttpTransport` maps an httpx2 request onto an aiohttp
+request and aiohttp's response back onto an httpx2 response (as the OpenAI SDK's
+`DefaultAioHttpClient` does): framing, TLS, proxy tunnels, happy eyeballs, connection
+limits and keep-alive are aiohttp's. Under trio (or any loop that is not asyncio) httpx2's
+own `AsyncHTTPTransport` does the same. Content decoding is httpx2's, when the response is
+read. The trust store is httpcore2's `default_ssl_context()`: `SSL_CERT_FILE` /
+`SSL_CERT_DIR` when set, else the system's (truststore on macOS and Windows).
+
+`Sockets` keeps one socket transport per event loop and proxy, shared by every client and
+provider of a run (or of the process, outside runs), and closes them together.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import httpx2
+import sniffio
+import yarl
+
+MAX_CONNECTIONS = 100
+"""Connections open at once per socket transport (httpx2's default): a run at
+`concurrency=300` queues for a connection instead of opening 300 sockets to one API."""
+KEEPALIVE_S = 4.0
+"""An idle connection is closed after this long: under the 5 s after which uvicorn-based
+servers (vLLM, the LiteLLM proxy) close theirs, so a request never lands on a connection
+the server is closing."""
+READ_CHUNK = 1 << 16
+
+
+class CertificateError(httpx2.ConnectError):
+    """The server's TLS certificate failed verification: never retried."""
+
+
+_contexts: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+
+def ssl_context() -> ssl.SSLContext:
+    """How HTTPS servers (and HTTPS proxies) are verified: httpcore2's default context —
+    `SSL_CERT_FILE` or `SSL_CERT_DIR` when set, else the system's trust store — made once
+    per value of those variables (loading a CA bundle takes tens of milliseconds)."""
+    import os
+
+    import httpcore2
+
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    context = _contexts.get(key)
+    if context is None:
+        context = _contexts[key] = httpcore2.default_ssl_context()
+    return context
+
+
+def _timeout(request: httpx2.Request) -> Any:
+    given = request.extensions.get("timeout") or {}
+    return aiohttp.ClientTimeout(
+        total=None,
+        connect=given.get("pool"),
+        sock_connect=given.get("connect"),
+        sock_read=given.get("read"),
+    )
+
+
+_FRAMING = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "host"})
+"""Request headers aiohttp sets from the request itself: passed on, they would frame the
+body twice."""
+
+
+class AiohttpStream(httpx2.AsyncByteStream):
+    """An aiohttp response body as an httpx2 byte stream."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _mapped_errors():
+            async for chunk in self._response.content.iter_chunked(READ_CHUNK):
+                yield chunk
+
+    async def aclose(self) -> None:
+        # Back to the pool if read to the end; aiohttp closes a connection left mid-body.
+        self._response.release()
+
+
+class AiohttpTransport(httpx2.AsyncBaseTransport):
+    """httpx2 requests over one aiohttp `ClientSession` (made with the transport, which
+    must be in the loop that will use it).
+
+    Args:
+        proxy: send every request through this proxy (its credentials as
+            `Proxy-Authorization`, never in the URL aiohttp sees).
+        verify: how servers are verified (default: `ssl_context()`).
+    """
+
+    def __init__(
+        self, proxy: httpx2.Proxy | None = None, verify: ssl.SSLContext | None = None
+    ) -> None:
+        self._proxy = proxy
+        self._verify = verify
+        self._session: aiohttp.ClientSession | None = None
+        self._url = yarl.URL
+        self._proxy_headers: dict[str, str] | None = None
+        if proxy is not None:
+            self._proxy_headers = dict(proxy.headers)
+            if proxy.auth is not None:
+                self._proxy_headers["Proxy-Authorization"] = aiohttp.encode_basic_auth(*proxy.auth)
+        self._open()  # now, not inside the first request's deadline
+
+    def _open(self) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(
+            ssl=self._verify or ssl_context(),
+            limit=MAX_CONNECTIONS,
+            keepalive_timeout=KEEPALIVE_S,
+        )
+        # No cookies: one sample's never reach another's (or another tenant's) requests.
+        self._session = aiohttp.ClientSession(
+            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False
+        )
+        return self._session
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        session = self._session or self._open()
+        headers = [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in request.headers.raw
+            if name.lower().decode("latin-1") not in _FRAMING
+        ]
+        if self._proxy_headers and request.url.scheme == "http":
+            headers.extend(self._proxy_headers.items())  # forwarded, not tunnelled: no CONNECT
+        try:
+            data: Any = request.content or None
+        except httpx2.RequestNotRead:
+            data = request.stream  # an upload: aiohttp sends it chunked
+        proxy = self._proxy
+        with _mapped_errors():
+            response = await session.request(
+                request.method,
+                self._url(str(request.url), encoded=True),
+                headers=headers,
+                data=data,
+                allow_redirects=False,
+                timeout=_timeout(request),
+                proxy=str(proxy.url) if proxy is not None else None,
+                proxy_headers=self._proxy_headers,
+            )
+        return httpx2.Response(
+            response.status,
+            headers=[(bytes(name), bytes(value)) for name, value in response.raw_headers],
+            stream=AiohttpStream(response),
+            request=request,
+            extensions={
+                "http_version": b"HTTP/1.1",
+                "reason_phrase": (response.reason or "").encode("latin-1", "replace"),
+            },
+        )
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+class _mapped_errors:
+    """aiohttp's exceptions as httpx2's, so every caller (an SDK, the retry policy) reads
+    one vocabulary; a certificate failure is a `CertificateError`."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if exc is None or not isinstance(exc, Exception):
+            return
+        mapped = _mapped(exc)
+        if mapped is not None:
+            raise mapped from exc
+
+
+def _mapped(exc: Exception) -> httpx2.TransportError | None:
+    import asyncio
+
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return CertificateError(text)
+    if isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+        return httpx2.ProxyError(text)
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return httpx2.ConnectTimeout(text)
+    if isinstance(exc, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
+        return httpx2.ReadTimeout(text or "timed out")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return httpx2.ConnectError(text)
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return httpx2.RemoteProtocolError(f"the server closed the connection: {text}")
+    if isinstance(exc, aiohttp.ClientResponseError):  # a response aiohttp could not parse
+        return httpx2.RemoteProtocolError(f"malformed response: {exc.message or text}")
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return httpx2.RemoteProtocolError(f"malformed response body: {text}")
+    if isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionError):
+        return httpx2.ReadError(text)
+    if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
+        return httpx2.UnsupportedProtocol(text)
+    return None
+
+
+def socket_transport(proxy: httpx2.Proxy | None) -> httpx2.AsyncBaseTransport:
+    """A new socket transport for the running event loop: aiohttp's on asyncio (uvloop
+    included), httpx2's own elsewhere (trio)."""
+    if sniffio.current_async_library() == "asyncio":
+        return AiohttpTransport(proxy)
+    return httpx2.AsyncHTTPTransport(
+        verify=ssl_context(),
+        proxy=proxy,
+        limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, keepalive_expiry=KEEPALIVE_S),
+    )
+
+
+def _running_loop() -> object:
+    """The running event loop (asyncio's loop object; trio's run, by its token)."""
+    if sniffio.current_async_library() == "asyncio":
+        import asyncio
+
+        return asyncio.get_running_loop()
+    import trio
+
+    return trio.lowlevel.current_trio_token()
+
+
+class Sockets:
+    """The socket transports of a run (or of the process): one per event loop and proxy.
+
+    A transport belongs to the loop it was opened in; a later loop (another
+    `asyncio.run`) gets new ones and the old loop's are dropped.
+    """
+
+    def __init__(self) -> None:
+        self._loop: object | None = None
+        self._transports: dict[str, httpx2.AsyncBaseTransport] = {}
+
+    def __repr__(self) -> str:
+        return f"Sockets({len(self._transports)} transports)"
+
+    def get(self, proxy: httpx2.Proxy | None) -> httpx2.AsyncBaseTransport:
+        """The transport for requests through `proxy` (None: direct) in the running loop."""
+        loop = _running_loop()
+        if loop is not self._loop:
+            self.drop()
+            self._loop = loop
+        key = str(proxy.url) if proxy is not None else ""
+        transport = self._transports.get(key)
+        if transport is None:
+            transport = self._transports[key] = socket_transport(proxy)
+        return transport
+
+    def drop(self) -> None:
+        """Drop the transports of a loop that is gone (their sockets went with it),
+        without awaiting anything."""
+        for transport in self._transports.values():
+            session = getattr(transport, "_session", None)
+            if session is not None and not session.closed:
+                connector = session.connector
+                session.detach()  # closed without awaiting: its loop may be closed
+                if connector is not None:
+                    connector._close()
+        self._transports = {}
+
+    async def aclose(self) -> None:
+        """Close every transport opened in the running loop."""
+        transports, self._transports = self._transports, {}
+        self._loop = None
+        for transport in transports.values():
+            await transport.aclose()
