@@ -490,8 +490,12 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
         diff_screen = app.screen
         assert isinstance(diff_screen, DiffScreen)
         await pilot.press("m")
+        # A decision samples in rounds and calibrates its test in a thread: on a loaded
+        # machine that takes a while; the timeout only ends a stuck test.
         await wait_for(
-            pilot, lambda: diff_screen.deciding is False and diff_screen.diff.changes[0].decided
+            pilot,
+            lambda: diff_screen.deciding is False and diff_screen.diff.changes[0].decided,
+            timeout=180,
         )
         (change,) = diff_screen.diff.changes
         assert change.label == "regression"
@@ -536,7 +540,9 @@ async def test_m_on_the_since_previous_diff_decides_against_the_previous_run(tmp
         diff_screen = app.screen
         assert isinstance(diff_screen, DiffScreen) and diff_screen.baseline_path is None
         await pilot.press("m")
-        await wait_for(pilot, lambda: diff_screen.samples_drawn and not diff_screen.deciding)
+        await wait_for(
+            pilot, lambda: diff_screen.samples_drawn and not diff_screen.deciding, timeout=180
+        )
         # No baseline file exists: the decision is against the previous run's report,
         # and its rounds are journaled like any run.
         assert not rerun.session.suite.baseline_path.exists()

@@ -49,7 +49,8 @@ async def test_a_runs_every_suite_and_stays_on_the_suites(tmp_path):
         assert set(app.workspace.sessions) == {"first", "second"}
         await wait_for(pilot, lambda: all(s.report for s in app.workspace.sessions.values()))
         await pilot.press("enter")  # the cursor's suite, still on the second row
-        assert isinstance(app.screen, RunScreen)
+        # The Run screen opens once the app has handled the Suites screen's request.
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         assert app.screen.session is app.workspace.sessions["second"]
 
 
@@ -57,6 +58,7 @@ async def test_q_after_n_returns_to_the_case_of_the_sample_shown(tmp_path):
     app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         run = app.screen
         await wait_until_done(pilot, run)
         await pilot.press("enter")  # the case "broken"
@@ -86,6 +88,7 @@ async def test_f_shows_the_cases_below_their_threshold_and_says_so(tmp_path):
     app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         await wait_until_done(pilot, app.screen)
         await pilot.press("f")
         # "flaky" passed (2 of 3 samples, threshold 60%): not a failing case.
