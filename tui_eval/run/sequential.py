@@ -28,16 +28,16 @@ from tui_eval.run.events import EventHandler
 from tui_eval.run.runner import Evaluation
 from tui_eval.stats.case_decisions import (
     ALPHA,
-    BATCH,
     DEFAULT_MARGIN,
     ComparisonVerdict,
     EProcess,
     judge_against_baseline,
     judge_pairs,
+    next_batch,
     simulate_decide,
     simulate_pairs,
 )
-from tui_eval.stats.group_sequential import regression_boundary
+from tui_eval.stats.two_sample import regression_plan
 
 RoundRunner = Callable[
     [list[Case], dict[str, list[SampleResult]], CostBudget | None], Awaitable[Report]
@@ -178,24 +178,26 @@ async def decide_in_rounds(
             horizon=max(max_samples, case.samples),
         )
 
-    while rounds.can_go_on():
+    def still_open() -> list[Case]:
         # Only a plain "undecided" case can still move: "baseline too small" never will.
-        pending = [
+        return [
             case
             for case in compared
-            if verdict(case, exhausted=False).label == "undecided"
-            and len(rounds.samples(case)) < max_samples
+            if len(rounds.samples(case)) < max_samples
+            and verdict(case, exhausted=False).label == "undecided"
         ]
+
+    while rounds.can_go_on():
+        # The verdicts of many cases with long histories take a while: off the event loop.
+        pending = await anyio.to_thread.run_sync(still_open)
         if not pending:
             break
         await rounds.more(pending, max_samples)
     current = rounds.report()
-    diff = _labelled_diff(
-        current,
-        baseline,
-        {case.label: verdict(case, exhausted=True) for case in compared},
+    verdicts = await anyio.to_thread.run_sync(
+        lambda: {case.label: verdict(case, exhausted=True) for case in compared}
     )
-    return Decision(report=current, diff=diff)
+    return Decision(report=current, diff=_labelled_diff(current, baseline, verdicts))
 
 
 async def compare_agents(
@@ -287,11 +289,11 @@ async def compare_in_rounds(
 
 
 async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
-    """Calibrate the regression boundaries the verdicts will need (cached), in a worker
-    thread while the first round samples: up to seconds at the largest sizes, during which
-    the event loop (and the app) stays free."""
+    """Calibrate the regression tests the verdicts will need (cached), in a worker thread
+    while the first round samples: up to seconds at the largest sizes, during which the
+    event loop (and the app) stays free."""
     for baseline_total, horizon in sorted(sizes):
-        await anyio.to_thread.run_sync(regression_boundary, baseline_total, horizon, alpha)
+        await anyio.to_thread.run_sync(regression_plan, baseline_total, horizon, alpha)
 
 
 def _shared_budget(
@@ -353,13 +355,14 @@ class _Rounds:
     async def more(
         self, pending: list[Case], max_samples: int, *, pair: _Rounds | None = None
     ) -> None:
-        """A batch more samples of each `pending` case (up to the pair's count first)."""
+        """A batch more samples of each `pending` case (`next_batch`; up to the pair's
+        count first)."""
         if not self.can_go_on():
             return
         cases = []
         for case in pending:
             have = len(self.samples(case))
-            target = min(have + BATCH, max_samples)
+            target = min(have + next_batch(have), max_samples)
             if pair is not None:
                 target = max(target, min(len(pair.samples(case)), max_samples))
             if target > have:
