@@ -256,6 +256,7 @@ class HTTPProvider:
             if stored is not None:
                 meter.requests += 1
                 meter.cached += 1
+                meter.count_tokens(response_tokens(stored))
                 if self._list_price(stored, response_tokens(stored)) is not None:
                     meter.priced = True  # a known model, at no cost this time
                 return stored, 0
@@ -401,6 +402,7 @@ class HTTPProvider:
     ) -> None:
         # Priced by the model, wherever it is served; a proxy's own bill comes first.
         meter.requests += 1
+        meter.count_tokens(used)
         cost = stated_cost(headers)
         if cost is None:
             cost = self._list_price(parsed, used)
