@@ -106,10 +106,11 @@ def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[floa
     """The 95% interval of the mean of per-case pass rates (`rates`, from `counts` samples
     each), clustered by case, that never collapses to a point.
 
-    The variance is the larger of the clustered one (the spread of the case rates) and the
-    binomial one of independent samples (design effect floored at 1): with the clustered
-    variance larger, a t interval on the cases; else a Wilson interval on the samples'
-    effective count, which keeps a positive width at 0% and 100%.
+    The Wilson interval on the samples' effective count (with equal counts, Wilson on the
+    pooled samples), which keeps a positive width at 0% and 100%; where the cases' rates
+    spread more than independent samples would (the clustered variance is larger), widened
+    to hold the t interval on the cases too. Never narrower than Wilson: with one or two
+    samples a case the symmetric t interval alone covered as little as 0.85.
     """
     cases = [(r, n) for r, n in zip(rates, counts, strict=True) if n > 0]
     m = len(cases)
@@ -117,13 +118,14 @@ def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[floa
         return 0.0, 1.0
     mean = sum(r for r, _ in cases) / m
     effective = m * m / sum(1 / n for _, n in cases)
+    low, high = _wilson_rate(mean, effective)
     binomial = mean * (1 - mean) / effective
     if m > 1:
         clustered = sum((r - mean) ** 2 for r, _ in cases) / (m - 1) / m
         if clustered > binomial:
             half = t975(m - 1) * math.sqrt(clustered)
-            return max(0.0, mean - half), min(1.0, mean + half)
-    return _wilson_rate(mean, effective)
+            low, high = min(low, max(0.0, mean - half)), max(high, min(1.0, mean + half))
+    return low, high
 
 
 def _wilson_rate(p: float, n: float, z: float = Z975) -> tuple[float, float]:
