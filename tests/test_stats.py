@@ -360,3 +360,47 @@ def test_the_sample_rate_interval_is_never_narrower_than_independent_samples():
         low, high = clustered_rate_interval([k / per_case for k in passed], [per_case] * cases)
         wilson_low, wilson_high = wilson_interval(sum(passed), cases * per_case, z=Z975)
         assert low <= wilson_low + 1e-12 and high >= wilson_high - 1e-12
+
+
+def _fisher_power_by_definition(p1: float, p2: float, n: int, alpha: float) -> float:
+    """The power of the two-sided Fisher test (as `fisher_exact`) by enumeration: given
+    the total passed, the tables that are least likely are rejected while their combined
+    chance stays below α (ties within 1e-7 together)."""
+    import math
+
+    binom1 = [math.comb(n, k) * p1**k * (1 - p1) ** (n - k) for k in range(n + 1)]
+    binom2 = [math.comb(n, k) * p2**k * (1 - p2) ** (n - k) for k in range(n + 1)]
+    power = 0.0
+    for total in range(2 * n + 1):
+        low, high = max(0, total - n), min(n, total)
+        weights = [math.comb(n, x) * math.comb(n, total - x) for x in range(low, high + 1)]
+        denom = sum(weights)
+        ordered = sorted(weights)
+        cutoff, tail, i = -1.0, 0.0, 0
+        while i < len(ordered):
+            j = i
+            while j < len(ordered) and ordered[j] <= ordered[i] * (1 + 1e-7):
+                tail += ordered[j]
+                j += 1
+            if tail / denom >= alpha:
+                break
+            cutoff = ordered[j - 1]
+            i = j
+        if cutoff >= 0:
+            power += sum(
+                binom1[low + j] * binom2[total - low - j]
+                for j in range(len(weights))
+                if weights[j] <= cutoff * (1 + 1e-7)
+            )
+    return power
+
+
+def test_fisher_power_is_the_enumerated_power():
+    rng = random.Random(42)
+    for _ in range(400):
+        n = rng.choice([1, 2, 3, 5, 8, 13, 30, 64, 120])
+        p1 = rng.choice([0.0, 1.0, 0.5, rng.random()])
+        p2 = rng.random()
+        alpha = rng.choice([0.05, 0.01, 0.05 / 3, 0.05 / 200, 0.2])
+        expected = _fisher_power_by_definition(p1, p2, n, alpha)
+        assert fisher_power(p1, p2, n, alpha) == pytest.approx(expected, rel=1e-9, abs=1e-12)
