@@ -13,6 +13,7 @@ are disjoint claims, so each gets the case's whole share."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -218,16 +219,20 @@ async def compare_agents(
 
     `agent_a` plays the baseline and `agent_b` the current: `Diff.delta` is b − a, and a
     case is a "regression" when B is worse. Samples are paired per case (sample i of A with
-    sample i of B); the same error control as `decide()`. `settings` (and the keywords
-    over it) apply to both sides; `max_cost` bounds both together. `on_event` receives
-    the events of B's rounds of samples.
+    sample i of B), and each round runs A's and B's samples side by side, each side at
+    half the concurrency (`paired_concurrency`), so sample i of A and sample i of B run at
+    about the same time: drift in the API (load, a model update, a rate limit) falls on
+    both. The same error control as `decide()`. `settings` (and the keywords over it)
+    apply to both sides; `max_cost` bounds both together. `on_event` receives the events
+    of B's rounds of samples.
     """
     chosen = resolve(
         settings, concurrency=concurrency, price=price, max_cost=max_cost, max_samples=max_samples
     )
+    side = chosen.replace(concurrency=paired_concurrency(chosen.concurrency))
     decision = await compare_in_rounds(
-        _round_runner(agent_a, chosen, None, None),
-        _round_runner(agent_b, chosen, None, on_event),
+        _round_runner(agent_a, side, None, None),
+        _round_runner(agent_b, side, None, on_event),
         list(cases),
         alpha=alpha,
         max_samples=chosen.max_samples,
@@ -249,14 +254,15 @@ async def compare_in_rounds(
     done_a: Mapping[str, Sequence[SampleResult]] | None = None,
     done_b: Mapping[str, Sequence[SampleResult]] | None = None,
 ) -> Decision:
-    """`compare_agents()` over any way of running rounds (A's, then B's, sharing one
-    `CostBudget`); samples already in `done_a`/`done_b` count."""
+    """`compare_agents()` over any way of running rounds (A's and B's of each round at
+    once, sharing one `CostBudget`); samples already in `done_a`/`done_b` count."""
     per_case = alpha / max(1, len(cases))
     budget = _shared_budget(max_cost, done_a, done_b)
     side_a = _Rounds(run_a, cases, budget, done_a)
     side_b = _Rounds(run_b, cases, budget, done_b)
-    await side_a.first()
-    await side_b.first()
+    async with anyio.create_task_group() as group:
+        group.start_soon(side_a.first)
+        group.start_soon(side_b.first)
 
     def verdict(case: Case) -> ComparisonVerdict:
         return judge_pairs(
@@ -274,8 +280,10 @@ async def compare_in_rounds(
         ]
         if not pending:
             break
-        await side_a.more(pending, max_samples, pair=side_b)
-        await side_b.more(pending, max_samples, pair=side_a)
+        # Each side's targets are read from the other's counts before either round runs.
+        async with anyio.create_task_group() as group:
+            group.start_soon(functools.partial(side_a.more, pending, max_samples, pair=side_b))
+            group.start_soon(functools.partial(side_b.more, pending, max_samples, pair=side_a))
     verdicts = {}
     for case in cases:
         found = verdict(case)
@@ -286,6 +294,12 @@ async def compare_in_rounds(
     return Decision(
         report=report_b, diff=_labelled_diff(report_b, report_a, verdicts), other=report_a
     )
+
+
+def paired_concurrency(concurrency: int) -> int:
+    """Each side's concurrency in an A/B run, whose rounds run both sides at once: half
+    the run's (at least one), so the two together run about as many samples at once."""
+    return max(1, concurrency // 2)
 
 
 async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
@@ -430,6 +444,7 @@ __all__ = [
     "decide_in_rounds",
     "judge_against_baseline",
     "judge_pairs",
+    "paired_concurrency",
     "simulate_decide",
     "simulate_pairs",
 ]
