@@ -337,3 +337,30 @@ async def test_a_long_decision_takes_few_rounds_and_judges_off_the_event_loop(mo
     assert change.label == "undecided: budget" and change.current_total > 1_000
     assert len(rounds) <= 80  # 1, then 5 at a time up to 50, then a tenth more each round
     assert threading.main_thread().name not in threads and threads
+
+
+@pytest.mark.anyio
+async def test_decide_compares_verdicts_so_a_score_check_counts_at_its_threshold():
+    """What the README says: a score that falls from 0.95 to 0.60 above the check's bar
+    (a bare score passes at 0.5) is no regression; a bar where it matters catches it."""
+    from tui_eval import Case, decide
+
+    def score(run):
+        return float(run.output)
+
+    def high_bar(run):
+        return float(run.output) >= 0.9
+
+    for check, expected in ((score, "no regression"), (high_bar, "regression")):
+        case = Case("q", checks=[check])
+        baseline = await _evaluate_constant(case, "0.95", samples=30)
+        diff = await decide(lambda q: "0.60", [case], baseline, max_samples=60)
+        assert diff.changes[0].label == expected
+
+
+async def _evaluate_constant(case, output: str, *, samples: int):
+    import dataclasses
+
+    from tui_eval import evaluate
+
+    return await evaluate(lambda q: output, [dataclasses.replace(case, samples=samples)])
