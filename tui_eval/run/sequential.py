@@ -272,24 +272,31 @@ async def compare_in_rounds(
             margin=margin,
         )
 
-    while side_a.can_go_on() and side_b.can_go_on():
-        pending = [
+    def still_open() -> list[Case]:
+        return [
             case
             for case in cases
-            if not verdict(case).decided and len(side_b.samples(case)) < max_samples
+            if len(side_b.samples(case)) < max_samples and not verdict(case).decided
         ]
+
+    def final() -> dict[str, ComparisonVerdict]:
+        verdicts = {}
+        for case in cases:
+            found = verdict(case)
+            if not found.decided:
+                found = dataclasses.replace(found, label="undecided: budget")
+            verdicts[case.label] = found
+        return verdicts
+
+    while side_a.can_go_on() and side_b.can_go_on():
+        pending = await anyio.to_thread.run_sync(still_open)  # off the event loop
         if not pending:
             break
         # Each side's targets are read from the other's counts before either round runs.
         async with anyio.create_task_group() as group:
             group.start_soon(functools.partial(side_a.more, pending, max_samples, pair=side_b))
             group.start_soon(functools.partial(side_b.more, pending, max_samples, pair=side_a))
-    verdicts = {}
-    for case in cases:
-        found = verdict(case)
-        if not found.decided:
-            found = dataclasses.replace(found, label="undecided: budget")
-        verdicts[case.label] = found
+    verdicts = await anyio.to_thread.run_sync(final)
     report_a, report_b = side_a.report(), side_b.report()
     return Decision(
         report=report_b, diff=_labelled_diff(report_b, report_a, verdicts), other=report_a
