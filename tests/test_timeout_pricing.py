@@ -40,7 +40,7 @@ async def test_a_timed_out_sample_is_priced_by_the_responses_it_received():
         agent = Agent(OpenAIProvider("test-model", base_url=server.url + "/v1"), tools=[lookup])
         report = await evaluate(
             agent,
-            [Case("q", checks=[contains("done")], timeout=1.5)],
+            [Case("q", checks=[contains("done")], timeout=2.0)],
             price=per_thousand_input_tokens,
         )
     sample = report.samples[0]
@@ -56,7 +56,7 @@ async def test_max_cost_counts_what_timed_out_samples_spent():
         agent = Agent(OpenAIProvider("test-model", base_url=server.url + "/v1"), tools=[lookup])
         report = await evaluate(
             agent,
-            [Case("q", checks=[contains("done")], timeout=1.5, samples=5)],
+            [Case("q", checks=[contains("done")], timeout=2.0, samples=5)],
             price=per_thousand_input_tokens,
             max_cost=3,
         )
@@ -88,7 +88,7 @@ async def test_a_sample_cut_off_in_its_checks_counts_the_judges_answers():
             llm_judge("kind", model=judge, name="b"),
         ]
         report = await evaluate(
-            agent, [Case("q", checks=checks, timeout=1.5)], price=per_thousand_input_tokens
+            agent, [Case("q", checks=checks, timeout=2.0)], price=per_thousand_input_tokens
         )
     sample = report.samples[0]
     assert sample.status == "timeout" and "its checks ran" in (sample.error or "")
