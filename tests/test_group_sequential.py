@@ -97,7 +97,8 @@ def forward_size(limits: np.ndarray, n0: int, rates: np.ndarray) -> np.ndarray:
             if limit >= 0:
                 crossed += alive[:, : limit + 1].sum(axis=1)
                 alive[:, : limit + 1] = 0.0
-        total += np.array([math.comb(n0, x) * r**x * (1 - r) ** (n0 - x) for r in rates]) * crossed
+        log_comb = math.lgamma(n0 + 1) - math.lgamma(x + 1) - math.lgamma(n0 - x + 1)
+        total += np.exp(log_comb + x * np.log(rates) + (n0 - x) * np.log1p(-rates)) * crossed
     return total
 
 
@@ -108,6 +109,7 @@ def forward_size(limits: np.ndarray, n0: int, rates: np.ndarray) -> np.ndarray:
         (30, 400, 0.05 / 20),
         pytest.param(2, 1600, 0.05 / 20, marks=pytest.mark.slow),
         pytest.param(1, 2000, 0.05, marks=pytest.mark.slow),
+        pytest.param(5000, 40, 0.05, marks=pytest.mark.slow),  # a large baseline, few looks
     ],
 )
 def test_the_size_holds_at_long_horizons(n0, horizon, alpha):

@@ -196,25 +196,42 @@ def _p_values(n0: int, horizon: int) -> NDArray[np.float64]:
     xs = np.arange(n0 + 1)
     for t in range(1, horizon + 1):
         total = n0 + t
-        k = np.arange(total + 1)[:, None]  # passed in both
-        x = xs[None, :]  # the baseline's share of them
-        valid = (x <= k) & (n0 - x <= total - k)
-        kk, xx = np.broadcast_arrays(k, x)
-        log_pmf = (
-            _log_comb(logfact, kk, np.minimum(xx, kk))
-            + _log_comb(logfact, total - kk, np.clip(n0 - xx, 0, total - kk))
-            - _log_comb(logfact, np.array(total), np.array(n0))
-        )
-        pmf = np.where(valid, np.exp(log_pmf), 0.0)
-        # P(X' ≥ x) for the baseline's share X': the current's share is k − X' ≤ s.
-        upper = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
-        mid = upper - 0.5 * pmf
         s = np.arange(t + 1)
-        table[:, t - 1, : t + 1] = mid[xs[:, None] + s[None, :], xs[:, None]]
+        k = np.arange(total + 1)[:, None]  # passed in both
+        # Given k, either share is hypergeometric: follow the shorter side's (the work is
+        # (n0 + t) · min(n0, t) a look, not (n0 + t) · n0 for a large baseline).
+        if t <= n0:
+            j = s[None, :]  # the current's share: P(S < s) + ½ P(S = s)
+            pmf = _hypergeometric(logfact, k, j, t, n0)
+            mid = np.cumsum(pmf, axis=1) - 0.5 * pmf
+            table[:, t - 1, : t + 1] = mid[xs[:, None] + s[None, :], s[None, :]]
+        else:
+            x = xs[None, :]  # the baseline's: P(X ≥ x) − ½ P(X = x), the same value
+            pmf = _hypergeometric(logfact, k, x, n0, t)
+            mid = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1] - 0.5 * pmf
+            table[:, t - 1, : t + 1] = mid[xs[:, None] + s[None, :], xs[:, None]]
     # Nondecreasing in s (each step adds ½(P(s) + P(s + 1)) ≥ 0); made so against rounding,
     # so the rejected counts of every look are a run from 0.
     np.maximum.accumulate(table, axis=2, out=table)
     return table
+
+
+def _hypergeometric(logfact: Any, k: Any, share: Any, size: int, other: int) -> Any:
+    """P(a group of `size` holds `share` of k passes | k passes among size + other), for
+    every k (rows) and share (columns); 0 where impossible."""
+    import numpy as np
+
+    kk, jj = np.broadcast_arrays(k, share)
+    valid = (jj <= kk) & (kk - jj <= other) & (jj <= size)
+    j = np.where(valid, jj, 0)
+    rest = np.where(valid, kk - jj, 0)
+    total = size + other
+    log_pmf = (
+        _log_comb(logfact, np.full_like(j, size), j)
+        + _log_comb(logfact, np.full_like(rest, other), rest)
+        - _log_comb(logfact, np.full_like(kk, total), np.where(valid, kk, 0))
+    )
+    return np.where(valid, np.exp(np.where(valid, log_pmf, 0.0)), 0.0)
 
 
 def _log_comb(logfact: Any, n: Any, k: Any) -> Any:
@@ -306,24 +323,45 @@ def null_size(
 
 
 def _size_curve(found: _Crossings, n0: int, rates: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Σ over the first crossings (x, t, s) of Bin(x; n0, p) · share · Bin(s; t, p), at
+    each p: terms c · p^a · (1 − p)^b, summed in logs. For a large baseline only the x
+    within `_SPREAD` standard deviations of n0 · p are summed at p: the rest weigh less
+    than 1e−40 of it."""
     import numpy as np
 
     if found.x.size == 0:
         return np.zeros(len(rates))
-    p = np.clip(rates, 1e-300, 1 - 1e-16)[None, :]
+    p = np.clip(np.asarray(rates, dtype=float), 1e-300, 1 - 1e-16)
     log_p, log_q = np.log(p), np.log1p(-p)
     logfact = np.array([math.lgamma(i + 1) for i in range(n0 + 1)])
-    log_binom = (logfact[n0] - logfact[found.x] - logfact[n0 - found.x])[:, None]
-    x, t, s = found.x[:, None], found.t[:, None], found.s[:, None]
-    log_terms = (
-        log_binom
-        + x * log_p
-        + (n0 - x) * log_q
-        + found.log_paths[:, None]
-        + s * log_p
-        + (t - s) * log_q
-    )
-    return np.asarray(np.exp(log_terms).sum(axis=0))
+    order = np.argsort(found.x, kind="stable")
+    x, t, s = found.x[order], found.t[order], found.s[order]
+    coefficient = (logfact[n0] - logfact[x] - logfact[n0 - x]) + found.log_paths[order]
+    passes = (x + s).astype(float)
+    fails = (n0 - x + t - s).astype(float)
+    if n0 <= _WINDOWED:
+        log_terms = (
+            coefficient[:, None]
+            + passes[:, None] * log_p[None, :]
+            + fails[:, None] * log_q[None, :]
+        )
+        return np.asarray(np.exp(log_terms).sum(axis=0))
+    spread = _SPREAD * np.sqrt(n0 * p * (1 - p)) + 1
+    starts = np.searchsorted(x, np.floor(n0 * p - spread), side="left")
+    ends = np.searchsorted(x, np.ceil(n0 * p + spread), side="right")
+    curve = np.zeros(len(p))
+    for i in range(len(p)):
+        part = slice(starts[i], ends[i])
+        log_terms = coefficient[part] + passes[part] * log_p[i] + fails[part] * log_q[i]
+        curve[i] = np.exp(log_terms).sum()
+    return curve
+
+
+_WINDOWED = 400
+"""Baselines larger than this sum only the baseline counts near n0 · p (`_size_curve`)."""
+_SPREAD = 14.0
+"""Standard deviations of the baseline's count kept at each p: beyond, Bin(x; n0, p) is
+below e^(−14²/2) ≈ 1e−43 of its peak."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,17 +431,14 @@ def null_size_forward(
             near = alive[:, :, : top + 1]
             crossed += np.where(hit, near, 0.0).sum(axis=2)
             near[np.broadcast_to(hit, near.shape)] = 0.0
-    logfact = [math.lgamma(i + 1) for i in range(n0 + 1)]
-    weights = np.array(
-        [
-            [
-                math.exp(logfact[n0] - logfact[x] - logfact[n0 - x]) * r**x * (1.0 - r) ** (n0 - x)
-                for r in rates.tolist()
-            ]
-            for x in rows
-        ]
+    logfact = np.array([math.lgamma(i + 1) for i in range(n0 + 1)])
+    x = np.array(rows)[:, None]
+    log_weights = (
+        (logfact[n0] - logfact[x] - logfact[n0 - x])
+        + x * np.log(rates)[None, :]
+        + (n0 - x) * np.log1p(-rates)[None, :]
     )
-    return np.asarray((weights * crossed).sum(axis=0))
+    return np.asarray((np.exp(log_weights) * crossed).sum(axis=0))
 
 
 __all__ = [
