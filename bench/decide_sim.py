@@ -287,6 +287,7 @@ def horizons() -> None:
         (1, 2448, 0.05 / 20),
         (2, 1600, 0.05 / 20),
         (30, 600, 0.05 / 20),
+        (5000, 40, 0.05),
     ]:
         start = time.perf_counter()
         boundary = regression_boundary(n0, horizon, alpha)
