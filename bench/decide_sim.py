@@ -1,6 +1,6 @@
 """Error rates and power of run-until-decided under continuous monitoring (seeded).
 
-    python bench/decide_sim.py [--trials 1000] [--what pairs|decide|exact|all]
+    python bench/decide_sim.py [--trials 1000] [--what pairs|decide|exact|horizons|all]
 
 `compare_agents()` (pairs): A/A, both agents pass with the same probability p, looked at
 after every batch; any "regression" call is a false one. A/B: 0.9 → 0.6. In the family
@@ -18,6 +18,12 @@ same level on the same samples: the baseline against all 100 current samples.
 programming over the paths), beside fixed-n one-sided Fisher and the Neyman–Pearson bound
 (no test at that level, sequential or not, can have more power against 0.9 → 0.6 while
 keeping its level at every null point p = p).
+
+`horizons`: the exact size of the regression test at long horizons (up to 2,448 looks),
+recomputed here by a forward recursion on the probabilities over a grid of shared rates
+dense near 0 and 1 plus the calibration's reported worst rate, beside the calibrated size
+and the time the calibration took; and what the test is where the horizon is longer than
+it calibrates (the exact part's looks and α, the e-process's α).
 """
 
 from __future__ import annotations
@@ -26,20 +32,30 @@ import argparse
 import math
 import random
 import statistics
+import time
 
 import numpy as np
 
 from tui_eval.run.sequential import EProcess, judge_against_baseline, simulate_pairs
-from tui_eval.stats.group_sequential import null_size, regression_boundary
+from tui_eval.stats.case_decisions import next_batch
+from tui_eval.stats.group_sequential import (
+    calibrated_horizon,
+    null_rates,
+    null_size,
+    null_size_forward,
+    regression_boundary,
+)
 from tui_eval.stats.proportions import fisher_exact, samples_needed
+from tui_eval.stats.two_sample import regression_plan
 
 BASELINE, BUDGET = 30, 100
 
 
 def decide_case(
-    baseline: list[bool], current: list[bool], alpha: float, batch: int
+    baseline: list[bool], current: list[bool], alpha: float, batch: int | None = None
 ) -> tuple[str, int]:
-    """decide()'s verdict on pre-drawn samples, looked at after 1, then every `batch`."""
+    """decide()'s verdict on pre-drawn samples, looked at after 1, then after each round
+    as decide() grows them (`next_batch`), or every `batch` when given."""
     n = 1
     while True:
         verdict = judge_against_baseline(
@@ -53,7 +69,7 @@ def decide_case(
         )
         if verdict.label != "undecided":
             return verdict.label, n
-        n = min(len(current), n + batch)
+        n = min(len(current), n + (batch if batch is not None else next_batch(n)))
 
 
 def ever_called_a_regression(baseline: list[bool], current: list[bool], alpha: float) -> bool:
@@ -117,7 +133,7 @@ def decide(trials: int, cases: int) -> None:
     used: list[int] = []
     for _ in range(trials):
         baseline, current = draw(rng, 0.9, 0.6)
-        label, n = decide_case(baseline, current, alpha, batch=5)
+        label, n = decide_case(baseline, current, alpha)
         detected += label == "regression"
         too_small += label == "undecided: baseline too small"
         used.append(n)
@@ -145,7 +161,7 @@ def too_small(trials: int) -> None:
     for _ in range(trials):
         baseline = [rng.random() < 0.9 for _ in range(100)]
         current = [rng.random() < 0.7 for _ in range(BUDGET)]
-        labels.append(decide_case(baseline, current, 0.05, batch=5)[0])
+        labels.append(decide_case(baseline, current, 0.05)[0])
     counts = {label: labels.count(label) / trials for label in sorted(set(labels))}
     print(
         f"0.9 → 0.7, 100-sample baseline, {trials} trials: "
@@ -257,6 +273,53 @@ def exact() -> None:
         )
 
 
+def horizons() -> None:
+    print(
+        "| n0 | looks N | α | calibrated size | recomputed worst size | ÷ α | worst rate "
+        "| calibration |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n0, horizon, alpha in [
+        (1, 400, 0.05 / 20),
+        (1, 1000, 0.05 / 20),
+        (1, 1600, 0.05 / 20),
+        (1, 2000, 0.05),
+        (1, 2448, 0.05 / 20),
+        (2, 1600, 0.05 / 20),
+        (30, 600, 0.05 / 20),
+        (5000, 40, 0.05),
+    ]:
+        start = time.perf_counter()
+        boundary = regression_boundary(n0, horizon, alpha)
+        took = time.perf_counter() - start
+        if boundary is None:
+            print(f"| {n0} | {horizon} | {alpha:g} | not established: the e-process | | | | |")
+            continue
+        limits = np.array(boundary.limits)
+        rates = np.unique(
+            np.concatenate([null_rates(64), boundary.worst_rate * np.linspace(0.5, 1.5, 21)])
+        )
+        rates = rates[(rates > 0) & (rates < 1)]
+        sizes = null_size_forward(limits, n0, horizon, rates)
+        print(
+            f"| {n0} | {horizon} | {alpha:g} | {boundary.size:.5f} | {sizes.max():.5f} "
+            f"| {sizes.max() / alpha:.3f} | {rates[int(np.argmax(sizes))]:.4f} | {took:.1f} s |"
+        )
+    print()
+    print("| n0 | max_samples | exact part: looks, α | e-process α |")
+    print("|---:|---:|---:|---:|")
+    for n0, horizon in [(1, 30_000), (30, 1_000), (30, 30_000), (100, 2_000), (400, 400)]:
+        alpha = 0.05
+        plan = regression_plan(n0, horizon, alpha)
+        exact = (
+            f"{plan.boundary.horizon}, {plan.boundary.alpha:g}"
+            if plan.boundary is not None
+            else "none"
+        )
+        whole = calibrated_horizon(n0, horizon) >= horizon
+        print(f"| {n0} | {horizon} | {exact}{' (all)' if whole else ''} | {plan.e_alpha:g} |")
+
+
 def pairs_ever_called_a_regression(a: list[bool], b: list[bool], alpha: float) -> bool:
     """compare_agents()'s regression e-process looked at after every pair of samples."""
     bet = EProcess(low=-1.0, high=1.0)
@@ -298,10 +361,15 @@ def pairs_family(trials: int, cases: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=1000)
-    parser.add_argument("--what", choices=["pairs", "decide", "exact", "all"], default="all")
+    parser.add_argument(
+        "--what", choices=["pairs", "decide", "exact", "horizons", "all"], default="all"
+    )
     args = parser.parse_args()
     if args.what in ("pairs", "all"):
         pairs(args.trials)
+        print()
+    if args.what in ("horizons", "all"):
+        horizons()
         print()
     if args.what in ("exact", "all"):
         exact()

@@ -77,6 +77,131 @@ def test_the_calibrated_size_is_exact_and_at_most_alpha():
         assert boundary.size >= 0.8 * alpha
 
 
+def forward_size(limits: np.ndarray, n0: int, rates: np.ndarray) -> np.ndarray:
+    """P(some look crosses) at p = p for each rate: a forward recursion on the
+    probabilities of the passed count (no path counts, nothing shared with the module),
+    vectorised over the rates."""
+    horizon = limits.shape[1]
+    total = np.zeros(len(rates))
+    for x in range(n0 + 1):
+        if limits[x].max() < 0:
+            continue
+        alive = np.zeros((len(rates), horizon + 1))
+        alive[:, 0] = 1.0
+        crossed = np.zeros(len(rates))
+        p = rates[:, None]
+        for t in range(1, horizon + 1):
+            alive[:, 1 : t + 1] = alive[:, 1 : t + 1] * (1 - p) + alive[:, :t] * p
+            alive[:, 0] *= 1 - rates
+            limit = limits[x, t - 1]
+            if limit >= 0:
+                crossed += alive[:, : limit + 1].sum(axis=1)
+                alive[:, : limit + 1] = 0.0
+        log_comb = math.lgamma(n0 + 1) - math.lgamma(x + 1) - math.lgamma(n0 - x + 1)
+        total += np.exp(log_comb + x * np.log(rates) + (n0 - x) * np.log1p(-rates)) * crossed
+    return total
+
+
+@pytest.mark.parametrize(
+    ("n0", "horizon", "alpha"),
+    [
+        (1, 1600, 0.05 / 20),
+        (30, 400, 0.05 / 20),
+        pytest.param(2, 1600, 0.05 / 20, marks=pytest.mark.slow),
+        pytest.param(1, 2000, 0.05, marks=pytest.mark.slow),
+        pytest.param(5000, 40, 0.05, marks=pytest.mark.slow),  # a large baseline, few looks
+    ],
+)
+def test_the_size_holds_at_long_horizons(n0, horizon, alpha):
+    """Past ~1,000 looks the raw path counts underflowed and c came out too low (a 1-sample
+    baseline at N = 1600, α/20: 2.7 α). The size, recomputed here exactly from the
+    probabilities on a grid dense where the peak is, is at most α, equals the reported size
+    at the reported worst rate, and is not far below α (the calibration is tight)."""
+    boundary = regression_boundary(n0, horizon, alpha)
+    assert boundary is not None
+    limits = np.array(boundary.limits)
+    worst = boundary.worst_rate
+    rates = np.unique(
+        np.concatenate(
+            [
+                np.sin(np.pi / 2 * (np.arange(48) + 0.5) / 48) ** 2,
+                worst * np.linspace(0.5, 1.5, 11),
+            ]
+        )
+    )
+    rates = rates[(rates > 0) & (rates < 1)]
+    sizes = forward_size(limits, n0, rates)
+    assert sizes.max() <= alpha
+    at_worst = forward_size(limits, n0, np.array([worst]))[0]
+    assert at_worst == pytest.approx(boundary.size, rel=1e-6)
+    assert sizes.max() <= boundary.size * (1 + 1e-6)
+    assert boundary.size >= 0.9 * alpha
+
+
+def test_a_one_sample_baseline_at_1600_looks_keeps_its_level_in_simulation():
+    """The setup `Case`'s default of one sample makes common: 1/1 in the baseline, the
+    current agent at the same rate, looked at after each of 1,600 samples (α/20). Seeded
+    runs at the worst shared rate cross as often as the exact size says (it was 2.7 α)."""
+    alpha = 0.05 / 20
+    boundary = regression_boundary(1, 1600, alpha)
+    assert boundary is not None
+    limits = np.array(boundary.limits)
+    p = boundary.worst_rate
+    rng = np.random.default_rng(37)
+    trials = 2_000_000
+    baseline_passed = rng.random(trials) < p  # x = 0 never crosses: nothing to fall from
+    assert limits[0].max() < 0
+    crossed = 0
+    for start in range(0, int(baseline_passed.sum()), 1000):
+        count = min(1000, int(baseline_passed.sum()) - start)
+        paths = np.cumsum(rng.random((count, 1600)) < p, axis=1)
+        crossed += int(np.any(paths <= limits[1][None, :], axis=1).sum())
+    rate = crossed / trials
+    assert abs(rate - boundary.size) <= 4 * math.sqrt(boundary.size / trials)
+    assert rate <= alpha * 1.15
+
+
+def test_an_unconfirmed_size_falls_back_to_the_e_process(monkeypatch):
+    """Where the independent re-check of the size disagrees, no boundary is returned and
+    the regression side is the e-process, at the whole α."""
+    import tui_eval.stats.group_sequential as gs
+    from tui_eval.stats.two_sample import regression_plan
+
+    monkeypatch.setattr(gs, "null_size_forward", lambda *args: 2 * gs.null_size(*args))
+    assert regression_boundary(7, 13, 0.0421) is None
+    plan = regression_plan(7, 13, 0.0421)
+    assert plan.boundary is None and plan.e_alpha == 0.0421
+    verdict = judge_two_sample([True] * 7, [False] * 13, alpha=0.0421, margin=0.1, horizon=13)
+    assert verdict.label == "regression"
+
+
+def test_a_long_horizon_splits_alpha_between_the_exact_test_and_the_e_process():
+    from tui_eval.stats.group_sequential import calibrated_horizon
+    from tui_eval.stats.two_sample import regression_plan
+
+    assert calibrated_horizon(30, 30_000) == 621 and calibrated_horizon(30, 100) == 100
+    plan = regression_plan(30, 200, 0.05)
+    assert plan.boundary is not None and plan.boundary.horizon == 200 and plan.e_alpha == 0
+    plan = regression_plan(30, 30_000, 0.05)
+    assert plan.boundary is not None and plan.boundary.horizon == 310
+    assert plan.boundary.alpha == 0.025 and plan.e_alpha == 0.025
+
+
+def test_the_reveal_schedule_reveals_the_baseline_in_proportion_to_the_budget():
+    from tui_eval.stats.two_sample import reveal_schedule
+
+    for n0 in (1, 2, 7, 30, 150):
+        for horizon in (1, 3, 10, 29, 100, 1000):
+            expected, last = [], 0
+            for t in range(1, horizon + 1):
+                revealed = n0 if t == horizon else n0 * t // horizon
+                if revealed > last or t == horizon:
+                    expected.append((revealed, t))
+                    last = revealed
+            assert reveal_schedule(n0, horizon) == expected
+    assert len(reveal_schedule(30, 30_000)) == 30
+
+
 def test_a_current_agent_better_than_the_baseline_is_called_a_regression_even_less():
     """The null is "the current rate is at least the baseline's": the level at p = p bounds
     every point of it (crossing is "few passes"; the baseline's count enters only through
@@ -159,3 +284,85 @@ async def test_decide_refuses_an_alpha_outside_0_1():
 
     with pytest.raises(ValueError, match="0 < alpha < 1"):
         await decide(lambda q: "ok", [Case("q")], Report("eval", []), alpha=1.5)
+
+
+def _all_passing_baseline(samples: int):
+    from tui_eval import Report
+    from tui_eval.report.report import CaseResult, SampleResult
+
+    results = [SampleResult("q", i, "passed") for i in range(samples)]
+    return Report("eval", [CaseResult("q", results, planned=samples)])
+
+
+@pytest.mark.anyio
+async def test_an_obvious_regression_is_called_at_once_at_any_horizon():
+    """30/30 in the baseline, every current sample failing: called within a few samples
+    even when `max_samples` is far longer than the exact test calibrates (30,000 used
+    to take 2,001 samples: the e-process revealed one baseline sample per 1,000)."""
+    from tui_eval import Case, decide, equals
+
+    case = Case("q", checks=[equals("ok")])
+    diff = await decide(lambda q: "no", [case], _all_passing_baseline(30), max_samples=30_000)
+    change = diff.changes[0]
+    assert change.label == "regression" and change.current_total <= 15
+
+
+@pytest.mark.anyio
+async def test_a_long_decision_takes_few_rounds_and_judges_off_the_event_loop(monkeypatch):
+    """Every round re-reads all of a case's samples, so rounds of five samples made a
+    decision's cost grow with the square of `max_samples`; the rounds grow with the case
+    (a tenth of what it has), and the verdicts run in a worker thread."""
+    import threading
+
+    import tui_eval.run.sequential as sequential
+    from tui_eval import Case, decide, equals
+    from tui_eval.run.events import RunStarted
+
+    threads: set[str] = set()
+    judge = sequential.judge_against_baseline
+
+    def recording(*args, **kwargs):
+        threads.add(threading.current_thread().name)
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(sequential, "judge_against_baseline", recording)
+    rounds = []
+    outcomes = iter(([True] * 9 + [False]) * 300)
+    diff = await decide(
+        lambda q: "ok" if next(outcomes) else "no",  # 90% against 30/30: never settled
+        [Case("q", checks=[equals("ok")])],
+        _all_passing_baseline(30),
+        max_samples=3_000,
+        on_event=lambda e: rounds.append(e) if isinstance(e, RunStarted) else None,
+    )
+    change = diff.changes[0]
+    assert change.label == "undecided: budget" and change.current_total > 1_000
+    assert len(rounds) <= 80  # 1, then 5 at a time up to 50, then a tenth more each round
+    assert threading.main_thread().name not in threads and threads
+
+
+@pytest.mark.anyio
+async def test_decide_compares_verdicts_so_a_score_check_counts_at_its_threshold():
+    """What the README says: a score that falls from 0.95 to 0.60 above the check's bar
+    (a bare score passes at 0.5) is no regression; a bar where it matters catches it."""
+    from tui_eval import Case, decide
+
+    def score(run):
+        return float(run.output)
+
+    def high_bar(run):
+        return float(run.output) >= 0.9
+
+    for check, expected in ((score, "no regression"), (high_bar, "regression")):
+        case = Case("q", checks=[check])
+        baseline = await _evaluate_constant(case, "0.95", samples=30)
+        diff = await decide(lambda q: "0.60", [case], baseline, max_samples=60)
+        assert diff.changes[0].label == expected
+
+
+async def _evaluate_constant(case, output: str, *, samples: int):
+    import dataclasses
+
+    from tui_eval import evaluate
+
+    return await evaluate(lambda q: output, [dataclasses.replace(case, samples=samples)])

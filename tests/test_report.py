@@ -283,3 +283,52 @@ def test_absurd_nesting_is_a_named_error(tmp_path):
     path.write_text('{"kind": "tui-eval-report", "schema_version": 1, "report": ' + "[" * 100_000)
     with pytest.raises(ReportFileError, match=r"deep\.json: "):
         Report.load(path)
+
+
+# -- round three: a compare of thousands of cases is quick -----------------------------------
+def _many(count: int, per_case: int, shift: float) -> Report:
+    import random
+
+    rng = random.Random(42 + int(shift * 100))
+    cases = []
+    for i in range(count):
+        p = (i % 10) / 10 + shift
+        outcomes = "".join("p" if rng.random() < p else "f" for _ in range(per_case))
+        cases.append(_case(f"c{i}", outcomes, 0.6))
+    return Report("r", cases)
+
+
+def test_compare_runs_no_samples_needed_search(monkeypatch):
+    """The exact search for `samples_needed` ran for every case inside every compare (200
+    cases × 5 samples: 10 s). The label needs only the power at the samples there are; the
+    figure is searched when read, once."""
+    import tui_eval.stats.proportions as proportions
+
+    searched: list[tuple[float, float]] = []
+    search = proportions._exact_samples_needed
+
+    def counting(p1, p2, *args):
+        searched.append((p1, p2))
+        return search(p1, p2, *args)
+
+    monkeypatch.setattr(proportions, "_exact_samples_needed", counting)
+    diff = _many(200, 5, 0.05).compare(_many(200, 5, 0.0))
+    assert len(diff.changes) == 200 and not searched
+    few = [c for c in diff.changes if c.label == "too few samples"]
+    assert few and all(c.samples_needed > min(c.baseline_total, c.current_total) for c in few)
+    assert 0 < len(searched) <= len(few)
+    read = len(searched)
+    assert [c.samples_needed for c in few] and len(searched) == read  # kept once found
+
+
+def test_too_few_samples_means_the_power_at_the_samples_there_are_is_short():
+    from tui_eval.stats.proportions import fisher_power
+
+    diff = _many(60, 6, 0.1).compare(_many(60, 6, 0.0))
+    level = 0.05 / len(diff.changes)
+    for change in diff.changes:
+        if change.label == "significant" or change.baseline_rate == change.current_rate:
+            continue
+        fewest = min(change.baseline_total, change.current_total)
+        power = fisher_power(change.baseline_rate, change.current_rate, fewest, level)
+        assert (change.label == "too few samples") == (power < 0.8)

@@ -106,12 +106,16 @@ async def _watch_interrupt(service: SuiteRun) -> None:
             return
 
 
-async def execute(service: SuiteRun, progress: Progress | None = None) -> SuiteOutcome:
-    """Run one suite to its end with a progress display, then apply the baseline policy."""
+async def execute(
+    service: SuiteRun, progress: Progress | None = None, *, signals: bool = True
+) -> SuiteOutcome:
+    """Run one suite to its end with a progress display, then apply the baseline policy.
+    With `signals`, Ctrl+C and SIGTERM stop the run keeping its samples (the watch mode
+    listens for them itself, for all its runs)."""
     display = progress or Progress()
     service.on_event = display.on_event
     async with anyio.create_task_group() as group:
-        if _can_watch_signals():
+        if signals and _can_watch_signals():
             group.start_soon(_watch_interrupt, service)
         report = await service.run()
         group.cancel_scope.cancel()
@@ -338,7 +342,7 @@ def _shard_plans(
 
 
 async def _run_suites(
-    plans: list[Plan], exports: Exports | None = None
+    plans: list[Plan], exports: Exports | None = None, *, signals: bool = True
 ) -> tuple[list[SuiteOutcome], bool]:
     """Run every plan's suite; also whether a plan could not start (a usage error).
     `exports` (the files written at the end) are journaled, for a resume to write."""
@@ -372,10 +376,12 @@ async def _run_suites(
                 exports=exports,
             )
         )
-    return await _execute_all(services), False
+    return await _execute_all(services, signals=signals), False
 
 
-async def _execute_all(services: list[SuiteRun], *, resuming: bool = False) -> list[SuiteOutcome]:
+async def _execute_all(
+    services: list[SuiteRun], *, resuming: bool = False, signals: bool = True
+) -> list[SuiteOutcome]:
     """Run the services one after another; the rest stay resumable once one stops."""
     outcomes: list[SuiteOutcome] = []
     for position, service in enumerate(services):
@@ -384,7 +390,7 @@ async def _execute_all(services: list[SuiteRun], *, resuming: bool = False) -> l
                 f"resuming {service.run_id}: {service.resumed_samples:,} of "
                 f"{service.suite.total_samples:,} samples already done"
             )
-        outcome = await execute(service)
+        outcome = await execute(service, signals=signals)
         print_outcome(outcome)
         outcomes.append(outcome)
         if outcome.stopped:
@@ -440,11 +446,22 @@ async def _watch(suites: SuiteSet, options: RunRequest, latest: dict[str, SuiteO
 
     async with anyio.create_task_group() as group:
         group.start_soon(announce)
+        if _can_watch_signals():  # one listener for the whole watch, its reruns included
+            group.start_soon(_stop_watching_on_signal, group.cancel_scope)
         async for changed in file_changes(folders, stop=anyio.Event(), ready=ready):
             if await _rerun_edited(suites, changed, options, latest):
-                group.cancel_scope.cancel()
                 break
+        group.cancel_scope.cancel()
     return False
+
+
+async def _stop_watching_on_signal(scope: anyio.CancelScope) -> None:
+    """Ctrl+C or SIGTERM ends the watch: a rerun under way stops (its journal resumable)."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for _ in received:
+            print("\nstopped watching", flush=True)
+            scope.cancel()
+            return
 
 
 async def _rerun_edited(
@@ -467,7 +484,7 @@ async def _rerun_edited(
         before = latest.get(name)
         failing = {c.name for c in before.report.cases if not c.passed} if before else set()
         ordered = replace(suite, cases=sorted(suite.cases, key=lambda c: c.label not in failing))
-        rerun, _ = await _run_suites([(ordered, options, None)])
+        rerun, _ = await _run_suites([(ordered, options, None)], signals=False)
         latest.update((o.suite.name, o) for o in rerun)
         suites.reloaded.discard(name)
         sys.stdout.flush()

@@ -8,7 +8,13 @@ from typing import Any, Protocol
 from rich.cells import cell_len
 
 from tui_eval.core.results import CaseResult
-from tui_eval.stats.proportions import fisher_exact, holm, paired_test, samples_needed
+from tui_eval.stats.proportions import (
+    fisher_exact,
+    fisher_power,
+    holm,
+    paired_test,
+    samples_needed,
+)
 from tui_eval.util.text import one_line, pad_cells
 
 
@@ -25,6 +31,8 @@ class ReportLike(Protocol):
 
 
 NOISE_P = 0.05
+POWER = 0.8
+"""The power `too few samples` and `samples_needed` refer to."""
 
 
 @dataclass(slots=True)
@@ -35,13 +43,12 @@ class CaseChange:
         p_value: Fisher's exact test on (passed, failed) sample counts of both runs.
         adjusted_p_value: `p_value` adjusted (Holm) across every case of the comparison,
             so the chance that any case is called significant by luck stays under 5%.
-        label: `significant` (adjusted p < 0.05), `too few samples` (even a change as
-            large as the one seen could not be told from noise with this many samples), or
-            `noise`.
-        samples_needed: samples per side, for this case, at which the test behind `label`
-            (Fisher's exact test at the strictest Holm level, 0.05 / cases compared) has
-            80% power to detect the observed change (exact, by search; None when the pass
-            rate did not change).
+        label: `significant` (adjusted p < 0.05), `too few samples` (with this many
+            samples, the test behind the label — Fisher's exact test at the strictest Holm
+            level, `power_level` — has less than 80% power to tell a change as large as
+            the one seen from noise), or `noise`.
+        power_level: the level `label` and `samples_needed` judge power at: 0.05 / cases
+            compared.
         decided: whether the comparison of this case is settled (see `label`).
         hint: for a case `decide()` left undecided, roughly what would decide it (a
             larger budget, a larger baseline).
@@ -54,10 +61,31 @@ class CaseChange:
     current_total: int
     p_value: float
     adjusted_p_value: float = 1.0
-    samples_needed: int | None = None
     label: str = "noise"
     decided: bool = False
     hint: str = ""
+    power_level: float = NOISE_P
+    _needed: int | None = field(default=None, init=False, repr=False, compare=False)
+    _searched: bool = field(default=False, init=False, repr=False, compare=False)
+
+    @property
+    def samples_needed(self) -> int | None:
+        """Samples per side, for this case, at which Fisher's exact test at `power_level`
+        has 80% power to detect the observed change (exact, by search, when first read:
+        the search takes a while, and only a "too few samples" line shows it); above the
+        samples there are when the label is "too few samples". None when the pass rate did
+        not change."""
+        if not self._searched:
+            fewest = min(self.baseline_total, self.current_total)
+            self._needed = samples_needed(
+                self.baseline_rate,
+                self.current_rate,
+                alpha=self.power_level,
+                power=POWER,
+                at_least=fewest + 1 if self.label == "too few samples" else 2,
+            )
+            self._searched = True
+        return self._needed
 
     @property
     def baseline_rate(self) -> float:
@@ -335,18 +363,18 @@ def _settle_statistics(diff: Diff, pairs: list[tuple[CaseResult, CaseResult, str
             ),
         )
         changes.append(change)
-    for change in changes:
-        # Per case, for the test its label uses: Fisher at the level Holm gives the first
-        # case of the family (the strictest), so the figure holds wherever it ranks.
-        change.samples_needed = samples_needed(
-            change.baseline_rate, change.current_rate, alpha=NOISE_P / len(changes)
-        )
+    # Per case, for the test its label uses: Fisher at the level Holm gives the first case
+    # of the family (the strictest), so the judgement holds wherever it ranks.
+    level = NOISE_P / max(1, len(changes))
     for change, adjusted in zip(changes, holm([c.p_value for c in changes]), strict=True):
         change.adjusted_p_value = adjusted
+        change.power_level = level
         fewest = min(change.baseline_total, change.current_total)
         if adjusted < NOISE_P:
             change.label = "significant"
-        elif change.samples_needed is not None and fewest < change.samples_needed:
+        elif change.baseline_rate != change.current_rate and (
+            fisher_power(change.baseline_rate, change.current_rate, fewest, level) < POWER
+        ):
             change.label = "too few samples"
         else:
             change.label = "noise"

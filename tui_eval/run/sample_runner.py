@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Awaitable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import anyio
@@ -56,6 +56,15 @@ class Pacer:
         """The (case, sample) this worker runs now, for provider retry notices."""
         self.on_retry: RetryListener | None = None
         """Told of the retries of this worker's samples (`SampleContext.on_retry`)."""
+
+
+@dataclass(slots=True)
+class _Progress:
+    """How far a sample with a timeout got: its meter, and the meter's usage when its
+    checks began (None: they had not)."""
+
+    meter: SampleMeter
+    before_checks: Usage | None = None
 
 
 class SampleSource(Protocol):
@@ -185,8 +194,9 @@ class SampleRunner:
             if case.timeout is None:
                 await self._attempt(call, index, plan, sample, pacer)
             else:
+                progress = _Progress(meter)
                 with anyio.move_on_after(case.timeout) as deadline:
-                    await self._attempt(call, index, plan, sample, pacer)
+                    await self._attempt(call, index, plan, sample, pacer, progress)
                 if deadline.cancelled_caught:
                     stage = "its checks ran" if sample.run is not None else "the agent ran"
                     sample.status = "timeout"
@@ -195,7 +205,7 @@ class SampleRunner:
                         " and was cancelled"
                     )
                     sample.checks = []
-                    self._settle_usage(sample)
+                    self._settle_cut_off(sample, progress)
         finally:
             pacer.current = None
             CURRENT_SAMPLE.reset(token)
@@ -205,9 +215,17 @@ class SampleRunner:
         return sample
 
     async def _attempt(
-        self, call: AgentCall, index: int, plan: CasePlan, sample: SampleResult, pacer: Pacer
+        self,
+        call: AgentCall,
+        index: int,
+        plan: CasePlan,
+        sample: SampleResult,
+        pacer: Pacer,
+        progress: _Progress | None = None,
     ) -> None:
-        """Run the agent, then the checks, recording everything on `sample`."""
+        """Run the agent, then the checks, recording everything on `sample` (and in
+        `progress`, for a sample its timeout may cut off, what the meter had counted when
+        the checks began)."""
         case = plan.case
         run: RunResult | None = None
         start = time.perf_counter()
@@ -235,6 +253,8 @@ class SampleRunner:
             )
         if sample.status == "passed" and run is not None:
             sample.latency_ms = run.latency_ms or elapsed * 1000
+            if progress is not None:
+                progress.before_checks = progress.meter.usage
             await self._judge(index, plan, sample, run)
         else:
             sample.latency_ms = elapsed * 1000
@@ -244,6 +264,28 @@ class SampleRunner:
         """Usage and cost of a sample whose checks did not (all) run."""
         sample.usage = sample.run.usage if sample.run is not None else Usage()
         sample.judge_usage = Usage()
+        if self.price is not None:
+            sample.cost = self.price(sample.usage)
+
+    def _settle_cut_off(self, sample: SampleResult, progress: _Progress) -> None:
+        """Usage and cost of a sample its timeout cancelled: what its responses used.
+
+        Cut off in the agent, its run never returned, so the sample's meter (every
+        response its providers received) says what it used; cut off in its checks, the
+        agent's run plus what the judges' responses had used by then (the meter's count
+        since the checks began). A `price=` function prices that: the API billed it, and
+        `max_cost` must count it."""
+        spent = progress.meter.usage
+        if sample.run is None:
+            sample.usage, sample.judge_usage = spent, Usage()
+        else:
+            before = progress.before_checks or spent
+            judge = Usage(
+                spent.input_tokens - before.input_tokens,
+                spent.output_tokens - before.output_tokens,
+                spent.requests - before.requests,
+            )
+            sample.usage, sample.judge_usage = sample.run.usage + judge, judge
         if self.price is not None:
             sample.cost = self.price(sample.usage)
 

@@ -13,6 +13,7 @@ are disjoint claims, so each gets the case's whole share."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,16 +29,16 @@ from tui_eval.run.events import EventHandler
 from tui_eval.run.runner import Evaluation
 from tui_eval.stats.case_decisions import (
     ALPHA,
-    BATCH,
     DEFAULT_MARGIN,
     ComparisonVerdict,
     EProcess,
     judge_against_baseline,
     judge_pairs,
+    next_batch,
     simulate_decide,
     simulate_pairs,
 )
-from tui_eval.stats.group_sequential import regression_boundary
+from tui_eval.stats.two_sample import regression_plan
 
 RoundRunner = Callable[
     [list[Case], dict[str, list[SampleResult]], CostBudget | None], Awaitable[Report]
@@ -178,24 +179,26 @@ async def decide_in_rounds(
             horizon=max(max_samples, case.samples),
         )
 
-    while rounds.can_go_on():
+    def still_open() -> list[Case]:
         # Only a plain "undecided" case can still move: "baseline too small" never will.
-        pending = [
+        return [
             case
             for case in compared
-            if verdict(case, exhausted=False).label == "undecided"
-            and len(rounds.samples(case)) < max_samples
+            if len(rounds.samples(case)) < max_samples
+            and verdict(case, exhausted=False).label == "undecided"
         ]
+
+    while rounds.can_go_on():
+        # The verdicts of many cases with long histories take a while: off the event loop.
+        pending = await anyio.to_thread.run_sync(still_open)
         if not pending:
             break
         await rounds.more(pending, max_samples)
     current = rounds.report()
-    diff = _labelled_diff(
-        current,
-        baseline,
-        {case.label: verdict(case, exhausted=True) for case in compared},
+    verdicts = await anyio.to_thread.run_sync(
+        lambda: {case.label: verdict(case, exhausted=True) for case in compared}
     )
-    return Decision(report=current, diff=diff)
+    return Decision(report=current, diff=_labelled_diff(current, baseline, verdicts))
 
 
 async def compare_agents(
@@ -216,16 +219,20 @@ async def compare_agents(
 
     `agent_a` plays the baseline and `agent_b` the current: `Diff.delta` is b − a, and a
     case is a "regression" when B is worse. Samples are paired per case (sample i of A with
-    sample i of B); the same error control as `decide()`. `settings` (and the keywords
-    over it) apply to both sides; `max_cost` bounds both together. `on_event` receives
-    the events of B's rounds of samples.
+    sample i of B), and each round runs A's and B's samples side by side, each side at
+    half the concurrency (`paired_concurrency`), so sample i of A and sample i of B run at
+    about the same time: drift in the API (load, a model update, a rate limit) falls on
+    both. The same error control as `decide()`. `settings` (and the keywords over it)
+    apply to both sides; `max_cost` bounds both together. `on_event` receives the events
+    of B's rounds of samples.
     """
     chosen = resolve(
         settings, concurrency=concurrency, price=price, max_cost=max_cost, max_samples=max_samples
     )
+    side = chosen.replace(concurrency=paired_concurrency(chosen.concurrency))
     decision = await compare_in_rounds(
-        _round_runner(agent_a, chosen, None, None),
-        _round_runner(agent_b, chosen, None, on_event),
+        _round_runner(agent_a, side, None, None),
+        _round_runner(agent_b, side, None, on_event),
         list(cases),
         alpha=alpha,
         max_samples=chosen.max_samples,
@@ -247,14 +254,15 @@ async def compare_in_rounds(
     done_a: Mapping[str, Sequence[SampleResult]] | None = None,
     done_b: Mapping[str, Sequence[SampleResult]] | None = None,
 ) -> Decision:
-    """`compare_agents()` over any way of running rounds (A's, then B's, sharing one
-    `CostBudget`); samples already in `done_a`/`done_b` count."""
+    """`compare_agents()` over any way of running rounds (A's and B's of each round at
+    once, sharing one `CostBudget`); samples already in `done_a`/`done_b` count."""
     per_case = alpha / max(1, len(cases))
     budget = _shared_budget(max_cost, done_a, done_b)
     side_a = _Rounds(run_a, cases, budget, done_a)
     side_b = _Rounds(run_b, cases, budget, done_b)
-    await side_a.first()
-    await side_b.first()
+    async with anyio.create_task_group() as group:
+        group.start_soon(side_a.first)
+        group.start_soon(side_b.first)
 
     def verdict(case: Case) -> ComparisonVerdict:
         return judge_pairs(
@@ -264,34 +272,49 @@ async def compare_in_rounds(
             margin=margin,
         )
 
-    while side_a.can_go_on() and side_b.can_go_on():
-        pending = [
+    def still_open() -> list[Case]:
+        return [
             case
             for case in cases
-            if not verdict(case).decided and len(side_b.samples(case)) < max_samples
+            if len(side_b.samples(case)) < max_samples and not verdict(case).decided
         ]
+
+    def final() -> dict[str, ComparisonVerdict]:
+        verdicts = {}
+        for case in cases:
+            found = verdict(case)
+            if not found.decided:
+                found = dataclasses.replace(found, label="undecided: budget")
+            verdicts[case.label] = found
+        return verdicts
+
+    while side_a.can_go_on() and side_b.can_go_on():
+        pending = await anyio.to_thread.run_sync(still_open)  # off the event loop
         if not pending:
             break
-        await side_a.more(pending, max_samples, pair=side_b)
-        await side_b.more(pending, max_samples, pair=side_a)
-    verdicts = {}
-    for case in cases:
-        found = verdict(case)
-        if not found.decided:
-            found = dataclasses.replace(found, label="undecided: budget")
-        verdicts[case.label] = found
+        # Each side's targets are read from the other's counts before either round runs.
+        async with anyio.create_task_group() as group:
+            group.start_soon(functools.partial(side_a.more, pending, max_samples, pair=side_b))
+            group.start_soon(functools.partial(side_b.more, pending, max_samples, pair=side_a))
+    verdicts = await anyio.to_thread.run_sync(final)
     report_a, report_b = side_a.report(), side_b.report()
     return Decision(
         report=report_b, diff=_labelled_diff(report_b, report_a, verdicts), other=report_a
     )
 
 
+def paired_concurrency(concurrency: int) -> int:
+    """Each side's concurrency in an A/B run, whose rounds run both sides at once: half
+    the run's (at least one), so the two together run about as many samples at once."""
+    return max(1, concurrency // 2)
+
+
 async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
-    """Calibrate the regression boundaries the verdicts will need (cached), in a worker
-    thread while the first round samples: up to seconds at the largest sizes, during which
-    the event loop (and the app) stays free."""
+    """Calibrate the regression tests the verdicts will need (cached), in a worker thread
+    while the first round samples: up to seconds at the largest sizes, during which the
+    event loop (and the app) stays free."""
     for baseline_total, horizon in sorted(sizes):
-        await anyio.to_thread.run_sync(regression_boundary, baseline_total, horizon, alpha)
+        await anyio.to_thread.run_sync(regression_plan, baseline_total, horizon, alpha)
 
 
 def _shared_budget(
@@ -353,13 +376,14 @@ class _Rounds:
     async def more(
         self, pending: list[Case], max_samples: int, *, pair: _Rounds | None = None
     ) -> None:
-        """A batch more samples of each `pending` case (up to the pair's count first)."""
+        """A batch more samples of each `pending` case (`next_batch`; up to the pair's
+        count first)."""
         if not self.can_go_on():
             return
         cases = []
         for case in pending:
             have = len(self.samples(case))
-            target = min(have + BATCH, max_samples)
+            target = min(have + next_batch(have), max_samples)
             if pair is not None:
                 target = max(target, min(len(pair.samples(case)), max_samples))
             if target > have:
@@ -427,6 +451,7 @@ __all__ = [
     "decide_in_rounds",
     "judge_against_baseline",
     "judge_pairs",
+    "paired_concurrency",
     "simulate_decide",
     "simulate_pairs",
 ]

@@ -34,7 +34,12 @@ from tui_eval.report.report import Report, SampleResult
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
-from tui_eval.run.sequential import Decision, compare_in_rounds, decide_in_rounds
+from tui_eval.run.sequential import (
+    Decision,
+    compare_in_rounds,
+    decide_in_rounds,
+    paired_concurrency,
+)
 from tui_eval.service.request import DecideRun, Exports, Mode, RunRequest
 from tui_eval.service.run_plan import (
     EmptySelection,
@@ -119,6 +124,8 @@ class SuiteRun:
         self._cancel_requested = False
         self.quarantine_notes: list[str] = []
         """What the run's quarantines did (one ended, one released), once it has ended."""
+        self._running: set[Evaluation] = set()
+        """The rounds running now (an A/B round runs both sides at once)."""
         if self.mode == "recheck":
             assert rechecked is not None
             self.metadata = {**recheck_metadata(rechecked), **metadata}
@@ -144,6 +151,8 @@ class SuiteRun:
         settings = self.settings
         if self.mode in ("decide", "ab"):  # every round shares the decision's budget
             settings = settings.replace(max_cost=budget)
+        if self.mode == "ab":  # both sides of a round run at once
+            settings = settings.replace(concurrency=paired_concurrency(settings.concurrency))
         return Evaluation(
             agent,
             cases,
@@ -332,10 +341,14 @@ class SuiteRun:
         budget: CostBudget | None,
         arm: Literal["a"] | None = None,
     ) -> Report:
-        self.evaluation = self._evaluation(agent, cases, done, budget=budget, arm=arm)
+        evaluation = self.evaluation = self._evaluation(agent, cases, done, budget=budget, arm=arm)
         if self._cancel_requested:
-            self.evaluation.cancel()
-        return await self.evaluation.run()
+            evaluation.cancel()
+        self._running.add(evaluation)
+        try:
+            return await evaluation.run()
+        finally:
+            self._running.discard(evaluation)
 
     async def _decide(self) -> Report:
         assert self.baseline is not None
@@ -407,7 +420,8 @@ class SuiteRun:
     def cancel(self) -> None:
         """Stop the run; finished samples are kept and the report is marked cancelled."""
         self._cancel_requested = True
-        self.evaluation.cancel()
+        for evaluation in {self.evaluation, *self._running}:
+            evaluation.cancel()
 
     @property
     def cancel_requested(self) -> bool:

@@ -21,7 +21,16 @@ DEFAULT_MARGIN = 0.1
 ALPHA = 0.05
 """The chance of calling any case of an A/A run a regression, by default."""
 BATCH = 5
-"""Samples added to each undecided case per round."""
+"""Samples added to each undecided case per round, at least (see `next_batch`)."""
+
+
+def next_batch(have: int) -> int:
+    """How many more samples an undecided case with `have` samples gets in the next round:
+    `BATCH`, or a tenth of what it has when that is more. Every round re-reads all of a
+    case's samples, so a case sampled to a long horizon takes a few dozen rounds, not
+    thousands; the tests look at every sample whatever the round's size, so a case decided
+    inside a round overshoots by at most a tenth."""
+    return max(BATCH, have // 10)
 
 
 @dataclass(slots=True)
@@ -146,7 +155,7 @@ def simulate_pairs(
     a: list[bool] = []
     b: list[bool] = []
     while len(b) < max_samples:
-        for _ in range(min(1 if not b else BATCH, max_samples - len(b))):
+        for _ in range(min(1 if not b else next_batch(len(b)), max_samples - len(b))):
             a.append(rng.random() < p_a)
             b.append(rng.random() < p_b)
         verdict = judge_pairs(a, b, alpha=alpha)
@@ -164,19 +173,20 @@ def simulate_decide(
     alpha: float = 0.05,
     max_samples: int = 100,
     first: int = 1,
-    batch: int = BATCH,
+    batch: int | None = None,
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[str, int]:
     """One simulated `decide()` case: a baseline of `baseline_total` samples at
     `p_baseline`, then current samples at `p_current` drawn as `decide()` draws them
-    (`first`, then `batch` at a time; `batch=1` looks after every sample), judged at level
-    `alpha` for the case. Returns the label and the current samples it took."""
+    (`first`, then `next_batch` at a time, or `batch` when given; `batch=1` looks after
+    every sample), judged at level `alpha` for the case. Returns the label and the current
+    samples it took."""
     baseline = [rng.random() < p_baseline for _ in range(baseline_total)]
     current: list[bool] = []
     step = first
     while True:
         current += [rng.random() < p_current for _ in range(min(step, max_samples - len(current)))]
-        step = batch
+        step = batch if batch is not None else next_batch(len(current))
         verdict = judge_against_baseline(
             sum(baseline),
             len(baseline),
@@ -199,6 +209,7 @@ __all__ = [
     "EProcess",
     "judge_against_baseline",
     "judge_pairs",
+    "next_batch",
     "simulate_decide",
     "simulate_pairs",
 ]

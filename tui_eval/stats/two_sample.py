@@ -8,8 +8,12 @@ partitioning principle).
 - **Regression**: an exact group-sequential test (`tui_eval.stats.group_sequential`) of Fisher's
   one-sided mid-p-value, looked at after every current sample up to the horizon fixed in
   advance (`max_samples`), calibrated so that the chance of ever calling a regression when
-  the current agent is no worse is at most α. Beyond the sizes it calibrates quickly, the
-  e-process below stands in.
+  the current agent is no worse is at most α. Where the horizon is longer than the
+  baseline's size allows to calibrate (`calibrated_horizon`), the claim's α is split in two
+  (Bonferroni): the exact test over the first looks it calibrates, at α/2, and the
+  e-process below (with its own prior for a drop) over the whole horizon, at α/2 — so an
+  obvious regression is called at once whatever the horizon. Where the exact size is not
+  established, the e-process alone stands in at α (`RegressionPlan`).
 - **No regression within the margin**: an e-process, a product of e-variables, one per
   block of samples, after Turner, Ly & Grünwald ("Generic E-variables for exact sequential
   k-sample tests", 2023): a block holds a few baseline samples (revealed in their recorded
@@ -23,13 +27,18 @@ partitioning principle).
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tui_eval.stats.group_sequential import RegressionBoundary, regression_boundary
+from tui_eval.stats.group_sequential import (
+    RegressionBoundary,
+    calibrated_horizon,
+    regression_boundary,
+)
 from tui_eval.stats.proportions import normal_quantile
 
 BASELINE_PRIOR = (4.0, 1.0)
@@ -43,21 +52,39 @@ ORDERS = 4
 """Orders the baseline is revealed in: its recorded order and fixed shuffles of it. The
 test is the mean of their e-processes (each valid, so the mean is), which depends less on
 which baseline samples happen to come first."""
+SPLIT_WORK = 3_000_000
+"""Where a case's horizon is longer than the exact test calibrates, the exact part covers
+the first looks this much work allows ((n0 + 1) · N · (N + 1); about a second): where an
+obvious regression shows. The e-process covers the whole horizon."""
 _CLIP = 0.005
 
 
 def reveal_schedule(baseline_total: int, horizon: int) -> list[tuple[int, int]]:
     """The blocks of the two-sample test, as cumulative (baseline samples, current samples)
     at each block's end: the baseline is revealed in proportion to the current budget
-    `horizon` (fixed before any sample is drawn), all of it by the last block."""
+    `horizon` (fixed before any sample is drawn), all of it by the last block. After t
+    current samples ⌊n0 · t / horizon⌋ baseline samples are revealed, so a block ends at
+    each t where that count grows, and at the horizon."""
+    return list(_schedule(baseline_total, horizon))
+
+
+@lru_cache(maxsize=256)
+def _schedule(baseline_total: int, horizon: int) -> tuple[tuple[int, int], ...]:
+    # The j-th baseline sample is revealed at t = ⌈j · horizon / n0⌉: one step per
+    # baseline sample, not per current sample (a horizon of 30,000 has 31 blocks, not
+    # 30,000 steps to find them).
     blocks: list[tuple[int, int]] = []
     last = 0
-    for t in range(1, horizon + 1):
-        revealed = baseline_total if t == horizon else baseline_total * t // horizon
-        if revealed > last or t == horizon:
+    for j in range(1, baseline_total + 1):
+        t = -(-j * horizon // baseline_total)
+        if t >= horizon:
+            break
+        revealed = baseline_total * t // horizon
+        if revealed > last:
             blocks.append((revealed, t))
             last = revealed
-    return blocks
+    blocks.append((baseline_total, horizon))
+    return tuple(blocks)
 
 
 def _null_rate(theta_b: float, theta_c: float, n_b: int, n_c: int, margin: float) -> float:
@@ -98,12 +125,35 @@ def evidence_path(
     `margin` below the baseline's (rejecting it says "no regression within the margin").
     The e-value is the mean over `ORDERS` orders of revealing the baseline.
     """
-    paths = [
-        _one_order(
-            [baseline[i] for i in order], current, horizon, margin=margin, regression=regression
-        )
-        for order in _orders(len(baseline))
-    ]
+    return _evidence(baseline, _passed_by(current), len(current), horizon, margin, regression)
+
+
+def _passed_by(current: Sequence[bool], then: bool | None = None, upto: int = 0) -> list[int]:
+    """prefix[t] = how many of the first t current samples passed; followed, when `then`
+    is given, by samples that all pass (True) or all fail (False) up to `upto`."""
+    prefix = [0, *itertools.accumulate(1 if x else 0 for x in current)]
+    if then is not None and upto > len(current):
+        last = prefix[-1]
+        step = 1 if then else 0
+        prefix.extend(last + step * i for i in range(1, upto - len(current) + 1))
+    return prefix
+
+
+def _evidence(
+    baseline: Sequence[bool],
+    prefix: list[int],
+    seen: int,
+    horizon: int,
+    margin: float,
+    regression: bool,
+) -> list[float]:
+    """`evidence_path` for current samples given by their passed counts (`prefix`, `seen`
+    samples): each block's e-value depends only on counts, and is cached (a decision
+    recomputes the path every round, and its earlier blocks are the same every time)."""
+    paths = []
+    for order in _orders(len(baseline)):
+        revealed = [0, *itertools.accumulate(1 if baseline[i] else 0 for i in order)]
+        paths.append(_one_order(revealed, prefix, seen, horizon, margin, regression))
     averaged = []
     for values in zip(*paths, strict=True):
         top = max(values)
@@ -124,40 +174,70 @@ def _orders(n: int) -> tuple[tuple[int, ...], ...]:
 
 
 def _one_order(
-    baseline: Sequence[bool],
-    current: Sequence[bool],
+    revealed: list[int],
+    prefix: list[int],
+    seen: int,
     horizon: int,
-    *,
-    margin: float = 0.0,
-    regression: bool = True,
+    margin: float,
+    regression: bool,
 ) -> list[float]:
+    """The log e-value after each block completed within the first `seen` current
+    samples, for the baseline in one order (`revealed[i]`: passes among its first i)."""
+    log_e = 0.0
+    path: list[float] = []
+    seen_b = seen_c = 0
+    for b_end, c_end in _schedule(len(revealed) - 1, horizon):
+        if c_end > seen:
+            break
+        log_e += _block_log_e(
+            revealed[seen_b],
+            seen_b,
+            prefix[seen_c],
+            seen_c,
+            revealed[b_end] - revealed[seen_b],
+            b_end - seen_b,
+            prefix[c_end] - prefix[seen_c],
+            c_end - seen_c,
+            margin,
+            regression,
+        )
+        seen_b, seen_c = b_end, c_end
+        path.append(log_e)
+    return path
+
+
+@lru_cache(maxsize=1 << 16)
+def _block_log_e(
+    passed_b: int,
+    seen_b: int,
+    passed_c: int,
+    seen_c: int,
+    k_b: int,
+    n_b: int,
+    k_c: int,
+    n_c: int,
+    margin: float,
+    regression: bool,
+) -> float:
+    """One block's log e-value: k_b of n_b baseline and k_c of n_c current samples passed
+    in it, after passed_b of seen_b and passed_c of seen_c before it (what its estimates
+    learn from)."""
     prior_b = BASELINE_PRIOR if regression else FINE_PRIOR
     prior_c = CURRENT_PRIOR if regression else FINE_PRIOR
     shift = 0.0 if regression else margin
-    seen_b = passed_b = seen_c = passed_c = 0
-    log_e = 0.0
-    path: list[float] = []
-    for b_end, c_end in reveal_schedule(len(baseline), horizon):
-        if c_end > len(current):
-            break
-        k_b = sum(1 for x in baseline[seen_b:b_end] if x)
-        k_c = sum(1 for x in current[seen_c:c_end] if x)
-        n_b, n_c = b_end - seen_b, c_end - seen_c
-        theta_b = _clip((passed_b + prior_b[0]) / (seen_b + prior_b[0] + prior_b[1]))
-        theta_c = _clip((passed_c + prior_c[0]) / (seen_c + prior_c[0] + prior_c[1]))
-        bets = theta_c < theta_b if regression else theta_b - theta_c < margin
-        if bets and n_b and n_c:
-            r = _null_rate(theta_b, theta_c, n_b, n_c, shift)
-            c = r - shift
-            log_e += (
-                k_b * math.log(theta_b / r)
-                + (n_b - k_b) * math.log((1 - theta_b) / (1 - r))
-                + k_c * math.log(theta_c / c)
-                + (n_c - k_c) * math.log((1 - theta_c) / (1 - c))
-            )
-        seen_b, passed_b, seen_c, passed_c = b_end, passed_b + k_b, c_end, passed_c + k_c
-        path.append(log_e)
-    return path
+    theta_b = _clip((passed_b + prior_b[0]) / (seen_b + prior_b[0] + prior_b[1]))
+    theta_c = _clip((passed_c + prior_c[0]) / (seen_c + prior_c[0] + prior_c[1]))
+    bets = theta_c < theta_b if regression else theta_b - theta_c < margin
+    if not (bets and n_b and n_c):
+        return 0.0
+    r = _null_rate(theta_b, theta_c, n_b, n_c, shift)
+    c = r - shift
+    return (
+        k_b * math.log(theta_b / r)
+        + (n_b - k_b) * math.log((1 - theta_b) / (1 - r))
+        + k_c * math.log(theta_c / c)
+        + (n_c - k_c) * math.log((1 - theta_c) / (1 - c))
+    )
 
 
 def _expected_log_e(
@@ -218,54 +298,109 @@ def judge_two_sample(
     horizon = max(horizon, len(current), 1)
     regression = _RegressionTest(baseline, horizon, alpha)
     threshold = math.log(1 / alpha)
+    prefix = _passed_by(current)
 
-    def fine(samples: Sequence[bool]) -> bool:
-        path = evidence_path(baseline, samples, horizon, margin=margin, regression=False)
+    def fine(then: bool | None) -> bool:
+        passed = _passed_by(current, then, horizon) if then is not None else prefix
+        seen = horizon if then is not None else len(current)
+        path = _evidence(baseline, passed, seen, horizon, margin, False)
         return max(path, default=0.0) >= threshold
 
-    if regression.crossed(current):
+    if regression.crossed(current, prefix):
         return BaselineJudgement("regression", True)
-    if fine(current):
+    if fine(None):
         return BaselineJudgement("no regression", True)
-    if not regression.could_cross([]) and not fine([True] * horizon):
+    if not regression.could_cross([0], 0) and not _margin_reachable(
+        tuple(baseline), horizon, margin, threshold
+    ):
         # Not even a current run that failed (or passed) every sample could be told apart
         # from this baseline: more samples of the current agent cannot help.
         hint = _baseline_hint(baseline, alpha, margin)
         return BaselineJudgement("undecided: baseline too small", False, hint)
-    rest = horizon - len(current)
-    if exhausted or (not regression.could_cross(current) and not fine([*current, *[True] * rest])):
-        hint = _budget_hint(baseline, current, alpha, margin, horizon, regression.boundary)
+    if exhausted or (not regression.could_cross(prefix, len(current)) and not fine(True)):
+        hint = _budget_hint(baseline, current, alpha, margin, horizon, regression.plan.boundary)
         note = _margin_note(baseline, horizon, alpha, margin)
         return BaselineJudgement("undecided: budget", False, "; ".join(filter(None, [hint, note])))
     return BaselineJudgement("undecided", False)
 
 
+@lru_cache(maxsize=1024)
+def _margin_reachable(
+    baseline: tuple[bool, ...], horizon: int, margin: float, threshold: float
+) -> bool:
+    """Whether a current run that passed every sample up to the horizon would show "no
+    regression within the margin" (the same for every round of a case: kept)."""
+    path = _evidence(baseline, _passed_by([], True, horizon), horizon, horizon, margin, False)
+    return max(path, default=0.0) >= threshold
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionPlan:
+    """How one case's regression claim spends its α.
+
+    Attributes:
+        boundary: the exact group-sequential boundary, over its own horizon (all of the
+            case's, or the first looks when the case's is longer than it calibrates);
+            None where no exact boundary is established.
+        e_alpha: the level of the e-process over the case's whole horizon (0: not used).
+    """
+
+    boundary: RegressionBoundary | None
+    e_alpha: float
+
+
+def regression_plan(baseline_total: int, horizon: int, alpha: float) -> RegressionPlan:
+    """The regression test of a case with a baseline of `baseline_total` samples and
+    `horizon` current samples at most, at level `alpha`: the exact boundary at α where
+    the whole horizon calibrates; else the exact boundary over the first looks it
+    calibrates cheaply (`SPLIT_WORK`) at α/2 and the e-process over the whole horizon at
+    α/2 (their union has size ≤ α); the e-process alone at α where no exact boundary is
+    established. Calibrating takes up to seconds at the largest sizes (cached):
+    `decide()` does it in a worker thread before the verdicts need it."""
+    if calibrated_horizon(baseline_total, horizon) >= horizon:
+        boundary = regression_boundary(baseline_total, horizon, alpha)
+        return RegressionPlan(boundary, 0.0 if boundary is not None else alpha)
+    first = calibrated_horizon(baseline_total, horizon, SPLIT_WORK)
+    if first >= 1:
+        boundary = regression_boundary(baseline_total, first, alpha / 2)
+        if boundary is not None:
+            return RegressionPlan(boundary, alpha / 2)
+    return RegressionPlan(None, alpha)
+
+
 class _RegressionTest:
-    """The regression side of one case: the calibrated group-sequential boundary, or the
-    e-process where calibrating would cost too much."""
+    """The regression side of one case, as its `RegressionPlan` says."""
 
     def __init__(self, baseline: Sequence[bool], horizon: int, alpha: float) -> None:
         self.baseline = baseline
         self.passed = sum(1 for x in baseline if x)
         self.horizon = horizon
-        self.threshold = math.log(1 / alpha)
-        self.boundary = regression_boundary(len(baseline), horizon, alpha)
+        self.plan = regression_plan(len(baseline), horizon, alpha)
+        e_alpha = self.plan.e_alpha
+        self.threshold = math.log(1 / e_alpha) if e_alpha > 0 else math.inf
 
-    def crossed(self, current: Sequence[bool]) -> bool:
-        """Whether any look so far called a regression."""
-        if self.boundary is not None:
-            return self.boundary.first_crossing(self.passed, current) is not None
-        return self._e_crosses(current)
+    def crossed(self, current: Sequence[bool], prefix: list[int]) -> bool:
+        """Whether any look so far called a regression (`prefix`: `current`'s passed
+        counts, as `_passed_by` gives them)."""
+        boundary = self.plan.boundary
+        if boundary is not None and boundary.first_crossing(self.passed, current) is not None:
+            return True
+        return self.threshold < math.inf and self._e_crosses(prefix, len(current))
 
-    def could_cross(self, current: Sequence[bool]) -> bool:
-        """Whether a later look could call a regression, if every later sample failed."""
-        if self.boundary is not None:
-            passed = sum(1 for x in current if x)
-            return self.boundary.can_cross(self.passed, passed, len(current))
-        return self._e_crosses([*current, *[False] * (self.horizon - len(current))])
+    def could_cross(self, prefix: list[int], seen: int) -> bool:
+        """Whether a later look could call a regression, if every sample after the first
+        `seen` (whose passed counts `prefix` gives) failed."""
+        passed = prefix[seen]
+        boundary = self.plan.boundary
+        if boundary is not None and boundary.can_cross(self.passed, passed, seen):
+            return True
+        if self.threshold == math.inf:
+            return False
+        failing = prefix[: seen + 1] + [passed] * (self.horizon - seen)
+        return self._e_crosses(failing, self.horizon)
 
-    def _e_crosses(self, current: Sequence[bool]) -> bool:
-        path = evidence_path(self.baseline, current, self.horizon, regression=True)
+    def _e_crosses(self, prefix: list[int], seen: int) -> bool:
+        path = _evidence(self.baseline, prefix, seen, self.horizon, 0.0, True)
         return max(path, default=0.0) >= self.threshold
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui_eval.agents.messages import Usage
+
 MAX_TOKENS = 100_000_000
 """More tokens than any model reads or writes in one response: a larger count is a lie."""
 MAX_RESPONSE_COST = 1_000.0
@@ -36,6 +38,9 @@ class SampleMeter:
     """The running totals of one sample.
 
     Attributes:
+        input_tokens: prompt tokens of every response (the cache's included): what a
+            `price=` function prices for a sample cut off before its run returned.
+        output_tokens: their completion tokens.
         cost: dollars, from the built-in prices of every priced response.
         priced: whether any response had a known price.
         requests: model requests made (answered by the API or the cache).
@@ -44,11 +49,23 @@ class SampleMeter:
             HTTP layer) was priced in.
     """
 
+    input_tokens: int = 0
+    output_tokens: int = 0
     cost: float = 0.0
     priced: bool = False
     requests: int = 0
     cached: int = 0
     external: bool = False
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens and requests of every response so far."""
+        return Usage(self.input_tokens, self.output_tokens, self.requests)
+
+    def count_tokens(self, tokens: ResponseTokens) -> None:
+        """Add one response's (checked) tokens."""
+        self.input_tokens += tokens.input
+        self.output_tokens += tokens.output
 
     @property
     def all_cached(self) -> bool:

@@ -391,6 +391,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         )
         if meter is not None and isinstance(parsed, dict):
             meter.requests += 1
+            meter.count_tokens(used)  # a sample cut off by its timeout is priced by these
             cost = stated_cost(header_map(response))
             if cost is None:
                 cost = list_price(info, parsed, used)
@@ -438,6 +439,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         if meter is not None:
             meter.requests += 1
             meter.cached += 1
+            meter.count_tokens(response_tokens(stored))
             if list_price(info, stored, response_tokens(stored)) is not None:
                 meter.priced = True  # a known model, at no cost this time
         return httpx2.Response(
@@ -484,6 +486,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
             limiter.settle_tokens(tokens, used.input + used.output)
             if meter is not None:
                 meter.requests += 1
+                meter.count_tokens(used)
                 cost = stated_cost(header_map(response))
                 if cost is None and usage.seen:
                     cost = price_of(info.provider, usage.model or info.model, used)
