@@ -161,3 +161,33 @@ async def test_an_openai_compatible_case_model_is_resolved_by_tui_eval():
         assert server.requests[0].body["model"] == "test-model"
     run = report.cases[0].samples[0].run
     assert run.usage.total_tokens == 34 and run.stop_reason == "stop"
+
+
+# -- issue 35, items 11 and 12 ----------------------------------------------------------
+
+HISTORY = [
+    Message("user", "Weather in Lima?"),
+    Message(
+        "assistant", None, [__import__("tui_eval").ToolCall("get_weather", {"city": "Lima"}, "h1")]
+    ),
+    Message("tool", '{"city": "Lima", "temp_c": 18}', tool_call_id="h1"),
+    Message("assistant", "18 °C in Lima."),
+    Message("user", "And in Tokyo?"),
+]
+
+
+async def test_a_conversation_s_history_is_not_counted_as_this_run_s_work():
+
+    def respond(messages, info: function.AgentInfo) -> messages_.ModelResponse:
+        if any(type(p).__name__ == "ToolReturnPart" for p in messages[-1].parts):
+            return messages_.ModelResponse(parts=[messages_.TextPart("21 °C in Tokyo.")])
+        call = messages_.ToolCallPart("get_weather", {"city": "Tokyo"}, tool_call_id="c1")
+        return messages_.ModelResponse(parts=[call])
+
+    agent = weather_agent(function.FunctionModel(respond))
+    report = await evaluate(agent, [Case(HISTORY)])
+    run = report.cases[0].samples[0].run
+    assert run.turns == 2 and run.usage.requests == 2
+    assert [(c.name, c.arguments) for c in run.tool_calls] == [("get_weather", {"city": "Tokyo"})]
+    # The history stays in the trajectory, before the run's own messages.
+    assert [m.role for m in run.messages][:5] == ["user", "assistant", "tool", "assistant", "user"]
