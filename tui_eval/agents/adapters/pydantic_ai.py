@@ -6,6 +6,10 @@ every check reads. A tool call whose return part's `outcome` is not `success` (p
 raises keeps the trajectory up to the failure; a conversation input is sent with its
 system and assistant turns; the run's `instructions` are its system message; a case's
 `openai-compatible:MODEL@URL` model is resolved here, since pydantic-ai has no such spec.
+A conversation's earlier turns stay in the trajectory but are not the run's: only this
+run's model calls, tool calls and usage count. A plain function returning a run's result —
+`AgentRunResult`, the `StreamedRunResult` of `run_stream`, or the `AgentRun` of `iter` —
+is converted the same way (`from_result`).
 """
 
 from __future__ import annotations
