@@ -158,3 +158,22 @@ async def test_the_caller_s_own_run_hooks_still_run():
         report = await evaluate(wrap(make_agent(server.url), hooks=Hooks()), [Case("Tokyo?")])
     assert report.cases[0].samples[0].run.stop_reason == "stop"
     assert seen == ["llm", "get_weather", "llm"]
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ([{"type": "reasoning"}, {"type": "function_call"}], "tool_calls"),
+        ([{"type": "web_search_call"}, {"type": "message", "status": "completed"}], "stop"),
+        ([{"type": "message", "status": "incomplete", "content": []}], "length"),
+        ([{"type": "message", "content": [{"type": "refusal", "refusal": "No."}]}], "refusal"),
+        ([{"type": "reasoning"}], None),
+    ],
+)
+def test_the_stop_reason_is_read_from_the_last_output_item(output, expected):
+    from types import SimpleNamespace
+
+    from tui_eval.agents.adapters.openai_agents import from_result
+
+    result = SimpleNamespace(new_items=[], raw_responses=[SimpleNamespace(output=output)])
+    assert from_result(result, "hi", 0.0).stop_reason == expected

@@ -366,21 +366,21 @@ def from_result(
 
 
 def _stop_reason(response: Any) -> str | None:
-    """Why a model response ended, from its output items (the SDK keeps no finish reason):
-    `tool_calls` when it requested one, `refusal`, `length` for a message cut short, `stop`
-    for a finished message; None when it says nothing."""
-    output = list(getattr(response, "output", ()) or ())
-    kinds = [_field(raw, "type") for raw in output]
-    if any(kind and kind != "message" and str(kind).endswith("_call") for kind in kinds):
-        return "tool_calls"
-    messages = [raw for raw in output if _field(raw, "type") == "message"]
-    if not messages:
-        return None
-    last = messages[-1]
-    parts = _field(last, "content") or []
-    if not isinstance(parts, str) and any(_field(p, "type") == "refusal" for p in parts):
-        return "refusal"
-    return "length" if _field(last, "status") == "incomplete" else "stop"
+    """Why a model response ended, from its last output item (the SDK keeps no finish
+    reason): `tool_calls` for a call (a hosted tool's call followed by a message is not
+    one), `refusal`, `length` for a message cut short, `stop` for a finished message;
+    None when it says nothing."""
+    for raw in reversed(list(getattr(response, "output", ()) or ())):
+        kind = str(_field(raw, "type") or "")
+        if kind.endswith("_call"):
+            return "tool_calls"
+        if kind != "message":
+            continue  # reasoning, and other items that are not the answer
+        parts = _field(raw, "content") or []
+        if not isinstance(parts, str) and any(_field(p, "type") == "refusal" for p in parts):
+            return "refusal"
+        return "length" if _field(raw, "status") == "incomplete" else "stop"
+    return None
 
 
 def _model_name(agent: Any) -> str:
