@@ -9,7 +9,7 @@ import pytest
 
 from tests.agents.wire_server import Reply, WireServer, openai_call, openai_text
 from tests.lazy import lazy
-from tui_eval import Case, contains, evaluate, no_error, not_contains, tool_called
+from tui_eval import Case, Message, contains, evaluate, no_error, not_contains, tool_called
 from tui_eval.agents.adapters.langgraph import wrap
 
 prebuilt = lazy("langgraph.prebuilt")
@@ -105,3 +105,59 @@ async def test_a_tool_error_message_is_a_failed_call():
     sample = report.cases[0].samples[0]
     assert not sample.passed
     assert sample.run.tool_calls[0].error == "forecast service down"
+
+
+# -- issue 35, item 11 -----------------------------------------------------------------
+
+
+async def test_a_conversation_s_history_is_not_counted_as_this_run_s_work():
+    history = [
+        Message("user", "Weather in Lima?"),
+        Message("assistant", "18 °C in Lima."),
+        Message("user", "Weather in Tokyo?"),
+    ]
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        graph = make_graph(server.url)
+
+        async def returns_state(conversation):
+            messages = [(m.role, m.content) for m in conversation]
+            return await graph.ainvoke({"messages": messages})
+
+        wrapped = await evaluate(wrap(graph), [Case(history, CHECKS)])
+        one_tool_then_answer(server)
+        plain = await evaluate(returns_state, [Case(history, CHECKS)])
+    for report in (wrapped, plain):
+        assert report.passed, str(report)
+        run = report.cases[0].samples[0].run
+        assert run.turns == 2 and run.usage.requests == 2 and run.tool_names == ["get_weather"]
+        assert [m.role for m in run.messages] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+
+
+async def test_a_tool_raising_through_the_tool_node_keeps_the_calls_and_usage():
+    @tools.tool
+    def get_weather(city: str) -> dict:
+        """The weather in a city."""
+        raise RuntimeError("weather service down")
+
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        llm = langchain_openai.ChatOpenAI(model="test-model", base_url=server.url, api_key="k")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = prebuilt.create_react_agent(llm, [get_weather])
+        report = await evaluate(wrap(graph), [Case("Weather in Tokyo?", [no_error()])])
+    sample = report.cases[0].samples[0]
+    assert sample.status == "error" and "weather service down" in (sample.error or "")
+    (weather,) = sample.run.tool_calls
+    assert weather.arguments == {"city": "Tokyo"}
+    assert weather.error == "RuntimeError: weather service down"
+    assert (sample.run.usage.input_tokens, sample.run.usage.output_tokens) == (40, 9)
+    assert sample.run.turns == 1

@@ -92,6 +92,88 @@ async def test_a_tool_that_raises_is_a_failed_call():
         )
     sample = report.cases[0].samples[0]
     assert not sample.passed
-    assert (sample.run.tool_calls[0].error or "").startswith(
-        "An error occurred while running the tool"
+    assert sample.run.tool_calls[0].error == "RuntimeError: weather service down"
+
+
+# -- issue 35, item 10: facts the SDK's result drops ------------------------------------
+
+
+def agent_with(url: str, **tool_options) -> agents.Agent:
+    @agents.function_tool(**tool_options)
+    def get_weather(city: str) -> dict:
+        """The weather in a city."""
+        raise RuntimeError("weather service down")
+
+    model = agents.OpenAIChatCompletionsModel(
+        model="test-model", openai_client=openai.AsyncOpenAI(base_url=url, api_key="k")
     )
+    return agents.Agent(name="weather", model=model, tools=[get_weather])
+
+
+async def test_the_stop_reason_is_the_last_model_response_s():
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        report = await evaluate(wrap(make_agent(server.url)), [Case("Weather in Tokyo?")])
+    assert report.cases[0].samples[0].run.stop_reason == "stop"
+
+
+async def test_a_tool_raising_through_the_sdk_keeps_the_trajectory_up_to_it():
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        agent = agent_with(server.url, failure_error_function=None)
+        report = await evaluate(wrap(agent), [Case("Weather in Tokyo?", [no_error()])])
+    sample = report.cases[0].samples[0]
+    assert not sample.passed and "weather service down" in (sample.error or "")
+    (weather,) = sample.run.tool_calls
+    assert weather.arguments == {"city": "Tokyo"}
+    assert "weather service down" in (weather.error or "")
+    assert (sample.run.usage.input_tokens, sample.run.usage.output_tokens) == (40, 9)
+    assert sample.run.turns == 1
+
+
+async def test_a_tool_that_raised_is_failed_even_with_a_custom_error_function():
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        agent = agent_with(server.url, failure_error_function=lambda ctx, exc: "try later")
+        report = await evaluate(wrap(agent), [Case("Weather in Tokyo?", [no_error()])])
+    sample = report.cases[0].samples[0]
+    assert not sample.passed
+    (weather,) = sample.run.tool_calls
+    assert "weather service down" in (weather.error or "")
+    assert [m.content for m in sample.run.messages if m.role == "tool"] == ["try later"]
+
+
+async def test_the_caller_s_own_run_hooks_still_run():
+    seen = []
+
+    class Hooks(agents.RunHooks):
+        async def on_llm_end(self, context, agent, response):
+            seen.append("llm")
+
+        async def on_tool_start(self, context, agent, tool):
+            seen.append(tool.name)
+
+    with WireServer() as server:
+        one_tool_then_answer(server)
+        report = await evaluate(wrap(make_agent(server.url), hooks=Hooks()), [Case("Tokyo?")])
+    assert report.cases[0].samples[0].run.stop_reason == "stop"
+    assert seen == ["llm", "get_weather", "llm"]
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ([{"type": "reasoning"}, {"type": "function_call"}], "tool_calls"),
+        ([{"type": "web_search_call"}, {"type": "message", "status": "completed"}], "stop"),
+        ([{"type": "message", "status": "incomplete", "content": []}], "length"),
+        ([{"type": "message", "content": [{"type": "refusal", "refusal": "No."}]}], "refusal"),
+        ([{"type": "reasoning"}], None),
+    ],
+)
+def test_the_stop_reason_is_read_from_the_last_output_item(output, expected):
+    from types import SimpleNamespace
+
+    from tui_eval.agents.adapters.openai_agents import from_result
+
+    result = SimpleNamespace(new_items=[], raw_responses=[SimpleNamespace(output=output)])
+    assert from_result(result, "hi", 0.0).stop_reason == expected

@@ -161,3 +161,81 @@ async def test_an_openai_compatible_case_model_is_resolved_by_tui_eval():
         assert server.requests[0].body["model"] == "test-model"
     run = report.cases[0].samples[0].run
     assert run.usage.total_tokens == 34 and run.stop_reason == "stop"
+
+
+# -- issue 35, items 11 and 12 ----------------------------------------------------------
+
+HISTORY = [
+    Message("user", "Weather in Lima?"),
+    Message(
+        "assistant", None, [__import__("tui_eval").ToolCall("get_weather", {"city": "Lima"}, "h1")]
+    ),
+    Message("tool", '{"city": "Lima", "temp_c": 18}', tool_call_id="h1"),
+    Message("assistant", "18 °C in Lima."),
+    Message("user", "And in Tokyo?"),
+]
+
+
+async def test_a_conversation_s_history_is_not_counted_as_this_run_s_work():
+
+    def respond(messages, info: function.AgentInfo) -> messages_.ModelResponse:
+        if any(type(p).__name__ == "ToolReturnPart" for p in messages[-1].parts):
+            return messages_.ModelResponse(parts=[messages_.TextPart("21 °C in Tokyo.")])
+        call = messages_.ToolCallPart("get_weather", {"city": "Tokyo"}, tool_call_id="c1")
+        return messages_.ModelResponse(parts=[call])
+
+    agent = weather_agent(function.FunctionModel(respond))
+    report = await evaluate(agent, [Case(HISTORY)])
+    run = report.cases[0].samples[0].run
+    assert run.turns == 2 and run.usage.requests == 2
+    assert [(c.name, c.arguments) for c in run.tool_calls] == [("get_weather", {"city": "Tokyo"})]
+    # The history stays in the trajectory, before the run's own messages.
+    assert [m.role for m in run.messages][:5] == ["user", "assistant", "tool", "assistant", "user"]
+
+
+async def streamed(messages, info: function.AgentInfo):
+    """`scripted`, streamed: call `add` first; answer once the tool result is in."""
+    returned = [p for m in messages for p in m.parts if type(p).__name__ == "ToolReturnPart"]
+    if not returned:
+        yield {0: function.DeltaToolCall("add", '{"a": 2, "b": 3}', tool_call_id="c1")}
+    else:
+        yield "2 + 3 = "
+        yield str(returned[0].content)
+
+
+def streaming_agent() -> pydantic_ai.Agent:
+    agent = pydantic_ai.Agent(function.FunctionModel(scripted, stream_function=streamed))
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return agent
+
+
+async def test_plain_functions_returning_a_run_stream_or_iter_run_are_converted():
+    agent = streaming_agent()
+
+    async def ran(prompt: str):
+        return await agent.run(prompt)
+
+    async def streams(prompt: str):
+        async with agent.run_stream(prompt) as result:
+            await result.get_output()
+        return result
+
+    async def iterates(prompt: str):
+        async with agent.iter(prompt) as run:
+            async for _node in run:
+                pass
+        return run
+
+    checks = [tool_called("add", a=2, b=3), contains("= 5")]
+    for source in (ran, streams, iterates):
+        report = await evaluate(source, [Case("What is 2 + 3?", checks)])
+        assert report.passed, f"{source.__name__}: {report}"
+        run = report.cases[0].samples[0].run
+        assert run.output == "2 + 3 = 5", source.__name__
+        assert run.tool_calls[0].result == 5 and run.turns == 2, source.__name__
+        assert run.usage.requests == 2 and run.usage.total_tokens > 0, source.__name__

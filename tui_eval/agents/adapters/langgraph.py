@@ -88,7 +88,24 @@ class GraphAgent:
             self._installed = install_http_client(self.graph)
         warn_if_uncached(self, self._installed)
         start = time.perf_counter()
-        final = await self.graph.ainvoke(state, config or None)
+        final: Any = None
+        try:
+            if hasattr(self.graph, "stream_mode") and hasattr(self.graph, "astream"):
+                # A LangGraph graph: `ainvoke`'s final state, each step's kept on the way.
+                stream = self.graph.astream(state, config or None, stream_mode="values")
+                async for chunk in stream:
+                    if isinstance(chunk, Mapping) and set(chunk) == {"__interrupt__"}:
+                        final = {**(final if isinstance(final, Mapping) else {}), **chunk}
+                    else:
+                        final = chunk
+            else:  # any other runnable
+                final = await self.graph.ainvoke(state, config or None)
+        except Exception as exc:
+            # The calls and usage up to the failure, for the failing sample's trajectory.
+            exc.partial = _partial(  # type: ignore[attr-defined]
+                final, input, (time.perf_counter() - start) * 1000, exc
+            )
+            raise
         return from_value(final, input, (time.perf_counter() - start) * 1000) or RunResult(
             output=final, messages=input_messages(input), turns=1
         )
@@ -100,6 +117,21 @@ class GraphAgent:
             return await self.run(spec.input, deps=spec.deps)
 
         return run
+
+
+def _partial(state: Any, input: Input, latency_ms: float, exc: Exception) -> RunResult:
+    """The run up to the step that raised: the last state's calls and usage, and its
+    unanswered tool calls failed with the exception (a tool node that raised)."""
+    run = from_value(state, input, latency_ms) or RunResult(
+        output=None, messages=input_messages(input)
+    )
+    run.output = None
+    answered = {m.tool_call_id for m in run.messages if m.role == "tool"}
+    unanswered = [c for c in run.tool_calls if c.id not in answered and c.error is None]
+    error = f"{type(exc).__name__}: {exc}"
+    for call in unanswered:
+        call.error = error if len(unanswered) == 1 else f"not answered: the tools raised {error}"
+    return run
 
 
 def is_message(value: Any) -> bool:
@@ -140,7 +172,9 @@ def from_value(value: Any, input: Input, latency_ms: float) -> RunResult | None:
 
 
 def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunResult:
-    """LangChain messages (the graph's whole history, or its answer alone) as a run."""
+    """LangChain messages (the graph's whole history, or its answer alone) as a run. The
+    input conversation they start with is kept as messages, but its model turns and tool
+    calls are not the run's."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
@@ -149,9 +183,21 @@ def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunRes
     stop_reason: str | None = None
     output: Any = None
     priced: list[tuple[str, str, ResponseTokens]] = []
-    for message in raw:
+    own_from = _history_length(raw, input)
+    for index, message in enumerate(raw):
         role = _ROLES.get(str(getattr(message, "type", "")), "assistant")
-        if role == "assistant":
+        if role == "assistant" and index < own_from:
+            tool_calls = [
+                ToolCall(
+                    str(_get(c, "name") or "tool"),
+                    dict(_get(c, "args") or {}),
+                    str(_get(c, "id") or ""),
+                )
+                for c in getattr(message, "tool_calls", None) or []
+            ]
+            text = content_text(getattr(message, "content", ""))
+            messages.append(Message("assistant", text or None, tool_calls))
+        elif role == "assistant":
             turns += 1
             response_calls = []
             for raw_call in getattr(message, "tool_calls", None) or []:
@@ -214,6 +260,23 @@ def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunRes
         latency_ms=latency_ms,
         stop_reason=stop_reason,
     )
+
+
+def _history_length(raw: Sequence[Any], input: Input) -> int:
+    """How many of `raw`'s first messages are the input conversation (0 unless the input is
+    one and they repeat it, role and text)."""
+    if not is_conversation(input):
+        return 0
+    sent = input_messages(input)
+    if len(sent) > len(raw):
+        return 0
+    for ours, theirs in zip(sent, raw, strict=False):
+        role = _ROLES.get(str(getattr(theirs, "type", "")), "assistant")
+        if role != ours.role or content_text(getattr(theirs, "content", "")) != (
+            ours.content or ""
+        ):
+            return 0
+    return len(sent)
 
 
 def _priced(meta: Any, response_meta: Mapping[str, Any]) -> tuple[str, str, ResponseTokens]:

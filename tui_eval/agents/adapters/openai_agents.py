@@ -15,12 +15,23 @@ clients of its models (and its handoffs'), and — for models named by a string 
 provider whose client does the same, unless `run_config=` is given. The run's rate
 limiter, cache, prices and `max_cost` then apply. Usage of calls that did not pass there
 is still priced from the SDK's result, cached tokens included.
+
+Facts the SDK's result drops are recorded while `wrap` runs the agent: each model
+response (through run hooks, the caller's own hooks still called), and the exception of
+each function tool that raised, so a call is failed even when a custom
+`failure_error_function` turned the error into a message for the model; a run that
+raises (a tool with `failure_error_function=None`) keeps its calls and usage up to the
+failure. The stop reason is read from the last model response: a tool call, a refusal,
+a message cut short (`incomplete`), or a finished message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from tui_eval.agents.adapters.install import (
@@ -37,6 +48,22 @@ from tui_eval.util.text import value_text
 TOOL_ERROR_PREFIX = "An error occurred while running the tool."
 """How the SDK's default `failure_error_function` starts the text it sends back for a tool
 that raised: such a call is recorded as failed."""
+
+_WATCHED = "_tui_eval_watched"
+"""Marks a function tool's invoker whose exceptions are already recorded."""
+_RAISED = "_tui_eval_raised"
+"""Set on a tool call's context, and on the exception it raised: (call id, error text)."""
+
+
+@dataclass
+class _Recording:
+    """What one run of a wrapped agent did, as it happened."""
+
+    responses: list[Any] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    """Each finished tool call's output, by call id."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """Each raising tool call's exception, by call id."""
 
 
 def wrap(agent: Any, **run_options: Any) -> SampleRunnerAgent:
@@ -65,6 +92,7 @@ class SampleRunnerAgent:
         """Route the agent's model clients through tui-eval's HTTP layer, once."""
         if self._installed is None:
             self._installed = install_http_client(self.agent)
+            _watch_tools(self.agent, set())
             if "run_config" not in self.run_options:
                 self._run_config = _metered_run_config()
                 self._installed += self._run_config is not None
@@ -79,10 +107,21 @@ class SampleRunnerAgent:
         warn_if_uncached(self, self._install())
         if self._run_config is not None:
             options.setdefault("run_config", self._run_config)
-        Runner = agents.Runner
+        recording = _Recording()
+        options["hooks"] = _recording_hooks(agents, recording, options.get("hooks"))
         start = time.perf_counter()
-        result = await Runner.run(self.agent, _sdk_input(input), **options)
-        return from_result(result, input, (time.perf_counter() - start) * 1000)
+        try:
+            result = await agents.Runner.run(self.agent, _sdk_input(input), **options)
+        except Exception as exc:
+            # The calls and usage up to the failure, for the failing sample's trajectory.
+            raised = _raised_by_tool(exc)
+            if raised is not None:
+                recording.errors[raised[0]] = raised[1]
+            exc.partial = _partial(  # type: ignore[attr-defined]
+                agents, recording, self.agent, input, (time.perf_counter() - start) * 1000
+            )
+            raise
+        return from_result(result, input, (time.perf_counter() - start) * 1000, recording)
 
     def sample_runner(self) -> AgentCall:
         """The per-sample call (used by `evaluate()` instead of `run`, to pass deps)."""
@@ -91,6 +130,115 @@ class SampleRunnerAgent:
             return await self.run(spec.input, deps=spec.deps)
 
         return run
+
+
+def _watch_tools(agent: Any, seen: set[int]) -> None:
+    """Record the exception of each function tool of `agent` (and its handoffs') that
+    raises, before the SDK's `failure_error_function` turns it into text or re-raises it."""
+    if id(agent) in seen:
+        return
+    seen.add(id(agent))
+    for tool in getattr(agent, "tools", None) or ():
+        invoker = getattr(tool, "on_invoke_tool", None)
+        impl = getattr(invoker, "_invoke_tool_impl", None)
+        if impl is None or getattr(impl, _WATCHED, False):
+            continue
+        invoker._invoke_tool_impl = _recorded(impl)  # type: ignore[union-attr]
+    for handoff in getattr(agent, "handoffs", None) or ():
+        _watch_tools(getattr(handoff, "agent", handoff), seen)
+
+
+def _recorded(impl: Any) -> Any:
+    async def invoke(ctx: Any, input: str) -> Any:
+        try:
+            return await impl(ctx, input)
+        except Exception as exc:
+            # Read by the run hooks' `on_tool_end` (same context), or, when the SDK re-raises,
+            # from the exception the run ends with.
+            raised = (str(getattr(ctx, "tool_call_id", "") or ""), f"{type(exc).__name__}: {exc}")
+            for holder in (ctx, exc):
+                with contextlib.suppress(AttributeError, TypeError):  # a frozen one
+                    setattr(holder, _RAISED, raised)
+            raise
+
+    setattr(invoke, _WATCHED, True)
+    return invoke
+
+
+def _recording_hooks(agents: Any, recording: _Recording, theirs: Any) -> Any:
+    """Run hooks that record each model response and tool output, then call `theirs`."""
+
+    class Recording(agents.RunHooks):  # type: ignore[misc]
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            recording.responses.append(response)
+            if theirs is not None:
+                await theirs.on_llm_end(context, agent, response)
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            call_id = str(getattr(context, "tool_call_id", "") or "")
+            recording.outputs[call_id] = result
+            raised = getattr(context, _RAISED, None)
+            if raised is not None:
+                recording.errors[raised[0]] = raised[1]
+            if theirs is not None:
+                await theirs.on_tool_end(context, agent, tool, result)
+
+    for name in ("on_llm_start", "on_agent_start", "on_agent_end", "on_handoff", "on_tool_start"):
+        if theirs is not None:
+            setattr(Recording, name, _forward(name, theirs))
+    return Recording()
+
+
+def _raised_by_tool(exc: BaseException) -> tuple[str, str] | None:
+    """(call id, error) of the tool exception a run's exception was raised from, if any."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # the SDK wraps it once or twice; never loop on a cycle
+        if seen is None:
+            return None
+        raised = getattr(seen, _RAISED, None)
+        if raised is not None:
+            return (str(raised[0]), str(raised[1]))
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _forward(name: str, theirs: Any) -> Any:
+    async def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return await getattr(theirs, name)(*args, **kwargs)
+
+    return forward
+
+
+def _partial(
+    agents: Any, recording: _Recording, agent: Any, input: Input, latency_ms: float
+) -> RunResult:
+    """The run up to its failure, from the model responses recorded before it: each
+    requested tool call with its output, or its error."""
+    items: list[Any] = []
+    for response in recording.responses:
+        for raw in getattr(response, "output", ()) or ():
+            kind = _field(raw, "type")
+            if kind == "message":
+                items.append(agents.MessageOutputItem(agent=agent, raw_item=raw))
+            elif kind == "function_call":
+                items.append(agents.ToolCallItem(agent=agent, raw_item=raw))
+                call_id = str(_field(raw, "call_id") or "")
+                if call_id in recording.outputs:
+                    output = recording.outputs[call_id]
+                    raw_output = {"call_id": call_id, "output": _text(output)}
+                    raw_output["type"] = "function_call_output"
+                    items.append(
+                        agents.ToolCallOutputItem(agent=agent, raw_item=raw_output, output=output)
+                    )
+    result = SimpleNamespace(
+        new_items=items, raw_responses=recording.responses, last_agent=agent, final_output=None
+    )
+    converted = from_result(result, input, latency_ms, recording)
+    converted.output = None
+    last = converted.messages[-1]
+    if last.role == "assistant" and not last.tool_calls and last.content == _text(None):
+        converted.messages.pop()  # the final answer `from_result` adds: there is none
+    return converted
 
 
 def _metered_run_config() -> Any:
@@ -134,8 +282,11 @@ def is_result(value: Any) -> bool:
     )
 
 
-def from_result(result: Any, input: Input, latency_ms: float) -> RunResult:
-    """An Agents SDK `RunResult` as ours."""
+def from_result(
+    result: Any, input: Input, latency_ms: float, recording: _Recording | None = None
+) -> RunResult:
+    """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran)."""
+    errors = recording.errors if recording is not None else {}
     messages: list[Message] = []
     instructions = getattr(getattr(result, "last_agent", None), "instructions", None)
     if isinstance(instructions, str) and instructions:
@@ -153,6 +304,8 @@ def from_result(result: Any, input: Input, latency_ms: float) -> RunResult:
                 _arguments(_field(raw, "arguments")),
                 call_id,
             )
+            if call.id in errors:
+                call.error = errors[call.id]
             calls[call.id] = call
             ordered.append(call)
             messages.append(Message("assistant", None, [call]))
@@ -163,7 +316,7 @@ def from_result(result: Any, input: Input, latency_ms: float) -> RunResult:
                 output = _field(raw, "output")
             text = output if isinstance(output, str) else _text(output)
             found = calls.get(call_id)
-            if found is not None:
+            if found is not None and found.error is None:
                 if isinstance(output, str) and output.startswith(TOOL_ERROR_PREFIX):
                     found.error = output
                 else:
@@ -208,7 +361,26 @@ def from_result(result: Any, input: Input, latency_ms: float) -> RunResult:
         usage=usage,
         turns=len(responses),
         latency_ms=latency_ms,
+        stop_reason=_stop_reason(responses[-1]) if responses else None,
     )
+
+
+def _stop_reason(response: Any) -> str | None:
+    """Why a model response ended, from its last output item (the SDK keeps no finish
+    reason): `tool_calls` for a call (a hosted tool's call followed by a message is not
+    one), `refusal`, `length` for a message cut short, `stop` for a finished message;
+    None when it says nothing."""
+    for raw in reversed(list(getattr(response, "output", ()) or ())):
+        kind = str(_field(raw, "type") or "")
+        if kind.endswith("_call"):
+            return "tool_calls"
+        if kind != "message":
+            continue  # reasoning, and other items that are not the answer
+        parts = _field(raw, "content") or []
+        if not isinstance(parts, str) and any(_field(p, "type") == "refusal" for p in parts):
+            return "refusal"
+        return "length" if _field(raw, "status") == "incomplete" else "stop"
+    return None
 
 
 def _model_name(agent: Any) -> str:

@@ -6,6 +6,10 @@ every check reads. A tool call whose return part's `outcome` is not `success` (p
 raises keeps the trajectory up to the failure; a conversation input is sent with its
 system and assistant turns; the run's `instructions` are its system message; a case's
 `openai-compatible:MODEL@URL` model is resolved here, since pydantic-ai has no such spec.
+A conversation's earlier turns stay in the trajectory but are not the run's: only this
+run's model calls, tool calls and usage count. A plain function returning a run's result —
+`AgentRunResult`, the `StreamedRunResult` of `run_stream`, or the `AgentRun` of `iter` —
+is converted the same way (`from_result`).
 """
 
 from __future__ import annotations
@@ -53,31 +57,100 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
                 result = await agent.run(prompt, **kwargs)
             except Exception as exc:
                 # The trajectory up to the failure, for the failing sample's trajectory tab.
-                messages, calls, turns = convert_messages(list(captured))
+                ran = list(captured)
+                own_from = min(len(history), len(ran))
+                messages, calls, turns = convert_messages(ran, own_from)
                 exc.partial = RunResult(  # type: ignore[attr-defined]
                     None,
                     messages,
                     calls,
-                    Usage(),
+                    _responses_usage(ran[own_from:]),
                     turns,
                     (time.perf_counter() - start) * 1000,
                 )
                 raise
-        latency_ms = (time.perf_counter() - start) * 1000
-        messages, calls, turns = convert_messages(result.all_messages())
-        raw_usage = result.usage
-        if not hasattr(raw_usage, "input_tokens"):  # older pydantic-ai: a method
-            raw_usage = raw_usage()
-        usage = Usage(
-            int(getattr(raw_usage, "input_tokens", 0) or 0),
-            int(getattr(raw_usage, "output_tokens", 0) or 0),
-            int(getattr(raw_usage, "requests", 0) or 0),
-        )
-        charge_unmetered(_usages(result.all_messages()))
-        stop = _stop_reason(result.all_messages())
-        return RunResult(result.output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
+        return from_result(result, (time.perf_counter() - start) * 1000)
 
     return run
+
+
+def is_result(value: Any) -> bool:
+    """Whether `value` is a pydantic-ai run's result: an `AgentRunResult`, a streamed run's
+    `StreamedRunResult`, or an `AgentRun` from `Agent.iter` (told by module and fields)."""
+    module = type(value).__module__ or ""
+    if not module.startswith("pydantic_ai"):
+        return False
+    if type(value).__name__ == "AgentRun":
+        return True
+    return hasattr(value, "all_messages") and hasattr(value, "new_messages")
+
+
+def from_result(value: Any, latency_ms: float) -> RunResult:
+    """A pydantic-ai run's result as ours: the whole conversation as its trajectory, but
+    only this run's model calls, tool calls and usage (not an input history's)."""
+    if type(value).__name__ == "AgentRun":
+        return _from_agent_run(value, latency_ms)
+    everything = list(value.all_messages())
+    own_from = len(everything) - len(value.new_messages())
+    messages, calls, turns = convert_messages(everything, own_from)
+    raw_usage = value.usage
+    if not hasattr(raw_usage, "input_tokens"):  # older pydantic-ai: a method
+        raw_usage = raw_usage()
+    usage = Usage(
+        int(getattr(raw_usage, "input_tokens", 0) or 0),
+        int(getattr(raw_usage, "output_tokens", 0) or 0),
+        int(getattr(raw_usage, "requests", 0) or 0),
+    )
+    charge_unmetered(_usages(everything[own_from:]))
+    output = _output(value, messages)
+    stop = _stop_reason(everything[own_from:])
+    return RunResult(output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
+
+
+def _from_agent_run(run: Any, latency_ms: float) -> RunResult:
+    """An `AgentRun` (from `Agent.iter`): its result once it ended, else the messages of
+    the run so far with their usage."""
+    if run.result is not None:
+        return from_result(run.result, latency_ms)
+    everything = list(run.all_messages())
+    own_from = len(everything) - len(run.new_messages())
+    messages, calls, turns = convert_messages(everything, own_from)
+    charge_unmetered(_usages(everything[own_from:]))
+    last = messages[-1] if messages else None
+    output = last.content if last is not None and last.role == "assistant" else None
+    own = everything[own_from:]
+    return RunResult(
+        output,
+        messages,
+        calls,
+        _responses_usage(own),
+        turns,
+        latency_ms,
+        stop_reason=_stop_reason(own),
+    )
+
+
+def _output(value: Any, messages: list[Message]) -> Any:
+    """A result's output: `AgentRunResult.output`; a streamed result's, once streamed."""
+    try:
+        return value.output
+    except Exception:  # a StreamedRunResult not yet streamed to its end
+        last = messages[-1] if messages else None
+        return last.content if last is not None and last.role == "assistant" else None
+
+
+def _responses_usage(history: list[Any]) -> Usage:
+    """The usage of the model responses among `history`."""
+    usage = Usage()
+    for item in history:
+        if type(item).__name__ == "ModelResponse":
+            raw = getattr(item, "usage", None)
+            usage = usage + Usage(
+                token_count(getattr(raw, "input_tokens", 0)),
+                token_count(getattr(raw, "output_tokens", 0)),
+                1,
+            )
+    return usage
 
 
 def pydantic_ai_model(model: Any) -> Any:
@@ -202,17 +275,22 @@ def _stop_reason(history: list[Any]) -> str | None:
     return None
 
 
-def convert_messages(history: list[Any]) -> tuple[list[Message], list[ToolCall], int]:
-    """pydantic-ai messages as ours: (messages, tool calls in order, model responses)."""
+def convert_messages(
+    history: list[Any], own_from: int = 0
+) -> tuple[list[Message], list[ToolCall], int]:
+    """pydantic-ai messages as ours: (messages, tool calls in order, model responses). The
+    items before `own_from` are an input history: kept as messages, but neither their
+    model responses nor their tool calls are the run's."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
     turns = 0
     instructions_seen: str | None = None
-    for item in history:
+    for index, item in enumerate(history):
         kind = type(item).__name__
+        own = index >= own_from
         if kind == "ModelResponse":
-            turns += 1
+            turns += own
             texts, response_calls = [], []
             for part in item.parts:
                 part_kind = type(part).__name__
@@ -226,7 +304,8 @@ def convert_messages(history: list[Any]) -> tuple[list[Message], list[ToolCall],
                     )
                     call = ToolCall(part.tool_name, args, str(part.tool_call_id or ""))
                     calls[call.id] = call
-                    ordered.append(call)
+                    if own:
+                        ordered.append(call)
                     response_calls.append(call)
             messages.append(Message("assistant", "".join(texts) or None, response_calls))
             continue
