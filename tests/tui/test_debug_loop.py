@@ -56,11 +56,17 @@ async def test_back_to_suites_mid_run_and_enter_reopens_the_live_run(tmp_path, m
         await wait_until_done(pilot, again)
         assert again.session.report is not None and not again.session.report.cancelled
         # Finished: enter still opens that run (it does not start another)...
-        await pilot.press("q", "enter")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, SuitesScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         assert app.screen.session is first.session
         # ...and `r` starts a new one.
-        await pilot.press("q", "r")
-        assert isinstance(app.screen, RunScreen) and app.screen.session is not first.session
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, SuitesScreen))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        assert app.screen.session is not first.session
         await wait_until_done(pilot, app.screen)
 
 
@@ -482,7 +488,11 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
         await run_and_save_baseline(pilot, app)
         rate["p"] = 0.3
         first = app.screen
-        await pilot.press("q", "r")
+        # q, then r once the Suites screen is back (pressed together on a busy machine, r
+        # could reach the Run screen before q had closed it).
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, SuitesScreen))
+        await pilot.press("r")
         # The new run's screen opens once the app has handled the Suites screen's request.
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen is not first)
         await wait_until_done(pilot, app.screen)
