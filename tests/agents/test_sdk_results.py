@@ -225,3 +225,23 @@ async def test_null_finish_reason_is_unknown_not_the_agents(server):
 def test_no_stop_reason_from_a_plain_function_still_says_the_agent_gave_none():
     check = stop_reason("stop")(RunResult("x"))
     assert not check.passed and "gave none" in check.reason
+
+
+async def test_unknown_usage_survives_a_saved_report(tmp_path):
+    from tui_eval import Report
+
+    report = await evaluate(lambda q: "an answer", [Case("q")])
+    loaded = Report.load(report.save(tmp_path / "r.json"))
+    sample = loaded.cases[0].samples[0]
+    assert not sample.usage.known and not sample.run.usage.known
+
+
+async def test_a_price_is_told_the_usage_is_unknown():
+    told = []
+
+    def price(usage: Usage) -> float:
+        told.append(usage.known)
+        return 0.01  # a flat price per sample needs no tokens
+
+    report = await evaluate(lambda q: "an answer", [Case("q")], price=price)
+    assert told == [False] and report.cases[0].samples[0].cost == 0.01

@@ -74,7 +74,8 @@ class Usage:
 
 
 Price = Callable[[Usage], float]
-"""Turns a sample's `Usage` into dollars."""
+"""Turns a sample's `Usage` into dollars (its `known` is False when the agent reported no
+usage: a price by the token then has nothing to count)."""
 
 
 @dataclass(slots=True)
