@@ -77,6 +77,60 @@ async def test_function_returning_the_message_keeps_its_calls_but_not_a_usage(se
     assert not result.usage.known  # a message carries no usage
 
 
+def responses_body(status: str = "completed") -> dict:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 0,
+        "model": "test-model",
+        "status": status,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Let me add.", "annotations": []}],
+            },
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_r",
+                "name": "add",
+                "arguments": '{"a": 2, "b": 3}',
+                "status": "completed",
+            },
+        ],
+        "usage": {
+            "input_tokens": 15,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 4,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 19,
+        },
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+async def test_function_returning_a_responses_api_response_is_converted(server):
+    server.reply(Reply(body=responses_body()), Reply(body=responses_body("incomplete")))
+
+    async def agent(question: str):
+        return await sdk_client(server).responses.create(model="test-model", input=question)
+
+    result = await make_runner(agent)(RunSpec("What is 2 + 3?"))
+    assert server.requests[0].path == "/v1/responses"
+    assert result.output == "Let me add." and result.model == "test-model"
+    assert result.tool_names == ["add"] and result.tool_calls[0].arguments == {"a": 2, "b": 3}
+    assert result.tool_calls[0].id == "call_r"
+    assert result.usage == Usage(15, 4, 1) and result.stop_reason == "tool_calls"
+    cut = await make_runner(agent)(RunSpec("again"))
+    assert cut.stop_reason == "length"
+
+
 async def test_a_plain_string_has_unknown_usage_and_max_tokens_says_so():
     def agent(question: str) -> str:
         return "an answer"
