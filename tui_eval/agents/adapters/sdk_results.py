@@ -1,11 +1,11 @@
-"""What a plain function returns after calling an SDK itself, as a `RunResult`.
+"""What a plain function returns after calling the `openai` SDK itself, as a `RunResult`.
 
-A raw `openai` SDK `ChatCompletion` (or its `choices[0].message`), a Responses-API
-`Response`, and a pydantic-ai
-`AgentRunResult` carry the output, the tool calls the model asked for, the usage and the
-stop reason; they are told apart by their types' modules, so no SDK is imported to check
-a value. Usage they report is priced into the sample's cost when their requests did not
-pass through tui-eval's HTTP layer (`tui_eval.http_client()`), which meters them already.
+A `ChatCompletion` (or its `choices[0].message`) and a Responses-API `Response` carry the
+output, the tool calls the model asked for, the usage, the stop reason and the model; they
+are told apart by their types' modules, so the SDK is not imported to check a value
+(frameworks' result objects, pydantic-ai's among them, are `from_framework`'s). Usage they
+report is priced into the sample's cost when their requests did not pass through tui-eval's
+HTTP layer (`tui_eval.http_client()`), which meters them already.
 """
 
 from __future__ import annotations
@@ -30,12 +30,10 @@ from tui_eval.agents.run_spec import Input
 
 
 def from_sdk(value: Any, input: Input, latency_ms: float) -> RunResult | None:
-    """`value` as a `RunResult` when it is an SDK response this module knows; else None."""
+    """`value` as a `RunResult` when it is an `openai` SDK response; else None."""
     module = type(value).__module__ or ""
     if module.startswith("openai."):
         return _from_openai(value, input, latency_ms)
-    if module.startswith("pydantic_ai.") and _is_pydantic_ai_result(value):
-        return _from_pydantic_ai(value, latency_ms)
     return None
 
 
@@ -122,43 +120,4 @@ def _from_responses(body: dict[str, Any]) -> Completion:
         usage=Usage(tokens.input, tokens.output, 1),
         stop_reason=stop,
         model=str(body.get("model") or ""),
-    )
-
-
-def _is_pydantic_ai_result(value: Any) -> bool:
-    return all(hasattr(value, name) for name in ("output", "all_messages", "new_messages"))
-
-
-def _from_pydantic_ai(result: Any, latency_ms: float) -> RunResult:
-    # The adapter's own conversions, so an agent run by tui-eval and one run by a function
-    # give the same trajectory.
-    from tui_eval.agents.adapters.pydantic_ai import _stop_reason, _usages, convert_messages
-
-    history = list(result.all_messages())
-    messages, _, _ = convert_messages(history)
-    # The calls and turns are this run's; a `message_history` the function passed is not.
-    _, calls, turns = convert_messages(list(result.new_messages()))
-    by_id = {call.id: call for message in messages for call in message.tool_calls}
-    calls = [by_id.get(call.id, call) for call in calls]
-    raw = result.usage
-    if not hasattr(raw, "input_tokens"):  # older pydantic-ai: a method
-        raw = raw()
-    usage = Usage(
-        int(getattr(raw, "input_tokens", 0) or 0),
-        int(getattr(raw, "output_tokens", 0) or 0),
-        int(getattr(raw, "requests", 0) or 0),
-    )
-    new = list(result.new_messages())
-    charge_unmetered(_usages(new))
-    responses = [m for m in new if type(m).__name__ == "ModelResponse"]
-    last = responses[-1] if responses else None
-    return RunResult(
-        result.output,
-        messages,
-        calls,
-        usage,
-        turns,
-        latency_ms,
-        stop_reason=_stop_reason(new),
-        model=str(getattr(last, "model_name", "") or ""),
     )
