@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,6 +17,9 @@ StopReason = Literal["stop", "length", "content_filter", "tool_calls", "refusal"
 
 STOP_REASONS: tuple[str, ...] = ("stop", "length", "content_filter", "tool_calls", "refusal")
 
+UNKNOWN_STOP_REASON = "unknown"
+"""The stop reason of a response whose server sent none (`finish_reason: null`)."""
+
 _ids = itertools.count(1)
 
 
@@ -24,25 +28,44 @@ def new_call_id() -> str:
     return f"call_{next(_ids)}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class Usage:
     """Token and request counts of one model call, or summed over many.
 
     Example:
         >>> Usage(10, 2, 1) + Usage(5, 1, 1)
         Usage(input_tokens=15, output_tokens=3, requests=2)
+
+    Attributes:
+        known: False when the agent did not report its usage (a plain function returning a
+            string): the zeros are then not a count, and token checks such as `max_tokens`
+            fail saying so. A sum is known only when every part is.
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    known: bool = True
+
+    @classmethod
+    def unknown(cls) -> Usage:
+        """The usage of a run that did not report one."""
+        return cls(known=False)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.requests + other.requests,
+            self.known and other.known,
         )
+
+    def __repr__(self) -> str:
+        counts = (
+            f"input_tokens={self.input_tokens}, output_tokens={self.output_tokens}, "
+            f"requests={self.requests}"
+        )
+        return f"Usage({counts})" if self.known else f"Usage({counts}, known=False)"
 
     @property
     def total_tokens(self) -> int:
@@ -51,7 +74,8 @@ class Usage:
 
 
 Price = Callable[[Usage], float]
-"""Turns a sample's `Usage` into dollars."""
+"""Turns a sample's `Usage` into dollars (its `known` is False when the agent reported no
+usage: a price by the token then has nothing to count)."""
 
 
 @dataclass(slots=True)
@@ -119,7 +143,9 @@ class RunResult:
         latency_ms: wall time of the run.
         retries: provider retries (429/5xx) during the run.
         stop_reason: why the model's last response ended (`stop`, `length`,
-            `content_filter`, `tool_calls`, `refusal`); None when the agent does not say.
+            `content_filter`, `tool_calls`, `refusal`); `unknown` when the model's server
+            sent none (`finish_reason: null`, as vLLM may); None when the agent does not say.
+        model: the model that answered, when the agent says ("" otherwise).
     """
 
     output: Any = None
@@ -130,6 +156,7 @@ class RunResult:
     latency_ms: float = 0.0
     retries: int = 0
     stop_reason: str | None = None
+    model: str = ""
 
     @property
     def tool_names(self) -> list[str]:
@@ -171,3 +198,79 @@ def input_text(input: Any) -> str:
 def structured_input_text(value: Any) -> str:
     """A structured input as the JSON text a model reads (values JSON cannot hold as repr)."""
     return value_text(value)
+
+
+def to_openai(input: Any) -> list[dict[str, Any]]:
+    """A case's input as OpenAI chat-completions messages, for a plain function that calls
+    the `openai` SDK itself: a conversation's `Message`s (tool calls and results included),
+    a prompt as one user message, a structured value as one user message of JSON text.
+
+    Example:
+        >>> to_openai([Message("system", "Be brief."), Message("user", "Hi")])
+        [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
+    """
+    converted: list[dict[str, Any]] = []
+    for message in input_messages(input):
+        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ]
+        if message.role == "tool":
+            item["content"] = message.content or ""
+            item["tool_call_id"] = message.tool_call_id or ""
+        elif message.role != "assistant":
+            item["content"] = message.content or ""
+        converted.append(item)
+    return converted
+
+
+def to_anthropic(input: Any) -> tuple[str, list[dict[str, Any]]]:
+    """A case's input as Anthropic messages-API arguments: `(system, messages)`, the system
+    messages joined into the `system` text (the API takes it apart), tool calls as
+    `tool_use` blocks and tool results as `tool_result` blocks of a user turn (consecutive
+    results in one turn, as the API requires).
+
+    Example:
+        >>> system, messages = to_anthropic([Message("system", "Be brief."), Message("user", "Hi")])
+        >>> system, messages
+        ('Be brief.', [{'role': 'user', 'content': 'Hi'}])
+    """
+    systems: list[str] = []
+    converted: list[dict[str, Any]] = []
+    for message in input_messages(input):
+        if message.role == "system":
+            systems.append(message.content or "")
+        elif message.role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content or "",
+            }
+            last = converted[-1] if converted else None
+            if last is not None and last["role"] == "user" and _is_tool_results(last):
+                last["content"].append(block)
+            else:
+                converted.append({"role": "user", "content": [block]})
+        elif message.role == "assistant" and message.tool_calls:
+            blocks: list[dict[str, Any]] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+                for c in message.tool_calls
+            ]
+            converted.append({"role": "assistant", "content": blocks})
+        else:
+            converted.append({"role": message.role, "content": message.content or ""})
+    return "\n\n".join(systems), converted
+
+
+def _is_tool_results(message: dict[str, Any]) -> bool:
+    content = message["content"]
+    return isinstance(content, list) and all(b.get("type") == "tool_result" for b in content)

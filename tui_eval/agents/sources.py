@@ -2,7 +2,10 @@
 
 Accepted: an `Agent`; a zero-arg factory returning one (called per sample); any async
 (or sync) callable `f(input)`; any object with a `run(input)` method. Whatever comes back
-becomes a `RunResult` (a bare value becomes its `output`) with a measured `latency_ms`.
+becomes a `RunResult` (a bare value becomes its `output`) with a measured `latency_ms`:
+an SDK's response (an `openai` `ChatCompletion` or its message, a pydantic-ai result) or
+another framework's result with its trajectory and usage; a bare value with its usage
+unknown (never a count of 0 that a token check would pass).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import anyio
 import anyio.to_thread
 
 from tui_eval.agents.adapters import from_framework
+from tui_eval.agents.adapters.sdk_results import from_sdk
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
@@ -158,7 +162,7 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
             value,
             [*input_messages(input), Message("assistant", value)],
             [],
-            Usage(),
+            Usage.unknown(),  # a string says nothing of the tokens it took
             1,
             latency_ms,
         )
@@ -171,6 +175,9 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
                 Message("assistant", value_text(value.output)),
             ]
         return value
+    sdk = from_sdk(value, input, latency_ms)
+    if sdk is not None:
+        return sdk
     framework = from_framework(value, input, latency_ms)
     if framework is not None:
         return framework
@@ -180,6 +187,7 @@ def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
     return RunResult(
         output=value,
         messages=[*input_messages(input), Message("assistant", value_text(value))],
+        usage=Usage.unknown(),
         turns=1,
         latency_ms=latency_ms,
     )
@@ -203,10 +211,14 @@ def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | Non
         )
         calls.append(ToolCall(str(name), dict(args or {})))
     raw_usage = getattr(value, "usage", None)
-    usage = Usage(
-        int(getattr(raw_usage, "input_tokens", 0) or 0),
-        int(getattr(raw_usage, "output_tokens", 0) or 0),
-        int(getattr(raw_usage, "requests", 1) or 1) if raw_usage is not None else 0,
+    usage = (
+        Usage(
+            int(getattr(raw_usage, "input_tokens", 0) or 0),
+            int(getattr(raw_usage, "output_tokens", 0) or 0),
+            int(getattr(raw_usage, "requests", 1) or 1),
+        )
+        if raw_usage is not None
+        else Usage.unknown()
     )
     messages = [*input_messages(input), Message("assistant", value_text(content), calls)]
     return RunResult(content, messages, calls, usage, turns=1, latency_ms=latency_ms)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from tui_eval.agents.messages import RunResult
+from tui_eval.agents.messages import UNKNOWN_STOP_REASON, RunResult
 from tui_eval.checks.base import CheckContext, CheckResult
 from tui_eval.checks.matchers import subset_mismatch
 from tui_eval.util.text import one_line
@@ -133,7 +133,12 @@ class stop_reason:
         if run.stop_reason in self.reasons:
             return CheckResult(self.name, True, 1.0, "")
         wanted = " or ".join(repr(r) for r in self.reasons)
-        got = repr(run.stop_reason) if run.stop_reason else "no stop reason (the agent gave none)"
+        if run.stop_reason == UNKNOWN_STOP_REASON:
+            got = "an unknown stop reason (the model's server sent finish_reason: null)"
+        elif run.stop_reason:
+            got = repr(run.stop_reason)
+        else:
+            got = "no stop reason (the agent gave none)"
         return CheckResult(
             self.name, False, 0.0, f"expected the model to stop with {wanted}, got {got}"
         )

@@ -269,12 +269,23 @@ class max_turns:
 
 @dataclass(eq=False, slots=True)
 class max_tokens:
-    """The agent run used at most `n` tokens (input + output; the judge's are not counted)."""
+    """The agent run used at most `n` tokens (input + output; the judge's are not counted).
+
+    An agent that reports no usage (a plain function returning a string) fails it: its
+    tokens are unknown, not zero. Return the SDK's response (a `ChatCompletion`, a
+    pydantic-ai result...) or a `RunResult` with its `usage` to have them counted.
+    """
 
     n: int
     name: str = "max_tokens"
 
     def __call__(self, run: RunResult) -> CheckResult:
+        if not run.usage.known:
+            return _fail(
+                self.name,
+                f"token usage is unknown: the agent reported none, so at most {self.n:,} "
+                "tokens cannot be checked (return the SDK's response or a RunResult with usage)",
+            )
         used = run.usage.total_tokens
         if used <= self.n:
             return _ok(self.name)

@@ -14,8 +14,13 @@ application's own exporters keep working.
 Model calls the spans record are priced (`gen_ai.usage.*`, cached tokens included, by
 `gen_ai.response.model`) when they did not pass through `tui_eval.http_client()`.
 
-What `fn` returns is its output (a framework result object is converted as anywhere else);
-its tool calls, usage and turns come from the spans when the return value has none.
+What `fn` returns is its output (an SDK or framework result object is converted as anywhere
+else); its tool calls, usage and turns come from the spans when the return value has none.
+
+Spans a thread pool makes without the OpenTelemetry context start traces of their own and
+cannot be told apart from other code's: a model or tool span that starts a new trace while a
+sample runs is reported (a warning naming the case and the fix, context propagation), not
+collected.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +36,10 @@ import anyio.to_thread
 
 from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.adapters.install import charge_unmetered, require
+from tui_eval.agents.adapters.sdk_results import from_sdk
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans, span_usages
-from tui_eval.agents.messages import Message, RunResult, input_messages
+from tui_eval.agents.messages import Message, RunResult, Usage, input_messages
+from tui_eval.agents.providers.context import current_sample
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
@@ -85,7 +93,9 @@ class CapturedAgent:
                 if inspect.isawaitable(value):
                     value = await value
             finally:
-                collector.close(trace_id)
+                strays = collector.close(trace_id)
+        if strays:
+            _warn_lost(strays)
         latency_ms = (time.perf_counter() - start) * 1000
         charge_unmetered(span_usages(spans))
         return merge(_returned(value, input, latency_ms), spans)
@@ -108,7 +118,9 @@ def merge(run: RunResult, spans: list[SpanRecord]) -> RunResult:
         run.tool_calls = traced.tool_calls
         users = [m for m in run.messages if m.role in ("system", "user")]
         run.messages = [*users, *[m for m in traced.messages if m.role not in ("system", "user")]]
-    if run.usage.total_tokens == 0 and traced.usage.total_tokens:
+    if traced.turns and (
+        not run.usage.known or (run.usage.total_tokens == 0 and traced.usage.total_tokens)
+    ):
         run.usage = traced.usage
     if traced.turns:
         run.turns = max(run.turns, traced.turns)
@@ -123,11 +135,26 @@ def _returned(value: Any, input: Input, latency_ms: float) -> RunResult:
         if not value.latency_ms:
             value.latency_ms = latency_ms
         return value
-    converted = from_framework(value, input, latency_ms)
+    converted = from_sdk(value, input, latency_ms) or from_framework(value, input, latency_ms)
     if converted is not None:
         return converted
     messages = [*input_messages(input), Message("assistant", value_text(value))]
-    return RunResult(output=value, messages=messages, latency_ms=latency_ms)
+    # Its usage is the spans' to tell; without a model span it stays unknown.
+    return RunResult(output=value, messages=messages, usage=Usage.unknown(), latency_ms=latency_ms)
+
+
+def _warn_lost(count: int) -> None:
+    sample = current_sample()
+    where = f"case {sample.case_name!r} sample {sample.index}" if sample else "the captured call"
+    warnings.warn(
+        f"otel.capture: {count} model or tool span(s) started a trace of their own while "
+        f"{where} ran, so they are not in its trajectory: spans made in another thread (a "
+        "thread pool) lose the OpenTelemetry context. Propagate it: submit "
+        "contextvars.copy_context().run(fn, ...) to the pool, or install "
+        "opentelemetry-instrumentation-threading",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _in_context(fn: Callable[[Any], Any], input: Any, parent: Any) -> Any:
@@ -152,17 +179,22 @@ class _Collector:
 
     def __init__(self) -> None:
         self._open: dict[int, list[SpanRecord]] = {}
+        self._strays: dict[int, int] = {}
+        """Per open trace: GenAI/OpenInference root spans of other traces seen meanwhile."""
         self._lock = threading.Lock()
 
     def open(self, trace_id: int) -> list[SpanRecord]:
         spans: list[SpanRecord] = []
         with self._lock:
             self._open[trace_id] = spans
+            self._strays[trace_id] = 0
         return spans
 
-    def close(self, trace_id: int) -> None:
+    def close(self, trace_id: int) -> int:
+        """Stop collecting a trace; how many stray spans ended while it was open."""
         with self._lock:
             self._open.pop(trace_id, None)
+            return self._strays.pop(trace_id, 0)
 
     # -- the SDK's SpanProcessor protocol --------------------------------------------
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -175,6 +207,11 @@ class _Collector:
         context = span.get_span_context()
         with self._lock:
             bucket = self._open.get(context.trace_id)
+            if bucket is None and span.parent is None and _is_model_or_tool(span):
+                # A new trace's root while samples run: most likely one of theirs whose
+                # context was lost (a thread pool). Which one cannot be known: each is told.
+                for trace_id in self._strays:
+                    self._strays[trace_id] += 1
         if bucket is None or (span.name == SAMPLE_SPAN and span.parent is None):
             return
         bucket.append(record(span))
@@ -184,6 +221,11 @@ class _Collector:
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
+
+
+def _is_model_or_tool(span: Any) -> bool:
+    attributes = span.attributes or {}
+    return "gen_ai.operation.name" in attributes or "openinference.span.kind" in attributes
 
 
 def record(span: Any) -> SpanRecord:

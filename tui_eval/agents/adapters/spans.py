@@ -10,7 +10,10 @@ Read attributes — GenAI: `gen_ai.operation.name` (`chat`, `execute_tool`, `inv
 `gen_ai.usage.output_tokens`, `gen_ai.input.messages`, `gen_ai.output.messages`,
 `gen_ai.response.finish_reasons`; OpenInference: `openinference.span.kind` (`TOOL`, `LLM`,
 `AGENT`, `CHAIN`), `tool.name`, `tool.parameters`, `input.value`, `output.value`,
-`llm.token_count.prompt`, `llm.token_count.completion`, `llm.input_messages.N.message.*`.
+`llm.token_count.prompt`, `llm.token_count.completion`, `llm.input_messages.N.message.*`,
+`llm.output_messages.N.message.tool_calls.M.tool_call.*`. A trace with no tool spans (an
+LLM-only instrumentation) takes its tool calls from the model spans' output messages; a model
+span with no token counts makes the usage unknown.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ CASE_ATTRIBUTE = "tui_eval.case"
 """A span attribute naming the case a recorded trace belongs to."""
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
+
+_TOKEN_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "llm.token_count.prompt",
+    "llm.token_count.completion",
+)
 
 
 @dataclass(slots=True)
@@ -70,6 +80,7 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
     last model or agent answer unless `output` is given)."""
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
     calls: list[ToolCall] = []
+    requested: list[ToolCall] = []  # asked for in model output, for LLM-only instrumentations
     usage = Usage()
     turns = 0
     stop_reason: str | None = None
@@ -89,7 +100,9 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
                     attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
                 ),
                 1,
+                known=any(key in attrs for key in _TOKEN_KEYS),
             )
+            requested += requested_calls(span)
             if not first_input:
                 first_input = input_messages_of(span)
             answer = _answer_text(span)
@@ -112,6 +125,10 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
             if first_input:
                 break
     final = agent_answer if agent_answer is not None else last_answer
+    if not calls:
+        # No tool spans (openai-v2, OpenInference's LLM spans, logfire's instrument_openai):
+        # the calls the model asked for are all there is; their results were not recorded.
+        calls = requested
     messages = list(first_input)
     for call in calls:
         messages.append(Message("assistant", None, [call]))
@@ -126,7 +143,7 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
         output=result_output,
         messages=messages,
         tool_calls=calls,
-        usage=usage,
+        usage=usage if turns else Usage.unknown(),  # no model span: no count at all
         turns=turns,
         latency_ms=latency,
         stop_reason=stop_reason,
@@ -170,6 +187,58 @@ def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTok
         )
         found.append((provider, model, ResponseTokens(prompt, output, min(read, prompt))))
     return found
+
+
+def requested_calls(span: SpanRecord) -> list[ToolCall]:
+    """The tool calls a model span's output messages ask for: GenAI `tool_call` parts of
+    `gen_ai.output.messages`, chat-style `tool_calls` there, or OpenInference's
+    `llm.output_messages.N.message.tool_calls.M.tool_call.*`."""
+    attrs = span.attributes
+    raw = _json(attrs.get("gen_ai.output.messages"))
+    found: list[ToolCall] = []
+    if isinstance(raw, list):
+        for message in raw:
+            if not isinstance(message, Mapping):
+                continue
+            parts = message.get("parts")
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, Mapping) and part.get("type") == "tool_call":
+                    found.append(
+                        _requested(part.get("name"), part.get("arguments"), part.get("id"))
+                    )
+            chat_calls = message.get("tool_calls")
+            for call in chat_calls if isinstance(chat_calls, list) else ():
+                if isinstance(call, Mapping):
+                    function = call.get("function")
+                    function = function if isinstance(function, Mapping) else call
+                    found.append(
+                        _requested(function.get("name"), function.get("arguments"), call.get("id"))
+                    )
+        return [call for call in found if call.name]
+    flat: dict[tuple[int, int], dict[str, Any]] = {}
+    start = "llm.output_messages."
+    for key, value in attrs.items():
+        if not key.startswith(start):
+            continue
+        message_index, _, rest = key[len(start) :].partition(".message.tool_calls.")
+        call_index, _, field_name = rest.partition(".tool_call.")
+        if message_index.isdigit() and call_index.isdigit() and field_name:
+            flat.setdefault((int(message_index), int(call_index)), {})[field_name] = value
+    for index in sorted(flat):
+        fields = flat[index]
+        found.append(
+            _requested(
+                fields.get("function.name"), fields.get("function.arguments"), fields.get("id")
+            )
+        )
+    return [call for call in found if call.name]
+
+
+def _requested(name: Any, raw_arguments: Any, call_id: Any) -> ToolCall:
+    arguments = _json(raw_arguments)
+    if not isinstance(arguments, dict):
+        arguments = {} if raw_arguments in (None, "") else {"input": arguments}
+    return ToolCall(str(name or ""), arguments, str(call_id or ""))
 
 
 def first_user_message(spans: Sequence[SpanRecord]) -> str | None:

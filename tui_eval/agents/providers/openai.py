@@ -7,7 +7,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
+from tui_eval.agents.messages import UNKNOWN_STOP_REASON, Completion, Message, ToolCall, Usage
 from tui_eval.agents.providers.base import (
     ModelSpecError,
     ProviderError,
@@ -216,7 +216,9 @@ def from_wire(body: dict[str, Any]) -> Completion:
         calls.append(call)
     tokens = response_tokens(body)  # a server's numbers, checked
     content = message.get("content")
-    stop_reason = normalize_stop_reason(choice.get("finish_reason"))
+    finish = choice.get("finish_reason")
+    # vLLM and others may send null: the reason is unknown, not absent from the agent.
+    stop_reason = UNKNOWN_STOP_REASON if finish is None else normalize_stop_reason(finish)
     refusal = message.get("refusal")
     if refusal:
         # A refusal comes with no content: keep its words as the answer, and say so.
