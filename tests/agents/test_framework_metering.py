@@ -212,3 +212,19 @@ def _captured() -> Any:
     from tui_eval.agents.adapters.otel import capture
 
     return capture(lambda prompt: prompt)
+
+
+async def test_a_function_returning_text_is_counted_by_what_http_client_metered():
+    """Usage the agent does not report but its requests through http_client() did is
+    known: max_tokens judges it (issue 35 item 13)."""
+    from tui_eval import max_tokens
+
+    with WireServer() as server:
+        server.always = Reply(body=answer())
+        agent = raw_sdk(server.url + "/v1")
+        report = await evaluate(
+            agent, [Case("q", [max_tokens(PROMPT + OUTPUT)]), Case("r", [max_tokens(10)])]
+        )
+    fits, too_many = report.samples
+    assert fits.passed and fits.usage.known and fits.usage.total_tokens == PROMPT + OUTPUT
+    assert not too_many.passed and "unknown" not in too_many.checks[0].reason

@@ -241,6 +241,12 @@ class SampleRunner:
             partial = getattr(exc, "partial", None)
             run = partial if isinstance(partial, RunResult) else None
         elapsed = time.perf_counter() - start
+        if run is not None and not run.usage.known:
+            # An agent that reports no usage (a plain function returning text) but called
+            # its model through `http_client()`: its requests' usage is what it used.
+            current = CURRENT_SAMPLE.get()
+            if current is not None and current.meter.requests:
+                run.usage = current.meter.usage
         sample.run = run
         pacer.current = None
         if case.timeout is not None and elapsed > case.timeout and sample.status == "passed":
