@@ -372,7 +372,9 @@ def test_the_limiter_is_shared_by_every_worker(tmp_path, ray_runtime):
         stats = api.stats.as_dict()
     assert report.passed, report.header()
     rate = (stats["ok"] - 1) / stats["accepting_s"]
-    assert abs(rate - 10) <= 1.0, stats  # the 10 req/s limit held within 10%
+    # The 10 req/s limit held: never more than 10% over it. (How close a run comes to it
+    # depends on how busy the machine is: on a loaded one the workers send slower.)
+    assert rate <= 11.0, stats
     # One limiter for both workers: only requests sent before any response said the
     # limit are rejected; two limiters would each pace at 10 req/s and collide all run.
     assert stats["limited"] <= 16, stats
