@@ -119,7 +119,8 @@ class TextPrompt(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     TextPrompt { align: center middle; }
-    TextPrompt > Vertical { width: 70; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    TextPrompt > Vertical { width: 70; max-width: 95%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    TextPrompt Label { width: 1fr; }
     """
 
     def __init__(self, question: str, placeholder: str = "") -> None:
