@@ -23,7 +23,7 @@ import httpx2
 
 from tui_eval.agents.providers.context import RunContext, SampleContext, current_sample
 from tui_eval.agents.providers.settings import DEFAULT_TIMEOUT_S, ProviderOptions
-from tui_eval.agents.providers.transport import MeteredTransport
+from tui_eval.agents.providers.transport import MeteredTransport, decoded_response
 from tui_eval.util.secrets import without_credentials
 
 
@@ -67,6 +67,8 @@ class MeteredAsyncClient(httpx2.AsyncClient):
         ProxyVariableError: a proxy variable tui-eval cannot use.
     """
 
+    _layer: dict[str, Any]
+
     def __init__(
         self,
         *,
@@ -75,13 +77,7 @@ class MeteredAsyncClient(httpx2.AsyncClient):
         options: ProviderOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        self._layer: dict[str, Any] = {"sample": sample, "run": run, "options": options}
-        kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
-        try:
-            super().__init__(follow_redirects=False, **kwargs)
-        except (ValueError, TypeError, httpx2.InvalidURL) as exc:
-            raise _proxy_problem(exc) from None
-        self._cookies = _NoCookies()
+        _init_layered(self, super().__init__, sample, run, options, kwargs)
         self._routes: dict[str, tuple[httpx2.URL, httpx2.AsyncBaseTransport]] = {}
 
     def route(self, url: str) -> tuple[httpx2.URL, httpx2.AsyncBaseTransport]:
@@ -98,6 +94,25 @@ class MeteredAsyncClient(httpx2.AsyncClient):
 
     def _init_proxy_transport(self, proxy: httpx2.Proxy, *args: Any, **kwargs: Any) -> Any:
         return _layered(proxy, self._layer)
+
+
+def _init_layered(
+    client: Any,
+    base_init: Any,
+    sample: SampleContext | None,
+    run: RunContext | None,
+    options: ProviderOptions | None,
+    kwargs: dict[str, Any],
+) -> None:
+    """What both metered clients do to start: keep the layer their transport is built
+    from (before httpx2 builds it), the 600 s default, no redirects and no cookies."""
+    client._layer = {"sample": sample, "run": run, "options": options}
+    kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
+    try:
+        base_init(follow_redirects=False, **kwargs)
+    except (ValueError, TypeError, httpx2.InvalidURL) as exc:
+        raise _proxy_problem(exc) from None
+    client._cookies = _NoCookies()
 
 
 class _NoCookies(httpx2.Cookies):
@@ -140,18 +155,7 @@ class _BridgeTransport(httpx2.BaseTransport):
         response = await self._inner.handle_async_request(request)
         content = await response.aread()
         await response.aclose()
-        headers = [
-            (name, value)
-            for name, value in response.headers.raw
-            if name.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")
-        ]
-        return httpx2.Response(
-            response.status_code,
-            headers=headers,
-            content=content,
-            request=request,
-            extensions=response.extensions,
-        )
+        return decoded_response(response, content, request=request)
 
     def close(self) -> None:
         if self._portal_cm is not None:
@@ -162,6 +166,8 @@ class _BridgeTransport(httpx2.BaseTransport):
 class MeteredClient(httpx2.Client):
     """`MeteredAsyncClient`'s sync twin (an httpx2 `Client`)."""
 
+    _layer: dict[str, Any]
+
     def __init__(
         self,
         *,
@@ -170,13 +176,7 @@ class MeteredClient(httpx2.Client):
         options: ProviderOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        self._layer: dict[str, Any] = {"sample": sample, "run": run, "options": options}
-        kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
-        try:
-            super().__init__(follow_redirects=False, **kwargs)
-        except (ValueError, TypeError, httpx2.InvalidURL) as exc:
-            raise _proxy_problem(exc) from None
-        self._cookies = _NoCookies()
+        _init_layered(self, super().__init__, sample, run, options, kwargs)
 
     def _init_transport(self, *args: Any, transport: Any = None, **kwargs: Any) -> Any:
         return transport if transport is not None else _BridgeTransport(_layered(None, self._layer))

@@ -405,7 +405,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
                 response.status_code,
                 extensions={"tui_eval.json": parsed, "tui_eval.retries": attempts.retries},
             )
-        return _replaced(
+        return decoded_response(
             response,
             content,
             {"tui_eval.json": parsed, "tui_eval.retries": attempts.retries},
@@ -691,10 +691,14 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _replaced(
-    response: httpx2.Response, content: bytes, extensions: Mapping[str, Any]
+def decoded_response(
+    response: httpx2.Response,
+    content: bytes,
+    extensions: Mapping[str, Any] | None = None,
+    request: httpx2.Request | None = None,
 ) -> httpx2.Response:
-    """`response` with its decoded body (its encoding and framing headers dropped)."""
+    """`response` with its decoded body (its encoding and framing headers dropped), for
+    `request` (default: the response's own)."""
     headers = [
         (name, value)
         for name, value in response.headers.raw
@@ -704,8 +708,8 @@ def _replaced(
         response.status_code,
         headers=headers,
         content=content,
-        request=response.request,
-        extensions={**response.extensions, **extensions},
+        request=request if request is not None else response.request,
+        extensions={**response.extensions, **(extensions or {})},
     )
 
 
