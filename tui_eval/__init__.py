@@ -63,6 +63,17 @@ _EXPORTS: dict[str, str] = {
     "tool_not_called": "tui_eval.checks",
     "tool_sequence": "tui_eval.checks",
     "weighted": "tui_eval.checks",
+    "ScriptedUser": "tui_eval.agents.users",
+    "SimulatedUser": "tui_eval.agents.users",
+    "Conversation": "tui_eval.agents.messages",
+    "Turn": "tui_eval.agents.messages",
+    "Fault": "tui_eval.checks.faults",
+    "current_state": "tui_eval.agents.state",
+    "state_equals": "tui_eval.checks.conversations",
+    "state_matches": "tui_eval.checks.conversations",
+    "goal_reached": "tui_eval.checks.conversations",
+    "every_turn": "tui_eval.checks.conversations",
+    "at_turn": "tui_eval.checks.conversations",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -88,8 +99,13 @@ if TYPE_CHECKING:
     from tui_eval.agents import RunResult as RunResult
     from tui_eval.agents import ToolCall as ToolCall
     from tui_eval.agents import Usage as Usage
+    from tui_eval.agents.messages import Conversation as Conversation
+    from tui_eval.agents.messages import Turn as Turn
     from tui_eval.agents.providers.client import http_client as http_client
     from tui_eval.agents.providers.client import http_client_sync as http_client_sync
+    from tui_eval.agents.state import current_state as current_state
+    from tui_eval.agents.users import ScriptedUser as ScriptedUser
+    from tui_eval.agents.users import SimulatedUser as SimulatedUser
     from tui_eval.calibration.calibrate import Calibration as Calibration
     from tui_eval.calibration.calibrate import calibrate as calibrate
     from tui_eval.checks import Check as Check
@@ -116,6 +132,12 @@ if TYPE_CHECKING:
     from tui_eval.checks import tool_not_called as tool_not_called
     from tui_eval.checks import tool_sequence as tool_sequence
     from tui_eval.checks import weighted as weighted
+    from tui_eval.checks.conversations import at_turn as at_turn
+    from tui_eval.checks.conversations import every_turn as every_turn
+    from tui_eval.checks.conversations import goal_reached as goal_reached
+    from tui_eval.checks.conversations import state_equals as state_equals
+    from tui_eval.checks.conversations import state_matches as state_matches
+    from tui_eval.checks.faults import Fault as Fault
     from tui_eval.core.cases import Case as Case
     from tui_eval.core.settings import RunSettings as RunSettings
     from tui_eval.report.report import CaseResult as CaseResult

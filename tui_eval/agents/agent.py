@@ -111,10 +111,13 @@ class Agent:
         deps: Any = None,
         max_turns: int | None = None,
         output_type: Any = None,
+        state: Any = None,
     ) -> RunResult:
         """Run the loop until the model answers without calling a tool.
 
-        `input` is a prompt, a conversation, or a structured value (sent as JSON text).
+        `input` is a prompt, a conversation, or a structured value (sent as JSON text);
+        `state` is the environment state its tools read and change (a tool parameter named
+        `state` receives it).
         The result's `stop_reason` is the last response's.
 
         Raises:
@@ -170,7 +173,7 @@ class Agent:
                 if not completion.tool_calls:
                     result.output = self._final_output(completion.content, adapter, finish)
                     return finish()
-                ctx = RunContext(deps, messages, result.turns)
+                ctx = RunContext(deps, messages, result.turns, state)
                 for tool_call in completion.tool_calls:
                     result.tool_calls.append(tool_call)
                     tool = self._tools_by_name.get(tool_call.name)

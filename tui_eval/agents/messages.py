@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tui_eval.util.text import value_text
+from tui_eval.util.text import one_line, value_text
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -131,6 +131,119 @@ class Completion:
 
 
 @dataclass(slots=True)
+class StateChange:
+    """One value of an environment state that a turn changed (reads change nothing).
+
+    Attributes:
+        path: where, as `key.key[index]` (`orders[0].status`).
+        before: the value before (None with `added`).
+        after: the value after (None with `removed`).
+        kind: `changed`, `added` or `removed`.
+    """
+
+    path: str
+    before: Any = None
+    after: Any = None
+    kind: Literal["changed", "added", "removed"] = "changed"
+
+    def __str__(self) -> str:
+        if self.kind == "added":
+            return f"{self.path}: added {state_value_text(self.after)}"
+        if self.kind == "removed":
+            return f"{self.path}: removed (was {state_value_text(self.before)})"
+        return f"{self.path}: {state_value_text(self.before)} → {state_value_text(self.after)}"
+
+
+def state_value_text(value: Any) -> str:
+    """A state value as a diff shows it: strings quoted (`'25'` is not `25`), the rest as
+    compact JSON."""
+    return repr(value) if isinstance(value, str) else one_line(value_text(value), 200)
+
+
+@dataclass(slots=True)
+class Turn:
+    """One exchange of a conversation: the user's message and the agent's reply to it.
+
+    Attributes:
+        index: the turn's number, from 1.
+        user: what the (simulated or scripted) user said.
+        reply: the agent's answer ("" when it raised).
+        tool_calls: the tool calls the agent made this turn, in order.
+        usage: the agent's model usage this turn.
+        user_usage: what producing the user's message spent (a simulated user's model).
+        latency_ms: wall time of the agent's turn.
+        changes: what the turn changed in the environment state.
+        stop_reason: why the agent's last response of the turn ended, when it says.
+        error: the agent's error, when it raised on this turn.
+    """
+
+    index: int
+    user: str
+    reply: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    user_usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    changes: list[StateChange] = field(default_factory=list)
+    stop_reason: str | None = None
+    error: str | None = None
+
+
+ConversationEnd = Literal["user", "max_turns", "handoff", "state", "error"]
+"""Why a conversation ended: the user's stop signal (or its script ran out), the turn
+limit, the agent handing off, a check over the state, or the agent raising."""
+
+
+@dataclass(slots=True)
+class Conversation:
+    """A multi-turn run with a simulated or scripted user, turn by turn.
+
+    Attributes:
+        turns: every turn, in order.
+        ended_by: why it ended (`ConversationEnd`).
+        user: who played the user (`ScriptedUser`, or the simulated user's model).
+        user_usage: what the simulated user's model spent over the conversation (also in
+            the sample's usage, shown apart from the agent's).
+        user_cost: its price in dollars, when known.
+        max_turns: the turn limit it ran under.
+        closing: the user's last words when it ended the conversation with some.
+        user_error: how the user's side failed, if it did (an empty message).
+        broken_rule: the first of the user's rules its messages broke ("" if none) ...
+        broken_rule_turn: ... and the turn where it did.
+    """
+
+    turns: list[Turn] = field(default_factory=list)
+    ended_by: str = "user"
+    user: str = ""
+    user_usage: Usage = field(default_factory=Usage)
+    user_cost: float | None = None
+    max_turns: int = 0
+    closing: str = ""
+    user_error: str = ""
+    broken_rule: str = ""
+    broken_rule_turn: int | None = None
+
+    def transcript(self) -> str:
+        """The conversation as plain text, turn by turn, with tool calls and state changes."""
+        lines: list[str] = []
+        for turn in self.turns:
+            lines.append(f"[turn {turn.index}] user: {turn.user}")
+            for call in turn.tool_calls:
+                outcome = f"error: {call.error}" if call.error else value_text(call.result)
+                lines.append(
+                    f"  tool {call.name}({value_text(call.arguments)}) -> {one_line(outcome, 300)}"
+                )
+            for change in turn.changes:
+                lines.append(f"  state {change}")
+            if turn.error:
+                lines.append(f"[turn {turn.index}] agent raised: {turn.error}")
+            else:
+                lines.append(f"[turn {turn.index}] agent: {turn.reply}")
+        lines.append(f"(ended by {self.ended_by})")
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
 class RunResult:
     """Everything one agent run produced. This is what every check receives.
 
@@ -146,6 +259,11 @@ class RunResult:
             `content_filter`, `tool_calls`, `refusal`); `unknown` when the model's server
             sent none (`finish_reason: null`, as vLLM may); None when the agent does not say.
         model: the model that answered, when the agent says ("" otherwise).
+        conversation: the turns of a conversation with a simulated or scripted user
+            (`Case(user=...)`; None for a single-input case). `messages`, `tool_calls`,
+            `usage` and `turns` then cover the whole conversation (the agent's part).
+        state: the environment state after the run, as plain data (`Case(state=...)`;
+            None without one): what `state_equals` and `state_matches` grade.
     """
 
     output: Any = None
@@ -157,6 +275,8 @@ class RunResult:
     retries: int = 0
     stop_reason: str | None = None
     model: str = ""
+    conversation: Conversation | None = None
+    state: Any = None
 
     @property
     def tool_names(self) -> list[str]:

@@ -16,13 +16,21 @@ functions unchanged, sent to a model as JSON text)."""
 
 @dataclass(slots=True)
 class RunSpec:
-    """What one sample asks of the agent source."""
+    """What one sample asks of the agent source.
+
+    Attributes:
+        state: the sample's environment state (`Case(state=...)`), for the agent's tools.
+        thread: the conversation's id, for an agent that keeps its own memory between the
+            turns of a conversation (then `input` is the user's latest message alone).
+    """
 
     input: Input
     deps: Any = None
     max_turns: int | None = None
     output_type: Any = None
     model: ModelLike | None = None
+    state: Any = None
+    thread: str | None = None
 
 
 AgentCall = Callable[[RunSpec], Awaitable[RunResult]]

@@ -86,8 +86,16 @@ def _is_factory(fn: Callable[..., Any]) -> bool:
 def _agent_runner(agent: Agent) -> AgentCall:
     async def run(spec: RunSpec) -> RunResult:
         target = agent.clone(model=spec.model) if spec.model is not None else agent
+        if spec.state is None:  # an Agent-like object need not know of states
+            return await target.run(
+                spec.input, deps=spec.deps, max_turns=spec.max_turns, output_type=spec.output_type
+            )
         return await target.run(
-            spec.input, deps=spec.deps, max_turns=spec.max_turns, output_type=spec.output_type
+            spec.input,
+            deps=spec.deps,
+            max_turns=spec.max_turns,
+            output_type=spec.output_type,
+            state=spec.state,
         )
 
     return run

@@ -25,11 +25,14 @@ class RunContext:
         deps: the run's dependencies (`Case(context=...)`, `agent.run(deps=...)`).
         messages: the conversation so far.
         turn: the current turn number (1-based).
+        state: the sample's environment state (`Case(state=...)`), which the tool may
+            read and change; None without one.
     """
 
     deps: Any = None
     messages: list[Message] = field(default_factory=list)
     turn: int = 0
+    state: Any = None
 
 
 class Tool:
@@ -38,7 +41,8 @@ class Tool:
     The argument schema comes from the signature and type hints (through pydantic); the
     description from the docstring's first paragraph. A first parameter annotated
     `RunContext` (or named `ctx`) receives the run context; one named `deps` receives
-    the run's deps. Neither is shown to the model.
+    the run's deps, one named `state` the sample's environment state (`Case(state=...)`).
+    None of them is shown to the model.
     """
 
     def __init__(self, function: Callable[..., Any], *, name: str | None = None) -> None:
@@ -49,6 +53,7 @@ class Tool:
         self.description = doc.split("\n\n", 1)[0].strip()
         self._takes_ctx = False
         self._takes_deps = False
+        self._takes_state = False
         hints = typing.get_type_hints(function)
         fields: dict[str, Any] = {}
         for index, (pname, param) in enumerate(inspect.signature(function).parameters.items()):
@@ -58,6 +63,9 @@ class Tool:
                 continue
             if pname == "deps":
                 self._takes_deps = True
+                continue
+            if pname == "state":
+                self._takes_state = True
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
@@ -80,6 +88,8 @@ class Tool:
             kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
             if self._takes_deps:
                 kwargs["deps"] = ctx.deps
+            if self._takes_state:
+                kwargs["state"] = ctx.state
             args = (ctx,) if self._takes_ctx else ()
             try:
                 if self.is_async:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tui_eval.agents.messages import Message, is_conversation, structured_input_text
 from tui_eval.agents.providers import ModelLike
+from tui_eval.agents.users import ScriptedUser, User
 from tui_eval.checks.base import Check
 from tui_eval.checks.judge import name_unnamed_judges
 
@@ -60,9 +61,15 @@ class Case:
         metadata: carried unchanged into the results.
         expected: the expected answer, for evaluators and checks that read it.
         expected_tools: the expected tool names, likewise.
+        user: a simulated or scripted user (`SimulatedUser`, `ScriptedUser`) that carries
+            on a conversation with the agent; `input` is then its first message (None:
+            the user opens).
+        state: the environment state the agent's tools read and change — a dict, a
+            pydantic model or an SQLite file path — copied fresh for every sample; checks
+            such as `state_equals` grade what the run leaves.
     """
 
-    input: str | list[Message] | Any
+    input: str | list[Message] | Any = None
     checks: Sequence[Check] = ()
     name: str | None = None
     samples: int = 1
@@ -75,10 +82,24 @@ class Case:
     metadata: dict[str, Any] = field(default_factory=dict)
     expected: Any = None
     expected_tools: list[str] | None = None
+    user: User | None = None
+    state: Any = None
 
     def __post_init__(self) -> None:
+        if self.user is not None and not isinstance(self.user, User):
+            if callable(self.user) or isinstance(self.user, (list, tuple)):
+                self.user = ScriptedUser(self.user)
+            else:
+                raise TypeError(
+                    f"case {self.name or name_from_input(self.input)!r}: user must be a "
+                    f"SimulatedUser, a ScriptedUser, a list of lines or a function, not "
+                    f"{type(self.user).__name__}"
+                )
         if self.name is None:
-            self.name = name_from_input(self.input)
+            if self.input is None and self.user is not None:
+                self.name = name_from_input(self.user.opening_line())
+            else:
+                self.name = name_from_input(self.input)
         if not isinstance(self.samples, int) or self.samples < 1:
             raise ValueError(
                 f"case {self.name!r}: samples must be a positive integer, got {self.samples!r}"
@@ -121,6 +142,10 @@ def fingerprint(case: Case) -> str:
         "max_turns": DEFAULT_MAX_TURNS if case.max_turns is None else case.max_turns,
         "output_type": _describe(case.output_type),
     }
+    if case.user is not None:  # cases without one keep their fingerprints
+        definition["user"] = _describe(case.user)
+    if case.state is not None:
+        definition["state"] = _describe(case.state)
     encoded = json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()
     return hashlib.sha256(encoded).hexdigest()[:16]
 

@@ -13,6 +13,7 @@ import pydantic
 
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.checks.base import CheckResult
+from tui_eval.checks.faults import Fault
 from tui_eval.stats.proportions import (
     pass_at_k,
     pass_hat_k,
@@ -40,6 +41,10 @@ class SampleResult:
         error: what went wrong for `error` and `timeout` samples.
         traceback: the agent's traceback for `error` samples.
         cached: every model response of the sample came from the response cache.
+        fault: who failed a conversation (`Case(user=...)`): the user simulator, the
+            agent or the environment, with the first critical turn and a reason.
+        excluded: left out of the case's pass rate, pass^k and verdict — a failure the
+            user simulator caused (unless `RunSettings.count_user_faults`).
     """
 
     case_name: str
@@ -55,6 +60,8 @@ class SampleResult:
     error: str | None = None
     traceback: str | None = None
     cached: bool = False
+    fault: Fault | None = None
+    excluded: bool = False
 
     def __repr__(self) -> str:
         # Short on purpose: reports hold thousands of these, and debuggers, tracebacks
@@ -156,14 +163,32 @@ class CaseResult:
         return sum(1 for s in self.samples if s.status == "passed")
 
     @property
+    def counted(self) -> int:
+        """How many samples count towards the pass rate (all but the `excluded` ones: the
+        failures a user simulator caused)."""
+        return len(self.samples) - self.left_out
+
+    @property
+    def left_out(self) -> int:
+        """How many samples are left out of the pass rate (the user simulator's fault)."""
+        return sum(1 for s in self.samples if s.excluded)
+
+    @property
     def pass_rate(self) -> float:
-        """The fraction of samples that passed (0.0 with no samples)."""
-        return self.samples_passed / len(self.samples) if self.samples else 0.0
+        """The fraction of counted samples that passed (0.0 with none)."""
+        counted = self.counted
+        return self.samples_passed / counted if counted else 0.0
 
     @property
     def passed(self) -> bool:
-        """Whether enough samples passed to meet `pass_threshold`."""
-        return bool(self.samples) and self.pass_rate >= self.pass_threshold - 1e-12
+        """Whether enough counted samples passed to meet `pass_threshold`."""
+        return self.counted > 0 and self.pass_rate >= self.pass_threshold - 1e-12
+
+    @property
+    def undecided(self) -> bool:
+        """Whether every sample was left out (the user simulator failed each): the agent
+        was not tested, so the case neither passes nor gates."""
+        return bool(self.samples) and self.counted == 0
 
     @property
     def complete(self) -> bool:
@@ -174,17 +199,17 @@ class CaseResult:
         """Unbiased pass@k: the chance that at least one of k samples passes.
 
         Raises:
-            ValueError: k > number of samples (or k < 1).
+            ValueError: k > number of counted samples (or k < 1).
         """
-        return pass_at_k(len(self.samples), self.samples_passed, k)
+        return pass_at_k(self.counted, self.samples_passed, k)
 
     def pass_hat_k(self, k: int) -> float:
         """Unbiased pass^k: the chance that k samples *all* pass (reliability).
 
         Raises:
-            ValueError: k > number of samples (or k < 1).
+            ValueError: k > number of counted samples (or k < 1).
         """
-        return pass_hat_k(len(self.samples), self.samples_passed, k)
+        return pass_hat_k(self.counted, self.samples_passed, k)
 
     @property
     def usage(self) -> Usage:

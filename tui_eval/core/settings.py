@@ -70,6 +70,7 @@ JOURNALED = (
     "parallel_samples",
     "time_budget",
     "max_samples",
+    "count_user_faults",
 )
 
 
@@ -109,6 +110,9 @@ class RunSettings(pydantic.BaseModel):
         session: whose rate limiters the run's requests go through; None is the process's
             default session, which every run not given one shares (one limiter per API
             quota). A `ProviderSession()` of its own keeps a run (a test) apart.
+        count_user_faults: count the conversations a user simulator failed (`Case(user=...)`
+            samples whose fault is the user's) in pass rates, pass^k, `decide()` and the
+            exit code; by default they are left out, and every summary says how many.
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -125,6 +129,7 @@ class RunSettings(pydantic.BaseModel):
     time_budget: Seconds | None = None
     max_samples: Count = 100
     session: pydantic.SkipValidation[ProviderSession | None] = None
+    count_user_faults: bool = False
 
     @pydantic.field_validator("cache", mode="before")
     @classmethod

@@ -80,6 +80,7 @@ class Evaluation:
         self.budget = CostBudget.of(settings.max_cost)
         self.max_cost = None if self.budget is None else self.budget.max_cost
         self.time_budget = settings.time_budget
+        self.count_user_faults = settings.count_user_faults
         self.cache = response_cache(settings.cache)
         self.executor = settings.executor
         self._accepted: set[tuple[int, int]] = set()
@@ -326,6 +327,10 @@ class Evaluation:
         """Keep a finished sample (in index order) and announce it."""
         if self.samples.redacts:
             sample = self.samples.redacted(sample)
+        fault = sample.fault
+        if fault is not None and sample.status != "passed":
+            # The user simulator's failures are left out of the verdicts (said everywhere).
+            sample.excluded = fault.party == "user" and not self.count_user_faults
         samples = self._results[index].samples
         if not samples or samples[-1].index < sample.index:
             samples.append(sample)

@@ -21,6 +21,7 @@ from typing import Protocol
 
 import anyio
 
+from tui_eval.agents.conversation import converse
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.providers.cache import CacheMode, ResponseCache
 from tui_eval.agents.providers.context import (
@@ -34,6 +35,9 @@ from tui_eval.agents.providers.context import (
 from tui_eval.agents.providers.metering import SampleMeter
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.run_spec import AgentCall
+from tui_eval.agents.state import Environment, StateError
+from tui_eval.agents.users import User
+from tui_eval.checks.faults import attribute_fault
 from tui_eval.core.case_plan import CasePlan
 from tui_eval.core.cases import Case
 from tui_eval.core.results import SampleResult
@@ -190,13 +194,23 @@ class SampleRunner:
         meter = SampleMeter()
         current = SampleContext(self.context, sample.case_name, sample_index, meter, pacer.on_retry)
         token = CURRENT_SAMPLE.set(current)
+        environment: Environment | None = None
         try:
+            if case.state is not None:
+                try:
+                    environment = Environment.fresh(case.state, case=case.label)
+                except StateError as exc:
+                    sample.status, sample.error = "error", str(exc)
+                    return sample
+                current.state = environment.live
             if case.timeout is None:
-                await self._attempt(call, index, plan, sample, pacer)
+                await self._attempt(call, index, plan, sample, pacer, environment=environment)
             else:
                 progress = _Progress(meter)
                 with anyio.move_on_after(case.timeout) as deadline:
-                    await self._attempt(call, index, plan, sample, pacer, progress)
+                    await self._attempt(
+                        call, index, plan, sample, pacer, progress, environment=environment
+                    )
                 if deadline.cancelled_caught:
                     stage = "its checks ran" if sample.run is not None else "the agent ran"
                     sample.status = "timeout"
@@ -206,9 +220,15 @@ class SampleRunner:
                     )
                     sample.checks = []
                     self._settle_cut_off(sample, progress)
+                    if case.user is not None:
+                        sample.fault = await attribute_fault(
+                            sample.run, [], case.user, status="timeout"
+                        )
         finally:
             pacer.current = None
             CURRENT_SAMPLE.reset(token)
+            if environment is not None:
+                environment.close()
         sample.cached = meter.all_cached
         if self.price is None and meter.priced:
             sample.cost = meter.cost
@@ -222,24 +242,39 @@ class SampleRunner:
         sample: SampleResult,
         pacer: Pacer,
         progress: _Progress | None = None,
+        *,
+        environment: Environment | None = None,
     ) -> None:
         """Run the agent, then the checks, recording everything on `sample` (and in
         `progress`, for a sample its timeout may cut off, what the meter had counted when
         the checks began)."""
         case = plan.case
         run: RunResult | None = None
+        failure: BaseException | None = None
+        spec = plan.spec
+        if environment is not None:
+            deps = spec.deps if spec.deps is not None else environment.live
+            spec = replace(spec, state=environment.live, deps=deps)
         start = time.perf_counter()
         try:
-            run = await call(plan.spec)
+            if case.user is None:
+                run = await call(spec)
+                if environment is not None:
+                    run.state = environment.snapshot()
+            else:
+                run = await converse(call, spec, case.user, environment)
         except BaseException as exc:
             if cancelled_from_outside(exc):
                 sample.latency_ms = (time.perf_counter() - start) * 1000
                 raise
+            failure = exc
             sample.status = "error"
             sample.error = redact(f"{type(exc).__name__}: {exc}")
             sample.traceback = redact(traceback.format_exc())
             partial = getattr(exc, "partial", None)
             run = partial if isinstance(partial, RunResult) else None
+            if run is not None and environment is not None and run.state is None:
+                run.state = environment.snapshot()
         elapsed = time.perf_counter() - start
         if run is not None and not run.usage.known:
             # An agent that reports no usage (a plain function returning text) but called
@@ -265,6 +300,28 @@ class SampleRunner:
         else:
             sample.latency_ms = elapsed * 1000
             self._settle_usage(sample)
+        if case.user is not None:
+            await self._attribute(sample, case.user, failure)
+
+    async def _attribute(
+        self, sample: SampleResult, user: User, failure: BaseException | None
+    ) -> None:
+        """A conversation's user usage in the sample's; a failed one's fault (the reviewer
+        is a judge: what it spends is judge usage)."""
+        run = sample.run
+        if run is not None and run.conversation is not None:
+            spent = run.conversation.user_usage
+            if spent.requests or spent.total_tokens:
+                sample.usage = sample.usage + spent
+        if sample.status in ("passed", "cancelled"):
+            return
+        fault = await attribute_fault(run, sample.checks, user, failure, status=sample.status)
+        if fault.usage is not None:
+            sample.judge_usage = sample.judge_usage + fault.usage
+            sample.usage = sample.usage + fault.usage
+        sample.fault = fault
+        if self.price is not None:
+            sample.cost = self.price(sample.usage)
 
     def _settle_usage(self, sample: SampleResult) -> None:
         """Usage and cost of a sample whose checks did not (all) run."""

@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -196,6 +196,8 @@ class SampleContext:
         index: the sample's number within its case (the response cache keys on it).
         meter: what the sample has spent so far.
         on_retry: told (attempt, delay in seconds) before a provider retries a request.
+        state: the sample's environment state (`Case(state=...)`; None without one),
+            which `tui_eval.agents.state.current_state()` hands to tools.
     """
 
     run: RunContext
@@ -203,6 +205,7 @@ class SampleContext:
     index: int = 0
     meter: SampleMeter = field(default_factory=SampleMeter)
     on_retry: RetryListener | None = None
+    state: Any = None
 
     def retrying(self, attempt: int, delay_s: float) -> None:
         """Tell whoever runs the sample that a request is about to be retried."""

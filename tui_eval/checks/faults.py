@@ -1,0 +1,283 @@
+"""Who failed a conversation: the user (simulator), the agent, or the environment.
+
+Every failed conversation gets a `Fault`: the party, the first critical turn, and a reason.
+Rules decide first, the earliest critical turn winning:
+
+- the environment: a tool that raised (and was not called again successfully), the
+  agent's or the user's model failing (an API error after retries), a state that could
+  not be copied;
+- the user: a message breaking one of its `rules`, an empty message, its script or model
+  raising, or a stop while the agent was waiting for its answer (the agent's last reply
+  asked a question);
+- the agent: a call with invalid arguments or of an unknown tool, or the agent raising.
+
+When no rule decides, a reviewer model reads the transcript (`User.reviewer`, a simulated
+user's own model, else `$TUI_EVAL_JUDGE_MODEL`); without one, the failure is the agent's
+(`by="default"`). A fault blaming the user leaves the sample out of pass rates by default
+(`RunSettings.count_user_faults` keeps it in).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pydantic
+
+from tui_eval.agents.agent import Agent, AgentRunError
+from tui_eval.agents.conversation import UserSimulatorError
+from tui_eval.agents.messages import Message, RunResult, Usage
+from tui_eval.agents.providers import ModelLike, resolve_model
+from tui_eval.agents.providers.base import ProviderError
+from tui_eval.agents.state import StateError, path_segments
+from tui_eval.agents.users import SimulatedUser, User
+from tui_eval.checks.base import CheckResult
+from tui_eval.checks.judge import JUDGE_MODEL_ENV, MAX_JUDGED_CHARS
+from tui_eval.util.text import one_line
+
+Party = Literal["user", "agent", "environment"]
+PARTIES: tuple[Party, ...] = ("user", "agent", "environment")
+
+FAULT_CHECK = "fault"
+"""The check name fault labels carry in the label queue and in calibration."""
+
+_AGENT_CALL_ERRORS = ("invalid arguments", "unknown tool")
+
+
+@dataclass(slots=True)
+class Fault:
+    """Who failed a conversation.
+
+    Attributes:
+        party: `"user"` (the simulator), `"agent"` or `"environment"` (a tool or the
+            infrastructure).
+        turn: the first critical turn (from 1; None when it cannot be placed).
+        reason: why, in words a person can check.
+        by: what decided: `"rule"`, `"reviewer"` (a model read the transcript) or
+            `"default"` (nothing blamed another party).
+        usage: what the reviewer spent (None without one).
+    """
+
+    party: str
+    turn: int | None = None
+    reason: str = ""
+    by: str = "rule"
+    usage: Usage | None = None
+
+    def __str__(self) -> str:
+        where = f" at turn {self.turn}" if self.turn is not None else ""
+        return f"{self.party}{where}: {self.reason}"
+
+
+class FaultVerdict(pydantic.BaseModel):
+    """The reviewer's answer."""
+
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+    fault: Party
+    turn: int | None = None
+    reason: str
+
+
+REVIEWER_INSTRUCTIONS = """\
+You review a failed conversation between a simulated user and an AI agent, to decide whose
+fault the failure is:
+- "user": the user simulator broke its instructions (said things it was not told, gave
+  wrong facts, changed its goal, ended before the agent could finish, or was implausibly
+  cooperative or obstructive);
+- "agent": the agent did something wrong (a wrong tool or argument, acting without
+  confirmation, a false claim, not finishing the task it could finish);
+- "environment": a tool or the infrastructure failed (errors, wrong data from a tool).
+Name the first turn where things went wrong.
+
+Reply with only a JSON object:
+{"fault": "user" | "agent" | "environment", "turn": <turn number>, "reason": "<one sentence>"}
+"""
+
+
+def rule_fault(
+    run: RunResult | None,
+    checks: Sequence[CheckResult],
+    error: BaseException | None = None,
+    *,
+    status: str = "failed",
+) -> Fault | None:
+    """The fault the rules find (None: they do not decide)."""
+    conversation = run.conversation if run is not None else None
+    last = len(conversation.turns) if conversation is not None and conversation.turns else None
+    if error is not None:
+        return _error_fault(error, last)
+    if status == "timeout":
+        return Fault("agent", last, "the sample ran past its timeout")
+    if run is None or conversation is None:
+        return None
+    found: list[tuple[int, int, Fault]] = []  # (turn, tie-break, fault)
+    for turn in conversation.turns:
+        for position, call in enumerate(turn.tool_calls):
+            if call.error is None:
+                continue
+            if call.error.startswith(_AGENT_CALL_ERRORS):
+                reason = f"the agent called {call.name}: {one_line(call.error, 160)}"
+                found.append((turn.index, 2, Fault("agent", turn.index, reason)))
+            elif not _recovered(conversation.turns, turn.index, position, call.name):
+                reason = f"the tool {call.name} failed: {one_line(call.error, 160)}"
+                found.append((turn.index, 0, Fault("environment", turn.index, reason)))
+    if conversation.broken_rule_turn is not None:
+        turn_index = conversation.broken_rule_turn
+        found.append((turn_index, 1, Fault("user", turn_index, conversation.broken_rule)))
+    if conversation.user_error:
+        turn_index = len(conversation.turns) + 1
+        found.append((turn_index, 1, Fault("user", turn_index, conversation.user_error)))
+    elif conversation.ended_by == "user" and conversation.turns:
+        final = conversation.turns[-1]
+        if final.reply.rstrip().endswith("?") and not final.tool_calls:
+            reason = (
+                "the user ended the conversation while the agent was waiting for its answer "
+                f"({one_line(final.reply, 100)!r})"
+            )
+            found.append((final.index + 1, 1, Fault("user", final.index, reason)))
+    if not found:
+        return None
+    return min(found, key=lambda item: (item[0], item[1]))[2]
+
+
+def _error_fault(error: BaseException, last: int | None) -> Fault:
+    if isinstance(error, UserSimulatorError):
+        cause = error.__cause__
+        if isinstance(cause, ProviderError):
+            return Fault(
+                "environment", last, f"the user's model failed: {one_line(str(cause), 160)}"
+            )
+        return Fault("user", last, one_line(str(error), 200))
+    if isinstance(error, (ProviderError, StateError)):
+        return Fault("environment", last, f"{type(error).__name__}: {one_line(str(error), 160)}")
+    return Fault(
+        "agent", last, f"the agent raised {type(error).__name__}: {one_line(str(error), 160)}"
+    )
+
+
+def _recovered(turns: Sequence[object], turn_index: int, position: int, name: str) -> bool:
+    """Whether a later call of the same tool succeeded (the agent retried past the error)."""
+    later = False
+    for turn in turns:
+        index = getattr(turn, "index", 0)
+        for at, call in enumerate(getattr(turn, "tool_calls", [])):
+            if (index, at) <= (turn_index, position):
+                continue
+            if call.name == name and call.error is None:
+                later = True
+    return later
+
+
+def default_fault(run: RunResult | None, checks: Sequence[CheckResult]) -> Fault:
+    """The agent's fault, placed at the first turn that changed a state path a failing
+    state check names (else the last turn)."""
+    conversation = run.conversation if run is not None else None
+    failing = [c for c in checks if not c.passed]
+    reason = (
+        f"no rule blamed the user or the environment; {failing[0].name}: "
+        f"{one_line(failing[0].reason, 160)}"
+        if failing
+        else "no rule blamed the user or the environment"
+    )
+    if conversation is None or not conversation.turns:
+        return Fault("agent", None, reason, "default")
+    turn_index = conversation.turns[-1].index
+    paths = _state_paths(failing)
+    if paths:
+        for turn in conversation.turns:
+            if any(path_segments(c.path)[: len(p)] == p for c in turn.changes for p in paths):
+                turn_index = turn.index
+                break
+    return Fault("agent", turn_index, reason, "default")
+
+
+def _state_paths(checks: Sequence[CheckResult]) -> list[tuple[str, ...]]:
+    """The paths a failing `state_equals` names ("orders.A-17.status: expected ...")."""
+    paths: list[tuple[str, ...]] = []
+    for check in checks:
+        if not check.name.startswith("state_equals") or ": " not in check.reason:
+            continue
+        listed = check.reason.split(": ", 1)[1]
+        for item in listed.split("; "):
+            path = item.split(": ", 1)[0]
+            if path:
+                paths.append(path_segments(path))
+    return paths
+
+
+def reviewer_model(user: User) -> ModelLike | None:
+    """Who reviews a failure the rules do not decide (None: nobody; the agent's fault)."""
+    if user.reviewer is not None:
+        return user.reviewer
+    if isinstance(user, SimulatedUser) and user.model is not None:
+        return user.model
+    return os.environ.get(JUDGE_MODEL_ENV) or None
+
+
+def review_prompt(run: RunResult, checks: Sequence[CheckResult], user: User) -> str:
+    """What the reviewer reads: the user's instructions, the transcript, the failures."""
+    parts: list[str] = []
+    if isinstance(user, SimulatedUser):
+        parts.append(f"<user_instructions>\n{user.instructions}\n</user_instructions>")
+    transcript = run.conversation.transcript() if run.conversation is not None else ""
+    if len(transcript) > MAX_JUDGED_CHARS:
+        transcript = "[… earlier turns cut]\n" + transcript[-MAX_JUDGED_CHARS:]
+    parts.append(f"<transcript>\n{transcript}\n</transcript>")
+    failures = [f"- {c.name}: {one_line(c.reason, 300)}" for c in checks if not c.passed]
+    if failures:
+        parts.append("<failed_checks>\n" + "\n".join(failures) + "\n</failed_checks>")
+    return "\n\n".join(parts)
+
+
+async def review_fault(
+    model: ModelLike, run: RunResult, checks: Sequence[CheckResult], user: User
+) -> Fault | None:
+    """The reviewer's verdict (None when its reply was not a valid verdict)."""
+    reviewer = Agent(
+        resolve_model(model),
+        instructions=REVIEWER_INSTRUCTIONS,
+        output_type=FaultVerdict,
+        max_turns=1,
+        name="fault reviewer",
+        settings={"temperature": 0},
+    )
+    try:
+        result = await reviewer.run([Message("user", review_prompt(run, checks, user))])
+    except AgentRunError:
+        return None
+    verdict: FaultVerdict = result.output
+    turns = len(run.conversation.turns) if run.conversation is not None else 0
+    turn = verdict.turn if verdict.turn is not None and 1 <= verdict.turn <= turns else None
+    return Fault(verdict.fault, turn, verdict.reason, "reviewer", result.usage)
+
+
+async def attribute_fault(
+    run: RunResult | None,
+    checks: Sequence[CheckResult],
+    user: User,
+    error: BaseException | None = None,
+    *,
+    status: str = "failed",
+) -> Fault:
+    """Who failed this conversation: the rules, then the reviewer, then the agent."""
+    found = rule_fault(run, checks, error, status=status)
+    if found is not None:
+        return found
+    model = reviewer_model(user)
+    note = ""
+    if model is not None and run is not None and run.conversation is not None:
+        try:
+            reviewed = await review_fault(model, run, checks, user)
+        except Exception as exc:  # the reviewer's API failed: the rules' default stands
+            reviewed = None
+            note = f" (the reviewer failed: {type(exc).__name__}: {one_line(str(exc), 120)})"
+        else:
+            note = "" if reviewed is not None else " (the reviewer gave no valid verdict)"
+        if reviewed is not None:
+            return reviewed
+    fault = default_fault(run, checks)
+    fault.reason += note
+    return fault
