@@ -348,3 +348,22 @@ def test_a_bad_user_or_state_is_a_clear_error(tmp_path: Path) -> None:
         ScriptedUser("hello")
     with pytest.raises(ValueError, match="needs instructions"):
         SimulatedUser("  ")
+
+
+async def test_a_recheck_grades_the_stored_conversation_again_and_attributes_its_fault() -> None:
+    from tui_eval import recheck
+
+    expected = {
+        "orders": {"A-17": {"status": "cancelled", "refund": 0}, "A-18": SHOP["orders"]["A-18"]}
+    }
+    steps = [call("cancel", {"order_id": "A-18", "refund": 0}), text("Cancelled.")]
+    case = Case("Cancel A-17.", user=ScriptedUser([]), state=SHOP, checks=[no_error()])
+    report = await evaluate(shop_agent(*steps), [case])
+    assert report.cases[0].samples[0].status == "passed"
+    stricter = Case(
+        "Cancel A-17.", user=ScriptedUser([]), state=SHOP, checks=[state_equals(expected)]
+    )
+    again = await recheck(report, [stricter])
+    sample = again.cases[0].samples[0]
+    assert sample.status == "failed" and sample.fault is not None
+    assert (sample.fault.party, sample.fault.turn) == ("agent", 1)

@@ -137,7 +137,7 @@ def test_yaml_suite_with_every_check(tmp_path):
         ),
         (
             "cases:\n  - input: a\n    checks: [{contans: x}]\n",
-            "case 1: field 'checks.0': unknown check 'contans'; known: all_of, any_of, choice, contains",
+            "case 1: field 'checks.0': unknown check 'contans'; known: all_of, any_of, at_turn, choice, contains",
         ),
         (
             "cases:\n  - input: a\n    checks: [{max_turns: lots}]\n",

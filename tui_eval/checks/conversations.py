@@ -11,11 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import pydantic
+
 from tui_eval.agents.messages import Message, RunResult, Turn, Usage, state_value_text
 from tui_eval.agents.providers import ModelLike
 from tui_eval.agents.state import differences, snapshot
 from tui_eval.checks.base import Check, CheckContext, CheckResult, Declared, check_name, run_check
-from tui_eval.checks.judge import MAX_JUDGED_CHARS, llm_judge
+from tui_eval.checks.judge import MAX_JUDGED_CHARS, Aggregate, llm_judge
 from tui_eval.util.text import one_line, value_text
 
 MAX_LISTED = 8
@@ -115,19 +117,19 @@ class goal_reached(llm_judge):
         >>> goal_reached("order A-17 is cancelled and the user was told so")  # doctest: +SKIP
 
     Args:
-        goal: the goal in plain words (default: "the user's request was fully handled").
+        goal: the goal in plain words ("order A-17 is cancelled and the user was told").
         model, threshold, aggregate, name: as `llm_judge`.
     """
 
     def __init__(
         self,
-        goal: str = "the user's request was fully handled",
+        goal: str,
         *,
         model: Annotated[
             ModelLike | Sequence[ModelLike] | None, Declared("str | list[str] | None")
         ] = None,
-        threshold: float = 0.7,
-        aggregate: Any = "majority",
+        threshold: Annotated[float, pydantic.Field(ge=0, le=1)] = 0.7,
+        aggregate: Aggregate = "majority",
         name: str = "goal_reached",
     ) -> None:
         super().__init__(

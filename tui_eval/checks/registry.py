@@ -25,6 +25,7 @@ import pydantic
 from tui_eval.checks.base import Check, Declared
 from tui_eval.checks.choice import choice
 from tui_eval.checks.combinators import all_of, any_of, weighted
+from tui_eval.checks.conversations import at_turn, every_turn, goal_reached, state_equals
 from tui_eval.checks.expected import equals_expected, matches_expected, stop_reason
 from tui_eval.checks.judge import llm_judge
 from tui_eval.checks.matchers import (
@@ -65,6 +66,10 @@ BUILT_IN_CHECKS: tuple[type, ...] = (
     all_of,
     any_of,
     weighted,
+    state_equals,
+    goal_reached,
+    every_turn,
+    at_turn,
 )
 """Every check a declarative suite can name (by its class name)."""
 
@@ -203,6 +208,7 @@ def _listed(value: Any) -> Any:
 
 def _build() -> tuple[dict[str, _Entry], Any]:
     entries = {factory.__name__: _entry(factory) for factory in BUILT_IN_CHECKS}
+    union: Any = Union
     members = []
     for name, entry in entries.items():
         if entry.shorthand is None:
@@ -212,7 +218,7 @@ def _build() -> tuple[dict[str, _Entry], Any]:
             short = Annotated[entry.shorthand.type, pydantic.BeforeValidator(_listed)]
         else:
             short = entry.shorthand.type
-        value_type = short | entry.arguments if entry.mapping_form else short
+        value_type = union[short, entry.arguments] if entry.mapping_form else short
         model = pydantic.create_model(  # type: ignore[call-overload]
             f"{name}_check",
             __config__=_STRICT,
@@ -221,7 +227,6 @@ def _build() -> tuple[dict[str, _Entry], Any]:
             **{name: (value_type, ...)},
         )
         members.append(Annotated[model, pydantic.Tag(name)])
-    union: Any = Union
     spec: Any = Annotated[
         union[tuple(members)],
         pydantic.Discriminator(_tag),
@@ -262,7 +267,7 @@ def build_check(spec: Any, *, defaults: Mapping[str, Mapping[str, Any]] | None =
     value = getattr(spec, name)
     entry = _ENTRIES[name]
     given: dict[str, Any] = dict((defaults or {}).get(name, {}))
-    if isinstance(value, pydantic.BaseModel):
+    if isinstance(value, entry.arguments):  # the mapping form (else a short form's value)
         given.update({key: getattr(value, key) for key in value.model_fields_set})
     elif entry.shorthand is not None:
         given[entry.shorthand.key] = value

@@ -165,7 +165,9 @@ class SampleRunner:
         """Check a saved sample's run again, without the agent."""
         if stored.run is None or stored.status in ("error", "timeout", "cancelled"):
             return replace(stored, index=sample_index)
-        sample = replace(stored, index=sample_index, checks=[], judge_usage=Usage())
+        sample = replace(
+            stored, index=sample_index, checks=[], judge_usage=Usage(), fault=None, excluded=False
+        )
         # Judges of a recheck are metered like a run's: cached, priced, within max_cost.
         meter = SampleMeter()
         token = CURRENT_SAMPLE.set(
@@ -173,6 +175,8 @@ class SampleRunner:
         )
         try:
             await self._judge(index, plan, sample, stored.run)
+            if plan.case.user is not None:  # new checks may change whose fault it is
+                await self._attribute(sample, plan.case.user, None)
         finally:
             CURRENT_SAMPLE.reset(token)
         if meter.requests:
