@@ -367,3 +367,25 @@ async def test_a_recheck_grades_the_stored_conversation_again_and_attributes_its
     sample = again.cases[0].samples[0]
     assert sample.status == "failed" and sample.fault is not None
     assert (sample.fault.party, sample.fault.turn) == ("agent", 1)
+
+
+async def test_a_factory_agent_and_a_case_model_are_built_once_per_conversation() -> None:
+    built: list[int] = []
+
+    def factory() -> Agent:
+        built.append(1)
+        return Agent(ScriptedProvider([text("Which order?"), text("Done.")]))
+
+    case = Case("Cancel my order.", user=ScriptedUser(["A-17"]), samples=2)
+    result = await run_one(case, factory)
+    assert [s.run.conversation.turns[1].reply for s in result.samples] == ["Done.", "Done."]
+    assert len(built) == 2  # one agent per sample, not per turn
+
+    per_case = Case(
+        "Cancel my order.",
+        user=ScriptedUser(["A-17"]),
+        model=ScriptedProvider.factory([text("Which order?"), text("Done.")]),
+    )
+    sample = (await run_one(per_case, Agent("openai:gpt-4o-mini"))).samples[0]
+    assert sample.status == "passed", sample.first_failure
+    assert [t.reply for t in sample.run.conversation.turns] == ["Which order?", "Done."]

@@ -28,6 +28,7 @@ from tui_eval.agents.messages import (
 )
 from tui_eval.agents.providers.context import current_sample
 from tui_eval.agents.run_spec import AgentCall, RunSpec
+from tui_eval.agents.sources import bind_conversation
 from tui_eval.agents.state import Environment, differences
 from tui_eval.agents.users import User, UserView
 from tui_eval.util.text import value_text
@@ -66,6 +67,9 @@ async def converse(
         Exception: what the agent raised, with `partial` set to the conversation so far.
     """
     start = time.perf_counter()
+    bound = await bind_conversation(call, spec)
+    if bound is not call:  # the bound agent already runs with the case's model
+        call, spec = bound, replace(spec, model=None)
     memory = keeps_memory(call)
     thread = f"tui-eval-{uuid.uuid4().hex[:12]}" if memory else None
     history: list[Message] = []

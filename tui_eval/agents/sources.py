@@ -84,6 +84,10 @@ def _is_factory(fn: Callable[..., Any]) -> bool:
 
 
 def _agent_runner(agent: Agent) -> AgentCall:
+    async def bind(spec: RunSpec) -> AgentCall:
+        # A conversation talks to one agent: cloned with the case's model once, not per turn.
+        return _agent_runner(agent.clone(model=spec.model)) if spec.model is not None else run
+
     async def run(spec: RunSpec) -> RunResult:
         target = agent.clone(model=spec.model) if spec.model is not None else agent
         if spec.state is None:  # an Agent-like object need not know of states
@@ -98,17 +102,35 @@ def _agent_runner(agent: Agent) -> AgentCall:
             state=spec.state,
         )
 
+    run.bind_conversation = bind  # type: ignore[attr-defined]
     return run
 
 
 def _factory_runner(factory: Callable[[], Any]) -> AgentCall:
-    async def run(spec: RunSpec) -> RunResult:
+    async def build() -> AgentCall:
         built = factory()
         if inspect.isawaitable(built):
             built = await built
-        return await make_runner(built)(spec)
+        return make_runner(built)
 
+    async def bind(spec: RunSpec) -> AgentCall:
+        # A conversation talks to one agent: the factory builds it once, not every turn.
+        call = await build()
+        return await bind_conversation(call, spec)
+
+    async def run(spec: RunSpec) -> RunResult:
+        return await (await build())(spec)
+
+    run.bind_conversation = bind  # type: ignore[attr-defined]
     return run
+
+
+async def bind_conversation(call: AgentCall, spec: RunSpec) -> AgentCall:
+    """The call a conversation's turns all go to: one agent for the whole conversation (a
+    factory's product, built once; an `Agent` cloned once with the case's model); `call`
+    itself for sources that keep one agent anyway."""
+    bind = getattr(call, "bind_conversation", None)
+    return call if bind is None else await bind(spec)
 
 
 def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> AgentCall:
