@@ -426,3 +426,69 @@ async def test_same_named_helpers_in_two_folders_each_serve_their_own_suite(tmp_
         "py_b": "team b",
         "yaml_b": "team b",
     }
+
+
+CONVERSATION_YAML = """\
+name: shop
+model: openai:gpt-4o-mini
+cases:
+  - name: cancel
+    input: Please cancel my order.
+    user: [It is A-17.]
+    state: {A-17: {status: paid}}
+    script:
+      - {text: Which order?}
+      - {call: cancel_order, args: {order_id: A-17}}
+      - {text: Done.}
+    checks:
+      - state_equals: {A-17: {status: cancelled}}
+      - every_turn: {not_contains: As an AI}
+      - at_turn: {turn: 2, check: {tool_called: cancel_order}}
+  - name: simulated
+    user: {instructions: You want A-17 cancelled., model: openai:gpt-4o-mini, max_turns: 4}
+  - name: database
+    input: hi
+    state: shop.db
+"""
+
+
+async def test_a_yaml_conversation_with_a_user_a_state_and_conversation_checks(tmp_path):
+    import sqlite3
+
+    from tui_eval import Agent, ScriptedUser, SimulatedUser
+
+    with sqlite3.connect(tmp_path / "shop.db") as db:
+        db.execute("CREATE TABLE t (x)")
+    suite = load_yaml_suite(write(tmp_path / "shop.yaml", CONVERSATION_YAML))
+    cancel, simulated, database = suite.cases
+    assert isinstance(cancel.user, ScriptedUser) and cancel.state == {"A-17": {"status": "paid"}}
+    assert isinstance(simulated.user, SimulatedUser) and simulated.user.max_turns == 4
+    assert simulated.input is None and database.state == (tmp_path / "shop.db").resolve()
+
+    def cancel_order(order_id: str, state: dict) -> str:
+        """Cancel an order."""
+        state[order_id]["status"] = "cancelled"
+        return "ok"
+
+    report = await evaluate(Agent("openai:gpt-4o-mini", tools=[cancel_order]), [cancel])
+    sample = report.cases[0].samples[0]
+    assert sample.status == "passed", sample.first_failure
+    assert len(sample.run.conversation.turns) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("cases:\n  - name: x\n", "a case needs an `input` (or a `user`"),
+        ("cases:\n  - input: a\n    user: {lines: [b], instructions: c}\n", "either `lines`"),
+        ("model: openai:m\ncases:\n  - input: a\n    state: notes.txt\n", "is not an SQLite file"),
+        (
+            "model: openai:m\ncases:\n  - input: a\n    state: gone.db\n",
+            "no database 'gone.db' beside",
+        ),
+    ],
+)
+def test_yaml_conversation_errors_name_the_case_and_field(tmp_path, body, expected):
+    with pytest.raises(SuiteFileError, match="case 1") as error:
+        load_yaml_suite(write(tmp_path / "bad.yaml", body))
+    assert expected in str(error.value)

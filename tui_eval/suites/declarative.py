@@ -41,6 +41,8 @@ from tui_eval.agents.messages import Usage
 from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
 from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.agents.state import is_sqlite
+from tui_eval.agents.users import ScriptedUser, SimulatedUser, User
 from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import Count, Dollars
@@ -77,12 +79,45 @@ class ScriptStepSpec(_Strict):
         return self
 
 
+class UserSpec(_Strict):
+    """The user of a conversation: scripted `lines`, or a model following `instructions`."""
+
+    lines: list[str] | None = pydantic.Field(
+        None, description="what a scripted user says after the case's input, in order"
+    )
+    instructions: str | None = pydantic.Field(
+        None, description="who a simulated user is and what it wants (a model plays it)"
+    )
+    model: str | None = pydantic.Field(None, description="the simulated user's model spec")
+    max_turns: int | None = pydantic.Field(None, ge=1, description="turn limit (default 20)")
+
+    @pydantic.model_validator(mode="after")
+    def _one_kind(self) -> UserSpec:
+        if (self.lines is None) == (self.instructions is None):
+            raise ValueError("a user has either `lines` (scripted) or `instructions` (simulated)")
+        if self.lines is not None and self.model is not None:
+            raise ValueError("a scripted user (`lines`) takes no `model`")
+        return self
+
+
 class CaseSpec(_Strict):
     """One case of a declarative suite."""
 
-    input: str | list[dict[str, Any]] | dict[str, Any] = pydantic.Field(
+    input: str | list[dict[str, Any]] | dict[str, Any] | None = pydantic.Field(
+        None,
         description="a prompt, a conversation (a list of {role, content}), or a structured "
-        "value (a mapping) passed to the agent function as it is"
+        "value (a mapping) passed to the agent function as it is; with a `user`, its first "
+        "message (optional: without it the user opens)",
+    )
+    user: list[str] | UserSpec | None = pydantic.Field(
+        None,
+        description="a conversation's user: a list of lines (scripted), or "
+        "{instructions, model, max_turns} (simulated) or {lines, max_turns}",
+    )
+    state: dict[str, Any] | str | None = pydantic.Field(
+        None,
+        description="the environment state the tools read and change, fresh per sample: a "
+        "mapping, or an SQLite file beside the suite (.db, .sqlite, .sqlite3)",
     )
     name: str | None = None
     checks: list[CheckSpec] = []
@@ -101,6 +136,12 @@ class CaseSpec(_Strict):
     metadata: dict[str, Any] = {}
     expected: Any = None
     expected_tools: list[str] | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _has_input(self) -> CaseSpec:
+        if self.input is None and self.user is None:
+            raise ValueError("a case needs an `input` (or a `user` who opens the conversation)")
+        return self
 
 
 class SuiteSettings(_Strict):
@@ -266,7 +307,7 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
     for index, spec in enumerate(specs):
         label = f"case {index + 1}" + (f" ({spec.name!r})" if spec.name else "")
         try:
-            cases.append(_case(spec, settings))
+            cases.append(_case(spec, settings, path))
         except (SuiteFileError, ValueError, TypeError) as exc:
             raise SuiteFileError(f"{path}: {label}: {exc}") from None
     if settings.recorded:
@@ -337,7 +378,33 @@ def import_reference(reference: str, path: Path) -> Any:
     return target
 
 
-def _case(spec: CaseSpec, settings: SuiteSettings) -> Case:
+def _user(spec: list[str] | UserSpec | None) -> User | None:
+    if spec is None:
+        return None
+    if isinstance(spec, list):
+        return ScriptedUser(spec)
+    if spec.lines is not None:
+        return ScriptedUser(spec.lines, max_turns=spec.max_turns)
+    assert spec.instructions is not None
+    return SimulatedUser(spec.instructions, model=spec.model, max_turns=spec.max_turns)
+
+
+def _state(state: dict[str, Any] | str | None, path: Path) -> Any:
+    """A mapping as it is; a database file relative to the suite file."""
+    if not isinstance(state, str):
+        return state
+    if not is_sqlite(state):
+        raise SuiteFileError(
+            f"field 'state': {state!r} is not an SQLite file (.db, .sqlite, .sqlite3); "
+            "give a mapping for a state of plain data"
+        )
+    database = (path.parent / state).resolve()
+    if not database.is_file():
+        raise SuiteFileError(f"field 'state': no database {state!r} beside {path.name}")
+    return database
+
+
+def _case(spec: CaseSpec, settings: SuiteSettings, path: Path) -> Case:
     from tui_eval.agents.messages import Message
 
     checks = _checks(spec.checks, settings)
@@ -351,6 +418,8 @@ def _case(spec: CaseSpec, settings: SuiteSettings) -> Case:
         case_input = [Message(m.get("role", "user"), m.get("content")) for m in case_input]
     return Case(
         case_input,
+        user=_user(spec.user),
+        state=_state(spec.state, path),
         checks=checks,
         name=spec.name,
         samples=spec.samples,
