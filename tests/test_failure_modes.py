@@ -84,6 +84,31 @@ def test_reasons_differing_only_in_numbers_quotes_ids_or_paths_are_one_pattern()
     assert mask("missing field name") != mask("missing field email")
 
 
+def test_a_judges_prose_with_apostrophes_and_typographic_quotes_is_one_pattern():
+    """Judges write English: an apostrophe is not a quote, and they quote with “” and ‘’."""
+    assert mask("The answer doesn't say 'Paris'; it's wrong") == mask(
+        "The answer doesn't say 'Rome'; it's wrong"
+    )
+    assert mask("It's wrong: expected 'Paris', got 'Lyon'") == mask(
+        "It's wrong: expected 'Rome', got 'it's Nice'"
+    )
+    assert mask("The answer says “Paris” but the user’s city is ‘Lyon’") == mask(
+        "The answer says “Rome” but the user’s city is ‘Nice’"
+    )
+    assert mask("the user's name") != mask("the user's city")
+
+
+def test_timestamps_hex_numbers_and_ids_are_masked_whole():
+    assert mask("deadline 2026-12-02T09:18:40Z passed") == mask(
+        "deadline 2025-01-30T23:01:05.120+02:00 passed"
+    )
+    assert mask("request 0x7f3a failed after 5sec") == mask("request 0x1b failed after 12sec")
+    assert mask("call 3 of gpt-4o") == mask("call 12 of gpt-4o")
+    assert mask("run_ab12cd: no id 123e4567-e89b-12d3-a456-426614174000") == mask(
+        "run_zz99yy: no id 00000000-0000-0000-0000-00000000abcd"
+    )
+
+
 def sample(case: str, index: int, check: str, reason: str) -> SampleResult:
     return SampleResult(
         case, index, "failed", checks=[CheckResult(check, False, 0.0, reason)], run=RunResult("x")
