@@ -150,3 +150,15 @@ def test_a_hundred_thousand_failed_samples_fall_in_one_mode():
     ]
     modes = failure_modes(Report("big", cases))
     assert len(modes) == 1 and modes[0].count == 100_000
+
+
+def test_a_timeout_or_an_untyped_error_is_named_once():
+    def failed(status: str, error: str) -> Report:
+        return Report("r", [CaseResult("a", [SampleResult("a", 0, status, error=error)])])
+
+    (timeout,) = failure_modes(failed("timeout", "sample exceeded its timeout of 0.5s"))
+    assert str(timeout.signature) == "timeout: sample exceeded its timeout of #"
+    (untyped,) = failure_modes(failed("error", "the tool server went away"))
+    assert str(untyped.signature) == "error: the tool server went away"
+    (typed,) = failure_modes(failed("error", "KeyError: 'order-7'"))
+    assert str(typed.signature) == "error · KeyError: ‹…›"

@@ -89,7 +89,7 @@ class Signature:
 
     def __str__(self) -> str:
         head = f"{self.where}: {self.pattern}" if self.pattern else self.where
-        if self.kind != "failed":
+        if self.kind not in ("failed", self.where):  # "timeout: …", not "timeout · timeout: …"
             head = f"{self.kind} · {head}"
         return f"{head} · {self.departure}" if self.departure else head
 
