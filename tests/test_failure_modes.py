@@ -162,3 +162,34 @@ def test_a_timeout_or_an_untyped_error_is_named_once():
     assert str(untyped.signature) == "error: the tool server went away"
     (typed,) = failure_modes(failed("error", "KeyError: 'order-7'"))
     assert str(typed.signature) == "error · KeyError: ‹…›"
+
+
+def test_a_baseline_case_the_run_does_not_hold_makes_no_mode_gone():
+    """A rerun of some cases (or a case since removed) says nothing of the others' failures."""
+    run = Report("r", [CaseResult("a", [sample("a", 0, "contains", "no 'x' in the output")])])
+    baseline = Report(
+        "r",
+        [
+            CaseResult("a", [sample("a", 0, "contains", "no 'y' in the output")]),
+            CaseResult("b", [sample("b", 0, "regex", "nothing matched")]),
+        ],
+    )
+    (mode,) = failure_modes(run, baseline)
+    assert mode.change == "same" and mode.baseline_total == 1
+
+
+def test_a_mode_grows_or_shrinks_only_when_its_count_and_its_share_agree():
+    def run(failing: int, passing: int) -> Report:
+        samples = [sample("a", i, "contains", f"no {i} in the output") for i in range(failing)]
+        samples += [SampleResult("a", failing + i, "passed") for i in range(passing)]
+        return Report("r", [CaseResult("a", samples)])
+
+    def change(now: Report, then: Report) -> str:
+        (mode,) = failure_modes(now, then)
+        return mode.change
+
+    assert change(run(2, 18), run(2, 19)) == "same"  # not "grown 2 (2)": one sample fewer
+    assert change(run(2, 5), run(4, 12)) == "same"  # a run still going: 2 of 7 done so far
+    assert change(run(4, 36), run(2, 18)) == "same"  # twice the samples, the same share
+    assert change(run(5, 35), run(2, 18)) == "grown"
+    assert change(run(1, 19), run(2, 18)) == "shrunk"

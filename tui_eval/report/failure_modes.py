@@ -9,14 +9,15 @@ needs no model: a judge's reason "scored 3 because the total 41 is wrong" and "s
 because the total 17 is wrong" are one mode; two different checks never are.
 
 Against a baseline each mode is `new`, `grown`, `shrunk`, `gone` or `same` (by its share
-of the run's samples, so runs of different sizes compare), and new modes come first.
+of the run's samples, so runs of different sizes compare, when its count moved the same
+way), and new modes come first.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tui_eval.core.results import CaseResult, SampleResult
@@ -243,11 +244,15 @@ def _sign_case(case: CaseResult, signer: _Signer, modes: dict[Signature, Failure
 def failure_modes(report: Report, baseline: Report | None = None) -> list[FailureMode]:
     """The failure modes of `report`, and with a `baseline` how each moved since it.
 
-    Ordered as every view shows them: new modes first, then grown, same, shrunk and gone
-    ones; within each, the most failed samples first.
+    Only the baseline's cases that `report` holds are compared: a partial run (a rerun, a
+    filter) or a case since removed says nothing about the others' failures, which are not
+    `gone`. Ordered as every view shows them: new modes first, then grown, same, shrunk and
+    gone ones; within each, the most failed samples first.
     """
     current = _sign_report(report)
     if baseline is not None:
+        held = {case.name for case in report.cases}
+        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in held])
         before = _sign_report(baseline)
         base_total = len(baseline.samples)
         for signature, old in before.items():
@@ -271,10 +276,16 @@ def _change(mode: FailureMode) -> Change:
         return "new"
     if mode.count == 0:
         return "gone"
-    # By share of each run's samples (cross-multiplied: exact for any two run sizes).
+    # By share of each run's samples (cross-multiplied: exact for any two run sizes), when
+    # the count moved the same way: "grown 2 (2)" would read as nonsense, and while a run
+    # still goes its share of the samples done so far moves with every sample.
     now = mode.count * max(1, mode.baseline_total)
     then = mode.baseline_samples * max(1, mode.total)
-    return "grown" if now > then else "shrunk" if now < then else "same"
+    if now > then and mode.count > mode.baseline_samples:
+        return "grown"
+    if now < then and mode.count < mode.baseline_samples:
+        return "shrunk"
+    return "same"
 
 
 def mode_of(modes: Iterable[FailureMode], case: str, index: int) -> FailureMode | None:
