@@ -6,7 +6,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from tui_eval import Case, Suite, contains
+from tui_eval import Case, Suite, contains, evaluate
+from tui_eval.report.baselines import save_baseline
 from tui_eval.report.quarantine import quarantine_path, read
 from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
@@ -84,6 +85,38 @@ async def test_failures_screen_groups_live_and_walks_a_modes_samples(tmp_path):
         table = run_screen.query_one(CaseTable)
         shown = [run_screen.session.state.cases[i].name for i in table.order]
         assert shown == first.cases
+
+
+async def test_failures_opened_during_a_run_compare_with_the_baseline(tmp_path):
+    """The baseline failed c0-c3 the same way and raised nowhere: while the run still goes,
+    the KeyError mode is new and listed first, the wrong numbers the same."""
+    gate = anyio.Event()
+    suite = two_modes_suite(tmp_path, gate)
+
+    async def before(question: str) -> str:
+        i = int(question.split()[-1])
+        return f"total {i * 13}" if i < 4 else "ok"
+
+    baseline = await evaluate(before, suite.cases, name="modes")
+    assert save_baseline(baseline, suite.baseline_path).path == suite.baseline_path
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run_screen = app.screen
+        await wait_for(pilot, lambda: run_screen.session.state.samples_done == 7)
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        screen = app.screen
+        await wait_for(pilot, lambda: len(screen.modes) == 2)
+        assert run_screen.session.state.running
+        assert [(m.signature.where, m.change) for m in screen.modes] == [
+            ("KeyError", "new"),
+            ("contains", "same"),
+        ]
+        assert "1 new since the baseline" in str(screen.query_one("#screen-title").render())
+        gate.set()
+        await wait_for(pilot, lambda: not run_screen.session.state.running)
 
 
 async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):

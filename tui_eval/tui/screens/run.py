@@ -276,8 +276,7 @@ class RunScreen(Screen[None]):
         from tui_eval.service.flaky import case_histories
         from tui_eval.tui.screens.failures import FailuresScreen
 
-        compared = self.session.compare()
-        baseline = compared.baseline if compared.status is BaselineStatus.COMPARED else None
+        baseline = self.session.compared_baseline()
         flaky: list[str] = []
         history = self.workspace.history
         if history is not None:
