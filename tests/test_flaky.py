@@ -41,4 +41,4 @@ def test_one_failure_is_not_enough():
 def test_describe_counts_flips():
     case = history((1, 1), (0, 1), (1, 1), (0, 1), (0, 1))
     assert case.flips == 3
-    assert case.describe() == "5 run(s) · passed 2 · 3 flip(s) · flaky"
+    assert case.describe() == "5 run(s), newest first: 100% · 0% · 100% · 0% · 0% · 3 flip(s)"

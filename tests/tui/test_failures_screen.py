@@ -9,6 +9,8 @@ import pytest
 from tui_eval import Case, Suite, contains, evaluate
 from tui_eval.report.baselines import save_baseline
 from tui_eval.report.quarantine import quarantine_path, read
+from tui_eval.service.flaky import CaseHistory, RunOutcome
+from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
@@ -117,6 +119,22 @@ async def test_failures_opened_during_a_run_compare_with_the_baseline(tmp_path):
         assert "1 new since the baseline" in str(screen.query_one("#screen-title").render())
         gate.set()
         await wait_for(pilot, lambda: not run_screen.session.state.running)
+
+
+async def test_flaky_cases_show_their_pass_rate_run_by_run(tmp_path):
+    gate = anyio.Event()
+    gate.set()
+    suite = two_modes_suite(tmp_path, gate)
+    report = await evaluate(suite.agent, suite.cases)
+    rates = [(1, 1), (0, 1), (1, 1), (0, 1), (0, 1)]
+    runs = [RunOutcome(f"r{i}", float(i), p, n, p == n) for i, (p, n) in enumerate(rates)]
+    app = make_app(suites=[])
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = RunSession.for_report(report, clock=lambda: 0.0, title="modes")
+        await app.push_screen(FailuresScreen(session, flaky=[CaseHistory("c6", runs)]))
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        shown = str(app.screen.query_one("#flaky").render())
+        assert "c6" in shown and "100% · 0% · 100% · 0% · 0%" in shown and "3 flip(s)" in shown
 
 
 async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):

@@ -66,12 +66,12 @@ class CaseHistory:
         return low > 0.0 and high < 1.0
 
     def describe(self) -> str:
-        """One line: "5 runs · passed 3 · 2 flips · flaky"."""
+        """One line, its pass rate run by run: "5 run(s), newest first: 100% · 0% · 100% ·
+        0% · 0% · 3 flip(s)"."""
         if not self.runs:
             return "no recorded run"
-        passed = sum(1 for run in self.runs if run.verdict)
-        text = f"{len(self.runs)} run(s) · passed {passed} · {self.flips} flip(s)"
-        return f"{text} · flaky" if self.flaky else text
+        rates = " · ".join(f"{run.passed / run.total:.0%}" for run in self.runs)
+        return f"{len(self.runs)} run(s), newest first: {rates} · {self.flips} flip(s)"
 
 
 def case_histories(
