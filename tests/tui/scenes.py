@@ -247,6 +247,12 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
 
         app = make_app(suites=[], clock=clock)
         baseline = demo_baseline(report)
+        for case in baseline.cases:  # the baseline's rounding failures, as its check said them
+            for sample in case.samples if case.name == "rounding (flaky)" else []:
+                for check in sample.checks if sample.status == "failed" else []:
+                    if check.passed:
+                        check.passed, check.score = False, 0.0
+                        check.reason = "expected '3' in output, got '2'"
 
         async def show_failures(pilot: Pilot[Any]) -> None:
             session = RunSession.for_report(report, clock=clock, title="calculator")
