@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
 
@@ -193,3 +195,82 @@ def test_a_mode_grows_or_shrinks_only_when_its_count_and_its_share_agree():
     assert change(run(4, 36), run(2, 18)) == "same"  # twice the samples, the same share
     assert change(run(5, 35), run(2, 18)) == "grown"
     assert change(run(1, 19), run(2, 18)) == "shrunk"
+
+
+THREE_MODES_SUITE = '''
+from pathlib import Path
+
+from tui_eval import Agent, Case, Completion, Suite, llm_judge, tool_called
+from tui_eval.checks import verdict_reply
+from tui_eval.testing import ScriptedProvider, call, text
+
+BASELINE = Path(__file__).with_name("baseline.txt")
+
+
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+def judge(messages) -> Completion:
+    i = int(messages[-1].content.split("answer ")[1].split()[0])
+    if 12 <= i < 18:
+        reason = f"scored {i % 3} because the total {100 + i * 7} in the answer is wrong"
+        return Completion(content=verdict_reply(0.2, reason))
+    return Completion(content=verdict_reply(0.9, "the total is right"))
+
+
+def model(i):
+    def scripted():
+        slow = 6 <= i < 12 and not BASELINE.exists()
+        return ScriptedProvider(
+            [call("add", {"a": 100 + i if i < 6 else 2, "b": 3}, delay=30 if slow else 0),
+             text(f"answer {i} is 5")]
+        )
+
+    return scripted
+
+
+suite = Suite(
+    "modes",
+    agent=Agent(ScriptedProvider(name="unused"), tools=[add], name="adder"),
+    cases=[
+        Case(
+            f"question {i}",
+            name=f"c{i:02d}",
+            checks=[tool_called("add", a=2), llm_judge("the total is right", model=lambda: ScriptedProvider([judge]))],
+            timeout=0.2 if 6 <= i < 12 else None,
+            model=model(i),
+        )
+        for i in range(20)
+    ],
+    concurrency=20,
+)
+'''
+
+
+def test_three_modes_injected_through_a_suite_run_and_the_failures_command(tmp_path):
+    """A scripted agent calls `add` with a wrong argument (c00-c05) or too slowly (c06-c11);
+    a scripted `llm_judge` fails c12-c17 with a different total in each reason. The baseline
+    ran before the slowness: `tui-eval failures` finds the timeouts new, and lists them first."""
+    from tests.cli_in_process import cli
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "modes.py").write_text(THREE_MODES_SUITE)
+    (folder / "baseline.txt").write_text("")
+    cli("run", "suites", "--headless", "--save-baseline", cwd=tmp_path)
+    (folder / "baseline.txt").unlink()
+    ran = cli("run", "suites", "--headless", "--json", "r.json", cwd=tmp_path)
+    assert ran.returncode == 1 and (tmp_path / "r.json").exists(), ran.stderr
+    baseline = "suites/__baselines__/modes.json"
+    shown = cli("failures", "r.json", "--against", baseline, "--json", "m.json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    modes = json.loads((tmp_path / "m.json").read_text())["modes"]
+    assert [(m["change"], m["kind"], m["where"], m["cases"]) for m in modes] == [
+        ("new", "timeout", "timeout", [f"c{i:02d}" for i in range(6, 12)]),
+        ("same", "failed", "llm_judge", [f"c{i}" for i in range(12, 18)]),
+        ("same", "failed", "tool_called", [f"c{i:02d}" for i in range(6)]),
+    ]
+    table = cli("failures", "r.json", "--against", baseline, "--markdown", cwd=tmp_path)
+    assert table.stdout.splitlines()[2].startswith("| **new** | 6 (was 0) | 6 | timeout: ")
