@@ -137,6 +137,32 @@ async def test_flaky_cases_show_their_pass_rate_run_by_run(tmp_path):
         assert "c6" in shown and "100% · 0% · 100% · 0% · 0%" in shown and "3 flip(s)" in shown
 
 
+async def test_f_then_m_shows_every_case_again_whichever_mode_was_shown(tmp_path):
+    """The Run screen says "(F, m: all)": Failures opens on the mode shown, so m lifts it."""
+    gate = anyio.Event()
+    gate.set()
+    suite = two_modes_suite(tmp_path, gate)
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run_screen = app.screen
+        await wait_until_done(pilot, run_screen)
+        table = run_screen.query_one(CaseTable)
+        for key in ("F", "down", "m"):  # the second mode's cases only
+            await pilot.press(key)
+            await pilot.pause()
+        await wait_for(pilot, lambda: app.screen is run_screen)
+        second = [run_screen.session.state.cases[i].name for i in table.order]
+        assert len(second) < 8
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        assert app.screen.current_mode().cases == second
+        await pilot.press("m")
+        await wait_for(pilot, lambda: app.screen is run_screen)
+        assert len(table.order) == 8
+
+
 async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):
     gate = anyio.Event()
     gate.set()

@@ -62,6 +62,7 @@ class FailuresScreen(Screen[None]):
         baseline: Report | None = None,
         flaky: list[CaseHistory] | None = None,
         show_cases: Callable[[frozenset[str], str], None] | None = None,
+        shown: str = "",
     ) -> None:
         super().__init__()
         self.session = session
@@ -70,6 +71,9 @@ class FailuresScreen(Screen[None]):
         """The run's flaky cases (`tui_eval.service.flaky`), with their recorded runs."""
         self.show_cases = show_cases
         """Shows only a mode's cases in the run's table (`m`; the Run screen gives it)."""
+        self.shown = shown
+        """The mode whose cases the Run table shows (its signature): the cursor starts on
+        it, so `m` shows every case again."""
         self.modes: list[FailureMode] = []
         self._drawn: tuple[int, ...] | None = None
 
@@ -122,6 +126,9 @@ class FailuresScreen(Screen[None]):
             )
         table = self.query_one(Table)
         cursor = table.cursor_row
+        if self.shown and not table.row_count:  # the first time: on the mode shown
+            signatures = [str(mode.signature) for mode in self.modes]
+            cursor = signatures.index(self.shown) if self.shown in signatures else 0
         table.show(self.COLUMNS if compared else self.COLUMNS[1:], rows)
         if rows:
             table.action_cursor_to(min(max(cursor, 0), len(rows) - 1))

@@ -284,7 +284,13 @@ class RunScreen(Screen[None]):
             found = case_histories(history, self.session.state.name, thresholds)
             flaky = [past for past in found.values() if past.flaky]
         self.app.push_screen(
-            FailuresScreen(self.session, baseline=baseline, flaky=flaky, show_cases=self.show_mode)
+            FailuresScreen(
+                self.session,
+                baseline=baseline,
+                flaky=flaky,
+                show_cases=self.show_mode,
+                shown=self.mode_label,
+            )
         )
 
     def action_failing_only(self) -> None:
