@@ -166,14 +166,22 @@ def test_a_timeout_or_an_untyped_error_is_named_once():
     assert str(typed.signature) == "error · KeyError: ‹…›"
 
 
-def test_a_baseline_case_the_run_does_not_hold_makes_no_mode_gone():
-    """A rerun of some cases (or a case since removed) says nothing of the others' failures."""
-    run = Report("r", [CaseResult("a", [sample("a", 0, "contains", "no 'x' in the output")])])
+def test_a_baseline_case_the_run_has_not_run_makes_no_mode_gone():
+    """A rerun of some cases, a case since removed, or one a run still going has not reached
+    yet (no sample of it done) says nothing of the others' failures."""
+    run = Report(
+        "r",
+        [
+            CaseResult("a", [sample("a", 0, "contains", "no 'x' in the output")]),
+            CaseResult("c", [], planned=1),  # not reached yet
+        ],
+    )
     baseline = Report(
         "r",
         [
             CaseResult("a", [sample("a", 0, "contains", "no 'y' in the output")]),
             CaseResult("b", [sample("b", 0, "regex", "nothing matched")]),
+            CaseResult("c", [sample("c", 0, "llm_judge", "scored 2")]),
         ],
     )
     (mode,) = failure_modes(run, baseline)

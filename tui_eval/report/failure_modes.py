@@ -244,14 +244,14 @@ def _sign_case(case: CaseResult, signer: _Signer, modes: dict[Signature, Failure
 def failure_modes(report: Report, baseline: Report | None = None) -> list[FailureMode]:
     """The failure modes of `report`, and with a `baseline` how each moved since it.
 
-    Only the baseline's cases that `report` holds are compared: a partial run (a rerun, a
-    filter) or a case since removed says nothing about the others' failures, which are not
-    `gone`. Ordered as every view shows them: new modes first, then grown, same, shrunk and
+    Only the baseline's cases that `report` has run (a sample of them done) are compared: a
+    partial run (a rerun, a filter), a case since removed, or one that a run still going has
+    not reached says nothing about the others' failures, which are not `gone`. Ordered as every view shows them: new modes first, then grown, same, shrunk and
     gone ones; within each, the most failed samples first.
     """
     current = _sign_report(report)
     if baseline is not None:
-        held = {case.name for case in report.cases}
+        held = {case.name for case in report.cases if case.samples}
         baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in held])
         before = _sign_report(baseline)
         base_total = len(baseline.samples)
