@@ -134,14 +134,15 @@ class FailuresScreen(Screen[None]):
             table.action_cursor_to(min(max(cursor, 0), len(rows) - 1))
         failed = sum(m.count for m in self.modes)
         title = Text(f"Failures · {self.session.title} · ")
+        if state.running:  # before the counts: a narrow terminal cuts the end of the line
+            title.append("live", style="cyan")
+            title.append(" · ")
         title.append(
             f"{failed:,} failed sample(s) in {sum(1 for m in self.modes if m.count)} mode(s)"
         )
         if compared:
             new = sum(1 for m in self.modes if m.change == "new")
             title.append(f" · {new} new since the baseline", style="bold red" if new else "")
-        if state.running:
-            title.append(" · live", style="cyan")
         self.query_one("#screen-title", Static).update(title)
         flaky = self.query_one("#flaky", Static)
         flaky.update(self._flaky_text())
