@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
 
@@ -84,6 +86,31 @@ def test_reasons_differing_only_in_numbers_quotes_ids_or_paths_are_one_pattern()
     assert mask("missing field name") != mask("missing field email")
 
 
+def test_a_judges_prose_with_apostrophes_and_typographic_quotes_is_one_pattern():
+    """Judges write English: an apostrophe is not a quote, and they quote with “” and ‘’."""
+    assert mask("The answer doesn't say 'Paris'; it's wrong") == mask(
+        "The answer doesn't say 'Rome'; it's wrong"
+    )
+    assert mask("It's wrong: expected 'Paris', got 'Lyon'") == mask(
+        "It's wrong: expected 'Rome', got 'it's Nice'"
+    )
+    assert mask("The answer says “Paris” but the user’s city is ‘Lyon’") == mask(
+        "The answer says “Rome” but the user’s city is ‘Nice’"
+    )
+    assert mask("the user's name") != mask("the user's city")
+
+
+def test_timestamps_hex_numbers_and_ids_are_masked_whole():
+    assert mask("deadline 2026-12-02T09:18:40Z passed") == mask(
+        "deadline 2025-01-30T23:01:05.120+02:00 passed"
+    )
+    assert mask("request 0x7f3a failed after 5sec") == mask("request 0x1b failed after 12sec")
+    assert mask("call 3 of gpt-4o") == mask("call 12 of gpt-4o")
+    assert mask("run_ab12cd: no id 123e4567-e89b-12d3-a456-426614174000") == mask(
+        "run_zz99yy: no id 00000000-0000-0000-0000-00000000abcd"
+    )
+
+
 def sample(case: str, index: int, check: str, reason: str) -> SampleResult:
     return SampleResult(
         case, index, "failed", checks=[CheckResult(check, False, 0.0, reason)], run=RunResult("x")
@@ -125,3 +152,133 @@ def test_a_hundred_thousand_failed_samples_fall_in_one_mode():
     ]
     modes = failure_modes(Report("big", cases))
     assert len(modes) == 1 and modes[0].count == 100_000
+
+
+def test_a_timeout_or_an_untyped_error_is_named_once():
+    def failed(status: str, error: str) -> Report:
+        return Report("r", [CaseResult("a", [SampleResult("a", 0, status, error=error)])])
+
+    (timeout,) = failure_modes(failed("timeout", "sample exceeded its timeout of 0.5s"))
+    assert str(timeout.signature) == "timeout: sample exceeded its timeout of #"
+    (untyped,) = failure_modes(failed("error", "the tool server went away"))
+    assert str(untyped.signature) == "error: the tool server went away"
+    (typed,) = failure_modes(failed("error", "KeyError: 'order-7'"))
+    assert str(typed.signature) == "error · KeyError: ‹…›"
+
+
+def test_a_baseline_case_the_run_has_not_run_makes_no_mode_gone():
+    """A rerun of some cases, a case since removed, or one a run still going has not reached
+    yet (no sample of it done) says nothing of the others' failures."""
+    run = Report(
+        "r",
+        [
+            CaseResult("a", [sample("a", 0, "contains", "no 'x' in the output")]),
+            CaseResult("c", [], planned=1),  # not reached yet
+        ],
+    )
+    baseline = Report(
+        "r",
+        [
+            CaseResult("a", [sample("a", 0, "contains", "no 'y' in the output")]),
+            CaseResult("b", [sample("b", 0, "regex", "nothing matched")]),
+            CaseResult("c", [sample("c", 0, "llm_judge", "scored 2")]),
+        ],
+    )
+    (mode,) = failure_modes(run, baseline)
+    assert mode.change == "same" and mode.baseline_total == 1
+
+
+def test_a_mode_grows_or_shrinks_only_when_its_count_and_its_share_agree():
+    def run(failing: int, passing: int) -> Report:
+        samples = [sample("a", i, "contains", f"no {i} in the output") for i in range(failing)]
+        samples += [SampleResult("a", failing + i, "passed") for i in range(passing)]
+        return Report("r", [CaseResult("a", samples)])
+
+    def change(now: Report, then: Report) -> str:
+        (mode,) = failure_modes(now, then)
+        return mode.change
+
+    assert change(run(2, 18), run(2, 19)) == "same"  # not "grown 2 (2)": one sample fewer
+    assert change(run(2, 5), run(4, 12)) == "same"  # a run still going: 2 of 7 done so far
+    assert change(run(4, 36), run(2, 18)) == "same"  # twice the samples, the same share
+    assert change(run(5, 35), run(2, 18)) == "grown"
+    assert change(run(1, 19), run(2, 18)) == "shrunk"
+
+
+THREE_MODES_SUITE = '''
+from pathlib import Path
+
+from tui_eval import Agent, Case, Completion, Suite, llm_judge, tool_called
+from tui_eval.checks import verdict_reply
+from tui_eval.testing import ScriptedProvider, call, text
+
+BASELINE = Path(__file__).with_name("baseline.txt")
+
+
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+def judge(messages) -> Completion:
+    i = int(messages[-1].content.split("answer ")[1].split()[0])
+    if 12 <= i < 18:
+        reason = f"scored {i % 3} because the total {100 + i * 7} in the answer is wrong"
+        return Completion(content=verdict_reply(0.2, reason))
+    return Completion(content=verdict_reply(0.9, "the total is right"))
+
+
+def model(i):
+    def scripted():
+        slow = 6 <= i < 12 and not BASELINE.exists()
+        return ScriptedProvider(
+            [call("add", {"a": 100 + i if i < 6 else 2, "b": 3}, delay=30 if slow else 0),
+             text(f"answer {i} is 5")]
+        )
+
+    return scripted
+
+
+suite = Suite(
+    "modes",
+    agent=Agent(ScriptedProvider(name="unused"), tools=[add], name="adder"),
+    cases=[
+        Case(
+            f"question {i}",
+            name=f"c{i:02d}",
+            checks=[tool_called("add", a=2), llm_judge("the total is right", model=lambda: ScriptedProvider([judge]))],
+            timeout=0.2 if 6 <= i < 12 else None,
+            model=model(i),
+        )
+        for i in range(20)
+    ],
+    concurrency=20,
+)
+'''
+
+
+def test_three_modes_injected_through_a_suite_run_and_the_failures_command(tmp_path):
+    """A scripted agent calls `add` with a wrong argument (c00-c05) or too slowly (c06-c11);
+    a scripted `llm_judge` fails c12-c17 with a different total in each reason. The baseline
+    ran before the slowness: `tui-eval failures` finds the timeouts new, and lists them first."""
+    from tests.cli_in_process import cli
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "modes.py").write_text(THREE_MODES_SUITE)
+    (folder / "baseline.txt").write_text("")
+    cli("run", "suites", "--headless", "--save-baseline", cwd=tmp_path)
+    (folder / "baseline.txt").unlink()
+    ran = cli("run", "suites", "--headless", "--json", "r.json", cwd=tmp_path)
+    assert ran.returncode == 1 and (tmp_path / "r.json").exists(), ran.stderr
+    baseline = "suites/__baselines__/modes.json"
+    shown = cli("failures", "r.json", "--against", baseline, "--json", "m.json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    modes = json.loads((tmp_path / "m.json").read_text())["modes"]
+    assert [(m["change"], m["kind"], m["where"], m["cases"]) for m in modes] == [
+        ("new", "timeout", "timeout", [f"c{i:02d}" for i in range(6, 12)]),
+        ("same", "failed", "llm_judge", [f"c{i}" for i in range(12, 18)]),
+        ("same", "failed", "tool_called", [f"c{i:02d}" for i in range(6)]),
+    ]
+    table = cli("failures", "r.json", "--against", baseline, "--markdown", cwd=tmp_path)
+    assert table.stdout.splitlines()[2].startswith("| **new** | 6 (was 0) | 6 | timeout: ")

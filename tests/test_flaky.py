@@ -24,6 +24,15 @@ def test_stable_cases_are_not_flaky():
     assert not history(*[(3, 3)] * 5).flaky
 
 
+def test_a_case_that_regressed_or_was_fixed_is_not_flaky():
+    """Newest first: it passed, then a change broke it and it failed every run since. Its
+    verdict changed once: a regression (or, read the other way, a fix), not flakiness."""
+    assert not history((0, 1), (0, 1), (1, 1)).flaky
+    assert not history((0, 1), (0, 1), (0, 1), (1, 1), (1, 1)).flaky
+    assert not history((3, 3), (3, 3), (0, 3), (0, 3)).flaky
+    assert history((1, 1), (0, 1), (1, 1)).flaky  # back and forth: flaky
+
+
 def test_one_failure_is_not_enough():
     assert not history((0, 1)).flaky  # one run
     assert not history((1, 1), (0, 1)).flaky  # two runs: too few to tell
@@ -32,4 +41,4 @@ def test_one_failure_is_not_enough():
 def test_describe_counts_flips():
     case = history((1, 1), (0, 1), (1, 1), (0, 1), (0, 1))
     assert case.flips == 3
-    assert case.describe() == "5 run(s) · passed 2 · 3 flip(s) · flaky"
+    assert case.describe() == "5 run(s), newest first: 100% · 0% · 100% · 0% · 0% · 3 flip(s)"

@@ -20,6 +20,7 @@ from tui_eval.calibration.labels import LabelStore, new_label
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
 from tui_eval.run.state import RunState
+from tui_eval.service.flaky import CaseHistory, RunOutcome
 from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import Suite, load_suites
@@ -106,6 +107,19 @@ def demo_baseline(report: Report) -> Report:
         )
     )
     return baseline
+
+
+def demo_flaky_history() -> CaseHistory:
+    """The flaky demo case over its last five runs (newest first), as the Failures screen
+    lists it."""
+    rates = [(3, 5), (2, 5), (4, 5), (2, 5), (3, 5)]
+    return CaseHistory(
+        "rounding (flaky)",
+        [
+            RunOutcome(f"run-{i}", STARTED_AT - i * 86_400, passed, total, passed / total >= 0.6)
+            for i, (passed, total) in enumerate(rates)
+        ],
+    )
 
 
 def live_state(report: Report, done: int) -> RunState:
@@ -233,11 +247,17 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
 
         app = make_app(suites=[], clock=clock)
         baseline = demo_baseline(report)
+        for case in baseline.cases:  # the baseline's rounding failures, as its check said them
+            for sample in case.samples if case.name == "rounding (flaky)" else []:
+                for check in sample.checks if sample.status == "failed" else []:
+                    if check.passed:
+                        check.passed, check.score = False, 0.0
+                        check.reason = "expected '3' in output, got '2'"
 
         async def show_failures(pilot: Pilot[Any]) -> None:
             session = RunSession.for_report(report, clock=clock, title="calculator")
             await pilot.app.push_screen(
-                FailuresScreen(session, baseline=baseline, flaky=["rounding (flaky)"])
+                FailuresScreen(session, baseline=baseline, flaky=[demo_flaky_history()])
             )
             await pilot.pause()
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from tui_eval import Case, Suite, contains
+from tui_eval import Case, Suite, contains, evaluate
+from tui_eval.report.baselines import save_baseline
 from tui_eval.report.quarantine import quarantine_path, read
+from tui_eval.service.flaky import CaseHistory, RunOutcome
+from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
@@ -16,6 +19,7 @@ from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.case_table import CaseTable
 
+from .test_app import screen_text
 from .test_app_flow import wait_for, wait_until_done
 
 pytestmark = pytest.mark.anyio
@@ -84,6 +88,81 @@ async def test_failures_screen_groups_live_and_walks_a_modes_samples(tmp_path):
         table = run_screen.query_one(CaseTable)
         shown = [run_screen.session.state.cases[i].name for i in table.order]
         assert shown == first.cases
+
+
+async def test_failures_opened_during_a_run_compare_with_the_baseline(tmp_path):
+    """The baseline failed c0-c3 the same way and raised nowhere: while the run still goes,
+    the KeyError mode is new and listed first, the wrong numbers the same (at 80×24)."""
+    gate = anyio.Event()
+    suite = two_modes_suite(tmp_path, gate)
+
+    async def before(question: str) -> str:
+        i = int(question.split()[-1])
+        return f"total {i * 13}" if i < 4 else "ok"
+
+    baseline = await evaluate(before, suite.cases, name="modes")
+    assert save_baseline(baseline, suite.baseline_path).path == suite.baseline_path
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run_screen = app.screen
+        await wait_for(pilot, lambda: run_screen.session.state.samples_done == 7)
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        screen = app.screen
+        await wait_for(pilot, lambda: len(screen.modes) == 2)
+        assert run_screen.session.state.running
+        assert [(m.signature.where, m.change) for m in screen.modes] == [
+            ("KeyError", "new"),
+            ("contains", "same"),
+        ]
+        title = screen_text(app).splitlines()[0]  # at 80 columns, "live" is not cut off
+        assert "live" in title and "1 new" in title
+        gate.set()
+        await wait_for(pilot, lambda: not run_screen.session.state.running)
+
+
+async def test_flaky_cases_show_their_pass_rate_run_by_run(tmp_path):
+    gate = anyio.Event()
+    gate.set()
+    suite = two_modes_suite(tmp_path, gate)
+    report = await evaluate(suite.agent, suite.cases)
+    rates = [(1, 1), (0, 1), (1, 1), (0, 1), (0, 1)]
+    runs = [RunOutcome(f"r{i}", float(i), p, n, p == n) for i, (p, n) in enumerate(rates)]
+    app = make_app(suites=[])
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = RunSession.for_report(report, clock=lambda: 0.0, title="modes")
+        await app.push_screen(FailuresScreen(session, flaky=[CaseHistory("c6", runs)]))
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        shown = str(app.screen.query_one("#flaky").render())
+        assert "c6" in shown and "100% · 0% · 100% · 0% · 0%" in shown and "3 flip(s)" in shown
+
+
+async def test_f_then_m_shows_every_case_again_whichever_mode_was_shown(tmp_path):
+    """The Run screen says "(F, m: all)": Failures opens on the mode shown, so m lifts it."""
+    gate = anyio.Event()
+    gate.set()
+    suite = two_modes_suite(tmp_path, gate)
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run_screen = app.screen
+        await wait_until_done(pilot, run_screen)
+        table = run_screen.query_one(CaseTable)
+        for key in ("F", "down", "m"):  # the second mode's cases only
+            await pilot.press(key)
+            await pilot.pause()
+        await wait_for(pilot, lambda: app.screen is run_screen)
+        second = [run_screen.session.state.cases[i].name for i in table.order]
+        assert len(second) < 8
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        assert app.screen.current_mode().cases == second
+        await pilot.press("m")
+        await wait_for(pilot, lambda: app.screen is run_screen)
+        assert len(table.order) == 8
 
 
 async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):

@@ -9,14 +9,15 @@ needs no model: a judge's reason "scored 3 because the total 41 is wrong" and "s
 because the total 17 is wrong" are one mode; two different checks never are.
 
 Against a baseline each mode is `new`, `grown`, `shrunk`, `gone` or `same` (by its share
-of the run's samples, so runs of different sizes compare), and new modes come first.
+of the run's samples, so runs of different sizes compare, when its count moved the same
+way), and new modes come first.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tui_eval.core.results import CaseResult, SampleResult
@@ -30,27 +31,40 @@ CHANGE_ORDER: dict[Change, int] = {"new": 0, "grown": 1, "same": 2, "shrunk": 3,
 # What varies between two reports of one problem, masked in this order (quoted text first,
 # so a number inside a quote goes with its quote). Each pattern runs only when the text has
 # a character it needs: most reasons hold no quote, path or run of spaces, and masking runs
-# once per distinct reason of 100,000 failed samples.
-_QUOTED = re.compile(r"'[^'\n]{0,400}'|\"[^\"\n]{0,400}\"|`[^`\n]{0,400}`|«[^»\n]{0,400}»")
+# once per distinct reason of 100,000 failed samples. A single quote opens a quote only
+# where no word goes on before it, and closes it at the first one after which no word goes
+# on: judges write prose, and "doesn't" or "the user's" hold apostrophes, not quotes.
+_QUOTED = re.compile(
+    r"(?<!\w)'[^\n]{0,400}?'(?!\w)|\"[^\"\n]{0,400}\"|`[^`\n]{0,400}`|«[^»\n]{0,400}»"
+    r"|“[^”\n]{0,400}”|(?<!\w)‘[^\n]{0,400}?’(?!\w)"
+)
 _PATH = re.compile(r"(?:[A-Za-z]:\\|~?/)[\w.\-]+(?:[\\/][\w.\-]+)+")
+_TIME = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+# (The lookahead lets the scan leave at once a word no id starts like: a third faster.)
 _ID = re.compile(
-    r"\b(?:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{8,}"
-    r"|(?:call|run|id|req|msg|chatcmpl|resp)[_-][\w-]{4,})\b",
+    r"\b(?=[0-9a-fimr])(?:[0-9a-f]{8}(?:(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]*)"
+    r"|0x[0-9a-f]+|(?:call|run|id|req|msg|chatcmpl|resp)[_-][\w-]{4,})\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"[-+]?\$?\d[\d,_]*(?:\.\d+)?(?:e[-+]?\d+)?%?(?:ms|s)?\b|[-+]?\.\d+")
+# A number ends where its digits do, whatever follows ("40Z", "4o", "12sec"); a unit of
+# seconds goes with it when the word ends there.
+_NUMBER = re.compile(r"[-+]?\$?\d[\d,_]*(?:\.\d+)?(?:e[-+]?\d+)?%?(?:(?:ms|s)\b)?(?!\d)|[-+]?\.\d+")
 _SPACE = re.compile(r"\s+")
 _PATTERN_LIMIT = 160
 
 
 def mask(text: str) -> str:
     """`text` with what varies between reports of one problem masked: quoted output,
-    paths, ids and numbers ("expected 'Paris', got 'Lyon' after 3 calls" → "expected ‹…›,
-    got ‹…› after # calls")."""
-    if "'" in text or '"' in text or "`" in text or "«" in text:
+    paths, timestamps, ids and numbers ("expected 'Paris', got 'Lyon' after 3 calls" →
+    "expected ‹…›, got ‹…› after # calls")."""
+    if "'" in text or '"' in text or "`" in text or "«" in text or "“" in text or "‘" in text:
         text = _QUOTED.sub("‹…›", text)
     if "/" in text or "\\" in text:
         text = _PATH.sub("‹path›", text)
+    if "-" in text:
+        text = _TIME.sub("‹time›", text)
     text = _NUMBER.sub("#", _ID.sub("‹id›", text))
     if "  " in text or "\n" in text or "\t" in text or "\r" in text:
         text = _SPACE.sub(" ", text)
@@ -76,7 +90,7 @@ class Signature:
 
     def __str__(self) -> str:
         head = f"{self.where}: {self.pattern}" if self.pattern else self.where
-        if self.kind != "failed":
+        if self.kind not in ("failed", self.where):  # "timeout: …", not "timeout · timeout: …"
             head = f"{self.kind} · {head}"
         return f"{head} · {self.departure}" if self.departure else head
 
@@ -230,11 +244,15 @@ def _sign_case(case: CaseResult, signer: _Signer, modes: dict[Signature, Failure
 def failure_modes(report: Report, baseline: Report | None = None) -> list[FailureMode]:
     """The failure modes of `report`, and with a `baseline` how each moved since it.
 
-    Ordered as every view shows them: new modes first, then grown, same, shrunk and gone
-    ones; within each, the most failed samples first.
+    Only the baseline's cases that `report` has run (a sample of them done) are compared: a
+    partial run (a rerun, a filter), a case since removed, or one that a run still going has
+    not reached says nothing about the others' failures, which are not `gone`. Ordered as every view shows them: new modes first, then grown, same, shrunk and
+    gone ones; within each, the most failed samples first.
     """
     current = _sign_report(report)
     if baseline is not None:
+        held = {case.name for case in report.cases if case.samples}
+        baseline = replace(baseline, cases=[c for c in baseline.cases if c.name in held])
         before = _sign_report(baseline)
         base_total = len(baseline.samples)
         for signature, old in before.items():
@@ -258,10 +276,16 @@ def _change(mode: FailureMode) -> Change:
         return "new"
     if mode.count == 0:
         return "gone"
-    # By share of each run's samples (cross-multiplied: exact for any two run sizes).
+    # By share of each run's samples (cross-multiplied: exact for any two run sizes), when
+    # the count moved the same way: "grown 2 (2)" would read as nonsense, and while a run
+    # still goes its share of the samples done so far moves with every sample.
     now = mode.count * max(1, mode.baseline_total)
     then = mode.baseline_samples * max(1, mode.total)
-    return "grown" if now > then else "shrunk" if now < then else "same"
+    if now > then and mode.count > mode.baseline_samples:
+        return "grown"
+    if now < then and mode.count < mode.baseline_samples:
+        return "shrunk"
+    return "same"
 
 
 def mode_of(modes: Iterable[FailureMode], case: str, index: int) -> FailureMode | None:

@@ -1,10 +1,12 @@
 """A case's history across the runs of its suite, and whether it is flaky.
 
-A case is *flaky* when its runs disagree beyond sampling noise: among its last runs, some
-passed it and some failed it, and all its samples of those runs put its pass rate, at 95%
-confidence, strictly between never and always (a Wilson interval that excludes both 0 and
-1). So a case that failed once in one run is not flaky, nor is one that always passes or
-always fails; a case passing about half its runs is, once it has three or more runs.
+A case is *flaky* when its runs disagree beyond sampling noise: among its last runs its
+verdict went back and forth (it changed at least twice: passed, failed, passed again, or
+the other way), and all its samples of those runs put its pass rate, at 95% confidence,
+strictly between never and always (a Wilson interval that excludes both 0 and 1). So a
+case that failed once in one run is not flaky, nor is one that always passes or always
+fails, nor one that a change broke (or fixed) and that has kept its new verdict since: its
+verdict changed once. A case passing about half its runs is flaky once it has three or more.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from tui_eval.stats.proportions import wilson_interval
 
 MIN_RUNS = 3
 """Runs a case needs before it can be called flaky."""
+MIN_FLIPS = 2
+"""Changes of verdict a flaky case shows: one is a regression or a fix."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +60,18 @@ class CaseHistory:
     @property
     def flaky(self) -> bool:
         """Whether its runs disagree beyond sampling noise (see the module's docstring)."""
-        if len(self.runs) < MIN_RUNS or len({run.verdict for run in self.runs}) < 2:
+        if len(self.runs) < MIN_RUNS or self.flips < MIN_FLIPS:
             return False
         low, high = self.interval
         return low > 0.0 and high < 1.0
 
     def describe(self) -> str:
-        """One line: "5 runs · passed 3 · 2 flips · flaky"."""
+        """One line, its pass rate run by run: "5 run(s), newest first: 100% · 0% · 100% ·
+        0% · 0% · 3 flip(s)"."""
         if not self.runs:
             return "no recorded run"
-        passed = sum(1 for run in self.runs if run.verdict)
-        text = f"{len(self.runs)} run(s) · passed {passed} · {self.flips} flip(s)"
-        return f"{text} · flaky" if self.flaky else text
+        rates = " · ".join(f"{run.passed / run.total:.0%}" for run in self.runs)
+        return f"{len(self.runs)} run(s), newest first: {rates} · {self.flips} flip(s)"
 
 
 def case_histories(
@@ -98,4 +102,4 @@ def case_histories(
     return found
 
 
-__all__ = ["MIN_RUNS", "CaseHistory", "RunOutcome", "case_histories"]
+__all__ = ["MIN_FLIPS", "MIN_RUNS", "CaseHistory", "RunOutcome", "case_histories"]

@@ -25,6 +25,7 @@ from tui_eval.service.suite_run import (
     accept_into_baseline,
     compare_with_baseline,
     plan_baseline,
+    read_baseline,
     save_baseline,
 )
 from tui_eval.suites import Suite
@@ -196,6 +197,18 @@ class RunSession:
                 message=f"{outcome.message} (press s to save this run as the baseline)",
             )
         return outcome
+
+    def compared_baseline(self) -> Report | None:
+        """The report this run is compared with — while a plain run still goes too, its
+        baseline file as it is (the Failures screen shows what is new while samples stream).
+        None: no baseline, or one that cannot be read."""
+        compared = self.compare()
+        if compared.status is BaselineStatus.COMPARED:
+            return compared.baseline
+        service, path = self.service, self.baseline_path
+        if service is not None and self.report is None and service.mode == "run" and path:
+            return read_baseline(path).baseline
+        return None
 
     def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
         """Write a review's accepted cases into the baseline, keeping every other case (those

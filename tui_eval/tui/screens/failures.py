@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Static
 
 from tui_eval.report.failure_modes import FailureMode, failure_modes
 from tui_eval.report.report import Report
+from tui_eval.service.flaky import CaseHistory
 from tui_eval.service.session import RunSession
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
@@ -43,6 +44,8 @@ class FailuresScreen(Screen[None]):
         Binding("m", "filter_run", "Run table", tooltip="Show only this mode's cases in the run"),
     ]
     REFRESH_EVERY_S = 0.5
+    FLAKY_SHOWN = 5
+    """Flaky cases listed under the modes (the Case screen shows any case's history)."""
 
     COLUMNS = (
         Column("change", "change", 7, 1),
@@ -57,15 +60,20 @@ class FailuresScreen(Screen[None]):
         session: RunSession,
         *,
         baseline: Report | None = None,
-        flaky: list[str] | None = None,
+        flaky: list[CaseHistory] | None = None,
         show_cases: Callable[[frozenset[str], str], None] | None = None,
+        shown: str = "",
     ) -> None:
         super().__init__()
         self.session = session
         self.baseline = baseline
         self.flaky = flaky or []
+        """The run's flaky cases (`tui_eval.service.flaky`), with their recorded runs."""
         self.show_cases = show_cases
         """Shows only a mode's cases in the run's table (`m`; the Run screen gives it)."""
+        self.shown = shown
+        """The mode whose cases the Run table shows (its signature): the cursor starts on
+        it, so `m` shows every case again."""
         self.modes: list[FailureMode] = []
         self._drawn: tuple[int, ...] | None = None
 
@@ -118,29 +126,40 @@ class FailuresScreen(Screen[None]):
             )
         table = self.query_one(Table)
         cursor = table.cursor_row
+        if self.shown and not table.row_count:  # the first time: on the mode shown
+            signatures = [str(mode.signature) for mode in self.modes]
+            cursor = signatures.index(self.shown) if self.shown in signatures else 0
         table.show(self.COLUMNS if compared else self.COLUMNS[1:], rows)
         if rows:
             table.action_cursor_to(min(max(cursor, 0), len(rows) - 1))
         failed = sum(m.count for m in self.modes)
         title = Text(f"Failures · {self.session.title} · ")
+        if state.running:  # before the counts: a narrow terminal cuts the end of the line
+            title.append("live", style="cyan")
+            title.append(" · ")
         title.append(
             f"{failed:,} failed sample(s) in {sum(1 for m in self.modes if m.count)} mode(s)"
         )
         if compared:
             new = sum(1 for m in self.modes if m.change == "new")
             title.append(f" · {new} new since the baseline", style="bold red" if new else "")
-        if state.running:
-            title.append(" · live", style="cyan")
         self.query_one("#screen-title", Static).update(title)
         flaky = self.query_one("#flaky", Static)
-        flaky.update(
-            cell("flaky (runs disagree beyond noise): " + ", ".join(self.flaky), 600)
-            if self.flaky
-            else ""
-        )
+        flaky.update(self._flaky_text())
         flaky.display = bool(self.flaky)
         if not self.modes:
             self.notify("no failed samples", timeout=2)
+
+    def _flaky_text(self) -> Text:
+        """The flaky cases, each with its pass rate run by run (the first few)."""
+        text = Text("flaky (runs disagree beyond noise):", no_wrap=True, overflow="ellipsis")
+        for past in self.flaky[: self.FLAKY_SHOWN]:
+            text.append("\n  ")
+            text.append_text(cell(past.case, 60))
+            text.append(f" — {past.describe()}", style="dim")
+        if len(self.flaky) > self.FLAKY_SHOWN:
+            text.append(f"\n  …and {len(self.flaky) - self.FLAKY_SHOWN} more")
+        return text
 
     def current_mode(self) -> FailureMode | None:
         table = self.query_one(Table)

@@ -273,19 +273,24 @@ class RunScreen(Screen[None]):
         self._show_notes()
 
     def action_failures(self) -> None:
-        from tui_eval.service.flaky import case_histories
+        from tui_eval.service.flaky import CaseHistory, case_histories
         from tui_eval.tui.screens.failures import FailuresScreen
 
-        compared = self.session.compare()
-        baseline = compared.baseline if compared.status is BaselineStatus.COMPARED else None
-        flaky: list[str] = []
+        baseline = self.session.compared_baseline()
+        flaky: list[CaseHistory] = []
         history = self.workspace.history
         if history is not None:
             thresholds = {c.name: c.pass_threshold for c in self.session.state.cases}
             found = case_histories(history, self.session.state.name, thresholds)
-            flaky = [name for name, past in found.items() if past.flaky]
+            flaky = [past for past in found.values() if past.flaky]
         self.app.push_screen(
-            FailuresScreen(self.session, baseline=baseline, flaky=flaky, show_cases=self.show_mode)
+            FailuresScreen(
+                self.session,
+                baseline=baseline,
+                flaky=flaky,
+                show_cases=self.show_mode,
+                shown=self.mode_label,
+            )
         )
 
     def action_failing_only(self) -> None:
