@@ -147,6 +147,7 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
     raises, what it did is recorded and the error re-raised with `partial` = `total`."""
     sample = current_sample()
     before = sample.meter.usage if sample is not None else None
+    spent_before = sample.meter.cost if sample is not None else 0.0
     started = time.perf_counter()
     try:
         run = await call(spec)
@@ -154,6 +155,8 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
         partial = getattr(exc, "partial", None)
         if isinstance(partial, RunResult):
             _add(total, turn, partial, before)
+        if sample is not None and sample.meter.priced:
+            turn.cost = sample.meter.cost - spent_before
         turn.error = f"{type(exc).__name__}: {exc}"
         turn.latency_ms = (time.perf_counter() - started) * 1000
         assert total.conversation is not None
@@ -163,6 +166,8 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
             exc.partial = total  # type: ignore[attr-defined]
         raise
     _add(total, turn, run, before)
+    if sample is not None and sample.meter.priced:
+        turn.cost = sample.meter.cost - spent_before  # what its responses were priced at
     turn.latency_ms = run.latency_ms or (time.perf_counter() - started) * 1000
     turn.reply = value_text(run.output) if run.output is not None else ""
     total.output = run.output

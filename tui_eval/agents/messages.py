@@ -170,6 +170,8 @@ class Turn:
         reply: the agent's answer ("" when it raised).
         tool_calls: the tool calls the agent made this turn, in order.
         usage: the agent's model usage this turn.
+        cost: the price in dollars of the agent's responses this turn, when known (from
+            the built-in prices, as the sample's cost).
         user_usage: what producing the user's message spent (a simulated user's model).
         latency_ms: wall time of the agent's turn.
         changes: what the turn changed in the environment state.
@@ -182,6 +184,7 @@ class Turn:
     reply: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
     user_usage: Usage = field(default_factory=Usage)
     latency_ms: float = 0.0
     changes: list[StateChange] = field(default_factory=list)

@@ -313,7 +313,8 @@ class SimulatedUser(User):
         sample = current_sample()
         spent_before = sample.meter.cost if sample is not None else 0.0
         completion = await self.provider().complete(self.messages(view), [], settings=self.settings)
-        cost = sample.meter.cost - spent_before if sample is not None else None
+        priced = sample is not None and sample.meter.priced  # else unknown, not free
+        cost = sample.meter.cost - spent_before if sample is not None and priced else None
         text = (completion.content or "").strip()
         if STOP in text:
             closing = text.replace(STOP, "").strip()

@@ -314,9 +314,15 @@ class SampleRunner:
         is a judge: what it spends is judge usage)."""
         run = sample.run
         if run is not None and run.conversation is not None:
-            spent = run.conversation.user_usage
+            conversation = run.conversation
+            spent = conversation.user_usage
             if spent.requests or spent.total_tokens:
                 sample.usage = sample.usage + spent
+            if self.price is not None:  # the run's prices, not the built-in ones
+                sample.cost = self.price(sample.usage)
+                conversation.user_cost = self.price(spent) if spent.requests else None
+                for turn in conversation.turns:
+                    turn.cost = self.price(turn.usage)
         if sample.status in ("passed", "cancelled"):
             return
         fault = await attribute_fault(run, sample.checks, user, failure, status=sample.status)
