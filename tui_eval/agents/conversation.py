@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import cast
 
+import anyio
+
 from tui_eval.agents.messages import (
     Conversation,
     Message,
@@ -49,7 +51,9 @@ class UserSimulatorError(Exception):
 def keeps_memory(call: AgentCall) -> bool:
     """Whether an agent call keeps its own memory between a conversation's turns (an
     adapter's, for a framework agent with a checkpointer or session): it is then sent
-    only each new user message, with the conversation's `thread` id."""
+    only each new user message, with the conversation's `thread` id. When the
+    conversation ends, its async `forget_thread(thread)`, if it has one, is awaited: the
+    memory of a thread nobody will continue may go."""
     return bool(getattr(call, "keeps_memory", False))
 
 
@@ -70,8 +74,25 @@ async def converse(
     bound = await bind_conversation(call, spec)
     if bound is not call:  # the bound agent already runs with the case's model
         call, spec = bound, replace(spec, model=None)
-    memory = keeps_memory(call)
-    thread = f"tui-eval-{uuid.uuid4().hex[:12]}" if memory else None
+    thread = f"tui-eval-{uuid.uuid4().hex[:12]}" if keeps_memory(call) else None
+    try:
+        return await _converse(call, spec, user, environment, thread, start)
+    finally:
+        forget = getattr(call, "forget_thread", None)
+        if thread is not None and forget is not None:
+            with anyio.CancelScope(shield=True):
+                await forget(thread)
+
+
+async def _converse(
+    call: AgentCall,
+    spec: RunSpec,
+    user: User,
+    environment: Environment | None,
+    thread: str | None,
+    start: float,
+) -> RunResult:
+    memory = thread is not None
     history: list[Message] = []
     opening: str | None = None
     if is_conversation(spec.input):
@@ -128,7 +149,9 @@ async def converse(
         history.append(Message("user", text))
         turn = Turn(index, text, user_usage=user_usage)
         conversation.turns.append(turn)
-        sent = [Message("user", text)] if memory else list(history)
+        # An agent with memory is sent the history once, at its first turn (a case's
+        # conversation input); then each new message alone.
+        sent = [Message("user", text)] if memory and index > 1 else list(history)
         run = await _agent_turn(call, replace(spec, input=sent, thread=thread), turn, total)
         history.extend(_new_messages(run, sent))
         reply = turn.reply

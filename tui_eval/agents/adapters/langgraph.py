@@ -17,14 +17,24 @@ OpenAI/Anthropic SDK clients its chat models hold (langchain-openai's `ChatOpenA
 however deep in the graph). The run's rate limiter, cache, prices and `max_cost` then
 apply. Usage of calls that did not pass there is priced from `usage_metadata` (cached
 tokens included) and the model each message names.
+
+A graph compiled with a checkpointer keeps its own memory: in a conversation
+(`Case(user=...)`) it is sent only the user's latest message, on a thread of its own
+(`configurable.thread_id`), and each turn's run holds only that turn's messages, tool
+calls and usage. Outside a conversation every sample runs on a fresh thread (unless the
+`config` names one). The checkpoints of a conversation's thread are deleted when it ends.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import anyio
 
 from tui_eval.agents.adapters.install import (
     charge_unmetered,
@@ -69,21 +79,49 @@ class GraphAgent:
     def __repr__(self) -> str:
         return f"langgraph.wrap({self.name!r})"
 
-    async def run(self, input: Input, *, deps: Any = None) -> RunResult:
-        """Run the graph once and convert its final state."""
+    @property
+    def keeps_memory(self) -> bool:
+        """Whether the graph remembers a thread's earlier runs: it has a checkpointer."""
+        return _checkpointer(self.graph) is not None
+
+    async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
+        """Run the graph once and convert its final state.
+
+        With a checkpointer, `thread` is the thread the run continues (default: the
+        `config`'s, else a fresh one, deleted after the run); the run's record holds only
+        what it added to the thread.
+        """
+        config = dict(self.config)
+        configurable = dict(config.get("configurable") or {})
+        if deps is not None:
+            configurable.setdefault("deps", deps)
+        own_thread: str | None = None
+        """A thread made for this run alone: nobody continues it."""
+        known: set[str] | None = None
+        """The ids of the thread's messages before this run (None: it had none)."""
+        if self.keeps_memory:
+            if thread is None and "thread_id" not in configurable:
+                own_thread = configurable["thread_id"] = f"tui-eval-{uuid.uuid4().hex[:12]}"
+            else:
+                if thread is not None:
+                    configurable["thread_id"] = thread
+                known = await self._thread_messages({**config, "configurable": configurable})
+        if configurable:
+            config["configurable"] = configurable
+        try:
+            return await self._invoke(input, config, known)
+        finally:
+            if own_thread is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.forget_thread(own_thread)
+
+    async def _invoke(
+        self, input: Input, config: dict[str, Any], known: set[str] | None
+    ) -> RunResult:
         if isinstance(input, Mapping):
             state: Any = dict(input)
         else:
-            state = {
-                "messages": [
-                    {"role": m.role, "content": m.content or ""} for m in input_messages(input)
-                ]
-            }
-        config = dict(self.config)
-        if deps is not None:
-            configurable = dict(config.get("configurable") or {})
-            configurable.setdefault("deps", deps)
-            config["configurable"] = configurable
+            state = {"messages": [_wire_message(m) for m in input_messages(input)]}
         if self._installed is None:
             self._installed = install_http_client(self.graph)
         warn_if_uncached(self, self._installed)
@@ -103,20 +141,84 @@ class GraphAgent:
         except Exception as exc:
             # The calls and usage up to the failure, for the failing sample's trajectory.
             exc.partial = _partial(  # type: ignore[attr-defined]
-                final, input, (time.perf_counter() - start) * 1000, exc
+                _added(final, known), input, (time.perf_counter() - start) * 1000, exc
             )
             raise
-        return from_value(final, input, (time.perf_counter() - start) * 1000) or RunResult(
+        final = _added(final, known)
+        latency_ms = (time.perf_counter() - start) * 1000
+        return from_value(final, input, latency_ms) or RunResult(
             output=final, messages=input_messages(input), turns=1
         )
 
+    async def _thread_messages(self, config: dict[str, Any]) -> set[str]:
+        """The ids of the messages the thread holds now."""
+        snapshot = await self.graph.aget_state(config)
+        values = getattr(snapshot, "values", None)
+        messages = values.get("messages") if isinstance(values, Mapping) else None
+        return {str(m.id) for m in messages or () if getattr(m, "id", None)}
+
+    async def forget_thread(self, thread: str) -> None:
+        """Delete a finished conversation's checkpoints (threads tui-eval made, continued
+        by nobody); a checkpointer that cannot delete keeps them."""
+        checkpointer = _checkpointer(self.graph)
+        if checkpointer is None:
+            return
+        try:
+            await checkpointer.adelete_thread(thread)
+        except NotImplementedError:
+            return
+        except Exception as exc:  # the conversation's result stands; say why they stay
+            warnings.warn(
+                f"{self!r}: could not delete the checkpoints of thread {thread!r}: "
+                f"{type(exc).__name__}: {exc}",
+                UserWarning,
+                stacklevel=2,
+            )
+
     def sample_runner(self) -> AgentCall:
-        """The per-sample call (`Case(context=...)` reaches the graph as `configurable.deps`)."""
+        """The per-sample call (`Case(context=...)` reaches the graph as `configurable.deps`).
+
+        With a checkpointer, the call keeps its own memory (`keeps_memory`): a
+        conversation sends it only the user's latest message, with its thread."""
 
         async def run(spec: RunSpec) -> RunResult:
-            return await self.run(spec.input, deps=spec.deps)
+            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
 
+        if self.keeps_memory:
+            run.keeps_memory = True  # type: ignore[attr-defined]
+            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
         return run
+
+
+def _checkpointer(graph: Any) -> Any:
+    """The graph's checkpointer, if it has one of its own (not `None`, nor a subgraph's
+    `True`/`False`)."""
+    checkpointer = getattr(graph, "checkpointer", None)
+    if checkpointer is None or isinstance(checkpointer, bool):
+        return None
+    return checkpointer
+
+
+def _added(state: Any, known: set[str] | None) -> Any:
+    """`state` without the messages its thread held before the run (their ids `known`)."""
+    if not known or not isinstance(state, Mapping) or not isinstance(state.get("messages"), list):
+        return state
+    fresh = [m for m in state["messages"] if str(getattr(m, "id", None)) not in known]
+    return {**state, "messages": fresh}
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    """One of our messages as LangChain takes it in a state's `messages`: an assistant's
+    tool calls and a tool message's call id included."""
+    wire: dict[str, Any] = {"role": message.role, "content": message.content or ""}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {"name": c.name, "args": c.arguments, "id": c.id, "type": "tool_call"}
+            for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        wire["tool_call_id"] = message.tool_call_id
+    return wire
 
 
 def _partial(state: Any, input: Input, latency_ms: float, exc: Exception) -> RunResult:

@@ -23,6 +23,11 @@ each function tool that raised, so a call is failed even when a custom
 raises (a tool with `failure_error_function=None`) keeps its calls and usage up to the
 failure. The stop reason is read from the last model response: a tool call, a refusal,
 a message cut short (`incomplete`), or a finished message.
+
+`wrap(agent, memory=True)` gives the agent memory of its own in conversations
+(`Case(user=...)`): a session per conversation (the SDK's in-memory `SQLiteSession`, or
+the one `memory=` makes for a thread id), so it is sent only the user's latest message and
+each turn's run holds only that turn's items, tool calls and usage.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -66,24 +72,54 @@ class _Recording:
     """Each raising tool call's exception, by call id."""
 
 
-def wrap(agent: Any, **run_options: Any) -> SampleRunnerAgent:
+Memory = bool | Callable[[str], Any]
+"""`wrap(memory=...)`: False (the agent is sent the whole conversation each turn), True (an
+in-memory `SQLiteSession` per conversation), or a function making the session of a
+conversation's thread id (a file-backed `SQLiteSession`, a Redis or SQLAlchemy one...)."""
+
+
+def wrap(agent: Any, *, memory: Memory = False, **run_options: Any) -> SampleRunnerAgent:
     """An agent source running `agent` with `agents.Runner.run(agent, input, **run_options)`.
 
     A case's structured input (a mapping) or conversation is sent as the SDK's input items;
     `Case(context=...)` becomes the run's `context` unless `run_options` sets one.
+
+    Example:
+        >>> desk = wrap(agent, memory=True)  # doctest: +SKIP
+        >>> Case(user=ScriptedUser(["Weather in Tokyo?", "And in Lima?"]))  # doctest: +SKIP
+
+    Args:
+        memory: whether the agent keeps its own memory of a conversation's turns (see
+            `Memory`): each conversation gets a session of its own, and each turn the
+            agent is sent only the user's latest message.
+
+    Raises:
+        TypeError: `run_options` has a `session`: one session would be every sample's and
+            every conversation's memory (pass `memory=` instead).
     """
-    return SampleRunnerAgent(agent, run_options)
+    if "session" in run_options:
+        raise TypeError(
+            "wrap(agent, session=...) would share one memory between every sample and "
+            "conversation: pass memory=True (a session per conversation) or "
+            "memory=lambda thread_id: MySession(thread_id)"
+        )
+    if not isinstance(memory, bool) and not callable(memory):
+        raise TypeError(f"memory must be True, False or a function of a thread id, got {memory!r}")
+    return SampleRunnerAgent(agent, run_options, memory)
 
 
 class SampleRunnerAgent:
     """What `wrap` returns: an object with an async `run(input)`, like any agent source."""
 
-    def __init__(self, agent: Any, run_options: dict[str, Any]) -> None:
+    def __init__(self, agent: Any, run_options: dict[str, Any], memory: Memory = False) -> None:
         self.agent = agent
         self.run_options = run_options
+        self.memory = memory
         self.name = str(getattr(agent, "name", "") or "openai-agents")
         self._installed: int | None = None
         self._run_config: Any = None
+        self._sessions: dict[str, Any] = {}
+        """The session of each conversation in progress, by thread id."""
 
     def __repr__(self) -> str:
         return f"openai_agents.wrap({self.name!r})"
@@ -98,12 +134,17 @@ class SampleRunnerAgent:
                 self._installed += self._run_config is not None
         return self._installed
 
-    async def run(self, input: Input, *, deps: Any = None) -> RunResult:
-        """Run the agent once and convert its result."""
+    async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
+        """Run the agent once and convert its result.
+
+        With `memory`, `thread` names the conversation the run continues: its session
+        holds the turns before, and the run's record holds only what this run added."""
         agents = require("agents", "openai-agents")  # the SDK, imported only when it runs
         options = dict(self.run_options)
         if deps is not None:
             options.setdefault("context", deps)
+        if self.memory and thread is not None:
+            options["session"] = self._session(agents, thread)
         warn_if_uncached(self, self._install())
         if self._run_config is not None:
             options.setdefault("run_config", self._run_config)
@@ -121,14 +162,36 @@ class SampleRunnerAgent:
                 agents, recording, self.agent, input, (time.perf_counter() - start) * 1000
             )
             raise
-        return from_result(result, input, (time.perf_counter() - start) * 1000, recording)
+        latency_ms = (time.perf_counter() - start) * 1000
+        return from_result(result, input, latency_ms, recording)
+
+    def _session(self, agents: Any, thread: str) -> Any:
+        """The session of the conversation `thread`, made at its first turn."""
+        session = self._sessions.get(thread)
+        if session is None:
+            make = self.memory if callable(self.memory) else agents.SQLiteSession
+            session = self._sessions[thread] = make(thread)
+        return session
+
+    async def forget_thread(self, thread: str) -> None:
+        """Let a finished conversation's session go (an in-memory one is closed; one
+        `memory=` made is left as it is)."""
+        session = self._sessions.pop(thread, None)
+        if session is not None and self.memory is True:
+            session.close()
 
     def sample_runner(self) -> AgentCall:
-        """The per-sample call (used by `evaluate()` instead of `run`, to pass deps)."""
+        """The per-sample call (used by `evaluate()` instead of `run`, to pass deps).
+
+        With `memory`, the call keeps its own memory (`keeps_memory`): a conversation
+        sends it only the user's latest message, with its thread."""
 
         async def run(spec: RunSpec) -> RunResult:
-            return await self.run(spec.input, deps=spec.deps)
+            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
 
+        if self.memory:
+            run.keeps_memory = True  # type: ignore[attr-defined]
+            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
         return run
 
 
@@ -210,7 +273,11 @@ def _forward(name: str, theirs: Any) -> Any:
 
 
 def _partial(
-    agents: Any, recording: _Recording, agent: Any, input: Input, latency_ms: float
+    agents: Any,
+    recording: _Recording,
+    agent: Any,
+    input: Input,
+    latency_ms: float,
 ) -> RunResult:
     """The run up to its failure, from the model responses recorded before it: each
     requested tool call with its output, or its error."""
@@ -267,9 +334,33 @@ def _metered_run_config() -> Any:
 
 
 def _sdk_input(input: Input) -> Any:
+    """A case's input as the SDK's input items: an assistant's tool calls as
+    `function_call` items and a tool's answer as a `function_call_output`."""
     if isinstance(input, str):
         return input
-    return [{"role": m.role, "content": m.content or ""} for m in input_messages(input)]
+    items: list[dict[str, Any]] = []
+    for message in input_messages(input):
+        if message.role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.tool_call_id or "",
+                    "output": message.content or "",
+                }
+            )
+            continue
+        if message.content or not message.tool_calls:
+            items.append({"role": message.role, "content": message.content or ""})
+        for call in message.tool_calls:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": json.dumps(call.arguments),
+                }
+            )
+    return items
 
 
 def is_result(value: Any) -> bool:
@@ -283,7 +374,10 @@ def is_result(value: Any) -> bool:
 
 
 def from_result(
-    result: Any, input: Input, latency_ms: float, recording: _Recording | None = None
+    result: Any,
+    input: Input,
+    latency_ms: float,
+    recording: _Recording | None = None,
 ) -> RunResult:
     """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran)."""
     errors = recording.errors if recording is not None else {}
