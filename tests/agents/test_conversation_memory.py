@@ -19,7 +19,7 @@ from genai_prices import calc_price
 from tests.agents.chat_server import MODEL, ChatServer, completion
 from tests.agents.wire_server import Reply
 from tests.lazy import lazy
-from tui_eval import Case, ScriptedUser, evaluate, tool_called
+from tui_eval import Case, ScriptedUser, SimulatedUser, evaluate, tool_called
 from tui_eval.agents.adapters import langgraph as langgraph_adapter
 from tui_eval.agents.adapters import openai_agents as agents_adapter
 from tui_eval.agents.conversation import keeps_memory
@@ -251,3 +251,90 @@ async def test_without_memory_the_agent_is_sent_the_whole_conversation(framework
     assert sample.passed, sample.error
     assert [user_lines(body) for body in server.requests][2:] == [LINES[:2], LINES[:2]]
     assert [len(t.tool_calls) for t in sample.run.conversation.turns] == [1, 1]
+
+
+graph_builder = lazy("langgraph.graph")
+lc_messages = lazy("langchain_core.messages")
+
+
+def unmetered_graph() -> Any:
+    """A graph with a checkpointer whose "model" tui-eval cannot see (no HTTP): the usage
+    its messages report, priced by the model they name, is all there is."""
+
+    def respond(state: Any) -> Any:
+        seen = len(state["messages"])
+        reply = lc_messages.AIMessage(
+            f"reply to {seen} messages",
+            usage_metadata={
+                "input_tokens": 100 * seen,
+                "output_tokens": OUTPUT,
+                "total_tokens": 100 * seen + OUTPUT,
+            },
+            response_metadata={"model_name": MODEL, "model_provider": "openai"},
+        )
+        return {"messages": [reply]}
+
+    builder = graph_builder.StateGraph(graph_builder.MessagesState)
+    builder.add_node("respond", respond)
+    builder.add_edge(graph_builder.START, "respond")
+    return builder.compile(checkpointer=checkpoint.InMemorySaver())
+
+
+pai = lazy("pydantic_ai")
+pai_function = lazy("pydantic_ai.models.function")
+pai_messages = lazy("pydantic_ai.messages")
+pai_usage = lazy("pydantic_ai.usage")
+
+
+def unmetered_pydantic_ai() -> Any:
+    """A pydantic-ai agent whose model tui-eval cannot see (a function), keeping no memory:
+    it is sent the whole conversation each turn."""
+
+    def respond(messages: list[Any], info: Any) -> Any:
+        seen = len(messages)
+        return pai_messages.ModelResponse(
+            parts=[pai_messages.TextPart(f"reply to {seen} messages")],
+            usage=pai_usage.RequestUsage(input_tokens=100 * seen, output_tokens=OUTPUT),
+            model_name=MODEL,
+            provider_name="openai",
+        )
+
+    return pai.Agent(pai_function.FunctionModel(respond, model_name=MODEL))
+
+
+UNMETERED = {
+    "langgraph, its own memory": lambda: langgraph_adapter.wrap(unmetered_graph()),
+    "pydantic-ai, sent the conversation": unmetered_pydantic_ai,
+}
+
+
+@pytest.mark.parametrize("agent", UNMETERED)
+@pytest.mark.parametrize("user", ["scripted", "simulated"])
+async def test_each_turn_of_an_agent_tui_eval_cannot_meter_is_priced(agent, user, monkeypatch):
+    """Reported usage is priced turn by turn, and a simulated user's requests (which do
+    pass through tui-eval) do not make the agent's look metered."""
+
+    def simulated(body: dict[str, Any]) -> Reply:
+        said = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        line = LINES[said] if said < len(LINES) else "###STOP###"
+        return Reply(body=completion(line, prompt=50, output=5))
+
+    with ChatServer(simulated) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        if user == "scripted":
+            the_user: Any = ScriptedUser(LINES)
+        else:
+            the_user = SimulatedUser("You ask about the weather.", model=f"openai:{MODEL}")
+        report = await evaluate(UNMETERED[agent](), [Case(user=the_user)])
+    sample = report.samples[0]
+    assert sample.passed, sample.error
+    turns = sample.run.conversation.turns
+    # The agent reads 1, 3 and 5 messages when it answers turns 1, 2 and 3.
+    assert [t.reply for t in turns] == [f"reply to {n} messages" for n in (1, 3, 5)]
+    assert [t.usage for t in turns] == [Usage(100 * n, OUTPUT, 1) for n in (1, 3, 5)]
+    for turn, seen in zip(turns, (1, 3, 5), strict=True):
+        assert turn.cost == pytest.approx(price(100 * seen, OUTPUT), rel=1e-9)
+    user_cost = sample.run.conversation.user_cost or 0.0
+    assert (user_cost > 0) == (user == "simulated")
+    assert sample.cost == pytest.approx(sum(t.cost for t in turns) + user_cost, rel=1e-9)

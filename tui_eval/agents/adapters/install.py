@@ -108,16 +108,35 @@ def _sdk_clients(root: Any) -> Iterable[Any]:
                     queue.append(getattr(item, name, None))
 
 
-def charge_unmetered(usages: Iterable[tuple[str, str, ResponseTokens]]) -> None:
+def requests_so_far() -> int | None:
+    """How many requests of the current sample passed through tui-eval's HTTP layer (None
+    outside a sample): an adapter reads it as its run starts, for `charge_unmetered`."""
+    sample = current_sample()
+    return sample.meter.requests if sample is not None else None
+
+
+def charge_unmetered(
+    usages: Iterable[tuple[str, str, ResponseTokens]], *, since: int | None = None
+) -> None:
     """Price usage a framework reported, (provider, model, tokens) per response, into the
-    current sample's meter — when none of the sample's requests passed through tui-eval's
-    HTTP layer (which metered them already). A model not in the price table leaves the
-    sample unpriced."""
+    current sample's meter — when none of its requests passed through tui-eval's HTTP
+    layer (which metered them already). A model not in the price table leaves the sample
+    unpriced.
+
+    Args:
+        since: `requests_so_far()` when the agent's run began: its usage is priced unless
+            one of the requests since passed through the layer — each turn of a
+            conversation is a run of its own, and a simulated user's requests are not
+            the agent's. None (a result converted with no run around it): priced once a
+            sample, unless any of the sample's requests passed through the layer.
+    """
     sample = current_sample()
     if sample is None:
         return
     meter = sample.meter
-    if meter.requests or meter.external:
+    if meter.requests > (since if since is not None else 0):
+        return
+    if since is None and meter.external:
         return
     meter.external = True
     for provider, model, tokens in usages:

@@ -39,6 +39,7 @@ import anyio
 from tui_eval.agents.adapters.install import (
     charge_unmetered,
     install_http_client,
+    requests_so_far,
     warn_if_uncached,
 )
 from tui_eval.agents.messages import (
@@ -125,6 +126,7 @@ class GraphAgent:
         if self._installed is None:
             self._installed = install_http_client(self.graph)
         warn_if_uncached(self, self._installed)
+        since = requests_so_far()
         start = time.perf_counter()
         final: Any = None
         try:
@@ -141,12 +143,12 @@ class GraphAgent:
         except Exception as exc:
             # The calls and usage up to the failure, for the failing sample's trajectory.
             exc.partial = _partial(  # type: ignore[attr-defined]
-                _added(final, known), input, (time.perf_counter() - start) * 1000, exc
+                _added(final, known), input, (time.perf_counter() - start) * 1000, exc, since
             )
             raise
         final = _added(final, known)
         latency_ms = (time.perf_counter() - start) * 1000
-        return from_value(final, input, latency_ms) or RunResult(
+        return from_value(final, input, latency_ms, since=since) or RunResult(
             output=final, messages=input_messages(input), turns=1
         )
 
@@ -221,10 +223,12 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return wire
 
 
-def _partial(state: Any, input: Input, latency_ms: float, exc: Exception) -> RunResult:
+def _partial(
+    state: Any, input: Input, latency_ms: float, exc: Exception, since: int | None
+) -> RunResult:
     """The run up to the step that raised: the last state's calls and usage, and its
     unanswered tool calls failed with the exception (a tool node that raised)."""
-    run = from_value(state, input, latency_ms) or RunResult(
+    run = from_value(state, input, latency_ms, since=since) or RunResult(
         output=None, messages=input_messages(input)
     )
     run.output = None
@@ -259,9 +263,11 @@ def is_result(value: Any) -> bool:
     )
 
 
-def from_value(value: Any, input: Input, latency_ms: float) -> RunResult | None:
+def from_value(
+    value: Any, input: Input, latency_ms: float, *, since: int | None = None
+) -> RunResult | None:
     """A LangGraph state, a list of LangChain messages or one `AIMessage` as our
-    `RunResult`; None when `value` is none of those."""
+    `RunResult`; None when `value` is none of those. `since`: as `charge_unmetered`'s."""
     if not is_result(value):
         return None
     if is_message(value):
@@ -270,13 +276,15 @@ def from_value(value: Any, input: Input, latency_ms: float) -> RunResult | None:
         raw = list(value["messages"])
     else:
         raw = list(value)
-    return from_messages(raw, input, latency_ms)
+    return from_messages(raw, input, latency_ms, since=since)
 
 
-def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunResult:
+def from_messages(
+    raw: Sequence[Any], input: Input, latency_ms: float, *, since: int | None = None
+) -> RunResult:
     """LangChain messages (the graph's whole history, or its answer alone) as a run. The
     input conversation they start with is kept as messages, but its model turns and tool
-    calls are not the run's."""
+    calls are not the run's. `since`: as `charge_unmetered`'s."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
@@ -348,7 +356,7 @@ def from_messages(raw: Sequence[Any], input: Input, latency_ms: float) -> RunRes
             messages.append(Message("tool", text, tool_call_id=call_id))
         else:
             messages.append(Message(role, content_text(getattr(message, "content", ""))))
-    charge_unmetered(priced)
+    charge_unmetered(priced, since=since)
     if not any(m.role == "user" for m in messages):
         messages = [*input_messages(input), *messages]
     if output is None and messages and messages[-1].role == "assistant":

@@ -43,6 +43,7 @@ from typing import Any
 from tui_eval.agents.adapters.install import (
     charge_unmetered,
     install_http_client,
+    requests_so_far,
     require,
     warn_if_uncached,
 )
@@ -150,6 +151,7 @@ class SampleRunnerAgent:
             options.setdefault("run_config", self._run_config)
         recording = _Recording()
         options["hooks"] = _recording_hooks(agents, recording, options.get("hooks"))
+        since = requests_so_far()
         start = time.perf_counter()
         try:
             result = await agents.Runner.run(self.agent, _sdk_input(input), **options)
@@ -159,11 +161,11 @@ class SampleRunnerAgent:
             if raised is not None:
                 recording.errors[raised[0]] = raised[1]
             exc.partial = _partial(  # type: ignore[attr-defined]
-                agents, recording, self.agent, input, (time.perf_counter() - start) * 1000
+                agents, recording, self.agent, input, (time.perf_counter() - start) * 1000, since
             )
             raise
         latency_ms = (time.perf_counter() - start) * 1000
-        return from_result(result, input, latency_ms, recording)
+        return from_result(result, input, latency_ms, recording, since=since)
 
     def _session(self, agents: Any, thread: str) -> Any:
         """The session of the conversation `thread`, made at its first turn."""
@@ -278,6 +280,7 @@ def _partial(
     agent: Any,
     input: Input,
     latency_ms: float,
+    since: int | None,
 ) -> RunResult:
     """The run up to its failure, from the model responses recorded before it: each
     requested tool call with its output, or its error."""
@@ -300,7 +303,7 @@ def _partial(
     result = SimpleNamespace(
         new_items=items, raw_responses=recording.responses, last_agent=agent, final_output=None
     )
-    converted = from_result(result, input, latency_ms, recording)
+    converted = from_result(result, input, latency_ms, recording, since=since)
     converted.output = None
     last = converted.messages[-1]
     if last.role == "assistant" and not last.tool_calls and last.content == _text(None):
@@ -378,8 +381,11 @@ def from_result(
     input: Input,
     latency_ms: float,
     recording: _Recording | None = None,
+    *,
+    since: int | None = None,
 ) -> RunResult:
-    """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran)."""
+    """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran);
+    `since`: as `charge_unmetered`'s."""
     errors = recording.errors if recording is not None else {}
     messages: list[Message] = []
     instructions = getattr(getattr(result, "last_agent", None), "instructions", None)
@@ -444,7 +450,7 @@ def from_result(
             cached = token_count(getattr(details, "cached_tokens", 0))
             tokens = token_count(getattr(raw_usage, "output_tokens", 0))
             priced.append(("openai", model, ResponseTokens(prompt, tokens, min(cached, prompt))))
-    charge_unmetered(priced)
+    charge_unmetered(priced, since=since)
     output = getattr(result, "final_output", None)
     if not messages or messages[-1].role != "assistant" or messages[-1].tool_calls:
         messages.append(Message("assistant", _text(output)))

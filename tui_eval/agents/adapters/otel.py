@@ -35,7 +35,7 @@ from typing import Any
 import anyio.to_thread
 
 from tui_eval.agents.adapters import from_framework
-from tui_eval.agents.adapters.install import charge_unmetered, require
+from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, require
 from tui_eval.agents.adapters.sdk_results import from_sdk
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans, span_usages
 from tui_eval.agents.messages import Message, RunResult, Usage, input_messages
@@ -77,6 +77,7 @@ class CapturedAgent:
 
         provider, collector = _collector(self._provider)
         tracer = provider.get_tracer("tui_eval")
+        since = requests_so_far()
         start = time.perf_counter()
         # An empty parent context: a new trace id, whatever trace the caller is in.
         with tracer.start_as_current_span(SAMPLE_SPAN, context=otel_context.Context()) as root:
@@ -97,7 +98,7 @@ class CapturedAgent:
         if strays:
             _warn_lost(strays)
         latency_ms = (time.perf_counter() - start) * 1000
-        charge_unmetered(span_usages(spans))
+        charge_unmetered(span_usages(spans), since=since)
         return merge(_returned(value, input, latency_ms), spans)
 
     def sample_runner(self) -> AgentCall:

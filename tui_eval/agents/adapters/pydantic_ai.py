@@ -17,7 +17,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tui_eval.agents.adapters.install import charge_unmetered, install_http_client, require
+from tui_eval.agents.adapters.install import (
+    charge_unmetered,
+    install_http_client,
+    requests_so_far,
+    require,
+)
 from tui_eval.agents.messages import (
     Message,
     RunResult,
@@ -51,6 +56,7 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
         prompt, history = prompt_and_history(spec.input)
         if history:
             kwargs["message_history"] = history
+        since = requests_so_far()
         start = time.perf_counter()
         with pydantic_ai.capture_run_messages() as captured:
             try:
@@ -69,7 +75,7 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
                     (time.perf_counter() - start) * 1000,
                 )
                 raise
-        return from_result(result, (time.perf_counter() - start) * 1000)
+        return from_result(result, (time.perf_counter() - start) * 1000, since=since)
 
     return run
 
@@ -85,11 +91,12 @@ def is_result(value: Any) -> bool:
     return hasattr(value, "all_messages") and hasattr(value, "new_messages")
 
 
-def from_result(value: Any, latency_ms: float) -> RunResult:
+def from_result(value: Any, latency_ms: float, *, since: int | None = None) -> RunResult:
     """A pydantic-ai run's result as ours: the whole conversation as its trajectory, but
-    only this run's model calls, tool calls and usage (not an input history's)."""
+    only this run's model calls, tool calls and usage (not an input history's). `since`:
+    as `charge_unmetered`'s."""
     if type(value).__name__ == "AgentRun":
-        return _from_agent_run(value, latency_ms)
+        return _from_agent_run(value, latency_ms, since)
     everything = list(value.all_messages())
     own_from = len(everything) - len(value.new_messages())
     messages, calls, turns = convert_messages(everything, own_from)
@@ -101,21 +108,21 @@ def from_result(value: Any, latency_ms: float) -> RunResult:
         int(getattr(raw_usage, "output_tokens", 0) or 0),
         int(getattr(raw_usage, "requests", 0) or 0),
     )
-    charge_unmetered(_usages(everything[own_from:]))
+    charge_unmetered(_usages(everything[own_from:]), since=since)
     output = _output(value, messages)
     stop = _stop_reason(everything[own_from:])
     return RunResult(output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
 
 
-def _from_agent_run(run: Any, latency_ms: float) -> RunResult:
+def _from_agent_run(run: Any, latency_ms: float, since: int | None) -> RunResult:
     """An `AgentRun` (from `Agent.iter`): its result once it ended, else the messages of
     the run so far with their usage."""
     if run.result is not None:
-        return from_result(run.result, latency_ms)
+        return from_result(run.result, latency_ms, since=since)
     everything = list(run.all_messages())
     own_from = len(everything) - len(run.new_messages())
     messages, calls, turns = convert_messages(everything, own_from)
-    charge_unmetered(_usages(everything[own_from:]))
+    charge_unmetered(_usages(everything[own_from:]), since=since)
     last = messages[-1] if messages else None
     output = last.content if last is not None and last.role == "assistant" else None
     own = everything[own_from:]
