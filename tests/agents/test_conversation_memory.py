@@ -212,6 +212,24 @@ async def test_a_case_s_history_reaches_the_agent_s_memory_once(framework):
     assert "It is 4 °C in Oslo." in str(server.requests[0]["messages"])
 
 
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_an_agent_a_factory_builds_keeps_its_memory_for_the_conversation(framework):
+    with ChatServer(weather_desk) as server:
+        built: list[Any] = []
+
+        def factory() -> Any:
+            built.append(FRAMEWORKS[framework](server.url))
+            return built[-1]
+
+        report = await evaluate(factory, [Case(user=ScriptedUser(LINES[:2]))])
+    sample = report.samples[0]
+    assert sample.passed, sample.error
+    assert len(built) == 1  # one agent for the whole conversation
+    assert [user_lines(body) for body in server.requests][2:] == [LINES[:2], LINES[:2]]
+    assert [len(t.tool_calls) for t in sample.run.conversation.turns] == [1, 1]
+    assert memory_left(built[0]) == 0
+
+
 async def test_sessions_come_from_memory_one_per_conversation():
     made: list[Any] = []
 
