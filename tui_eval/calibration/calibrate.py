@@ -6,6 +6,12 @@ the runner's saved-runs source, so the suite's provider options, the shared rate
 response cache and `max_cost` apply to the judges exactly as in a run. A judge that raises,
 outlasts its case's `timeout` or replies no verdict is an error of that label, reported and
 failing the gate: never a verdict.
+
+The fault reviewer is a judge like any other: each conversation with a fault label is
+reviewed again from its stored run, as a run reviews it — the rules first (a conversation
+they decide is not the reviewer's: counted, and left out of its figures), then the
+reviewer model over the transcript and the failed checks stored with the label — and its
+verdicts are measured against the humans' over the three parties.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ import anyio
 import anyio.to_thread
 
 from tui_eval.agents.messages import Message, RunResult, Usage
+from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.cache import CacheMode, ResponseCache
 from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.agents.users import User
 from tui_eval.calibration.labels import LabelRecord, LabelsFileError, labels_path, read_labels
-from tui_eval.calibration.results import Calibration, JudgedLabel, UnjudgedLabel
+from tui_eval.calibration.results import Calibration, JudgedLabel, ReviewedLabel, UnjudgedLabel
 from tui_eval.checks.base import (
     SCORE_PASS,
     Check,
@@ -35,7 +43,8 @@ from tui_eval.checks.base import (
     normalise,
     takes_context,
 )
-from tui_eval.checks.judge import JudgeConfigError, llm_judge
+from tui_eval.checks.faults import FAULT_CHECK, Fault, review_fault, reviewer_model, rule_fault
+from tui_eval.checks.judge import JUDGE_MODEL_ENV, JudgeConfigError, llm_judge
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings
 from tui_eval.report.report import SampleResult
@@ -81,23 +90,47 @@ def _judge_for(check: Check, judge: Any, where: str) -> Check:
     return check
 
 
-class _GuardedJudge:
-    """The check a calibration judges one labelled output with: the suite's judge within its
-    case's `timeout`, with anything but a verdict kept as `error` rather than a "fail".
+def _reviewer_for(user: User, judge: Any, where: str) -> ModelLike:
+    """The model that reviews the faults of `where` (`judge` instead of the user's reviewer,
+    when given), resolved now: no reviewer, or one that cannot be resolved, is a usage error
+    before any reviewing."""
+    if judge is not None and isinstance(judge, (list, tuple)):
+        raise CalibrationError(
+            "--judge: the fault reviewer is one model, not a jury (calibrate a jury of "
+            "judges with --check NAME)"
+        )
+    model = judge if judge is not None else reviewer_model(user)
+    if model is None:
+        raise CalibrationError(
+            f"the fault labels of {where} have no reviewer: give its user a reviewer= model, "
+            f"set ${JUDGE_MODEL_ENV}, or calibrate with --judge"
+        )
+    try:
+        resolve_model(model)
+    except ValueError as exc:
+        source = "--judge" if judge is not None else f"the reviewer of {where}"
+        raise CalibrationError(f"{source}: {exc}") from None
+    return model
+
+
+class _Guarded:
+    """The check a calibration asks about one labelled output: a judge (or the fault
+    reviewer) within its case's `timeout`, with anything but a verdict kept as `error`
+    rather than a "fail".
 
     Attributes:
-        name: the judge's name (its results carry it).
-        error: why the judge gave no verdict (None: it gave one, or was not asked).
+        name: the check's name (its results carry it).
+        error: why no verdict came (None: one did, or it was not asked).
     """
 
     is_async = True
     takes_context = False
+    role = "judge"
+    """Who gives the verdict, in the errors' words."""
 
-    def __init__(self, check: Check, case: Case) -> None:
-        self.check = check
-        self.name = check_name(check)
+    def __init__(self, name: str, case: Case) -> None:
+        self.name = name
         self.timeout = case.timeout
-        self.context = CheckContext(case.label, case.input, case.expected, case.metadata, 0)
         self.error: str | None = None
 
     async def __call__(self, run: RunResult) -> CheckResult:
@@ -109,10 +142,26 @@ class _GuardedJudge:
         except BaseException as exc:
             if cancelled_from_outside(exc):
                 raise
-            return self._failed(f"the judge raised {_exception_text(exc)}")
+            return self._failed(f"the {self.role} raised {_exception_text(exc)}")
         return self._failed(
-            f"the judge gave no verdict within the case's timeout of {self.timeout:g}s"
+            f"the {self.role} gave no verdict within the case's timeout of {self.timeout:g}s"
         )
+
+    async def _judge(self, run: RunResult) -> CheckResult:
+        raise NotImplementedError
+
+    def _failed(self, error: str, usage: Usage | None = None) -> CheckResult:
+        self.error = redact(error)
+        return CheckResult(self.name, False, None, self.error, usage or None)
+
+
+class _GuardedJudge(_Guarded):
+    """The suite's judge on one labelled output."""
+
+    def __init__(self, check: Check, case: Case) -> None:
+        super().__init__(check_name(check), case)
+        self.check = check
+        self.context = CheckContext(case.label, case.input, case.expected, case.metadata, 0)
 
     async def _judge(self, run: RunResult) -> CheckResult:
         check = self.check
@@ -139,9 +188,35 @@ class _GuardedJudge:
         result = normalise(self.name, value)
         return result if _is_verdict(value, result) else self._failed(result.reason)
 
-    def _failed(self, error: str, usage: Usage | None = None) -> CheckResult:
-        self.error = redact(error)
-        return CheckResult(self.name, False, None, self.error, usage or None)
+
+class _GuardedReviewer(_Guarded):
+    """Who failed one labelled conversation, decided as a run decides it: the rules, then
+    the reviewer model over the transcript and the failed checks stored with the label.
+
+    Attributes:
+        verdict: the rules' fault or the reviewer's (None: not decided yet, or an error).
+    """
+
+    role = "reviewer"
+
+    def __init__(self, model: ModelLike, user: User, case: Case, record: LabelRecord) -> None:
+        super().__init__(FAULT_CHECK, case)
+        self.model = model
+        self.user = user
+        self.checks = list(record.checks or [])
+        self.verdict: Fault | None = None
+
+    async def _judge(self, run: RunResult) -> CheckResult:
+        decided = rule_fault(run, self.checks)
+        if decided is None:
+            decided = await review_fault(self.model, run, self.checks, self.user)
+            if decided is None:
+                return self._failed(
+                    "the reviewer's reply was not a valid verdict (a JSON object naming "
+                    "the user, the agent or the environment)"
+                )
+        self.verdict = decided
+        return CheckResult(self.name, True, None, str(decided), decided.usage)
 
 
 def _is_verdict(value: Any, result: CheckResult) -> bool:
@@ -220,7 +295,8 @@ async def calibrate(
         suite: a `Suite`, or a suite file (every suite in it is calibrated together).
         check: only labels of the check with this name.
         judge: judge with this model instead of each `llm_judge`'s own (a spec string, a
-            provider, or a list for a jury), to compare judges on the same labels.
+            provider, or a list for a jury), to compare judges on the same labels; it
+            reviews the fault labels too, instead of each user's reviewer (one model).
         labels: the labels (records or a labels file); default the suite's own file,
             `<suite folder>/__labels__/<suite name>.jsonl`.
         cache: the response cache mode for the judges (default on: a rerun is free).
@@ -231,13 +307,23 @@ async def calibrate(
     A judge that raises, outlasts its case's `timeout` or replies no verdict gives no
     verdict: that label is in `errors`, out of every figure, and `passes()` is False.
 
+    Fault labels (check `"fault"`) calibrate the fault reviewer: each labelled conversation
+    is reviewed again from its stored run (the rules first: one they decide is counted in
+    `rule_decided` and left out), and the reviewer's κ over the three parties is in
+    `by_check["fault"]` — the figures themselves when there are no other labels (or with
+    `check="fault"`).
+
     Raises:
         CalibrationError: no labels (for `check`), a bad labels or suite file, `judge`
-            given for a check that is not an `llm_judge`, or a judge model that cannot be
-            resolved (an unknown spec, a `python:` module that does not import, no key).
+            given for a check that is not an `llm_judge` (or a jury for the fault
+            reviewer), a conversation with fault labels and no reviewer, or a judge or
+            reviewer model that cannot be resolved (an unknown spec, a `python:` module
+            that does not import, no key).
     """
     suites = _load_suites(suite)
     judged: list[JudgedLabel] = []
+    faults: list[ReviewedLabel] = []
+    fault_labels = False
     skipped: list[str] = []
     errors: list[UnjudgedLabel] = []
     requests = cached = 0
@@ -249,8 +335,10 @@ async def calibrate(
         if check is not None:
             records = [r for r in records if r.check == check]
         seen_labels += len(records)
+        fault_labels = fault_labels or any(r.check == FAULT_CHECK for r in records)
         result = await _judge_suite(one, records, judge, cache, provider, max_cost)
         judged += result.judged
+        faults += result.faults
         skipped += result.skipped
         errors += result.errors
         requests += result.requests
@@ -262,9 +350,12 @@ async def calibrate(
         where = ", ".join(str(labels or labels_path(s)) for s in suites)
         what = f"for check {check!r} " if check is not None else ""
         raise CalibrationError(f"no labels {what}in {where}")
-    calibration = Calibration.of(judged, seed=seed)
+    calibration = Calibration.of(judged, faults=faults if fault_labels else None, seed=seed)
     calibration.skipped = skipped
     calibration.errors = errors
+    reviewer = calibration.reviewer
+    if reviewer is not None and reviewer is not calibration:
+        reviewer.errors = [error for error in errors if error.record.check == FAULT_CHECK]
     calibration.judge_requests = requests
     calibration.cached_requests = cached
     calibration.cost = cost
@@ -276,6 +367,7 @@ async def calibrate(
 class _SuiteJudging:
     judged: list[JudgedLabel]
     skipped: list[str]
+    faults: list[ReviewedLabel] = field(default_factory=list)
     errors: list[UnjudgedLabel] = field(default_factory=list)
     requests: int = 0
     cached: int = 0
@@ -291,15 +383,37 @@ async def _judge_suite(
     provider: ProviderOptions | None,
     max_cost: float | None,
 ) -> _SuiteJudging:
-    """Judge each labelled output of one suite once, as a recheck of saved runs."""
+    """Judge each labelled output (and review each labelled conversation) of one suite
+    once, as a recheck of saved runs."""
     cases_by_name = {case.label: case for case in suite.cases}
-    planned: list[tuple[LabelRecord, _GuardedJudge, Case]] = []
+    planned: list[tuple[LabelRecord, _GuardedJudge | _GuardedReviewer, Case]] = []
     skipped: list[str] = []
     judges: dict[int, Check] = {}  # one judge (and its providers) per check of the suite
+    reviewers: dict[int, ModelLike] = {}  # one reviewer per user of the suite
     for record in records:
         case = cases_by_name.get(record.case)
         if case is None:
             skipped.append(f"{suite.name}: case {record.case!r} is not in the suite any more")
+            continue
+        if record.check == FAULT_CHECK:
+            if record.run is None or record.run.conversation is None:
+                skipped.append(
+                    f"{suite.name}: the fault label of case {record.case!r} holds no stored "
+                    "conversation to review"
+                )
+                continue
+            user = case.user
+            if user is None:
+                skipped.append(
+                    f"{suite.name}: case {record.case!r} is not a conversation any more "
+                    "(it has no user)"
+                )
+                continue
+            model = reviewers.get(id(user))
+            if model is None:
+                where = f"case {record.case!r}"
+                model = reviewers[id(user)] = _reviewer_for(user, judge, where)
+            planned.append((record, _GuardedReviewer(model, user, case, record), case))
             continue
         found = _find_check(case, record.check)
         if found is None:
@@ -334,6 +448,7 @@ async def _judge_suite(
     report = await evaluation.run()
     by_position = {int(result.name): result for result in report.cases}
     judged: list[JudgedLabel] = []
+    faults: list[ReviewedLabel] = []
     errors: list[UnjudgedLabel] = []
     requests = 0
     cost: float | None = None
@@ -348,6 +463,10 @@ async def _judge_suite(
         if guarded.error is not None:
             errors.append(UnjudgedLabel(record, guarded.error, suite.name))
             continue
+        if isinstance(guarded, _GuardedReviewer):
+            if guarded.verdict is not None:
+                faults.append(ReviewedLabel(record, guarded.verdict, suite.name))
+            continue
         threshold = check_threshold(guarded.check)
         judged.append(
             JudgedLabel(record, record.passed(threshold), sample.checks[0], threshold, suite.name)
@@ -356,6 +475,7 @@ async def _judge_suite(
     return _SuiteJudging(
         judged,
         skipped,
+        faults,
         errors,
         requests=requests,
         cached=hits,
@@ -368,6 +488,7 @@ __all__ = [
     "Calibration",
     "CalibrationError",
     "JudgedLabel",
+    "ReviewedLabel",
     "UnjudgedLabel",
     "calibrate",
     "check_threshold",

@@ -1,7 +1,10 @@
 """Human labels of judged outputs: `<suite folder>/__labels__/<suite name>.jsonl`.
 
 One JSON object a line (DESIGN §8): what was judged (case, check, the agent's output and,
-optionally, its stored run), the human label, who gave it and when. The file sits beside the
+optionally, its stored run), the human label, who gave it and when. A failed conversation's
+fault is labelled the same way: the check is `"fault"` (`FAULT_CHECK`) and the label names
+who failed it, `"user"`, `"agent"` or `"environment"` (the stored run holds the
+conversation, and `checks` the failures its reviewer reads). The file sits beside the
 suite, in the repository, and reads well in a diff: a new label is appended at the end and
 relabelling the same output replaces its line in place. Every write is atomic, and merges
 with what is on disk under a lock: two label sessions on one suite keep each other's labels.
@@ -20,8 +23,9 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 import pydantic
 
-from tui_eval.agents.messages import RunResult
-from tui_eval.checks.base import SCORE_PASS
+from tui_eval.agents.messages import Conversation, RunResult
+from tui_eval.checks.base import SCORE_PASS, CheckResult
+from tui_eval.checks.faults import FAULT_CHECK, PARTIES, Party
 from tui_eval.suites import Suite
 from tui_eval.suites.suite import suite_file
 from tui_eval.util.atomic import atomic_write_bytes, folder_lock
@@ -31,8 +35,9 @@ LABELS_SCHEMA_VERSION = 1
 LABELS_FOLDER = "__labels__"
 
 Score = Annotated[float, pydantic.Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-Label: TypeAlias = Literal["pass", "fail"] | Score
-"""A human label: "pass", "fail", or a score in 0..1 (for scored rubrics)."""
+Label: TypeAlias = Literal["pass", "fail"] | Party | Score
+"""A human label: "pass", "fail", or a score in 0..1 (for scored rubrics); for the fault
+check, who failed the conversation: "user", "agent" or "environment"."""
 
 
 class LabelsFileError(ValueError):
@@ -44,13 +49,15 @@ class LabelRecord(pydantic.BaseModel):
 
     Attributes:
         case: the case's name.
-        check: the judged check's name.
+        check: the judged check's name (`"fault"` for a conversation's fault).
         output: the agent's final output, as JSON.
-        label: "pass", "fail", or a score in 0..1.
+        label: "pass", "fail", or a score in 0..1; a fault label names the party.
         labeler: who labelled it (None: not recorded).
         labelled_at: when, as a Unix time (None: not recorded).
         run: the stored agent run the judge reads (None: the output and the case's input).
         note: the labeller's note.
+        checks: a fault label's check results: the failures the reviewer reads beside the
+            transcript (None: not stored).
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -66,27 +73,67 @@ class LabelRecord(pydantic.BaseModel):
     labelled_at: float | None = None
     run: RunResult | None = None
     note: str | None = None
+    checks: list[CheckResult] | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _party_only_for_faults(self) -> LabelRecord:
+        """A party names who failed a conversation: it is the fault check's label, and the
+        fault check takes no other."""
+        is_party = isinstance(self.label, str) and self.label in PARTIES
+        if self.check == FAULT_CHECK and not is_party:
+            raise ValueError(
+                f"a fault label names who failed the conversation: {_PARTY_NAMES}, "
+                f"not {self.label!r}"
+            )
+        if is_party and self.check != FAULT_CHECK:
+            raise ValueError(
+                f"{self.label!r} is a fault label: only the {FAULT_CHECK!r} check takes it "
+                f"(the label of check {self.check!r} is 'pass', 'fail' or a score in 0..1)"
+            )
+        return self
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """What the label is about: case, check and output (relabelling it replaces it)."""
-        return label_key(self.case, self.check, self.output)
+        """What the label is about: case, check and output — and, for a fault label, the
+        conversation (relabelling it replaces it)."""
+        conversation = self.run.conversation if self.run is not None else None
+        return label_key(self.case, self.check, self.output, conversation)
+
+    @property
+    def party(self) -> Party | None:
+        """Who failed the conversation, by a fault label (None for a judged check's)."""
+        return next((party for party in PARTIES if party == self.label), None)
 
     @property
     def score(self) -> float | None:
-        """The score label (None for a "pass"/"fail" label)."""
+        """The score label (None for a "pass"/"fail" or a fault label)."""
         return None if isinstance(self.label, str) else float(self.label)
 
     def passed(self, threshold: float = SCORE_PASS) -> bool:
-        """Whether the human passed the output: "pass", or a score reaching `threshold`."""
+        """Whether the human passed the output: "pass", or a score reaching `threshold`
+        (False for a fault label: it is not a verdict on the output)."""
         if isinstance(self.label, str):
             return self.label == "pass"
         return float(self.label) >= threshold - 1e-12
 
 
-def label_key(case: str, check: str, output: Any) -> tuple[str, str, str]:
-    """The identity of a labelled output: its case, check and output (as canonical JSON)."""
-    return (case, check, json.dumps(json_safe(output), sort_keys=True, ensure_ascii=False))
+_PARTY_NAMES = ", ".join(repr(party) for party in PARTIES[:-1]) + f" or {PARTIES[-1]!r}"
+
+
+def label_key(
+    case: str, check: str, output: Any, conversation: Conversation | None = None
+) -> tuple[str, str, str]:
+    """The identity of a labelled output: its case, check and output (as canonical JSON).
+
+    A fault label is about a whole conversation: two conversations of a case that end on
+    the same words are two labels, so its identity holds what each turn's user and agent
+    said too (text that reads back from the file exactly as it was written).
+    """
+    about = json_safe(output)
+    if check == FAULT_CHECK and conversation is not None:
+        said = [[turn.user, turn.reply, turn.error] for turn in conversation.turns]
+        about = {"output": about, "turns": said}
+    return (case, check, json.dumps(about, sort_keys=True, ensure_ascii=False))
 
 
 def new_label(
@@ -96,6 +143,7 @@ def new_label(
     label: Label,
     *,
     run: RunResult | None = None,
+    checks: list[CheckResult] | None = None,
     labeler: str | None = None,
     note: str | None = None,
     labelled_at: float | None = None,
@@ -103,9 +151,12 @@ def new_label(
     """A label for `output` of `case` as judged by `check`, stamped now.
 
     The output (and the run's) is stored in its JSON form, so the file reads back equal.
+    A fault label (`check="fault"`, the party as `label`) keeps the sample's `checks`: the
+    failures its reviewer reads.
 
     Raises:
-        pydantic.ValidationError: the label is not "pass", "fail" or a score in 0..1.
+        pydantic.ValidationError: the label is not "pass", "fail" or a score in 0..1 — or,
+            for the fault check, not "user", "agent" or "environment".
     """
     safe_output = json_safe(output)
     stored_run = replace(run, output=json_safe(run.output)) if run is not None else None
@@ -118,6 +169,7 @@ def new_label(
         labelled_at=time.time() if labelled_at is None else labelled_at,
         run=stored_run,
         note=note or None,
+        checks=list(checks) if checks is not None else None,
     )
 
 
@@ -190,10 +242,10 @@ escapes none of them, so they are written escaped (they only ever occur in strin
 
 
 def record_line(record: LabelRecord) -> str:
-    """The record as one line of the labels file (the optional `run` and `note` only when
-    present, so a hand-written minimal line and a written one look alike)."""
+    """The record as one line of the labels file (the optional `run`, `note` and `checks`
+    only when present, so a hand-written minimal line and a written one look alike)."""
     document = record.model_dump(mode="json", fallback=repr)
-    for optional in ("run", "note"):
+    for optional in ("run", "note", "checks"):
         if document.get(optional) is None:
             document.pop(optional, None)
     line = json.dumps(document, ensure_ascii=False)
@@ -250,9 +302,15 @@ class LabelStore:
     def __iter__(self) -> Iterator[LabelRecord]:
         return iter(list(self._records.values()))
 
-    def get(self, case: str, check: str, output: Any) -> LabelRecord | None:
-        """The label of this output, if it has one."""
-        return self._records.get(label_key(case, check, output))
+    def get(
+        self, case: str, check: str, output: Any, conversation: Conversation | None = None
+    ) -> LabelRecord | None:
+        """The label of this output (of this conversation, for a fault), if it has one."""
+        return self._records.get(label_key(case, check, output, conversation))
+
+    def find(self, key: tuple[str, str, str]) -> LabelRecord | None:
+        """The label with this identity (`LabelRecord.key`, a queue item's `key`), if any."""
+        return self._records.get(key)
 
     def put(self, record: LabelRecord) -> LabelRecord | None:
         """Label an output (replacing its earlier label in place) and write the file.

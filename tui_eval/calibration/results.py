@@ -1,6 +1,8 @@
 """What a calibration found: each labelled output with the judge's verdict on it
-(`JudgedLabel`) or the judge's error (`UnjudgedLabel`), and the agreement figures
-(`Calibration`: κ with its interval, agreement, TPR/TNR, per check and per juror).
+(`JudgedLabel`) or the judge's error (`UnjudgedLabel`), each labelled conversation with the
+fault reviewer's verdict (`ReviewedLabel`), and the agreement figures (`Calibration`: κ
+with its interval, agreement, TPR/TNR, per check and per juror; for the fault reviewer, κ
+over the three parties and the confusion matrix by party).
 
 Computed by `tui_eval.stats.agreement`; made by `calibrate()` (`calibrate`).
 """
@@ -14,8 +16,10 @@ from typing import Any
 
 from tui_eval.calibration.labels import LabelRecord
 from tui_eval.checks.base import CheckResult, JudgeVerdict
+from tui_eval.checks.faults import FAULT_CHECK, PARTIES, Fault
 from tui_eval.stats.agreement import (
     Confusion,
+    cohen_kappa,
     kappa_interval,
     krippendorff_alpha,
     labels_needed,
@@ -94,9 +98,45 @@ class UnjudgedLabel:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewedLabel:
+    """One labelled conversation with who is blamed for it now: the fault reviewer's
+    verdict, or the rules' when they decide it (`fault.by == "rule"`: not the reviewer's,
+    so left out of its figures).
+
+    Attributes:
+        record: the human's fault label, as stored.
+        fault: the verdict now: the party, the first critical turn, the reason, `by`.
+        suite: the suite the label belongs to.
+    """
+
+    record: LabelRecord
+    fault: Fault
+    suite: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        """Whether the verdict names the party the human named."""
+        return self.record.label == self.fault.party
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: the human's party beside the verdict's."""
+        return {
+            "suite": self.suite,
+            "case": self.record.case,
+            "check": self.record.check,
+            "label": self.record.label,
+            "fault": self.fault.party,
+            "by": self.fault.by,
+            "turn": self.fault.turn,
+            "reason": self.fault.reason,
+        }
+
+
 @dataclass(slots=True, kw_only=True)
 class Calibration:
-    """How far a judge agrees with human labels.
+    """How far a judge agrees with human labels — or, with `kind` "fault", how far the
+    fault reviewer agrees with the humans on who failed each labelled conversation.
 
     Attributes:
         n: labelled outputs judged.
@@ -124,6 +164,19 @@ class Calibration:
         cached_requests: of those, answered by the response cache.
         cost: dollars the judges spent, when priced.
         stopped: why judging stopped early (`max_cost`), if it did.
+        kind: `"judge"` (pass/fail verdicts of judged checks) or `"fault"` (the fault
+            reviewer's parties). A fault calibration's κ is Cohen's κ over the three
+            parties; it has no interval, `labels_needed`, TPR/TNR, or pass/fail
+            `confusion` (NaN, None, `{}`): `party_confusion` is its matrix. A judge
+            calibration holds the reviewer's, when fault labels were calibrated too, as
+            `by_check["fault"]`; with fault labels only, the figures are the reviewer's.
+        party_confusion: the fault reviewer's matrix, `{human's party: {reviewer's party:
+            count}}` (None for judges).
+        reviewed: every labelled conversation the reviewer decided, with its verdict.
+        reviewer_disagreements: those where the reviewer and the human name different
+            parties.
+        rule_decided: the labelled conversations the rules decided (not the reviewer's
+            verdicts: left out of its figures, and counted).
     """
 
     n: int
@@ -146,16 +199,36 @@ class Calibration:
     cached_requests: int = 0
     cost: float | None = None
     stopped: str | None = None
+    kind: str = "judge"
+    party_confusion: dict[str, dict[str, int]] | None = None
+    reviewed: list[ReviewedLabel] = field(default_factory=list)
+    reviewer_disagreements: list[ReviewedLabel] = field(default_factory=list)
+    rule_decided: list[ReviewedLabel] = field(default_factory=list)
 
     @classmethod
-    def of(cls, judged: Sequence[JudgedLabel], *, seed: int = 0) -> Calibration:
-        """The agreement statistics of these judged labels (and per check, and per juror)."""
+    def of(
+        cls,
+        judged: Sequence[JudgedLabel],
+        *,
+        faults: Sequence[ReviewedLabel] | None = None,
+        seed: int = 0,
+    ) -> Calibration:
+        """The agreement statistics of these judged labels (and per check, and per juror),
+        and of the fault reviewer on these labelled conversations (`faults`, None: there
+        were no fault labels) as `by_check["fault"]` — the figures themselves when no
+        judged label is given."""
+        if faults is not None and not judged:
+            calibration = _fault_statistics(faults)
+            calibration.by_check = {FAULT_CHECK: _fault_statistics(faults)}
+            return calibration
         calibration = _statistics(judged, seed=seed)
         checks = sorted({j.record.check for j in judged})
         calibration.by_check = {
             name: _statistics([j for j in judged if j.record.check == name], seed=seed)
             for name in checks
         }
+        if faults is not None:
+            calibration.by_check[FAULT_CHECK] = _fault_statistics(faults)
         jurors = [j for j in judged if j.judge.verdicts]
         if jurors:
             # Juries may differ from check to check: a judge is measured on what it judged.
@@ -174,10 +247,24 @@ class Calibration:
         return calibration
 
     @property
+    def reviewer(self) -> Calibration | None:
+        """The fault reviewer's calibration: this one (`kind` "fault"), or the one in
+        `by_check["fault"]` (None: no fault labels were calibrated)."""
+        if self.kind == "fault":
+            return self
+        return self.by_check.get(FAULT_CHECK)
+
+    @property
     def kappa_undefined(self) -> str | None:
         """Why κ is undefined, in words (None when it is defined)."""
         if not math.isnan(self.kappa):
             return None
+        if self.kind == "fault":
+            if not self.n:
+                return "no labelled conversation was reviewed"
+            if len({r.record.label for r in self.reviewed}) < 2:
+                return "the humans named one party only"
+            return "the reviewer named one party only"
         if not self.n:
             return "no labelled output was judged"
         c = self.confusion
@@ -185,9 +272,22 @@ class Calibration:
             return "the humans gave one verdict only"
         return "the judge gave one verdict only"
 
+    def failing_kappas(self, min_kappa: float) -> list[str]:
+        """The κs a `--min-kappa` gate fails, by name ("κ", "the fault reviewer's κ"):
+        below it, or undefined (fails closed). The judges' κ and the reviewer's are gated
+        each on its own."""
+        failing = []
+        if math.isnan(self.kappa) or self.kappa < min_kappa:
+            failing.append("the fault reviewer's κ" if self.kind == "fault" else "κ")
+        reviewer = self.reviewer
+        if reviewer is not None and reviewer is not self and reviewer.below(min_kappa):
+            failing.append("the fault reviewer's κ")
+        return failing
+
     def below(self, min_kappa: float) -> bool:
-        """Whether κ fails a `--min-kappa` gate: below it, or undefined (fails closed)."""
-        return math.isnan(self.kappa) or self.kappa < min_kappa
+        """Whether a κ fails a `--min-kappa` gate: below it, or undefined (fails closed);
+        the fault reviewer's is gated too, when calibrated beside the judges."""
+        return bool(self.failing_kappas(min_kappa))
 
     def passes(self, min_kappa: float | None = None) -> bool:
         """Whether the calibration passes a CI gate: the judge gave a verdict on every
@@ -212,7 +312,12 @@ class Calibration:
             "by_check": {name: c.as_dict() for name, c in self.by_check.items()},
             "judges_alpha": _number(self.judges_alpha),
             "judges": {name: c.as_dict() for name, c in self.judges.items()},
+            "kind": self.kind,
         }
+        if self.kind == "fault":
+            document["party_confusion"] = self.party_confusion
+            document["reviewer_disagreements"] = [d.as_dict() for d in self.reviewer_disagreements]
+            document["rule_decided"] = [r.as_dict() for r in self.rule_decided]
         if self.skipped:
             document["skipped"] = list(self.skipped)
         if self.errors:
@@ -228,8 +333,12 @@ class Calibration:
 
     def summary(self) -> str:
         """A few lines for a terminal: κ with its interval, agreement, TPR/TNR, the matrix,
-        how many labels a ±0.1 interval needs, and the labels the judge erred on."""
+        how many labels a ±0.1 interval needs, and the labels the judge erred on; then the
+        fault reviewer's κ, agreement and matrix by party, when it was calibrated."""
+        if self.kind == "fault":
+            return self._reviewer_summary()
         c = self.confusion
+        judge_errors = [e for e in self.errors if e.record.check != FAULT_CHECK]
         lines = [
             f"{_count(self.n, 'labelled output')} · {self._kappa_text()} · "
             f"agreement {_pct(self.agreement)} · TPR {_pct(self.tpr)} · TNR {_pct(self.tnr)}",
@@ -239,9 +348,9 @@ class Calibration:
             lines.append(
                 f"  κ ± {PRECISION:g} needs about {self.labels_needed:,} labels ({self.n:,} so far)"
             )
-        if self.errors:
+        if judge_errors:
             lines.append(
-                f"  judge errors: {_count(len(self.errors), 'labelled output')} not judged "
+                f"  judge errors: {_count(len(judge_errors), 'labelled output')} not judged "
                 "(never counted as verdicts)"
             )
         if self.weighted_kappa is not None:
@@ -252,9 +361,41 @@ class Calibration:
                 lines.append(
                     f"    {name}: κ {_fmt(juror.kappa)} · agreement {_pct(juror.agreement)}"
                 )
-        if len(self.by_check) > 1:
-            for name, part in self.by_check.items():
+        judged_checks = {n: p for n, p in self.by_check.items() if p.kind == "judge"}
+        if len(judged_checks) > 1:
+            for name, part in judged_checks.items():
                 lines.append(f"  {name}: n {part.n} · κ {_fmt(part.kappa)}")
+        reviewer = self.reviewer
+        if reviewer is not None:
+            lines.append(reviewer._reviewer_summary())
+        return "\n".join(lines)
+
+    def _reviewer_summary(self) -> str:
+        """The fault reviewer's lines: κ, agreement, the matrix by party (rows the human's
+        party, columns the reviewer's), and what was left out."""
+        reason = self.kappa_undefined
+        kappa = f"κ undefined ({reason})" if reason is not None else f"κ {_fmt(self.kappa)}"
+        lines = [
+            f"fault reviewer: {_count(self.n, 'labelled conversation')} · {kappa} · "
+            f"agreement {_pct(self.agreement)}"
+        ]
+        if self.n and self.party_confusion is not None:
+            lines.append(f"  {_MATRIX_CORNER:<{_ROW_WIDTH}}" + "".join(f"  {p}" for p in PARTIES))
+            for human in PARTIES:
+                row = self.party_confusion[human]
+                counts = "".join(f"  {row[p]:>{len(p)}}" for p in PARTIES)
+                lines.append(f"  {human:<{_ROW_WIDTH}}{counts}")
+        if self.rule_decided:
+            lines.append(
+                f"  {_count(len(self.rule_decided), 'labelled conversation')} left out: "
+                "the rules decided them, not the reviewer"
+            )
+        errors = [e for e in self.errors if e.record.check == FAULT_CHECK]
+        if errors:
+            lines.append(
+                f"  reviewer errors: {_count(len(errors), 'labelled conversation')} not "
+                "reviewed (never counted as verdicts)"
+            )
         return "\n".join(lines)
 
     def _kappa_text(self) -> str:
@@ -290,6 +431,42 @@ def _statistics(judged: Sequence[JudgedLabel], *, seed: int) -> Calibration:
         confusion=confusion.as_dict(),
         disagreements=[j for j in judged if not j.agrees],
         judged=list(judged),
+    )
+
+
+_MATRIX_CORNER = "human \\ reviewer"
+_ROW_WIDTH = len(_MATRIX_CORNER)
+
+
+def _fault_statistics(faults: Sequence[ReviewedLabel]) -> Calibration:
+    """The fault reviewer's agreement with the humans over the three parties, on the
+    labelled conversations the rules did not decide (those are counted apart).
+
+    κ is Cohen's (as scikit-learn's `cohen_kappa_score`), NaN when undefined: when the
+    humans or the reviewer named one party only (no agreement beyond chance can be
+    measured then, as for a judge's pass/fail)."""
+    reviewed = [f for f in faults if f.fault.by != "rule"]
+    human = [str(r.record.label) for r in reviewed]
+    verdicts = [r.fault.party for r in reviewed]
+    matrix: dict[str, dict[str, int]] = {row: dict.fromkeys(PARTIES, 0) for row in PARTIES}
+    for said, found in zip(human, verdicts, strict=True):
+        matrix[said][found] += 1
+    n = len(reviewed)
+    one_sided = len(set(human)) < 2 or len(set(verdicts)) < 2
+    return Calibration(
+        kind="fault",
+        n=n,
+        agreement=sum(r.agrees for r in reviewed) / n if n else math.nan,
+        kappa=math.nan if one_sided else cohen_kappa(human, verdicts, labels=PARTIES),
+        kappa_ci=(math.nan, math.nan),
+        weighted_kappa=None,
+        tpr=math.nan,
+        tnr=math.nan,
+        confusion={},
+        party_confusion=matrix,
+        reviewed=reviewed,
+        reviewer_disagreements=[r for r in reviewed if not r.agrees],
+        rule_decided=[f for f in faults if f.fault.by == "rule"],
     )
 
 
@@ -330,4 +507,4 @@ def _pct(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.0%}"
 
 
-__all__ = ["PRECISION", "Calibration", "JudgedLabel", "UnjudgedLabel"]
+__all__ = ["PRECISION", "Calibration", "JudgedLabel", "ReviewedLabel", "UnjudgedLabel"]

@@ -2,9 +2,11 @@
 
 The judge's verdict and reasoning stay hidden until the output is labelled (`b` shows them
 for the output on screen, and only that one); then they appear beside the label given, and
-the next output comes up, hidden again. Labels are written at once to
-`<suite folder>/__labels__/<suite>.jsonl` (`LabelStore`), merged with what other sessions
-wrote there.
+the next output comes up, hidden again. Failed conversations come after the judged
+outputs: their transcript is shown, `h`, `a` or `e` says whose fault the failure is (the
+user's, the agent's, the environment's), and the fault reviewer's verdict stays hidden the
+same way. Labels are written at once to `<suite folder>/__labels__/<suite>.jsonl`
+(`LabelStore`), merged with what other sessions wrote there.
 """
 
 from __future__ import annotations
@@ -19,8 +21,17 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
-from tui_eval.calibration.label_queue import LabelItem, judged_items, label_progress, label_queue
+from tui_eval.calibration.label_queue import (
+    FaultItem,
+    LabelItem,
+    QueueItem,
+    fault_items,
+    judged_items,
+    label_progress,
+    label_queue,
+)
 from tui_eval.calibration.labels import Label, LabelRecord, LabelsFileError, LabelStore
+from tui_eval.checks.faults import FAULT_CHECK, Party
 from tui_eval.service.session import RunSession
 from tui_eval.suites import Suite
 from tui_eval.tui.widgets.footer import KeyFooter
@@ -38,13 +49,14 @@ class _Undo:
 
 
 class LabelScreen(Screen[None]):
-    """Label judged outputs, the most useful first (or the items given, in their order).
+    """Label judged outputs and failed conversations' faults, the most useful first (or the
+    items given, in their order).
 
     Attributes:
-        items: the outputs to label, in order.
-        position: the output shown now.
-        blind: hide the judge's verdict until the output is labelled.
-        revealed: the position whose verdict `b` showed (it applies to that output only).
+        items: the outputs and conversations to label, in order.
+        position: the item shown now.
+        blind: hide the judge's (or the fault reviewer's) verdict until the item is labelled.
+        revealed: the position whose verdict `b` showed (it applies to that item only).
     """
 
     BINDINGS = [
@@ -58,6 +70,17 @@ class LabelScreen(Screen[None]):
         Binding("3", "score(0.6)", "Score 0.6", show=False),
         Binding("4", "score(0.8)", "Score 0.8", show=False),
         Binding("5", "score(1.0)", "Score 1", show=False),
+        # Who failed a conversation: `u` is undo, so the user simulator's is `h` (the human
+        # side of the conversation). Shown only on a conversation, as pass/fail only on an
+        # output.
+        Binding("h", "fault('user')", "User", tooltip="The user's fault (the simulator's)"),
+        Binding("a", "fault('agent')", "Agent", tooltip="The agent's fault"),
+        Binding(
+            "e",
+            "fault('environment')",
+            "Environment",
+            tooltip="The environment's fault (a tool or the infrastructure)",
+        ),
         Binding("s", "skip", "Skip"),
         Binding("u", "undo", "Undo"),
         Binding("n", "note", "Note"),
@@ -70,7 +93,7 @@ class LabelScreen(Screen[None]):
         session: RunSession,
         suite: Suite,
         *,
-        items: list[LabelItem] | None = None,
+        items: list[QueueItem] | None = None,
         store: LabelStore | None = None,
         blind: bool = True,
     ) -> None:
@@ -85,12 +108,22 @@ class LabelScreen(Screen[None]):
         self.revealed: int | None = None
         self.note: str | None = None
         self._undo: list[_Undo] = []
-        self._last: tuple[LabelItem, LabelRecord] | None = None
+        self._last: tuple[QueueItem, LabelRecord] | None = None
 
     @property
-    def item(self) -> LabelItem | None:
-        """The output shown now (None: the queue is done)."""
+    def item(self) -> QueueItem | None:
+        """The output or conversation shown now (None: the queue is done)."""
         return self.items[self.position] if self.position < len(self.items) else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The party keys apply to a conversation's fault, pass/fail and scores to a judged
+        output: the footer shows the keys of the item on screen."""
+        on_fault = isinstance(self.item, FaultItem)
+        if action == "fault":
+            return on_fault
+        if action in ("label", "score"):
+            return not on_fault
+        return True
 
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
@@ -108,7 +141,8 @@ class LabelScreen(Screen[None]):
 
     # -- showing -----------------------------------------------------------------------
     def show_item(self) -> None:
-        """Show the current output, and the judge's verdict unless blind and unlabelled."""
+        """Show the current item, and the verdict on it unless blind and unlabelled."""
+        self.refresh_bindings()  # the keys that apply depend on the item
         progress = label_progress(self.all_items, self.store)
         self.query_one("#label-progress", Static).update(
             Text(f"{progress} · labels in {self.store.path}", style="bold")
@@ -125,8 +159,12 @@ class LabelScreen(Screen[None]):
             return
         title.append(f" · {self.position + 1}/{len(self.items)} · ")
         title.append_text(cell(item.case, 80))
-        title.append(f" · sample {item.sample_index + 1} · {item.check.name}")
+        check = FAULT_CHECK if isinstance(item, FaultItem) else item.check.name
+        title.append(f" · sample {item.sample_index + 1} · {check}")
         self.query_one("#screen-title", Static).update(title)
+        if isinstance(item, FaultItem):
+            self._show_conversation(item, output, verdict)
+            return
         body = Text()
         task = _task(item)
         if task:
@@ -135,7 +173,7 @@ class LabelScreen(Screen[None]):
             body.append("\n\n")
         body.append("Output\n", style="bold")
         body.append_text(plain(value_text(item.output, pretty=True)))
-        existing = self.store.get(item.case, item.check.name, item.output)
+        existing = self.store.find(item.key)
         if existing is not None:
             body.append(f"\n\nlabelled {_label_text(existing.label)}", style="bold cyan")
         output.update(body)
@@ -150,33 +188,73 @@ class LabelScreen(Screen[None]):
             shown.append_text(verdict_text(item))
         verdict.update(shown)
 
+    def _show_conversation(self, item: FaultItem, output: Static, verdict: Static) -> None:
+        """A failed conversation: its transcript and failed checks, and who the run blamed
+        unless blind and unlabelled."""
+        body = Text()
+        body.append("Conversation\n", style="bold")
+        body.append_text(plain(item.conversation.transcript()))
+        failed = [check for check in item.sample.checks if not check.passed]
+        if failed:
+            body.append("\n\nFailed checks\n", style="bold")
+            for check in failed:
+                body.append_text(cell(check.name, 60))
+                body.append(": ")
+                body.append_text(plain(check.reason, limit=600))
+                body.append("\n")
+        existing = self.store.find(item.key)
+        if existing is not None:
+            body.append(f"\n\nlabelled: the {existing.label}'s fault", style="bold cyan")
+        output.update(body)
+        if self.blind and existing is None and self.revealed != self.position:
+            verdict.update(
+                Text(
+                    "the verdict on whose fault it is stays hidden until you label (blind) · "
+                    "h user · a agent · e environment · s skip · b show",
+                    style="dim",
+                )
+            )
+        else:
+            verdict.update(fault_text(item))
+
     def _last_verdict(self) -> Text:
         if self._last is None:
             return Text()
         item, record = self._last
         text = Text(f"last: {item.case} — you: {_label_text(record.label)} · ", style="dim")
-        agrees = record.passed(item.check.threshold or 0.5) == item.check.passed
-        text.append_text(verdict_text(item, short=True))
+        if isinstance(item, FaultItem):
+            agrees = record.label == item.fault.party
+            text.append_text(fault_text(item, short=True))
+        else:
+            agrees = record.passed(item.check.threshold or 0.5) == item.check.passed
+            text.append_text(verdict_text(item, short=True))
         text.append("  (agree)" if agrees else "  (DISAGREE)", "green" if agrees else "bold red")
         return text
 
     # -- labelling ---------------------------------------------------------------------
     def action_label(self, value: str) -> None:
-        self._give("pass" if value == "pass" else "fail")
+        item = self.item
+        if isinstance(item, LabelItem):
+            self._give(item, item.label("pass" if value == "pass" else "fail", note=self.note))
 
     def action_score(self, value: float) -> None:
         """A score label (`0`..`5`: 0.0, 0.2, … 1.0), for checks that give a score."""
         item = self.item
-        if item is not None and item.check.score is None:
+        if not isinstance(item, LabelItem):
+            return
+        if item.check.score is None:
             self.notify("this check gives no score: y pass, x fail", timeout=2)
             return
-        self._give(float(value))
+        self._give(item, item.label(float(value), note=self.note))
 
-    def _give(self, value: Label) -> None:
+    def action_fault(self, party: Party) -> None:
+        """A fault label of the conversation on screen: the user's, the agent's or the
+        environment's."""
         item = self.item
-        if item is None:
-            return
-        record = item.label(value, note=self.note)
+        if isinstance(item, FaultItem):
+            self._give(item, item.label(party, note=self.note))
+
+    def _give(self, item: QueueItem, record: LabelRecord) -> None:
         try:
             previous = self.store.put(record)
         except LabelsFileError as exc:  # someone broke the file since it was opened
@@ -243,6 +321,25 @@ class LabelScreen(Screen[None]):
         self.app.pop_screen()
 
 
+def fault_text(item: FaultItem, *, short: bool = False) -> Text:
+    """Who the run blamed for a conversation — the reviewer, or the rules — and why."""
+    fault = item.fault
+    text = Text()
+    text.append(f"{_DECIDERS.get(fault.by, fault.by)}: ")
+    text.append(fault.party, "bold")
+    if fault.turn is not None:
+        text.append(f" at turn {fault.turn}")
+    text.append(f" (by {fault.by})", "dim")
+    if not short and fault.reason:
+        text.append("\n")
+        text.append_text(plain(fault.reason, limit=2000))
+    return text
+
+
+_DECIDERS = {"reviewer": "reviewer", "rule": "rules", "default": "no reviewer"}
+"""Who decided a fault, by its `by`, as the Label screen names it."""
+
+
 def _task(item: LabelItem) -> str | None:
     run = item.sample.run
     if run is None:
@@ -302,17 +399,17 @@ def open_label_screen(
     except LabelsFileError as exc:
         screen.notify(str(exc), severity="error")
         return
+    cases = session.state.cases
+    every: list[QueueItem] = [*judged_items(cases), *fault_items(cases)]
     items = None
     if only is not None:
-        items = [
-            item
-            for item in judged_items(session.state.cases)
-            if (item.case_index, item.sample_index) == only
-        ]
+        items = [item for item in every if (item.case_index, item.sample_index) == only]
         if not items:
-            screen.notify("no judged check on this sample to label", timeout=3)
+            screen.notify(
+                "no judged check or failed conversation on this sample to label", timeout=3
+            )
             return
-    elif not judged_items(session.state.cases):
-        screen.notify("no judged samples in this run to label", timeout=3)
+    elif not every:
+        screen.notify("no judged samples or failed conversations in this run to label", timeout=3)
         return
     screen.app.push_screen(LabelScreen(session, suite, items=items, store=store))
