@@ -86,13 +86,22 @@ class RunHeader(Widget):
             f"⏱ {counted(state.samples_timed_out, 'timeout')}",
             style="yellow" if state.samples_timed_out else "",
         )
-        if state.samples_done:
-            counters.append(f"  · {state.samples_passed / state.samples_done:.0%} passed")
+        in_rate = state.samples_done - state.samples_left_out
+        if in_rate:
+            counters.append(f"  · {state.samples_passed / in_rate:.0%} passed")
+        if state.samples_left_out:
+            # Left out of every rate above and below, never silently.
+            counters.append(
+                f"  ⊘ {state.samples_left_out:,} left out (the user simulator's fault)",
+                style="yellow",
+            )
         if state.samples_cached:
             counters.append(f" · {state.samples_cached:,} cached")
         counters.append("\n")
         counters.append("cases    ", style="bold")
-        finished = [c for c in state.cases if c.samples and len(c.samples) >= c.planned]
+        ended = [c for c in state.cases if c.samples and len(c.samples) >= c.planned]
+        # A case whose every sample was left out was not tested: no verdict to count.
+        finished = [c for c in ended if not c.undecided]
         if finished:
             passed = sum(1 for c in finished if c.passed)
             low, high = wilson_interval(passed, len(finished))
@@ -100,10 +109,13 @@ class RunHeader(Widget):
                 f"{passed:,}/{len(finished):,} passed · {passed / len(finished):.0%} "
                 f"(95% CI {low * 100:.0f}–{high * 100:.0f}%)"
             )
-            if len(finished) < len(state.cases):
-                counters.append(f" · {len(state.cases) - len(finished):,} to go")
-        else:
+        if len(ended) > len(finished):
+            counters.append(" · " if finished else "")
+            counters.append(f"⊘ {len(ended) - len(finished):,} undecided", style="yellow")
+        if not ended:
             counters.append(f"0/{len(state.cases):,} finished", style="dim")
+        elif len(ended) < len(state.cases):
+            counters.append(f" · {len(state.cases) - len(ended):,} to go")
         counters.append(f" · {state.usage.total_tokens:,} tokens")
         if state.cost is not None:
             spent = f" · ${state.cost:.4f}"
