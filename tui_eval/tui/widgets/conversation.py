@@ -60,7 +60,7 @@ def fault_text(fault: Fault, *, excluded: bool, reason: bool = True) -> Text:
         text.append_text(plain(fault.reason, limit=1000))
     if excluded:
         text.append(
-            f" · {LEFT_OUT} left out of the pass rate, pass^k and the verdict"
+            " · left out of the pass rate, pass^k and the verdict"
             + (" (count_user_faults keeps such samples in)" if reason else ""),
             style="yellow",
         )

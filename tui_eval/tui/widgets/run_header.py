@@ -76,25 +76,24 @@ class RunHeader(Widget):
         counters.append(
             f"✗ {state.samples_failed:,} failed", style="red" if state.samples_failed else ""
         )
-        counters.append("  ")
-        counters.append(
-            f"! {counted(state.samples_errored, 'error')}",
-            style="magenta" if state.samples_errored else "",
-        )
-        counters.append("  ")
-        counters.append(
-            f"⏱ {counted(state.samples_timed_out, 'timeout')}",
-            style="yellow" if state.samples_timed_out else "",
-        )
-        in_rate = state.samples_done - state.samples_left_out
+        left_out = state.samples_left_out
+        if left_out:
+            # Left out of every rate here, never silently; beside the failures, where it
+            # still fits at 80 columns (the zero counters give way to it).
+            counters.append("  ")
+            counters.append(f"⊘ {left_out:,} left out (user faults)", style="yellow")
+        for number, label, style in (
+            (state.samples_errored, "error", "magenta"),
+            (state.samples_timed_out, "timeout", "yellow"),
+        ):
+            if left_out and not number:
+                continue
+            counters.append("  ")
+            mark = "!" if label == "error" else "⏱"
+            counters.append(f"{mark} {counted(number, label)}", style=style if number else "")
+        in_rate = state.samples_done - left_out
         if in_rate:
             counters.append(f"  · {state.samples_passed / in_rate:.0%} passed")
-        if state.samples_left_out:
-            # Left out of every rate above and below, never silently.
-            counters.append(
-                f"  ⊘ {state.samples_left_out:,} left out (the user simulator's fault)",
-                style="yellow",
-            )
         if state.samples_cached:
             counters.append(f" · {state.samples_cached:,} cached")
         counters.append("\n")
