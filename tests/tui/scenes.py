@@ -167,6 +167,8 @@ SCENES = (
     "history",
     "label_queue",
     "calibration",
+    "conversation",
+    "conversation-side-by-side",
 )
 
 
@@ -309,6 +311,14 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
             await pilot.pause()
 
         return app, show_calibration, []
+    if name in ("conversation", "conversation-side-by-side"):
+        from tests.tui.conversation_demo import shop_report
+
+        # The shop's first case, its second sample: the agent cancels the wrong order at
+        # turn 3; `d` puts it beside the sample that cancelled the right one.
+        app = make_app(report=await shop_report(), clock=clock)
+        keys = ["enter", "down", "enter"] + (["d"] if name != "conversation" else [])
+        return app, _table_focused, keys
     app = make_app(report=report, clock=clock)
     keys: list[str] = []
     setup = _table_focused

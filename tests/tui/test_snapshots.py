@@ -34,7 +34,9 @@ def test_screen_snapshot(scene, snap_compare, tmp_path, pristine_suites, monkeyp
     assert snap_compare(app, press=keys, terminal_size=(120, 40), run_before=setup)
 
 
-@pytest.mark.parametrize("scene", ["suites", "run_done", "diff", "history", "sample_judge"])
+@pytest.mark.parametrize(
+    "scene", ["suites", "run_done", "diff", "history", "sample_judge", "conversation"]
+)
 def test_screen_snapshot_at_80x24(scene, snap_compare, tmp_path, pristine_suites, monkeypatch):
     monkeypatch.chdir(pristine_suites.parent)
     app, setup, keys = anyio.run(build_scene, scene, pristine_suites, tmp_path)

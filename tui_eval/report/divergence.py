@@ -1,5 +1,6 @@
 """Where two samples of one case part ways: the closest passing sample to a failing one,
-and the first tool call, argument or output line at which they differ."""
+and the first tool call, argument or output line at which they differ — for two
+conversations, the first turn."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tui_eval.agents.messages import ToolCall
+from tui_eval.agents.messages import Conversation, ToolCall, Turn
 from tui_eval.report.report import SampleResult
 from tui_eval.util.text import one_line, value_text
 
@@ -39,8 +40,9 @@ class Divergence:
     """The first place two samples differ.
 
     Attributes:
-        where: `trajectory` or `output` (None when they do not differ).
-        line: the index of the first differing line in `where` (both sides).
+        where: `conversation`, `trajectory` or `output` (None when they do not differ).
+        line: the index of the first differing line in `where` (both sides); for a
+            conversation, of the first differing turn (0 is turn 1).
         description: what differs, in words.
     """
 
@@ -50,7 +52,12 @@ class Divergence:
 
 
 def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
-    """The first differing tool call (name or arguments), else the first differing output line."""
+    """The first differing tool call (name or arguments), else the first differing output
+    line; for two conversations, the first differing turn (`first_differing_turn`)."""
+    left_talk = left.run.conversation if left.run is not None else None
+    right_talk = right.run.conversation if right.run is not None else None
+    if left_talk is not None and right_talk is not None:
+        return first_differing_turn(left_talk, right_talk)
     left_calls = left.run.tool_calls if left.run is not None else []
     right_calls = right.run.tool_calls if right.run is not None else []
     for index in range(max(len(left_calls), len(right_calls))):
@@ -72,6 +79,56 @@ def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
                 description=f"output line {index + 1}: {_quote(a_line)} vs {_quote(b_line)}",
             )
     return Divergence(where=None, line=0, description="same tool calls and output")
+
+
+def first_differing_turn(left: Conversation, right: Conversation) -> Divergence:
+    """The first turn at which two conversations differ, and how.
+
+    What happened comes before how it was worded: the first turn where the user said
+    something else, a tool call or a state change differs; else the first turn where the
+    agent's reply differs; else the first turn only one of them has. (A model words its
+    replies differently on every sample; naming turn 1 for that would hide the turn where
+    the two did different things.)
+    """
+    pairs = list(zip(left.turns, right.turns, strict=False))
+    for index, (a, b) in enumerate(pairs):
+        what = _action_difference(a, b)
+        if what:
+            return _at_turn(index, what)
+    for index, (a, b) in enumerate(pairs):
+        if (a.error or a.reply) != (b.error or b.reply):
+            said_a = f"raised {a.error}" if a.error else a.reply
+            said_b = f"raised {b.error}" if b.error else b.reply
+            return _at_turn(index, f"the agent replied {_quote(said_a)} vs {_quote(said_b)}")
+    if len(left.turns) != len(right.turns):
+        index = len(pairs)
+        longer, shorter = ("failing", right) if len(left.turns) > index else ("passing", left)
+        return _at_turn(
+            index, f"only the {longer} sample has it (the other ended by {shorter.ended_by})"
+        )
+    return Divergence(where=None, line=0, description="same turns, tool calls and replies")
+
+
+def _action_difference(a: Turn, b: Turn) -> str:
+    """What differs in what happened on two turns ("" if nothing): the user's message, a
+    tool call, a state change."""
+    if a.user != b.user:
+        return f"the user said {_quote(a.user)} vs {_quote(b.user)}"
+    for index in range(max(len(a.tool_calls), len(b.tool_calls))):
+        x = a.tool_calls[index] if index < len(a.tool_calls) else None
+        y = b.tool_calls[index] if index < len(b.tool_calls) else None
+        if x is None or y is None or x.name != y.name or x.arguments != y.arguments:
+            return f"tool call {index + 1}: {_call_difference(x, y)}"
+    for index in range(max(len(a.changes), len(b.changes))):
+        x_change = str(a.changes[index]) if index < len(a.changes) else "no change"
+        y_change = str(b.changes[index]) if index < len(b.changes) else "no change"
+        if x_change != y_change:
+            return f"state {one_line(x_change, 80)} vs {one_line(y_change, 80)}"
+    return ""
+
+
+def _at_turn(index: int, what: str) -> Divergence:
+    return Divergence(where="conversation", line=index, description=f"turn {index + 1}: {what}")
 
 
 def _call_difference(a: ToolCall | None, b: ToolCall | None) -> str:

@@ -60,6 +60,8 @@ class RunState:
     samples_timed_out: int = 0
     samples_resumed: int = 0
     """Samples an earlier, interrupted run had finished (they do not count in the rate)."""
+    samples_left_out: int = 0
+    """Finished samples left out of pass rates: the user simulator's fault (`excluded`)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -187,6 +189,8 @@ class RunState:
             self.cost = (self.cost or 0.0) + sample.cost
         if sample.cached:
             self.samples_cached += 1
+        if sample.excluded:
+            self.samples_left_out += 1
 
     # -- reading ---------------------------------------------------------------------------
     def take_dirty(self) -> set[int]:
@@ -226,12 +230,15 @@ class RunState:
         return (self.samples_total - self.samples_done) / rate if rate > 0 else None
 
     def case_status(self, index: int) -> str:
-        """`queued`, `running`, `judging`, `retrying`, `passed`, `failed` or `incomplete`."""
+        """`queued`, `running`, `judging`, `retrying`, `passed`, `failed`, `undecided`
+        (every sample left out: the user simulator's fault) or `incomplete`."""
         case = self.cases[index]
         for (case_index, _), flight in self.in_flight.items():
             if case_index == index:
                 return flight.state
         if len(case.samples) >= case.planned:
+            if case.undecided:
+                return "undecided"
             return "passed" if case.passed else "failed"
         if not self.running:
             return "incomplete" if case.samples else "not run"

@@ -144,7 +144,8 @@ class RunSummary:
     samples: int
     tokens: int
     case_rates: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Per case: (passed samples, samples)."""
+    """Per case: (passed samples, samples counted: those a user simulator's fault left out
+    of the pass rate are not)."""
     resumed: bool = False
     """Whether the run was finished by a resume."""
     case_seconds: dict[str, float] = field(default_factory=dict)
@@ -158,7 +159,7 @@ class RunSummary:
             len(report.cases),
             sum(len(c.samples) for c in report.cases),
             report.usage.total_tokens,
-            {c.name: (c.samples_passed, len(c.samples)) for c in report.cases},
+            {c.name: (c.samples_passed, c.counted) for c in report.cases},
             bool(report.metadata.get("resumed")),
             {c.name: sum(s.latency_ms for s in c.samples) / 1000 for c in report.cases},
         )

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.checks.faults import PARTIES
 from tui_eval.report.quarantine import (
     Quarantine,
     QuarantineFileError,
@@ -28,6 +29,7 @@ from tui_eval.stats.proportions import wilson_interval
 from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import StartSession
+from tui_eval.tui.widgets.conversation import LEFT_OUT, PARTY_STYLE
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
 from tui_eval.tui.widgets.table import Table
@@ -36,10 +38,37 @@ from tui_eval.tui.workspace import Workspace
 
 
 def describe_rate(case: CaseResult) -> str:
-    """`2/4 = 50% (95% CI 15–85%)`."""
-    n = len(case.samples)
+    """`2/4 = 50% (95% CI 15–85%)`, over the samples counted (`· 1 left out` when a user
+    simulator's fault left some out)."""
+    n = case.counted
+    left_out = f" · {LEFT_OUT} {case.left_out} left out" if case.left_out else ""
+    if not n:
+        return f"0/0 counted{left_out}"
     low, high = wilson_interval(case.samples_passed, n)
-    return f"{case.samples_passed}/{n} = {case.pass_rate:.0%} (95% CI {low:.0%}–{high:.0%})"
+    rate = f"{case.samples_passed}/{n} = {case.pass_rate:.0%} (95% CI {low:.0%}–{high:.0%})"
+    return rate + left_out
+
+
+def describe_faults(samples: list[SampleResult]) -> Text:
+    """`faults  user 2 · agent 1 · environment 0`, and how many samples the user
+    simulator's faults left out of the pass rate (empty when no sample has a fault)."""
+    faults = [s.fault.party for s in samples if s.fault is not None]
+    if not faults:
+        return Text()
+    text = Text("faults  ", style="bold")
+    for number, party in enumerate(PARTIES):
+        if number:
+            text.append(" · ")
+        found = faults.count(party)
+        text.append(f"{party} {found}", style=PARTY_STYLE[party] if found else "dim")
+    left_out = sum(1 for s in samples if s.excluded)
+    if left_out:
+        text.append(
+            f" · {LEFT_OUT} {counted(left_out, 'sample')} left out of the pass rate: "
+            "the user simulator's fault (count_user_faults keeps them in)",
+            style="yellow",
+        )
+    return text
 
 
 class CaseScreen(Screen[None]):
@@ -62,6 +91,32 @@ class CaseScreen(Screen[None]):
         self.workspace = workspace
         self.case_index = case_index
         self._shown_samples = -1
+        self._fault_column: bool | None = None
+        """Whether the samples table has its fault column (None: no columns yet)."""
+
+    def _set_columns(self, faults: bool) -> None:
+        """The table's columns; with `faults` (a conversation's samples), who failed each."""
+        if faults == self._fault_column:
+            return
+        self._fault_column = faults
+        table = self.query_one("#samples", DataTable)
+        table.clear(columns=True)
+        fault_width = 15 if faults else 0
+        columns = [
+            ("n", "#", 4),
+            ("status", "status", 9),
+            ("latency", "latency", 8),
+            ("tokens", "tokens", 8),
+            ("score", "score", 5),
+        ]
+        if faults:
+            columns.append(("fault", "fault (turn)", fault_width))
+        # The reason takes the rest of the width (no sideways scrolling at 80 columns).
+        columns.append(
+            ("failure", "first failure", max(20, self.app.size.width - 48 - fault_width))
+        )
+        for key, label, width in columns:
+            table.add_column(label, width=width, key=key)
 
     @property
     def rerun(self) -> RunSession | None:
@@ -82,21 +137,10 @@ class CaseScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#samples", DataTable)
-        for key, label, width in (
-            ("n", "#", 4),
-            ("status", "status", 9),
-            ("latency", "latency", 8),
-            ("tokens", "tokens", 8),
-            ("score", "score", 5),
-            # The reason takes the rest of the width (no sideways scrolling at 80 columns).
-            ("failure", "first failure", max(20, self.app.size.width - 48)),
-        ):
-            table.add_column(label, width=width, key=key)
         self.history_line = self._history_line()
         self._ticks = self.set_interval(0.25, self.refresh_view)
         self.refresh_view()
-        table.focus()
+        self.query_one("#samples", DataTable).focus()
 
     def on_screen_suspend(self) -> None:
         self._ticks.pause()
@@ -191,20 +235,31 @@ class CaseScreen(Screen[None]):
         _show(self.query_one("#screen-title", Static), title)
         n = len(case.samples)
         stats = Text()
-        stats.append(
-            "✓ passed" if case.passed else "✗ failed", style="green" if case.passed else "red"
-        )
+        if case.undecided:
+            stats.append(f"{LEFT_OUT} undecided: every sample was left out", style="yellow")
+        else:
+            stats.append(
+                "✓ passed" if case.passed else "✗ failed",
+                style="green" if case.passed else "red",
+            )
         stats.append(
             f" · {describe_rate(case) if n else 'no samples yet'} · threshold {case.pass_threshold:.0%}"
         )
-        if n:
+        if case.counted:  # pass@k is over the samples counted
             stats.append(
                 "\npass@k  "
-                + "  ".join(f"k={k}: {case.pass_at_k(k):.2f}" for k in range(1, min(n, 10) + 1))
+                + "  ".join(
+                    f"k={k}: {case.pass_at_k(k):.2f}" for k in range(1, min(case.counted, 10) + 1)
+                )
             )
+        if n:
             stats.append(
                 f"\nlatency p50 {format_ms(case.latency_p50_ms)} · {case.usage.total_tokens:,} tokens"
             )
+        faults = describe_faults(case.samples)
+        if faults:
+            stats.append("\n")
+            stats.append_text(faults)
         if self.history_line:
             stats.append("\n" + self.history_line, style="dim")
         _show(self.query_one("#case-stats", Static), stats)
@@ -217,20 +272,31 @@ class CaseScreen(Screen[None]):
         rows = self._rows()
         if len(rows) != self._shown_samples:
             self._shown_samples = len(rows)
+            with_faults = any(
+                s.fault is not None or (s.run is not None and s.run.conversation is not None)
+                for _, s in rows
+            )
+            self._set_columns(with_faults)
             table = self.query_one("#samples", DataTable)
             cursor = table.cursor_row
             table.clear()
             for label, sample in rows:
                 style = "green" if sample.passed else "red"
                 score = sample.score
-                table.add_row(
+                marks = (" ⟲" if sample.cached else "") + (
+                    f" {LEFT_OUT}" if sample.excluded else ""
+                )
+                cells = [
                     Text(label, justify="right"),
-                    Text(sample.status + (" ⟲" if sample.cached else ""), style=style),
+                    Text(sample.status + marks, style=style),
                     Text(format_ms(sample.latency_ms), justify="right"),
                     Text(f"{sample.usage.total_tokens:,}", justify="right"),
                     Text(f"{score:.2f}" if score is not None else "–", justify="right"),
-                    cell(sample.first_failure, 300, style="red"),
-                )
+                ]
+                if with_faults:
+                    cells.append(_fault_cell(sample))
+                cells.append(cell(sample.first_failure, 300, style="red"))
+                table.add_row(*cells)
             if 0 <= cursor < len(rows):
                 table.move_cursor(row=cursor, animate=False)
 
@@ -369,6 +435,15 @@ class CaseScreen(Screen[None]):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+
+def _fault_cell(sample: SampleResult) -> Text:
+    """`agent t3`: whose fault a failed conversation was, and its first critical turn."""
+    fault = sample.fault
+    if fault is None:
+        return Text("")
+    where = f" t{fault.turn}" if fault.turn is not None else ""
+    return Text(f"{fault.party}{where}", style=PARTY_STYLE.get(fault.party, ""))
 
 
 def _show(widget: Static, text: Text) -> None:

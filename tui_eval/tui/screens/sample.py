@@ -1,4 +1,5 @@
-"""The Sample screen: one sample's output, trajectory, checks, error and usage."""
+"""The Sample screen: one sample's output, trajectory (a conversation's turns), checks,
+error and usage, and whose fault a failed conversation was."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.report.report import SampleResult
 from tui_eval.service.session import RunSession
+from tui_eval.tui.widgets.conversation import LEFT_OUT, TurnList, fault_text
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory, render_usage
 from tui_eval.tui.widgets.text import DISPLAY_LIMIT, cell, format_ms, plain
@@ -27,7 +29,11 @@ TABS = (
 
 class SampleScreen(Screen[None]):
     """One sample, in tabs. `n`/`p` walk the failing samples of the whole run (the screen
-    that opened it reads `case_index` once it closes, to show that case)."""
+    that opened it reads `case_index` once it closes, to show that case).
+
+    A conversation's sample shows its turns in the second tab (opened first), the first
+    critical turn marked and scrolled to, and whose fault its failure was above the tabs.
+    """
 
     TITLE = "Sample"
     BINDINGS = [
@@ -40,7 +46,7 @@ class SampleScreen(Screen[None]):
         Binding("t", "toggle_markdown", "Markdown", tooltip="Output as Markdown / as plain text"),
         Binding("l", "label", "Label", tooltip="Label this sample's judged check (blind)"),
         Binding("1", "tab('output')", "Output", show=False),
-        Binding("2", "tab('trajectory')", "Trajectory", show=False),
+        Binding("2", "tab('trajectory')", "Trajectory / conversation", show=False),
         Binding("3", "tab('checks')", "Checks", show=False),
         Binding("4", "tab('error')", "Error", show=False),
         Binding("5", "tab('usage')", "Usage", show=False),
@@ -68,13 +74,19 @@ class SampleScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
-        initial = "checks" if not self.sample.passed and self.sample.checks else "output"
+        yield Static(id="fault")
+        sample = self.sample
+        initial = "checks" if not sample.passed and sample.checks else "output"
+        if sample.run is not None and sample.run.conversation is not None:
+            initial = "trajectory"
         with TabbedContent(initial=initial):
             for tab_id, label in TABS:
-                with TabPane(label, id=tab_id), VerticalScroll():
+                with TabPane(label, id=tab_id), VerticalScroll(id=f"{tab_id}-scroll"):
                     yield Static(id=f"{tab_id}-body", classes="tab-body")
                     if tab_id == "output":
                         yield Markdown(id="output-markdown", classes="tab-body")
+                    if tab_id == "trajectory":
+                        yield TurnList(id="turns")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -90,6 +102,8 @@ class SampleScreen(Screen[None]):
         title = Text()
         title.append(f"Sample {sample.index + 1}/{len(case.samples)} · ")
         title.append(sample.status, style=f"bold {style}")
+        if sample.excluded:
+            title.append(f" {LEFT_OUT} left out", style="yellow")
         title.append(f" · {format_ms(sample.latency_ms)} · ")
         title.append_text(cell(case.name, 80))
         self.query_one("#screen-title", Static).update(title)
@@ -100,7 +114,7 @@ class SampleScreen(Screen[None]):
         )
         self.query_one("#output-body", Static).update(output)
         self._show_output()
-        self.query_one("#trajectory-body", Static).update(render_trajectory(sample.run))
+        self._show_conversation()
         self.query_one("#checks-body", Static).update(render_checks(sample))
         error = Text()
         if sample.error:
@@ -120,6 +134,30 @@ class SampleScreen(Screen[None]):
                 error.append("\n")
         self.query_one("#error-body", Static).update(error or Text("no error", style="dim"))
         self.query_one("#usage-body", Static).update(render_usage(self.session, sample))
+
+    def _show_conversation(self) -> None:
+        """The fault above the tabs; a conversation's turns, or a run's trajectory."""
+        sample = self.sample
+        fault = self.query_one("#fault", Static)
+        fault.display = sample.fault is not None
+        if sample.fault is not None:
+            fault.update(fault_text(sample.fault, excluded=sample.excluded))
+        conversation = sample.run.conversation if sample.run is not None else None
+        tabs = self.query_one(TabbedContent)
+        tabs.get_tab("trajectory").label = "2 Conversation" if conversation else "2 Trajectory"
+        body = self.query_one("#trajectory-body", Static)
+        turns = self.query_one(TurnList)
+        body.display = conversation is None
+        turns.display = conversation is not None
+        if conversation is None:
+            body.update(render_trajectory(sample.run))
+            return
+        critical = turns.show(conversation, sample.fault)
+        scroll = self.query_one("#trajectory-scroll", VerticalScroll)
+        scroll.scroll_home(animate=False)
+        if critical is not None:
+            # Once laid out: the turn a reader should look at first, in view.
+            self.call_after_refresh(scroll.scroll_to_widget, critical, animate=False)
 
     def action_toggle_markdown(self) -> None:
         """Show the output rendered as Markdown, or as plain text again."""

@@ -1,5 +1,5 @@
 """A failing sample beside the closest passing sample of its case, aligned, with the first
-place they part ways highlighted on both sides."""
+place they part ways highlighted on both sides: two conversations turn beside turn."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from tui_eval.report.divergence import Divergence, first_divergence, output_lines, trajectory_lines
 from tui_eval.report.report import SampleResult
+from tui_eval.tui.widgets.conversation import fault_text, turn_rows
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks
 from tui_eval.tui.widgets.text import cell, plain
@@ -42,6 +43,11 @@ class SamplePairScreen(Screen[None]):
         first = Text("first divergence: ", style="bold")
         first.append_text(cell(self.divergence.description, 200, style="yellow"))
         yield Static(first, id="divergence")
+        if self._conversations():
+            with VerticalScroll(id="turn-pairs"):
+                yield from self._turns()
+            yield KeyFooter()
+            return
         with Horizontal(id="sides"):
             for label, sample in (("failing", self.failing), ("closest passing", self.passing)):
                 with VerticalScroll(classes="side"):
@@ -69,6 +75,49 @@ class SamplePairScreen(Screen[None]):
         text.append("\nchecks\n", style="bold")
         text.append_text(render_checks(sample))
         return text
+
+    def on_mount(self) -> None:
+        if self.query("#parting"):
+            # Once laid out: where the two conversations part ways, in view.
+            scroll = self.query_one("#turn-pairs", VerticalScroll)
+            parting = self.query_one("#parting")
+            self.call_after_refresh(scroll.scroll_to_widget, parting, animate=False)
+
+    def _conversations(self) -> bool:
+        return all(s.run is not None and s.run.conversation is not None for s in self.sides)
+
+    @property
+    def sides(self) -> tuple[SampleResult, SampleResult]:
+        """The failing sample, then the passing one."""
+        return self.failing, self.passing
+
+    def _turns(self) -> ComposeResult:
+        """Both conversations row by row: turn N starts on the same line on both sides."""
+        heads = []
+        for label, sample in (("failing", self.failing), ("closest passing", self.passing)):
+            head = Text(f"{label} · sample {sample.index + 1}: {sample.status}", style="bold")
+            if sample.fault is not None:
+                head.append("\n")
+                head.append_text(fault_text(sample.fault, excluded=sample.excluded, reason=False))
+            heads.append(head)
+        yield self._row(*heads)
+        divergence = self.divergence
+        mark = divergence.line + 1 if divergence.where == "conversation" else None
+        left = self.failing.run.conversation if self.failing.run is not None else None
+        right = self.passing.run.conversation if self.passing.run is not None else None
+        rows = turn_rows(left, right, mark=mark)
+        for number, (before, after) in enumerate(rows, 1):
+            yield self._row(before, after, parting=number == mark)
+        yield self._row(*(render_checks(sample) for sample in self.sides))
+
+    @staticmethod
+    def _row(left: Text, right: Text, *, parting: bool = False) -> Horizontal:
+        return Horizontal(
+            Static(left, classes="pair-cell"),
+            Static(right, classes="pair-cell"),
+            classes="pair-row",
+            id="parting" if parting else None,
+        )
 
     @staticmethod
     def _line(text: Text, line: str, highlighted: bool) -> None:

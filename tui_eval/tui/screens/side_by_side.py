@@ -1,5 +1,6 @@
 """One case in the baseline and now: the differences first, then both samples section by
-section (output, trajectory, checks, error), each section starting on the same line."""
+section (output, trajectory, checks, error), each section starting on the same line; two
+conversations turn by turn, turn N beside turn N."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tui_eval.agents.messages import Conversation
 from tui_eval.checks import CheckResult
+from tui_eval.report.divergence import first_differing_turn
 from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.report.review import Decision
+from tui_eval.tui.widgets.conversation import turn_rows
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_check, render_checks, render_trajectory
 from tui_eval.tui.widgets.text import cell, counted, plain
@@ -105,6 +109,10 @@ def _output_lines(sample: SampleResult | None) -> list[str]:
     return value_text(sample.output, pretty=True).splitlines() if sample else []
 
 
+def _conversation(sample: SampleResult | None) -> Conversation | None:
+    return sample.run.conversation if sample is not None and sample.run is not None else None
+
+
 class SideBySideScreen(Screen[Decision | None]):
     """A changed case, baseline beside current. In a review, `a`/`r`/`s` decide it here and
     return to the Diff screen, which opens the next case still pending."""
@@ -158,10 +166,18 @@ class SideBySideScreen(Screen[Decision | None]):
         self.query_one("#sides", VerticalScroll).focus()
 
     def _differences(self) -> RenderableType:
-        return Group(
+        parts: list[RenderableType] = []
+        before, after = _conversation(self.before), _conversation(self.after)
+        if before is not None and after is not None:
+            found = first_differing_turn(before, after)
+            line = Text("conversation: ", style="bold")
+            line.append_text(cell(found.description, 300, style="yellow" if found.where else "dim"))
+            parts.append(line)
+        parts += [
             unified(_output_lines(self.before), _output_lines(self.after), "output diff"),
             unified(trajectory_lines(self.before), trajectory_lines(self.after), "trajectory diff"),
-        )
+        ]
+        return Group(*parts)
 
     def _sides(self) -> RichTable:
         """Both samples in one grid: a section starts on the same line on both sides."""
@@ -179,23 +195,39 @@ class SideBySideScreen(Screen[Decision | None]):
                 head.append("not in this run", style="dim")
             else:
                 head.append(
-                    f"{case.samples_passed}/{counted(len(case.samples), 'sample')} passed · "
+                    f"{case.samples_passed}/{counted(case.counted, 'sample')} passed · "
                     f"sample {sample.index + 1}: {sample.status}"
                 )
+                if case.left_out:  # the user simulator's faults: out of the rate, not hidden
+                    head.append(f" · ⊘ {case.left_out} left out", style="yellow")
             heads.append(head)
         grid.add_row(*heads)
         if self.before is None and self.after is None:
             return grid
+        conversations = [_conversation(sample) for _, sample, _ in sides]
         sections: tuple[tuple[str, Callable[[SampleResult], Text]], ...] = (
             ("output", lambda s: plain(value_text(s.output, pretty=True), limit=3000)),
             ("trajectory", lambda s: render_trajectory(s.run)),
         )
+        if any(conversations):
+            sections = sections[:1]  # the turns below show every tool call
         for section, render in sections:
             grid.add_row(Text(""), Text(""))
             grid.add_row(*(Text(section, style="bold") for _ in sides))
             grid.add_row(
                 *(render(sample) if sample is not None else Text("–") for _, sample, _ in sides)
             )
+        if any(conversations):
+            grid.add_row(Text(""), Text(""))
+            grid.add_row(*(Text("conversation", style="bold") for _ in sides))
+            mark = None
+            left, right = conversations
+            if left is not None and right is not None:
+                parting = first_differing_turn(left, right)
+                mark = parting.line + 1 if parting.where else None
+            for before, after in turn_rows(*conversations, mark=mark):
+                grid.add_row(before, after)  # turn N starts on the same line on both sides
+                grid.add_row(Text(""), Text(""))
         grid.add_row(Text(""), Text(""))
         grid.add_row(*(Text("checks", style="bold") for _ in sides))
         for before, after in paired_checks(self.before, self.after):

@@ -33,6 +33,7 @@ from tui_eval.tui.widgets.text import cell, format_ms
 STATUS_STYLE = {
     "passed": ("✓ passed", "green"),
     "failed": ("✗ failed", "red"),
+    "undecided": ("⊘ undecided", "yellow"),
     "running": ("● running", "cyan"),
     "judging": ("◆ judging", "blue"),
     "retrying": ("↻ retry", "yellow"),
@@ -67,8 +68,10 @@ def row_cells(state: RunState, index: int) -> list[Text]:
     label, style = STATUS_STYLE.get(state.case_status(index), ("?", ""))
     n = len(case.samples)
     score = case.mean_score
+    # Passed of the samples counted; ⊘ how many the user simulator's faults left out.
+    left_out = f" ⊘{case.left_out}" if case.left_out else ""
     samples = (
-        Text(f"{case.samples_passed}/{n}")
+        Text(f"{case.samples_passed}/{case.counted}{left_out}")
         if n >= case.planned
         else Text(f"{n}/{case.planned}…", style="dim")
     )
@@ -76,7 +79,7 @@ def row_cells(state: RunState, index: int) -> list[Text]:
         Text(label, style=style),
         cell(case.name, 200),
         samples,
-        Text(f"{case.pass_rate:.0%}" if n else "–"),
+        Text(f"{case.pass_rate:.0%}" if case.counted else "–"),
         Text(f"{score:.2f}" if score is not None else "–"),
         Text(format_ms(case.latency_p50_ms) if n else "–"),
         Text(f"{case.usage.total_tokens:,}" if n else "–"),

@@ -76,23 +76,31 @@ class RunHeader(Widget):
         counters.append(
             f"✗ {state.samples_failed:,} failed", style="red" if state.samples_failed else ""
         )
-        counters.append("  ")
-        counters.append(
-            f"! {counted(state.samples_errored, 'error')}",
-            style="magenta" if state.samples_errored else "",
-        )
-        counters.append("  ")
-        counters.append(
-            f"⏱ {counted(state.samples_timed_out, 'timeout')}",
-            style="yellow" if state.samples_timed_out else "",
-        )
-        if state.samples_done:
-            counters.append(f"  · {state.samples_passed / state.samples_done:.0%} passed")
+        left_out = state.samples_left_out
+        if left_out:
+            # Left out of every rate here, never silently; beside the failures, where it
+            # still fits at 80 columns (the zero counters give way to it).
+            counters.append("  ")
+            counters.append(f"⊘ {left_out:,} left out (user faults)", style="yellow")
+        for number, label, style in (
+            (state.samples_errored, "error", "magenta"),
+            (state.samples_timed_out, "timeout", "yellow"),
+        ):
+            if left_out and not number:
+                continue
+            counters.append("  ")
+            mark = "!" if label == "error" else "⏱"
+            counters.append(f"{mark} {counted(number, label)}", style=style if number else "")
+        in_rate = state.samples_done - left_out
+        if in_rate:
+            counters.append(f"  · {state.samples_passed / in_rate:.0%} passed")
         if state.samples_cached:
             counters.append(f" · {state.samples_cached:,} cached")
         counters.append("\n")
         counters.append("cases    ", style="bold")
-        finished = [c for c in state.cases if c.samples and len(c.samples) >= c.planned]
+        ended = [c for c in state.cases if c.samples and len(c.samples) >= c.planned]
+        # A case whose every sample was left out was not tested: no verdict to count.
+        finished = [c for c in ended if not c.undecided]
         if finished:
             passed = sum(1 for c in finished if c.passed)
             low, high = wilson_interval(passed, len(finished))
@@ -100,10 +108,13 @@ class RunHeader(Widget):
                 f"{passed:,}/{len(finished):,} passed · {passed / len(finished):.0%} "
                 f"(95% CI {low * 100:.0f}–{high * 100:.0f}%)"
             )
-            if len(finished) < len(state.cases):
-                counters.append(f" · {len(state.cases) - len(finished):,} to go")
-        else:
+        if len(ended) > len(finished):
+            counters.append(" · " if finished else "")
+            counters.append(f"⊘ {len(ended) - len(finished):,} undecided", style="yellow")
+        if not ended:
             counters.append(f"0/{len(state.cases):,} finished", style="dim")
+        elif len(ended) < len(state.cases):
+            counters.append(f" · {len(state.cases) - len(ended):,} to go")
         counters.append(f" · {state.usage.total_tokens:,} tokens")
         if state.cost is not None:
             spent = f" · ${state.cost:.4f}"

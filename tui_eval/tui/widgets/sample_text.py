@@ -10,7 +10,7 @@ from tui_eval.checks import CheckResult
 from tui_eval.report.report import SampleResult
 from tui_eval.service.session import RunSession
 from tui_eval.tui.widgets.text import format_ms, plain
-from tui_eval.util.text import value_text
+from tui_eval.util.text import one_line, value_text
 
 
 def render_trajectory(run: RunResult | None) -> Text:
@@ -90,13 +90,18 @@ def render_check(check: CheckResult) -> Text:
 
 
 def render_usage(session: RunSession, sample: SampleResult) -> Text:
-    """Agent and judge tokens, cost, latency, turns and retries."""
+    """Agent and judge tokens, cost, latency, turns and retries; a conversation's user
+    simulator's tokens and cost apart."""
     run = sample.run
     agent = run.usage if run is not None else None
+    conversation = run.conversation if run is not None else None
+    turns = f"{run.turns if run else 0}"
+    if conversation is not None:  # its turns are exchanges; `run.turns` counts responses
+        turns = f"{len(conversation.turns)} (of the conversation) · {turns} model responses"
     lines = [
         f"status        {sample.status}",
         f"latency       {format_ms(sample.latency_ms)}",
-        f"turns         {run.turns if run else 0}",
+        f"turns         {turns}",
         f"retries       {run.retries if run else 0}",
     ]
     if agent is not None:
@@ -107,7 +112,21 @@ def render_usage(session: RunSession, sample: SampleResult) -> Text:
     lines.append(
         f"judge tokens  {judge.total_tokens:,}  (in {judge.input_tokens:,} · out {judge.output_tokens:,} · {judge.requests} requests)"
     )
-    lines.append(f"total tokens  {sample.usage.total_tokens:,}")
+    if conversation is not None:
+        # A simulated user's model spends too: apart from the agent's, inside the total.
+        user = conversation.user_usage
+        who = one_line(conversation.user or "the user", 60)
+        if user.requests or user.total_tokens:
+            spent = f"user tokens   {user.total_tokens:,}  (in {user.input_tokens:,} · out {user.output_tokens:,} · {user.requests} requests)"
+            if conversation.user_cost is not None:
+                spent += f" · ${conversation.user_cost:.6f}"
+            lines.append(f"{spent} · {who}")
+        else:
+            lines.append(f"user tokens   0  ({who}: no model)")
+    lines.append(
+        f"total tokens  {sample.usage.total_tokens:,}"
+        + ("  (agent, judge and user)" if conversation is not None else "")
+    )
     if sample.cost is not None:
         lines.append(f"cost          ${sample.cost:.6f}")
     if sample.cached:
