@@ -389,3 +389,13 @@ async def test_a_factory_agent_and_a_case_model_are_built_once_per_conversation(
     sample = (await run_one(per_case, Agent("openai:gpt-4o-mini"))).samples[0]
     assert sample.status == "passed", sample.first_failure
     assert [t.reply for t in sample.run.conversation.turns] == ["Which order?", "Done."]
+
+
+async def test_a_user_hanging_up_on_a_question_after_a_lookup_is_the_users_fault() -> None:
+    expected = {
+        "orders": {"A-17": {"status": "cancelled", "refund": 0}, "A-18": SHOP["orders"]["A-18"]}
+    }
+    steps = [call("look_up", {"order_id": "A-17"}), text("Order A-17 is paid. Shall I cancel it?")]
+    case = Case("Cancel A-17.", user=ScriptedUser([]), state=SHOP, checks=[state_equals(expected)])
+    sample = (await run_one(case, shop_agent(*steps))).samples[0]
+    assert (sample.fault.party, sample.fault.turn) == ("user", 1)

@@ -61,8 +61,8 @@ def check_stock(item: str) -> int:
 
 def _by_sample(*scripts: list[list[ScriptStep]]) -> Any:
     """A model factory for conversations: sample i of the case answers turn t with the
-    steps `scripts[i][t - 1]` (each turn calls the model afresh with the conversation so
-    far), whichever order the samples run in."""
+    steps `scripts[i][t - 1]` (read from the conversation so far), whichever order the
+    samples run in."""
 
     def respond(messages: list[Message]) -> Completion:
         sample = current_sample()
@@ -72,7 +72,7 @@ def _by_sample(*scripts: list[list[ScriptStep]]) -> Any:
         step = sum(1 for m in messages[len(messages) - since_user :] if m.role == "assistant")
         return turns[turn - 1][step].completion
 
-    return lambda: ScriptedProvider([respond] * 4)
+    return lambda: ScriptedProvider([respond] * 50)
 
 
 def _lines_by_sample(*scripts: list[str]) -> Any:

@@ -273,7 +273,11 @@ class SimulatedUser(User):
         model = self.model if self.model is not None else os.environ.get(USER_MODEL_ENV)
         if model is None:
             return "SimulatedUser"
-        return model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
+        if isinstance(model, str):
+            return model
+        if callable(model) and not hasattr(model, "complete"):  # a factory of providers
+            return getattr(model, "__qualname__", None) or type(model).__name__
+        return str(getattr(model, "name", "") or type(model).__name__)
 
     def provider(self) -> Provider:
         """The user's model, resolved once.

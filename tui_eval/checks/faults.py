@@ -132,7 +132,7 @@ def rule_fault(
         found.append((turn_index, 1, Fault("user", turn_index, conversation.user_error)))
     elif conversation.ended_by == "user" and conversation.turns:
         final = conversation.turns[-1]
-        if final.reply.rstrip().endswith("?") and not final.tool_calls:
+        if final.reply.rstrip().endswith("?"):
             reason = (
                 "the user ended the conversation while the agent was waiting for its answer "
                 f"({one_line(final.reply, 100)!r})"
