@@ -60,6 +60,9 @@ class RunState:
     samples_timed_out: int = 0
     samples_resumed: int = 0
     """Samples an earlier, interrupted run had finished (they do not count in the rate)."""
+    samples_left_out: int = 0
+    """Failed samples left out of the pass rates (the user simulator's fault; also in
+    `samples_failed`, `samples_errored` or `samples_timed_out`)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -180,6 +183,8 @@ class RunState:
             self.samples_timed_out += 1
         else:
             self.samples_failed += 1
+        if sample.excluded:
+            self.samples_left_out += 1
         usage = sample.usage
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
