@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import xml.etree.ElementTree as ET
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,12 @@ from tui_eval import (
     Report,
     evaluate_iter,
 )
+from tui_eval.cli.failures import render
 from tui_eval.cli.outcomes import SuiteOutcome, print_outcome
 from tui_eval.cli.progress import Progress
 from tui_eval.report.baseline_file import baseline_json
+from tui_eval.report.exporters import junit_xml, markdown_summary, samples_csv
+from tui_eval.report.failure_modes import failure_modes, markdown
 from tui_eval.report.gate import RUN_DEFAULT, gate_failures, not_gating
 
 pytestmark = pytest.mark.anyio
@@ -129,6 +133,69 @@ async def test_a_baseline_made_under_the_other_setting_is_read_under_this_runs(
     assert back.improvements == [] and back.undecided == ["never tested"]
 
 
+# -- the files CI reads -----------------------------------------------------------------------
+async def test_junit_marks_left_out_samples_and_skips_an_undecided_case(tmp_path: Path) -> None:
+    report = await shop_report(tmp_path)
+    root = ET.fromstring(junit_xml([report]))
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "0", "1")
+    assert root.get("skipped") == "1"
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["samples left out"] == f"3 samples {LEFT_OUT}"
+    assert props["partly left out:samples_left_out"] == "1"
+    assert props["partly left out:pass_rate"] == "1.0000"
+    assert "plain:samples_left_out" not in props and "never tested:pass_rate" not in props
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    skipped = cases["never tested"].find("skipped")
+    assert skipped is not None and skipped.get("message") == (
+        "undecided: every sample left out (2 of 2): the user simulator's fault"
+    )
+    assert "the user ended the conversation" in (skipped.text or "")
+    assert (cases["never tested"].findtext("system-out") or "").startswith("undecided: ")
+    assert cases["partly left out"].find("skipped") is None
+    out = cases["partly left out"].findtext("system-out") or ""
+    assert f"(2/2; 1 sample {LEFT_OUT})" in out
+
+
+async def test_junit_lists_left_out_samples_of_a_failing_case(tmp_path: Path) -> None:
+    report = await shop_report(tmp_path, count_user_faults=True)
+    failure = ET.fromstring(junit_xml([report])).find(
+        ".//testcase[@name='partly left out']/failure"
+    )
+    assert failure is not None and "sample 2: failed" in (failure.text or "")
+    ours = await shop_report(tmp_path)
+    case = by_name(ours)["partly left out"]
+    case.samples[0].status = "failed"
+    text_ = ET.fromstring(junit_xml([ours])).findtext(
+        ".//testcase[@name='partly left out']/failure"
+    )
+    assert f"sample 2: failed [{LEFT_OUT}]" in (text_ or "")
+
+
+async def test_markdown_states_the_left_out_samples_per_case_and_in_total(tmp_path: Path) -> None:
+    report = await shop_report(tmp_path)
+    md = markdown_summary([report])
+    assert md.startswith("## ✅ shop")
+    assert f"3 samples {LEFT_OUT}" in md
+    assert "| ? | never tested | 0/0 (2 left out) | — |" in md
+    row = next(line for line in md.splitlines() if "| partly left out |" in line)
+    assert row.startswith("| ✓ | partly left out | 2/2 (1 left out) | 100% |")
+    assert row.endswith("|  |")  # a left-out sample's failure is not the case's
+    assert f"**3 samples {LEFT_OUT}** (in 2 cases; `--count-user-faults` counts them)" in md
+    assert f"- never tested: 2 samples {LEFT_OUT} — undecided, it does not gate" in md
+    assert f"- partly left out: 1 sample {LEFT_OUT}" in md
+
+
+async def test_the_per_sample_export_has_the_fault_and_whether_it_was_left_out(
+    tmp_path: Path,
+) -> None:
+    report = await shop_report(tmp_path)
+    lines = samples_csv([report]).decode().splitlines()
+    assert lines[0].endswith(",fault,left_out")
+    assert lines[1].endswith(",user,true") and lines[-1].endswith(",,false")
+
+
 async def test_faults_and_left_out_samples_round_trip_through_report_files(
     tmp_path: Path,
 ) -> None:
@@ -142,6 +209,20 @@ async def test_faults_and_left_out_samples_round_trip_through_report_files(
     kept = await shop_report(tmp_path, count_user_faults=True)
     assert json.loads(kept.to_json())["report"]["metadata"]["count_user_faults"] is True
     assert Report.from_json(kept.to_json()).compare(kept).regressions == []
+
+
+# -- failure modes ----------------------------------------------------------------------------
+async def test_left_out_samples_are_a_failure_mode_of_their_own(tmp_path: Path) -> None:
+    report = await shop_report(tmp_path)
+    modes = failure_modes(report)
+    (mode,) = modes
+    assert mode.signature.kind == "left out" and mode.count == 3
+    assert str(mode.signature).startswith("left out · the user simulator's fault: the user ended")
+    shown = render(modes, report_name="r.json", against=None)
+    assert f"3 failed sample(s) in 1 mode(s); 3 samples {LEFT_OUT}" in shown.splitlines()[0]
+    assert "not in the pass rates" in markdown(modes)
+    kept = failure_modes(await shop_report(tmp_path, count_user_faults=True))
+    assert {m.signature.kind for m in kept} == {"failed"}  # counted: failures like any
 
 
 # -- progress ---------------------------------------------------------------------------------
