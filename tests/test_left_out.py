@@ -16,11 +16,18 @@ import pytest
 
 from tests.user_faults import LEFT_OUT, shop_report, shop_suite
 from tui_eval import (
+    Agent,
+    Case,
     Report,
+    ScriptedUser,
+    compare_agents,
+    decide,
     evaluate_iter,
+    state_equals,
 )
+from tui_eval.agents.providers.scripted import ScriptedProvider, call, text
 from tui_eval.cli.failures import render
-from tui_eval.cli.outcomes import SuiteOutcome, print_outcome
+from tui_eval.cli.outcomes import SuiteOutcome, print_decisions, print_outcome
 from tui_eval.cli.progress import Progress
 from tui_eval.report.baseline_file import baseline_json
 from tui_eval.report.exporters import junit_xml, markdown_summary, samples_csv
@@ -223,6 +230,94 @@ async def test_left_out_samples_are_a_failure_mode_of_their_own(tmp_path: Path) 
     assert "not in the pass rates" in markdown(modes)
     kept = failure_modes(await shop_report(tmp_path, count_user_faults=True))
     assert {m.signature.kind for m in kept} == {"failed"}  # counted: failures like any
+
+
+# -- decide() and compare_agents() ------------------------------------------------------------
+SHOP = {"orders": {"A-17": {"status": "paid"}}}
+CANCELLED = {"orders": {"A-17": {"status": "cancelled"}}}
+
+
+def cancel(order_id: str, state: dict[str, Any]) -> str:
+    """Cancel an order."""
+    state["orders"][order_id]["status"] = "cancelled"
+    return "cancelled"
+
+
+def alternating_agent(pattern: list[bool]) -> Any:
+    """A factory: each sample's agent cancels (True) or only asks (False), in turn."""
+    turns = iter(pattern * 200)
+
+    def make() -> Agent:
+        if next(turns):
+            steps = [call("cancel", {"order_id": "A-17"}), text("Cancelled.")]
+        else:
+            steps = [text("Which order do you want cancelled?")]
+        return Agent(ScriptedProvider(steps), tools=[cancel])
+
+    return make
+
+
+CASE = Case(
+    "Cancel A-17.",
+    name="cancel",
+    user=ScriptedUser([]),
+    state=SHOP,
+    samples=10,
+    checks=[state_equals(CANCELLED)],
+)
+
+
+async def test_decide_leaves_out_the_samples_the_user_simulator_failed() -> None:
+    baseline = await shop_baseline()
+    diff = await decide(alternating_agent([True, False]), [CASE], baseline, max_samples=60)
+    (change,) = diff.changes
+    assert change.label != "regression", change
+    assert change.current_left_out > 0
+    assert change.current_passed == change.current_total > 0  # every counted sample passed
+    out = io.StringIO()
+    with redirect_stdout(out):
+        print_decisions("shop", diff)
+    assert f"({change.current_left_out} left out)" in out.getvalue()
+    counted = await decide(
+        alternating_agent([True, False]), [CASE], baseline, max_samples=60, count_user_faults=True
+    )
+    assert counted.changes[0].label == "regression"
+    assert counted.changes[0].current_left_out == 0
+
+
+async def shop_baseline() -> Report:
+    from tui_eval import evaluate
+
+    return await evaluate(
+        alternating_agent([True]), [dataclasses.replace(CASE, samples=30)], concurrency=1
+    )
+
+
+async def test_compare_agents_drops_the_pairs_a_user_simulator_failed() -> None:
+    diff = await compare_agents(
+        alternating_agent([True]), alternating_agent([True, False]), [CASE], max_samples=60
+    )
+    (change,) = diff.changes
+    assert change.label != "regression" and change.current_left_out > 0
+    counted = await compare_agents(
+        alternating_agent([True]),
+        alternating_agent([True, False]),
+        [CASE],
+        max_samples=60,
+        count_user_faults=True,
+    )
+    assert counted.changes[0].label == "regression"
+
+
+async def test_a_decision_whose_every_sample_was_left_out_is_shown_undecided() -> None:
+    baseline = await shop_baseline()
+    diff = await decide(alternating_agent([False]), [CASE], baseline, max_samples=20)
+    assert diff.changes == [] and diff.undecided == ["cancel"]
+    out = io.StringIO()
+    with redirect_stdout(out):
+        print_decisions("shop", diff)
+    assert "? cancel" in out.getvalue()
+    assert "every sample of one side left out (the user simulator's fault)" in out.getvalue()
 
 
 # -- progress ---------------------------------------------------------------------------------
