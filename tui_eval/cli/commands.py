@@ -156,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
         help="replay stored model responses, keyed by request and sample index "
         "(read-only: never store new ones)",
     )
+    _add_count_user_faults(run)
     run.add_argument(
         "--executor",
         choices=["in-process", "ray"],
@@ -330,6 +331,7 @@ def _add_settings_args(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="cases at once (default: the suite's)",
     )
+    _add_count_user_faults(parser)
     parser.add_argument(
         "--cache",
         nargs="?",
@@ -352,6 +354,16 @@ def _add_settings_args(parser: argparse.ArgumentParser) -> None:
     api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
     api.add_argument(
         "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
+    )
+
+
+def _add_count_user_faults(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--count-user-faults",
+        action="store_true",
+        default=None,
+        help="count the conversations a user simulator failed in pass rates, verdicts and "
+        "the exit code (default: the suite's, else left out; every summary says how many)",
     )
 
 

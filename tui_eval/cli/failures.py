@@ -52,7 +52,7 @@ def failures_command(args: argparse.Namespace) -> int:
     """Print (or write) the failure modes of a report; exit 0, or 2 on an unreadable file."""
     from pathlib import Path
 
-    from tui_eval.report.failure_modes import failure_modes, markdown
+    from tui_eval.report.failure_modes import failure_modes, left_out, markdown
     from tui_eval.report.report import Report, ReportFileError
     from tui_eval.util.atomic import atomic_write_bytes
 
@@ -69,6 +69,7 @@ def failures_command(args: argparse.Namespace) -> int:
             "against": args.against,
             "samples": len(report.samples),
             "failed": sum(m.count for m in modes),
+            "left_out": left_out(modes),
             "modes": [m.to_dict() for m in modes],
         }
         text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
@@ -83,11 +84,17 @@ def failures_command(args: argparse.Namespace) -> int:
 
 
 def render(modes: list[Any], *, report_name: str, against: str | None) -> str:
-    """The modes for a terminal: one line each, new first, with an example reason."""
+    """The modes for a terminal: one line each, new first, with an example reason; the
+    samples left out of the pass rates (the user simulator's fault) are said apart."""
+    from tui_eval.report.failure_modes import left_out
+    from tui_eval.report.left_out import left_out_note
     from tui_eval.util.text import one_line
 
     failed = sum(m.count for m in modes)
     head = f"{one_line(report_name, 200)}: {failed:,} failed sample(s) in {len(modes)} mode(s)"
+    apart = left_out(modes)
+    if apart:
+        head += f"; {left_out_note(apart)} (modes marked 'left out', not in the pass rates)"
     if against:
         head += f", against {one_line(against, 200)}"
     lines = [head]

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from rich.cells import cell_len
 
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from tui_eval.report.diff import Diff
-from tui_eval.report.gate import RUN_DEFAULT, FailOn, gate_failures
+from tui_eval.report.diff import UNCOMPARED, Diff
+from tui_eval.report.gate import RUN_DEFAULT, FailOn, gate_failures, not_gating
+from tui_eval.report.left_out import left_out_note
 from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import Report, render_summary
 from tui_eval.service.request import Exports
@@ -55,10 +56,14 @@ SUMMARY_PASSING_LIMIT = 20
 
 
 def print_outcome(outcome: SuiteOutcome) -> None:
-    """Print one suite's outcome as it ends: its summary (or verdicts), notes, and whether
-    it stopped early."""
+    """Print one suite's outcome as it ends: its summary (or verdicts), the cases that do
+    not gate (quarantined, or undecided: every sample left out), notes, and whether it
+    stopped early."""
     if outcome.mode in ("decide", "ab") and outcome.diff is not None:
         print_decisions(outcome.title or outcome.suite.name, outcome.diff)
+        left_out = outcome.report.samples_left_out
+        if left_out:  # the verdicts' counts say where; this says how many in all
+            print(f"{left_out_note(left_out)} (not in the tests; --count-user-faults counts them)")
     elif outcome.mode != "recheck":  # a recheck prints its merged summary at the end
         where = f" ({outcome.suite.path})" if outcome.suite.path else ""
         print(f"── {one_line(outcome.suite.name, 200)}{where}")
@@ -71,6 +76,9 @@ def print_outcome(outcome: SuiteOutcome) -> None:
         print(
             f"quarantined (does not gate): {one_line(name, 120)} {verdict} — {one_line(reason, 160)}"
         )
+    if outcome.mode != "recheck":
+        for line in not_gating(outcome.report):
+            print(line)
     for note in outcome.notes:
         print(note)
     if outcome.stopped:
@@ -112,15 +120,17 @@ def print_decisions(title: str, diff: Diff) -> None:
     print(f"── {one_line(title, 200)}")
     print(diff.suite_line())
     # Terminal cells, not characters: wide (CJK) names line up as in the run summary.
-    width = min(max((cell_len(one_line(c.name, 60)) for c in diff.changes), default=0), 60)
+    names = [c.name for c in diff.changes] + diff.undecided
+    width = min(max((cell_len(one_line(n, 60)) for n in names), default=0), 60)
     for change in diff.changes:
         mark = {"regression": "✗", "no regression": "✓"}.get(change.label, "?")
         hint = f"  ({change.hint})" if change.hint and not change.decided else ""
         print(
             f"  {mark} {pad_cells(one_line(change.name, 60), width)}  {change.label:<30}  "
-            f"{change.baseline_passed}/{change.baseline_total} → "
-            f"{change.current_passed}/{change.current_total}{hint}"
+            f"{change.counts()}{hint}"
         )
+    for name in diff.undecided:
+        print(f"  ? {pad_cells(one_line(name, 60), width)}  {'undecided':<30}  {UNCOMPARED}")
 
 
 BASELINE_CONDITIONS = frozenset({FailOn.REGRESSIONS, FailOn.REMOVED, FailOn.DEFINITION_CHANGED})

@@ -15,6 +15,11 @@ def _err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _left_out(count: int) -> str:
+    """` · 3 left out` (the user simulator's fault), or nothing."""
+    return f" · {count:,} left out" if count else ""
+
+
 class Progress:
     """A live progress bar on a terminal; plain periodic lines otherwise (CI logs).
 
@@ -31,10 +36,13 @@ class Progress:
         self._next_line = 0
         self._paces: dict[str, str] = {}
 
-    def _counts(self) -> tuple[int, int, int]:
-        """Samples done, passed, and not passed (failed, errored or timed out)."""
+    def _counts(self) -> tuple[int, int, int, int]:
+        """Samples done, passed, not passed (failed, errored or timed out), and left out
+        (failed by the user simulator's fault: not counted as the agent's failures)."""
         state = self.state
-        return state.samples_done, state.samples_passed, state.samples_done - state.samples_passed
+        left_out = state.samples_left_out
+        failed = state.samples_done - state.samples_passed - left_out
+        return state.samples_done, state.samples_passed, failed, left_out
 
     def on_event(self, event: Event) -> None:
         """Feed a runner event."""
@@ -74,7 +82,10 @@ class Progress:
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("[green]✓ {task.fields[passed]}[/] [red]✗ {task.fields[failed]}[/]"),
+                TextColumn(
+                    "[green]✓ {task.fields[passed]}[/] [red]✗ {task.fields[failed]}[/]"
+                    "{task.fields[left_out]}"
+                ),
                 TimeElapsedColumn(),
                 TextColumn("eta"),
                 TimeRemainingColumn(),
@@ -82,13 +93,14 @@ class Progress:
                 transient=False,
             )
             self._bar.start()
-            done, passed, failed = self._counts()
+            done, passed, failed, left_out = self._counts()
             self._task = self._bar.add_task(
                 self._name.replace("[", "\\["),
                 total=total,
                 completed=done,
                 passed=passed,
                 failed=failed,
+                left_out=_left_out(left_out),
             )
         else:
             _err(f"[{self._name}] running {counted(total, 'sample')}")
@@ -96,15 +108,22 @@ class Progress:
             self._next_line = max(1, total // 10)
 
     def _advance(self) -> None:
-        done, passed, failed = self._counts()
+        done, passed, failed, left_out = self._counts()
         if self._bar is not None:
-            self._bar.update(self._task, completed=done, passed=passed, failed=failed)
+            self._bar.update(
+                self._task,
+                completed=done,
+                passed=passed,
+                failed=failed,
+                left_out=_left_out(left_out),
+            )
             return
         now = time.monotonic()
         total = self.state.samples_total
         if done >= self._next_line or now - self._last_print >= 5:
             _err(
                 f"[{self._name}] {done:,}/{total:,} samples · {passed:,} passed · {failed:,} failed"
+                + _left_out(left_out)
             )
             self._last_print = now
             self._next_line = done + max(1, total // 10)

@@ -141,9 +141,13 @@ def history_command(limit: int) -> int:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started_at))
         try:
             summary = record.summary()
+            left_out = (
+                f", {summary.samples_left_out:,} left out" if summary.samples_left_out else ""
+            )
             counts = (
                 f"{summary.cases_passed}/{summary.cases_total} cases · "
-                f"{counted(summary.samples, 'sample')} · {counted(summary.tokens, 'token')}"
+                f"{counted(summary.samples, 'sample')}{left_out} · "
+                f"{counted(summary.tokens, 'token')}"
             )
         except (ReportFileError, OSError, ValueError) as exc:
             counts = f"unreadable: {exc}"

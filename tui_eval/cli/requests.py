@@ -22,6 +22,7 @@ _SETTING_FLAGS = {
     "max_cost": "max_cost",
     "cache": "cache",
     "max_samples": "max_samples",
+    "count_user_faults": "count_user_faults",
 }
 
 

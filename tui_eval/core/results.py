@@ -232,5 +232,8 @@ class CaseResult:
 
     @property
     def first_failure(self) -> str:
-        """The first failing sample's reason ("" when all passed)."""
-        return next((s.first_failure for s in self.samples if not s.passed), "")
+        """The first failing sample's reason ("" when all passed): of a counted sample when
+        one failed (a left-out sample's failure is not why the case failed)."""
+        failing = [s for s in self.samples if not s.passed]
+        first = next((s for s in failing if not s.excluded), failing[0] if failing else None)
+        return first.first_failure if first is not None else ""

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from rich.cells import cell_len
 
 from tui_eval.core.results import CaseResult
+from tui_eval.report.left_out import WHY, Tally, counts_user_faults, sample_count, tally
 from tui_eval.stats.proportions import (
     fisher_exact,
     fisher_power,
@@ -29,6 +30,9 @@ class ReportLike(Protocol):
     @property
     def metadata(self) -> dict[str, Any]: ...
 
+
+UNCOMPARED = f"every sample of one side left out ({WHY})"
+"""Why a case in both reports is not compared (`Diff.undecided`)."""
 
 NOISE_P = 0.05
 POWER = 0.8
@@ -52,6 +56,9 @@ class CaseChange:
         decided: whether the comparison of this case is settled (see `label`).
         hint: for a case `decide()` left undecided, roughly what would decide it (a
             larger budget, a larger baseline).
+        baseline_left_out / current_left_out: samples of each side left out of its counts
+            (the user simulator's fault; `baseline_total` and `current_total` count the
+            others).
     """
 
     name: str
@@ -65,6 +72,8 @@ class CaseChange:
     decided: bool = False
     hint: str = ""
     power_level: float = NOISE_P
+    baseline_left_out: int = 0
+    current_left_out: int = 0
     _needed: int | None = field(default=None, init=False, repr=False, compare=False)
     _searched: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -127,13 +136,18 @@ class CaseChange:
             or 0 < self.current_passed < self.current_total
         )
 
+    def counts(self) -> str:
+        """`4/4 → 2/4`, with the samples left out: `4/4 → 2/3 (1 left out)`."""
+        before = sample_count(self.baseline_passed, self.baseline_total, self.baseline_left_out)
+        after = sample_count(self.current_passed, self.current_total, self.current_left_out)
+        return f"{before} → {after}"
+
     def describe(self) -> str:
         """`100% → 50% (4/4 → 2/4; could be noise, p=0.43; flaky)`."""
         flaky = "; flaky" if self.flaky else ""
         return (
             f"{self.baseline_rate:.0%} → {self.current_rate:.0%} "
-            f"({self.baseline_passed}/{self.baseline_total} → {self.current_passed}/{self.current_total}; "
-            f"{self.noise_label}{flaky})"
+            f"({self.counts()}; {self.noise_label}{flaky})"
         )
 
 
@@ -166,6 +180,9 @@ class Diff:
     """Cases in both reports whose definition (input, checks, expected values, threshold,
     samples) changed: their verdicts compare different things. Listed also where they
     moved (regressed, improved, unchanged)."""
+    undecided: list[str] = field(default_factory=list)
+    """Cases in both reports not compared: every sample of one of them was left out (the
+    user simulator's fault), so it has no verdict to compare."""
 
     def extend(self, other: Diff) -> None:
         """Add `other`'s cases to this diff's lists (one suite's diff into a run's); the
@@ -176,6 +193,7 @@ class Diff:
         self.removed.extend(other.removed)
         self.unchanged.extend(other.unchanged)
         self.definition_changed.extend(other.definition_changed)
+        self.undecided.extend(other.undecided)
 
     @property
     def ok(self) -> bool:
@@ -191,6 +209,8 @@ class Diff:
         )
         if self.definition_changed:
             counts += f", {len(self.definition_changed)} definition changed"
+        if self.undecided:
+            counts += f", {len(self.undecided)} undecided"
         lines.append(counts)
         width = max((cell_len(one_line(n, 200)) for n in self._names()), default=0)
         width = min(width, 48)
@@ -205,6 +225,10 @@ class Diff:
         lines += [
             f"  ~ definition changed  {pad_cells(n, width)}".rstrip()
             for n in self.definition_changed
+        ]
+        lines += [
+            f"  ? undecided   {pad_cells(n, width)}  not compared: {UNCOMPARED}"
+            for n in self.undecided
         ]
         return "\n".join(lines)
 
@@ -232,7 +256,7 @@ class Diff:
 
     def _names(self) -> list[str]:
         changes = [c.name for c in self.regressions + self.improvements]
-        return changes + self.added + self.removed + self.definition_changed
+        return changes + self.added + self.removed + self.definition_changed + self.undecided
 
 
 SUITE_SEPARATOR = " / "
@@ -286,14 +310,22 @@ def _label(key: tuple[str, str]) -> str:
     return f"{suite}{SUITE_SEPARATOR}{name}" if suite else name
 
 
-def compare_reports(current: ReportLike, baseline: ReportLike) -> Diff:
+def compare_reports(
+    current: ReportLike, baseline: ReportLike, *, count_user_faults: bool | None = None
+) -> Diff:
     """The `Diff` of `current` against `baseline` (see `Report.compare`).
 
     Cases are matched by (suite, case) whenever either report spans several suites, so a
     multi-suite report compares with one suite's baseline (the other suites' cases are
     simply not in it), and two suites' cases of the same name never collide; between two
     single-suite reports, by case name.
+
+    Each case is compared by its counted samples: the samples the user simulator failed
+    are left out of both sides unless `count_user_faults` (None: as `current`'s run did),
+    whichever setting the baseline was made with. A case with no counted sample on one
+    side is `undecided`, not compared.
     """
+    policy = counts_user_faults(current) if count_user_faults is None else count_user_faults
     by_suite = spans_suites(current) or spans_suites(baseline)
     now = _keyed(current, "current", by_suite)
     before = _keyed(baseline, "baseline", by_suite)
@@ -306,6 +338,7 @@ def compare_reports(current: ReportLike, baseline: ReportLike) -> Diff:
         suites = {suite for suite, _ in now}
         before = {key: case for key, case in before.items() if key[0] in suites}
     diff = Diff()
+    pairs: list[tuple[Tally, Tally, str]] = []
     for key, case in now.items():
         name = _label(key)
         old = before.get(key)
@@ -315,54 +348,40 @@ def compare_reports(current: ReportLike, baseline: ReportLike) -> Diff:
         old_print, new_print = old.definition_fingerprint(), case.definition_fingerprint()
         if old_print and new_print and old_print != new_print:
             diff.definition_changed.append(name)
-        if old.passed == case.passed:
+        then = tally(old, count_user_faults=policy)
+        now_ = tally(case, count_user_faults=policy)
+        if then.undecided or now_.undecided:  # one side never tested the agent
+            diff.undecided.append(name)
+            continue
+        pairs.append((then, now_, name))
+        if then.verdict == now_.verdict:
             diff.unchanged.append(name)
             continue
-        change = CaseChange(
-            name,
-            old.samples_passed,
-            len(old.samples),
-            case.samples_passed,
-            len(case.samples),
-            fisher_exact(
-                case.samples_passed,
-                len(case.samples) - case.samples_passed,
-                old.samples_passed,
-                len(old.samples) - old.samples_passed,
-            ),
-        )
-        (diff.regressions if old.passed else diff.improvements).append(change)
+        change = _change(name, then, now_)
+        (diff.regressions if then.verdict else diff.improvements).append(change)
     diff.removed = [_label(key) for key in before if key not in now]
-    _settle_statistics(
-        diff,
-        [
-            (before[key], case, _label(key))
-            for key, case in now.items()
-            if key in before and before[key].samples
-        ],
-    )
+    _settle_statistics(diff, pairs)
     return diff
 
 
-def _settle_statistics(diff: Diff, pairs: list[tuple[CaseResult, CaseResult, str]]) -> None:
+def _change(name: str, old: Tally, new: Tally) -> CaseChange:
+    """How a case moved, by its counted samples, with Fisher's exact test."""
+    return CaseChange(
+        name,
+        old.passed,
+        old.counted,
+        new.passed,
+        new.counted,
+        fisher_exact(new.passed, new.counted - new.passed, old.passed, old.counted - old.passed),
+        baseline_left_out=old.left_out,
+        current_left_out=new.left_out,
+    )
+
+
+def _settle_statistics(diff: Diff, pairs: list[tuple[Tally, Tally, str]]) -> None:
     """Fill the suite-level delta and a `CaseChange` (Holm-adjusted, labelled) per case."""
     moved = {c.name: c for c in diff.regressions + diff.improvements}
-    changes = []
-    for old, new, name in pairs:
-        change = moved.get(name) or CaseChange(
-            name,
-            old.samples_passed,
-            len(old.samples),
-            new.samples_passed,
-            len(new.samples),
-            fisher_exact(
-                new.samples_passed,
-                len(new.samples) - new.samples_passed,
-                old.samples_passed,
-                len(old.samples) - old.samples_passed,
-            ),
-        )
-        changes.append(change)
+    changes = [moved.get(name) or _change(name, old, new) for old, new, name in pairs]
     # Per case, for the test its label uses: Fisher at the level Holm gives the first case
     # of the family (the strictest), so the judgement holds wherever it ranks.
     level = NOISE_P / max(1, len(changes))

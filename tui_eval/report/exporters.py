@@ -13,9 +13,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tui_eval.report.diff import SUITE_SEPARATOR, case_name, case_suite
+from tui_eval.report.diff import SUITE_SEPARATOR, UNCOMPARED, case_name, case_suite
 from tui_eval.report.failure_modes import failure_modes
 from tui_eval.report.failure_modes import markdown as failure_markdown
+from tui_eval.report.left_out import (
+    COUNT_USER_FAULTS,
+    WHY,
+    case_count,
+    counted_failure,
+    counted_note,
+    counted_user_faults,
+    counts_user_faults,
+    first_fault,
+    left_out_note,
+    undecided_note,
+)
 from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.util.atomic import atomic_write_bytes
@@ -30,11 +42,10 @@ def _xml_text(text: str) -> str:
 
 
 def _sample_line(sample: SampleResult) -> str:
-    return (
-        f"sample {sample.index + 1}: {sample.status}: {sample.first_failure}"
-        if not sample.passed
-        else (f"sample {sample.index + 1}: passed")
-    )
+    if sample.passed:
+        return f"sample {sample.index + 1}: passed"
+    left_out = f" [left out: {WHY}]" if sample.excluded else ""
+    return f"sample {sample.index + 1}: {sample.status}{left_out}: {sample.first_failure}"
 
 
 def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> bytes:
@@ -44,7 +55,9 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
     `CASE:pass_rate`...: the common JUnit schema has no properties on testcases); a failing case a
     `<failure>` (a check failed) or `<error>` (every failing sample errored or timed out)
     whose message is its first failing check and reason; a quarantined case is `<skipped>`
-    with its reason (it ran, and does not gate).
+    with its reason (it ran, and does not gate), and so is an undecided case (every sample
+    left out: the user simulator's fault). Samples left out are counted in the suite's
+    `samples left out` property, each case's `CASE:samples_left_out` and its system-out.
     """
     root = ET.Element("testsuites", name="tui-eval")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -75,7 +88,8 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
             started.setdefault(owner, report.started_at)
     for suite_name, cases in groups.items():
         held = {c.name: exempt[suite_name, c.name] for c in cases if (suite_name, c.name) in exempt}
-        gating = [c for c in cases if c.name not in held]
+        undecided = {c.name for c in cases if c.undecided and c.name not in held}
+        gating = [c for c in cases if c.name not in held and c.name not in undecided]
         failures = sum(1 for c in gating if not c.passed and not _all_errors(c))
         errors = sum(1 for c in gating if not c.passed and _all_errors(c))
         seconds = sum(s.latency_ms for c in cases for s in c.samples) / 1000
@@ -86,7 +100,7 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
             tests=str(len(cases)),
             failures=str(failures),
             errors=str(errors),
-            skipped=str(len(held)),
+            skipped=str(len(held) + len(undecided)),
             time=f"{seconds:.3f}",
             timestamp=time.strftime(
                 "%Y-%m-%dT%H:%M:%S", time.gmtime(started[suite_name] or time.time())
@@ -97,13 +111,19 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
             ET.SubElement(
                 properties, "property", name="against the baseline", value=suite_lines[suite_name]
             )
+        left_out = sum(c.left_out for c in cases)
+        if left_out:
+            ET.SubElement(
+                properties, "property", name="samples left out", value=left_out_note(left_out)
+            )
         for case in cases:
-            flaky = 0 < case.samples_passed < len(case.samples)
+            flaky = 0 < case.samples_passed < case.counted
             for fact, shown in (
-                ("pass_rate", f"{case.pass_rate:.4f}"),
+                ("pass_rate", "" if case.undecided else f"{case.pass_rate:.4f}"),
                 ("label", labels.get((suite_name, case.name), "")),
                 ("samples", str(len(case.samples))),
                 ("samples_passed", str(case.samples_passed)),
+                ("samples_left_out", str(case.left_out) if case.left_out else ""),
                 ("flaky", "true" if flaky else "false"),
             ):
                 if shown:
@@ -113,7 +133,7 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
         for case in cases:
             _junit_case(suite, suite_name, case, held.get(case.name))
         totals["tests"] += len(cases)
-        totals["skipped"] += len(held)
+        totals["skipped"] += len(held) + len(undecided)
         totals["failures"] += failures
         totals["errors"] += errors
         total_time += seconds
@@ -142,6 +162,10 @@ def _junit_case(
         )
         if not case.passed:
             skipped.text = _xml_text(one_line(case.first_failure or "no samples finished", 1000))
+    elif case.undecided:  # the agent was not tested: no verdict, nothing to gate
+        skipped = ET.SubElement(testcase, "skipped", message=_xml_text(undecided_note(case)))
+        lines = [first_fault(case), *(_sample_line(s) for s in case.samples)]
+        skipped.text = _xml_text("\n".join(lines))
     elif not case.passed:
         tag = "error" if _all_errors(case) else "failure"
         detail = "\n".join(_sample_line(s) for s in case.samples)
@@ -153,14 +177,19 @@ def _junit_case(
         )
         element.text = _xml_text(detail)
     out = ET.SubElement(testcase, "system-out")
+    left_out = f"; {left_out_note(case.left_out)}" if case.left_out else ""
+    rate = (
+        undecided_note(case)
+        if case.undecided
+        else f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{case.counted}{left_out})"
+    )
     out.text = _xml_text(
-        f"pass rate {case.pass_rate:.0%} ({case.samples_passed}/{len(case.samples)}), "
-        f"threshold {case.pass_threshold:.0%}, {counted(case.usage.total_tokens, 'token')}"
+        f"{rate}, threshold {case.pass_threshold:.0%}, {counted(case.usage.total_tokens, 'token')}"
     )
 
 
 def _all_errors(case: CaseResult) -> bool:
-    failing = [s for s in case.samples if not s.passed]
+    failing = [s for s in case.samples if not s.passed and not s.excluded]
     return bool(failing) and all(s.status in ("error", "timeout") for s in failing)
 
 
@@ -178,8 +207,9 @@ def markdown_summary(
     diffs: Sequence[Diff | None] = (),
     baselines: Sequence[Report | None] = (),
 ) -> str:
-    """A Markdown summary for a CI job page: a table per suite, its quarantined cases, its
-    regressions, then its failure modes (new ones first, with each suite's `baselines`)."""
+    """A Markdown summary for a CI job page: a table per suite, its samples left out (the
+    user simulator's fault), its quarantined cases, its regressions, then its failure modes
+    (new ones first, with each suite's `baselines`)."""
     parts = []
     for position, report in enumerate(reports):
         diff = diffs[position] if position < len(diffs) else None
@@ -196,10 +226,14 @@ def markdown_summary(
             "| | case | samples | pass rate | tokens | first failure |\n|---|---|---|---|---|---|"
         )
         for case in report.cases:
+            mark = "✓" if case.passed else "?" if case.undecided else "✗"
+            rate = "—" if case.undecided else f"{case.pass_rate:.0%}"
+            reason = undecided_note(case) if case.undecided else counted_failure(case)
             parts.append(
-                f"| {'✓' if case.passed else '✗'} | {_md_cell(case.name, 60)} | {case.samples_passed}/{len(case.samples)} "
-                f"| {case.pass_rate:.0%} | {case.usage.total_tokens:,} | {_md_cell(case.first_failure)} |"
+                f"| {mark} | {_md_cell(case.name, 60)} | {case_count(case)} "
+                f"| {rate} | {case.usage.total_tokens:,} | {_md_cell(reason)} |"
             )
+        parts += _markdown_left_out(report)
         if diff is not None:
             parts.append(f"\n**{_md_cell(diff.suite_line(), 200)}**")
             parts.append(
@@ -221,6 +255,8 @@ def markdown_summary(
                     f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
                     "different checks or inputs)"
                 )
+            for name in diff.undecided:
+                parts.append(f"- ❔ not compared: {_md_cell(name, 80)} ({UNCOMPARED})")
         held = quarantined(report)
         if held:
             parts.append(f"\n**Quarantined** (they ran, and do not gate): {len(held)}\n")
@@ -232,6 +268,23 @@ def markdown_summary(
             parts.append(failure_markdown(modes, limit=10))
         parts.append("")
     return "\n".join(parts)
+
+
+def _markdown_left_out(report: Report) -> list[str]:
+    """The Markdown lines saying which samples were left out, case by case (none when
+    none was), or that the run counted its user faults."""
+    cases = [case for case in report.cases if case.left_out]
+    if not cases:
+        kept = counted_user_faults(report.samples)
+        return [f"\n**{_md_cell(counted_note(kept), 200)}**"] if kept else []
+    lines = [
+        f"\n**{left_out_note(report.samples_left_out)}** (in {counted(len(cases), 'case')}; "
+        "`--count-user-faults` counts them)\n"
+    ]
+    for case in cases:
+        undecided = " — undecided, it does not gate" if case.undecided else ""
+        lines.append(f"- {_md_cell(case.name, 80)}: {left_out_note(case.left_out)}{undecided}")
+    return lines
 
 
 class MergeError(ValueError):
@@ -280,6 +333,8 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             + (" …" if len(overlaps) > 5 else "")
         )
     metadata: dict[str, Any] = {"suites": suites, "suite_paths": paths}
+    if any(counts_user_faults(report) for report in reports):
+        metadata[COUNT_USER_FAULTS] = True
     if planned:
         metadata["planned_cases"] = planned
     if shards:
@@ -342,13 +397,17 @@ SAMPLE_COLUMNS = (
     "cost",
     "first_failing_check",
     "reason",
+    "fault",
+    "left_out",
 )
-"""The columns of the per-sample CSV and JSONL exports."""
+"""The columns of the per-sample CSV and JSONL exports (`fault`: whose fault a failed
+conversation was; `left_out`: whether it is left out of the pass rates)."""
 
 
 def sample_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
     """One row per sample (for pandas or a spreadsheet): suite, case, index, status,
-    latency, tokens, cost, and the first failing check with its reason."""
+    latency, tokens, cost, the first failing check with its reason, a failed
+    conversation's fault (`user`, `agent`, `environment`) and whether it is left out."""
     rows = []
     for report in reports:
         for case in report.cases:
@@ -369,6 +428,8 @@ def sample_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
                         "cost": sample.cost,
                         "first_failing_check": failing.name if failing is not None else "",
                         "reason": one_line(reason, 2000) if not sample.passed else "",
+                        "fault": sample.fault.party if sample.fault is not None else "",
+                        "left_out": sample.excluded,
                     }
                 )
     return rows
@@ -385,6 +446,8 @@ def csv_cell(value: Any) -> Any:
     writer (numbers are left as numbers)."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         if value.startswith(FORMULA_STARTS):
             value = "'" + value

@@ -11,6 +11,10 @@ because the total 17 is wrong" are one mode; two different checks never are.
 Against a baseline each mode is `new`, `grown`, `shrunk`, `gone` or `same` (by its share
 of the run's samples, so runs of different sizes compare, when its count moved the same
 way), and new modes come first.
+
+A sample left out of the pass rates (its conversation failed by the user simulator's fault)
+is never mixed with the agent's failures: its signature is of kind `left out`, with the
+fault's reason masked, so left-out samples form modes of their own.
 """
 
 from __future__ import annotations
@@ -21,8 +25,12 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.left_out import WHY, left_out_note
 from tui_eval.report.report import Report
 from tui_eval.util.text import one_line
+
+LEFT_OUT = "left out"
+"""The kind of signature of a sample left out of the pass rates (the user simulator's fault)."""
 
 Change = Literal["new", "grown", "shrunk", "gone", "same"]
 CHANGE_ORDER: dict[Change, int] = {"new": 0, "grown": 1, "same": 2, "shrunk": 3, "gone": 4}
@@ -76,9 +84,10 @@ class Signature:
     """What a failed sample's failure looks like, with what varies masked.
 
     Attributes:
-        kind: `failed` (a check), `error` (the agent raised) or `timeout`.
-        where: the failing check's name, or the error's type.
-        pattern: the reason or message, masked.
+        kind: `failed` (a check), `error` (the agent raised), `timeout`, or `left out` (a
+            failure the user simulator caused, left out of the pass rates).
+        where: the failing check's name, or the error's type (for `left out`: why).
+        pattern: the reason or message, masked (for `left out`: the fault's reason).
         departure: the first tool call where the sample leaves its case's passing
             samples ("" when the case has none, or it does not leave them).
     """
@@ -160,6 +169,9 @@ class _Signer:
         return found
 
     def sign(self, sample: SampleResult, passing: Sequence[SampleResult]) -> Signature:
+        if sample.excluded:  # the user simulator's failure: apart from the agent's
+            reason = sample.fault.reason if sample.fault is not None else ""
+            return Signature(LEFT_OUT, WHY, self.masked(reason))
         if sample.status in ("error", "timeout"):
             error = sample.error or ""
             kind, sep, message = error.partition(": ")
@@ -175,6 +187,8 @@ class _Signer:
 
 
 def _example(sample: SampleResult) -> str:
+    if sample.excluded and sample.fault is not None:
+        return one_line(str(sample.fault), 300)
     if sample.error:
         return one_line(sample.error, 300)
     failing = next((c for c in sample.checks if not c.passed), None)
@@ -288,6 +302,11 @@ def _change(mode: FailureMode) -> Change:
     return "same"
 
 
+def left_out(modes: Iterable[FailureMode]) -> int:
+    """How many samples of the run the `left out` modes hold."""
+    return sum(mode.count for mode in modes if mode.signature.kind == LEFT_OUT)
+
+
 def mode_of(modes: Iterable[FailureMode], case: str, index: int) -> FailureMode | None:
     """The mode holding sample `index` of `case`."""
     return next((m for m in modes if (case, index) in m.samples), None)
@@ -310,6 +329,12 @@ def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     if len(shown) > limit:
         lines.append(f"\n…and {len(shown) - limit} more mode(s).")
+    apart = left_out(modes)
+    if apart:
+        lines.append(
+            f"\n{left_out_note(apart)}: its modes are marked *left out*, and are not in "
+            "the pass rates."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -322,10 +347,12 @@ def _cell(text: str) -> str:
 
 __all__ = [
     "CHANGE_ORDER",
+    "LEFT_OUT",
     "Change",
     "FailureMode",
     "Signature",
     "failure_modes",
+    "left_out",
     "markdown",
     "mask",
     "mode_of",

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui_eval.report.diff import Diff
+from tui_eval.report.left_out import all_left_out
 from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import Report
+from tui_eval.util.text import one_line
 
 
 class FailOn(enum.Enum):
@@ -54,11 +56,15 @@ def gate_failures(
     fail_on: frozenset[FailOn], report: Report | None, diff: Diff | None
 ) -> list[str]:
     """Why the gate fails, one reason per condition met (empty: it passes). A quarantined
-    case (`tui_eval.report.quarantine`) fails or regresses without failing the gate."""
+    case (`tui_eval.report.quarantine`) fails or regresses without failing the gate; an
+    undecided case (every sample left out: the user simulator's fault) neither passes nor
+    fails it (`not_gating` says which)."""
     reasons = []
     exempt = quarantined(report) if report is not None else {}
     if FailOn.FAILURES in fail_on and report is not None and not report.passed:
-        failing = [c for c in report.cases if not c.passed and c.name not in exempt]
+        failing = [
+            c for c in report.cases if not c.passed and not c.undecided and c.name not in exempt
+        ]
         if failing:
             reasons.append(f"{len(failing)} case(s) failed")
         elif report.cancelled:
@@ -72,6 +78,16 @@ def gate_failures(
         if FailOn.DEFINITION_CHANGED in fail_on and diff.definition_changed:
             reasons.append(f"{len(diff.definition_changed)} case definition(s) changed")
     return reasons
+
+
+def not_gating(report: Report) -> list[str]:
+    """The cases of `report` that do not gate because the agent was not tested on them
+    (every sample left out: the user simulator's fault), one line each."""
+    return [
+        f"undecided (does not gate): {one_line(case.name, 120)} — {all_left_out(case)}"
+        for case in report.cases
+        if case.undecided
+    ]
 
 
 @dataclass(frozen=True, slots=True)

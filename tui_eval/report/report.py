@@ -13,6 +13,14 @@ from rich.cells import cell_len
 from tui_eval.agents.messages import Usage
 from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.diff import CaseChange, Diff, compare_reports
+from tui_eval.report.left_out import (
+    case_count,
+    counted_note,
+    counted_user_faults,
+    first_fault,
+    left_out_note,
+    undecided_note,
+)
 from tui_eval.report.stored_values import (
     output_twice,
     restore_output,
@@ -70,10 +78,13 @@ class Report:
         )
 
     # -- numbers -------------------------------------------------------------------
+    # Samples the user simulator failed are left out of every rate and verdict (unless the
+    # run counted them: `tui_eval.report.left_out`); a case whose every sample was left
+    # out is undecided, neither passing nor failing.
     @property
     def passed(self) -> bool:
-        """Every case passed and the run was not cancelled."""
-        return not self.cancelled and all(case.passed for case in self.cases)
+        """Every case passed (or is undecided) and the run was not cancelled."""
+        return not self.cancelled and all(case.passed or case.undecided for case in self.cases)
 
     @property
     def cases_passed(self) -> int:
@@ -81,19 +92,36 @@ class Report:
         return sum(1 for case in self.cases if case.passed)
 
     @property
+    def cases_undecided(self) -> int:
+        """How many cases have no verdict: every sample was left out (the user
+        simulator's fault)."""
+        return sum(1 for case in self.cases if case.undecided)
+
+    @property
+    def cases_decided(self) -> int:
+        """How many cases have a verdict (all but the undecided ones)."""
+        return len(self.cases) - self.cases_undecided
+
+    @property
+    def samples_left_out(self) -> int:
+        """How many samples are left out of the pass rates (the user simulator's fault)."""
+        return sum(case.left_out for case in self.cases)
+
+    @property
     def pass_rate(self) -> float:
-        """The fraction of cases that passed."""
-        return self.cases_passed / len(self.cases) if self.cases else 0.0
+        """The fraction of cases with a verdict that passed."""
+        decided = self.cases_decided
+        return self.cases_passed / decided if decided else 0.0
 
     @property
     def pass_rate_ci(self) -> tuple[float, float]:
         """The 95% (Wilson) interval of `pass_rate`, the share of cases that passed."""
-        return wilson_interval(self.cases_passed, len(self.cases))
+        return wilson_interval(self.cases_passed, self.cases_decided)
 
     @property
     def sample_pass_rate(self) -> float:
         """The mean of the cases' sample pass rates (each case weighs the same)."""
-        rates = [case.pass_rate for case in self.cases if case.samples]
+        rates = [case.pass_rate for case in self.cases if case.counted]
         return sum(rates) / len(rates) if rates else 0.0
 
     @property
@@ -101,18 +129,18 @@ class Report:
         """The 95% interval of `sample_pass_rate`, its standard error clustered by case
         (the samples of one case are not independent; Miller, arXiv 2411.00640), never
         narrower than independent samples would give (`clustered_rate_interval`)."""
-        cases = [case for case in self.cases if case.samples]
+        cases = [case for case in self.cases if case.counted]
         return clustered_rate_interval(
-            [case.pass_rate for case in cases], [len(case.samples) for case in cases]
+            [case.pass_rate for case in cases], [case.counted for case in cases]
         )
 
     def pass_hat_k(self, k: int) -> float:
-        """The mean over cases (with at least k samples) of their pass^k.
+        """The mean over cases (with at least k counted samples) of their pass^k.
 
         Raises:
-            ValueError: no case has k samples (or k < 1).
+            ValueError: no case has k counted samples (or k < 1).
         """
-        eligible = [case for case in self.cases if len(case.samples) >= k >= 1]
+        eligible = [case for case in self.cases if case.counted >= k >= 1]
         if not eligible:
             raise ValueError(f"pass^k needs cases with at least k={k} samples; none has")
         return sum(case.pass_hat_k(k) for case in eligible) / len(eligible)
@@ -160,15 +188,21 @@ class Report:
 
     # -- text ----------------------------------------------------------------------
     def header(self) -> str:
-        """The summary's first line."""
-        n = len(self.cases)
+        """The summary's first line: it says how many samples were left out, and why."""
+        n = self.cases_decided
         samples = sum(len(case.samples) for case in self.cases)
-        parts = [
-            f"eval: {self.cases_passed}/{n} cases passed ({self.pass_rate:.0%})",
-            counted(samples, "sample"),
-            counted(self.usage.total_tokens, "token"),
-            f"{self.duration_s:.1f}s",
-        ]
+        parts = [f"eval: {self.cases_passed}/{n} cases passed ({self.pass_rate:.0%})"]
+        undecided = self.cases_undecided
+        if undecided:
+            parts.append(f"{counted(undecided, 'case')} undecided")
+        parts.append(counted(samples, "sample"))
+        left_out = self.samples_left_out
+        if left_out:
+            parts.append(left_out_note(left_out))
+        kept = counted_user_faults(self.samples)
+        if kept:
+            parts.append(counted_note(kept))
+        parts += [counted(self.usage.total_tokens, "token"), f"{self.duration_s:.1f}s"]
         cost = self.cost
         if cost is not None:
             parts.append(f"${cost:.4f}")
@@ -197,7 +231,7 @@ class Report:
         """Raise `AssertionError` naming the failing cases when the pass rate is too low."""
         if self.pass_rate + 1e-12 >= min_pass_rate:
             return
-        failing = [c for c in self.cases if not c.passed]
+        failing = [c for c in self.cases if not c.passed and not c.undecided]
         lines = [
             f"pass rate {self.pass_rate:.0%} is below {min_pass_rate:.0%} "
             f"({self.cases_passed}/{len(self.cases)} passed); failing:"
@@ -268,13 +302,16 @@ class Report:
             raise ReportFileError(f"{target}: cannot read report: {exc.strerror or exc}") from None
         return cls.from_json(data, source=str(target))
 
-    def compare(self, baseline: Report) -> Diff:
+    def compare(self, baseline: Report, *, count_user_faults: bool | None = None) -> Diff:
         """Match cases by name against `baseline`.
+
+        Both reports are read under one setting of `count_user_faults` (None: this
+        report's run's), so a baseline made under the other one compares alike.
 
         Raises:
             ValueError: either report has two cases with the same name.
         """
-        return compare_reports(self, baseline)
+        return compare_reports(self, baseline, count_user_faults=count_user_faults)
 
 
 ReportT = TypeVar("ReportT", bound=Report)
@@ -341,12 +378,14 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
             shown = [c for c in report.cases if not c.passed or id(c) in keep]
             hidden = len(passing) - max_passing
     width = min(max((cell_len(one_line(c.name, 200)) for c in shown), default=0), NAME_CELLS)
-    counts = [f"{c.samples_passed}/{len(c.samples)}" for c in shown]
+    counts = [case_count(c) for c in shown]
     count_width = max((len(x) for x in counts), default=0)
     for case, count in zip(shown, counts, strict=True):
-        mark = "✓" if case.passed else "✗"
+        mark = "✓" if case.passed else "?" if case.undecided else "✗"
         line = f"  {mark} {pad_cells(case.name, width)}  {count.ljust(count_width)}"
-        if not case.passed:
+        if case.undecided:
+            line += f"  {undecided_note(case)} — {first_fault(case)}"
+        elif not case.passed:
             reason = case.first_failure or "no samples finished"
             line += f"  {one_line(reason, 160)}"
         if not case.complete:

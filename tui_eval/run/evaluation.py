@@ -20,6 +20,7 @@ from tui_eval.agents.messages import input_text
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings
+from tui_eval.report.left_out import COUNT_USER_FAULTS, blamed_on_user
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run import scheduling
 from tui_eval.run.events import (
@@ -89,6 +90,10 @@ class Evaluation:
         self._priced_samples = 0
         self.name = name or "eval"
         self.metadata = dict(metadata or {})
+        # Whether the report counts its user faults (a recheck's metadata is its report's).
+        self.metadata.pop(COUNT_USER_FAULTS, None)
+        if self.count_user_faults:
+            self.metadata[COUNT_USER_FAULTS] = True
         if source is None:
             source = AgentRuns(agent)
         self.cases = source.cases(self.cases)
@@ -327,10 +332,9 @@ class Evaluation:
         """Keep a finished sample (in index order) and announce it."""
         if self.samples.redacts:
             sample = self.samples.redacted(sample)
-        fault = sample.fault
-        if fault is not None and sample.status != "passed":
-            # The user simulator's failures are left out of the verdicts (said everywhere).
-            sample.excluded = fault.party == "user" and not self.count_user_faults
+        # The user simulator's failures are left out of the verdicts (said everywhere); a
+        # rechecked sample that passes now is counted again.
+        sample.excluded = blamed_on_user(sample) and not self.count_user_faults
         samples = self._results[index].samples
         if not samples or samples[-1].index < sample.index:
             samples.append(sample)

@@ -47,6 +47,7 @@ async def evaluate(
     max_cost: MaxCost | None = None,
     cache: CacheSetting | None = None,
     executor: Executor | None = None,
+    count_user_faults: bool | None = None,
 ) -> Report:
     """Run every case against the agent and return the `Report`.
 
@@ -74,6 +75,8 @@ async def evaluate(
         cache: `True`/`"on"` or `"read-only"`: replay stored model responses.
         executor: where samples run (None: this process); `RayExecutor(suite_file, name)`
             runs them on Ray, for cases loaded from that suite file.
+        count_user_faults: count the conversations the user simulator failed in pass
+            rates and verdicts; by default they are left out, and the report says how many.
     """
     evaluation = Evaluation(
         agent,
@@ -87,6 +90,7 @@ async def evaluate(
             max_cost=max_cost,
             cache=cache,
             executor=executor,
+            count_user_faults=count_user_faults,
         ),
         name=name,
         on_event=on_event,
@@ -104,6 +108,7 @@ async def recheck(
     on_event: EventHandler | None = None,
     provider: ProviderOptions | None = None,
     cache: CacheSetting | None = None,
+    count_user_faults: bool | None = None,
 ) -> Report:
     """Run the current checks of `cases` on the saved outputs of `report`, without the agent.
 
@@ -115,7 +120,12 @@ async def recheck(
         None,
         cases,
         settings=resolve(
-            settings, concurrency=concurrency, price=price, provider=provider, cache=cache
+            settings,
+            concurrency=concurrency,
+            price=price,
+            provider=provider,
+            cache=cache,
+            count_user_faults=count_user_faults,
         ),
         name=report.name,
         on_event=on_event,
@@ -138,6 +148,7 @@ async def evaluate_iter(
     max_cost: MaxCost | None = None,
     cache: CacheSetting | None = None,
     executor: Executor | None = None,
+    count_user_faults: bool | None = None,
 ) -> AsyncIterator[Event]:
     """The events of `evaluate()` as an async generator; the last one is `RunFinished`.
 
@@ -163,6 +174,7 @@ async def evaluate_iter(
             max_cost=max_cost,
             cache=cache,
             executor=executor,
+            count_user_faults=count_user_faults,
         ),
         name=name,
         on_event=forward,

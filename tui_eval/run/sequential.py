@@ -24,6 +24,7 @@ from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import MaxCost, Price, RunSettings, resolve
 from tui_eval.report.diff import CaseChange, Diff
+from tui_eval.report.left_out import is_left_out
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run.events import EventHandler
 from tui_eval.run.runner import Evaluation
@@ -96,6 +97,7 @@ async def decide(
     max_cost: MaxCost | None = None,
     margin: float = DEFAULT_MARGIN,
     on_event: EventHandler | None = None,
+    count_user_faults: bool | None = None,
 ) -> Diff:
     """Sample each case until its comparison with `baseline` is decided.
 
@@ -122,7 +124,12 @@ async def decide(
         small) and whether it is `decided`.
     """
     chosen = resolve(
-        settings, concurrency=concurrency, price=price, max_cost=max_cost, max_samples=max_samples
+        settings,
+        concurrency=concurrency,
+        price=price,
+        max_cost=max_cost,
+        max_samples=max_samples,
+        count_user_faults=count_user_faults,
     )
     decision = await decide_in_rounds(
         _round_runner(agent, chosen, None, on_event),
@@ -132,6 +139,7 @@ async def decide(
         max_samples=chosen.max_samples,
         max_cost=chosen.max_cost,
         margin=margin,
+        count_user_faults=chosen.count_user_faults,
     )
     return decision.diff
 
@@ -146,9 +154,14 @@ async def decide_in_rounds(
     max_cost: MaxCost | None,
     margin: float,
     done: Mapping[str, Sequence[SampleResult]] | None = None,
+    count_user_faults: bool = False,
 ) -> Decision:
     """`decide()` over any way of running rounds: samples already in `done` (a resumed
-    run) count, and only what is missing runs. Every round shares one `CostBudget`."""
+    run) count, and only what is missing runs. Every round shares one `CostBudget`.
+
+    The samples the user simulator failed are left out of both sides' tests unless
+    `count_user_faults` (the baseline's read under the same setting as the run's); they
+    still take their place under `max_samples` (they were run, and paid for)."""
     if not 0 < alpha < 1:
         raise ValueError(f"decide() needs 0 < alpha < 1; got alpha={alpha}")
     by_name = {case.name: case for case in baseline.cases}
@@ -156,26 +169,28 @@ async def decide_in_rounds(
     per_case = alpha / max(1, len(compared))
     budget = _shared_budget(max_cost, done)
     rounds = _Rounds(run_round, cases, budget, done)
+    before = {
+        case.label: _outcomes(by_name[case.label].samples, count_user_faults) for case in compared
+    }
     sizes = {
-        (len(by_name[case.label].samples), max(max_samples, case.samples))
+        (len(before[case.label]), max(max_samples, case.samples))
         for case in compared
-        if by_name[case.label].samples_passed > 0
+        if any(before[case.label])
     }
     async with anyio.create_task_group() as group:
         group.start_soon(_calibrate, sizes, per_case)
         await rounds.first()
 
     def verdict(case: Case, *, exhausted: bool) -> ComparisonVerdict:
-        old = by_name[case.label]
-        samples = [s.passed for s in rounds.samples(case)]
+        old = before[case.label]
         return judge_against_baseline(
-            old.samples_passed,
-            len(old.samples),
-            samples,
+            sum(old),
+            len(old),
+            _outcomes(rounds.samples(case), count_user_faults),
             alpha=per_case,
             margin=margin,
             exhausted=exhausted,
-            baseline_samples=[s.passed for s in old.samples],
+            baseline_samples=old,
             horizon=max(max_samples, case.samples),
         )
 
@@ -198,7 +213,8 @@ async def decide_in_rounds(
     verdicts = await anyio.to_thread.run_sync(
         lambda: {case.label: verdict(case, exhausted=True) for case in compared}
     )
-    return Decision(report=current, diff=_labelled_diff(current, baseline, verdicts))
+    diff = _labelled_diff(current, baseline, verdicts, count_user_faults)
+    return Decision(report=current, diff=diff)
 
 
 async def compare_agents(
@@ -214,6 +230,7 @@ async def compare_agents(
     max_cost: MaxCost | None = None,
     margin: float = DEFAULT_MARGIN,
     on_event: EventHandler | None = None,
+    count_user_faults: bool | None = None,
 ) -> Diff:
     """A/B two agents (two models, two prompts), sampling both until decided.
 
@@ -227,7 +244,12 @@ async def compare_agents(
     of B's rounds of samples.
     """
     chosen = resolve(
-        settings, concurrency=concurrency, price=price, max_cost=max_cost, max_samples=max_samples
+        settings,
+        concurrency=concurrency,
+        price=price,
+        max_cost=max_cost,
+        max_samples=max_samples,
+        count_user_faults=count_user_faults,
     )
     side = chosen.replace(concurrency=paired_concurrency(chosen.concurrency))
     decision = await compare_in_rounds(
@@ -238,6 +260,7 @@ async def compare_agents(
         max_samples=chosen.max_samples,
         max_cost=chosen.max_cost,
         margin=margin,
+        count_user_faults=chosen.count_user_faults,
     )
     return decision.diff
 
@@ -253,9 +276,13 @@ async def compare_in_rounds(
     margin: float,
     done_a: Mapping[str, Sequence[SampleResult]] | None = None,
     done_b: Mapping[str, Sequence[SampleResult]] | None = None,
+    count_user_faults: bool = False,
 ) -> Decision:
     """`compare_agents()` over any way of running rounds (A's and B's of each round at
-    once, sharing one `CostBudget`); samples already in `done_a`/`done_b` count."""
+    once, sharing one `CostBudget`); samples already in `done_a`/`done_b` count.
+
+    A pair whose A or B sample the user simulator failed is left out of the test unless
+    `count_user_faults` (pairs stay pairs: sample i of A with sample i of B)."""
     per_case = alpha / max(1, len(cases))
     budget = _shared_budget(max_cost, done_a, done_b)
     side_a = _Rounds(run_a, cases, budget, done_a)
@@ -265,11 +292,14 @@ async def compare_in_rounds(
         group.start_soon(side_b.first)
 
     def verdict(case: Case) -> ComparisonVerdict:
+        pairs = [
+            (a.passed, b.passed)
+            for a, b in zip(side_a.samples(case), side_b.samples(case), strict=False)
+            if not is_left_out(a, count_user_faults=count_user_faults)
+            and not is_left_out(b, count_user_faults=count_user_faults)
+        ]
         return judge_pairs(
-            [s.passed for s in side_a.samples(case)],
-            [s.passed for s in side_b.samples(case)],
-            alpha=per_case,
-            margin=margin,
+            [a for a, _ in pairs], [b for _, b in pairs], alpha=per_case, margin=margin
         )
 
     def still_open() -> list[Case]:
@@ -298,9 +328,13 @@ async def compare_in_rounds(
             group.start_soon(functools.partial(side_b.more, pending, max_samples, pair=side_a))
     verdicts = await anyio.to_thread.run_sync(final)
     report_a, report_b = side_a.report(), side_b.report()
-    return Decision(
-        report=report_b, diff=_labelled_diff(report_b, report_a, verdicts), other=report_a
-    )
+    diff = _labelled_diff(report_b, report_a, verdicts, count_user_faults)
+    return Decision(report=report_b, diff=diff, other=report_a)
+
+
+def _outcomes(samples: Sequence[SampleResult], count_user_faults: bool) -> list[bool]:
+    """Whether each counted sample passed, in order (left-out samples skipped)."""
+    return [s.passed for s in samples if not is_left_out(s, count_user_faults=count_user_faults)]
 
 
 def paired_concurrency(concurrency: int) -> int:
@@ -427,9 +461,12 @@ class _Rounds:
 
 
 def _labelled_diff(
-    current: Report, baseline: Report, verdicts: dict[str, ComparisonVerdict]
+    current: Report,
+    baseline: Report,
+    verdicts: dict[str, ComparisonVerdict],
+    count_user_faults: bool,
 ) -> Diff:
-    diff = current.compare(baseline)
+    diff = current.compare(baseline, count_user_faults=count_user_faults)
     for change in diff.changes:
         found = verdicts.get(change.name)
         if found is not None:

@@ -61,7 +61,8 @@ class RunState:
     samples_resumed: int = 0
     """Samples an earlier, interrupted run had finished (they do not count in the rate)."""
     samples_left_out: int = 0
-    """Finished samples left out of pass rates: the user simulator's fault (`excluded`)."""
+    """Failed samples left out of the pass rates (the user simulator's fault; also in
+    `samples_failed`, `samples_errored` or `samples_timed_out`)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -182,6 +183,8 @@ class RunState:
             self.samples_timed_out += 1
         else:
             self.samples_failed += 1
+        if sample.excluded:
+            self.samples_left_out += 1
         usage = sample.usage
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
@@ -189,8 +192,6 @@ class RunState:
             self.cost = (self.cost or 0.0) + sample.cost
         if sample.cached:
             self.samples_cached += 1
-        if sample.excluded:
-            self.samples_left_out += 1
 
     # -- reading ---------------------------------------------------------------------------
     def take_dirty(self) -> set[int]:

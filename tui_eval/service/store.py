@@ -144,12 +144,14 @@ class RunSummary:
     samples: int
     tokens: int
     case_rates: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Per case: (passed samples, samples counted: those a user simulator's fault left out
-    of the pass rate are not)."""
+    """Per case: (passed samples, counted samples: all but those left out, the user
+    simulator's fault)."""
     resumed: bool = False
     """Whether the run was finished by a resume."""
     case_seconds: dict[str, float] = field(default_factory=dict)
     """Per case: the summed latency of its samples (what `--shard` balances on)."""
+    samples_left_out: int = 0
+    """Samples left out of the pass rates (the user simulator's fault)."""
 
     @classmethod
     def of(cls, report: Report) -> RunSummary:
@@ -162,6 +164,7 @@ class RunSummary:
             {c.name: (c.samples_passed, c.counted) for c in report.cases},
             bool(report.metadata.get("resumed")),
             {c.name: sum(s.latency_ms for s in c.samples) / 1000 for c in report.cases},
+            report.samples_left_out,
         )
 
 

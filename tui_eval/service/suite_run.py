@@ -30,6 +30,7 @@ from tui_eval.report.baselines import (
     read_baseline,
     save_baseline,
 )
+from tui_eval.report.left_out import COUNT_USER_FAULTS
 from tui_eval.report.report import Report, SampleResult
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.run.runner import Evaluation
@@ -112,8 +113,10 @@ class SuiteRun:
             metadata["run_id"] = journal.record.run_id
         if done is not None:
             metadata["resumed"] = True
-        self.metadata = metadata
         self.settings = run_settings(suite, options)
+        if self.settings.count_user_faults:  # every report of the run says it counted them
+            metadata[COUNT_USER_FAULTS] = True
+        self.metadata = metadata
         self.baseline = baseline
         self.rechecked = rechecked
         self.agents = agents
@@ -367,6 +370,7 @@ class SuiteRun:
             max_cost=self.settings.max_cost,
             margin=DEFAULT_MARGIN,
             done=self._done,
+            count_user_faults=self.settings.count_user_faults,
         )
         return self._ended(self.decision.report)
 
@@ -394,6 +398,7 @@ class SuiteRun:
             margin=DEFAULT_MARGIN,
             done_a=self._done_a,
             done_b=self._done,
+            count_user_faults=self.settings.count_user_faults,
         )
         return self._ended(self.decision.report)
 

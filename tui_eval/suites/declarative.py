@@ -11,6 +11,7 @@ A YAML suite::
     provider: {rpm: 500, timeout: 30}    # API settings (also in the spec: openai:m?rpm=500)
     max_cost: 2.50                       # dollars; no new sample starts past it
     cache: on                            # replay stored responses (or read-only)
+    count_user_faults: false             # count user-simulator failures (default: left out)
     checks: [{no_error: true}]           # checks every case must meet, besides its own
     cases:
       - name: capital
@@ -186,6 +187,12 @@ class SuiteSettings(_Strict):
         "default off",
     )
 
+    count_user_faults: bool | None = pydantic.Field(
+        None,
+        description="count the conversations a user simulator failed in pass rates, decide "
+        "and the exit code; by default they are left out, and every summary says how many",
+    )
+
     @pydantic.field_validator("cache", mode="before")
     @classmethod
     def _yaml_booleans(cls, value: Any) -> Any:
@@ -326,6 +333,7 @@ def _build(settings: SuiteSettings, specs: list[CaseSpec], path: Path) -> Suite:
         provider=settings.provider,
         max_cost=settings.max_cost,
         cache=settings.cache,
+        count_user_faults=settings.count_user_faults,
         skip=skip,
         required_env=list(settings.skip_unless_env),
         path=path,

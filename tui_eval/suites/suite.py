@@ -20,7 +20,7 @@ from tui_eval.checks.base import Check
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings
 
-SUITE_SETTINGS = ("concurrency", "price", "provider", "max_cost", "cache")
+SUITE_SETTINGS = ("concurrency", "price", "provider", "max_cost", "cache", "count_user_faults")
 """The `RunSettings` a suite may give (a Python `Suite`'s fields, a suite file's keys)."""
 
 
@@ -159,9 +159,9 @@ class Suite:
         name: the suite's name (baselines and history are keyed by it).
         agent: any agent source `evaluate()` accepts.
         cases: the cases.
-        concurrency, price, provider, max_cost, cache: how its runs run, as the
-            `RunSettings` fields of those names (their meaning, default and validation);
-            None: not given by the suite. `settings` holds the ones given.
+        concurrency, price, provider, max_cost, cache, count_user_faults: how its runs
+            run, as the `RunSettings` fields of those names (their meaning, default and
+            validation); None: not given by the suite. `settings` holds the ones given.
         baseline: where its baseline lives; default `<suite dir>/__baselines__/<name>.json`.
         skip: a reason not to run it (for example a missing API key); shown instead of results.
         required_env: environment variables it needs (YAML `skip_unless_env`); Ray workers
@@ -179,6 +179,7 @@ class Suite:
     provider: ProviderOptions | None = None
     max_cost: float | None = None
     cache: CacheMode | None = None
+    count_user_faults: bool | None = None
     baseline: str | Path | None = None
     skip: str | None = None
     required_env: list[str] = field(default_factory=list)

@@ -1,0 +1,170 @@
+"""Samples left out of the verdicts: conversations the user simulator failed.
+
+A failed `Case(user=...)` sample whose fault is the user simulator's (`SampleResult.fault`)
+says nothing about the agent, so by default it is left out (`SampleResult.excluded`) of its
+case's pass rate, pass^k and verdict, of diffs, `decide()` and the exit code — never
+silently: every summary says how many, with the words defined here. A case whose every
+sample was left out is *undecided*: it neither passes nor fails.
+`RunSettings.count_user_faults` keeps them in; a report made with it says so in its
+metadata (`COUNT_USER_FAULTS`), so that a comparison reads both of its reports under the
+same setting, whichever one the baseline was made with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.util.text import counted, one_line
+
+WHY = "the user simulator's fault"
+"""Why a sample is left out, as every summary says it."""
+
+COUNT_USER_FAULTS = "count_user_faults"
+"""The report metadata key of a run that counted its user faults (set only then)."""
+
+
+class _HasMetadata(Protocol):
+    @property
+    def cases(self) -> list[CaseResult]: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+
+def blamed_on_user(sample: SampleResult) -> bool:
+    """Whether `sample` failed by the user simulator's fault (left out unless counted)."""
+    fault = sample.fault
+    return fault is not None and fault.party == "user" and sample.status != "passed"
+
+
+def is_left_out(sample: SampleResult, *, count_user_faults: bool) -> bool:
+    """Whether `sample` is left out under the setting `count_user_faults`."""
+    return not count_user_faults and (sample.excluded or blamed_on_user(sample))
+
+
+def counts_user_faults(report: _HasMetadata) -> bool:
+    """Whether the run of `report` counted its user faults: as its metadata records, else
+    (a report from before the record) as its samples show."""
+    recorded = report.metadata.get(COUNT_USER_FAULTS)
+    if isinstance(recorded, bool):
+        return recorded
+    return any(
+        blamed_on_user(sample) and not sample.excluded
+        for case in report.cases
+        for sample in case.samples
+    )
+
+
+def counted_user_faults(samples: Iterable[SampleResult]) -> int:
+    """How many of `samples` the user simulator failed yet count (`count_user_faults`)."""
+    return sum(1 for sample in samples if blamed_on_user(sample) and not sample.excluded)
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """A case's samples under one setting of `count_user_faults`.
+
+    Attributes:
+        passed: counted samples that passed.
+        counted: samples that count.
+        left_out: samples left out (the user simulator's fault).
+        threshold: the case's pass threshold.
+    """
+
+    passed: int
+    counted: int
+    left_out: int
+    threshold: float
+
+    @property
+    def rate(self) -> float:
+        """The pass rate of the counted samples (0.0 with none)."""
+        return self.passed / self.counted if self.counted else 0.0
+
+    @property
+    def verdict(self) -> bool:
+        """Whether enough counted samples passed (False with none)."""
+        return self.counted > 0 and self.rate >= self.threshold - 1e-12
+
+    @property
+    def undecided(self) -> bool:
+        """Whether every sample was left out."""
+        return self.counted == 0 and self.left_out > 0
+
+
+def tally(case: CaseResult, *, count_user_faults: bool) -> Tally:
+    """`case`'s samples counted as a run with `count_user_faults` counts them."""
+    passed = kept = left = 0
+    for sample in case.samples:
+        if is_left_out(sample, count_user_faults=count_user_faults):
+            left += 1
+        else:
+            kept += 1
+            passed += sample.status == "passed"
+    return Tally(passed, kept, left, case.pass_threshold)
+
+
+def left_out_note(count: int) -> str:
+    """`3 samples left out: the user simulator's fault`."""
+    return f"{counted(count, 'sample')} left out: {WHY}"
+
+
+def counted_note(count: int) -> str:
+    """What a run that counts its user faults says of them."""
+    return f"{counted(count, 'sample')} the user simulator failed are counted (count_user_faults)"
+
+
+def sample_count(passed: int, total: int, left_out: int) -> str:
+    """`2/4`, or `2/4 (1 left out)`: passed of counted, and the samples left out."""
+    return f"{passed}/{total} ({left_out} left out)" if left_out else f"{passed}/{total}"
+
+
+def case_count(case: CaseResult) -> str:
+    """A case's `sample_count` as recorded."""
+    return sample_count(case.samples_passed, case.counted, case.left_out)
+
+
+def all_left_out(case: CaseResult) -> str:
+    """`every sample left out (2 of 2): the user simulator's fault`."""
+    n = len(case.samples)
+    return f"every sample left out ({n} of {n}): {WHY}"
+
+
+def undecided_note(case: CaseResult) -> str:
+    """Why an undecided case has no verdict:
+    `undecided: every sample left out (2 of 2): the user simulator's fault`."""
+    return f"undecided: {all_left_out(case)}"
+
+
+def counted_failure(case: CaseResult) -> str:
+    """The first counted failing sample's reason ("" when none failed: a case whose only
+    failures were left out shows none)."""
+    return next((s.first_failure for s in case.samples if not s.passed and not s.excluded), "")
+
+
+def first_fault(case: CaseResult) -> str:
+    """The first left-out sample's fault, on one line ("" when none was left out)."""
+    sample = next((s for s in case.samples if s.excluded and s.fault is not None), None)
+    return one_line(str(sample.fault), 200) if sample is not None else ""
+
+
+__all__ = [
+    "COUNT_USER_FAULTS",
+    "WHY",
+    "Tally",
+    "all_left_out",
+    "blamed_on_user",
+    "case_count",
+    "counted_failure",
+    "counted_note",
+    "counted_user_faults",
+    "counts_user_faults",
+    "first_fault",
+    "is_left_out",
+    "left_out_note",
+    "sample_count",
+    "tally",
+    "undecided_note",
+]
