@@ -72,6 +72,7 @@ def test_a_quarantined_failing_case_does_not_gate_until_it_passes_n_runs(tmp_pat
     assert failing.returncode == 0, failing.stdout + failing.stderr
     summary = (tmp_path / "s.md").read_text()
     assert "**Quarantined** (they ran, and do not gate): 1" in summary
+    assert summary.startswith("## ✅ demo")  # the heading agrees with the exit code
     assert "**Failure modes** (1, new first)" in summary
     assert "quarantined (does not gate): flaky failed — the judge flips" in failing.stdout
     assert skipped(tmp_path) == {"flaky": "quarantined: the judge flips"}

@@ -202,6 +202,17 @@ def _md_cell(text: str, limit: int = 120) -> str:
     return flat
 
 
+def _gate_passes(report: Report, diff: Diff | None) -> bool:
+    """Whether the suite's heading is a pass: no failing case and no regression beyond the
+    quarantined ones (which run and show but do not gate), and not cancelled."""
+    if report.cancelled:
+        return False
+    held = quarantined(report)
+    if any(not c.passed and not c.undecided and c.name not in held for c in report.cases):
+        return False
+    return diff is None or not any(c.name not in held for c in diff.regressions)
+
+
 def markdown_summary(
     reports: Sequence[Report],
     diffs: Sequence[Diff | None] = (),
@@ -220,7 +231,7 @@ def markdown_summary(
             )
             parts.append(f"## ⚠️ {_md_cell(report.name)}: nothing ran\n\n{_md_cell(why)}\n")
             continue
-        mark = "✅" if report.passed and (diff is None or diff.ok) else "❌"
+        mark = "✅" if _gate_passes(report, diff) else "❌"
         parts.append(f"## {mark} {_md_cell(report.name)}\n\n{_md_cell(report.header(), 300)}\n")
         parts.append(
             "| | case | samples | pass rate | tokens | first failure |\n|---|---|---|---|---|---|"
