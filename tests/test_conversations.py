@@ -255,6 +255,19 @@ async def test_a_user_that_stops_before_the_goal_is_blamed_and_left_out() -> Non
     assert kept.left_out == 0 and kept.pass_rate == 0.0 and not kept.undecided
 
 
+async def test_a_question_after_the_agent_changed_the_state_does_not_blame_the_user() -> None:
+    """The agent cancelled the wrong order, then asked "Anything else?": the user who says
+    nothing more did not cause the failure, and it must not leave the pass rate."""
+    expected = {
+        "orders": {"A-17": {"status": "cancelled", "refund": 0}, "A-18": SHOP["orders"]["A-18"]}
+    }
+    acted = [call("cancel", {"order_id": "A-18", "refund": 0}), text("Done. Anything else?")]
+    case = Case("Cancel A-17.", user=ScriptedUser([]), state=SHOP, checks=[state_equals(expected)])
+    sample = (await run_one(case, shop_agent(*acted))).samples[0]
+    assert (sample.fault.party, sample.fault.turn) == ("agent", 1)
+    assert not sample.excluded
+
+
 async def test_a_broken_user_rule_blames_the_user() -> None:
     def never_says_password(message: str) -> bool:
         return "password" not in message.lower()

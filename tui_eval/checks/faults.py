@@ -8,7 +8,7 @@ Rules decide first, the earliest critical turn winning:
   not be copied;
 - the user: a message breaking one of its `rules`, an empty message, its script or model
   raising, or a stop while the agent was waiting for its answer (the agent's last reply
-  asked a question);
+  asked a question, and its last turn changed no state);
 - the agent: a call with invalid arguments or of an unknown tool, or the agent raising.
 
 When no rule decides, a reviewer model reads the transcript (`User.reviewer`, a simulated
@@ -132,7 +132,9 @@ def rule_fault(
         found.append((turn_index, 1, Fault("user", turn_index, conversation.user_error)))
     elif conversation.ended_by == "user" and conversation.turns:
         final = conversation.turns[-1]
-        if final.reply.rstrip().endswith("?"):
+        # A turn that changed the state has acted: its "anything else?" does not make the
+        # user the cause of what it did.
+        if final.reply.rstrip().endswith("?") and not final.changes:
             reason = (
                 "the user ended the conversation while the agent was waiting for its answer "
                 f"({one_line(final.reply, 100)!r})"
