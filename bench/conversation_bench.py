@@ -1,11 +1,13 @@
 """Conversations per hour: agent and simulated user both model-driven, over a loopback API.
 
     python bench/conversation_bench.py [--rounds 3] [--in-flight 30 60 200] [--waves 3]
-        [--turns 10] [--latency 0.05] [--cache]
+        [--turns 10] [--latency 0.05] [--jitter 0] [--cache]
     python bench/conversation_bench.py --profile 200   # one run under cProfile: where time goes
+    python bench/conversation_bench.py --http 200      # CPU a request: aiohttp vs the provider
 
 A loopback OpenAI-compatible server (its own process, `--serve`) answers every request
-after `--latency` seconds (50 ms). It plays both models, told apart by the request's model
+after `--latency` seconds (50 ms; `--jitter 0.5` spreads it evenly over 25-75 ms, as a
+real API's latency varies, so the conversations do not move in lockstep). It plays both models, told apart by the request's model
 name. The user's (`SimulatedUser(..., model="openai:bench-user")`) asks about one of its
 orders each turn and writes `###STOP###` when it has written `--turns` messages (10). The
 agent's (`Agent("openai:bench-agent", tools=[look_up_order])`) answers, and on every third
@@ -36,6 +38,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -72,9 +75,11 @@ STORE: dict[str, Any] = {
 class ConversationServer(Server):
     """`loopback_api.Server` answering as the simulated user or the agent, by model name."""
 
-    def __init__(self, latency: float, turns: int) -> None:
+    def __init__(self, latency: float, turns: int, jitter: float = 0.0) -> None:
         super().__init__(latency=latency, headers=False)
         self.turns = turns
+        self.jitter = jitter
+        self.random = random.Random(37)
 
     def answer(self, conn: _Connection, method: str, path: str, body: bytes) -> None:
         if method == "GET" and path.endswith("/stats"):
@@ -107,7 +112,9 @@ class ConversationServer(Server):
                 "total_tokens": len(body) // 4 + len(json.dumps(message)) // 4,
             },
         }
-        asyncio.get_running_loop().call_later(self.latency, self._ok, conn, reply, {})
+        spread = self.latency * self.jitter
+        delay = self.latency + self.random.uniform(-spread, spread) if spread else self.latency
+        asyncio.get_running_loop().call_later(delay, self._ok, conn, reply, {})
 
     def user_message(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The simulated user's next message: its own earlier ones are the `assistant`
@@ -143,14 +150,14 @@ def agent_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "assistant", "content": f"Noted, turn {turn}: I am on it."}
 
 
-def serve(latency: float, turns: int) -> None:
+def serve(latency: float, turns: int, jitter: float) -> None:
     try:
         import uvloop  # type: ignore[import-not-found]
 
         uvloop.install()
     except ImportError:
         pass
-    server = ConversationServer(latency, turns)
+    server = ConversationServer(latency, turns, jitter)
     asyncio.run(server.serve(0, lambda port: print(f"port {port}", flush=True)))
 
 
@@ -322,6 +329,8 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
         "--serve",
         "--latency",
         str(args.latency),
+        "--jitter",
+        str(args.jitter),
         "--turns",
         str(args.turns),
     ]
@@ -340,7 +349,7 @@ def report_table(results: dict[int, list[dict[str, Any]]], args: argparse.Namesp
     requests_each = args.turns + 1 + args.turns + len(range(2, args.turns + 1, TOOL_EVERY))
     print(
         f"\n{args.turns} turns, {requests_each} requests a conversation, "
-        f"{args.latency * 1000:.0f} ms each; cache {'on' if args.cache else 'off'}; "
+        f"{args.latency * 1000:.0f} ms each (± {args.jitter:.0%}); cache {'on' if args.cache else 'off'}; "
         f"median (min–max) of {args.rounds} run(s), each a fresh process"
     )
     print(
@@ -410,6 +419,61 @@ def profile(url: str, in_flight: int, args: argparse.Namespace) -> None:
     stats.sort_stats("cumulative").print_stats(50)
 
 
+async def http_costs(requests: int, in_flight: int) -> dict[str, float]:
+    """CPU a request costs (µs) at `in_flight` at once: plain aiohttp, tui-eval's provider
+    alone, and the provider inside `evaluate()` (one request a sample), on the same body."""
+    import aiohttp
+
+    from tui_eval import Case, RunSettings, evaluate
+    from tui_eval.agents.messages import Message
+    from tui_eval.agents.providers import resolve_model
+
+    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+    question = "Customer 1 here, message 1: what is the status of A-1?"
+    body = {
+        "model": AGENT_MODEL,
+        "messages": [{"role": "user", "content": question}],
+    }
+    gate = asyncio.Semaphore(in_flight)
+    provider = resolve_model(f"openai:{AGENT_MODEL}")
+    messages = [Message("user", question)]
+
+    async def each(send: Any, count: int) -> float:
+        async def one() -> None:
+            async with gate:
+                await send()
+
+        cpu = time.process_time()
+        await asyncio.gather(*(one() for _ in range(count)))
+        return time.process_time() - cpu
+
+    async with aiohttp.ClientSession() as session:
+
+        async def plain() -> None:
+            headers = {"Authorization": "Bearer bench-key"}
+            async with session.post(url, json=body, headers=headers) as response:
+                json.loads(await response.read())
+
+        await each(plain, in_flight)  # connections open, modules loaded
+        costs = {"aiohttp alone": await each(plain, requests)}
+
+    async def complete() -> None:
+        await provider.complete(messages, [])
+
+    await each(complete, in_flight)
+    costs["the provider (OpenAIProvider.complete)"] = await each(complete, requests)
+
+    async def agent(_: Any) -> str | None:
+        return (await provider.complete(messages, [])).content
+
+    settings = RunSettings(concurrency=in_flight, parallel_samples=True)
+    await evaluate(agent, [Case("warm up", samples=in_flight)], settings=settings)
+    cpu = time.process_time()
+    await evaluate(agent, [Case("requests", samples=requests)], settings=settings)
+    costs["the provider inside evaluate()"] = time.process_time() - cpu
+    return {name: seconds / requests * 1e6 for name, seconds in costs.items()}
+
+
 def _package(file: str, function: str) -> str:
     if "site-packages/" in file:
         return file.split("site-packages/")[1].split("/")[0]
@@ -429,13 +493,17 @@ def main() -> None:
     parser.add_argument("--waves", type=int, default=3, help="conversations = waves × in flight")
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--jitter", type=float, default=0.0, help="latency ± this share")
     parser.add_argument("--cache", action="store_true", help="the response cache on (misses)")
     parser.add_argument("--profile", type=int, metavar="N", help="profile one run at N in flight")
+    parser.add_argument(
+        "--http", type=int, metavar="N", help="CPU per request of the HTTP path, N at once"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--drive", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.latency, args.turns)
+        serve(args.latency, args.turns, args.jitter)
         return
     if args.drive:
         print(json.dumps(asyncio.run(drive(args.drive, args.waves, args.turns, args.cache))))
@@ -444,6 +512,13 @@ def main() -> None:
     try:
         if args.profile:
             profile(url, args.profile, args)
+            return
+        if args.http:
+            os.environ.update(OPENAI_BASE_URL=url, OPENAI_API_KEY="bench-key")
+            os.environ["TUI_EVAL_HOME"] = tempfile.mkdtemp()
+            for _ in range(args.rounds):
+                costs = asyncio.run(http_costs(4000, args.http))
+                print(", ".join(f"{name}: {us:.0f} µs" for name, us in costs.items()))
             return
         results: dict[int, list[dict[str, Any]]] = {}
         for round_index in range(args.rounds):
