@@ -33,6 +33,7 @@ def test_the_retail_suite_fails_by_design_once_by_the_agent_and_once_by_the_user
     out = cli("run", "suites/retail.py", "--headless", "--json", "report.json", cwd=tmp_path)
 
     assert out.returncode == 1, out.stderr  # the agent's failure fails the run
+    assert "1 sample left out: the user simulator's fault" in out.stdout
     report = Report.load(tmp_path / "report.json")
     found = {}
     for case in report.cases:
