@@ -412,3 +412,13 @@ async def test_a_user_hanging_up_on_a_question_after_a_lookup_is_the_users_fault
     case = Case("Cancel A-17.", user=ScriptedUser([]), state=SHOP, checks=[state_equals(expected)])
     sample = (await run_one(case, shop_agent(*steps))).samples[0]
     assert (sample.fault.party, sample.fault.turn) == ("user", 1)
+
+
+def test_a_tool_reads_its_functions_signature_once() -> None:
+    from tui_eval.agents.tools import Tool
+
+    first, second = Tool(cancel), Tool(cancel)
+    assert first.arguments_model is second.arguments_model
+    assert second.function is cancel and second._takes_state
+    renamed = Tool(cancel, name="cancel_it")
+    assert renamed.definition.name == "cancel_it"
