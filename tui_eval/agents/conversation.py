@@ -157,7 +157,8 @@ async def _converse(
         reply = turn.reply
         if environment is not None:
             now = environment.snapshot()
-            turn.changes = differences(state, now)
+            if now != state:  # most turns only read: compared in C first
+                turn.changes = differences(state, now)
             state = now
         if any(user.hands_off(c.name) for c in turn.tool_calls):
             return finish("handoff")

@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import decimal
 import fnmatch
+import json
 import math
 import re
 import shutil
@@ -117,7 +118,20 @@ def snapshot(value: Any) -> Any:
     """`value` as plain data: dicts, lists, strings, numbers, bools and None."""
     if is_sqlite(value):
         return _database(Path(value))
+    if isinstance(value, dict):
+        try:  # the common case, in C: a state of plain data, read after every turn
+            return json.loads(json.dumps(value, default=_plain_part, check_circular=False))
+        except (TypeError, ValueError, RecursionError):
+            pass  # keys JSON cannot hold: the general way below
     return _plain(value)
+
+
+def _plain_part(value: Any) -> Any:
+    """A value JSON has no form for (a model, a set, a dataclass), as plain data."""
+    plain = _plain(value)
+    if plain is value:
+        raise TypeError(f"no plain form for {type(value).__name__}")
+    return plain
 
 
 def _plain(value: Any) -> Any:
