@@ -4,10 +4,8 @@ the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 import httpx2
 import pydantic_core
@@ -308,43 +306,6 @@ def _unquoted(userinfo: str) -> str:
 def _current_run() -> RunContext | None:
     sample = current_sample()
     return sample.run if sample is not None else None
-
-
-def is_local(base_url: str) -> bool:
-    """Whether `base_url` names this machine, however the host is written.
-
-    `localhost` (with or without the root dot), any loopback address in any form an OS
-    accepts (`127.1`, `2130706433`, `0177.0.0.1`, `0x7f.0.0.1`, `[::1]`,
-    `[::ffff:127.0.0.1]`) and `0.0.0.0`. Prices never depend on it: the model decides
-    (a LiteLLM proxy on localhost serving `gpt-4o-mini` is priced).
-    """
-    try:
-        host = (urlsplit(base_url).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return False
-    if host == "localhost":
-        return True
-    address = _ip_address(host)
-    if address is None:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_unspecified
-
-
-def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """`host` as an IP address, reading the IPv4 forms `inet_aton` reads (octal, hex,
-    fewer than four parts, one 32-bit number) as the OS would."""
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    if not host or not all(c in "0123456789abcdefx." for c in host):
-        return None
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(host))
-    except (OSError, ValueError):
-        return None
 
 
 def malformed(provider: str, detail: str) -> ProviderError:
