@@ -261,11 +261,13 @@ def test_spec_resolution_errors(monkeypatch):
     assert local.base_url == "http://localhost:11434/v1" and local.model == "llama3.1"
 
 
-async def test_clients_are_closed_when_the_run_ends(server):
-    server.reply(Reply(body=openai_text("ok")))
+async def test_a_provider_serves_one_run_after_another(server):
+    """Each run closes its connections at its end; the provider opens new ones."""
+    server.reply(Reply(body=openai_text("one")), Reply(body=openai_text("two")))
     provider = openai(server)
-    await evaluate(Agent(provider), [Case("hi")])
-    assert provider._clients == {}
+    first = await evaluate(Agent(provider), [Case("hi", checks=[contains("one")])])
+    second = await evaluate(Agent(provider), [Case("hi", checks=[contains("two")])])
+    assert first.samples[0].passed and second.samples[0].passed
 
 
 async def test_report_loads_after_provider_errors(server, tmp_path):

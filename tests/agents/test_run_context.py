@@ -102,23 +102,21 @@ async def test_an_agent_sees_the_sample_it_runs_in():
     assert current_sample() is None
 
 
-async def test_the_clients_a_run_opens_are_closed_when_it_ends():
+async def test_the_connections_a_run_opens_are_closed_when_it_ends():
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"))
-        provider, _, agent = answering(server)
+        _, _, agent = answering(server)
         open_during: list[object] = []
 
         async def watched(question: str) -> str:
             answer = await agent(question)
             run = current_sample().run
             open_during.extend(run.sockets._transports.values())
-            assert len(provider._clients) == 1
             return answer
 
         await evaluate(watched, [Case("a")])
     (connections,) = open_during  # the run's own connections (aiohttp's)...
     assert connections._session is None  # ...closed when the run ended
-    assert provider._clients == {}
 
 
 def test_the_current_sample_is_the_one_context_variable():

@@ -104,7 +104,7 @@ class HTTPProvider:
         )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
-        self._clients: dict[int, MeteredAsyncClient] = {}
+        self._client: MeteredAsyncClient | None = None
         self._wire_headers: httpx2.Headers | None = None
         self._resolved: tuple[ProviderOptions | None, ProviderOptions, dict[str, str]] | None = None
 
@@ -160,7 +160,7 @@ class HTTPProvider:
             found.append(self._userinfo)
         return found
 
-    # -- options, clients, limiter -------------------------------------------------------
+    # -- options, client, limiter --------------------------------------------------------
     def effective_options(self) -> ProviderOptions:
         """This provider's options with the current run's (suite and command line) over them."""
         return self._settings(_current_run())[0]
@@ -186,20 +186,6 @@ class HTTPProvider:
             resolved = self._resolved = (given, options, headers)
         return resolved[1], resolved[2]
 
-    def _client(self, run: RunContext | None) -> MeteredAsyncClient:
-        """The client of the run (closed when it ends), or a provider-wide one."""
-        closing = run is not None and run.closes_clients
-        key = id(run) if closing else 0
-        client = self._clients.get(key)
-        if client is None:
-            try:
-                client = self._clients[key] = MeteredAsyncClient(run=run)
-            except ValueError as exc:  # a proxy variable tui-eval cannot use
-                raise self._fail(str(exc)) from None
-            if run is not None and closing:
-                run.close_at_end(lambda: self._close(key))
-        return client
-
     def limiter(self) -> RateLimiter:
         """The rate limiter this provider's requests go through now (the current run's
         session's, else the default session's)."""
@@ -210,16 +196,12 @@ class HTTPProvider:
             options.base_url or "", self._fingerprint, rpm=options.rpm, tpm=options.tpm
         )
 
-    async def _close(self, key: int) -> None:
-        client = self._clients.pop(key, None)
+    async def aclose(self) -> None:
+        """Forget the client this provider routes its requests with (connections belong
+        to the run, closed when it ends, or to the process outside runs)."""
+        client, self._client = self._client, None
         if client is not None:
             await client.aclose()
-
-    async def aclose(self) -> None:
-        """Close every client this provider opened (connections belong to the run, or to
-        the process outside runs)."""
-        for key in list(self._clients):
-            await self._close(key)
 
     # -- requests -------------------------------------------------------------------------
     def redact(self, text: str) -> str:
@@ -252,7 +234,12 @@ class HTTPProvider:
         url = f"{base_url}{path}"
         if options.api_version:
             url = f"{url}?api-version={options.api_version}"
-        client = self._client(run)
+        client = self._client
+        if client is None:  # the requests' routes (proxies), for every run alike
+            try:
+                client = self._client = MeteredAsyncClient()
+            except ValueError as exc:  # a proxy variable tui-eval cannot use
+                raise self._fail(str(exc)) from None
         info = RequestInfo(
             provider=self.provider_name,
             model=self.model,
