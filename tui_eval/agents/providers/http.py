@@ -19,7 +19,6 @@ from tui_eval.agents.providers.settings import (
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
-    header_problem,
 )
 from tui_eval.util.secrets import credential_values, redact_secrets, split_credentials
 
@@ -211,25 +210,17 @@ class HTTPProvider:
     def _fail(self, message: str) -> ProviderError:
         return ProviderError(self.redact(f"{self.provider_name} {message}"))
 
-    def check_secrets(self) -> None:
-        """Refuse, before anything is sent, a key or header that cannot be sent (a line
-        break, CR or NUL), naming the header and never its value.
+    async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """POST `payload`; returns the parsed body and how many retries it took.
 
         Raises:
-            ProviderError: naming the header.
+            ProviderError: the request failed (why, with every attempt), or a header
+                cannot be sent (named, its value never shown; nothing was sent).
         """
-        for name, value in self._settings(_current_run())[1].items():
-            problem = header_problem(name, value)
-            if problem is not None:
-                raise ProviderError(f"{self.provider_name}: {problem}")
-
-    async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """POST `payload`; returns the parsed body and how many retries it took."""
         from tui_eval.agents.providers.transport import InvalidHeader, RequestFailed, RequestInfo
 
         run = _current_run()
         options, headers = self._settings(run)
-        self.check_secrets()
         base_url = (options.base_url or "").rstrip("/")
         url = f"{base_url}{path}"
         if options.api_version:
@@ -271,7 +262,9 @@ class HTTPProvider:
         )
         try:  # the layer's transport itself: a client's send would only add its hooks
             response = await route[1].handle_async_request(request)
-        except (RequestFailed, InvalidHeader) as exc:
+        except InvalidHeader as exc:  # the layer checks every request's headers
+            raise ProviderError(f"{self.provider_name}: {exc}") from None
+        except RequestFailed as exc:
             raise self._fail(str(exc)) from None
         except httpx2.HTTPError as exc:  # pragma: no cover - the layer maps its errors
             raise self._fail(f"request to {url} failed: {exc}") from None
