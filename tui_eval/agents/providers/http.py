@@ -88,24 +88,21 @@ class HTTPProvider:
         self.model = model
         self._api_key = api_key
         self._fingerprint = key_fingerprint(api_key)
-        base_url, self._userinfo = split_credentials(base_url)
-        base_url, _, query = base_url.partition("?")
-        api_version = dict(parse_qsl(query)).get("api-version")
+        self._userinfo: str | None = None
         self.options = ProviderOptions(
             timeout=timeout,
             max_retries=max_retries,
             retry_budget=retry_budget,
             rpm=rpm,
             tpm=tpm,
-            base_url=base_url.rstrip("/"),
             headers=dict(headers or {}),
-            api_version=api_version,
         )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
         self._client: MeteredAsyncClient | None = None
         self._wire_headers: httpx2.Headers | None = None
         self._resolved: tuple[ProviderOptions | None, ProviderOptions, dict[str, str]] | None = None
+        self.configure(ProviderOptions(base_url=base_url))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -126,7 +123,11 @@ class HTTPProvider:
         return self.options.max_retries if self.options.max_retries is not None else 0
 
     def configure(self, options: ProviderOptions) -> None:
-        """Apply `options` over this provider's own (a spec's `?rpm=...`, say)."""
+        """Apply `options` over this provider's own (a spec's `?rpm=...`, say).
+
+        A `base_url`'s credentials (`user:password@`) are kept apart, sent as Basic auth
+        and never shown; its `api-version` query is Azure's `api_version`.
+        """
         if options.base_url is not None:
             bare, userinfo = split_credentials(options.base_url)
             bare, _, query = bare.partition("?")
