@@ -390,14 +390,8 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
             tokens_used=used.input + used.output,
         )
         if meter is not None and isinstance(parsed, dict):
-            meter.requests += 1
-            meter.count_tokens(used)  # a sample cut off by its timeout is priced by these
-            cost = stated_cost(header_map(response))
-            if cost is None:
-                cost = list_price(info, parsed, used)
-            if cost is not None:
-                meter.cost += cost
-                meter.priced = True
+            cost = stated_cost(header_map(response))  # a sample cut off by its timeout
+            meter.add(used, cost if cost is not None else list_price(info, parsed, used))
         if cache is not None and isinstance(parsed, dict):
             cache.put(cache_key, parsed, credential_values(None, _text_headers(response.request)))
         if info.strict:  # a built-in provider reads the parsed body alone
@@ -422,8 +416,7 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         stream = cache.get_stream(key)
         if stream is not None:
             if meter is not None:
-                meter.requests += 1
-                meter.cached += 1
+                meter.add(cached=True)
             return httpx2.Response(
                 200,
                 headers=[(b"content-type", b"text/event-stream")],
@@ -436,12 +429,9 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         if info.usable is not None and not info.usable(stored):
             cache.miss()  # readable but wrong ({}, no choices): ask the API again
             return None
-        if meter is not None:
-            meter.requests += 1
-            meter.cached += 1
-            meter.count_tokens(response_tokens(stored))
-            if list_price(info, stored, response_tokens(stored)) is not None:
-                meter.priced = True  # a known model, at no cost this time
+        if meter is not None:  # a known model's price, at no cost this time
+            used = response_tokens(stored)
+            meter.add(used, list_price(info, stored, used), cached=True)
         return httpx2.Response(
             200,
             headers=[(b"content-type", b"application/json")],
@@ -485,14 +475,10 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
             used = usage.tokens()
             limiter.settle_tokens(tokens, used.input + used.output)
             if meter is not None:
-                meter.requests += 1
-                meter.count_tokens(used)
                 cost = stated_cost(header_map(response))
                 if cost is None and usage.seen:
                     cost = price_of(info.provider, usage.model or info.model, used)
-                if cost is not None:
-                    meter.cost += cost
-                    meter.priced = True
+                meter.add(used, cost)
             if kept is not None:
                 cache.put_stream(cache_key, b"".join(kept), secrets)
 
