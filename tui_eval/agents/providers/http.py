@@ -4,6 +4,7 @@ the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -100,8 +101,7 @@ class HTTPProvider:
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
         self._client: MeteredAsyncClient | None = None
-        self._wire_headers: httpx2.Headers | None = None
-        self._resolved: tuple[ProviderOptions | None, ProviderOptions, dict[str, str]] | None = None
+        self._resolved: _Resolved | None = None
         self.configure(ProviderOptions(base_url=base_url))
 
     def __repr__(self) -> str:
@@ -153,7 +153,7 @@ class HTTPProvider:
     def _secrets(self) -> list[str]:
         """What errors must not show: the key, credential headers' values, the URL's
         credentials."""
-        found = credential_values(self._api_key, self._settings(_current_run())[1].items())
+        found = credential_values(self._api_key, self._settings(_current_run()).headers.items())
         if self._api_key:
             found.append(self._api_key)  # a short (dummy) key too, as a whole word
         if self._userinfo:
@@ -163,13 +163,14 @@ class HTTPProvider:
     # -- options, client, limiter --------------------------------------------------------
     def effective_options(self) -> ProviderOptions:
         """This provider's options with the current run's (suite and command line) over them."""
-        return self._settings(_current_run())[0]
+        return self._settings(_current_run()).options
 
-    def _settings(self, run: RunContext | None) -> tuple[ProviderOptions, dict[str, str]]:
+    def _settings(self, run: RunContext | None) -> _Resolved:
+        """This provider's options and headers under `run`'s options, worked out once for
+        each set of run options (not for every request)."""
         given = run.provider if run is not None else None
         resolved = self._resolved
-        if resolved is None or resolved[0] is not given:
-            self._wire_headers = None
+        if resolved is None or resolved.given is not given:
             options = self.options.over(given)
             headers = {
                 "Content-Type": "application/json",
@@ -183,14 +184,21 @@ class HTTPProvider:
                 headers["Authorization"] = f"Basic {token}"
             headers.update(self.headers())
             headers.update(options.headers)
-            resolved = self._resolved = (given, options, headers)
-        return resolved[1], resolved[2]
+            timeout = options.timeout or DEFAULT_TIMEOUT_S
+            resolved = self._resolved = _Resolved(
+                given,
+                options,
+                headers,
+                httpx2.Headers(headers),
+                {"connect": min(timeout, 30.0), "read": timeout, "write": timeout, "pool": timeout},
+            )
+        return resolved
 
     def limiter(self) -> RateLimiter:
         """The rate limiter this provider's requests go through now (the current run's
         session's, else the default session's)."""
         run = _current_run()
-        options = self._settings(run)[0]
+        options = self._settings(run).options
         session = run.session if run is not None else default_session()
         return session.limiter(
             options.base_url or "", self._fingerprint, rpm=options.rpm, tpm=options.tpm
@@ -221,7 +229,8 @@ class HTTPProvider:
         from tui_eval.agents.providers.transport import InvalidHeader, RequestFailed, RequestInfo
 
         run = _current_run()
-        options, headers = self._settings(run)
+        resolved = self._settings(run)
+        options = resolved.options
         base_url = (options.base_url or "").rstrip("/")
         url = f"{base_url}{path}"
         if options.api_version:
@@ -241,28 +250,16 @@ class HTTPProvider:
             backoff=self.backoff,
             max_bytes=self.max_response_bytes,
         )
-        timeout = options.timeout or DEFAULT_TIMEOUT_S
-        route = client.route(url)
-        wire = self._wire_headers
-        if wire is None:  # normalised once, not for every request
-            wire = self._wire_headers = httpx2.Headers(headers)
+        target, transport = client.route(url)
         request = httpx2.Request(
             "POST",
-            route[0],
+            target,
             content=pydantic_core.to_json(payload),
-            headers=wire,
-            extensions={
-                "timeout": {
-                    "connect": min(timeout, 30.0),
-                    "read": timeout,
-                    "write": timeout,
-                    "pool": timeout,
-                },
-                "tui_eval": info,
-            },
+            headers=resolved.wire,
+            extensions={"timeout": resolved.timeouts, "tui_eval": info},
         )
         try:  # the layer's transport itself: a client's send would only add its hooks
-            response = await route[1].handle_async_request(request)
+            response = await transport.handle_async_request(request)
         except InvalidHeader as exc:  # the layer checks every request's headers
             raise ProviderError(f"{self.provider_name}: {exc}") from None
         except RequestFailed as exc:
@@ -275,6 +272,17 @@ class HTTPProvider:
                 f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
             )
         return parsed, int(response.extensions.get("tui_eval.retries", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """A provider's settings under one run's options: what each of its requests reuses."""
+
+    given: ProviderOptions | None
+    options: ProviderOptions
+    headers: dict[str, str]
+    wire: httpx2.Headers
+    timeouts: dict[str, float]
 
 
 def _unquoted(userinfo: str) -> str:
