@@ -74,7 +74,7 @@ MAX_RESPONSE_BYTES = 20_000_000
 """A larger response body (once decoded) is an error, never hundreds of MB in memory."""
 QUOTA_GONE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 """Error codes of a 429 that no wait fixes: the account has no quota or credit left."""
-KEY_HEADERS = ("authorization", "x-api-key", "api-key")
+KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key")
 """Where APIs take their key: the limiter's quota is (base URL, this key)."""
 VOLATILE_HEADERS = frozenset(
     {
@@ -550,10 +550,16 @@ def _text_headers(request: httpx2.Request) -> list[tuple[str, str]]:
 
 
 def _fingerprint(request: httpx2.Request) -> str:
+    """The request's key, as the limiter's quota names it (one pass over the headers)."""
+    given = {
+        lowered: value
+        for name, value in request.headers.raw
+        if (lowered := name.lower()) in KEY_HEADERS
+    }
     for name in KEY_HEADERS:
-        value = request.headers.get(name)
+        value = given.get(name)
         if value:
-            return key_fingerprint(value.split()[-1])
+            return key_fingerprint(value.decode("latin-1").split()[-1])
     return key_fingerprint(None)
 
 
@@ -659,8 +665,10 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     plain = "content-encoding" not in header_map(response)
+    stream = response.stream  # a plain body straight from the sockets: nothing to decode
+    assert isinstance(stream, httpx2.AsyncByteStream)
     try:
-        async for chunk in response.aiter_raw() if plain else response.aiter_bytes():
+        async for chunk in stream if plain else response.aiter_bytes():
             size += len(chunk)
             if size > limit:
                 raise ResponseTooLarge(f"sent a response body over {limit:,} bytes; refused")
