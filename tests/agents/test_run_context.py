@@ -73,6 +73,23 @@ async def test_a_session_made_the_default_serves_the_runs_given_none(provider_se
     assert provider_session.limiters() == [used[2]] and used[2] is not used[0]
 
 
+@pytest.mark.parametrize(
+    ("userinfo", "options"),
+    [("me:pw@", {"api_key": ""}), ("", {"api_key": KEY, "headers": {"Authorization": "Bearer b"}})],
+    ids=["credentials in base_url", "key given as a header"],
+)
+async def test_a_providers_limiter_is_the_one_its_requests_go_through(
+    provider_session, userinfo, options
+):
+    """The quota is named by the key a request carries, however the key was given."""
+    with WireServer() as server:
+        server.always = Reply(body=openai_text("ok"))
+        base_url = server.url.replace("http://", f"http://{userinfo}") + "/v1"
+        provider = OpenAIProvider("m", base_url=base_url, **options)
+        await Agent(provider).run("hi")
+        assert provider_session.limiters() == [provider.limiter()]
+
+
 def test_a_session_builds_each_quotas_limiter_once_with_its_factory():
     built: list[tuple[str, str, float | None, float | None]] = []
 

@@ -14,17 +14,22 @@ import pydantic_core
 from tui_eval.agents.providers.base import ProviderError
 from tui_eval.agents.providers.client import MeteredAsyncClient
 from tui_eval.agents.providers.context import RunContext, current_sample, default_session
-from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint
+from tui_eval.agents.providers.limits import RateLimiter
 from tui_eval.agents.providers.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
 )
+from tui_eval.agents.providers.transport import (
+    MAX_RESPONSE_BYTES,
+    InvalidHeader,
+    RequestFailed,
+    RequestInfo,
+    key_of,
+)
 from tui_eval.util.secrets import credential_values, redact_secrets, split_credentials
 
-MAX_RESPONSE_BYTES = 20_000_000
-"""A larger response body is an error, never hundreds of MB held in memory."""
 USER_AGENT = "tui-eval"
 
 
@@ -88,7 +93,6 @@ class HTTPProvider:
     ) -> None:
         self.model = model
         self._api_key = api_key
-        self._fingerprint = key_fingerprint(api_key)
         self._userinfo: str | None = None
         self.options = ProviderOptions(
             timeout=timeout,
@@ -198,10 +202,14 @@ class HTTPProvider:
         """The rate limiter this provider's requests go through now (the current run's
         session's, else the default session's)."""
         run = _current_run()
-        options = self._settings(run).options
+        resolved = self._settings(run)
+        options = resolved.options
         session = run.session if run is not None else default_session()
         return session.limiter(
-            options.base_url or "", self._fingerprint, rpm=options.rpm, tpm=options.tpm
+            (options.base_url or "").rstrip("/"),
+            key_of(resolved.wire.raw),
+            rpm=options.rpm,
+            tpm=options.tpm,
         )
 
     async def aclose(self) -> None:
@@ -226,8 +234,6 @@ class HTTPProvider:
             ProviderError: the request failed (why, with every attempt), or a header
                 cannot be sent (named, its value never shown; nothing was sent).
         """
-        from tui_eval.agents.providers.transport import InvalidHeader, RequestFailed, RequestInfo
-
         run = _current_run()
         resolved = self._settings(run)
         options = resolved.options

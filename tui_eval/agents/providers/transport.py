@@ -263,7 +263,7 @@ class _Send:
         sockets = (run.sockets if run is not None else default_sockets()).get(proxy)
         options = info.options
         limiter = (run.session if run is not None else default_session()).limiter(
-            info.base_url, _fingerprint(request), rpm=options.rpm, tpm=options.tpm
+            info.base_url, key_of(request.headers.raw), rpm=options.rpm, tpm=options.tpm
         )
         timeout = options.timeout or DEFAULT_TIMEOUT_S
         budget = (
@@ -549,13 +549,10 @@ def _text_headers(request: httpx2.Request) -> list[tuple[str, str]]:
     return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
 
 
-def _fingerprint(request: httpx2.Request) -> str:
-    """The request's key, as the limiter's quota names it (one pass over the headers)."""
-    given = {
-        lowered: value
-        for name, value in request.headers.raw
-        if (lowered := name.lower()) in KEY_HEADERS
-    }
+def key_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The fingerprint of the key a request carries (its `Authorization`, `x-api-key` or
+    `api-key`): with the base URL, the quota whose limiter it goes through."""
+    given = {lowered: value for name, value in headers if (lowered := name.lower()) in KEY_HEADERS}
     for name in KEY_HEADERS:
         value = given.get(name)
         if value:
