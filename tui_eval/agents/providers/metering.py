@@ -266,10 +266,8 @@ def _price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
 
 
 def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
-    try:
-        from genai_prices import Usage, calc_price
-    except ImportError:  # pragma: no cover - a declared dependency
-        return None
+    from genai_prices import Usage, calc_price
+
     prefix, _, bare = model.rpartition("/")
     candidates: list[tuple[str | None, str]] = [(provider, model)]
     if prefix:

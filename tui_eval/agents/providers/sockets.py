@@ -106,7 +106,6 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         self._verify = verify
         self._tls_proxy = proxy is not None and proxy.url.scheme == "https"
         self._session: aiohttp.ClientSession | None = None
-        self._url = yarl.URL
         self._proxy_headers: dict[str, str] | None = None
         if proxy is not None:
             self._proxy_headers = dict(proxy.headers)
@@ -142,7 +141,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         with _mapped_errors():
             response = await session.request(
                 request.method,
-                self._url(str(request.url), encoded=True),
+                yarl.URL(str(request.url), encoded=True),
                 headers=headers,
                 data=data,
                 allow_redirects=False,

@@ -604,17 +604,15 @@ def sdk_base_url(url: httpx2.URL) -> str:
         if at >= 0:
             path = path[:at]
             break
-    port = f":{url.port}" if url.port is not None else ""
-    host = f"[{url.host}]" if ":" in url.host else url.host
-    return f"{url.scheme}://{host}{port}{path}".rstrip("/")
+    return _shown_url(url, path).rstrip("/")
 
 
-def _shown_url(url: httpx2.URL) -> str:
-    """`url` as errors show it: never its credentials, nor its query (an `api-version`,
-    but some APIs take a key there)."""
+def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
+    """`url` (with `path` instead of its own) as errors show it: never its credentials,
+    nor its query (an `api-version`, but some APIs take a key there)."""
     port = f":{url.port}" if url.port is not None else ""
     host = f"[{url.host}]" if ":" in url.host else url.host
-    return f"{url.scheme}://{host}{port}{url.path}"
+    return f"{url.scheme}://{host}{port}{url.path if path is None else path}"
 
 
 def header_map(response: httpx2.Response) -> dict[str, str]:
