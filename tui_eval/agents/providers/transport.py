@@ -238,7 +238,8 @@ class _Send:
             return response
         raise self.fail(message)
 
-    def failures(self) -> str:
+    def summary(self) -> str:
+        """Why each attempt failed, in order."""
         if len(self.history) == 1:
             return self.history[0]
         return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(self.history, 1))
@@ -368,19 +369,16 @@ class _Send:
                 last_response = response
             failures += 1
             if failures > max_retries or body is None:
-                summary = (
-                    f"request to {self.url} failed after {len(self.history)} attempts; "
-                    f"{self.failures()}"
-                )
+                why = f"request to {self.url} failed after {len(self.history)} attempts; "
                 if error is not None and not info.strict:
-                    raise type(error)(self.redacted(summary)) from error
-                return self.give_up(summary, last_response)
+                    raise type(error)(self.redacted(why + self.summary())) from error
+                return self.give_up(why + self.summary(), last_response)
             delay = wait if wait is not None else min(30.0, info.backoff * 2 ** (failures - 1))
             delay *= 1 + random.uniform(0, 0.25)
             if time.monotonic() + delay - self.started > budget:
                 return self.give_up(
                     f"request to {self.url} gave up: retrying would pass the {budget:g}s "
-                    f"retry budget; {self.failures()}",
+                    f"retry budget; {self.summary()}",
                     last_response,
                 )
             self.retries += 1
