@@ -142,7 +142,6 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
     Args:
         proxy: the proxy requests go through (None: direct), as httpx2 chose it for the URL.
         sample: the sample requests belong to when none is current.
-        run: the run requests belong to when no sample is current.
         options: options over the defaults and under the run's (a client's `timeout=`).
     """
 
@@ -151,17 +150,15 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         proxy: httpx2.Proxy | None = None,
         *,
         sample: SampleContext | None = None,
-        run: RunContext | None = None,
         options: ProviderOptions | None = None,
     ) -> None:
         self.proxy = proxy
         self.sample = sample
-        self.run = run if run is not None else sample.run if sample is not None else None
         self.options = options
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample = current_sample() or self.sample
-        run = sample.run if sample is not None else self.run
+        run = sample.run if sample is not None else None
         check_headers(request.headers.raw)
         given = request.extensions.get("tui_eval")
         info = given if isinstance(given, RequestInfo) else self._infer(request, run)
