@@ -167,6 +167,13 @@ async def test_401_fails_at_once_without_retries_and_hides_the_key(server):
     assert len(server.requests) == 1
 
 
+async def test_an_error_body_with_odd_codes_is_reported_not_a_crash(server):
+    """A server's error JSON is untrusted: a list or an object where a code belongs."""
+    server.reply(Reply(400, {"error": {"code": ["x"], "type": {}, "message": "bad request"}}))
+    with pytest.raises(ProviderError, match="HTTP 400.*bad request"):
+        await Agent(openai(server)).run("hi")
+
+
 async def test_malformed_bodies(server):
     server.reply(Reply(body=b"<html>gateway</html>"))
     with pytest.raises(ProviderError, match="malformed \\(non-JSON\\) body"):

@@ -734,7 +734,8 @@ def _server_error(body: bytes) -> tuple[str, bool]:
         return str(error)[:300], False
     message = error.get("message")
     text = str(message)[:300] if message else pydantic_core.to_json(error)[:300].decode()
-    gone = "error" in parsed and any(error.get(name) in QUOTA_GONE for name in ("code", "type"))
+    codes = (error.get("code"), error.get("type"))
+    gone = "error" in parsed and any(isinstance(c, str) and c in QUOTA_GONE for c in codes)
     return text, gone
 
 
