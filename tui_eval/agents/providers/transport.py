@@ -218,6 +218,7 @@ class _Send:
 
     @property
     def url(self) -> str:
+        """The request's URL as errors show it."""
         return _shown_url(self.request.url)
 
     def redacted(self, message: str) -> str:
@@ -242,6 +243,8 @@ class _Send:
         return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(self.history, 1))
 
     async def send(self, proxy: httpx2.Proxy | None) -> httpx2.Response:
+        """The answer: from the cache, else from the API (through `proxy`), each attempt
+        in its turn in the limiter, retried as the policy says."""
         request, info, run, sample = self.request, self.info, self.run, self.sample
         body = self.body
         cache = run.cache if run is not None else None
