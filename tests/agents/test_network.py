@@ -132,6 +132,17 @@ async def test_lower_case_proxy_variables_and_proxy_credentials(monkeypatch):
     assert "proxy-authorization" not in {k.lower() for k in server.requests[0].headers}
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # trio's transport takes it at once
+async def test_plain_http_never_loads_the_trust_store(anyio_backend, monkeypatch):
+    """A local server over plain HTTP works whatever `SSL_CERT_FILE` says: the trust store
+    (tens of milliseconds to load, before the first request could leave) is read only for
+    a request that uses TLS."""
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("plain")))
+        assert await ask(OpenAIProvider("m", base_url=server.url + "/v1")) == "plain"
+
+
 async def test_https_proxy_tunnels_with_connect(tmp_path, monkeypatch):
     trustme = pytest.importorskip("trustme")
     authority = trustme.CA()

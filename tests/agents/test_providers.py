@@ -167,6 +167,13 @@ async def test_401_fails_at_once_without_retries_and_hides_the_key(server):
     assert len(server.requests) == 1
 
 
+async def test_an_error_body_with_odd_codes_is_reported_not_a_crash(server):
+    """A server's error JSON is untrusted: a list or an object where a code belongs."""
+    server.reply(Reply(400, {"error": {"code": ["x"], "type": {}, "message": "bad request"}}))
+    with pytest.raises(ProviderError, match="HTTP 400.*bad request"):
+        await Agent(openai(server)).run("hi")
+
+
 async def test_malformed_bodies(server):
     server.reply(Reply(body=b"<html>gateway</html>"))
     with pytest.raises(ProviderError, match="malformed \\(non-JSON\\) body"):
@@ -261,11 +268,13 @@ def test_spec_resolution_errors(monkeypatch):
     assert local.base_url == "http://localhost:11434/v1" and local.model == "llama3.1"
 
 
-async def test_clients_are_closed_when_the_run_ends(server):
-    server.reply(Reply(body=openai_text("ok")))
+async def test_a_provider_serves_one_run_after_another(server):
+    """Each run closes its connections at its end; the provider opens new ones."""
+    server.reply(Reply(body=openai_text("one")), Reply(body=openai_text("two")))
     provider = openai(server)
-    await evaluate(Agent(provider), [Case("hi")])
-    assert provider._clients == {}
+    first = await evaluate(Agent(provider), [Case("hi", checks=[contains("one")])])
+    second = await evaluate(Agent(provider), [Case("hi", checks=[contains("two")])])
+    assert first.samples[0].passed and second.samples[0].passed
 
 
 async def test_report_loads_after_provider_errors(server, tmp_path):

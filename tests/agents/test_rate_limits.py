@@ -15,13 +15,9 @@ import pytest
 from tui_eval import Agent, Case, contains, evaluate
 from tui_eval.agents.messages import Message
 from tui_eval.agents.providers import ProviderError, limits
-from tui_eval.agents.providers.limits import (
-    LimitStatus,
-    RateLimiter,
-    RateLimitWait,
-    retry_after,
-)
+from tui_eval.agents.providers.limits import LimitStatus, RateLimiter, RateLimitWait
 from tui_eval.agents.providers.openai import OpenAIProvider
+from tui_eval.agents.providers.rate_headers import retry_after
 from tui_eval.agents.providers.settings import ProviderOptions
 
 from .wire_server import Reply, WireServer, openai_text

@@ -73,6 +73,23 @@ async def test_a_session_made_the_default_serves_the_runs_given_none(provider_se
     assert provider_session.limiters() == [used[2]] and used[2] is not used[0]
 
 
+@pytest.mark.parametrize(
+    ("userinfo", "options"),
+    [("me:pw@", {"api_key": ""}), ("", {"api_key": KEY, "headers": {"Authorization": "Bearer b"}})],
+    ids=["credentials in base_url", "key given as a header"],
+)
+async def test_a_providers_limiter_is_the_one_its_requests_go_through(
+    provider_session, userinfo, options
+):
+    """The quota is named by the key a request carries, however the key was given."""
+    with WireServer() as server:
+        server.always = Reply(body=openai_text("ok"))
+        base_url = server.url.replace("http://", f"http://{userinfo}") + "/v1"
+        provider = OpenAIProvider("m", base_url=base_url, **options)
+        await Agent(provider).run("hi")
+        assert provider_session.limiters() == [provider.limiter()]
+
+
 def test_a_session_builds_each_quotas_limiter_once_with_its_factory():
     built: list[tuple[str, str, float | None, float | None]] = []
 
@@ -102,23 +119,21 @@ async def test_an_agent_sees_the_sample_it_runs_in():
     assert current_sample() is None
 
 
-async def test_the_clients_a_run_opens_are_closed_when_it_ends():
+async def test_the_connections_a_run_opens_are_closed_when_it_ends():
     with WireServer() as server:
         server.always = Reply(body=openai_text("ok"))
-        provider, _, agent = answering(server)
+        _, _, agent = answering(server)
         open_during: list[object] = []
 
         async def watched(question: str) -> str:
             answer = await agent(question)
             run = current_sample().run
             open_during.extend(run.sockets._transports.values())
-            assert len(provider._clients) == 1
             return answer
 
         await evaluate(watched, [Case("a")])
     (connections,) = open_during  # the run's own connections (aiohttp's)...
     assert connections._session is None  # ...closed when the run ended
-    assert provider._clients == {}
 
 
 def test_the_current_sample_is_the_one_context_variable():

@@ -91,16 +91,7 @@ class ResponseCache:
 
     def put_stream(self, key: str, stream: bytes, secrets: Iterable[str] = ()) -> None:
         """Store a whole event stream as `put` stores a response."""
-        if self.mode != "on":
-            return
-        if self._private:
-            private_subfolder("cache")
-            self._private = False
-        found = sorted({*secrets, *secret_values()}, key=len, reverse=True)
-        text = stream.decode("utf-8", "replace")
-        for secret in found:
-            text = text.replace(secret, "***")
-        atomic_write_bytes(self._path(key).with_suffix(".sse"), text.encode(), private=True)
+        self._write(self._path(key).with_suffix(".sse"), stream.decode("utf-8", "replace"), secrets)
 
     def miss(self) -> None:
         """Count a stored entry its provider could not use (`{}`, no choices) as a miss."""
@@ -110,11 +101,15 @@ class ResponseCache:
     def put(self, key: str, response: dict[str, Any], secrets: Iterable[str] = ()) -> None:
         """Store a successful response (not in read-only mode), `secrets` and those of the
         environment redacted, readable by its owner only."""
+        self._write(self._path(key), response, secrets)
+
+    def _write(self, path: Path, stored: Any, secrets: Iterable[str]) -> None:
         if self.mode != "on":
             return
         if self._private:
             private_subfolder("cache")
             self._private = False
         found = sorted({*secrets, *secret_values()}, key=len, reverse=True)
-        stored = redact_value(response, found) if found else response
-        atomic_write_bytes(self._path(key), json.dumps(stored).encode(), private=True)
+        stored = redact_value(stored, found) if found else stored
+        text = stored if isinstance(stored, str) else json.dumps(stored)
+        atomic_write_bytes(path, text.encode(), private=True)

@@ -21,7 +21,7 @@ from typing import Any
 import anyio.from_thread
 import httpx2
 
-from tui_eval.agents.providers.context import RunContext, SampleContext, current_sample
+from tui_eval.agents.providers.context import SampleContext, current_sample
 from tui_eval.agents.providers.settings import DEFAULT_TIMEOUT_S, ProviderOptions
 from tui_eval.agents.providers.transport import MeteredTransport, decoded_response
 from tui_eval.util.secrets import without_credentials
@@ -59,7 +59,6 @@ class MeteredAsyncClient(httpx2.AsyncClient):
 
     Args:
         sample: the sample its requests belong to when none is current.
-        run: the run they belong to when no sample is current.
         options: provider options over the defaults, under the run's.
         **kwargs: as `httpx2.AsyncClient` takes them (`base_url`, `headers`, `timeout`...).
 
@@ -73,11 +72,10 @@ class MeteredAsyncClient(httpx2.AsyncClient):
         self,
         *,
         sample: SampleContext | None = None,
-        run: RunContext | None = None,
         options: ProviderOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        _init_layered(self, super().__init__, sample, run, options, kwargs)
+        _init_layered(self, super().__init__, sample, options, kwargs)
         self._routes: dict[str, tuple[httpx2.URL, httpx2.AsyncBaseTransport]] = {}
 
     def route(self, url: str) -> tuple[httpx2.URL, httpx2.AsyncBaseTransport]:
@@ -100,13 +98,12 @@ def _init_layered(
     client: Any,
     base_init: Any,
     sample: SampleContext | None,
-    run: RunContext | None,
     options: ProviderOptions | None,
     kwargs: dict[str, Any],
 ) -> None:
     """What both metered clients do to start: keep the layer their transport is built
     from (before httpx2 builds it), the 600 s default, no redirects and no cookies."""
-    client._layer = {"sample": sample, "run": run, "options": options}
+    client._layer = {"sample": sample, "options": options}
     kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
     try:
         base_init(follow_redirects=False, **kwargs)
@@ -172,11 +169,10 @@ class MeteredClient(httpx2.Client):
         self,
         *,
         sample: SampleContext | None = None,
-        run: RunContext | None = None,
         options: ProviderOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        _init_layered(self, super().__init__, sample, run, options, kwargs)
+        _init_layered(self, super().__init__, sample, options, kwargs)
 
     def _init_transport(self, *args: Any, transport: Any = None, **kwargs: Any) -> Any:
         return transport if transport is not None else _BridgeTransport(_layered(None, self._layer))

@@ -21,7 +21,7 @@ instead (`tui_eval.checks.CheckContext`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,9 +41,6 @@ LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimite
 
 RetryListener = Callable[[int, float], None]
 """Told (attempt, delay in seconds) before a provider retries a request."""
-
-Closer = Callable[[], Awaitable[None]]
-"""Closes a client a provider opened during a run."""
 
 
 class ProviderSession:
@@ -141,7 +138,6 @@ class RunContext:
     provider: ProviderOptions | None = None
     cache: ResponseCache | None = None
     session: ProviderSession = field(default_factory=default_session)
-    _closers: list[Closer] | None = field(default=None, init=False, repr=False)
     _sockets: Sockets | None = field(default=None, init=False, repr=False)
 
     @property
@@ -153,36 +149,18 @@ class RunContext:
             from tui_eval.agents.providers.sockets import Sockets
 
             sockets = self._sockets = Sockets()
-            self.close_at_end(sockets.aclose)
         return sockets
-
-    @property
-    def closes_clients(self) -> bool:
-        """Whether clients opened now are closed when the run ends (inside
-        `closing_clients()`); otherwise a provider keeps them for later runs."""
-        return self._closers is not None
-
-    def close_at_end(self, close: Closer) -> None:
-        """Have `close` called when `closing_clients()` ends."""
-        if self._closers is not None:
-            self._closers.append(close)
 
     @contextlib.asynccontextmanager
     async def closing_clients(self) -> AsyncIterator[None]:
-        """Close every client the run's providers open inside this block when it ends (a
-        run does; an executor's worker, serving one run after another, keeps them)."""
-        closers: list[Closer] = []
-        self._closers = closers
+        """Close the connections the run opens inside this block when it ends."""
         try:
             yield
         finally:
-            self._closers = None
             sockets, self._sockets = self._sockets, None
-            if sockets is not None and sockets.aclose not in closers:
-                closers.append(sockets.aclose)
-            for close in closers:
+            if sockets is not None:
                 with anyio.CancelScope(shield=True):
-                    await close()
+                    await sockets.aclose()
 
 
 @dataclass(eq=False, slots=True)

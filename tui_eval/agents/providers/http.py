@@ -4,10 +4,9 @@ the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 import httpx2
 import pydantic_core
@@ -15,18 +14,22 @@ import pydantic_core
 from tui_eval.agents.providers.base import ProviderError
 from tui_eval.agents.providers.client import MeteredAsyncClient
 from tui_eval.agents.providers.context import RunContext, current_sample, default_session
-from tui_eval.agents.providers.limits import RateLimiter, key_fingerprint
+from tui_eval.agents.providers.limits import RateLimiter
 from tui_eval.agents.providers.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
-    header_problem,
+)
+from tui_eval.agents.providers.transport import (
+    MAX_RESPONSE_BYTES,
+    InvalidHeader,
+    RequestFailed,
+    RequestInfo,
+    key_of,
 )
 from tui_eval.util.secrets import credential_values, redact_secrets, split_credentials
 
-MAX_RESPONSE_BYTES = 20_000_000
-"""A larger response body is an error, never hundreds of MB held in memory."""
 USER_AGENT = "tui-eval"
 
 
@@ -90,25 +93,20 @@ class HTTPProvider:
     ) -> None:
         self.model = model
         self._api_key = api_key
-        self._fingerprint = key_fingerprint(api_key)
-        base_url, self._userinfo = split_credentials(base_url)
-        base_url, _, query = base_url.partition("?")
-        api_version = dict(parse_qsl(query)).get("api-version")
+        self._userinfo: str | None = None
         self.options = ProviderOptions(
             timeout=timeout,
             max_retries=max_retries,
             retry_budget=retry_budget,
             rpm=rpm,
             tpm=tpm,
-            base_url=base_url.rstrip("/"),
             headers=dict(headers or {}),
-            api_version=api_version,
         )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
-        self._clients: dict[int, MeteredAsyncClient] = {}
-        self._wire_headers: httpx2.Headers | None = None
-        self._resolved: tuple[ProviderOptions | None, ProviderOptions, dict[str, str]] | None = None
+        self._client: MeteredAsyncClient | None = None
+        self._resolved: _Resolved | None = None
+        self.configure(ProviderOptions(base_url=base_url))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -129,7 +127,11 @@ class HTTPProvider:
         return self.options.max_retries if self.options.max_retries is not None else 0
 
     def configure(self, options: ProviderOptions) -> None:
-        """Apply `options` over this provider's own (a spec's `?rpm=...`, say)."""
+        """Apply `options` over this provider's own (a spec's `?rpm=...`, say).
+
+        A `base_url`'s credentials (`user:password@`) are kept apart, sent as Basic auth
+        and never shown; its `api-version` query is Azure's `api_version`.
+        """
         if options.base_url is not None:
             bare, userinfo = split_credentials(options.base_url)
             bare, _, query = bare.partition("?")
@@ -155,23 +157,24 @@ class HTTPProvider:
     def _secrets(self) -> list[str]:
         """What errors must not show: the key, credential headers' values, the URL's
         credentials."""
-        found = credential_values(self._api_key, self._settings(_current_run())[1].items())
+        found = credential_values(self._api_key, self._settings(_current_run()).headers.items())
         if self._api_key:
             found.append(self._api_key)  # a short (dummy) key too, as a whole word
         if self._userinfo:
             found.append(self._userinfo)
         return found
 
-    # -- options, clients, limiter -------------------------------------------------------
+    # -- options, client, limiter --------------------------------------------------------
     def effective_options(self) -> ProviderOptions:
         """This provider's options with the current run's (suite and command line) over them."""
-        return self._settings(_current_run())[0]
+        return self._settings(_current_run()).options
 
-    def _settings(self, run: RunContext | None) -> tuple[ProviderOptions, dict[str, str]]:
+    def _settings(self, run: RunContext | None) -> _Resolved:
+        """This provider's options and headers under `run`'s options, worked out once for
+        each set of run options (not for every request)."""
         given = run.provider if run is not None else None
         resolved = self._resolved
-        if resolved is None or resolved[0] is not given:
-            self._wire_headers = None
+        if resolved is None or resolved.given is not given:
             options = self.options.over(given)
             headers = {
                 "Content-Type": "application/json",
@@ -185,43 +188,36 @@ class HTTPProvider:
                 headers["Authorization"] = f"Basic {token}"
             headers.update(self.headers())
             headers.update(options.headers)
-            resolved = self._resolved = (given, options, headers)
-        return resolved[1], resolved[2]
-
-    def _client(self, run: RunContext | None) -> MeteredAsyncClient:
-        """The client of the run (closed when it ends), or a provider-wide one."""
-        closing = run is not None and run.closes_clients
-        key = id(run) if closing else 0
-        client = self._clients.get(key)
-        if client is None:
-            try:
-                client = self._clients[key] = MeteredAsyncClient(run=run)
-            except ValueError as exc:  # a proxy variable tui-eval cannot use
-                raise self._fail(str(exc)) from None
-            if run is not None and closing:
-                run.close_at_end(lambda: self._close(key))
-        return client
+            timeout = options.timeout or DEFAULT_TIMEOUT_S
+            resolved = self._resolved = _Resolved(
+                given,
+                options,
+                headers,
+                httpx2.Headers(headers),
+                {"connect": min(timeout, 30.0), "read": timeout, "write": timeout, "pool": timeout},
+            )
+        return resolved
 
     def limiter(self) -> RateLimiter:
         """The rate limiter this provider's requests go through now (the current run's
         session's, else the default session's)."""
         run = _current_run()
-        options = self._settings(run)[0]
+        resolved = self._settings(run)
+        options = resolved.options
         session = run.session if run is not None else default_session()
         return session.limiter(
-            options.base_url or "", self._fingerprint, rpm=options.rpm, tpm=options.tpm
+            (options.base_url or "").rstrip("/"),
+            key_of(resolved.wire.raw),
+            rpm=options.rpm,
+            tpm=options.tpm,
         )
 
-    async def _close(self, key: int) -> None:
-        client = self._clients.pop(key, None)
+    async def aclose(self) -> None:
+        """Forget the client this provider routes its requests with (connections belong
+        to the run, closed when it ends, or to the process outside runs)."""
+        client, self._client = self._client, None
         if client is not None:
             await client.aclose()
-
-    async def aclose(self) -> None:
-        """Close every client this provider opened (connections belong to the run, or to
-        the process outside runs)."""
-        for key in list(self._clients):
-            await self._close(key)
 
     # -- requests -------------------------------------------------------------------------
     def redact(self, text: str) -> str:
@@ -231,30 +227,26 @@ class HTTPProvider:
     def _fail(self, message: str) -> ProviderError:
         return ProviderError(self.redact(f"{self.provider_name} {message}"))
 
-    def check_secrets(self) -> None:
-        """Refuse, before anything is sent, a key or header that cannot be sent (a line
-        break, CR or NUL), naming the header and never its value.
+    async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """POST `payload`; returns the parsed body and how many retries it took.
 
         Raises:
-            ProviderError: naming the header.
+            ProviderError: the request failed (why, with every attempt), or a header
+                cannot be sent (named, its value never shown; nothing was sent).
         """
-        for name, value in self._settings(_current_run())[1].items():
-            problem = header_problem(name, value)
-            if problem is not None:
-                raise ProviderError(f"{self.provider_name}: {problem}")
-
-    async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """POST `payload`; returns the parsed body and how many retries it took."""
-        from tui_eval.agents.providers.transport import InvalidHeader, RequestFailed, RequestInfo
-
         run = _current_run()
-        options, headers = self._settings(run)
-        self.check_secrets()
+        resolved = self._settings(run)
+        options = resolved.options
         base_url = (options.base_url or "").rstrip("/")
         url = f"{base_url}{path}"
         if options.api_version:
             url = f"{url}?api-version={options.api_version}"
-        client = self._client(run)
+        client = self._client
+        if client is None:  # the requests' routes (proxies), for every run alike
+            try:
+                client = self._client = MeteredAsyncClient()
+            except ValueError as exc:  # a proxy variable tui-eval cannot use
+                raise self._fail(str(exc)) from None
         info = RequestInfo(
             provider=self.provider_name,
             model=self.model,
@@ -264,29 +256,19 @@ class HTTPProvider:
             backoff=self.backoff,
             max_bytes=self.max_response_bytes,
         )
-        timeout = options.timeout or DEFAULT_TIMEOUT_S
-        route = client.route(url)
-        wire = self._wire_headers
-        if wire is None:  # normalised once, not for every request
-            wire = self._wire_headers = httpx2.Headers(headers)
+        target, transport = client.route(url)
         request = httpx2.Request(
             "POST",
-            route[0],
+            target,
             content=pydantic_core.to_json(payload),
-            headers=wire,
-            extensions={
-                "timeout": {
-                    "connect": min(timeout, 30.0),
-                    "read": timeout,
-                    "write": timeout,
-                    "pool": timeout,
-                },
-                "tui_eval": info,
-            },
+            headers=resolved.wire,
+            extensions={"timeout": resolved.timeouts, "tui_eval": info},
         )
         try:  # the layer's transport itself: a client's send would only add its hooks
-            response = await route[1].handle_async_request(request)
-        except (RequestFailed, InvalidHeader) as exc:
+            response = await transport.handle_async_request(request)
+        except InvalidHeader as exc:  # the layer checks every request's headers
+            raise ProviderError(f"{self.provider_name}: {exc}") from None
+        except RequestFailed as exc:
             raise self._fail(str(exc)) from None
         except httpx2.HTTPError as exc:  # pragma: no cover - the layer maps its errors
             raise self._fail(f"request to {url} failed: {exc}") from None
@@ -296,6 +278,17 @@ class HTTPProvider:
                 f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
             )
         return parsed, int(response.extensions.get("tui_eval.retries", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """A provider's settings under one run's options: what each of its requests reuses."""
+
+    given: ProviderOptions | None
+    options: ProviderOptions
+    headers: dict[str, str]
+    wire: httpx2.Headers
+    timeouts: dict[str, float]
 
 
 def _unquoted(userinfo: str) -> str:
@@ -308,43 +301,6 @@ def _unquoted(userinfo: str) -> str:
 def _current_run() -> RunContext | None:
     sample = current_sample()
     return sample.run if sample is not None else None
-
-
-def is_local(base_url: str) -> bool:
-    """Whether `base_url` names this machine, however the host is written.
-
-    `localhost` (with or without the root dot), any loopback address in any form an OS
-    accepts (`127.1`, `2130706433`, `0177.0.0.1`, `0x7f.0.0.1`, `[::1]`,
-    `[::ffff:127.0.0.1]`) and `0.0.0.0`. Prices never depend on it: the model decides
-    (a LiteLLM proxy on localhost serving `gpt-4o-mini` is priced).
-    """
-    try:
-        host = (urlsplit(base_url).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return False
-    if host == "localhost":
-        return True
-    address = _ip_address(host)
-    if address is None:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_unspecified
-
-
-def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """`host` as an IP address, reading the IPv4 forms `inet_aton` reads (octal, hex,
-    fewer than four parts, one 32-bit number) as the OS would."""
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    if not host or not all(c in "0123456789abcdefx." for c in host):
-        return None
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(host))
-    except (OSError, ValueError):
-        return None
 
 
 def malformed(provider: str, detail: str) -> ProviderError:

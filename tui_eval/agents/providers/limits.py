@@ -40,7 +40,6 @@ from dataclasses import dataclass
 import anyio
 
 from tui_eval.agents.providers.rate_headers import header_number
-from tui_eval.agents.providers.rate_headers import retry_after as retry_after
 
 INCREASE_PER_S = 0.03
 """How much faster the pace gets for every second without a 429."""
@@ -301,9 +300,8 @@ class RateLimiter:
                 if self.pace >= 2 * (self.repaced_at or math.inf):
                     self._repace(now)
             self.last_raise = now
-            token_pace = self._token_pace()
-            if token_pace and tokens_used is not None:
-                self.next_token_slot += (tokens_used - tokens_reserved) / token_pace
+            if tokens_used is not None:
+                self.settle_tokens(tokens_reserved, tokens_used)
 
     def settle_tokens(self, reserved: int, used: int) -> None:
         """Correct a request's token estimate by what it used (a stream's usage comes at

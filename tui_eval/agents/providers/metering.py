@@ -62,10 +62,25 @@ class SampleMeter:
         """The tokens and requests of every response so far."""
         return Usage(self.input_tokens, self.output_tokens, self.requests)
 
-    def count_tokens(self, tokens: ResponseTokens) -> None:
-        """Add one response's (checked) tokens."""
-        self.input_tokens += tokens.input
-        self.output_tokens += tokens.output
+    def add(
+        self,
+        tokens: ResponseTokens | None = None,
+        cost: float | None = None,
+        *,
+        cached: bool = False,
+    ) -> None:
+        """Count one response: its (checked) tokens, and its cost when its price is known
+        (an answer from the cache has a known price and costs nothing)."""
+        self.requests += 1
+        if cached:
+            self.cached += 1
+        if tokens is not None:
+            self.input_tokens += tokens.input
+            self.output_tokens += tokens.output
+        if cost is not None:
+            self.priced = True
+            if not cached:
+                self.cost += cost
 
     @property
     def all_cached(self) -> bool:
@@ -251,10 +266,8 @@ def _price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
 
 
 def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
-    try:
-        from genai_prices import Usage, calc_price
-    except ImportError:  # pragma: no cover - a declared dependency
-        return None
+    from genai_prices import Usage, calc_price
+
     prefix, _, bare = model.rpartition("/")
     candidates: list[tuple[str | None, str]] = [(provider, model)]
     if prefix:

@@ -6,7 +6,9 @@ request and aiohttp's response back onto an httpx2 response (as the OpenAI SDK's
 limits and keep-alive are aiohttp's. Under trio (or any loop that is not asyncio) httpx2's
 own `AsyncHTTPTransport` does the same. Content decoding is httpx2's, when the response is
 read. The trust store is httpcore2's `default_ssl_context()`: `SSL_CERT_FILE` /
-`SSL_CERT_DIR` when set, else the system's (truststore on macOS and Windows).
+`SSL_CERT_DIR` when set, else the system's (truststore on macOS and Windows); on asyncio it
+is loaded by the first request that uses TLS, so plain HTTP to a local server never pays
+for it (tens of milliseconds, while the run's first requests wait).
 
 `Sockets` keeps one socket transport per event loop and proxy, shared by every client and
 provider of a run (or of the process, outside runs), and closes them together.
@@ -93,7 +95,8 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
     Args:
         proxy: send every request through this proxy (its credentials as
             `Proxy-Authorization`, never in the URL aiohttp sees).
-        verify: how servers are verified (default: `ssl_context()`).
+        verify: how servers are verified (default: `ssl_context()`, made when a request
+            first uses TLS: to an `https://` URL, or through an `https://` proxy).
     """
 
     def __init__(
@@ -101,8 +104,8 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
     ) -> None:
         self._proxy = proxy
         self._verify = verify
+        self._tls_proxy = proxy is not None and proxy.url.scheme == "https"
         self._session: aiohttp.ClientSession | None = None
-        self._url = yarl.URL
         self._proxy_headers: dict[str, str] | None = None
         if proxy is not None:
             self._proxy_headers = dict(proxy.headers)
@@ -112,7 +115,6 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
 
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
-            ssl=self._verify or ssl_context(),
             limit=MAX_CONNECTIONS,
             keepalive_timeout=KEEPALIVE_S,
         )
@@ -139,13 +141,14 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         with _mapped_errors():
             response = await session.request(
                 request.method,
-                self._url(str(request.url), encoded=True),
+                yarl.URL(str(request.url), encoded=True),
                 headers=headers,
                 data=data,
                 allow_redirects=False,
                 timeout=_timeout(request),
                 proxy=str(proxy.url) if proxy is not None else None,
                 proxy_headers=self._proxy_headers,
+                ssl=self._ssl(request),
             )
         return httpx2.Response(
             response.status,
@@ -157,6 +160,15 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
                 "reason_phrase": (response.reason or "").encode("latin-1", "replace"),
             },
         )
+
+    def _ssl(self, request: httpx2.Request) -> ssl.SSLContext | bool:
+        """How this request's TLS is verified (aiohttp uses it for the server and for an
+        HTTPS proxy); `True` for plain HTTP, which needs no trust store."""
+        if request.url.scheme != "https" and not self._tls_proxy:
+            return True
+        if self._verify is None:
+            self._verify = ssl_context()
+        return self._verify
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

@@ -32,13 +32,14 @@ import random
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httpx2
 import pydantic_core
 
+from tui_eval.agents.providers.cache import ResponseCache
 from tui_eval.agents.providers.context import (
     RunContext,
     SampleContext,
@@ -49,7 +50,6 @@ from tui_eval.agents.providers.context import (
 from tui_eval.agents.providers.limits import RateLimiter, RateLimitWait, key_fingerprint
 from tui_eval.agents.providers.metering import (
     ResponseTokens,
-    SampleMeter,
     StreamUsage,
     price_of,
     response_tokens,
@@ -74,7 +74,7 @@ MAX_RESPONSE_BYTES = 20_000_000
 """A larger response body (once decoded) is an error, never hundreds of MB in memory."""
 QUOTA_GONE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 """Error codes of a 429 that no wait fixes: the account has no quota or credit left."""
-KEY_HEADERS = ("authorization", "x-api-key", "api-key")
+KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key")
 """Where APIs take their key: the limiter's quota is (base URL, this key)."""
 VOLATILE_HEADERS = frozenset(
     {
@@ -135,27 +135,6 @@ class RequestInfo:
     max_bytes: int = MAX_RESPONSE_BYTES
 
 
-@dataclass(slots=True)
-class _Attempts:
-    """The attempts of one request so far, for its retry decisions and its error."""
-
-    url: str
-    budget: float
-    started: float = field(default_factory=time.monotonic)
-    retries: int = 0
-    failures: int = 0
-    history: list[str] = field(default_factory=list)
-
-    def failed(self, why: str) -> str:
-        self.history.append(why)
-        return why
-
-    def summary(self) -> str:
-        if len(self.history) == 1:
-            return self.history[0]
-        return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(self.history, 1))
-
-
 class MeteredTransport(httpx2.AsyncBaseTransport):
     """tui-eval's layer over the socket transport of the running loop (see the module
     docstring).
@@ -163,7 +142,6 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
     Args:
         proxy: the proxy requests go through (None: direct), as httpx2 chose it for the URL.
         sample: the sample requests belong to when none is current.
-        run: the run requests belong to when no sample is current.
         options: options over the defaults and under the run's (a client's `timeout=`).
     """
 
@@ -172,337 +150,19 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         proxy: httpx2.Proxy | None = None,
         *,
         sample: SampleContext | None = None,
-        run: RunContext | None = None,
         options: ProviderOptions | None = None,
     ) -> None:
         self.proxy = proxy
         self.sample = sample
-        self.run = run if run is not None else sample.run if sample is not None else None
         self.options = options
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample = current_sample() or self.sample
-        run = sample.run if sample is not None else self.run
+        run = sample.run if sample is not None else None
         check_headers(request.headers.raw)
         given = request.extensions.get("tui_eval")
         info = given if isinstance(given, RequestInfo) else self._infer(request, run)
-        options = info.options
-        sockets = (run.sockets if run is not None else default_sockets()).get(self.proxy)
-        body = _body(request)
-        meter = sample.meter if sample is not None else None
-        cache = run.cache if run is not None and body is not None else None
-        cache_key = ""
-        if cache is not None and sample is not None and request.method == "POST":
-            cache_key = cache.key(
-                info.provider, info.base_url, body or b"", sample.index, _keyed(request)
-            )
-            hit = self._cached(cache_key, cache, info, meter, request)
-            if hit is not None:
-                return hit
-        else:
-            cache = None
-        limiter = (run.session if run is not None else default_session()).limiter(
-            info.base_url, _fingerprint(request), rpm=options.rpm, tpm=options.tpm
-        )
-        timeout = options.timeout or DEFAULT_TIMEOUT_S
-        budget = (
-            options.retry_budget if options.retry_budget is not None else DEFAULT_RETRY_BUDGET_S
-        )
-        max_retries = (
-            options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
-        )
-        tokens = _token_estimate(body)
-        attempts = _Attempts(_shown_url(request.url), budget)
-        secrets = credential_values(None, _text_headers(request))
-
-        def give_up_at() -> float:
-            return limiter.give_up_at(attempts.started, budget)
-
-        def fail(message: str) -> RequestFailed:
-            return RequestFailed(redact_secrets(message, secrets))
-
-        while True:
-            try:
-                await limiter.acquire(tokens, give_up_at)
-            except RateLimitWait as exc:
-                waited = time.monotonic() - (give_up_at() - budget)
-                raise fail(
-                    f"request to {attempts.url} still rate-limited after {waited:.0f}s with no "
-                    f"request accepted (retry budget {budget:g}s): its turn would come "
-                    f"{exc.wait_s:.3g}s later ({exc.why})"
-                ) from None
-            wait: float | None = None
-            error: httpx2.TransportError | None = None
-            last_response: httpx2.Response | None = None
-            try:
-                response, content = await self._exchange(sockets, request, timeout, info.max_bytes)
-            except httpx2.ConnectError as exc:
-                if _certificate_failure(exc):  # never retried: it does not fix itself
-                    raise fail(
-                        f"could not verify the TLS certificate of {attempts.url}: "
-                        f"{_certificate_failure(exc)}"
-                    ) from None
-                error = exc
-                attempts.failed(f"connection failed: {_described(exc)}")
-            except (TimeoutError, httpx2.TimeoutException) as exc:
-                error = exc if isinstance(exc, httpx2.TransportError) else httpx2.ReadTimeout("")
-                attempts.failed(f"no complete response within {timeout:g}s (timeout)")
-            except httpx2.TransportError as exc:
-                if not _transient(exc):
-                    raise fail(f"request to {attempts.url} failed: {_described(exc)}") from None
-                error = exc
-                attempts.failed(f"connection failed: {_described(exc)}")
-            else:
-                status = response.status_code
-                if content is None:  # an event stream, metered as it passes
-                    limiter.on_response(status, header_map(response))
-                    return self._streamed(response, info, limiter, tokens, meter, cache, cache_key)
-                if status < 300:
-                    return self._answered(
-                        response, content, info, limiter, tokens, meter, cache, cache_key, attempts
-                    )
-                if status < 400:
-                    if not info.strict:
-                        return response
-                    where = header_map(response).get("location", "(no Location header)")
-                    raise fail(
-                        f"answered HTTP {status} for {attempts.url}, redirecting to {where}; "
-                        "redirects are not followed (the API key is sent only to base_url): "
-                        "set base_url to where the API is"
-                    )
-                limiter.on_response(status, header_map(response))
-                message = server_message(content)
-                attempts.failed(f"HTTP {status}: {message}")
-                if status == RATE_LIMITED and _quota_gone(content):
-                    if not info.strict:
-                        return response
-                    raise fail(
-                        f"returned HTTP 429 for {attempts.url}: the account's quota is used up, "
-                        f"so retrying cannot help (add credit or raise the limit): {message}"
-                    )
-                wait = retry_after(header_map(response))
-                longest = min(MAX_RETRY_AFTER_S, budget)
-                if wait is not None and wait > longest:
-                    if not info.strict:
-                        return response
-                    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(
-                        seconds=min(wait, 1e9)
-                    )
-                    raise fail(
-                        f"quota exhausted until {until:%Y-%m-%d %H:%M:%S} UTC: asked to retry "
-                        f"after {wait:g}s (Retry-After), more than the {longest:g}s tui-eval "
-                        f"waits at once (a quota, not a rate); last: HTTP {status}: {message}"
-                    )
-                if status == RATE_LIMITED:
-                    limiter.on_limited(wait)
-                    now = time.monotonic()
-                    deadline = give_up_at()
-                    if now >= deadline or body is None:
-                        if not info.strict:
-                            return response
-                        waited = now - (deadline - budget)
-                        raise fail(
-                            f"request to {attempts.url} still rate-limited after {waited:.0f}s "
-                            f"with no request accepted (retry budget {budget:g}s); last: "
-                            f"HTTP {status}: {message}"
-                        )
-                    attempts.retries += 1
-                    if sample is not None:
-                        sample.retrying(attempts.retries, max(0.0, limiter.paused_until - now))
-                    continue
-                if status not in RETRYABLE or body is None:
-                    if not info.strict:
-                        return response
-                    raise fail(f"returned HTTP {status} for {attempts.url}: {message}")
-                error = None
-                last_response = response
-            attempts.failures += 1
-            if attempts.failures > max_retries or body is None:
-                if error is not None and not info.strict:
-                    raise type(error)(redact_secrets(_failed_after(attempts), secrets)) from error
-                if last_response is not None and not info.strict:
-                    return last_response
-                raise fail(_failed_after(attempts))
-            delay = (
-                wait if wait is not None else min(30.0, info.backoff * 2 ** (attempts.failures - 1))
-            )
-            delay *= 1 + random.uniform(0, 0.25)
-            if time.monotonic() + delay - attempts.started > budget:
-                if last_response is not None and not info.strict:
-                    return last_response
-                raise fail(
-                    f"request to {attempts.url} gave up: retrying would pass the {budget:g}s "
-                    f"retry budget; {attempts.summary()}"
-                )
-            attempts.retries += 1
-            if sample is not None:
-                sample.retrying(attempts.retries, delay)
-            await anyio.sleep(delay)
-
-    # -- one exchange ---------------------------------------------------------------------
-    async def _exchange(
-        self,
-        sockets: httpx2.AsyncBaseTransport,
-        request: httpx2.Request,
-        timeout: float,
-        max_bytes: int,
-    ) -> tuple[httpx2.Response, bytes | None]:
-        """Send once; the decoded body within `timeout` (None for an event stream, whose
-        headers alone are waited for)."""
-        with anyio.fail_after(timeout):
-            response = await sockets.handle_async_request(request)
-            response.request = request
-            try:
-                _check_framing(response)
-                if _is_stream(response) and response.status_code < 300:
-                    return response, None
-                return response, await _read_capped(response, max_bytes)
-            except BaseException:
-                await response.aclose()
-                raise
-
-    def _answered(
-        self,
-        response: httpx2.Response,
-        content: bytes,
-        info: RequestInfo,
-        limiter: RateLimiter,
-        tokens: int,
-        meter: SampleMeter | None,
-        cache: Any,
-        cache_key: str,
-        attempts: _Attempts,
-    ) -> httpx2.Response:
-        """A 2xx answer: learn, meter, store, and hand back the (decoded) body."""
-        parsed: Any = None
-        if info.strict or "json" in header_map(response).get("content-type", ""):
-            try:
-                parsed = pydantic_core.from_json(content)
-            except ValueError:
-                if info.strict:
-                    snippet = content[:200].decode("utf-8", "replace")
-                    raise RequestFailed(f"sent a malformed (non-JSON) body: {snippet!r}") from None
-        used = response_tokens(parsed) if isinstance(parsed, dict) else ResponseTokens()
-        limiter.on_response(
-            response.status_code,
-            header_map(response),
-            tokens_reserved=tokens,
-            tokens_used=used.input + used.output,
-        )
-        if meter is not None and isinstance(parsed, dict):
-            meter.requests += 1
-            meter.count_tokens(used)  # a sample cut off by its timeout is priced by these
-            cost = stated_cost(header_map(response))
-            if cost is None:
-                cost = list_price(info, parsed, used)
-            if cost is not None:
-                meter.cost += cost
-                meter.priced = True
-        if cache is not None and isinstance(parsed, dict):
-            cache.put(cache_key, parsed, credential_values(None, _text_headers(response.request)))
-        if info.strict:  # a built-in provider reads the parsed body alone
-            return httpx2.Response(
-                response.status_code,
-                extensions={"tui_eval.json": parsed, "tui_eval.retries": attempts.retries},
-            )
-        return decoded_response(
-            response,
-            content,
-            {"tui_eval.json": parsed, "tui_eval.retries": attempts.retries},
-        )
-
-    def _cached(
-        self,
-        key: str,
-        cache: Any,
-        info: RequestInfo,
-        meter: SampleMeter | None,
-        request: httpx2.Request,
-    ) -> httpx2.Response | None:
-        stream = cache.get_stream(key)
-        if stream is not None:
-            if meter is not None:
-                meter.requests += 1
-                meter.cached += 1
-            return httpx2.Response(
-                200,
-                headers=[(b"content-type", b"text/event-stream")],
-                content=stream,
-                request=request,
-            )
-        stored = cache.get(key)
-        if stored is None:
-            return None
-        if info.usable is not None and not info.usable(stored):
-            cache.miss()  # readable but wrong ({}, no choices): ask the API again
-            return None
-        if meter is not None:
-            meter.requests += 1
-            meter.cached += 1
-            meter.count_tokens(response_tokens(stored))
-            if list_price(info, stored, response_tokens(stored)) is not None:
-                meter.priced = True  # a known model, at no cost this time
-        return httpx2.Response(
-            200,
-            headers=[(b"content-type", b"application/json")],
-            content=pydantic_core.to_json(stored),
-            request=request,
-            extensions={"tui_eval.json": stored, "tui_eval.retries": 0},
-        )
-
-    def _streamed(
-        self,
-        response: httpx2.Response,
-        info: RequestInfo,
-        limiter: RateLimiter,
-        tokens: int,
-        meter: SampleMeter | None,
-        cache: Any,
-        cache_key: str,
-    ) -> httpx2.Response:
-        """An event stream, handed on as it arrives; at its end its usage is metered and
-        the whole stream stored."""
-        usage = StreamUsage()
-        secrets = credential_values(None, _text_headers(response.request))
-        inner = response.stream
-        readable = header_map(response).get("content-encoding", "identity") == "identity"
-
-        async def passing() -> AsyncIterator[bytes]:
-            kept: list[bytes] | None = [] if cache is not None and readable else None
-            size = 0
-            assert isinstance(inner, httpx2.AsyncByteStream)
-            async for chunk in inner:
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise ResponseTooLarge(
-                        f"sent an event stream over {MAX_RESPONSE_BYTES:,} bytes; refused"
-                    )
-                if readable:
-                    usage.feed(chunk)
-                if kept is not None:
-                    kept.append(chunk)
-                yield chunk
-            used = usage.tokens()
-            limiter.settle_tokens(tokens, used.input + used.output)
-            if meter is not None:
-                meter.requests += 1
-                meter.count_tokens(used)
-                cost = stated_cost(header_map(response))
-                if cost is None and usage.seen:
-                    cost = price_of(info.provider, usage.model or info.model, used)
-                if cost is not None:
-                    meter.cost += cost
-                    meter.priced = True
-            if kept is not None:
-                cache.put_stream(cache_key, b"".join(kept), secrets)
-
-        return httpx2.Response(
-            response.status_code,
-            headers=response.headers.raw,
-            stream=_Stream(passing(), inner),
-            request=response.request,
-            extensions=response.extensions,
-        )
+        return await _Send(request, info, sample, run).send(self.proxy)
 
     def _infer(self, request: httpx2.Request, run: RunContext | None) -> RequestInfo:
         """An SDK's request, read: whose format, which model, which quota."""
@@ -530,6 +190,326 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
             options=options,
             strict=False,
         )
+
+
+class _Send:
+    """One request's way through the layer: the cache, its turns in the limiter, its
+    attempts (what its retry decisions and its error go by) and the sample's meter."""
+
+    def __init__(
+        self,
+        request: httpx2.Request,
+        info: RequestInfo,
+        sample: SampleContext | None,
+        run: RunContext | None,
+    ) -> None:
+        self.request = request
+        self.info = info
+        self.sample = sample
+        self.run = run
+        self.meter = sample.meter if sample is not None else None
+        self.body = _body(request)
+        self.cache: ResponseCache | None = None
+        self.cache_key = ""
+        self.started = time.monotonic()
+        self.retries = 0
+        self.history: list[str] = []
+        """Why each attempt failed, for the error that lists them."""
+
+    @property
+    def url(self) -> str:
+        """The request's URL as errors show it."""
+        return _shown_url(self.request.url)
+
+    def redacted(self, message: str) -> str:
+        """`message` without the request's credentials."""
+        return redact_secrets(message, credential_values(None, _text_headers(self.request)))
+
+    def fail(self, message: str) -> RequestFailed:
+        """The error of a request given up."""
+        return RequestFailed(self.redacted(message))
+
+    def give_up(self, message: str, response: httpx2.Response | None) -> httpx2.Response:
+        """An SDK gets the server's last answer to read as it does; a built-in provider
+        the error saying why."""
+        if response is not None and not self.info.strict:
+            return response
+        raise self.fail(message)
+
+    def summary(self) -> str:
+        """Why each attempt failed, in order."""
+        if len(self.history) == 1:
+            return self.history[0]
+        return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(self.history, 1))
+
+    async def send(self, proxy: httpx2.Proxy | None) -> httpx2.Response:
+        """The answer: from the cache, else from the API (through `proxy`), each attempt
+        in its turn in the limiter, retried as the policy says."""
+        request, info, run, sample = self.request, self.info, self.run, self.sample
+        body = self.body
+        cache = run.cache if run is not None else None
+        if (
+            cache is not None
+            and sample is not None
+            and body is not None
+            and request.method == "POST"
+        ):
+            self.cache_key = cache.key(
+                info.provider, info.base_url, body, sample.index, _keyed(request)
+            )
+            hit = self._cached(cache)
+            if hit is not None:
+                return hit
+            self.cache = cache
+        sockets = (run.sockets if run is not None else default_sockets()).get(proxy)
+        options = info.options
+        limiter = (run.session if run is not None else default_session()).limiter(
+            info.base_url, key_of(request.headers.raw), rpm=options.rpm, tpm=options.tpm
+        )
+        timeout = options.timeout or DEFAULT_TIMEOUT_S
+        budget = (
+            options.retry_budget if options.retry_budget is not None else DEFAULT_RETRY_BUDGET_S
+        )
+        max_retries = (
+            options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
+        )
+        tokens = _token_estimate(body)
+        failures = 0
+
+        def give_up_at() -> float:
+            return limiter.give_up_at(self.started, budget)
+
+        while True:
+            try:
+                await limiter.acquire(tokens, give_up_at)
+            except RateLimitWait as exc:
+                waited = time.monotonic() - (give_up_at() - budget)
+                raise self.fail(
+                    f"request to {self.url} still rate-limited after {waited:.0f}s with no "
+                    f"request accepted (retry budget {budget:g}s): its turn would come "
+                    f"{exc.wait_s:.3g}s later ({exc.why})"
+                ) from None
+            wait: float | None = None
+            error: httpx2.TransportError | None = None
+            last_response: httpx2.Response | None = None
+            try:
+                response, content = await _exchange(sockets, request, timeout, info.max_bytes)
+            except httpx2.ConnectError as exc:
+                if _certificate_failure(exc):  # never retried: it does not fix itself
+                    raise self.fail(
+                        f"could not verify the TLS certificate of {self.url}: "
+                        f"{_certificate_failure(exc)}"
+                    ) from None
+                error = exc
+                self.history.append(f"connection failed: {_described(exc)}")
+            except (TimeoutError, httpx2.TimeoutException) as exc:
+                error = exc if isinstance(exc, httpx2.TransportError) else httpx2.ReadTimeout("")
+                self.history.append(f"no complete response within {timeout:g}s (timeout)")
+            except httpx2.TransportError as exc:
+                if not _transient(exc):
+                    raise self.fail(f"request to {self.url} failed: {_described(exc)}") from None
+                error = exc
+                self.history.append(f"connection failed: {_described(exc)}")
+            else:
+                status = response.status_code
+                if content is None:  # an event stream, metered as it passes
+                    limiter.on_response(status, header_map(response))
+                    return self._streamed(response, limiter, tokens)
+                if status < 300:
+                    return self._answered(response, content, limiter, tokens)
+                if status < 400:
+                    where = header_map(response).get("location", "(no Location header)")
+                    return self.give_up(
+                        f"answered HTTP {status} for {self.url}, redirecting to {where}; "
+                        "redirects are not followed (the API key is sent only to base_url): "
+                        "set base_url to where the API is",
+                        response,
+                    )
+                limiter.on_response(status, header_map(response))
+                message, quota_gone = _server_error(content)
+                self.history.append(f"HTTP {status}: {message}")
+                if status == RATE_LIMITED and quota_gone:
+                    return self.give_up(
+                        f"returned HTTP 429 for {self.url}: the account's quota is used up, "
+                        f"so retrying cannot help (add credit or raise the limit): {message}",
+                        response,
+                    )
+                wait = retry_after(header_map(response))
+                longest = min(MAX_RETRY_AFTER_S, budget)
+                if wait is not None and wait > longest:
+                    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(
+                        seconds=min(wait, 1e9)
+                    )
+                    return self.give_up(
+                        f"quota exhausted until {until:%Y-%m-%d %H:%M:%S} UTC: asked to retry "
+                        f"after {wait:g}s (Retry-After), more than the {longest:g}s tui-eval "
+                        f"waits at once (a quota, not a rate); last: HTTP {status}: {message}",
+                        response,
+                    )
+                if status == RATE_LIMITED:
+                    limiter.on_limited(wait)
+                    now = time.monotonic()
+                    deadline = give_up_at()
+                    if now >= deadline or body is None:
+                        waited = now - (deadline - budget)
+                        return self.give_up(
+                            f"request to {self.url} still rate-limited after {waited:.0f}s "
+                            f"with no request accepted (retry budget {budget:g}s); last: "
+                            f"HTTP {status}: {message}",
+                            response,
+                        )
+                    self.retries += 1
+                    if sample is not None:
+                        sample.retrying(self.retries, max(0.0, limiter.paused_until - now))
+                    continue
+                if status not in RETRYABLE or body is None:
+                    return self.give_up(
+                        f"returned HTTP {status} for {self.url}: {message}", response
+                    )
+                last_response = response
+            failures += 1
+            if failures > max_retries or body is None:
+                why = f"request to {self.url} failed after {len(self.history)} attempts; "
+                if error is not None and not info.strict:
+                    raise type(error)(self.redacted(why + self.summary())) from error
+                return self.give_up(why + self.summary(), last_response)
+            delay = wait if wait is not None else min(30.0, info.backoff * 2 ** (failures - 1))
+            delay *= 1 + random.uniform(0, 0.25)
+            if time.monotonic() + delay - self.started > budget:
+                return self.give_up(
+                    f"request to {self.url} gave up: retrying would pass the {budget:g}s "
+                    f"retry budget; {self.summary()}",
+                    last_response,
+                )
+            self.retries += 1
+            if sample is not None:
+                sample.retrying(self.retries, delay)
+            await anyio.sleep(delay)
+
+    def _answered(
+        self, response: httpx2.Response, content: bytes, limiter: RateLimiter, tokens: int
+    ) -> httpx2.Response:
+        """A 2xx answer: learn, meter, store, and hand back the (decoded) body."""
+        info = self.info
+        parsed: Any = None
+        if info.strict or "json" in header_map(response).get("content-type", ""):
+            try:
+                parsed = pydantic_core.from_json(content)
+            except ValueError:
+                if info.strict:
+                    snippet = content[:200].decode("utf-8", "replace")
+                    raise RequestFailed(f"sent a malformed (non-JSON) body: {snippet!r}") from None
+        used = response_tokens(parsed) if isinstance(parsed, dict) else ResponseTokens()
+        limiter.on_response(
+            response.status_code,
+            header_map(response),
+            tokens_reserved=tokens,
+            tokens_used=used.input + used.output,
+        )
+        if isinstance(parsed, dict):
+            if self.meter is not None:  # a sample cut off by its timeout is priced by these
+                cost = stated_cost(header_map(response))
+                self.meter.add(used, cost if cost is not None else list_price(info, parsed, used))
+            if self.cache is not None:
+                secrets = credential_values(None, _text_headers(self.request))
+                self.cache.put(self.cache_key, parsed, secrets)
+        found = {"tui_eval.json": parsed, "tui_eval.retries": self.retries}
+        if info.strict:  # a built-in provider reads the parsed body alone
+            response.extensions.update(found)
+            return response
+        return decoded_response(response, content, found)
+
+    def _cached(self, cache: ResponseCache) -> httpx2.Response | None:
+        """The stored answer to this request, if the cache has one its reader can use."""
+        meter, info = self.meter, self.info
+        stream = cache.get_stream(self.cache_key)
+        if stream is not None:
+            if meter is not None:
+                meter.add(cached=True)
+            return httpx2.Response(
+                200,
+                headers=[(b"content-type", b"text/event-stream")],
+                content=stream,
+                request=self.request,
+            )
+        stored = cache.get(self.cache_key)
+        if stored is None:
+            return None
+        if info.usable is not None and not info.usable(stored):
+            cache.miss()  # readable but wrong ({}, no choices): ask the API again
+            return None
+        if meter is not None:  # a known model's price, at no cost this time
+            used = response_tokens(stored)
+            meter.add(used, list_price(info, stored, used), cached=True)
+        return httpx2.Response(
+            200,
+            headers=[(b"content-type", b"application/json")],
+            content=pydantic_core.to_json(stored),
+            request=self.request,
+            extensions={"tui_eval.json": stored, "tui_eval.retries": 0},
+        )
+
+    def _streamed(
+        self, response: httpx2.Response, limiter: RateLimiter, tokens: int
+    ) -> httpx2.Response:
+        """An event stream, handed on as it arrives; at its end its usage is metered and
+        the whole stream stored."""
+        usage = StreamUsage()
+        info, meter, cache = self.info, self.meter, self.cache
+        inner = response.stream
+        readable = header_map(response).get("content-encoding", "identity") == "identity"
+
+        async def passing() -> AsyncIterator[bytes]:
+            kept: list[bytes] | None = [] if cache is not None and readable else None
+            size = 0
+            assert isinstance(inner, httpx2.AsyncByteStream)
+            async for chunk in inner:
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise ResponseTooLarge(
+                        f"sent an event stream over {MAX_RESPONSE_BYTES:,} bytes; refused"
+                    )
+                if readable:
+                    usage.feed(chunk)
+                if kept is not None:
+                    kept.append(chunk)
+                yield chunk
+            used = usage.tokens()
+            limiter.settle_tokens(tokens, used.input + used.output)
+            if meter is not None:
+                cost = stated_cost(header_map(response))
+                if cost is None and usage.seen:
+                    cost = price_of(info.provider, usage.model or info.model, used)
+                meter.add(used, cost)
+            if cache is not None and kept is not None:
+                secrets = credential_values(None, _text_headers(self.request))
+                cache.put_stream(self.cache_key, b"".join(kept), secrets)
+
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            stream=_Stream(passing(), inner),
+            request=response.request,
+            extensions=response.extensions,
+        )
+
+
+async def _exchange(
+    sockets: httpx2.AsyncBaseTransport, request: httpx2.Request, timeout: float, max_bytes: int
+) -> tuple[httpx2.Response, bytes | None]:
+    """Send once; the decoded body within `timeout` (None for an event stream, whose
+    headers alone are waited for)."""
+    with anyio.fail_after(timeout):
+        response = await sockets.handle_async_request(request)
+        response.request = request
+        try:
+            _check_framing(response)
+            if _is_stream(response) and response.status_code < 300:
+                return response, None
+            return response, await _read_capped(response, max_bytes)
+        except BaseException:
+            await response.aclose()
+            raise
 
 
 class _Stream(httpx2.AsyncByteStream):
@@ -567,11 +547,14 @@ def _text_headers(request: httpx2.Request) -> list[tuple[str, str]]:
     return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
 
 
-def _fingerprint(request: httpx2.Request) -> str:
+def key_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The fingerprint of the key a request carries (its `Authorization`, `x-api-key` or
+    `api-key`): with the base URL, the quota whose limiter it goes through."""
+    given = {lowered: value for name, value in headers if (lowered := name.lower()) in KEY_HEADERS}
     for name in KEY_HEADERS:
-        value = request.headers.get(name)
+        value = given.get(name)
         if value:
-            return key_fingerprint(value.split()[-1])
+            return key_fingerprint(value.decode("latin-1").split()[-1])
     return key_fingerprint(None)
 
 
@@ -619,17 +602,15 @@ def sdk_base_url(url: httpx2.URL) -> str:
         if at >= 0:
             path = path[:at]
             break
-    port = f":{url.port}" if url.port is not None else ""
-    host = f"[{url.host}]" if ":" in url.host else url.host
-    return f"{url.scheme}://{host}{port}{path}".rstrip("/")
+    return _shown_url(url, path).rstrip("/")
 
 
-def _shown_url(url: httpx2.URL) -> str:
-    """`url` as errors show it: never its credentials, nor its query (an `api-version`,
-    but some APIs take a key there)."""
+def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
+    """`url` (with `path` instead of its own) as errors show it: never its credentials,
+    nor its query (an `api-version`, but some APIs take a key there)."""
     port = f":{url.port}" if url.port is not None else ""
     host = f"[{url.host}]" if ":" in url.host else url.host
-    return f"{url.scheme}://{host}{port}{url.path}"
+    return f"{url.scheme}://{host}{port}{url.path if path is None else path}"
 
 
 def header_map(response: httpx2.Response) -> dict[str, str]:
@@ -677,8 +658,10 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     plain = "content-encoding" not in header_map(response)
+    stream = response.stream  # a plain body straight from the sockets: nothing to decode
+    assert isinstance(stream, httpx2.AsyncByteStream)
     try:
-        async for chunk in response.aiter_raw() if plain else response.aiter_bytes():
+        async for chunk in stream if plain else response.aiter_bytes():
             size += len(chunk)
             if size > limit:
                 raise ResponseTooLarge(f"sent a response body over {limit:,} bytes; refused")
@@ -740,35 +723,23 @@ def _described(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def _failed_after(attempts: _Attempts) -> str:
-    count = len(attempts.history)
-    return f"request to {attempts.url} failed after {count} attempts; {attempts.summary()}"
-
-
-def server_message(body: bytes) -> str:
-    """What an error response says, shortly: its `error.message`, else its text."""
+def _server_error(body: bytes) -> tuple[str, bool]:
+    """What an error response says, shortly (its `error.message`, else its text), and
+    whether it says the account's quota is gone (a 429 that no wait fixes)."""
     try:
         parsed = pydantic_core.from_json(body)
     except ValueError:
-        return body[:300].decode("utf-8", "replace") or "(no body)"
-    if isinstance(parsed, dict):
-        error = parsed.get("error", parsed)
-        if isinstance(error, dict):
-            message = error.get("message")
-            return str(message)[:300] if message else pydantic_core.to_json(error)[:300].decode()
-        return str(error)[:300]
-    return str(parsed)[:300]
-
-
-def _quota_gone(body: bytes) -> bool:
-    try:
-        parsed = pydantic_core.from_json(body)
-    except ValueError:
-        return False
-    error = parsed.get("error") if isinstance(parsed, dict) else None
+        return body[:300].decode("utf-8", "replace") or "(no body)", False
+    if not isinstance(parsed, dict):
+        return str(parsed)[:300], False
+    error = parsed.get("error", parsed)
     if not isinstance(error, dict):
-        return False
-    return any(error.get(name) in QUOTA_GONE for name in ("code", "type"))
+        return str(error)[:300], False
+    message = error.get("message")
+    text = str(message)[:300] if message else pydantic_core.to_json(error)[:300].decode()
+    codes = (error.get("code"), error.get("type"))
+    gone = "error" in parsed and any(isinstance(c, str) and c in QUOTA_GONE for c in codes)
+    return text, gone
 
 
 def list_price(info: RequestInfo, parsed: Mapping[str, Any], used: ResponseTokens) -> float | None:
