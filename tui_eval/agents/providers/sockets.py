@@ -53,8 +53,25 @@ def ssl_context() -> ssl.SSLContext:
     key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
     context = _contexts.get(key)
     if context is None:
-        context = _contexts[key] = httpcore2.default_ssl_context()
+        try:
+            context = httpcore2.default_ssl_context()
+        except (OSError, ssl.SSLError) as exc:
+            given = " and ".join(
+                f"{name}={value!r}"
+                for name, value in zip(("SSL_CERT_FILE", "SSL_CERT_DIR"), key, strict=True)
+                if value
+            )
+            why = getattr(exc, "strerror", None) or str(exc)
+            raise TrustStoreError(
+                f"cannot load the CA certificates {given or 'of the system'}: {why}"
+            ) from None
+        _contexts[key] = context
     return context
+
+
+class TrustStoreError(ValueError):
+    """The CA certificates HTTPS servers are verified with cannot be loaded (a bad
+    `SSL_CERT_FILE` or `SSL_CERT_DIR`): a setting to fix, never retried."""
 
 
 def _timeout(request: httpx2.Request) -> Any:
