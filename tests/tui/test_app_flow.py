@@ -29,6 +29,15 @@ pytestmark = pytest.mark.anyio
 # the state the next step needs, with a timeout far beyond what a loaded machine takes.
 
 
+def stand_in(path):
+    """`path`, written as a stand-in file for a suite built in the test. The app watches a
+    suite's folder and drops a suite whose file is gone when any change there is reported
+    (the runs' journals, written beside it, are one): a path that never existed made the
+    suite vanish whenever that report came before the test's next key."""
+    path.write_text("# a suite built in the test stands for this file\n", encoding="utf-8")
+    return path
+
+
 async def wait_for(pilot, condition, timeout: float = 20) -> None:
     """Until `condition()` holds; then until the app and the current screen have handled
     the messages already posted (what the change that made it hold sent them)."""
@@ -126,7 +135,7 @@ def switchable(tmp_path, wrong: set[str]) -> Suite:
         agent=agent,
         cases=[Case(name, checks=[contains("ok")]) for name in ("a", "b", "c", "d", "e")],
     )
-    suite.path = tmp_path / "kitchen_suite.py"
+    suite.path = stand_in(tmp_path / "kitchen_suite.py")
     return suite
 
 

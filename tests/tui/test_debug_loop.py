@@ -12,7 +12,14 @@ from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
 
-from .test_app_flow import FileWatch, TimerTicks, run_and_save_baseline, wait_for, wait_until_done
+from .test_app_flow import (
+    FileWatch,
+    TimerTicks,
+    run_and_save_baseline,
+    stand_in,
+    wait_for,
+    wait_until_done,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -79,7 +86,7 @@ def kitchen(tmp_path, wrong: tuple[str, ...] = ()) -> Suite:
         agent=agent,
         cases=[Case(name, checks=[contains("ok")]) for name in ("a", "b", "c", "d", "e")],
     )
-    suite.path = tmp_path / "kitchen_suite.py"
+    suite.path = stand_in(tmp_path / "kitchen_suite.py")
     return suite
 
 
@@ -482,7 +489,7 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
         agent=agent,
         cases=[Case("q", checks=[contains("ok")], samples=10, pass_threshold=0.8)],
     )
-    suite.path = tmp_path / "coin_suite.py"
+    suite.path = stand_in(tmp_path / "coin_suite.py")
     app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await run_and_save_baseline(pilot, app)
@@ -533,7 +540,7 @@ async def test_m_on_the_since_previous_diff_decides_against_the_previous_run(tmp
     suite = Suite(
         "flip", agent=agent, cases=[Case(f"q{i}", checks=[contains("ok")]) for i in range(3)]
     )
-    suite.path = tmp_path / "flip_suite.py"
+    suite.path = stand_in(tmp_path / "flip_suite.py")
     history = RunHistory(tmp_path)
     app = make_app(suites=[suite], history=history)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -20,7 +20,7 @@ from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.case_table import CaseTable
 
 from .test_app import screen_text
-from .test_app_flow import wait_for, wait_until_done
+from .test_app_flow import stand_in, wait_for, wait_until_done
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ def two_modes_suite(tmp_path, gate: anyio.Event) -> Suite:
         cases=[Case(f"q {i}", name=f"c{i}", checks=[contains("ok")]) for i in range(8)],
         concurrency=8,
     )
-    suite.path = tmp_path / "modes_suite.py"
+    suite.path = stand_in(tmp_path / "modes_suite.py")
     return suite
 
 
