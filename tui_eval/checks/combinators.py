@@ -3,7 +3,7 @@ checks inside it, so `all_of(equals_expected(), ...)` reads the case as a check 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated
 
 import anyio
@@ -34,7 +34,8 @@ async def _run_all(
     return [r for r in results if r is not None]
 
 
-def _usage(results: list[CheckResult]) -> Usage | None:
+def spent_usage(results: Sequence[CheckResult]) -> Usage | None:
+    """What the checks spent together (None when none of them spent anything)."""
     spent = [r.usage for r in results if r.usage is not None]
     if not spent:
         return None
@@ -60,7 +61,7 @@ class all_of:
         failed = [r for r in results if not r.passed]
         reason = f"{failed[0].name}: {failed[0].reason}" if failed else ""
         score = min(scores) if scores else 1.0
-        return CheckResult(self.name, not failed, score, reason, _usage(results))
+        return CheckResult(self.name, not failed, score, reason, spent_usage(results))
 
 
 class any_of:
@@ -81,7 +82,7 @@ class any_of:
             "" if passed else "none passed: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
         )
         return CheckResult(
-            self.name, passed, max(scores) if scores else 0.0, reason, _usage(results)
+            self.name, passed, max(scores) if scores else 0.0, reason, spent_usage(results)
         )
 
 
@@ -133,4 +134,4 @@ class weighted:
         reason = (
             "" if passed else f"weighted score {score:.2f} below {self.threshold:.2f} ({parts})"
         )
-        return CheckResult(self.name, passed, score, reason, _usage(results))
+        return CheckResult(self.name, passed, score, reason, spent_usage(results))

@@ -13,10 +13,11 @@ from typing import Annotated, Any
 
 import pydantic
 
-from tui_eval.agents.messages import Message, RunResult, Turn, Usage, state_value_text
+from tui_eval.agents.messages import Message, RunResult, Turn, state_value_text
 from tui_eval.agents.providers import ModelLike
 from tui_eval.agents.state import differences, snapshot
 from tui_eval.checks.base import Check, CheckContext, CheckResult, Declared, check_name, run_check
+from tui_eval.checks.combinators import spent_usage
 from tui_eval.checks.judge import MAX_JUDGED_CHARS, Aggregate, llm_judge
 from tui_eval.util.text import one_line, value_text
 
@@ -238,7 +239,7 @@ class every_turn:
             spent.append(result)
             if not result.passed:
                 return _named(result, self.name, f"turn {turn.index}: ", spent)
-        return CheckResult(self.name, True, 1.0, "", _spent(spent))
+        return CheckResult(self.name, True, 1.0, "", spent_usage(spent))
 
 
 class at_turn:
@@ -275,16 +276,6 @@ class at_turn:
         return _named(result, self.name, f"turn {turn.index}: ")
 
 
-def _spent(results: Sequence[CheckResult]) -> Usage | None:
-    spent = [r.usage for r in results if r.usage is not None]
-    if not spent:
-        return None
-    total = Usage()
-    for usage in spent:
-        total = total + usage
-    return total
-
-
 def _named(
     result: CheckResult, name: str, where: str, spent: Sequence[CheckResult] = ()
 ) -> CheckResult:
@@ -292,7 +283,7 @@ def _named(
     if result.passed:
         return CheckResult(name, True, result.score, "", result.usage)
     reason = f"{where}{result.name}: {result.reason}" if result.reason else f"{where}{result.name}"
-    usage = _spent(spent) if spent else result.usage
+    usage = spent_usage(spent) if spent else result.usage
     return CheckResult(name, False, result.score, reason, usage, result.threshold)
 
 

@@ -11,10 +11,11 @@ sample is run by the run's `SampleRunner`; the run (`tui_eval.run.runner.Evaluat
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 
 from tui_eval.core.results import CaseResult, SampleResult
@@ -155,8 +156,7 @@ async def case_pool(run: Scheduled) -> None:
                 return
 
     async with anyio.create_task_group() as group:
-        for _ in range(min(run.concurrency, len(run.results))):
-            group.start_soon(worker)
+        await start_staggered(group, worker, min(run.concurrency, len(run.results)))
 
 
 async def sample_pool(run: Scheduled) -> None:
@@ -176,5 +176,15 @@ async def sample_pool(run: Scheduled) -> None:
                 await anyio.lowlevel.checkpoint()
 
     async with anyio.create_task_group() as group:
-        for _ in range(min(run.concurrency, len(units))):
-            group.start_soon(worker)
+        await start_staggered(group, worker, min(run.concurrency, len(units)))
+
+
+async def start_staggered(
+    group: anyio.abc.TaskGroup, worker: Callable[[], Coroutine[Any, Any, None]], count: int
+) -> None:
+    """Start `count` workers, letting the loop turn after each: every worker's first step
+    (building its agent, its first request) would otherwise run in one turn of the loop,
+    and 200 of them kept the app's keys and timers waiting ~0.1 s at a run's start."""
+    for _ in range(count):
+        group.start_soon(worker)
+        await anyio.lowlevel.checkpoint()
