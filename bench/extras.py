@@ -109,33 +109,29 @@ def app_versus_headless(rounds: int) -> tuple[float, float]:
     return statistics.median(headless), statistics.median(app)
 
 
-def end_to_end(rounds: int) -> tuple[float, float]:
-    """Workload A's inner `evaluate()` time and `asyncio.run(evaluate(...))` end to end."""
-    inner, outer = [], []
-    script = Path(__file__).parent / "workloads" / "end_to_end_run.py"
+def _two_timings(workload: str, rounds: int) -> tuple[float, float]:
+    """The medians of the two times `bench/workloads/<workload>` prints, each round in a
+    fresh process (nothing cached)."""
+    firsts, seconds = [], []
+    script = Path(__file__).parent / "workloads" / workload
     for _ in range(rounds):
         out = subprocess.run(
             [sys.executable, str(script)], capture_output=True, text=True, check=True
         )
         first, second = out.stdout.split()
-        inner.append(float(first))
-        outer.append(float(second))
-    return statistics.median(inner), statistics.median(outer)
+        firsts.append(float(first))
+        seconds.append(float(second))
+    return statistics.median(firsts), statistics.median(seconds)
+
+
+def end_to_end(rounds: int) -> tuple[float, float]:
+    """Workload A's inner `evaluate()` time and `asyncio.run(evaluate(...))` end to end."""
+    return _two_timings("end_to_end_run.py", rounds)
 
 
 def compare_spread(rounds: int) -> tuple[float, float]:
-    """`compare()` of two 2,000 × 5 reports with spread pass rates, and printing the diff,
-    each round in a fresh process (nothing cached)."""
-    compared, printed = [], []
-    script = Path(__file__).parent / "workloads" / "compare_run.py"
-    for _ in range(rounds):
-        out = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, check=True
-        )
-        first, second = out.stdout.split()
-        compared.append(float(first))
-        printed.append(float(second))
-    return statistics.median(compared), statistics.median(printed)
+    """`compare()` of two 2,000 × 5 reports with spread pass rates, and printing the diff."""
+    return _two_timings("compare_run.py", rounds)
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -267,9 +267,3 @@ def _diff(
         changes.append(StateChange(where, before, None, "removed"))
     elif not same_value(before, after):
         changes.append(StateChange(where, before, after))
-
-
-def iter_paths(changes: Sequence[StateChange]) -> Iterator[tuple[str, ...]]:
-    """The paths of `changes`, as segments."""
-    for change in changes:
-        yield path_segments(change.path)
