@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import pydantic
 
-from tui_eval.agents.messages import Message, RunResult, Turn, state_value_text
+from tui_eval.agents.messages import Message, RunResult, StateChange, Turn, state_value_text
 from tui_eval.agents.providers import ModelLike
 from tui_eval.agents.state import differences, snapshot
 from tui_eval.checks.base import Check, CheckContext, CheckResult, Declared, check_name, run_check
@@ -51,10 +51,14 @@ class state_equals:
     ignore: Sequence[str] = ()
     name: str = "state_equals"
 
+    def differences(self, state: Any) -> list[StateChange]:
+        """Where `state` (plain data) differs from the expected one (`before`: expected)."""
+        return differences(snapshot(self.expected), state, ignore=self.ignore)
+
     def __call__(self, run: RunResult) -> CheckResult:
         if run.state is None:
             return _no_state(self.name)
-        found = differences(snapshot(self.expected), run.state, ignore=self.ignore)
+        found = self.differences(run.state)
         if not found:
             return CheckResult(self.name, True, 1.0, "")
         listed = "; ".join(

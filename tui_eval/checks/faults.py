@@ -34,6 +34,7 @@ from tui_eval.agents.providers.base import ProviderError
 from tui_eval.agents.state import StateError, path_segments
 from tui_eval.agents.users import SimulatedUser, User
 from tui_eval.checks.base import CheckResult
+from tui_eval.checks.conversations import state_equals
 from tui_eval.checks.judge import JUDGE_MODEL_ENV, MAX_JUDGED_CHARS
 from tui_eval.util.text import one_line
 
@@ -173,9 +174,14 @@ def _recovered(turns: Sequence[object], turn_index: int, position: int, name: st
     return later
 
 
-def default_fault(run: RunResult | None, checks: Sequence[CheckResult]) -> Fault:
-    """The agent's fault, placed at the first turn that changed a state path a failing
-    state check names (else the last turn)."""
+def default_fault(
+    run: RunResult | None,
+    checks: Sequence[CheckResult],
+    expected_states: Sequence[state_equals] = (),
+) -> Fault:
+    """The agent's fault, placed at the first turn that changed a path where the final
+    state differs from one of `expected_states` (the case's `state_equals` checks), else at
+    the last turn."""
     conversation = run.conversation if run is not None else None
     failing = [c for c in checks if not c.passed]
     reason = (
@@ -184,30 +190,19 @@ def default_fault(run: RunResult | None, checks: Sequence[CheckResult]) -> Fault
         if failing
         else "no rule blamed the user or the environment"
     )
-    if conversation is None or not conversation.turns:
+    if run is None or conversation is None or not conversation.turns:
         return Fault("agent", None, reason, "default")
     turn_index = conversation.turns[-1].index
-    paths = _state_paths(failing)
-    if paths:
-        for turn in conversation.turns:
-            if any(path_segments(c.path)[: len(p)] == p for c in turn.changes for p in paths):
-                turn_index = turn.index
-                break
+    paths = [
+        path_segments(change.path)
+        for check in (expected_states if run.state is not None else ())
+        for change in check.differences(run.state)
+    ]
+    for turn in conversation.turns:
+        if any(path_segments(c.path)[: len(p)] == p for c in turn.changes for p in paths):
+            turn_index = turn.index
+            break
     return Fault("agent", turn_index, reason, "default")
-
-
-def _state_paths(checks: Sequence[CheckResult]) -> list[tuple[str, ...]]:
-    """The paths a failing `state_equals` names ("orders.A-17.status: expected ...")."""
-    paths: list[tuple[str, ...]] = []
-    for check in checks:
-        if not check.name.startswith("state_equals") or ": " not in check.reason:
-            continue
-        listed = check.reason.split(": ", 1)[1]
-        for item in listed.split("; "):
-            path = item.split(": ", 1)[0]
-            if path:
-                paths.append(path_segments(path))
-    return paths
 
 
 def reviewer_model(user: User) -> ModelLike | None:
@@ -263,8 +258,10 @@ async def attribute_fault(
     error: BaseException | None = None,
     *,
     status: str = "failed",
+    expected_states: Sequence[state_equals] = (),
 ) -> Fault:
-    """Who failed this conversation: the rules, then the reviewer, then the agent."""
+    """Who failed this conversation: the rules, then the reviewer, then the agent (placed
+    by `expected_states`, the case's `state_equals` checks)."""
     found = rule_fault(run, checks, error, status=status)
     if found is not None:
         return found
@@ -280,6 +277,6 @@ async def attribute_fault(
             note = "" if reviewed is not None else " (the reviewer gave no valid verdict)"
         if reviewed is not None:
             return reviewed
-    fault = default_fault(run, checks)
+    fault = default_fault(run, checks, expected_states)
     fault.reason += note
     return fault

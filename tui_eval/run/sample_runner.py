@@ -36,7 +36,7 @@ from tui_eval.agents.providers.metering import SampleMeter
 from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.run_spec import AgentCall
 from tui_eval.agents.state import Environment, StateError
-from tui_eval.agents.users import User
+from tui_eval.checks.conversations import state_equals
 from tui_eval.checks.faults import attribute_fault
 from tui_eval.core.case_plan import CasePlan
 from tui_eval.core.cases import Case
@@ -176,7 +176,7 @@ class SampleRunner:
         try:
             await self._judge(index, plan, sample, stored.run)
             if plan.case.user is not None:  # new checks may change whose fault it is
-                await self._attribute(sample, plan.case.user, None)
+                await self._attribute(sample, plan.case, None)
         finally:
             CURRENT_SAMPLE.reset(token)
         if meter.requests:
@@ -305,10 +305,10 @@ class SampleRunner:
             sample.latency_ms = elapsed * 1000
             self._settle_usage(sample)
         if case.user is not None:
-            await self._attribute(sample, case.user, failure)
+            await self._attribute(sample, case, failure)
 
     async def _attribute(
-        self, sample: SampleResult, user: User, failure: BaseException | None
+        self, sample: SampleResult, case: Case, failure: BaseException | None
     ) -> None:
         """A conversation's user usage in the sample's; a failed one's fault (the reviewer
         is a judge: what it spends is judge usage)."""
@@ -325,7 +325,11 @@ class SampleRunner:
                     turn.cost = self.price(turn.usage)
         if sample.status in ("passed", "cancelled"):
             return
-        fault = await attribute_fault(run, sample.checks, user, failure, status=sample.status)
+        assert case.user is not None
+        expected = [check for check in case.checks if isinstance(check, state_equals)]
+        fault = await attribute_fault(
+            run, sample.checks, case.user, failure, status=sample.status, expected_states=expected
+        )
         if fault.usage is not None:
             sample.judge_usage = sample.judge_usage + fault.usage
             sample.usage = sample.usage + fault.usage
