@@ -270,6 +270,7 @@ async def test_the_run_header_says_how_many_samples_were_left_out():
         await pilot.pause()
         header = screen_text(app)
         assert "⊘ 1 left out (user faults)" in header
+        assert "✗ 0 failed" in header  # the user simulator's failure is not the agent's
         assert "100% passed" in header  # of the one sample counted
     plain = make_app(report=one_case_report(samples[0]))
     async with plain.run_test(size=(120, 40)) as pilot:

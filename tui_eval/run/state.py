@@ -61,8 +61,8 @@ class RunState:
     samples_resumed: int = 0
     """Samples an earlier, interrupted run had finished (they do not count in the rate)."""
     samples_left_out: int = 0
-    """Failed samples left out of the pass rates (the user simulator's fault; also in
-    `samples_failed`, `samples_errored` or `samples_timed_out`)."""
+    """Samples left out of the pass rates (the user simulator's fault); not counted in
+    `samples_failed`, `samples_errored` or `samples_timed_out`, which are the agent's."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -177,14 +177,14 @@ class RunState:
         status = sample.status
         if status == "passed":
             self.samples_passed += 1
+        elif sample.excluded:  # the user simulator's failure: not the agent's
+            self.samples_left_out += 1
         elif status == "error":
             self.samples_errored += 1
         elif status == "timeout":
             self.samples_timed_out += 1
         else:
             self.samples_failed += 1
-        if sample.excluded:
-            self.samples_left_out += 1
         usage = sample.usage
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
