@@ -331,3 +331,11 @@ async def test_progress_lines_count_left_out_samples_apart_from_failures(tmp_pat
     last = err.getvalue().strip().splitlines()[-1]
     assert last.endswith("6/6 samples · 3 passed · 0 failed · 3 left out"), last
     assert progress.state.samples_left_out == 3
+
+
+async def test_run_lists_count_passed_cases_out_of_the_decided_ones(tmp_path: Path) -> None:
+    from tui_eval.service.store import RunSummary
+
+    summary = RunSummary.of(await shop_report(tmp_path))
+    assert (summary.cases_passed, summary.cases_decided, summary.cases_undecided) == (2, 2, 1)
+    assert summary.cases_text() == "2/2 ⊘1"  # the Suites list, History and `tui-eval history`

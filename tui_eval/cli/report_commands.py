@@ -145,7 +145,7 @@ def history_command(limit: int) -> int:
                 f", {summary.samples_left_out:,} left out" if summary.samples_left_out else ""
             )
             counts = (
-                f"{summary.cases_passed}/{summary.cases_total} cases · "
+                f"{summary.cases_text()} cases · "
                 f"{counted(summary.samples, 'sample')}{left_out} · "
                 f"{counted(summary.tokens, 'token')}"
             )

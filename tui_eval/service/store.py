@@ -152,6 +152,18 @@ class RunSummary:
     """Per case: the summed latency of its samples (what `--shard` balances on)."""
     samples_left_out: int = 0
     """Samples left out of the pass rates (the user simulator's fault)."""
+    cases_undecided: int = 0
+    """Cases whose every sample was left out: no verdict, in neither count."""
+
+    @property
+    def cases_decided(self) -> int:
+        """The cases with a verdict: what `cases_passed` is out of."""
+        return self.cases_total - self.cases_undecided
+
+    def cases_text(self) -> str:
+        """`4/5` (and ` ⊘1` when a case was undecided): passed of the decided cases."""
+        undecided = f" ⊘{self.cases_undecided}" if self.cases_undecided else ""
+        return f"{self.cases_passed}/{self.cases_decided}{undecided}"
 
     @classmethod
     def of(cls, report: Report) -> RunSummary:
@@ -165,6 +177,7 @@ class RunSummary:
             bool(report.metadata.get("resumed")),
             {c.name: sum(s.latency_ms for s in c.samples) / 1000 for c in report.cases},
             report.samples_left_out,
+            report.cases_undecided,
         )
 
 

@@ -75,7 +75,7 @@ class HistoryScreen(Screen[None]):
             summary: RunSummary | None = record.summary()
         except Exception:
             summary = None
-        cases = f"{summary.cases_passed}/{summary.cases_total}" if summary else "?"
+        cases = summary.cases_text() if summary else "?"
         status = record.status
         if record.options.is_partial:
             status += " · rerun"

@@ -156,7 +156,10 @@ class RunScreen(Screen[None]):
             )
         else:
             verdict = "all passed" if report.passed else "some cases failed"
-            message = f"{report.cases_passed}/{planned} cases passed · {verdict}"
+            undecided = report.cases_undecided
+            message = f"{report.cases_passed}/{planned - undecided} cases passed · {verdict}"
+            if undecided:
+                message += f" · ⊘ {undecided} undecided (the user simulator's fault)"
         self.notify(message, title=self.session.title)
 
     # -- watch mode --------------------------------------------------------------------

@@ -138,8 +138,8 @@ class SuitesScreen(Screen[None]):
                 continue
             when = time.strftime("%H:%M", time.localtime(record.started_at))
             last[record.suite] = Text(
-                f"{summary.cases_passed}/{summary.cases_total} passed{rerun} · {when}",
-                style="green" if summary.cases_passed == summary.cases_total else "red",
+                f"{summary.cases_text()} passed{rerun} · {when}",
+                style="green" if summary.cases_passed == summary.cases_decided else "red",
             )
         return last
 
