@@ -26,7 +26,7 @@ from tui_eval import (
     tool_called,
     tool_sequence,
 )
-from tui_eval.agents.providers.context import current_sample
+from tui_eval.agents.http.context import current_sample
 from tui_eval.checks import verdict_reply
 from tui_eval.testing import ScriptedProvider, call, text
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from tui_eval.agents.providers.context import ProviderSession
+    from tui_eval.agents.http.context import ProviderSession
 
 _GC_THRESHOLDS = gc.get_threshold()
 
@@ -104,7 +104,7 @@ def provider_session() -> Iterator[ProviderSession]:
     loopback servers bind a port the OS picks, and within one worker a later server can get
     an earlier one's port, and with it that test's limiter: its learned pace, its `rpm` cap
     (a stale 120/min made a 2-second test take 20 seconds) or a pause."""
-    from tui_eval.agents.providers.context import ProviderSession
+    from tui_eval.agents.http.context import ProviderSession
 
     with ProviderSession().as_default() as fresh:
         yield fresh

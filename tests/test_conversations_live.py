@@ -15,9 +15,9 @@ from genai_prices import calc_price
 from tests.agents.chat_server import MODEL, ChatServer, completion, is_user
 from tests.agents.wire_server import Reply
 from tui_eval import Agent, Case, RunSettings, SimulatedUser, evaluate, tool_called
+from tui_eval.agents.http.context import ProviderSession
+from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.messages import Usage
-from tui_eval.agents.providers.context import ProviderSession
-from tui_eval.agents.providers.limits import RateLimiter
 
 pytestmark = pytest.mark.anyio
 

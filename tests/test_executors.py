@@ -485,7 +485,7 @@ def test_a_batch_round_trips_every_field_of_a_sample():
 def test_a_workers_shared_limiter_takes_a_later_runs_caps():
     """A worker's session hands out a quota's shared limiter again with `rpm` set (a
     second request, a second run): the cap reaches the cluster's limiter, no AttributeError."""
-    from tui_eval.agents.providers.context import ProviderSession
+    from tui_eval.agents.http.context import ProviderSession
     from tui_eval.run.ray_worker import SharedLimiter
 
     class Method:

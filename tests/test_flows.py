@@ -90,8 +90,8 @@ def test_the_export_list_is_the_one_list():
 SETTINGS_SUITE = """
 import os
 from tui_eval import Case, Suite
-from tui_eval.agents.providers.context import current_sample
-from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.agents.http.context import current_sample
+from tui_eval.agents.http.options import ProviderOptions
 
 
 def seen() -> str:

@@ -45,8 +45,8 @@ _EXPORTS: dict[str, str] = {
     "decide": "tui_eval.run.sequential",
     "evaluate": "tui_eval.run.runner",
     "evaluate_iter": "tui_eval.run.runner",
-    "http_client": "tui_eval.agents.providers.client",
-    "http_client_sync": "tui_eval.agents.providers.client",
+    "http_client": "tui_eval.agents.http.client",
+    "http_client_sync": "tui_eval.agents.http.client",
     "llm_judge": "tui_eval.checks",
     "matches": "tui_eval.checks",
     "matches_expected": "tui_eval.checks",
@@ -99,10 +99,10 @@ if TYPE_CHECKING:
     from tui_eval.agents import RunResult as RunResult
     from tui_eval.agents import ToolCall as ToolCall
     from tui_eval.agents import Usage as Usage
+    from tui_eval.agents.http.client import http_client as http_client
+    from tui_eval.agents.http.client import http_client_sync as http_client_sync
     from tui_eval.agents.messages import Conversation as Conversation
     from tui_eval.agents.messages import Turn as Turn
-    from tui_eval.agents.providers.client import http_client as http_client
-    from tui_eval.agents.providers.client import http_client_sync as http_client_sync
     from tui_eval.agents.state import current_state as current_state
     from tui_eval.agents.users import ScriptedUser as ScriptedUser
     from tui_eval.agents.users import SimulatedUser as SimulatedUser

@@ -14,9 +14,9 @@ import pytest
 
 from tests.test_cli import cli
 from tui_eval import Agent, Case, contains, evaluate
+from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.providers.anthropic import AnthropicProvider
 from tui_eval.agents.providers.openai import OpenAIProvider
-from tui_eval.agents.providers.settings import ProviderOptions
 
 from .wire_server import Reply, WireServer, anthropic_text, openai_text
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from tui_eval.agents.http.client import MeteredAsyncClient
 from tui_eval.agents.messages import Message
 from tui_eval.agents.providers import ProviderError
 from tui_eval.agents.providers.anthropic import AnthropicProvider
-from tui_eval.agents.providers.client import MeteredAsyncClient
 from tui_eval.agents.providers.openai import OpenAIProvider
 
 from .proxy_server import ProxyServer
@@ -46,7 +46,7 @@ def proxy_for(url: str) -> httpx2.Proxy | None:
 @pytest.fixture(autouse=True)
 def _fresh_trust_store():
     """Each test's own TLS context: they are made once per SSL_CERT_FILE/SSL_CERT_DIR."""
-    from tui_eval.agents.providers import sockets
+    from tui_eval.agents.http import sockets
 
     sockets._contexts.clear()
     yield

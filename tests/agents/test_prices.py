@@ -14,8 +14,8 @@ import pytest
 from genai_prices import extract_usage
 
 from tui_eval import Agent, Case, contains, evaluate
+from tui_eval.agents.http.metering import MAX_TOKENS, response_tokens
 from tui_eval.agents.providers.anthropic import AnthropicProvider
-from tui_eval.agents.providers.metering import MAX_TOKENS, response_tokens
 from tui_eval.agents.providers.openai import OpenAIProvider
 
 from .wire_server import Reply, WireServer, anthropic_text, openai_text
@@ -202,7 +202,7 @@ def test_the_app_run_header_says_how_many_samples_are_unpriced():
 
 @pytest.fixture
 def fresh_price_lookups():
-    from tui_eval.agents.providers import metering
+    from tui_eval.agents.http import metering
 
     metering._price_ref.cache_clear()
     yield metering

@@ -13,12 +13,13 @@ import anyio
 import pytest
 
 from tui_eval import Agent, Case, contains, evaluate
+from tui_eval.agents.http import limits
+from tui_eval.agents.http.limits import LimitStatus, RateLimiter, RateLimitWait
+from tui_eval.agents.http.options import ProviderOptions
+from tui_eval.agents.http.rate_headers import retry_after
 from tui_eval.agents.messages import Message
-from tui_eval.agents.providers import ProviderError, limits
-from tui_eval.agents.providers.limits import LimitStatus, RateLimiter, RateLimitWait
+from tui_eval.agents.providers import ProviderError
 from tui_eval.agents.providers.openai import OpenAIProvider
-from tui_eval.agents.providers.rate_headers import retry_after
-from tui_eval.agents.providers.settings import ProviderOptions
 
 from .wire_server import Reply, WireServer, openai_text
 

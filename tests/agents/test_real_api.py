@@ -15,10 +15,10 @@ import pytest
 from tests.test_cli import cli
 from tui_eval import Agent, Case, contains, equals, evaluate
 from tui_eval.agents import TokenLimitExceeded
+from tui_eval.agents.http.limits import LimitStatus, RateLimiter
+from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.providers import ModelSpecError, resolve_model
-from tui_eval.agents.providers.limits import LimitStatus, RateLimiter
 from tui_eval.agents.providers.openai import OpenAIProvider
-from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.run.events import RunStatus
 from tui_eval.testing import ScriptedProvider, text
 
@@ -105,7 +105,7 @@ async def test_a_429_pauses_every_worker_and_the_pace_is_learned_without_headers
 async def test_rate_limit_headers_set_the_pace_before_anything_is_rejected_again(monkeypatch):
     # Held at the headers' pace for 2 s with nothing rejected, the limiter probes above
     # them (tested with a fake clock below); a slow machine stretches this run past that.
-    monkeypatch.setattr("tui_eval.agents.providers.limits.PROBE_AFTER_S", 3600.0)
+    monkeypatch.setattr("tui_eval.agents.http.limits.PROBE_AFTER_S", 3600.0)
     with LoopbackAPI(rate=50, burst=2, latency=0.01) as api:
         provider = OpenAIProvider("m", base_url=api.url)
         log = LimiterLog(provider.limiter())

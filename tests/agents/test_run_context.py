@@ -9,8 +9,8 @@ import pytest
 
 import tui_eval
 from tui_eval import Agent, Case, RunSettings, evaluate
-from tui_eval.agents.providers.context import ProviderSession, current_sample
-from tui_eval.agents.providers.limits import RateLimiter
+from tui_eval.agents.http.context import ProviderSession, current_sample
+from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.providers.openai import OpenAIProvider
 from tui_eval.run.sample_runner import SampleRunner
 from tui_eval.run.sample_sources import AgentRuns
@@ -145,4 +145,4 @@ def test_the_current_sample_is_the_one_context_variable():
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(r"\bContextVar\(", line)
     ]
-    assert len(defined) == 1 and defined[0].startswith("agents/providers/context.py:"), defined
+    assert len(defined) == 1 and defined[0].startswith("agents/http/context.py:"), defined

@@ -21,8 +21,8 @@ from tui_eval import (
     state_equals,
     tool_called,
 )
+from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import Completion, Message
-from tui_eval.agents.providers.context import current_sample
 from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
 from tui_eval.agents.users import UserView
 from tui_eval.report.report import Report

@@ -212,7 +212,7 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
         async def show_live(pilot: Pilot[Any]) -> None:
             state = live_state(report, 6)
             if name == "run_rate_limited":
-                from tui_eval.agents.providers.limits import LimitStatus
+                from tui_eval.agents.http.limits import LimitStatus
                 from tui_eval.run.events import RunStatus
 
                 limited = LimitStatus("https://api.openai.com/v1", True, 1.2, 96.0, 97.0, 12)

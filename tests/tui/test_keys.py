@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tui_eval import Case, Suite, contains
-from tui_eval.agents.providers.context import current_sample
+from tui_eval.agents.http.context import current_sample
 from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen

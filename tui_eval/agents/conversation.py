@@ -19,6 +19,7 @@ from typing import cast
 
 import anyio
 
+from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import (
     Conversation,
     Message,
@@ -28,7 +29,6 @@ from tui_eval.agents.messages import (
     input_text,
     is_conversation,
 )
-from tui_eval.agents.providers.context import current_sample
 from tui_eval.agents.run_spec import AgentCall, RunSpec
 from tui_eval.agents.sources import bind_conversation
 from tui_eval.agents.state import Environment, differences

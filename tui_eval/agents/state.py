@@ -27,8 +27,8 @@ from typing import Any
 
 import pydantic
 
+from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import StateChange
-from tui_eval.agents.providers.context import current_sample
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import Message, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import ModelSpecError, Provider
-from tui_eval.agents.providers.context import current_sample
 
 STOP = "###STOP###"
 """What a simulated user writes to end the conversation (tau-bench's signal)."""

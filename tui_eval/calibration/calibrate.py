@@ -26,10 +26,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from tui_eval.agents.http.cache import CacheMode, ResponseCache
+from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
-from tui_eval.agents.providers.cache import CacheMode, ResponseCache
-from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.users import User
 from tui_eval.calibration.labels import LabelRecord, LabelsFileError, labels_path, read_labels
 from tui_eval.calibration.results import Calibration, JudgedLabel, ReviewedLabel, UnjudgedLabel

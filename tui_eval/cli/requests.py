@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tui_eval.agents.providers.settings import ProviderOptions
+    from tui_eval.agents.http.options import ProviderOptions
     from tui_eval.service.request import RunKind, RunRequest
 
 # Flag → `RunSettings` field, for the settings the run commands take.
@@ -84,7 +84,7 @@ def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | No
         ValueError: a header without a colon, with a name that is not a header name, or
             with CR, LF or NUL in its value (the message never shows the value).
     """
-    from tui_eval.agents.providers.settings import ProviderOptions, header_problem
+    from tui_eval.agents.http.options import ProviderOptions, header_problem
 
     fields: dict[str, Any] = {}
     for flag, name in (

@@ -17,10 +17,10 @@ from typing import Annotated, Any, Protocol
 
 import pydantic
 
+from tui_eval.agents.http.cache import CACHE_MODES, CacheMode, ResponseCache
+from tui_eval.agents.http.context import ProviderSession
+from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import Price
-from tui_eval.agents.providers.cache import CACHE_MODES, CacheMode, ResponseCache
-from tui_eval.agents.providers.context import ProviderSession
-from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.core.budget import CostBudget
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from tui_eval.agents.providers.limits import LimitStatus
+    from tui_eval.agents.http.limits import LimitStatus
     from tui_eval.core.cases import Case
     from tui_eval.report.report import CaseResult, Report, SampleResult
 

@@ -40,7 +40,7 @@ class LimiterActor:
     in their own process."""
 
     def __init__(self, name: str, rpm: float | None, tpm: float | None) -> None:
-        from tui_eval.agents.providers.limits import RateLimiter
+        from tui_eval.agents.http.limits import RateLimiter
 
         self.limiter = RateLimiter(name, rpm=rpm, tpm=tpm)
 
@@ -68,7 +68,7 @@ class SharedLimiter:
     """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers."""
 
     def __init__(self, actor: Any, name: str) -> None:
-        from tui_eval.agents.providers.limits import RateLimiter
+        from tui_eval.agents.http.limits import RateLimiter
 
         self.actor = actor
         self.local = RateLimiter(name)  # what this process last heard, for its own reads
@@ -103,7 +103,7 @@ class SharedLimiter:
         limit = deadline() if deadline is not None else math.inf
         if now + wait > limit:  # every wait is bounded by the retry budget
             await anyio.sleep(max(0.0, limit - now))
-            from tui_eval.agents.providers.limits import RateLimitWait
+            from tui_eval.agents.http.limits import RateLimitWait
 
             raise RateLimitWait(now + wait - time.monotonic(), "the cluster's shared limiter")
         await anyio.sleep(wait)
@@ -182,7 +182,7 @@ class SampleWorker:
     def __init__(self) -> None:
         import ray
 
-        from tui_eval.agents.providers.context import ProviderSession
+        from tui_eval.agents.http.context import ProviderSession
 
         self._session = ProviderSession(shared_limiter_factory(ray))
         """The rate limiters of every run this worker serves: the cluster's, shared."""
@@ -198,7 +198,7 @@ class SampleWorker:
     ) -> None:
         """Load the run's suite from its file, before each run: a worker serves one run
         after another for its driver, and the suite may have been edited in between."""
-        from tui_eval.agents.providers.settings import ProviderOptions
+        from tui_eval.agents.http.options import ProviderOptions
         from tui_eval.run.sample_runner import SampleRunner, response_cache
         from tui_eval.run.sample_sources import AgentRuns
         from tui_eval.suites import load_suites

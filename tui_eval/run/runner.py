@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import CacheSetting, Executor, MaxCost, Price, RunSettings, resolve
 from tui_eval.report.report import Report

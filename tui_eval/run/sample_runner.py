@@ -22,9 +22,8 @@ from typing import Protocol
 import anyio
 
 from tui_eval.agents.conversation import converse
-from tui_eval.agents.messages import RunResult, Usage
-from tui_eval.agents.providers.cache import CacheMode, ResponseCache
-from tui_eval.agents.providers.context import (
+from tui_eval.agents.http.cache import CacheMode, ResponseCache
+from tui_eval.agents.http.context import (
     CURRENT_SAMPLE,
     ProviderSession,
     RetryListener,
@@ -32,8 +31,9 @@ from tui_eval.agents.providers.context import (
     SampleContext,
     default_session,
 )
-from tui_eval.agents.providers.metering import SampleMeter
-from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.agents.http.metering import SampleMeter
+from tui_eval.agents.http.options import ProviderOptions
+from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.run_spec import AgentCall
 from tui_eval.agents.state import Environment, StateError
 from tui_eval.checks.conversations import state_equals

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
+from tui_eval.agents.http.limits import LimitStatus
 from tui_eval.agents.messages import Usage
-from tui_eval.agents.providers.limits import LimitStatus
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run.events import (
     CaseFinished,

@@ -38,10 +38,10 @@ import pydantic
 import yaml
 
 from tui_eval.agents.agent import Agent
+from tui_eval.agents.http.cache import CacheMode
+from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import Usage
-from tui_eval.agents.providers.cache import CacheMode
 from tui_eval.agents.providers.scripted import ScriptedProvider, ScriptStep, call, text
-from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.agents.state import is_sqlite
 from tui_eval.agents.users import ScriptedUser, SimulatedUser, User
 from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check

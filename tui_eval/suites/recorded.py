@@ -28,8 +28,8 @@ from tui_eval.agents.adapters.spans import (
     input_messages_of,
     run_from_spans,
 )
+from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import RunResult, input_text
-from tui_eval.agents.providers.context import current_sample
 from tui_eval.agents.run_spec import AgentCall, RunSpec
 from tui_eval.core.cases import Case
 from tui_eval.util.text import one_line

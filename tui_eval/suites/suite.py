@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tui_eval.agents.http.cache import CacheMode
+from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import Price
-from tui_eval.agents.providers.cache import CacheMode
-from tui_eval.agents.providers.settings import ProviderOptions
 from tui_eval.checks.base import Check
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings

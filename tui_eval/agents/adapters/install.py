@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
-from tui_eval.agents.providers.context import current_sample
-from tui_eval.agents.providers.metering import ResponseTokens, price_of
+from tui_eval.agents.http.context import current_sample
+from tui_eval.agents.http.metering import ResponseTokens, price_of
 
 MAX_VISITED = 20_000
 """Objects looked at while searching an agent for SDK clients: a bound, not a walk of the
@@ -53,7 +53,7 @@ def install_http_client(root: Any) -> int:
     HTTP layer; returns how many clients route through it (installed now or before)."""
     import httpx2
 
-    from tui_eval.agents.providers.client import MeteredAsyncClient, MeteredClient
+    from tui_eval.agents.http.client import MeteredAsyncClient, MeteredClient
 
     found = 0
     for holder in _sdk_clients(root):

@@ -42,6 +42,7 @@ from tui_eval.agents.adapters.install import (
     requests_so_far,
     warn_if_uncached,
 )
+from tui_eval.agents.http.metering import ResponseTokens, token_count
 from tui_eval.agents.messages import (
     Message,
     Role,
@@ -52,7 +53,6 @@ from tui_eval.agents.messages import (
     is_conversation,
 )
 from tui_eval.agents.providers.base import normalize_stop_reason
-from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 

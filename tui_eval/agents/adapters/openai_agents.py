@@ -47,8 +47,8 @@ from tui_eval.agents.adapters.install import (
     require,
     warn_if_uncached,
 )
+from tui_eval.agents.http.metering import ResponseTokens, token_count
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
-from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
@@ -321,7 +321,7 @@ def _metered_run_config() -> Any:
     from agents.models.openai_provider import OpenAIProvider
     from openai import AsyncOpenAI
 
-    from tui_eval.agents.providers.client import MeteredAsyncClient
+    from tui_eval.agents.http.client import MeteredAsyncClient
 
     default = get_default_openai_client()
     if default is not None:

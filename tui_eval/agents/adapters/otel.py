@@ -38,8 +38,8 @@ from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, require
 from tui_eval.agents.adapters.sdk_results import from_sdk
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans, span_usages
+from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import Message, RunResult, Usage, input_messages
-from tui_eval.agents.providers.context import current_sample
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 

@@ -23,6 +23,7 @@ from tui_eval.agents.adapters.install import (
     requests_so_far,
     require,
 )
+from tui_eval.agents.http.metering import ResponseTokens, token_count
 from tui_eval.agents.messages import (
     Message,
     RunResult,
@@ -31,7 +32,6 @@ from tui_eval.agents.messages import (
     is_conversation,
     structured_input_text,
 )
-from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
 
@@ -184,7 +184,7 @@ def pydantic_ai_model(model: Any) -> Any:
                 f"{model} should be openai-compatible:MODEL@BASE_URL, "
                 "e.g. openai-compatible:llama3.1@http://localhost:11434/v1"
             )
-        from tui_eval.agents.providers.client import MeteredAsyncClient
+        from tui_eval.agents.http.client import MeteredAsyncClient
 
         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
         provider = OpenAIProvider(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tui_eval.agents.adapters.install import charge_unmetered
+from tui_eval.agents.http.metering import response_tokens
 from tui_eval.agents.messages import (
     UNKNOWN_STOP_REASON,
     Completion,
@@ -25,7 +26,6 @@ from tui_eval.agents.messages import (
     input_messages,
 )
 from tui_eval.agents.providers.base import invalid_arguments_error, normalize_stop_reason
-from tui_eval.agents.providers.metering import response_tokens
 from tui_eval.agents.run_spec import Input
 
 

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui_eval.agents.http.metering import ResponseTokens, token_count
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.providers.base import normalize_stop_reason
-from tui_eval.agents.providers.metering import ResponseTokens, token_count
 from tui_eval.util.text import value_text
 
 CASE_ATTRIBUTE = "tui_eval.case"

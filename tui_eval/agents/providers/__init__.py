@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
+from urllib.parse import parse_qsl
 
 from tui_eval.agents.providers.base import ModelSpecError, Provider, ProviderError, ToolDef
+
+if TYPE_CHECKING:
+    from tui_eval.agents.http.options import ProviderOptions
 
 ModelLike: TypeAlias = Provider | str | Callable[[], Provider]
 """A provider, a spec string (`"openai:gpt-4o-mini"`), or a zero-arg factory of providers."""
@@ -89,9 +93,7 @@ def resolve_spec(spec: str) -> Provider:
     spec, has_query, query = spec.partition("?")
     options = None
     if has_query:
-        from tui_eval.agents.providers.settings import ProviderOptions
-
-        options = ProviderOptions.from_query(query, f"{spec}?{query}")
+        options = _options_of(query, f"{spec}?{query}")
     provider = _resolve_plain(spec)
     if options is not None and not options.is_empty:
         configure = getattr(provider, "configure", None)
@@ -101,6 +103,38 @@ def resolve_spec(spec: str) -> Provider:
             )
         configure(options)
     return provider
+
+
+def _options_of(query: str, spec: str) -> ProviderOptions:
+    """Options written after `?` in a model spec; `header.NAME=value` adds a header.
+
+    Raises:
+        ModelSpecError: an unknown option or a bad value, naming the spec.
+    """
+    import pydantic
+
+    from tui_eval.agents.http.options import ProviderOptions
+
+    fields: dict[str, Any] = {}
+    headers: dict[str, str] = {}
+    known = [name for name in ProviderOptions.model_fields if name != "headers"]
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name == "api-version":
+            name = "api_version"
+        if name.startswith("header."):
+            headers[name.removeprefix("header.")] = value
+        elif name in known:
+            fields[name] = value
+        else:
+            raise ModelSpecError(
+                f"model spec {spec!r}: unknown option {name!r}; known: "
+                f"{', '.join([*known, 'header.NAME'])}"
+            )
+    try:
+        return ProviderOptions(**fields, headers=headers)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ModelSpecError(f"model spec {spec!r}: {problems}") from None
 
 
 def _resolve_plain(spec: str) -> Provider:

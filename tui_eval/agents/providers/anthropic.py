@@ -6,15 +6,15 @@ import json
 import os
 from typing import Any
 
+from tui_eval.agents.http.metering import response_tokens
 from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
+from tui_eval.agents.providers.api import HTTPProvider, malformed
 from tui_eval.agents.providers.base import (
     ModelSpecError,
     ProviderError,
     ToolDef,
     normalize_stop_reason,
 )
-from tui_eval.agents.providers.http import HTTPProvider, malformed
-from tui_eval.agents.providers.metering import response_tokens
 from tui_eval.agents.providers.openai import schema_instructions
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"

@@ -7,7 +7,9 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
+from tui_eval.agents.http.metering import response_tokens
 from tui_eval.agents.messages import UNKNOWN_STOP_REASON, Completion, Message, ToolCall, Usage
+from tui_eval.agents.providers.api import HTTPProvider, malformed
 from tui_eval.agents.providers.base import (
     ModelSpecError,
     ProviderError,
@@ -15,8 +17,6 @@ from tui_eval.agents.providers.base import (
     invalid_arguments_error,
     normalize_stop_reason,
 )
-from tui_eval.agents.providers.http import HTTPProvider, malformed
-from tui_eval.agents.providers.metering import response_tokens
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 SETTINGS = (

@@ -39,31 +39,31 @@ import anyio
 import httpx2
 import pydantic_core
 
-from tui_eval.agents.providers.cache import ResponseCache
-from tui_eval.agents.providers.context import (
+from tui_eval.agents.http.cache import ResponseCache
+from tui_eval.agents.http.context import (
     RunContext,
     SampleContext,
     current_sample,
     default_session,
     default_sockets,
 )
-from tui_eval.agents.providers.limits import RateLimiter, RateLimitWait, key_fingerprint
-from tui_eval.agents.providers.metering import (
+from tui_eval.agents.http.limits import RateLimiter, RateLimitWait, key_fingerprint
+from tui_eval.agents.http.metering import (
     ResponseTokens,
     StreamUsage,
     price_of,
     response_tokens,
     stated_cost,
 )
-from tui_eval.agents.providers.rate_headers import retry_after
-from tui_eval.agents.providers.settings import (
+from tui_eval.agents.http.options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
     header_problem,
 )
-from tui_eval.agents.providers.sockets import CertificateError
+from tui_eval.agents.http.rate_headers import retry_after
+from tui_eval.agents.http.sockets import CertificateError
 from tui_eval.util.secrets import credential_values, redact_secrets
 
 RATE_LIMITED = 429

@@ -21,9 +21,9 @@ from typing import Any
 import anyio.from_thread
 import httpx2
 
-from tui_eval.agents.providers.context import SampleContext, current_sample
-from tui_eval.agents.providers.settings import DEFAULT_TIMEOUT_S, ProviderOptions
-from tui_eval.agents.providers.transport import MeteredTransport, decoded_response
+from tui_eval.agents.http.context import SampleContext, current_sample
+from tui_eval.agents.http.options import DEFAULT_TIMEOUT_S, ProviderOptions
+from tui_eval.agents.http.transport import MeteredTransport, decoded_response
 from tui_eval.util.secrets import without_credentials
 
 

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from tui_eval.agents.providers.cache import ResponseCache
-from tui_eval.agents.providers.limits import RateLimiter
-from tui_eval.agents.providers.metering import SampleMeter
-from tui_eval.agents.providers.settings import ProviderOptions
+from tui_eval.agents.http.cache import ResponseCache
+from tui_eval.agents.http.limits import RateLimiter
+from tui_eval.agents.http.metering import SampleMeter
+from tui_eval.agents.http.options import ProviderOptions
 
 if TYPE_CHECKING:
-    from tui_eval.agents.providers.sockets import Sockets
+    from tui_eval.agents.http.sockets import Sockets
 
 LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimiter]
 """Builds the limiter of a quota: `factory(base_url, key_fingerprint, rpm, tpm)`."""
@@ -114,7 +114,7 @@ def default_sockets() -> Sockets:
     """The connections of requests made outside any run (a provider called directly)."""
     global _default_sockets
     if _default_sockets is None:
-        from tui_eval.agents.providers.sockets import Sockets
+        from tui_eval.agents.http.sockets import Sockets
 
         _default_sockets = Sockets()
         import atexit
@@ -146,7 +146,7 @@ class RunContext:
         its providers and the clients `http_client()` lends; closed when the run ends."""
         sockets = self._sockets
         if sockets is None:
-            from tui_eval.agents.providers.sockets import Sockets
+            from tui_eval.agents.http.sockets import Sockets
 
             sockets = self._sockets = Sockets()
         return sockets

@@ -11,23 +11,23 @@ from urllib.parse import parse_qsl
 import httpx2
 import pydantic_core
 
-from tui_eval.agents.providers.base import ProviderError
-from tui_eval.agents.providers.client import MeteredAsyncClient
-from tui_eval.agents.providers.context import RunContext, current_sample, default_session
-from tui_eval.agents.providers.limits import RateLimiter
-from tui_eval.agents.providers.settings import (
+from tui_eval.agents.http.client import MeteredAsyncClient
+from tui_eval.agents.http.context import RunContext, current_sample, default_session
+from tui_eval.agents.http.limits import RateLimiter
+from tui_eval.agents.http.options import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
 )
-from tui_eval.agents.providers.transport import (
+from tui_eval.agents.http.transport import (
     MAX_RESPONSE_BYTES,
     InvalidHeader,
     RequestFailed,
     RequestInfo,
     key_of,
 )
+from tui_eval.agents.providers.base import ProviderError
 from tui_eval.util.secrets import credential_values, redact_secrets, split_credentials
 
 USER_AGENT = "tui-eval"

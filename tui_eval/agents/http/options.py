@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import parse_qsl
 
 import pydantic
-
-from tui_eval.agents.providers.base import ModelSpecError
 
 DEFAULT_TIMEOUT_S = 600.0
 """A request's deadline, as the OpenAI and Anthropic SDKs have it: a long generation is
@@ -109,32 +106,3 @@ class ProviderOptions(pydantic.BaseModel):
         return not self.headers and all(
             getattr(self, name) is None for name in type(self).model_fields if name != "headers"
         )
-
-    @classmethod
-    def from_query(cls, query: str, spec: str) -> ProviderOptions:
-        """Options written after `?` in a model spec; `header.NAME=value` adds a header.
-
-        Raises:
-            ModelSpecError: an unknown option or a bad value, naming the spec.
-        """
-        fields: dict[str, Any] = {}
-        headers: dict[str, str] = {}
-        for name, value in parse_qsl(query, keep_blank_values=True):
-            if name == "api-version":
-                name = "api_version"
-            if name.startswith("header."):
-                headers[name.removeprefix("header.")] = value
-            elif name in cls.model_fields and name != "headers":
-                fields[name] = value
-            else:
-                known = ", ".join([*(n for n in cls.model_fields if n != "headers"), "header.NAME"])
-                raise ModelSpecError(
-                    f"model spec {spec!r}: unknown option {name!r}; known: {known}"
-                )
-        try:
-            return cls(**fields, headers=headers)
-        except pydantic.ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-            )
-            raise ModelSpecError(f"model spec {spec!r}: {problems}") from None

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from tui_eval.agents.providers.rate_headers import header_number
+from tui_eval.agents.http.rate_headers import header_number
 
 INCREASE_PER_S = 0.03
 """How much faster the pace gets for every second without a 429."""
