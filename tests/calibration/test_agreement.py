@@ -10,6 +10,7 @@ import pytest
 from tests.lazy import lazy
 from tui_eval.stats.agreement import (
     Confusion,
+    category_kappa_interval,
     cohen_kappa,
     kappa_interval,
     krippendorff_alpha,
@@ -224,3 +225,72 @@ def test_labels_needed_for_a_tenth_either_side():
         low, high = kappa_interval(human, judge, draws=1000, seed=seed)
         widths.append((high - low) / 2)
     assert sum(widths) / len(widths) == pytest.approx(0.1, abs=0.015)
+
+
+# -- κ's interval over more than two categories (the fault reviewer's three parties) -----
+PARTIES3 = ("user", "agent", "environment")
+
+
+def draw_parties(seed: int, n: int, right: float) -> tuple[list[str], list[str]]:
+    """n conversations: the human blames a party (agent 50%, user 30%, environment 20%);
+    the reviewer names the same one with chance `right`, else one of the other two."""
+    rng = random.Random(seed)
+    human = rng.choices(PARTIES3, weights=(3, 5, 2), k=n)
+    reviewer = [
+        h if rng.random() < right else rng.choice([p for p in PARTIES3 if p != h]) for h in human
+    ]
+    return human, reviewer
+
+
+def population_party_kappa(right: float) -> float:
+    shares = {"user": 0.3, "agent": 0.5, "environment": 0.2}
+    observed = right
+    # The reviewer's marginal: right on its own party, half of the wrong share of each other.
+    reviewer = {
+        p: shares[p] * right + sum(shares[q] * (1 - right) / 2 for q in PARTIES3 if q != p)
+        for p in PARTIES3
+    }
+    expected = sum(shares[p] * reviewer[p] for p in PARTIES3)
+    return (observed - expected) / (1 - expected)
+
+
+def test_a_category_interval_is_seeded_and_holds_scikit_learns_kappa():
+    metrics = lazy("sklearn.metrics")
+    human, reviewer = draw_parties(5, 60, right=0.75)
+    low, high = category_kappa_interval(human, reviewer, labels=PARTIES3)
+    assert (low, high) == category_kappa_interval(human, reviewer, labels=PARTIES3)
+    assert category_kappa_interval(human, reviewer, labels=PARTIES3, seed=1) != (low, high)
+    assert low < metrics.cohen_kappa_score(human, reviewer) < high
+    assert -1.0 <= low < high <= 1.0
+    assert all(math.isnan(x) for x in category_kappa_interval(["user"], ["user"], labels=PARTIES3))
+    one_sided = category_kappa_interval(["agent"] * 5, ["agent", "user"] * 2 + ["agent"])
+    assert all(math.isnan(x) for x in one_sided)  # the humans blamed one party only
+
+
+def test_a_category_interval_of_two_categories_is_the_pass_fail_one():
+    human, judge = pairs(3, 120, agree=0.85)
+    two = category_kappa_interval(human, judge, labels=(True, False))
+    low, high = kappa_interval(human, judge)
+    assert two[0] == pytest.approx(low, abs=0.03) and two[1] == pytest.approx(high, abs=0.03)
+
+
+def test_ten_agreeing_parties_are_never_a_point():
+    human = ["agent"] * 5 + ["user"] * 3 + ["environment"] * 2
+    low, high = category_kappa_interval(human, human, labels=PARTIES3)
+    assert high == 1.0 and low < 0.85
+    low_100, _ = category_kappa_interval(human * 10, human * 10, labels=PARTIES3)
+    assert low < low_100 < 1.0
+
+
+@pytest.mark.parametrize("n", [20, 50])
+def test_a_category_interval_covers_near_nominal(n: int):
+    truth = population_party_kappa(0.75)
+    covered = defined = 0
+    for seed in range(150):
+        human, reviewer = draw_parties(20_000 + seed, n, right=0.75)
+        low, high = category_kappa_interval(human, reviewer, labels=PARTIES3, draws=1000, seed=seed)
+        if math.isnan(low):
+            continue
+        defined += 1
+        covered += low <= truth <= high
+    assert covered / defined >= 0.9

@@ -134,6 +134,10 @@ def test_the_cli_reports_the_reviewers_kappa_as_json_and_gates_on_it(
     assert [d["case"] for d in document["reviewer_disagreements"]] == ["conv 2", "conv 5", "conv 7"]
     assert document["by_check"]["fault"]["kappa"] == document["kappa"]
     assert f"κ {kappa:.2f}" in printed and "conv 5 · fault: human user, reviewer agent" in printed
+    # κ over three parties has its interval too: it holds κ, and eight labels leave it wide.
+    low, high = document["kappa_ci"]
+    assert -1.0 <= low < kappa < high <= 1.0 and high - low > 0.5
+    assert f"(95% CI {low:.2f} to {high:.2f})" in printed
     # --min-kappa gates the reviewer's κ.
     assert main(["calibrate", str(path), "--check", "fault", "--min-kappa", "0.4"]) == 0
     assert main(["calibrate", str(path), "--check", "fault", "--min-kappa", "0.5"]) == 1

@@ -19,6 +19,7 @@ from tui_eval.checks.base import CheckResult, JudgeVerdict
 from tui_eval.checks.faults import FAULT_CHECK, PARTIES, Fault
 from tui_eval.stats.agreement import (
     Confusion,
+    category_kappa_interval,
     cohen_kappa,
     kappa_interval,
     krippendorff_alpha,
@@ -218,8 +219,8 @@ class Calibration:
         were no fault labels) as `by_check["fault"]` — the figures themselves when no
         judged label is given."""
         if faults is not None and not judged:
-            calibration = _fault_statistics(faults)
-            calibration.by_check = {FAULT_CHECK: _fault_statistics(faults)}
+            calibration = _fault_statistics(faults, seed=seed)
+            calibration.by_check = {FAULT_CHECK: _fault_statistics(faults, seed=seed)}
             return calibration
         calibration = _statistics(judged, seed=seed)
         checks = sorted({j.record.check for j in judged})
@@ -228,7 +229,7 @@ class Calibration:
             for name in checks
         }
         if faults is not None:
-            calibration.by_check[FAULT_CHECK] = _fault_statistics(faults)
+            calibration.by_check[FAULT_CHECK] = _fault_statistics(faults, seed=seed)
         jurors = [j for j in judged if j.judge.verdicts]
         if jurors:
             # Juries may differ from check to check: a judge is measured on what it judged.
@@ -373,10 +374,8 @@ class Calibration:
     def _reviewer_summary(self) -> str:
         """The fault reviewer's lines: κ, agreement, the matrix by party (rows the human's
         party, columns the reviewer's), and what was left out."""
-        reason = self.kappa_undefined
-        kappa = f"κ undefined ({reason})" if reason is not None else f"κ {_fmt(self.kappa)}"
         lines = [
-            f"fault reviewer: {_count(self.n, 'labelled conversation')} · {kappa} · "
+            f"fault reviewer: {_count(self.n, 'labelled conversation')} · {self._kappa_text()} · "
             f"agreement {_pct(self.agreement)}"
         ]
         if self.n and self.party_confusion is not None:
@@ -438,13 +437,13 @@ _MATRIX_CORNER = "human \\ reviewer"
 _ROW_WIDTH = len(_MATRIX_CORNER)
 
 
-def _fault_statistics(faults: Sequence[ReviewedLabel]) -> Calibration:
+def _fault_statistics(faults: Sequence[ReviewedLabel], *, seed: int) -> Calibration:
     """The fault reviewer's agreement with the humans over the three parties, on the
     labelled conversations the rules did not decide (those are counted apart).
 
     κ is Cohen's (as scikit-learn's `cohen_kappa_score`), NaN when undefined: when the
     humans or the reviewer named one party only (no agreement beyond chance can be
-    measured then, as for a judge's pass/fail)."""
+    measured then, as for a judge's pass/fail); its interval is `category_kappa_interval`'s."""
     reviewed = [f for f in faults if f.fault.by != "rule"]
     human = [str(r.record.label) for r in reviewed]
     verdicts = [r.fault.party for r in reviewed]
@@ -458,7 +457,7 @@ def _fault_statistics(faults: Sequence[ReviewedLabel]) -> Calibration:
         n=n,
         agreement=sum(r.agrees for r in reviewed) / n if n else math.nan,
         kappa=math.nan if one_sided else cohen_kappa(human, verdicts, labels=PARTIES),
-        kappa_ci=(math.nan, math.nan),
+        kappa_ci=category_kappa_interval(human, verdicts, labels=PARTIES, seed=seed),
         weighted_kappa=None,
         tpr=math.nan,
         tnr=math.nan,

@@ -229,6 +229,54 @@ def kappa_interval(
     return (max(low, -1.0), min(high, 1.0))
 
 
+def category_kappa_interval(
+    a: Sequence[Hashable],
+    b: Sequence[Hashable],
+    *,
+    labels: Sequence[Hashable] | None = None,
+    draws: int = POSTERIOR_DRAWS,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """`kappa_interval` for labels of any number of categories (the fault reviewer's three
+    parties): the equal-tailed interval of Cohen's κ over the posterior of the k×k table's
+    shares, a Dirichlet with Jeffreys' prior (each cell's count plus ½), drawn `draws`
+    times, seeded. It always holds the estimate (`cohen_kappa`).
+
+    Returns:
+        (low, high); NaNs when κ is undefined: fewer than two pairs, or a rater who gave
+        one category only.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
+    categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
+    estimate = cohen_kappa(a, b, labels=categories)
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2 or math.isnan(estimate):
+        return (math.nan, math.nan)
+    k = len(categories)
+    index = {label: i for i, label in enumerate(categories)}
+    cells = [JEFFREYS] * (k * k)
+    for x, y in zip(a, b, strict=True):
+        if x in index and y in index:
+            cells[index[x] * k + index[y]] += 1
+    gamma = random.Random(seed).gammavariate
+    kappas: list[float] = []
+    for _ in range(draws):
+        shares = [gamma(alpha, 1.0) for alpha in cells]
+        total = sum(shares)
+        rows = [sum(shares[i * k : (i + 1) * k]) / total for i in range(k)]
+        cols = [sum(shares[j::k]) / total for j in range(k)]
+        observed = sum(shares[i * k + i] for i in range(k)) / total
+        expected = sum(r * c for r, c in zip(rows, cols, strict=True))
+        if expected < 1.0:
+            kappas.append((observed - expected) / (1.0 - expected))
+    kappas.sort()
+    tail = (1.0 - level) / 2
+    low = min(_quantile(kappas, tail), estimate)
+    high = max(_quantile(kappas, 1.0 - tail), estimate)
+    return (max(low, -1.0), min(high, 1.0))
+
+
 def _quantile(ordered: list[float], q: float) -> float:
     """The `q` quantile of sorted values, interpolated linearly (NumPy's default)."""
     position = q * (len(ordered) - 1)
