@@ -61,6 +61,8 @@ def test_the_cli_flag_gives_the_setting_and_is_journaled(command: list[str]) -> 
     assert "count_user_faults" not in plain.settings.given()
     flagged = request_from_args(parser.parse_args([*command, "--count-user-faults"]))
     assert flagged.settings.given() == {"count_user_faults": True}
+    unflagged = request_from_args(parser.parse_args([*command, "--no-count-user-faults"]))
+    assert unflagged.settings.given() == {"count_user_faults": False}
     again = RunRequest.model_validate_json(flagged.model_dump_json())
     assert again.settings.count_user_faults is True
 
@@ -140,7 +142,29 @@ def test_a_suite_file_may_count_user_faults_and_the_flag_shows_in_help(tmp_path:
     )
     assert cli("run", "suites", "--headless", cwd=tmp_path).returncode == 1
     shown = cli("run", "--help", cwd=tmp_path).stdout
-    assert "--count-user-faults" in shown
+    assert "--count-user-faults" in shown and "--no-count-user-faults" in shown
+    # The command line wins over the suite file, either way.
+    left_out = cli("run", "suites", "--headless", "--no-count-user-faults", cwd=tmp_path)
+    assert left_out.returncode == 0, left_out.stdout + left_out.stderr
+    assert "1 case undecided" in left_out.stdout
+
+
+def test_compare_reads_both_reports_under_the_setting_it_is_given(tmp_path: Path) -> None:
+    write_suite(tmp_path)
+    assert cli("run", "suites", "--headless", "--json", "base.json", cwd=tmp_path).returncode == 0
+    assert cli("run", "suites", "--headless", "--json", "now.json", cwd=tmp_path).returncode == 0
+    plain = cli("compare", "now.json", "base.json", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    counted = cli("compare", "now.json", "base.json", "--count-user-faults", cwd=tmp_path)
+    assert counted.returncode == 0, counted.stdout + counted.stderr
+    assert "user simulator failed are counted" in counted.stdout, counted.stdout
+    assert "user simulator failed are counted" not in plain.stdout
+    parser = commands._parser()
+    assert parser.parse_args(["compare", "a.json"]).count_user_faults is None
+    assert (
+        parser.parse_args(["compare", "a.json", "--no-count-user-faults"]).count_user_faults
+        is False
+    )
 
 
 def test_a_baseline_saved_leaving_faults_out_is_compared_under_the_runs_setting(

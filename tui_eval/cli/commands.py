@@ -234,6 +234,13 @@ def _parser() -> argparse.ArgumentParser:
         help="what fails the comparison, comma-separated: regressions, removed, "
         "definition-changed, failures (default: regressions)",
     )
+    compare.add_argument(
+        "--count-user-faults",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compare counting the conversations a user simulator failed, or (--no-...) "
+        "leaving them out of both reports (default: as CURRENT's run did)",
+    )
     compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     merge = sub.add_parser(
@@ -360,10 +367,11 @@ def _add_settings_args(parser: argparse.ArgumentParser) -> None:
 def _add_count_user_faults(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--count-user-faults",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="count the conversations a user simulator failed in pass rates, verdicts and "
-        "the exit code (default: the suite's, else left out; every summary says how many)",
+        "the exit code, or (--no-...) leave them out (default: the suite's, else left out; "
+        "every summary says how many)",
     )
 
 

@@ -27,11 +27,14 @@ def compare_command(args: argparse.Namespace) -> int:
             pairs = _suite_baselines(current, args.baseline_dir)
         diff = Diff()
         for _, baseline in pairs:
-            diff.extend(current.compare(baseline))
+            diff.extend(current.compare(baseline, count_user_faults=args.count_user_faults))
     except (ReportFileError, ValueError) as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
     print(f"{args.current} against {', '.join(path for path, _ in pairs) or 'no baseline'}")
+    note = _user_faults_note(current, [baseline for _, baseline in pairs], args.count_user_faults)
+    if note:
+        print(note)
     print(str(diff))
     reasons = gate_failures(fail_on, current, diff)
     if reasons:
@@ -39,6 +42,31 @@ def compare_command(args: argparse.Namespace) -> int:
             f"failing (--fail-on {','.join(c.value for c in FailOn if c in fail_on)}): {'; '.join(reasons)}"
         )
     return EXIT_FAILED if reasons else EXIT_OK
+
+
+def _user_faults_note(current: Report, baselines: list[Report], given: bool | None) -> str:
+    """What the comparison did with the samples the user simulator failed ("" if none)."""
+    from tui_eval.report.left_out import (
+        blamed_on_user,
+        counted_note,
+        counts_user_faults,
+        left_out_note,
+    )
+
+    faulted = sum(
+        1
+        for report in (current, *baselines)
+        for case in report.cases
+        for sample in case.samples
+        if sample.excluded or blamed_on_user(sample)
+    )
+    if not faulted:
+        return ""
+    counting = counts_user_faults(current) if given is None else given
+    where = "in both reports"
+    if counting:
+        return f"{counted_note(faulted)}, {where}"
+    return f"{left_out_note(faulted)}, {where} (--count-user-faults counts them)"
 
 
 def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Report]]:

@@ -25,6 +25,10 @@ _SETTING_FLAGS = {
     "count_user_faults": "count_user_faults",
 }
 
+_NEGATABLE_FLAGS = frozenset({"count_user_faults"})
+"""Flags with a `--no-` form: given as False, they set the setting to False (a plain
+on/off flag's False means it was not given)."""
+
 
 def setting(name: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argparse `type=` for the run setting `name`: `parse` reads the text, and
@@ -59,7 +63,8 @@ def request_from_args(args: argparse.Namespace, kind: RunKind | None = None) -> 
     given = {
         field: value
         for flag, field in _SETTING_FLAGS.items()
-        if (value := getattr(args, flag, None)) not in (None, False)
+        if (value := getattr(args, flag, None)) is not None
+        and (value is not False or flag in _NEGATABLE_FLAGS)
     }
     provider = provider_options_from_args(args)
     if provider is not None:
