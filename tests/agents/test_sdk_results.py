@@ -299,3 +299,42 @@ async def test_a_price_is_told_the_usage_is_unknown():
 
     report = await evaluate(lambda q: "an answer", [Case("q")], price=price)
     assert told == [False] and report.cases[0].samples[0].cost == 0.01
+
+
+async def test_a_function_returning_completions_in_a_conversation_is_priced_every_turn():
+    """Its calls bypass tui-eval's HTTP layer: each turn's reported usage is priced, not
+    the first turn's alone."""
+    from tui_eval import ScriptedUser
+    from tui_eval.agents.http.metering import ResponseTokens, price_of
+
+    def completion(text: str) -> object:
+        return openai.types.chat.ChatCompletion.model_validate(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "gpt-4o-mini",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100},
+            }
+        )
+
+    async def agent(messages: list[Message]):
+        return completion(f"answer {len(messages)}")
+
+    user = ScriptedUser(["one", "two", "three"])
+    report = await evaluate(agent, [Case("", user=user, name="talk")])
+    sample = report.samples[0]
+    assert sample.run is not None and sample.run.conversation is not None
+    turns = sample.run.conversation.turns
+    assert len(turns) == 3, [t.user for t in turns]
+    each = price_of("openai", "gpt-4o-mini", ResponseTokens(1000, 100))
+    assert each is not None and each > 0
+    assert sample.cost == pytest.approx(3 * each)
+    assert [t.cost for t in turns] == pytest.approx([each] * 3)

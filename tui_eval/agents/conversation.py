@@ -170,6 +170,8 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
     """The agent's answer to one turn, recorded on `turn` and added to `total`; when it
     raises, what it did is recorded and the error re-raised with `partial` = `total`."""
     sample = current_sample()
+    if sample is not None:
+        sample.meter.new_turn()
     before = sample.meter.usage if sample is not None else None
     spent_before = sample.meter.cost if sample is not None else 0.0
     started = time.perf_counter()

@@ -128,13 +128,14 @@ def charge_unmetered(
             one of the requests since passed through the layer — each turn of a
             conversation is a run of its own, and a simulated user's requests are not
             the agent's. None (a result converted with no run around it): priced once a
-            sample, unless any of the sample's requests passed through the layer.
+            turn (a sample's only turn, or each of a conversation's), unless any of the
+            turn's requests passed through the layer.
     """
     sample = current_sample()
     if sample is None:
         return
     meter = sample.meter
-    if meter.requests > (since if since is not None else 0):
+    if meter.requests > (since if since is not None else meter.turn_start):
         return
     if since is None and meter.external:
         return

@@ -46,7 +46,9 @@ class SampleMeter:
         requests: model requests made (answered by the API or the cache).
         cached: requests answered by the response cache.
         external: usage a framework reported (its calls did not pass through tui-eval's
-            HTTP layer) was priced in.
+            HTTP layer) was priced in, in this turn of the agent's.
+        turn_start: `requests` when the agent's current turn began (a conversation has
+            one per user message; any other sample, one from 0).
     """
 
     input_tokens: int = 0
@@ -56,6 +58,13 @@ class SampleMeter:
     requests: int = 0
     cached: int = 0
     external: bool = False
+    turn_start: int = 0
+
+    def new_turn(self) -> None:
+        """The agent starts another turn of a conversation: the usage its framework
+        reports for it is priced afresh (`charge_unmetered`)."""
+        self.turn_start = self.requests
+        self.external = False
 
     @property
     def usage(self) -> Usage:
