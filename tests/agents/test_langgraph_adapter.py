@@ -161,3 +161,52 @@ async def test_a_tool_raising_through_the_tool_node_keeps_the_calls_and_usage():
     assert weather.error == "RuntimeError: weather service down"
     assert (sample.run.usage.input_tokens, sample.run.usage.output_tokens) == (40, 9)
     assert sample.run.turns == 1
+
+
+# -- interrupts: a graph that asks the human, answered by the conversation's next turn -------
+def confirming_graph(checkpointer: object) -> object:
+    """Asks before refunding (LangGraph's `interrupt`), then acts on the answer."""
+    graph_module = lazy("langgraph.graph")
+    types = lazy("langgraph.types")
+    messages = lazy("langchain_core.messages")
+
+    def refund(state: dict) -> dict:
+        answer = types.interrupt(f"Refund order #12 for $25? ({len(state['messages'])} msgs)")
+        text = "Refunded." if str(answer).lower().startswith("y") else "Kept as it is."
+        return {"messages": [messages.AIMessage(text)]}
+
+    builder = graph_module.StateGraph(graph_module.MessagesState)
+    builder.add_node("refund", refund)
+    builder.add_edge(graph_module.START, "refund")
+    builder.add_edge("refund", graph_module.END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.anyio
+async def test_an_interrupt_is_the_turns_reply_and_the_next_message_resumes_it():
+    from tui_eval import ScriptedUser
+
+    saver = lazy("langgraph.checkpoint.memory").InMemorySaver()
+    agent = wrap(confirming_graph(saver))
+    case = Case(
+        "", user=ScriptedUser(["refund my order", "yes please"]), checks=[contains("Refunded")]
+    )
+    report = await evaluate(agent, [case])
+    sample = report.samples[0]
+    assert sample.passed, sample.error or sample.checks
+    turns = sample.run.conversation.turns
+    assert [t.reply for t in turns] == ["Refund order #12 for $25? (1 msgs)", "Refunded."]
+    assert sample.run.stop_reason != "interrupt"  # the last turn finished
+    # The question is in the transcript, as the agent's message, and the answer resumed
+    # the same node (it was not sent as a new message: the node saw one message).
+    texts = [(m.role, m.content) for m in sample.run.messages]
+    assert ("assistant", "Refund order #12 for $25? (1 msgs)") in texts
+    assert ("user", "yes please") in texts
+
+
+@pytest.mark.anyio
+async def test_a_run_that_ends_in_an_interrupt_says_so():
+    saver = lazy("langgraph.checkpoint.memory").InMemorySaver()
+    result = await wrap(confirming_graph(saver)).run("refund my order")
+    assert result.output == "Refund order #12 for $25? (1 msgs)"
+    assert result.stop_reason == "interrupt"

@@ -100,27 +100,31 @@ class GraphAgent:
         """A thread made for this run alone: nobody continues it."""
         known: set[str] | None = None
         """The ids of the thread's messages before this run (None: it had none)."""
+        waiting: list[Any] = []
+        """The interrupts the thread is paused at: this run's input answers them."""
         if self.keeps_memory:
             if thread is None and "thread_id" not in configurable:
                 own_thread = configurable["thread_id"] = f"tui-eval-{uuid.uuid4().hex[:12]}"
             else:
                 if thread is not None:
                     configurable["thread_id"] = thread
-                known = await self._thread_messages({**config, "configurable": configurable})
+                known, waiting = await self._thread_state({**config, "configurable": configurable})
         if configurable:
             config["configurable"] = configurable
         try:
-            return await self._invoke(input, config, known)
+            return await self._invoke(input, config, known, waiting)
         finally:
             if own_thread is not None:
                 with anyio.CancelScope(shield=True):
                     await self.forget_thread(own_thread)
 
     async def _invoke(
-        self, input: Input, config: dict[str, Any], known: set[str] | None
+        self, input: Input, config: dict[str, Any], known: set[str] | None, waiting: list[Any]
     ) -> RunResult:
-        if isinstance(input, Mapping):
-            state: Any = dict(input)
+        if waiting:  # the graph asked (`interrupt`): the user's message is the answer
+            state: Any = _resume(waiting, input)
+        elif isinstance(input, Mapping):
+            state = dict(input)
         else:
             state = {"messages": [_wire_message(m) for m in input_messages(input)]}
         if self._installed is None:
@@ -146,18 +150,31 @@ class GraphAgent:
                 _added(final, known), input, (time.perf_counter() - start) * 1000, exc, since
             )
             raise
+        asked = final.get("__interrupt__") if isinstance(final, Mapping) else None
+        if asked:
+            final = {k: v for k, v in final.items() if k != "__interrupt__"}
         final = _added(final, known)
         latency_ms = (time.perf_counter() - start) * 1000
-        return from_value(final, input, latency_ms, since=since) or RunResult(
+        run = from_value(final, input, latency_ms, since=since) or RunResult(
             output=final, messages=input_messages(input), turns=1
         )
+        if asked:  # paused for the human: what it asks is the reply
+            question = "\n".join(value_text(getattr(i, "value", i)) for i in asked)
+            run.messages.append(Message("assistant", question))
+            run.output = question
+            run.stop_reason = "interrupt"
+        return run
 
-    async def _thread_messages(self, config: dict[str, Any]) -> set[str]:
-        """The ids of the messages the thread holds now."""
+    async def _thread_state(self, config: dict[str, Any]) -> tuple[set[str], list[Any]]:
+        """The ids of the messages the thread holds now, and the interrupts it is paused at."""
         snapshot = await self.graph.aget_state(config)
         values = getattr(snapshot, "values", None)
         messages = values.get("messages") if isinstance(values, Mapping) else None
-        return {str(m.id) for m in messages or () if getattr(m, "id", None)}
+        waiting = list(getattr(snapshot, "interrupts", None) or ())
+        if not waiting:
+            for task in getattr(snapshot, "tasks", None) or ():
+                waiting.extend(getattr(task, "interrupts", None) or ())
+        return {str(m.id) for m in messages or () if getattr(m, "id", None)}, waiting
 
     async def forget_thread(self, thread: str) -> None:
         """Delete a finished conversation's checkpoints (threads tui-eval made, continued
@@ -190,6 +207,18 @@ class GraphAgent:
             run.keeps_memory = True  # type: ignore[attr-defined]
             run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
         return run
+
+
+def _resume(waiting: list[Any], input: Input) -> Any:
+    """The `Command` that answers the interrupts a thread is paused at with the user's
+    latest message (each of them, by id, when several are waiting)."""
+    from langgraph.types import Command
+
+    sent = input_messages(input) if not isinstance(input, Mapping) else []
+    answer = next((m.content for m in reversed(sent) if m.role == "user"), "") or ""
+    if len(waiting) == 1:
+        return Command(resume=answer)
+    return Command(resume={str(getattr(i, "id", "")): answer for i in waiting})
 
 
 def _checkpointer(graph: Any) -> Any:
