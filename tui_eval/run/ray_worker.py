@@ -60,12 +60,20 @@ class LimiterActor:
         self.limiter.on_limited(retry_after)
         return max(0.0, self.limiter.paused_until - self.limiter.clock())
 
+    def settle_tokens(self, reserved: int, used: int) -> None:
+        self.limiter.settle_tokens(reserved, used)
+
     def set_caps(self, rpm: float | None, tpm: float | None) -> None:
         self.limiter.set_caps(rpm, tpm)
 
 
 class SharedLimiter:
-    """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers."""
+    """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers.
+
+    It answers everything the HTTP layer asks of a limiter, with a `RateLimiter`'s
+    arguments (`tests/test_ray_worker.py` fails when the two drift): what changes the
+    quota's pace goes to the actor, what only reads it is answered from `local`.
+    """
 
     def __init__(self, actor: Any, name: str) -> None:
         from tui_eval.agents.http.limits import RateLimiter
@@ -128,6 +136,11 @@ class SharedLimiter:
             self.local.last_success = time.monotonic()
         lower = {str(name).lower(): value for name, value in dict(headers).items()}
         self.actor.on_response.remote(status, lower, tokens_reserved, tokens_used)
+
+    def settle_tokens(self, reserved: int, used: int) -> None:
+        """Correct a request's token estimate by what it used, on the cluster's limiter (a
+        stream's usage comes at its end, after `on_response`)."""
+        self.actor.settle_tokens.remote(reserved, used)
 
     def on_limited(self, retry_after: float | None) -> None:
         now = time.monotonic()
