@@ -23,6 +23,7 @@ from tests.agents.wire_server import LoopbackHTTPServer
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.http.metering import ResponseTokens, price_of
 from tui_eval.core.settings import RunSettings
+from tui_eval.run import ray_executor
 from tui_eval.run.ray_worker import LimiterActor, SharedLimiter
 from tui_eval.run.runner import Evaluation
 from tui_eval.suites import Suite, load_suites
@@ -169,6 +170,34 @@ def test_a_streamed_sdk_response_in_a_worker_is_metered_and_priced(tmp_path, ray
         assert (usage.input_tokens, usage.output_tokens, usage.requests) == (1000, 200, 1)
         assert sample.cost == pytest.approx(price)
     assert api.requests == 4
+
+
+@pytest.mark.ray
+def test_a_workers_run_closes_the_connections_it_opened(tmp_path, ray_runtime):
+    ray = ray_runtime
+    with ChatAPI() as api:
+        report = run_on_ray(sdk_suite(tmp_path, api.url, stream=False))
+    assert report.passed, report.header()
+
+    def left_open(worker: object) -> tuple[int, list[str]]:
+        """In the worker: aiohttp sessions still open, and the warnings of sessions that
+        were dropped unclosed (collected now)."""
+        import gc
+        import warnings
+
+        import aiohttp
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gc.collect()
+        unclosed = [str(w.message) for w in caught if "Unclosed" in str(w.message)]
+        sessions = [o for o in gc.get_objects() if isinstance(o, aiohttp.ClientSession)]
+        return sum(not session.closed for session in sessions), unclosed
+
+    workers = [actor for idle in ray_executor._IDLE.values() for actor in idle]
+    assert workers  # the run's workers wait for the driver's next run
+    found = ray.get([worker.__ray_call__.remote(left_open) for worker in workers])
+    assert found == [(0, [])] * len(workers)
 
 
 def _limiter_uses() -> set[str]:
