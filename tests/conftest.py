@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -113,3 +113,23 @@ def provider_session() -> Iterator[ProviderSession]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def ray_runtime() -> Iterator[Any]:
+    """One local 2-CPU Ray runtime for the session (every module's `ray` tests share it),
+    started the way tui-eval starts one, with a secret in the environment that no worker
+    may see (`tests/test_executors.py`)."""
+    pytest.importorskip("ray")
+    import ray
+
+    from tui_eval.run.ray_executor import start_ray
+
+    os.environ["TOP_SECRET_KEY"] = "do-not-ship-this-0123"
+    try:
+        ray.shutdown()
+        start_ray(num_cpus=2)
+        yield ray
+    finally:
+        del os.environ["TOP_SECRET_KEY"]
+        ray.shutdown()

@@ -95,25 +95,6 @@ def executor_for(kind: str, suite: Suite, **options: object) -> object:
 EXECUTORS = ["in-process", pytest.param("ray", marks=pytest.mark.ray)]
 
 
-@pytest.fixture(scope="session")
-def ray_runtime():
-    """One local 2-CPU Ray runtime for the session, started the way tui-eval starts one,
-    with a secret in the environment that no worker may see."""
-    pytest.importorskip("ray")
-    import ray
-
-    from tui_eval.run.ray_executor import start_ray
-
-    os.environ["TOP_SECRET_KEY"] = "do-not-ship-this-0123"
-    try:
-        ray.shutdown()
-        start_ray(num_cpus=2)
-        yield ray
-    finally:
-        del os.environ["TOP_SECRET_KEY"]
-        ray.shutdown()
-
-
 @pytest.fixture
 def runtime(request):
     if "ray" in request.node.keywords:

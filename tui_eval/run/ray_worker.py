@@ -60,12 +60,20 @@ class LimiterActor:
         self.limiter.on_limited(retry_after)
         return max(0.0, self.limiter.paused_until - self.limiter.clock())
 
+    def settle_tokens(self, reserved: int, used: int) -> None:
+        self.limiter.settle_tokens(reserved, used)
+
     def set_caps(self, rpm: float | None, tpm: float | None) -> None:
         self.limiter.set_caps(rpm, tpm)
 
 
 class SharedLimiter:
-    """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers."""
+    """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers.
+
+    It answers everything the HTTP layer asks of a limiter, with a `RateLimiter`'s
+    arguments (`tests/test_ray_worker.py` fails when the two drift): what changes the
+    quota's pace goes to the actor, what only reads it is answered from `local`.
+    """
 
     def __init__(self, actor: Any, name: str) -> None:
         from tui_eval.agents.http.limits import RateLimiter
@@ -128,6 +136,11 @@ class SharedLimiter:
             self.local.last_success = time.monotonic()
         lower = {str(name).lower(): value for name, value in dict(headers).items()}
         self.actor.on_response.remote(status, lower, tokens_reserved, tokens_used)
+
+    def settle_tokens(self, reserved: int, used: int) -> None:
+        """Correct a request's token estimate by what it used, on the cluster's limiter (a
+        stream's usage comes at its end, after `on_response`)."""
+        self.actor.settle_tokens.remote(reserved, used)
 
     def on_limited(self, retry_after: float | None) -> None:
         now = time.monotonic()
@@ -227,7 +240,12 @@ class SampleWorker:
 
     async def run(self, units: Sequence[Work]) -> AsyncIterator[bytes]:
         """Run `units` (at most `concurrency` at once across this worker's streams), yielding
-        finished samples in batches: every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait."""
+        finished samples in batches: every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait.
+
+        The connections the run opens (its `RunContext`'s, shared by the worker's streams)
+        close when its last stream here ends, as a run in one process closes them when it
+        ends (`RunContext.closing_clients`): no session is left open in an idle worker.
+        """
         unknown = sorted({label for label, _ in units if label not in self.positions})
         if unknown:
             raise ExecutorError(
@@ -237,6 +255,7 @@ class SampleWorker:
         if self._capacity is None:  # shared by every stream this worker serves
             self._capacity = anyio.CapacityLimiter(self.concurrency)
         capacity = self._capacity
+        samples = self.samples  # the run's, whatever `prepare` does meanwhile
         pending = iter(units)
         batch: list[tuple[str, SampleResult]] = []
         full = anyio.Event()
@@ -245,7 +264,7 @@ class SampleWorker:
         async def work() -> None:
             for label, sample_index in pending:
                 async with capacity:
-                    sample = await self.samples.sample(self.positions[label], sample_index)
+                    sample = await samples.sample(self.positions[label], sample_index)
                 batch.append((label, sample))
                 if len(batch) >= FLUSH_AT:
                     full.set()
@@ -258,7 +277,8 @@ class SampleWorker:
             finished = True
             full.set()
 
-        self._batches.append(batch)  # what `take_unsent` drains when the driver cancels
+        # One batch per stream running here: what `take_unsent` drains when the driver cancels.
+        self._batches.append(batch)
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(drive)
@@ -276,6 +296,9 @@ class SampleWorker:
                         break
         finally:
             self._batches = [other for other in self._batches if other is not batch]
+            if not self._batches:  # the last stream: the run is done with its connections
+                async with samples.context.closing_clients():
+                    pass  # leaving the block closes them
 
     async def take_unsent(self) -> bytes:
         """Finished samples not yet sent (the driver is cancelling: it keeps them)."""

@@ -1,0 +1,257 @@
+"""A Ray worker lends tui-eval's HTTP layer as a run in one process does: an SDK's streamed
+response is metered and priced through the cluster's shared limiter, and a worker's run
+closes the connections it opened. The Ray tests are marked `ray` (`pytest -m ray -n 0`);
+the limiter's shape is checked without Ray."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import sys
+import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import tui_eval
+from tests.agents.wire_server import LoopbackHTTPServer
+from tui_eval.agents.http.limits import RateLimiter
+from tui_eval.agents.http.metering import ResponseTokens, price_of
+from tui_eval.core.settings import RunSettings
+from tui_eval.run import ray_executor
+from tui_eval.run.ray_worker import LimiterActor, SharedLimiter
+from tui_eval.run.runner import Evaluation
+from tui_eval.suites import Suite, load_suites
+
+USAGE = {
+    "prompt_tokens": 1000,
+    "completion_tokens": 200,
+    "prompt_tokens_details": {"cached_tokens": 400},
+}
+"""What every answer of `ChatAPI` reports: cached prompt tokens included."""
+TOKENS = ResponseTokens(1000, 200, cache_read=400)
+
+
+class ChatAPI:
+    """An OpenAI-compatible chat API on 127.0.0.1: a JSON completion, or (`"stream": true`)
+    server-sent chunks whose last one carries the usage, as `stream_options.include_usage`
+    asks. The answer is the prompt in capitals."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.requests += 1
+                answer = body["messages"][-1]["content"].upper()
+                if not body.get("stream"):
+                    self._send("application/json", _completion(answer))
+                    return
+                half = len(answer) // 2
+                chunks = [
+                    _chunk({"choices": [{"index": 0, "delta": {"content": answer[:half]}}]}),
+                    _chunk({"choices": [{"index": 0, "delta": {"content": answer[half:]}}]}),
+                    _chunk({"choices": [], "usage": USAGE}),
+                    b"data: [DONE]\n\n",
+                ]
+                self._send("text/event-stream", b"".join(chunks))
+
+            def _send(self, content_type: str, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    def __enter__(self) -> ChatAPI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _chunk(fields: dict[str, Any]) -> bytes:
+    event = {"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o-mini", **fields}
+    return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
+def _completion(answer: str) -> bytes:
+    message = {"role": "assistant", "content": answer}
+    return json.dumps(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": USAGE,
+        }
+    ).encode()
+
+
+SUITE = """
+import json
+import tui_eval
+from tui_eval import Case, Suite, equals
+
+URL = {url!r}
+STREAM = {stream!r}
+
+async def agent(prompt: str) -> str:
+    # As an SDK does it: its own client, tui-eval's layer underneath.
+    body = {{"model": "gpt-4o-mini", "messages": [{{"role": "user", "content": prompt}}]}}
+    headers = {{"authorization": "Bearer sk-test"}}
+    async with tui_eval.http_client(base_url=URL, headers=headers) as client:
+        if not STREAM:
+            reply = await client.post("/chat/completions", json=body)
+            return reply.json()["choices"][0]["message"]["content"]
+        body |= {{"stream": True, "stream_options": {{"include_usage": True}}}}
+        parts = []
+        async with client.stream("POST", "/chat/completions", json=body) as reply:
+            async for line in reply.aiter_lines():
+                if line.startswith("data: {{"):
+                    for choice in json.loads(line[6:])["choices"]:
+                        parts.append(choice["delta"].get("content", ""))
+        return "".join(parts)
+
+suite = Suite(
+    "sdk",
+    agent=agent,
+    cases=[Case(f"q{{i}}", checks=[equals(f"Q{{i}}")], name=f"c{{i}}") for i in range(4)],
+    concurrency=4,
+)
+"""
+
+
+def sdk_suite(folder: Path, url: str, *, stream: bool) -> Suite:
+    path = folder / "sdk_suite.py"
+    path.write_text(textwrap.dedent(SUITE.format(url=url, stream=stream)))
+    sys.modules.pop("sdk_suite", None)
+    return load_suites([str(path)]).suites[0]
+
+
+def run_on_ray(suite: Suite) -> tui_eval.Report:
+    from tui_eval.run.ray_executor import RayExecutor
+
+    executor = RayExecutor(suite.path, suite.name, workers=1)  # type: ignore[arg-type]
+    evaluation = Evaluation(
+        suite.agent, suite.cases, settings=RunSettings(executor=executor), name=suite.name
+    )
+    return anyio.run(evaluation.run)
+
+
+@pytest.mark.ray
+def test_a_streamed_sdk_response_in_a_worker_is_metered_and_priced(tmp_path, ray_runtime):
+    with ChatAPI() as api:
+        report = run_on_ray(sdk_suite(tmp_path, api.url, stream=True))
+    assert report.passed, report.header()
+    price = price_of("openai", "gpt-4o-mini", TOKENS)
+    assert price is not None and price > 0
+    for sample in report.samples:
+        assert sample.status == "passed", sample.error
+        usage = sample.usage
+        assert (usage.input_tokens, usage.output_tokens, usage.requests) == (1000, 200, 1)
+        assert sample.cost == pytest.approx(price)
+    assert api.requests == 4
+
+
+@pytest.mark.ray
+def test_a_workers_run_closes_the_connections_it_opened(tmp_path, ray_runtime):
+    ray = ray_runtime
+    with ChatAPI() as api:
+        report = run_on_ray(sdk_suite(tmp_path, api.url, stream=False))
+    assert report.passed, report.header()
+
+    def left_open(worker: object) -> tuple[int, list[str]]:
+        """In the worker: aiohttp sessions still open, and the warnings of sessions that
+        were dropped unclosed (collected now)."""
+        import gc
+        import warnings
+
+        import aiohttp
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gc.collect()
+        unclosed = [str(w.message) for w in caught if "Unclosed" in str(w.message)]
+        sessions = [o for o in gc.get_objects() if isinstance(o, aiohttp.ClientSession)]
+        return sum(not session.closed for session in sessions), unclosed
+
+    workers = [actor for idle in ray_executor._IDLE.values() for actor in idle]
+    assert workers  # the run's workers wait for the driver's next run
+    found = ray.get([worker.__ray_call__.remote(left_open) for worker in workers])
+    assert found == [(0, [])] * len(workers)
+
+
+def _limiter_uses() -> set[str]:
+    """Every attribute tui-eval reads or calls on a quota's limiter (`limiter.X`) outside
+    the limiter itself: what a `SharedLimiter` must answer too."""
+    root = Path(tui_eval.__file__).parent
+    used: set[str] = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "limiter"
+            ):
+                used.add(node.attr)
+    return used
+
+
+def test_a_shared_limiter_answers_everything_asked_of_a_limiter():
+    """A worker's `SharedLimiter` stands in for a `RateLimiter`: a method the HTTP layer
+    calls on a limiter that it lacks (or takes other arguments) fails a sample at run
+    time, on Ray only. This fails when the two drift."""
+    used = _limiter_uses()
+    assert {"acquire", "on_response", "settle_tokens", "status"} <= used  # the scan works
+    for name in sorted(used):
+        assert hasattr(SharedLimiter, name), f"SharedLimiter has no {name!r}"
+        theirs = getattr(RateLimiter, name, None)  # None: an attribute of each instance
+        if callable(theirs):
+            ours = getattr(SharedLimiter, name)
+            assert _parameters(ours) == _parameters(theirs), name
+            assert inspect.iscoroutinefunction(ours) == inspect.iscoroutinefunction(theirs)
+
+
+def _parameters(method: Any) -> list[tuple[str, Any, Any]]:
+    """How a method is called: its parameters' names, kinds and defaults."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(method).parameters.values()]
+
+
+class _Actor:
+    """A `LimiterActor` behind a fake handle: `.method.remote(...)` calls it at once."""
+
+    def __init__(self, actor: LimiterActor) -> None:
+        self.actor = actor
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.actor, name)
+        return type("Method", (), {"remote": staticmethod(method)})()
+
+
+def test_a_streams_token_usage_corrects_the_clusters_estimate():
+    """A stream's usage comes after its response: settled on the cluster's limiter, so a
+    request that used more tokens than estimated holds the next ones back by that much."""
+    actor = LimiterActor("http://api", rpm=None, tpm=6000)  # 100 tokens a second
+    shared = SharedLimiter(_Actor(actor), "http://api")
+    before = actor.limiter.next_token_slot
+    shared.settle_tokens(100, 300)
+    assert actor.limiter.next_token_slot == pytest.approx(before + 2.0)
