@@ -198,3 +198,54 @@ async def test_the_calibration_reason_is_cut_with_an_ellipsis_at_80_columns(
         row = next(line for line in lines if reason[:12] in line)
         assert len(reason) > 40 and reason not in row  # it cannot fit at 80 columns…
         assert row.endswith("…")  # …and says it is cut
+
+
+LONG_NAMES = (
+    "cancels the wrong order (agent's fault)",
+    "leaves before confirming (user's fault)",
+    "where is my order (read only)",
+)
+DIFFERENCES = "state_equals: 6 difference(s): items.mug.stock: expected 10, got 9; " * 2
+
+
+def _long_named_report():
+    from tui_eval.checks import CheckResult
+    from tui_eval.report.report import CaseResult, Report, SampleResult
+
+    def failed(name: str) -> SampleResult:
+        checks = [CheckResult("state_equals", False, reason=DIFFERENCES)]
+        return SampleResult(name, 0, "failed", checks=checks)
+
+    return Report("shop", [CaseResult(name, [failed(name)], planned=1) for name in LONG_NAMES])
+
+
+def _case_rows(app) -> list[str]:
+    lines = [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
+    return [line for line in lines if line.lstrip().startswith("✗ failed")]
+
+
+async def test_the_run_table_gives_case_names_the_room_the_other_columns_leave():
+    """At 120 columns the names are whole (`(agent's fault)` included) and the first failure
+    keeps a column; at 80 a name is cut later, with "…", and the failure still shows."""
+    from tui_eval.tui.app import make_app
+
+    app = make_app(report=_long_named_report())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        rows = _case_rows(app)
+        assert len(rows) == len(LONG_NAMES)
+        for name, row in zip(LONG_NAMES, rows, strict=True):
+            assert name in row
+            assert "state_equals" in row and row.endswith("…")  # the failure, cut
+    app = make_app(report=_long_named_report())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        rows = _case_rows(app)
+        assert len(rows) == len(LONG_NAMES)
+        for name, row in zip(LONG_NAMES, rows, strict=True):
+            assert len(row) <= 80
+            if name in row:
+                continue  # short enough to fit
+            shown = row[row.index(name[:10]) :].split("…")[0]
+            assert name.startswith(shown) and len(shown) >= 28, row  # cut late, and says so
+            assert "state_eq" in row  # the first failure keeps a column
