@@ -249,3 +249,25 @@ async def test_the_run_table_gives_case_names_the_room_the_other_columns_leave()
             shown = row[row.index(name[:10]) :].split("…")[0]
             assert name.startswith(shown) and len(shown) >= 28, row  # cut late, and says so
             assert "state_eq" in row  # the first failure keeps a column
+
+
+async def test_the_fault_line_cut_at_80x24_ends_with_an_ellipsis_and_stays_plain():
+    from tui_eval import Fault
+    from tui_eval.tui.app import make_app
+
+    from .test_conversation_screens import WRONG_ORDER, conversation_sample, one_case_report
+    from .test_conversation_screens import open_sample as open_first_sample
+
+    reason = "the user ended the conversation [bold]while[/bold] the agent waited " * 6
+    sample = conversation_sample(
+        WRONG_ORDER[:1], fault=Fault("user", 1, reason, by="rule"), excluded=True
+    )
+    app = make_app(report=one_case_report(sample))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_first_sample(pilot, app)
+        fault = screen.query_one("#fault")
+        lines = [strip.text for strip in screen._compositor.render_strips()]
+        shown = lines[fault.region.y : fault.region.bottom]
+        assert 1 < len(shown) <= 4
+        assert "[bold]while[/bold]" in shown[0] + shown[1]  # markup shown as typed
+        assert shown[-1].rstrip().endswith("…")  # cut, and says so

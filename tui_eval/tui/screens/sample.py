@@ -12,6 +12,7 @@ from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.report.report import SampleResult
 from tui_eval.service.session import RunSession
+from tui_eval.tui.widgets.clamped_text import ClampedText
 from tui_eval.tui.widgets.conversation import LEFT_OUT, TurnList, fault_text
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory, render_usage
@@ -25,6 +26,8 @@ TABS = (
     ("error", "4 Error"),
     ("usage", "5 Usage"),
 )
+FAULT_LINES = 4
+"""Lines of the fault above the tabs, at most (a longer one ends with "…")."""
 
 
 class SampleScreen(Screen[None]):
@@ -74,7 +77,7 @@ class SampleScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
-        yield Static(id="fault")
+        yield ClampedText(id="fault", max_lines=FAULT_LINES)
         sample = self.sample
         initial = "checks" if not sample.passed and sample.checks else "output"
         if sample.run is not None and sample.run.conversation is not None:
@@ -138,7 +141,7 @@ class SampleScreen(Screen[None]):
     def _show_conversation(self) -> None:
         """The fault above the tabs; a conversation's turns, or a run's trajectory."""
         sample = self.sample
-        fault = self.query_one("#fault", Static)
+        fault = self.query_one("#fault", ClampedText)
         fault.display = sample.fault is not None
         if sample.fault is not None:
             fault.update(fault_text(sample.fault, excluded=sample.excluded))
