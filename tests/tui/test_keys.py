@@ -95,3 +95,37 @@ async def test_f_shows_the_cases_below_their_threshold_and_says_so(tmp_path):
         assert list(table_rows(app.screen)) == ["broken", "also broken"]
         # The note is drawn when the screen next refreshes.
         await wait_for(pilot, lambda: "below their pass threshold" in screen_text(app))
+
+
+def footer_texts(app) -> list[str]:
+    """The footer's keys as shown: `⏎ Open`, `d Beside pass`."""
+    from tui_eval.tui.widgets.footer import KeyFooter, footer_descriptions
+
+    return list(footer_descriptions(app.screen.query_one(KeyFooter)))
+
+
+async def test_d_shows_only_on_a_failing_sample_whose_case_has_a_passing_one(tmp_path):
+    """`broken` has no passing sample to compare with; `flaky`'s second sample failed and
+    two passed; a passing sample has nothing to compare."""
+    app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("enter", "enter")  # broken: its one (failing) sample
+        sample = app.screen
+        assert isinstance(sample, SampleScreen)
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert not any(text.startswith("d ") for text in footer_texts(app))
+        await pilot.press("d")  # nothing to do: no toast, no new screen
+        assert app.screen is sample
+        assert not any("compare" in note.message for note in app._notifications)
+        await pilot.press("n")  # flaky's failing sample: two of its samples passed
+        assert sample.session.state.cases[sample.case_index].name == "flaky"
+        await wait_for(pilot, lambda: "d Beside pass" in footer_texts(app))
+        await pilot.press("q")  # flaky's Case screen: its first sample passed
+        await pilot.press("home", "enter")
+        passing = app.screen
+        assert isinstance(passing, SampleScreen) and passing.sample.passed
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert not any(text.startswith("d ") for text in footer_texts(app))

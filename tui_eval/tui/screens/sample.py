@@ -75,6 +75,17 @@ class SampleScreen(Screen[None]):
     def sample(self) -> SampleResult:
         return self.session.state.cases[self.case_index].samples[self.sample_index]
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`d` shows only where it can act: a failing sample whose case has a passing one."""
+        if action == "beside_passing":
+            return self._has_passing_beside()
+        return True
+
+    def _has_passing_beside(self) -> bool:
+        sample = self.sample
+        case = self.session.state.cases[self.case_index]
+        return not sample.passed and any(s.passed for s in case.samples if s is not sample)
+
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
         yield ClampedText(id="fault", max_lines=FAULT_LINES)
@@ -96,6 +107,17 @@ class SampleScreen(Screen[None]):
         self.markdown = False
         self.query_one("#output-markdown", Markdown).display = False
         self.show_sample()
+        self._beside = self._has_passing_beside()
+        if self.session.state.running:  # a passing sample of the case may still come
+            self._ticks = self.set_interval(0.25, self._follow_run)
+
+    def _follow_run(self) -> None:
+        """Show `d` once a sample of the case passes; stop when the run has ended."""
+        if self._has_passing_beside() != self._beside:
+            self._beside = not self._beside
+            self.refresh_bindings()
+        if not self.session.state.running:
+            self._ticks.stop()
 
     def show_sample(self) -> None:
         """Fill every tab from the current sample."""
@@ -196,6 +218,8 @@ class SampleScreen(Screen[None]):
             )
         self.case_index, self.sample_index = failing[position]
         self.show_sample()
+        self._beside = self._has_passing_beside()
+        self.refresh_bindings()  # `d` applies to some samples only
         which = "sample of the failure mode" if self.walk else "failing sample"
         self.notify(f"{which} {position + 1}/{len(failing)}", timeout=1.5)
 
