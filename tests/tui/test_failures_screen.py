@@ -187,3 +187,28 @@ async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):
         await pilot.pause()
         await pilot.press("y")
         await wait_for(pilot, lambda: not path.exists())
+
+
+async def test_walking_a_modes_samples_the_footer_says_n_walks_the_mode(tmp_path):
+    from tui_eval.tui.widgets.footer import KeyFooter, footer_descriptions
+
+    def footer(app) -> list[str]:
+        return list(footer_descriptions(app.screen.query_one(KeyFooter)))
+
+    gate = anyio.Event()
+    gate.set()
+    suite = two_modes_suite(tmp_path, gate)
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("n")  # from the Run screen: every failing sample of the run
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen))
+        await wait_for(pilot, lambda: "n Next fail" in footer(app))
+        await pilot.press("q", "F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        await pilot.press("enter")  # a mode's samples
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen))
+        await wait_for(pilot, lambda: "n Next in mode" in footer(app))
+        assert "n Next fail" not in footer(app) and "p Prev in mode" in footer(app)

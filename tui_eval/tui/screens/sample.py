@@ -42,8 +42,14 @@ class SampleScreen(Screen[None]):
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
+        # n/p walk the run's failing samples, or a failure mode's (opened from Failures):
+        # one of each pair shows, saying which.
         Binding("n", "step(1)", "Next fail", tooltip="Next failing sample of the run"),
+        Binding("n", "step_mode(1)", "Next in mode", tooltip="Next sample of the failure mode"),
         Binding("p", "step(-1)", "Prev fail", tooltip="Previous failing sample of the run"),
+        Binding(
+            "p", "step_mode(-1)", "Prev in mode", tooltip="Previous sample of the failure mode"
+        ),
         Binding("d", "beside_passing", "Beside pass", tooltip="Beside the closest passing sample"),
         Binding("v", "view_full", "Full", tooltip="The full output (any size; / searches)"),
         Binding("t", "toggle_markdown", "Markdown", tooltip="Output as Markdown / as plain text"),
@@ -76,9 +82,14 @@ class SampleScreen(Screen[None]):
         return self.session.state.cases[self.case_index].samples[self.sample_index]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`d` shows only where it can act: a failing sample whose case has a passing one."""
+        """`d` shows only where it can act: a failing sample whose case has a passing one;
+        `n`/`p` say whether they walk the run's failing samples or a failure mode's."""
         if action == "beside_passing":
             return self._has_passing_beside()
+        if action == "step":
+            return self.walk is None
+        if action == "step_mode":
+            return self.walk is not None
         return True
 
     def _has_passing_beside(self) -> bool:
@@ -202,6 +213,9 @@ class SampleScreen(Screen[None]):
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+
+    def action_step_mode(self, direction: int) -> None:
+        self.action_step(direction)
 
     def action_step(self, direction: int) -> None:
         failing = self.walk or self.session.state.failing_samples()
