@@ -129,3 +129,33 @@ async def test_d_shows_only_on_a_failing_sample_whose_case_has_a_passing_one(tmp
         assert isinstance(passing, SampleScreen) and passing.sample.passed
         await wait_for(pilot, lambda: bool(footer_texts(app)))
         assert not any(text.startswith("d ") for text in footer_texts(app))
+
+
+async def test_f_leaves_out_an_undecided_case_as_the_run_header_does():
+    """Every sample of `hung up` was left out (the user simulator's fault): it is undecided,
+    not failing, so `f` does not list it, and the note says it was left out."""
+    from tui_eval import Fault
+    from tui_eval.report.report import CaseResult, Report
+
+    from .test_conversation_screens import WRONG_ORDER, conversation_sample
+
+    undecided = conversation_sample(
+        WRONG_ORDER[:1], fault=Fault("user", 1, "hung up"), excluded=True
+    )
+    wrong = conversation_sample(WRONG_ORDER, fault=Fault("agent", 2, "wrong order"))
+    passed = conversation_sample(WRONG_ORDER, status="passed")
+    report = Report(
+        "shop",
+        [
+            CaseResult("wrong order", [wrong], planned=1),
+            CaseResult("hung up", [undecided], planned=1),
+            CaseResult("fine", [passed], planned=1),
+        ],
+    )
+    app = make_app(report=report)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "⊘ 1 undecided" in screen_text(app)
+        await pilot.press("f")
+        assert list(table_rows(app.screen)) == ["wrong order"]
+        await wait_for(pilot, lambda: "1 undecided" in screen_text(app).split("showing")[-1])

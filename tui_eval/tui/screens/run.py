@@ -21,6 +21,7 @@ from tui_eval.tui.widgets.case_table import (
     CaseHeader,
     CaseTable,
 )
+from tui_eval.tui.widgets.conversation import LEFT_OUT
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
@@ -81,6 +82,7 @@ class RunScreen(Screen[None]):
         self.reruns_started = 0
         self._finished_seen = False
         self._was_running: bool | None = None
+        self._notes: str | None = None
 
     @property
     def watching(self) -> bool:
@@ -126,9 +128,14 @@ class RunScreen(Screen[None]):
             if state.take_structure_changed():
                 state.take_dirty()
                 table.rebuild()
+                changed = True
             else:
-                table.sync(state.take_dirty())
+                dirty = state.take_dirty()
+                table.sync(dirty)
+                changed = bool(dirty)
             self.query_one(RunHeader).sync(state)
+            if changed and table.failing_only:
+                self._show_notes()  # how many undecided cases `f` leaves out
         if state.running != self._was_running:
             # Which keys apply (cancel while running; save, rerun once finished) changed.
             self._was_running = state.running
@@ -223,7 +230,10 @@ class RunScreen(Screen[None]):
         table = self.query_one(CaseTable)
         shown = []
         if table.failing_only:
-            shown.append(f"{FAILING_CASES} (f: all)")
+            # As the header counts them: the cases whose every sample was left out.
+            undecided = sum(1 for c in self.session.state.cases if c.undecided and c.complete)
+            left_out = f", not the {LEFT_OUT} {undecided} undecided" if undecided else ""
+            shown.append(f"{FAILING_CASES}{left_out} (f: all)")
         if table.name_filter:
             shown.append(f"names containing {table.name_filter!r}")
         if table.mode_cases is not None:
@@ -233,8 +243,11 @@ class RunScreen(Screen[None]):
             shown.append(f"sorted by {label} {SORT_ARROW.get(table.sort_key, '')} (o: next)")
         if shown:
             parts.append("showing " + ", ".join(shown))
-        notes.update(cell(" · ".join(parts), 400))
-        notes.display = bool(parts)
+        text = " · ".join(parts)
+        if text != self._notes:  # an update lays the screen out again
+            self._notes = text
+            notes.update(cell(text, 400))
+            notes.display = bool(parts)
 
     def action_since_previous(self) -> None:
         if self.since_previous is None or self.previous is None:

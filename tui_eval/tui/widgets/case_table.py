@@ -210,9 +210,10 @@ class CaseTable(ScrollView, can_focus=True):
     # -- structure ------------------------------------------------------------------------
     def shows(self, index: int) -> bool:
         """Whether the filters show case `index`. Failing only: the cases below their
-        pass threshold (so far, while they run), not those that pass with a failing sample."""
+        pass threshold (so far, while they run), not those that pass with a failing sample
+        nor the undecided ones (every sample left out: the agent was not tested)."""
         case = self.state.cases[index]
-        if self.failing_only and (not case.samples or case.passed):
+        if self.failing_only and (not case.samples or case.passed or case.undecided):
             return False
         if self.mode_cases is not None and case.name not in self.mode_cases:
             return False
