@@ -159,3 +159,22 @@ async def test_f_leaves_out_an_undecided_case_as_the_run_header_does():
         await pilot.press("f")
         assert list(table_rows(app.screen)) == ["wrong order"]
         await wait_for(pilot, lambda: "1 undecided" in screen_text(app).split("showing")[-1])
+
+
+async def test_enter_on_the_suites_says_run_until_the_suite_has_a_run_then_open(tmp_path):
+    app = make_app(suites=[mixed("first"), mixed("second")], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert "⏎ Run" in footer_texts(app) and "⏎ Open" not in footer_texts(app)
+        await pilot.press("enter")  # starts a run of "first", and shows it
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("q")
+        assert isinstance(app.screen, SuitesScreen)
+        await wait_for(pilot, lambda: "⏎ Open" in footer_texts(app))
+        assert "⏎ Run" not in footer_texts(app)
+        await pilot.press("down")  # "second" has no run yet
+        await wait_for(pilot, lambda: "⏎ Run" in footer_texts(app))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        assert app.screen.session is app.workspace.sessions["second"]
