@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
@@ -26,6 +28,9 @@ from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tui_eval.service.flaky import CaseHistory
 
 FRAME_SECONDS = 0.1
 FAILING_CASES = "the failing cases: below their pass threshold"
@@ -289,25 +294,28 @@ class RunScreen(Screen[None]):
         self._show_notes()
 
     def action_failures(self) -> None:
-        from tui_eval.service.flaky import CaseHistory, case_histories
         from tui_eval.tui.screens.failures import FailuresScreen
 
-        baseline = self.session.compared_baseline()
-        flaky: list[CaseHistory] = []
-        history = self.workspace.history
-        if history is not None:
-            thresholds = {c.name: c.pass_threshold for c in self.session.state.cases}
-            found = case_histories(history, self.session.state.name, thresholds)
-            flaky = [past for past in found.values() if past.flaky]
         self.app.push_screen(
             FailuresScreen(
                 self.session,
-                baseline=baseline,
-                flaky=flaky,
+                baseline=self.session.compared_baseline(),
+                flaky=self._flaky_cases,
                 show_cases=self.show_mode,
                 shown=self.mode_label,
             )
         )
+
+    def _flaky_cases(self) -> list[CaseHistory]:
+        """The run's cases that are flaky over the suite's recorded runs."""
+        from tui_eval.service.flaky import case_histories
+
+        history = self.workspace.history
+        if history is None:
+            return []
+        thresholds = {c.name: c.pass_threshold for c in self.session.state.cases}
+        found = case_histories(history, self.session.state.name, thresholds)
+        return [past for past in found.values() if past.flaky]
 
     def action_failing_only(self) -> None:
         table = self.query_one(CaseTable)
