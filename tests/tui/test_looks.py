@@ -271,3 +271,47 @@ async def test_the_fault_line_cut_at_80x24_ends_with_an_ellipsis_and_stays_plain
         assert 1 < len(shown) <= 4
         assert "[bold]while[/bold]" in shown[0] + shown[1]  # markup shown as typed
         assert shown[-1].rstrip().endswith("…")  # cut, and says so
+
+
+async def test_an_undecided_case_shows_its_whole_status_and_the_suites_count_it_apart():
+    """The Run table's status says "⊘ undecided" whole at 80 columns; the Suites screen
+    counts passed cases of the decided ones (`1/1 ⊘1`), as the Run header does."""
+    from tui_eval import Fault, Suite
+    from tui_eval.report.report import CaseResult, Report
+    from tui_eval.service.session import RunSession
+    from tui_eval.tui.app import make_app
+
+    from .test_conversation_screens import WRONG_ORDER, conversation_sample
+
+    undecided = conversation_sample(
+        WRONG_ORDER[:1], fault=Fault("user", 1, "hung up"), excluded=True
+    )
+    passed = conversation_sample(WRONG_ORDER, status="passed")
+    report = Report(
+        "shop",
+        [
+            CaseResult("fine", [passed], planned=1),
+            CaseResult("hung up", [undecided], planned=1),
+        ],
+    )
+    app = make_app(report=report)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "⊘ undecided  hung up" in "\n".join(
+            strip.text for strip in app.screen._compositor.render_strips()
+        )
+    app = make_app(suites=[Suite("shop", agent=lambda q: q, cases=[])])
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = RunSession.for_report(report, clock=lambda: 0.0)
+        app.workspace.sessions["shop"] = session
+        app.screen.wake()
+        row = "shop"
+
+        def shown() -> str:
+            lines = [strip.text for strip in app.screen._compositor.render_strips()]
+            return next((line for line in lines if line.lstrip().startswith(row)), "")
+
+        from .test_app_flow import wait_for
+
+        await wait_for(pilot, lambda: "passed" in shown())
+        assert "1/1 ⊘1 passed" in shown()

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.service.store import RunSummary
 from tui_eval.service.suite_run import BaselineStatus, EmptySelection, read_baseline
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded, WatchRerun
@@ -205,8 +206,8 @@ class SuitesScreen(Screen[None]):
             return Text("starting", style="dim")
         if report.cancelled:
             return Text(INTERRUPTED, style="yellow")
-        return Text(
-            f"{report.cases_passed}/{len(report.cases)} passed{reloaded}",
+        return Text(  # passed of the decided cases, as the Run header and last run count
+            f"{RunSummary.of(report).cases_text()} passed{reloaded}",
             style="green" if report.passed else "red",
         )
 

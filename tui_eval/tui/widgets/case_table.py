@@ -45,7 +45,7 @@ STATUS_STYLE = {
 
 # (key, label, width, right-aligned); the name and failure columns share what is left.
 COLUMNS = (
-    ("status", "status", 9, False),
+    ("status", "status", 11, False),  # "⊘ undecided", the longest status
     ("name", "case", 28, False),
     ("samples", "k/n", 6, True),
     ("rate", "pass", 5, True),
