@@ -259,7 +259,7 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
         async def show_failures(pilot: Pilot[Any]) -> None:
             session = RunSession.for_report(report, clock=clock, title="calculator")
             await pilot.app.push_screen(
-                FailuresScreen(session, baseline=baseline, flaky=[demo_flaky_history()])
+                FailuresScreen(session, baseline=baseline, flaky=lambda: [demo_flaky_history()])
             )
             await pilot.pause()
 

@@ -133,7 +133,7 @@ async def test_flaky_cases_show_their_pass_rate_run_by_run(tmp_path):
     app = make_app(suites=[])
     async with app.run_test(size=(120, 40)) as pilot:
         session = RunSession.for_report(report, clock=lambda: 0.0, title="modes")
-        await app.push_screen(FailuresScreen(session, flaky=[CaseHistory("c6", runs)]))
+        await app.push_screen(FailuresScreen(session, flaky=lambda: [CaseHistory("c6", runs)]))
         await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
         shown = str(app.screen.query_one("#flaky").render())
         assert "c6" in shown and "100% · 0% · 100% · 0% · 0%" in shown and "3 flip(s)" in shown
@@ -187,3 +187,73 @@ async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):
         await pilot.pause()
         await pilot.press("y")
         await wait_for(pilot, lambda: not path.exists())
+
+
+async def test_walking_a_modes_samples_the_footer_says_n_walks_the_mode(tmp_path):
+    from tui_eval.tui.widgets.footer import KeyFooter, footer_descriptions
+
+    def footer(app) -> list[str]:
+        return list(footer_descriptions(app.screen.query_one(KeyFooter)))
+
+    gate = anyio.Event()
+    gate.set()
+    suite = two_modes_suite(tmp_path, gate)
+    app = make_app(suites=[suite], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("n")  # from the Run screen: every failing sample of the run
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen))
+        await wait_for(pilot, lambda: "n Next fail" in footer(app))
+        await pilot.press("q", "F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        await pilot.press("enter")  # a mode's samples
+        await wait_for(pilot, lambda: isinstance(app.screen, SampleScreen))
+        await wait_for(pilot, lambda: "n Next in mode" in footer(app))
+        assert "n Next fail" not in footer(app) and "p Prev in mode" in footer(app)
+
+
+async def test_the_flaky_list_follows_the_runs_recorded_while_failures_is_open(tmp_path):
+    """`c6` passed, then failed: two runs, one flip, not flaky yet. The third run (passing
+    again) is going when Failures opens; once it is recorded, `c6` is flaky, and the screen
+    says so without being opened again."""
+    from tui_eval.service.request import RunRequest
+    from tui_eval.service.suite_run import SuiteRun
+
+    history = RunHistory(tmp_path)
+    opened = anyio.Event()
+    opened.set()
+    suite = two_modes_suite(tmp_path, opened)
+    plain_agent = suite.agent
+    now = {"c6 passes": True, "hold case 7": False}
+    third = anyio.Event()  # what the third run's case 7 waits for
+
+    async def agent(question: str) -> str:
+        if question == "q 6" and not now["c6 passes"]:
+            return "no"
+        if question == "q 7" and now["hold case 7"]:
+            await third.wait()
+        return await plain_agent(question)
+
+    suite.agent = agent
+    for c6_passes in (True, False):
+        now["c6 passes"] = c6_passes
+        await SuiteRun.start(suite, RunRequest(), history=history, invocation="t").run()
+    now.update({"c6 passes": True, "hold case 7": True})
+    app = make_app(suites=[suite], history=history)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run_screen = app.screen
+        await wait_for(pilot, lambda: run_screen.session.state.samples_done == 7)
+        await pilot.press("F")
+        await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
+        screen = app.screen
+        assert not screen.flaky and not screen.query_one("#flaky").display
+        third.set()
+        # (The Run screen under this one is not drawn: wait for the run, not for it.)
+        await wait_for(pilot, lambda: not run_screen.session.state.running)
+        await wait_for(pilot, lambda: [past.case for past in screen.flaky] == ["c6"])
+        await wait_for(pilot, lambda: "c6" in str(screen.query_one("#flaky").render()))
+        assert screen.query_one("#flaky").display

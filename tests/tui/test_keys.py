@@ -95,3 +95,86 @@ async def test_f_shows_the_cases_below_their_threshold_and_says_so(tmp_path):
         assert list(table_rows(app.screen)) == ["broken", "also broken"]
         # The note is drawn when the screen next refreshes.
         await wait_for(pilot, lambda: "below their pass threshold" in screen_text(app))
+
+
+def footer_texts(app) -> list[str]:
+    """The footer's keys as shown: `⏎ Open`, `d Beside pass`."""
+    from tui_eval.tui.widgets.footer import KeyFooter, footer_descriptions
+
+    return list(footer_descriptions(app.screen.query_one(KeyFooter)))
+
+
+async def test_d_shows_only_on_a_failing_sample_whose_case_has_a_passing_one(tmp_path):
+    """`broken` has no passing sample to compare with; `flaky`'s second sample failed and
+    two passed; a passing sample has nothing to compare."""
+    app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("enter", "enter")  # broken: its one (failing) sample
+        sample = app.screen
+        assert isinstance(sample, SampleScreen)
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert not any(text.startswith("d ") for text in footer_texts(app))
+        await pilot.press("d")  # nothing to do: no toast, no new screen
+        assert app.screen is sample
+        assert not any("compare" in note.message for note in app._notifications)
+        await pilot.press("n")  # flaky's failing sample: two of its samples passed
+        assert sample.session.state.cases[sample.case_index].name == "flaky"
+        await wait_for(pilot, lambda: "d Beside pass" in footer_texts(app))
+        await pilot.press("q")  # flaky's Case screen: its first sample passed
+        await pilot.press("home", "enter")
+        passing = app.screen
+        assert isinstance(passing, SampleScreen) and passing.sample.passed
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert not any(text.startswith("d ") for text in footer_texts(app))
+
+
+async def test_f_leaves_out_an_undecided_case_as_the_run_header_does():
+    """Every sample of `hung up` was left out (the user simulator's fault): it is undecided,
+    not failing, so `f` does not list it, and the note says it was left out."""
+    from tui_eval import Fault
+    from tui_eval.report.report import CaseResult, Report
+
+    from .test_conversation_screens import WRONG_ORDER, conversation_sample
+
+    undecided = conversation_sample(
+        WRONG_ORDER[:1], fault=Fault("user", 1, "hung up"), excluded=True
+    )
+    wrong = conversation_sample(WRONG_ORDER, fault=Fault("agent", 2, "wrong order"))
+    passed = conversation_sample(WRONG_ORDER, status="passed")
+    report = Report(
+        "shop",
+        [
+            CaseResult("wrong order", [wrong], planned=1),
+            CaseResult("hung up", [undecided], planned=1),
+            CaseResult("fine", [passed], planned=1),
+        ],
+    )
+    app = make_app(report=report)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "⊘ 1 undecided" in screen_text(app)
+        await pilot.press("f")
+        assert list(table_rows(app.screen)) == ["wrong order"]
+        await wait_for(pilot, lambda: "1 undecided" in screen_text(app).split("showing")[-1])
+
+
+async def test_enter_on_the_suites_says_run_until_the_suite_has_a_run_then_open(tmp_path):
+    app = make_app(suites=[mixed("first"), mixed("second")], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert "⏎ Run" in footer_texts(app) and "⏎ Open" not in footer_texts(app)
+        await pilot.press("enter")  # starts a run of "first", and shows it
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_until_done(pilot, app.screen)
+        await pilot.press("q")
+        assert isinstance(app.screen, SuitesScreen)
+        await wait_for(pilot, lambda: "⏎ Open" in footer_texts(app))
+        assert "⏎ Run" not in footer_texts(app)
+        await pilot.press("down")  # "second" has no run yet
+        await wait_for(pilot, lambda: "⏎ Run" in footer_texts(app))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        assert app.screen.session is app.workspace.sessions["second"]

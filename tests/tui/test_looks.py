@@ -198,3 +198,120 @@ async def test_the_calibration_reason_is_cut_with_an_ellipsis_at_80_columns(
         row = next(line for line in lines if reason[:12] in line)
         assert len(reason) > 40 and reason not in row  # it cannot fit at 80 columns…
         assert row.endswith("…")  # …and says it is cut
+
+
+LONG_NAMES = (
+    "cancels the wrong order (agent's fault)",
+    "leaves before confirming (user's fault)",
+    "where is my order (read only)",
+)
+DIFFERENCES = "state_equals: 6 difference(s): items.mug.stock: expected 10, got 9; " * 2
+
+
+def _long_named_report():
+    from tui_eval.checks import CheckResult
+    from tui_eval.report.report import CaseResult, Report, SampleResult
+
+    def failed(name: str) -> SampleResult:
+        checks = [CheckResult("state_equals", False, reason=DIFFERENCES)]
+        return SampleResult(name, 0, "failed", checks=checks)
+
+    return Report("shop", [CaseResult(name, [failed(name)], planned=1) for name in LONG_NAMES])
+
+
+def _case_rows(app) -> list[str]:
+    lines = [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
+    return [line for line in lines if line.lstrip().startswith("✗ failed")]
+
+
+async def test_the_run_table_gives_case_names_the_room_the_other_columns_leave():
+    """At 120 columns the names are whole (`(agent's fault)` included) and the first failure
+    keeps a column; at 80 a name is cut later, with "…", and the failure still shows."""
+    from tui_eval.tui.app import make_app
+
+    app = make_app(report=_long_named_report())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        rows = _case_rows(app)
+        assert len(rows) == len(LONG_NAMES)
+        for name, row in zip(LONG_NAMES, rows, strict=True):
+            assert name in row
+            assert "state_equals" in row and row.endswith("…")  # the failure, cut
+    app = make_app(report=_long_named_report())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        rows = _case_rows(app)
+        assert len(rows) == len(LONG_NAMES)
+        for name, row in zip(LONG_NAMES, rows, strict=True):
+            assert len(row) <= 80
+            if name in row:
+                continue  # short enough to fit
+            shown = row[row.index(name[:10]) :].split("…")[0]
+            assert name.startswith(shown) and len(shown) >= 28, row  # cut late, and says so
+            assert "state_eq" in row  # the first failure keeps a column
+
+
+async def test_the_fault_line_cut_at_80x24_ends_with_an_ellipsis_and_stays_plain():
+    from tui_eval import Fault
+    from tui_eval.tui.app import make_app
+
+    from .test_conversation_screens import WRONG_ORDER, conversation_sample, one_case_report
+    from .test_conversation_screens import open_sample as open_first_sample
+
+    reason = "the user ended the conversation [bold]while[/bold] the agent waited " * 6
+    sample = conversation_sample(
+        WRONG_ORDER[:1], fault=Fault("user", 1, reason, by="rule"), excluded=True
+    )
+    app = make_app(report=one_case_report(sample))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_first_sample(pilot, app)
+        fault = screen.query_one("#fault")
+        lines = [strip.text for strip in screen._compositor.render_strips()]
+        shown = lines[fault.region.y : fault.region.bottom]
+        assert 1 < len(shown) <= 4
+        assert "[bold]while[/bold]" in shown[0] + shown[1]  # markup shown as typed
+        assert shown[-1].rstrip().endswith("…")  # cut, and says so
+
+
+async def test_an_undecided_case_shows_its_whole_status_and_the_suites_count_it_apart():
+    """The Run table's status says "⊘ undecided" whole at 80 columns; the Suites screen
+    counts passed cases of the decided ones (`1/1 ⊘1`), as the Run header does."""
+    from tui_eval import Fault, Suite
+    from tui_eval.report.report import CaseResult, Report
+    from tui_eval.service.session import RunSession
+    from tui_eval.tui.app import make_app
+
+    from .test_conversation_screens import WRONG_ORDER, conversation_sample
+
+    undecided = conversation_sample(
+        WRONG_ORDER[:1], fault=Fault("user", 1, "hung up"), excluded=True
+    )
+    passed = conversation_sample(WRONG_ORDER, status="passed")
+    report = Report(
+        "shop",
+        [
+            CaseResult("fine", [passed], planned=1),
+            CaseResult("hung up", [undecided], planned=1),
+        ],
+    )
+    app = make_app(report=report)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "⊘ undecided  hung up" in "\n".join(
+            strip.text for strip in app.screen._compositor.render_strips()
+        )
+    app = make_app(suites=[Suite("shop", agent=lambda q: q, cases=[])])
+    async with app.run_test(size=(120, 40)) as pilot:
+        session = RunSession.for_report(report, clock=lambda: 0.0)
+        app.workspace.sessions["shop"] = session
+        app.screen.wake()
+        row = "shop"
+
+        def shown() -> str:
+            lines = [strip.text for strip in app.screen._compositor.render_strips()]
+            return next((line for line in lines if line.lstrip().startswith(row)), "")
+
+        from .test_app_flow import wait_for
+
+        await wait_for(pilot, lambda: "passed" in shown())
+        assert "1/1 ⊘1 passed" in shown()

@@ -25,6 +25,7 @@ from tui_eval.service.suite_set import file_changes
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.tui.messages import (
     ResumeRun,
+    RunEnded,
     ShowReport,
     StartSession,
     SuiteFilesChanged,
@@ -172,6 +173,8 @@ class TuiEvalApp(App[int]):
         worker = event.worker
         if worker.is_finished and worker in self._runs_by_worker:
             name = self._runs_by_worker.pop(worker)
+            for screen in self.screen_stack:  # its journal is finished: in the history now
+                screen.post_message(RunEnded(name))
             if name in self._watch_after:
                 self._watch_after.discard(name)
                 self._watch_rerun(name)

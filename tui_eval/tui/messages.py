@@ -1,5 +1,5 @@
 """Messages screens send up to the app (start a run, show a report, resume a run), and
-the app's news for its screens (suite files changed, suites reloaded)."""
+the app's news for its screens (suite files changed, suites reloaded, a run ended)."""
 
 from __future__ import annotations
 
@@ -57,3 +57,11 @@ class WatchRerun(Message):
 
     session: RunSession
     previous: RunSession | None
+
+
+@dataclass
+class RunEnded(Message):
+    """A run of the suite `suite` ended and its journal is finished: the history has it
+    (sent to every screen; the Failures screen reads its flaky cases again)."""
+
+    suite: str

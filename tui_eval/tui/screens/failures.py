@@ -3,7 +3,8 @@
 It draws what `tui_eval.report.failure_modes` computes from the run's `RunState` (again
 while the run streams), against the baseline when there is one; `enter` opens a mode's
 samples (`n`/`p` walk them), `m` shows only its cases on the Run screen. Flaky cases (their
-recorded runs disagree beyond sampling noise) are listed under the modes.
+recorded runs disagree beyond sampling noise) are listed under the modes, read again from
+the history whenever a run of the suite ends.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -20,6 +22,7 @@ from tui_eval.report.failure_modes import FailureMode, failure_modes
 from tui_eval.report.report import Report
 from tui_eval.service.flaky import CaseHistory
 from tui_eval.service.session import RunSession
+from tui_eval.tui.messages import RunEnded
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
@@ -60,14 +63,16 @@ class FailuresScreen(Screen[None]):
         session: RunSession,
         *,
         baseline: Report | None = None,
-        flaky: list[CaseHistory] | None = None,
+        flaky: Callable[[], list[CaseHistory]] | None = None,
         show_cases: Callable[[frozenset[str], str], None] | None = None,
         shown: str = "",
     ) -> None:
         super().__init__()
         self.session = session
         self.baseline = baseline
-        self.flaky = flaky or []
+        self.read_flaky = flaky
+        """Reads the suite's flaky cases from the history (again as runs of it end)."""
+        self.flaky: list[CaseHistory] = []
         """The run's flaky cases (`tui_eval.service.flaky`), with their recorded runs."""
         self.show_cases = show_cases
         """Shows only a mode's cases in the run's table (`m`; the Run screen gives it)."""
@@ -84,6 +89,7 @@ class FailuresScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self._read_flaky()
         self.refresh_modes()
         self._ticks = self.set_interval(self.REFRESH_EVERY_S, self._tick)
         self.query_one(DataTable).focus()
@@ -144,11 +150,25 @@ class FailuresScreen(Screen[None]):
             new = sum(1 for m in self.modes if m.change == "new")
             title.append(f" · {new} new since the baseline", style="bold red" if new else "")
         self.query_one("#screen-title", Static).update(title)
+        self._show_flaky()
+        if not self.modes:
+            self.notify("no failed samples", timeout=2)
+
+    def _read_flaky(self) -> None:
+        self.flaky = self.read_flaky() if self.read_flaky is not None else []
+
+    @on(RunEnded)
+    def _run_ended(self, message: RunEnded) -> None:
+        """A run of this suite is in the history now (this one, or another that ended
+        meanwhile): its flaky cases may have changed."""
+        if message.suite == self.session.state.name and self.read_flaky is not None:
+            self._read_flaky()
+            self._show_flaky()
+
+    def _show_flaky(self) -> None:
         flaky = self.query_one("#flaky", Static)
         flaky.update(self._flaky_text())
         flaky.display = bool(self.flaky)
-        if not self.modes:
-            self.notify("no failed samples", timeout=2)
 
     def _flaky_text(self) -> Text:
         """The flaky cases, each with its pass rate run by run (the first few)."""

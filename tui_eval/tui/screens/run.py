@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
@@ -21,10 +23,14 @@ from tui_eval.tui.widgets.case_table import (
     CaseHeader,
     CaseTable,
 )
+from tui_eval.tui.widgets.conversation import LEFT_OUT
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tui_eval.service.flaky import CaseHistory
 
 FRAME_SECONDS = 0.1
 FAILING_CASES = "the failing cases: below their pass threshold"
@@ -81,6 +87,7 @@ class RunScreen(Screen[None]):
         self.reruns_started = 0
         self._finished_seen = False
         self._was_running: bool | None = None
+        self._notes: str | None = None
 
     @property
     def watching(self) -> bool:
@@ -126,9 +133,14 @@ class RunScreen(Screen[None]):
             if state.take_structure_changed():
                 state.take_dirty()
                 table.rebuild()
+                changed = True
             else:
-                table.sync(state.take_dirty())
+                dirty = state.take_dirty()
+                table.sync(dirty)
+                changed = bool(dirty)
             self.query_one(RunHeader).sync(state)
+            if changed and table.failing_only:
+                self._show_notes()  # how many undecided cases `f` leaves out
         if state.running != self._was_running:
             # Which keys apply (cancel while running; save, rerun once finished) changed.
             self._was_running = state.running
@@ -223,7 +235,10 @@ class RunScreen(Screen[None]):
         table = self.query_one(CaseTable)
         shown = []
         if table.failing_only:
-            shown.append(f"{FAILING_CASES} (f: all)")
+            # As the header counts them: the cases whose every sample was left out.
+            undecided = sum(1 for c in self.session.state.cases if c.undecided and c.complete)
+            left_out = f", not the {LEFT_OUT} {undecided} undecided" if undecided else ""
+            shown.append(f"{FAILING_CASES}{left_out} (f: all)")
         if table.name_filter:
             shown.append(f"names containing {table.name_filter!r}")
         if table.mode_cases is not None:
@@ -233,8 +248,11 @@ class RunScreen(Screen[None]):
             shown.append(f"sorted by {label} {SORT_ARROW.get(table.sort_key, '')} (o: next)")
         if shown:
             parts.append("showing " + ", ".join(shown))
-        notes.update(cell(" · ".join(parts), 400))
-        notes.display = bool(parts)
+        text = " · ".join(parts)
+        if text != self._notes:  # an update lays the screen out again
+            self._notes = text
+            notes.update(cell(text, 400))
+            notes.display = bool(parts)
 
     def action_since_previous(self) -> None:
         if self.since_previous is None or self.previous is None:
@@ -276,25 +294,28 @@ class RunScreen(Screen[None]):
         self._show_notes()
 
     def action_failures(self) -> None:
-        from tui_eval.service.flaky import CaseHistory, case_histories
         from tui_eval.tui.screens.failures import FailuresScreen
 
-        baseline = self.session.compared_baseline()
-        flaky: list[CaseHistory] = []
-        history = self.workspace.history
-        if history is not None:
-            thresholds = {c.name: c.pass_threshold for c in self.session.state.cases}
-            found = case_histories(history, self.session.state.name, thresholds)
-            flaky = [past for past in found.values() if past.flaky]
         self.app.push_screen(
             FailuresScreen(
                 self.session,
-                baseline=baseline,
-                flaky=flaky,
+                baseline=self.session.compared_baseline(),
+                flaky=self._flaky_cases,
                 show_cases=self.show_mode,
                 shown=self.mode_label,
             )
         )
+
+    def _flaky_cases(self) -> list[CaseHistory]:
+        """The run's cases that are flaky over the suite's recorded runs."""
+        from tui_eval.service.flaky import case_histories
+
+        history = self.workspace.history
+        if history is None:
+            return []
+        thresholds = {c.name: c.pass_threshold for c in self.session.state.cases}
+        found = case_histories(history, self.session.state.name, thresholds)
+        return [past for past in found.values() if past.flaky]
 
     def action_failing_only(self) -> None:
         table = self.query_one(CaseTable)

@@ -12,6 +12,7 @@ from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.report.report import SampleResult
 from tui_eval.service.session import RunSession
+from tui_eval.tui.widgets.clamped_text import ClampedText
 from tui_eval.tui.widgets.conversation import LEFT_OUT, TurnList, fault_text
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks, render_trajectory, render_usage
@@ -25,6 +26,8 @@ TABS = (
     ("error", "4 Error"),
     ("usage", "5 Usage"),
 )
+FAULT_LINES = 4
+"""Lines of the fault above the tabs, at most (a longer one ends with "…")."""
 
 
 class SampleScreen(Screen[None]):
@@ -39,8 +42,14 @@ class SampleScreen(Screen[None]):
     BINDINGS = [
         Binding("q,escape", "back", "Back"),
         Binding("question_mark", "app.help", "Help"),
+        # n/p walk the run's failing samples, or a failure mode's (opened from Failures):
+        # one of each pair shows, saying which.
         Binding("n", "step(1)", "Next fail", tooltip="Next failing sample of the run"),
+        Binding("n", "step_mode(1)", "Next in mode", tooltip="Next sample of the failure mode"),
         Binding("p", "step(-1)", "Prev fail", tooltip="Previous failing sample of the run"),
+        Binding(
+            "p", "step_mode(-1)", "Prev in mode", tooltip="Previous sample of the failure mode"
+        ),
         Binding("d", "beside_passing", "Beside pass", tooltip="Beside the closest passing sample"),
         Binding("v", "view_full", "Full", tooltip="The full output (any size; / searches)"),
         Binding("t", "toggle_markdown", "Markdown", tooltip="Output as Markdown / as plain text"),
@@ -72,9 +81,25 @@ class SampleScreen(Screen[None]):
     def sample(self) -> SampleResult:
         return self.session.state.cases[self.case_index].samples[self.sample_index]
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`d` shows only where it can act: a failing sample whose case has a passing one;
+        `n`/`p` say whether they walk the run's failing samples or a failure mode's."""
+        if action == "beside_passing":
+            return self._has_passing_beside()
+        if action == "step":
+            return self.walk is None
+        if action == "step_mode":
+            return self.walk is not None
+        return True
+
+    def _has_passing_beside(self) -> bool:
+        sample = self.sample
+        case = self.session.state.cases[self.case_index]
+        return not sample.passed and any(s.passed for s in case.samples if s is not sample)
+
     def compose(self) -> ComposeResult:
         yield Static(id="screen-title")
-        yield Static(id="fault")
+        yield ClampedText(id="fault", max_lines=FAULT_LINES)
         sample = self.sample
         initial = "checks" if not sample.passed and sample.checks else "output"
         if sample.run is not None and sample.run.conversation is not None:
@@ -93,6 +118,17 @@ class SampleScreen(Screen[None]):
         self.markdown = False
         self.query_one("#output-markdown", Markdown).display = False
         self.show_sample()
+        self._beside = self._has_passing_beside()
+        if self.session.state.running:  # a passing sample of the case may still come
+            self._ticks = self.set_interval(0.25, self._follow_run)
+
+    def _follow_run(self) -> None:
+        """Show `d` once a sample of the case passes; stop when the run has ended."""
+        if self._has_passing_beside() != self._beside:
+            self._beside = not self._beside
+            self.refresh_bindings()
+        if not self.session.state.running:
+            self._ticks.stop()
 
     def show_sample(self) -> None:
         """Fill every tab from the current sample."""
@@ -138,7 +174,7 @@ class SampleScreen(Screen[None]):
     def _show_conversation(self) -> None:
         """The fault above the tabs; a conversation's turns, or a run's trajectory."""
         sample = self.sample
-        fault = self.query_one("#fault", Static)
+        fault = self.query_one("#fault", ClampedText)
         fault.display = sample.fault is not None
         if sample.fault is not None:
             fault.update(fault_text(sample.fault, excluded=sample.excluded))
@@ -178,6 +214,9 @@ class SampleScreen(Screen[None]):
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
+    def action_step_mode(self, direction: int) -> None:
+        self.action_step(direction)
+
     def action_step(self, direction: int) -> None:
         failing = self.walk or self.session.state.failing_samples()
         if not failing:
@@ -193,6 +232,8 @@ class SampleScreen(Screen[None]):
             )
         self.case_index, self.sample_index = failing[position]
         self.show_sample()
+        self._beside = self._has_passing_beside()
+        self.refresh_bindings()  # `d` applies to some samples only
         which = "sample of the failure mode" if self.walk else "failing sample"
         self.notify(f"{which} {position + 1}/{len(failing)}", timeout=1.5)
 

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.service.store import RunSummary
 from tui_eval.service.suite_run import BaselineStatus, EmptySelection, read_baseline
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded, WatchRerun
@@ -54,7 +55,10 @@ class SuitesScreen(Screen[None]):
     BINDINGS = [
         Binding("q,escape", "quit", "Quit"),
         Binding("question_mark", "app.help", "Help"),
-        Binding("enter", "open", "Open", show=False),
+        # One of the two shows, saying what enter does for the suite under the cursor
+        # (priority: before the table's own enter, which only says "Open").
+        Binding("enter", "open_run", "Open", priority=True, tooltip="Open the suite's run"),
+        Binding("enter", "first_run", "Run", priority=True, tooltip="Run the suite"),
         Binding("r", "new_run", "New run"),
         Binding("R", "resume", "Resume"),
         Binding("a", "run_all", "Run all"),
@@ -65,6 +69,8 @@ class SuitesScreen(Screen[None]):
         super().__init__()
         self.workspace = workspace
         self._last: dict[str, Text] = {}
+        self._enter_opens: bool | None = None
+        """Whether enter opens a run (else starts one), as the footer says now."""
 
     # (key, label, width, priority): at a narrow width the lowest priorities go first.
     COLUMNS = (
@@ -92,6 +98,30 @@ class SuitesScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.wake()
+        self._sync_enter()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """enter is "Open" on a suite with a run in this session, "Run" on one without
+        (greyed on a suite that cannot run: enter then says why)."""
+        if action in ("open_run", "first_run"):
+            suite = self._current()
+            opens = suite is not None and suite.name in self.workspace.sessions
+            if action == "open_run":
+                return opens if suite is not None else None
+            return None if suite is not None and suite.skip and not opens else not opens
+        return True
+
+    def _sync_enter(self) -> None:
+        """Relabel enter when the suite under the cursor gets (or loses) a run."""
+        suite = self._current()
+        opens = suite is not None and suite.name in self.workspace.sessions
+        if opens != self._enter_opens:
+            self._enter_opens = opens
+            self.refresh_bindings()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._sync_enter()
 
     def on_screen_suspend(self) -> None:
         self._ticks.pause()
@@ -105,6 +135,7 @@ class SuitesScreen(Screen[None]):
         rows = [(suite.name, self._cells(suite)) for suite in self.loaded.suites]
         self.query_one(Table).show(self.COLUMNS, rows)
         self._show_errors()
+        self._sync_enter()
 
     def _show_errors(self) -> None:
         errors = Text()
@@ -175,8 +206,8 @@ class SuitesScreen(Screen[None]):
             return Text("starting", style="dim")
         if report.cancelled:
             return Text(INTERRUPTED, style="yellow")
-        return Text(
-            f"{report.cases_passed}/{len(report.cases)} passed{reloaded}",
+        return Text(  # passed of the decided cases, as the Run header and last run count
+            f"{RunSummary.of(report).cases_text()} passed{reloaded}",
             style="green" if report.passed else "red",
         )
 
@@ -190,6 +221,7 @@ class SuitesScreen(Screen[None]):
         if finished - self._seen_finished:
             self._seen_finished = finished
             self._last = self._last_results()  # a run of this session ended: it is the last run
+        self._sync_enter()  # a run started (`r`, `a`) makes enter open it
         table = self.query_one(Table)
         for suite in self.loaded.suites:
             if suite.name not in self.workspace.sessions:
@@ -231,6 +263,12 @@ class SuitesScreen(Screen[None]):
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
+        self.action_open()
+
+    def action_open_run(self) -> None:
+        self.action_open()
+
+    def action_first_run(self) -> None:
         self.action_open()
 
     def action_open(self) -> None:

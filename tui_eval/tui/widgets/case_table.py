@@ -4,8 +4,9 @@ A suite can hold 10,000 cases. A `DataTable` measures every cell of every row it
 which costs seconds at that size and steals the event loop from the run. This table keeps
 no cells at all: each visible line is rendered on demand from the `RunState`, and a
 frame with changes repaints only the lines that are on screen. Column widths are fixed
-(the name and failure columns share what the fixed ones leave), so rows updating never
-make the table jump, and the cursor follows its case, not its position.
+(the case name takes what its longest name needs of the room the fixed ones leave, the
+first failure the rest), so rows updating never make the table jump, and the cursor
+follows its case, not its position.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ STATUS_STYLE = {
 
 # (key, label, width, right-aligned); the name and failure columns share what is left.
 COLUMNS = (
-    ("status", "status", 9, False),
+    ("status", "status", 11, False),  # "⊘ undecided", the longest status
     ("name", "case", 28, False),
     ("samples", "k/n", 6, True),
     ("rate", "pass", 5, True),
@@ -54,6 +55,8 @@ COLUMNS = (
     ("failure", "first failure", 60, False),
 )
 FLEXIBLE = ("name", "failure")
+FAILURE_MIN = 16
+"""Cells the first failure keeps however long the case names: its start says which check."""
 SECONDARY = ("score", "tokens", "p50")
 """Dropped (in this order) before the case name and first failure get narrow."""
 GAP = 2
@@ -207,9 +210,10 @@ class CaseTable(ScrollView, can_focus=True):
     # -- structure ------------------------------------------------------------------------
     def shows(self, index: int) -> bool:
         """Whether the filters show case `index`. Failing only: the cases below their
-        pass threshold (so far, while they run), not those that pass with a failing sample."""
+        pass threshold (so far, while they run), not those that pass with a failing sample
+        nor the undecided ones (every sample left out: the agent was not tested)."""
         case = self.state.cases[index]
-        if self.failing_only and (not case.samples or case.passed):
+        if self.failing_only and (not case.samples or case.passed or case.undecided):
             return False
         if self.mode_cases is not None and case.name not in self.mode_cases:
             return False
@@ -283,9 +287,10 @@ class CaseTable(ScrollView, can_focus=True):
         self._relayout()
 
     def _relayout(self) -> None:
-        """Size the name column to the longest name (within 40% of the room); failures get the
-        rest. On a narrow terminal the secondary columns go first, so the case name and its
-        first failure keep their width."""
+        """Size the name column to the longest name, within the room the other columns leave
+        but for the first failure's share (a third, `FAILURE_MIN` at least); the failure
+        gets the rest. On a narrow terminal the secondary columns go first, so the case
+        name and its first failure keep their width."""
         width = self.size.width
         hidden: set[str] = set()
         longest = max((cell_len(self.state.cases[i].name) for i in self.order[:2000]), default=12)
@@ -298,7 +303,8 @@ class CaseTable(ScrollView, can_focus=True):
             available = max(24, width - fixed - 2 * GAP - 2)
             if available >= 48:
                 break
-        name_width = max(12, min(longest, 40, int(available * 0.4)))
+        failure_share = max(FAILURE_MIN, available // 3)
+        name_width = max(12, min(longest, available - failure_share))
         widths = {"name": name_width, "failure": max(12, available - name_width)}
         widths.update(dict.fromkeys(hidden, 0))
         self._layout = _Layout([widths.get(key, w) for key, _, w, _ in COLUMNS])
