@@ -323,7 +323,7 @@ class _Send:
                     limiter.on_response(status, header_map(response))
                     return self._streamed(response, limiter, tokens)
                 if status < 300:
-                    return self._answered(response, content, limiter, tokens)
+                    return await self._answered(response, content, limiter, tokens)
                 if status < 400:
                     where = header_map(response).get("location", "(no Location header)")
                     return self.give_up(
@@ -393,7 +393,7 @@ class _Send:
                 sample.retrying(self.retries, delay)
             await anyio.sleep(delay)
 
-    def _answered(
+    async def _answered(
         self, response: httpx2.Response, content: bytes, limiter: RateLimiter, tokens: int
     ) -> httpx2.Response:
         """A 2xx answer: learn, meter, store, and hand back the (decoded) body."""
@@ -419,7 +419,7 @@ class _Send:
                 self.meter.add(used, cost if cost is not None else list_price(info, parsed, used))
             if self.cache is not None:
                 secrets = credential_values(None, _text_headers(self.request))
-                self.cache.put(self.cache_key, parsed, secrets)
+                await self.cache.put(self.cache_key, parsed, secrets)
         found = {"tui_eval.json": parsed, "tui_eval.retries": self.retries}
         if info.strict:  # a built-in provider reads the parsed body alone
             response.extensions.update(found)
@@ -490,7 +490,7 @@ class _Send:
                 meter.add(used, cost)
             if cache is not None and kept is not None:
                 secrets = credential_values(None, _text_headers(self.request))
-                cache.put_stream(self.cache_key, b"".join(kept), secrets)
+                await cache.put_stream(self.cache_key, b"".join(kept), secrets)
 
         return httpx2.Response(
             response.status_code,
