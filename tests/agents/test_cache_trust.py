@@ -143,3 +143,68 @@ async def test_folders_an_older_version_left_readable_are_tightened():
     journal = RunHistory(home()).start("s", "s.py", invocation="test", options=RunRequest())
     journal.close()
     assert stat.S_IMODE((home() / "projects").stat().st_mode) == 0o700
+
+
+async def test_a_cache_write_leaves_the_event_loop_free(monkeypatch):
+    """Storing an answer (write, fsync, rename) runs beside the event loop, not on it: the
+    loop goes on while a write is held, and the answer waits for its write."""
+    import threading
+
+    import anyio
+
+    from tui_eval.agents.http import cache as cache_module
+
+    writing, release = threading.Event(), threading.Event()
+    held_the_loop = []
+    real_write = cache_module.atomic_write_bytes
+
+    def held_write(path: Path, data: bytes, **options: object) -> None:
+        writing.set()
+        held_the_loop.append(not release.wait(timeout=10))  # a stuck guard, not a wait
+        real_write(path, data, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cache_module, "atomic_write_bytes", held_write)
+    with WireServer() as server:
+        server.reply(Reply(body=openai_text("ok")))
+        agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1", api_key=KEY))
+        reports = []
+        async with anyio.create_task_group() as group:
+
+            async def run() -> None:
+                reports.append(
+                    await evaluate(agent, [Case("hi", checks=[contains("ok")])], cache=True)
+                )
+
+            group.start_soon(run)
+            await anyio.to_thread.run_sync(writing.wait, 10)
+            assert not reports  # the sample's answer waits for its write
+            release.set()  # from the loop, while the write is held
+    assert held_the_loop == [False]
+    assert reports[0].samples[0].passed and len(cache_files()) == 1
+
+
+async def test_the_environment_is_read_for_secrets_once_per_cache_not_per_answer(monkeypatch):
+    """Each stored answer had the whole environment scanned for secrets (about 50 µs for
+    40 variables, on the event loop); a run's cache reads it once — and still stores no
+    secret of the environment that a model echoes."""
+    from tui_eval.agents.http import cache as cache_module
+
+    echoed = "tok-from-the-environment-0123456789"
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", echoed)
+    reads = []
+    real_read = cache_module.secret_values
+
+    def counted() -> list[str]:
+        reads.append(1)
+        return real_read()
+
+    monkeypatch.setattr(cache_module, "secret_values", counted)
+    with WireServer() as server:
+        server.reply(*[Reply(body=openai_text(f"ok, {echoed}"))] * 5)
+        agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1", api_key=KEY))
+        case = [Case("hi", checks=[contains("ok")], samples=5)]
+        report = await evaluate(agent, case, cache=True)
+    assert all(sample.passed for sample in report.samples)
+    assert len(cache_files()) == 5 and len(reads) == 1
+    for path in cache_files():
+        assert echoed not in path.read_text() and "ok, ***" in path.read_text()

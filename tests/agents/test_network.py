@@ -132,7 +132,6 @@ async def test_lower_case_proxy_variables_and_proxy_credentials(monkeypatch):
     assert "proxy-authorization" not in {k.lower() for k in server.requests[0].headers}
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # trio's transport takes it at once
 async def test_plain_http_never_loads_the_trust_store(anyio_backend, monkeypatch):
     """A local server over plain HTTP works whatever `SSL_CERT_FILE` says: the trust store
     (tens of milliseconds to load, before the first request could leave) is read only for

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
 import anyio
@@ -288,3 +289,34 @@ async def test_report_loads_after_provider_errors(server, tmp_path):
         loaded.cases[0].samples[0].status == "error"
         and "overloaded" in loaded.cases[0].samples[0].error
     )
+
+
+async def test_a_copy_of_a_used_provider_for_another_model_asks_and_prices_that_model(server):
+    """A provider works out what it tells the HTTP layer once (not for every request); a
+    copy given another model must still send and price that model, not the first one's."""
+    from tui_eval.agents.http.context import CURRENT_SAMPLE, RunContext, SampleContext
+    from tui_eval.agents.http.metering import ResponseTokens, price_of
+
+    unnamed = {k: v for k, v in openai_text("ok").items() if k != "model"}  # priced as asked
+    server.reply(Reply(body=unnamed), Reply(body=unnamed))
+    first = OpenAIProvider("gpt-4o-mini", base_url=server.url + "/v1", api_key=SECRET)
+    run = RunContext()  # one run for both: the same run options
+    costs = []
+    for model in ("gpt-4o-mini", "gpt-4o"):
+        provider = first
+        if model != first.model:  # a copy of the provider once it has been used
+            provider = copy.copy(first)
+            provider.model = model
+        sample = SampleContext(run)
+        token = CURRENT_SAMPLE.set(sample)
+        try:
+            await provider.complete([Message("user", "hi")], [])
+        finally:
+            CURRENT_SAMPLE.reset(token)
+        costs.append(sample.meter.cost)
+    used = ResponseTokens(input=10, output=5)
+    assert costs == [
+        pytest.approx(price_of("openai", "gpt-4o-mini", used), rel=1e-9),
+        pytest.approx(price_of("openai", "gpt-4o", used), rel=1e-9),
+    ]
+    assert [r.body["model"] for r in server.requests] == ["gpt-4o-mini", "gpt-4o"]

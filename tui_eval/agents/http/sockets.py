@@ -6,9 +6,10 @@ request and aiohttp's response back onto an httpx2 response (as the OpenAI SDK's
 limits and keep-alive are aiohttp's. Under trio (or any loop that is not asyncio) httpx2's
 own `AsyncHTTPTransport` does the same. Content decoding is httpx2's, when the response is
 read. The trust store is httpcore2's `default_ssl_context()`: `SSL_CERT_FILE` /
-`SSL_CERT_DIR` when set, else the system's (truststore on macOS and Windows); on asyncio it
-is loaded by the first request that uses TLS, so plain HTTP to a local server never pays
-for it (tens of milliseconds, while the run's first requests wait).
+`SSL_CERT_DIR` when set, else the system's (truststore on macOS and Windows), loaded by the
+first request that uses TLS on either loop, so plain HTTP to a local server never pays for
+it (tens of milliseconds, while the run's first requests wait) nor fails on a bad
+`SSL_CERT_FILE`.
 
 `Sockets` keeps one socket transport per event loop and proxy, shared by every client and
 provider of a run (or of the process, outside runs), and closes them together.
@@ -237,16 +238,65 @@ def _mapped(exc: Exception) -> httpx2.TransportError | None:
     return None
 
 
+class HttpxTransport(httpx2.AsyncBaseTransport):
+    """httpx2's own socket transport (under trio), with the trust store loaded as
+    `AiohttpTransport` loads it: by the first request that uses TLS.
+
+    httpx2 takes its TLS context when its transport is made, so there are two: one for
+    requests that use TLS (to an `https://` URL, or through an `https://` proxy), made at
+    the first of them with `ssl_context()` (for the server and the proxy alike), and one
+    for plain HTTP, whose context trusts nothing and is never used. A run talks to its APIs
+    over one of them, so the connection limit holds as it does on asyncio.
+    """
+
+    def __init__(self, proxy: httpx2.Proxy | None = None) -> None:
+        self._proxy = proxy
+        self._tls_proxy = proxy is not None and proxy.url.scheme == "https"
+        self._plain: httpx2.AsyncHTTPTransport | None = None
+        self._tls: httpx2.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.scheme == "https" or self._tls_proxy:
+            transport = self._tls or self._open(tls=True)
+        else:
+            transport = self._plain or self._open(tls=False)
+        return await transport.handle_async_request(request)
+
+    def _open(self, *, tls: bool) -> httpx2.AsyncHTTPTransport:
+        proxy = self._proxy
+        if tls:
+            verify = ssl_context()
+            if self._tls_proxy and proxy is not None:  # the proxy is verified the same way
+                proxy = httpx2.Proxy(
+                    proxy.url, ssl_context=verify, auth=proxy.auth, headers=proxy.headers
+                )
+        else:
+            verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no CA: would refuse any server
+        transport = httpx2.AsyncHTTPTransport(
+            verify=verify,
+            proxy=proxy,
+            limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, keepalive_expiry=KEEPALIVE_S),
+        )
+        if tls:
+            self._tls = transport
+        else:
+            self._plain = transport
+        return transport
+
+    async def aclose(self) -> None:
+        transports = (self._plain, self._tls)
+        self._plain = self._tls = None
+        for transport in transports:
+            if transport is not None:
+                await transport.aclose()
+
+
 def socket_transport(proxy: httpx2.Proxy | None) -> httpx2.AsyncBaseTransport:
     """A new socket transport for the running event loop: aiohttp's on asyncio (uvloop
     included), httpx2's own elsewhere (trio)."""
     if sniffio.current_async_library() == "asyncio":
         return AiohttpTransport(proxy)
-    return httpx2.AsyncHTTPTransport(
-        verify=ssl_context(),
-        proxy=proxy,
-        limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, keepalive_expiry=KEEPALIVE_S),
-    )
+    return HttpxTransport(proxy)
 
 
 def _running_loop() -> object:

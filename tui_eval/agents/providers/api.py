@@ -4,6 +4,7 @@ the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -189,14 +190,38 @@ class HTTPProvider:
             headers.update(self.headers())
             headers.update(options.headers)
             timeout = options.timeout or DEFAULT_TIMEOUT_S
+            wire = httpx2.Headers(headers)
             resolved = self._resolved = _Resolved(
                 given,
                 options,
                 headers,
-                httpx2.Headers(headers),
+                wire,
                 {"connect": min(timeout, 30.0), "read": timeout, "write": timeout, "pool": timeout},
+                self._request_info(options, key_of(wire.raw)),
+            )
+        elif (resolved.info.model, resolved.info.backoff, resolved.info.max_bytes) != (
+            self.model,
+            self.backoff,
+            self.max_response_bytes,
+        ):  # changed on the provider (a copy of it for another model, say)
+            resolved = self._resolved = dataclasses.replace(
+                resolved, info=self._request_info(resolved.options, resolved.info.key)
             )
         return resolved
+
+    def _request_info(self, options: ProviderOptions, key: str | None) -> RequestInfo:
+        """What the layer is told about each request under `options` (one object for
+        them all, made with the options)."""
+        return RequestInfo(
+            provider=self.provider_name,
+            model=self.model,
+            base_url=(options.base_url or "").rstrip("/"),
+            options=options,
+            usable=self.usable,
+            backoff=self.backoff,
+            max_bytes=self.max_response_bytes,
+            key=key,
+        )
 
     def limiter(self) -> RateLimiter:
         """The rate limiter this provider's requests go through now (the current run's
@@ -206,10 +231,7 @@ class HTTPProvider:
         options = resolved.options
         session = run.session if run is not None else default_session()
         return session.limiter(
-            (options.base_url or "").rstrip("/"),
-            key_of(resolved.wire.raw),
-            rpm=options.rpm,
-            tpm=options.tpm,
+            resolved.info.base_url, resolved.info.key or "", rpm=options.rpm, tpm=options.tpm
         )
 
     async def aclose(self) -> None:
@@ -234,28 +256,17 @@ class HTTPProvider:
             ProviderError: the request failed (why, with every attempt), or a header
                 cannot be sent (named, its value never shown; nothing was sent).
         """
-        run = _current_run()
-        resolved = self._settings(run)
-        options = resolved.options
-        base_url = (options.base_url or "").rstrip("/")
-        url = f"{base_url}{path}"
-        if options.api_version:
-            url = f"{url}?api-version={options.api_version}"
+        resolved = self._settings(_current_run())
+        info = resolved.info
+        url = f"{info.base_url}{path}"
+        if info.options.api_version:
+            url = f"{url}?api-version={info.options.api_version}"
         client = self._client
         if client is None:  # the requests' routes (proxies), for every run alike
             try:
                 client = self._client = MeteredAsyncClient()
             except ValueError as exc:  # a proxy variable tui-eval cannot use
                 raise self._fail(str(exc)) from None
-        info = RequestInfo(
-            provider=self.provider_name,
-            model=self.model,
-            base_url=base_url,
-            options=options,
-            usable=self.usable,
-            backoff=self.backoff,
-            max_bytes=self.max_response_bytes,
-        )
         target, transport = client.route(url)
         request = httpx2.Request(
             "POST",
@@ -289,6 +300,7 @@ class _Resolved:
     headers: dict[str, str]
     wire: httpx2.Headers
     timeouts: dict[str, float]
+    info: RequestInfo
 
 
 def _unquoted(userinfo: str) -> str:
