@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from tests.calibration.conversation_suite import HUMAN, REVIEWED, write_suite
 from tests.lazy import lazy
@@ -101,6 +101,29 @@ async def test_label_faults_blind_then_the_calibration_screen_shows_the_reviewer
         assert calibration_screen.calibration.kappa == pytest.approx(kappa, abs=1e-12)
         summary = str(calibration_screen.query_one("#calibration-summary", Static).render())
         assert f"κ {kappa:.2f}" in summary and "human \\ reviewer" in summary
+        # The reviewer's disagreements are listed beside the judges' (none here).
+        assert "3 disagreements" in summary, summary
+        table = calibration_screen.query_one(DataTable)
+        shown = [
+            [str(table.get_cell_at((row, col))) for col in range(4)]
+            for row in range(table.row_count)
+        ]
+        assert shown == [
+            ["conv 2", "fault", "agent", "user at turn 1"],
+            ["conv 5", "fault", "user", "agent at turn 1"],
+            ["conv 7", "fault", "agent", "environment at turn 1"],
+        ], shown
+        table.focus()
+        table.move_cursor(row=1)
+        await pilot.press("enter")
+        await pilot.pause()
+        both = app.screen
+        assert both is not calibration_screen
+        text = " ".join(str(w.render()) for w in both.query(Static))
+        assert "Human: user" in text and "Reviewer: agent at turn 1 (by reviewer)" in text
+        assert "[turn 1] user: order 5" in text  # the transcript the reviewer read
+        await pilot.press("q")
+        assert app.screen is calibration_screen
     lines = [json.loads(line) for line in labels.read_text().splitlines()]
     assert [line["label"] for line in lines] == HUMAN
     assert all(line["check"] == "fault" and line["run"]["conversation"] for line in lines)

@@ -2,7 +2,10 @@
 
 It runs the same `calibrate()` as `tui-eval calibrate` (the agent is never called; judge
 answers come from the response cache when it has them), so it shows the same figures.
-`enter` on a disagreement opens the output with both verdicts, the human's and the judge's.
+The table lists where the humans and the judges disagree, then where they and the fault
+reviewer disagree on whose fault a conversation was. `enter` on one opens it with both
+verdicts: the output (or the transcript) with the human's label and the judge's verdict
+(or the reviewer's party, turn and reason).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from tui_eval.calibration.calibrate import Calibration, CalibrationError, JudgedLabel, calibrate
+from tui_eval.calibration.results import ReviewedLabel
 from tui_eval.suites import Suite
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
@@ -54,7 +58,7 @@ class CalibrationScreen(Screen[None]):
         Column("case", "case", 16, 0, grow=24),
         Column("check", "check", 12, 2, grow=8),
         Column("human", "human", 12, 1),
-        Column("judge", "judge", 24, 1),
+        Column("judge", "verdict", 24, 1),  # the judge's, or the fault reviewer's
         Column("reason", "reason", 20, 0, grow=400),
     )
 
@@ -89,7 +93,8 @@ class CalibrationScreen(Screen[None]):
             summary.append_text(plain(reason))
         if calibration.stopped:
             summary.append(f"\nstopped: {calibration.stopped}", style="yellow")
-        count = len(calibration.disagreements)
+        faults = self.fault_disagreements
+        count = len(calibration.disagreements) + len(faults)
         summary.append(
             f"\n{count} disagreement{'s' if count != 1 else ''}"
             + (" · enter opens one with both verdicts" if count else ""),
@@ -99,7 +104,7 @@ class CalibrationScreen(Screen[None]):
         table = self.query_one(Table)
         rows = [
             (
-                str(position),
+                f"judge:{position}",
                 {
                     "case": cell(item.record.case, 200),
                     "check": cell(item.record.check, 100),
@@ -110,15 +115,37 @@ class CalibrationScreen(Screen[None]):
             )
             for position, item in enumerate(calibration.disagreements)
         ]
+        rows += [
+            (
+                f"fault:{position}",
+                {
+                    "case": cell(item.record.case, 200),
+                    "check": cell(item.record.check, 100),
+                    "human": cell(str(item.record.label), 40, style="cyan"),
+                    "judge": cell(_reviewer(item), 60, style="yellow"),
+                    "reason": cell(item.fault.reason, 1000),
+                },
+            )
+            for position, item in enumerate(faults)
+        ]
         table.show(self.COLUMNS, rows)
         if count:
             table.focus()
 
+    @property
+    def fault_disagreements(self) -> list[ReviewedLabel]:
+        """The labelled conversations whose fault the reviewer and the human disagree on."""
+        reviewer = self.calibration.reviewer if self.calibration is not None else None
+        return reviewer.reviewer_disagreements if reviewer is not None else []
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if self.calibration is None or event.row_key.value is None:
             return
-        item = self.calibration.disagreements[int(event.row_key.value)]
-        self.app.push_screen(VerdictsScreen(item))
+        kind, _, position = event.row_key.value.partition(":")
+        if kind == "fault":
+            self.app.push_screen(FaultVerdictsScreen(self.fault_disagreements[int(position)]))
+        else:
+            self.app.push_screen(VerdictsScreen(self.calibration.disagreements[int(position)]))
 
     def action_recalibrate(self) -> None:
         self.query_one("#calibration-summary", Static).update(
@@ -147,6 +174,51 @@ def _judge(item: JudgedLabel) -> str:
     return verdict
 
 
+def _reviewer(item: ReviewedLabel) -> str:
+    fault = item.fault
+    return f"{fault.party} at turn {fault.turn}" if fault.turn is not None else fault.party
+
+
+class FaultVerdictsScreen(Screen[None]):
+    """One labelled conversation with both parties blamed: the human's and the reviewer's
+    (its turn, reason and what decided), and the transcript the reviewer read."""
+
+    BINDINGS = [Binding("q,escape", "back", "Back")]
+
+    def __init__(self, item: ReviewedLabel) -> None:
+        super().__init__()
+        self.item = item
+
+    def compose(self) -> ComposeResult:
+        item, record = self.item, self.item.record
+        yield Static(cell(f"Both verdicts · {record.case} · fault", 200), id="screen-title")
+        body = Text()
+        body.append("Human: ", style="bold")
+        body.append_text(plain(str(record.label), style="cyan"))
+        if record.labeler:
+            body.append(" ")
+            body.append_text(plain(f"(by {record.labeler})", style="dim"))
+        if record.note:
+            body.append("\nNote: ", style="bold")
+            body.append_text(plain(record.note))
+        body.append("\nReviewer: ", style="bold")
+        body.append_text(plain(f"{_reviewer(item)} (by {item.fault.by})", style="yellow"))
+        body.append("\n")
+        body.append_text(plain(item.fault.reason, limit=4000))
+        conversation = record.run.conversation if record.run is not None else None
+        body.append("\n\nTranscript\n" if conversation else "\n\nOutput\n", style="bold")
+        shown = (
+            conversation.transcript() if conversation else value_text(record.output, pretty=True)
+        )
+        body.append_text(plain(shown))
+        with VerticalScroll():
+            yield Static(body, classes="tab-body")
+        yield KeyFooter()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+
 class VerdictsScreen(Screen[None]):
     """One labelled output with both verdicts: the human's label (and note) and the judge's."""
 
@@ -166,7 +238,8 @@ class VerdictsScreen(Screen[None]):
         body.append("Human: ", style="bold")
         body.append(_human(item), style="cyan")
         if item.record.labeler:
-            body.append_text(plain(f" (by {item.record.labeler})", style="dim"))
+            body.append(" ")
+            body.append_text(plain(f"(by {item.record.labeler})", style="dim"))
         if item.record.note:
             body.append("\nNote: ", style="bold")
             body.append_text(plain(item.record.note))
