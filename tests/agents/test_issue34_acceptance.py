@@ -100,7 +100,7 @@ KEY = "sk-live-abcdefghijklmnop"
 async def test_a_key_with_a_line_break_through_http_client_is_named_in_the_sample(anyio_backend):
     """Item 4 for SDKs given `http_client()`: the sample's error read
     'APIConnectionError: Connection error.' (after the SDK's two retries), naming no
-    header."""
+    header; now it names the header, from tui-eval's error the SDK wrapped."""
     openai = pytest.importorskip("openai")
     with WireServer() as server:
         server.always = Reply(body=openai_text("sent"))
@@ -117,7 +117,9 @@ async def test_a_key_with_a_line_break_through_http_client_is_named_in_the_sampl
         report = await evaluate(agent, [Case("hi")])
     record = report.to_json().decode()
     assert server.requests == []
-    assert "'Authorization'" in record, report.samples[0].error
+    error = report.samples[0].error or ""
+    assert error.startswith("APIConnectionError: Connection error. (caused by InvalidHeader:")
+    assert "header 'authorization' holds a line break" in error and "'authorization'" in record
     assert "sk-live" not in record
 
 
@@ -136,3 +138,14 @@ def test_the_response_cache_works_under_trio():
 
     report = anyio.run(run, backend="trio")
     assert report.samples[0].error is None, report.samples[0].error
+
+
+def test_options_keep_one_header_per_name_whatever_its_case():
+    from tui_eval.agents.http.options import ProviderOptions
+
+    given = ProviderOptions(headers={"X-Team": "a", "x-team": "b"})
+    assert given.headers == {"x-team": "b"}
+    over = ProviderOptions(headers={"Authorization": "Bearer one"}).over(
+        ProviderOptions(headers={"authorization": "Bearer two"})
+    )
+    assert over.headers == {"authorization": "Bearer two"}

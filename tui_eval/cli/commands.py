@@ -186,7 +186,10 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds a request keeps waiting out rate limits with no progress (default 600)",
     )
     api.add_argument(
-        "--max-retries", type=int, metavar="N", help="retries after server errors (default 4)"
+        "--max-retries",
+        type=int,
+        metavar="N",
+        help="retries after server errors, timeouts and connection errors (default 2)",
     )
     api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
     api.add_argument(

@@ -273,7 +273,7 @@ class SampleRunner:
                 raise
             failure = exc
             sample.status = "error"
-            sample.error = redact(f"{type(exc).__name__}: {exc}")
+            sample.error = redact(error_text(exc))
             sample.traceback = redact(traceback.format_exc())
             partial = getattr(exc, "partial", None)
             run = partial if isinstance(partial, RunResult) else None
@@ -383,3 +383,20 @@ class SampleRunner:
         sample.status = "passed" if all(check.passed for check in checks) else "failed"
         if self.price is not None:
             sample.cost = self.price(sample.usage)
+
+
+def error_text(exc: BaseException) -> str:
+    """A sample's error line: the exception, and — when an SDK wrapped one of tui-eval's own
+    errors in its own ("APIConnectionError: Connection error.") — tui-eval's, which says
+    what is wrong (a header that cannot be sent, a trust store that cannot be loaded)."""
+    text = f"{type(exc).__name__}: {exc}"
+    seen: set[int] = {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if type(cause).__module__.startswith("tui_eval.") and not type(exc).__module__.startswith(
+            "tui_eval."
+        ):
+            return f"{text} (caused by {type(cause).__name__}: {cause})"
+        cause = cause.__cause__ or cause.__context__
+    return text

@@ -14,6 +14,7 @@ The same options come from four places; later ones win, field by field:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
@@ -46,6 +47,17 @@ def header_problem(name: str, value: str) -> str | None:
                 "with its newline?); refused before anything was sent"
             )
     return None
+
+
+def merged_headers(*layers: Mapping[str, str]) -> dict[str, str]:
+    """The headers of `layers`, a later layer's header replacing an earlier one of the same
+    name in any letter case (`authorization` replaces `Authorization`): one header per
+    name, never two values of one (two keys, two user agents) on the wire."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
 
 
 class ProviderOptions(pydantic.BaseModel):
@@ -85,7 +97,7 @@ class ProviderOptions(pydantic.BaseModel):
             problem = header_problem(name, value)
             if problem is not None:
                 raise ValueError(problem)
-        return headers
+        return merged_headers(headers)  # `X-A` and `x-a` given: the later one
 
     def over(self, other: ProviderOptions | None) -> ProviderOptions:
         """These options with the fields set in `other` taking their place (headers merged)."""
@@ -97,7 +109,7 @@ class ProviderOptions(pydantic.BaseModel):
             if name != "headers" and getattr(other, name) is not None
         }
         if other.headers:
-            changes["headers"] = {**self.headers, **other.headers}
+            changes["headers"] = merged_headers(self.headers, other.headers)
         return self.model_copy(update=changes) if changes else self
 
     @property

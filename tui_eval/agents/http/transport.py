@@ -644,6 +644,13 @@ def _check_framing(response: httpx2.Response) -> None:
     """Refuse a transfer coding other than chunked (`gzip, chunked`) and a content coding
     httpx2 cannot decode (`br` without brotli): their bytes must never reach a JSON parser."""
     codings = header_map(response).get("transfer-encoding")
+    if codings is not None and "content-length" in header_map(response):
+        # aiohttp refuses it; h11 (under trio) frames by the chunks, as RFC 9112 allows. A
+        # response framed two ways is a smuggling shape: refused, its connection dropped.
+        raise httpx2.RemoteProtocolError(
+            "the response was framed two ways (Transfer-Encoding beside Content-Length); "
+            "refused and its connection dropped"
+        )
     if codings is not None:
         names = [c.strip().lower() for c in codings.split(",") if c.strip()]
         strange = [c for c in names if c not in ("chunked", "identity")]

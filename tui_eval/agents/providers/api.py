@@ -20,6 +20,7 @@ from tui_eval.agents.http.options import (
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ProviderOptions,
+    merged_headers,
 )
 from tui_eval.agents.http.transport import (
     MAX_RESPONSE_BYTES,
@@ -187,8 +188,7 @@ class HTTPProvider:
 
                 token = base64.b64encode(_unquoted(self._userinfo).encode()).decode()
                 headers["Authorization"] = f"Basic {token}"
-            headers.update(self.headers())
-            headers.update(options.headers)
+            headers = merged_headers(headers, self.headers(), options.headers)
             timeout = options.timeout or DEFAULT_TIMEOUT_S
             wire = httpx2.Headers(headers)
             resolved = self._resolved = _Resolved(
