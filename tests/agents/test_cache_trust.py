@@ -9,6 +9,7 @@ import os
 import stat
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,3 +209,139 @@ async def test_the_environment_is_read_for_secrets_once_per_cache_not_per_answer
     assert len(cache_files()) == 5 and len(reads) == 1
     for path in cache_files():
         assert echoed not in path.read_text() and "ok, ***" in path.read_text()
+
+
+class HeldWrites:
+    """The cache's file writes, the first one held until `release` (set from the loop),
+    any whose path holds a name in `failing` raising `OSError`."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, failing: tuple[str, ...] = ()) -> None:
+        import threading
+
+        from tui_eval.agents.http import cache as cache_module
+
+        self.writing, self.release = threading.Event(), threading.Event()
+        self.failing = failing
+        self.real_write = cache_module.atomic_write_bytes
+        monkeypatch.setattr(cache_module, "atomic_write_bytes", self.write)
+
+    def write(self, path: Path, data: bytes, **options: object) -> None:
+        if not self.writing.is_set():
+            self.writing.set()
+            self.release.wait(timeout=10)  # a stuck guard, not a wait
+        if any(name in path.name for name in self.failing):
+            raise OSError(28, "No space left on device", str(path))
+        self.real_write(path, data, **options)  # type: ignore[arg-type]
+
+    async def first_held(self) -> None:
+        """Return once the first write is held in its worker thread."""
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self.writing.wait, 10)
+
+
+def key_of(index: int) -> str:
+    return f"{index:064x}"
+
+
+async def test_answers_that_arrive_during_a_write_are_stored_together(tmp_path, monkeypatch):
+    """Each answer was handed to a worker thread of its own and back (about 100 µs of CPU an
+    answer besides the write); those that arrive while one is being written now go to the
+    worker together — and each put still returns only once its own file is in place."""
+    import anyio
+    import anyio.to_thread
+
+    from tui_eval.agents.http.cache import ResponseCache
+
+    held = HeldWrites(monkeypatch)
+    real_run_sync = anyio.to_thread.run_sync
+    hand_offs = []
+
+    async def counted(func: Any, *args: Any, **options: Any) -> Any:
+        hand_offs.append(func)
+        return await real_run_sync(func, *args, **options)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    cache = ResponseCache("on", tmp_path)
+    in_place: dict[int, bool] = {}
+
+    async def put(index: int) -> None:
+        await cache.put(key_of(index), {"n": index, "echo": KEY}, [KEY])
+        in_place[index] = cache.get(key_of(index)) == {"n": index, "echo": "***"}
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(put, 0)
+        await real_run_sync(held.writing.wait, 10)
+        for index in range(1, 6):
+            group.start_soon(put, index)
+        await anyio.wait_all_tasks_blocked()
+        held.release.set()
+    assert in_place == {index: True for index in range(6)}
+    assert len(hand_offs) == 2  # the held answer's, then the five that waited for it
+
+
+async def test_an_error_storing_one_answer_of_a_batch_reaches_only_its_put(tmp_path, monkeypatch):
+    import anyio
+
+    from tui_eval.agents.http.cache import ResponseCache
+
+    held = HeldWrites(monkeypatch, failing=(key_of(2),))
+    cache = ResponseCache("on", tmp_path)
+    outcomes: dict[int, str] = {}
+
+    async def put(index: int) -> None:
+        try:
+            await cache.put(key_of(index), {"n": index})
+        except OSError as error:
+            outcomes[index] = error.strerror or ""
+        else:
+            outcomes[index] = "stored" if cache.get(key_of(index)) == {"n": index} else "missing"
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(put, 0)
+        await held.first_held()
+        for index in range(1, 5):
+            group.start_soon(put, index)
+        await anyio.wait_all_tasks_blocked()
+        held.release.set()
+    assert outcomes == {
+        0: "stored",
+        1: "stored",
+        2: "No space left on device",
+        3: "stored",
+        4: "stored",
+    }
+
+
+async def test_cancelled_puts_leave_the_others_stored(tmp_path, monkeypatch):
+    """A put cancelled while its answer is being written (the write goes on), and one
+    cancelled while it waits for that write: the answers queued behind them are still
+    stored and their puts return."""
+    import anyio
+
+    from tui_eval.agents.http.cache import ResponseCache
+
+    held = HeldWrites(monkeypatch)
+    cache = ResponseCache("on", tmp_path)
+    scopes = {index: anyio.CancelScope() for index in range(4)}
+    returned: list[int] = []
+
+    async def put(index: int) -> None:
+        with scopes[index]:
+            await cache.put(key_of(index), {"n": index})
+            returned.append(index)
+
+    with anyio.fail_after(20):  # a stuck guard: a lost turn to write would hang here
+        async with anyio.create_task_group() as group:
+            group.start_soon(put, 0)
+            await held.first_held()
+            for index in range(1, 4):
+                group.start_soon(put, index)
+            await anyio.wait_all_tasks_blocked()
+            scopes[0].cancel()  # the put whose write is held
+            scopes[1].cancel()  # the first put waiting behind it
+            await anyio.wait_all_tasks_blocked()
+            held.release.set()
+    assert {2, 3} <= set(returned)
+    for index in (0, 2, 3):
+        assert cache.get(key_of(index)) == {"n": index}
