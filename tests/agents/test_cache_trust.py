@@ -157,14 +157,14 @@ async def test_a_cache_write_leaves_the_event_loop_free(monkeypatch):
 
     writing, release = threading.Event(), threading.Event()
     held_the_loop = []
-    real_write = cache_module.atomic_write_bytes
+    real_write = cache_module.atomic_write_all
 
-    def held_write(path: Path, data: bytes, **options: object) -> None:
+    def held_write(files: list[tuple[Path, bytes]], **options: Any) -> list[OSError | None]:
         writing.set()
         held_the_loop.append(not release.wait(timeout=10))  # a stuck guard, not a wait
-        real_write(path, data, **options)  # type: ignore[arg-type]
+        return real_write(files, **options)
 
-    monkeypatch.setattr(cache_module, "atomic_write_bytes", held_write)
+    monkeypatch.setattr(cache_module, "atomic_write_all", held_write)
     with WireServer() as server:
         server.reply(Reply(body=openai_text("ok")))
         agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1", api_key=KEY))
@@ -222,16 +222,17 @@ class HeldWrites:
 
         self.writing, self.release = threading.Event(), threading.Event()
         self.failing = failing
-        self.real_write = cache_module.atomic_write_bytes
-        monkeypatch.setattr(cache_module, "atomic_write_bytes", self.write)
+        self.real_write = cache_module.atomic_write_all
+        monkeypatch.setattr(cache_module, "atomic_write_all", self.write)
 
-    def write(self, path: Path, data: bytes, **options: object) -> None:
+    def write(self, files: list[tuple[Path, bytes]], **options: Any) -> list[OSError | None]:
         if not self.writing.is_set():
             self.writing.set()
             self.release.wait(timeout=10)  # a stuck guard, not a wait
-        if any(name in path.name for name in self.failing):
-            raise OSError(28, "No space left on device", str(path))
-        self.real_write(path, data, **options)  # type: ignore[arg-type]
+        failed = [any(name in path.name for name in self.failing) for path, _ in files]
+        kept = [file for file, no in zip(files, failed, strict=True) if not no]
+        written = iter(self.real_write(kept, **options))
+        return [OSError(28, "No space left on device") if no else next(written) for no in failed]
 
     async def first_held(self) -> None:
         """Return once the first write is held in its worker thread."""
@@ -345,3 +346,29 @@ async def test_cancelled_puts_leave_the_others_stored(tmp_path, monkeypatch):
     assert {2, 3} <= set(returned)
     for index in (0, 2, 3):
         assert cache.get(key_of(index)) == {"n": index}
+
+
+async def test_a_file_that_cannot_be_written_fails_its_put_alone(tmp_path):
+    """A batch on the real file system: the answer whose folder is a file gets the error,
+    the others of its batch are in place, and no temp file is left behind."""
+    import anyio
+
+    from tui_eval.agents.http.cache import ResponseCache
+
+    cache = ResponseCache("on", tmp_path)
+    (tmp_path / "ff").write_text("in the way")  # where keys starting "ff" keep their files
+    keys = [key_of(index) for index in range(4)] + ["ff" + key_of(0)[2:]]
+    failed: list[str] = []
+
+    async def put(key: str) -> None:
+        try:
+            await cache.put(key, {"key": key})
+        except OSError:
+            failed.append(key)
+
+    async with anyio.create_task_group() as group:
+        for key in keys:
+            group.start_soon(put, key)
+    assert failed == [keys[-1]]
+    assert all(cache.get(key) == {"key": key} for key in keys[:-1])
+    assert not [path for path in tmp_path.rglob("*") if path.name.endswith(".tmp")]
