@@ -45,7 +45,7 @@ from tui_eval.util.secrets import redact_value, secret_values
 
 CacheMode = Literal["off", "on", "read-only"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "on", "read-only")
-BATCH = 64
+BATCH = 32
 """Answers written in one turn of the worker thread at most: each holds a file open until
 the batch is fsynced, and each put of a batch is woken in the same turn of the loop."""
 
