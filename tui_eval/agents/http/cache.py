@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +147,8 @@ class ResponseCache:
             except BaseException:
                 writes.leave(write)
                 raise
+            if write.done:
+                _wake_next(write.batch)
         if not write.done:
             await writes.write_waiting(write)
         if write.error is not None:
@@ -168,9 +171,14 @@ class _Write:
     stored: Any
     secrets: list[str]
     turn: anyio.Event = field(default_factory=anyio.Event)
-    """Set when its file is in place (`done`), or when its put is to write the queue."""
+    """Set when its file is in place (`done`) and the put before it has gone on, or when
+    its put is to write the queue."""
     done: bool = False
     error: Exception | None = None
+    batch: deque[_Write] = field(default_factory=deque)
+    """The puts of its batch still to wake, once its file is in place."""
+    left: bool = False
+    """Its put was cancelled while it waited: wake the next instead."""
 
 
 @dataclass(eq=False)
@@ -178,9 +186,12 @@ class _Writes:
     """The answers waiting to be stored on one event loop, and whether a write is under way.
 
     The put that finds no write under way writes everything waiting (its own answer
-    included) in one worker thread, wakes each put of that batch, and hands its turn to
-    the first put still waiting, if any: one write at a time, each put waiting for its
-    own file only as long as the batch before it takes.
+    included, up to `BATCH`) in one worker thread, and hands its turn to the first put
+    still waiting, if any: one write at a time, each put waiting for its own file only as
+    long as the batch before it takes. The puts of a batch go on one turn of the event
+    loop apart, each waking the next: woken at once, each request's next step would run
+    in the same turn (at 200 conversations in flight, ~16 ms of a batch of 32 without a
+    pause for the rest of the run).
     """
 
     loop: anyio.lowlevel.EventLoopToken
@@ -201,23 +212,37 @@ class _Writes:
         finally:
             # Cancelled before the thread started: the others wait for the next turn.
             self.waiting[:0] = [write for write in batch if not write.done and write is not mine]
-            for write in batch:
-                if write.done:
-                    write.turn.set()
+            woken = deque(write for write in batch if write.done and write is not mine)
+            for write in woken:
+                write.batch = woken
+            _wake_next(woken)
             self._pass_turn()
 
     def leave(self, write: _Write) -> None:
         """A put cancelled while it waited: its answer is not stored (unless its batch is
         already being written), and a turn handed to it goes to the next put."""
+        write.left = True
         if write in self.waiting:
             self.waiting.remove(write)
-        if write.turn.is_set() and not write.done:
-            self._pass_turn()
+        if write.turn.is_set():
+            if write.done:
+                _wake_next(write.batch)
+            else:
+                self._pass_turn()
 
     def _pass_turn(self) -> None:
         self.busy = bool(self.waiting)
         if self.waiting:
             self.waiting[0].turn.set()
+
+
+def _wake_next(batch: deque[_Write]) -> None:
+    """Wake the next put of `batch` whose file is in place (one that left is passed by)."""
+    while batch:
+        write = batch.popleft()
+        if not write.left:
+            write.turn.set()
+            return
 
 
 def _write_all(batch: list[_Write]) -> None:
