@@ -449,3 +449,53 @@ async def test_a_put_cancelled_while_its_batch_is_written_passes_its_wake_on(tmp
             held.releases[1].set()
     assert sorted(returned) == [0, 1, 3]
     assert all(cache.get(key_of(index)) == {"n": index} for index in range(4))
+
+
+async def test_a_writer_cancelled_before_its_thread_hands_its_turn_to_a_put_still_there(
+    tmp_path, monkeypatch
+):
+    """The put whose turn it was to write, cancelled before its worker thread started, put
+    the rest of its batch back in the queue — a put of that batch already cancelled among
+    them — and handed the turn to the first: a put gone, so no write ever ran again on that
+    loop, and every later put (the next run's too, with the same cache) waited forever."""
+    import anyio
+
+    from tui_eval.agents.http.cache import ResponseCache
+
+    held = HeldWrites(monkeypatch)
+    cache = ResponseCache("on", tmp_path)
+    first_stored, let_go = anyio.Event(), anyio.Event()
+    scopes = {index: anyio.CancelScope() for index in (1, 2)}
+
+    async def put(index: int) -> None:
+        with scopes.get(index, anyio.CancelScope()):
+            await cache.put(key_of(index), {"n": index})
+        if index == 0:
+            first_stored.set()
+
+    async def hold_the_writes_thread() -> None:
+        writes = cache._writes
+        assert writes is not None
+        holder = object()
+        await writes.limiter.acquire_on_behalf_of(holder)  # next, once the first batch ends
+        await let_go.wait()
+        writes.limiter.release_on_behalf_of(holder)
+
+    with anyio.fail_after(20):  # a stuck guard: a lost turn to write hangs here
+        async with anyio.create_task_group() as group:
+            group.start_soon(put, 0)
+            await held.first_held()
+            group.start_soon(hold_the_writes_thread)
+            group.start_soon(put, 1)  # to write the next batch: 1 and 2
+            group.start_soon(put, 2)
+            await anyio.wait_all_tasks_blocked()
+            held.release.set()
+            await first_stored.wait()
+            await anyio.wait_all_tasks_blocked()  # put 1 waits for the thread, 1 and 2 its batch
+            scopes[2].cancel()
+            await anyio.wait_all_tasks_blocked()
+            scopes[1].cancel()
+            await anyio.wait_all_tasks_blocked()
+            let_go.set()
+        await put(3)
+    assert cache.get(key_of(3)) == {"n": 3}

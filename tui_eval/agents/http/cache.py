@@ -210,8 +210,11 @@ class _Writes:
             # batch is in place, or its error known, before any of their puts goes on.
             await anyio.to_thread.run_sync(_write_all, batch, limiter=self.limiter)
         finally:
-            # Cancelled before the thread started: the others wait for the next turn.
-            self.waiting[:0] = [write for write in batch if not write.done and write is not mine]
+            # Cancelled before the thread started: the others still there wait for the next
+            # turn (one that left meanwhile would take the turn with it).
+            self.waiting[:0] = [
+                write for write in batch if not (write.done or write.left or write is mine)
+            ]
             woken = deque(write for write in batch if write.done and write is not mine)
             for write in woken:
                 write.batch = woken
