@@ -367,3 +367,18 @@ async def test_an_agent_that_never_waits_still_gives_the_event_loop_turns(parall
         report = await evaluation.run()
     assert len(report.samples) == 200
     assert seen_mid_run  # another task ran between samples
+
+
+async def test_an_error_raised_from_none_does_not_name_the_error_it_replaced():
+    """A sample's error names tui-eval's error an SDK wrapped; an agent that replaced one
+    with `raise ... from None` (hiding it on purpose) got it named all the same."""
+    from tui_eval.agents.providers.base import ProviderError
+
+    def agent(prompt: str) -> str:
+        try:
+            raise ProviderError("the API said no")
+        except ProviderError:
+            raise RuntimeError("the agent gave up") from None
+
+    report = await evaluate(agent, [Case("hi")])
+    assert report.samples[0].error == "RuntimeError: the agent gave up"

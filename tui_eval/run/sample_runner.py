@@ -390,13 +390,21 @@ def error_text(exc: BaseException) -> str:
     errors in its own ("APIConnectionError: Connection error.") — tui-eval's, which says
     what is wrong (a header that cannot be sent, a trust store that cannot be loaded)."""
     text = f"{type(exc).__name__}: {exc}"
+    if type(exc).__module__.startswith("tui_eval."):
+        return text
     seen: set[int] = {id(exc)}
-    cause = exc.__cause__ or exc.__context__
+    cause = _cause(exc)
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if type(cause).__module__.startswith("tui_eval.") and not type(exc).__module__.startswith(
-            "tui_eval."
-        ):
+        if type(cause).__module__.startswith("tui_eval."):
             return f"{text} (caused by {type(cause).__name__}: {cause})"
-        cause = cause.__cause__ or cause.__context__
+        cause = _cause(cause)
     return text
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """What `exc` was raised from, as its traceback shows it: not an error it replaced
+    with `raise ... from None`."""
+    if exc.__cause__ is not None or exc.__suppress_context__:
+        return exc.__cause__
+    return exc.__context__
