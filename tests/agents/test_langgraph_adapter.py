@@ -210,3 +210,25 @@ async def test_a_run_that_ends_in_an_interrupt_says_so():
     result = await wrap(confirming_graph(saver)).run("refund my order")
     assert result.output == "Refund order #12 for $25? (1 msgs)"
     assert result.stop_reason == "interrupt"
+
+
+@pytest.mark.anyio
+async def test_a_mapping_input_answers_an_interrupt_as_it_is():
+    graph_module = lazy("langgraph.graph")
+    types = lazy("langgraph.types")
+    messages = lazy("langchain_core.messages")
+    answers: list[object] = []
+
+    def ask(state: dict) -> dict:
+        answers.append(types.interrupt("Which size?"))
+        return {"messages": [messages.AIMessage("Noted.")]}
+
+    builder = graph_module.StateGraph(graph_module.MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(graph_module.START, "ask")
+    builder.add_edge("ask", graph_module.END)
+    saver = lazy("langgraph.checkpoint.memory").InMemorySaver()
+    agent = wrap(builder.compile(checkpointer=saver), config={"configurable": {"thread_id": "t"}})
+    assert (await agent.run("a mug")).stop_reason == "interrupt"
+    assert (await agent.run({"size": "large"})).output == "Noted."
+    assert answers == [{"size": "large"}]

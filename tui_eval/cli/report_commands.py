@@ -63,7 +63,7 @@ def _user_faults_note(current: Report, baselines: list[Report], given: bool | No
     if not faulted:
         return ""
     counting = counts_user_faults(current) if given is None else given
-    where = "in both reports"
+    where = "in CURRENT and its baseline" + ("s" if len(baselines) > 1 else "")
     if counting:
         return f"{counted_note(faulted)}, {where}"
     return f"{left_out_note(faulted)}, {where} (--count-user-faults counts them)"

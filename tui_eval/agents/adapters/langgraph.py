@@ -211,11 +211,16 @@ class GraphAgent:
 
 def _resume(waiting: list[Any], input: Input) -> Any:
     """The `Command` that answers the interrupts a thread is paused at with the user's
-    latest message (each of them, by id, when several are waiting)."""
+    latest message, or a mapping input as it is (each of them, by id, when several are
+    waiting)."""
     from langgraph.types import Command
 
-    sent = input_messages(input) if not isinstance(input, Mapping) else []
-    answer = next((m.content for m in reversed(sent) if m.role == "user"), "") or ""
+    answer: Any
+    if isinstance(input, Mapping):  # a structured answer, handed on as it is
+        answer = dict(input)
+    else:
+        sent = input_messages(input)
+        answer = next((m.content for m in reversed(sent) if m.role == "user"), "") or ""
     if len(waiting) == 1:
         return Command(resume=answer)
     return Command(resume={str(getattr(i, "id", "")): answer for i in waiting})
