@@ -255,3 +255,63 @@ def test_a_streams_token_usage_corrects_the_clusters_estimate():
     before = actor.limiter.next_token_slot
     shared.settle_tokens(100, 300)
     assert actor.limiter.next_token_slot == pytest.approx(before + 2.0)
+
+
+class _FakeRun:
+    """A run's sample runner as a worker's streams use it: samples that wait for `go`, and
+    connections whose closing is counted."""
+
+    def __init__(self) -> None:
+        import contextlib
+
+        self.go = anyio.Event()
+        self.closed = 0
+        run = self
+
+        class Context:
+            @contextlib.asynccontextmanager
+            async def closing_clients(self):  # type: ignore[no-untyped-def]
+                yield
+                run.closed += 1
+
+        self.context = Context()
+
+    async def sample(self, position: int, index: int) -> Any:
+        from tui_eval.core.results import SampleResult
+
+        await self.go.wait()
+        return SampleResult("c", index, "passed")
+
+
+def test_a_runs_connections_close_when_its_own_streams_end_though_another_runs():
+    """A worker serving the driver's next run while a stream of the previous one is still
+    going closes each run's connections when that run's last stream ends (it closed only
+    when no stream of any run was left)."""
+    pytest.importorskip("ray")
+    from tui_eval.run.ray_worker import SampleWorker
+
+    worker = SampleWorker()
+    worker.positions, worker.concurrency, worker._capacity = {"c": 0}, 2, None
+
+    async def drain(stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    async def main() -> tuple[int, int]:
+        first, second = _FakeRun(), _FakeRun()
+        async with anyio.create_task_group() as group:
+            worker.samples = first
+            group.start_soon(drain, worker.run([("c", 0)]))
+            await anyio.wait_all_tasks_blocked()
+            worker.samples = second  # `prepare` for the next run
+            group.start_soon(drain, worker.run([("c", 1)]))
+            await anyio.wait_all_tasks_blocked()
+            first.go.set()  # the first run's last stream ends; the second's goes on
+            with anyio.fail_after(10):
+                while not first.closed:
+                    await anyio.sleep(0.01)
+            closed_then = second.closed
+            second.go.set()
+        return closed_then, second.closed
+
+    assert anyio.run(main) == (0, 1)

@@ -200,6 +200,8 @@ class SampleWorker:
         self._session = ProviderSession(shared_limiter_factory(ray))
         """The rate limiters of every run this worker serves: the cluster's, shared."""
         self._batches: list[list[tuple[str, SampleResult]]] = []
+        self._streams: dict[int, int] = {}
+        """Streams running here, by the run (its sample runner's id) they belong to."""
 
     def prepare(
         self,
@@ -242,8 +244,9 @@ class SampleWorker:
         """Run `units` (at most `concurrency` at once across this worker's streams), yielding
         finished samples in batches: every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait.
 
-        The connections the run opens (its `RunContext`'s, shared by the worker's streams)
-        close when its last stream here ends, as a run in one process closes them when it
+        The connections the run opens (its `RunContext`'s, shared by the worker's streams
+        of that run) close when its last stream here ends — whatever streams of the
+        driver's next run are running by then — as a run in one process closes them when it
         ends (`RunContext.closing_clients`): no session is left open in an idle worker.
         """
         unknown = sorted({label for label, _ in units if label not in self.positions})
@@ -279,6 +282,8 @@ class SampleWorker:
 
         # One batch per stream running here: what `take_unsent` drains when the driver cancels.
         self._batches.append(batch)
+        run_id = id(samples)
+        self._streams[run_id] = self._streams.get(run_id, 0) + 1
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(drive)
@@ -296,7 +301,9 @@ class SampleWorker:
                         break
         finally:
             self._batches = [other for other in self._batches if other is not batch]
-            if not self._batches:  # the last stream: the run is done with its connections
+            self._streams[run_id] -= 1
+            if not self._streams[run_id]:  # the run's last stream: done with its connections
+                del self._streams[run_id]
                 async with samples.context.closing_clients():
                     pass  # leaving the block closes them
 
