@@ -13,11 +13,13 @@ price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved
 from __future__ import annotations
 
 import codecs
+import contextlib
 import functools
 import importlib.util
 import json
 import math
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -289,6 +291,32 @@ def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
             continue
         return provider_id, ref
     return None
+
+
+_warming: threading.Thread | None = None
+"""The thread loading the price table, once per process (None: not started)."""
+
+
+def warm_prices(provider: str, model: str) -> None:
+    """Start loading the price table in a thread, once per process, as the first metered
+    request goes out: its answer is priced without the event loop loading the table (0.1–0.4
+    s of imports, while every other request would wait). Nothing starts for a model the
+    installed table is known not to price."""
+    global _warming
+    if _warming is not None or not model:
+        return
+    table = _table_identity()
+    if table is not None and f"{provider}\t{model}" in _unpriced(table):
+        return
+    _warming = threading.Thread(
+        target=_warm, args=(provider, model), name="tui-eval prices", daemon=True
+    )
+    _warming.start()
+
+
+def _warm(provider: str, model: str) -> None:
+    with contextlib.suppress(Exception):  # the loop's own lookup meets it again
+        _price_ref(provider, model)
 
 
 UNPRICED_FILE = "unpriced-models.json"

@@ -54,6 +54,7 @@ from tui_eval.agents.http.metering import (
     price_of,
     response_tokens,
     stated_cost,
+    warm_prices,
 )
 from tui_eval.agents.http.options import (
     DEFAULT_MAX_RETRIES,
@@ -280,6 +281,8 @@ class _Send:
         max_retries = (
             options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
         )
+        if self.meter is not None:
+            warm_prices(info.provider, info.model)
         tokens = _token_estimate(body)
         failures = 0
 
