@@ -271,6 +271,9 @@ async def test_the_fault_line_cut_at_80x24_ends_with_an_ellipsis_and_stays_plain
         assert 1 < len(shown) <= 4
         assert "[bold]while[/bold]" in shown[0] + shown[1]  # markup shown as typed
         assert shown[-1].rstrip().endswith("…")  # cut, and says so
+        # The whole reason is at the end of the Conversation tab, plain.
+        ending = str(screen.query_one("#conversation-end").render())
+        assert reason.strip() in " ".join(ending.split()), ending
 
 
 async def test_an_undecided_case_shows_its_whole_status_and_the_suites_count_it_apart():

@@ -223,7 +223,11 @@ class TurnList(Vertical):
             widget.set_class(marked, "critical")
             if marked:
                 critical = widget
-        self.query_one("#conversation-end", Static).update(render_ending(conversation))
+        ending = render_ending(conversation)
+        if fault is not None and fault.reason:  # whole here: the header's may be cut
+            ending.append("\nwhy: ", style="bold")
+            ending.append_text(plain(fault.reason, limit=4000))
+        self.query_one("#conversation-end", Static).update(ending)
         return critical
 
 
