@@ -191,3 +191,52 @@ async def test_samples_from_an_executor_stop_the_run_at_the_budget():
     report = await evaluate(agent, cases(10), price=dollar, max_cost=3, executor=InOrder())
     assert agent.calls == 3 and report.cost == 3.0
     assert report.stopped == "max_cost $3 reached: $3.0000 spent, no new sample started"
+
+
+async def test_a_budget_no_sample_can_be_held_to_is_said_once_as_soon_as_it_is_known():
+    """A sample that finished without a price makes `max_cost` unenforceable: the progress
+    says so once, as it happens (it was said only in the summary after the run), and the
+    run's state, which the app's header reads, knows it."""
+    import io
+    from contextlib import redirect_stderr
+
+    from tui_eval import evaluate_iter
+    from tui_eval.cli.progress import Progress
+
+    progress = Progress(live=False)
+    err = io.StringIO()
+    seen_at: list[int] = []
+    with redirect_stderr(err):
+        async for event in evaluate_iter(CountingAgent(0), cases(5), concurrency=1, max_cost=2):
+            progress.on_event(event)
+            if "cannot be enforced" in err.getvalue() and not seen_at:
+                seen_at.append(progress.state.samples_done)
+    said = [line for line in err.getvalue().splitlines() if "cannot be enforced" in line]
+    assert len(said) == 1, err.getvalue()
+    assert "max_cost $2 cannot be enforced: c0 #1 finished without a price" in said[0]
+    assert seen_at == [1]  # at the first unpriced sample, not at the end
+    assert progress.state.samples_unpriced == 5 and progress.state.budget_unenforced
+    priced = Progress(live=False)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        async for event in evaluate_iter(
+            CountingAgent(0), cases(3), concurrency=1, max_cost=20, price=dollar
+        ):
+            priced.on_event(event)
+    assert "cannot be enforced" not in err.getvalue()
+    assert not priced.state.budget_unenforced
+
+
+def test_the_app_header_says_a_budget_is_not_enforced():
+    from tui_eval import Case
+    from tui_eval.run.events import RunStarted, SampleFinished
+    from tui_eval.run.state import RunState
+    from tui_eval.tui.widgets.run_header import RunHeader
+
+    state = RunState()
+    state.apply(RunStarted("r", [Case("q", name="a", samples=2)], 2, 0.0, max_cost=5))
+    assert "budget $5 (nothing priced yet)" in RunHeader._counters(state).plain
+    state.apply(SampleFinished(0, SampleResult("a", 0, "passed", cost=0.5)))
+    assert "not enforced" not in RunHeader._counters(state).plain
+    state.apply(SampleFinished(0, SampleResult("a", 1, "passed")))
+    assert "$0.5000 of $5 · budget not enforced" in RunHeader._counters(state).plain

@@ -35,6 +35,7 @@ class Progress:
         self._last_print = 0.0
         self._next_line = 0
         self._paces: dict[str, str] = {}
+        self._budget_said = False
 
     def _counts(self) -> tuple[int, int, int, int]:
         """Samples done, passed, not passed (failed, errored or timed out), and left out
@@ -49,6 +50,17 @@ class Progress:
         self.state.apply(event)
         if isinstance(event, SampleFinished):
             self._advance()
+            if self.state.budget_unenforced and not self._budget_said:
+                self._budget_said = True
+                first = self.state.first_unpriced
+                which = (
+                    f"{one_line(first.case_name, 60)} #{first.index + 1}" if first else "a sample"
+                )
+                self._log(
+                    f"warning: max_cost ${self.state.max_cost:g} cannot be enforced: {which} "
+                    "finished without a price (give the suite a price= function, or use a "
+                    "model in the built-in price table); the run goes on at full concurrency"
+                )
         elif isinstance(event, RunStarted):
             self._start(event.name, event.total_samples)
         elif isinstance(event, RunFinished):

@@ -213,7 +213,16 @@ class Evaluation:
         emit = self._emit
         if emit is not None:
             resumed = [s for result in self._results for s in result.samples]
-            emit(RunStarted(self.name, self.cases, self.total_samples, self._started_at, resumed))
+            emit(
+                RunStarted(
+                    self.name,
+                    self.cases,
+                    self.total_samples,
+                    self._started_at,
+                    resumed,
+                    max_cost=self.max_cost,
+                )
+            )
         try:
             await self._run_in_scope(emit)
         except BaseException:

@@ -24,6 +24,7 @@ class RunStarted:
 
     Attributes:
         resumed: samples finished by an earlier, interrupted run (counted as done).
+        max_cost: the run's budget (None: no budget).
     """
 
     name: str
@@ -31,6 +32,7 @@ class RunStarted:
     total_samples: int
     started_at: float
     resumed: list[SampleResult] = field(default_factory=list)
+    max_cost: float | None = None
 
 
 @dataclass(slots=True)

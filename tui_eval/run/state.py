@@ -67,6 +67,9 @@ class RunState:
     output_tokens: int = 0
     cost: float | None = None
     max_cost: float | None = None
+    samples_unpriced: int = 0
+    """Finished samples without a price: with any, `max_cost` cannot be held to."""
+    first_unpriced: SampleResult | None = None
     samples_cached: int = 0
     limits: list[LimitStatus] = field(default_factory=list)
     """The rate limiters of the APIs the run calls, as of the last `RunStatus`."""
@@ -152,6 +155,7 @@ class RunState:
                     self.cases[position].samples.append(sample)
                     self._count(sample)
             self.samples_total = event.total_samples
+            self.max_cost = event.max_cost
             self.samples_resumed = len(event.resumed)
             self.started = self.clock()
             self._structure_changed = True
@@ -190,10 +194,19 @@ class RunState:
         self.output_tokens += usage.output_tokens
         if sample.cost is not None:
             self.cost = (self.cost or 0.0) + sample.cost
+        else:
+            self.samples_unpriced += 1
+            if self.first_unpriced is None:
+                self.first_unpriced = sample
         if sample.cached:
             self.samples_cached += 1
 
     # -- reading ---------------------------------------------------------------------------
+    @property
+    def budget_unenforced(self) -> bool:
+        """Whether the run has a budget it cannot hold to: a sample finished unpriced."""
+        return self.max_cost is not None and self.samples_unpriced > 0
+
     def take_dirty(self) -> set[int]:
         """The cases changed since the last call."""
         dirty, self._dirty = self._dirty, set()

@@ -124,8 +124,14 @@ class RunHeader(Widget):
             if unpriced:  # the total leaves them out: say so beside it
                 spent += f" · {counted(unpriced, 'sample')} unpriced"
             counters.append(spent)
+            if state.budget_unenforced:  # a sample without a price: the budget cannot hold
+                counters.append(" · budget not enforced", style="yellow")
+        elif state.budget_unenforced:
+            counters.append(
+                f" · budget ${state.max_cost:g} not enforced: nothing priced", style="yellow"
+            )
         elif state.max_cost is not None:
-            counters.append(f" · budget ${state.max_cost:g} (nothing priced)")
+            counters.append(f" · budget ${state.max_cost:g} (nothing priced yet)")
         counters.append(f" · {format_duration(state.elapsed)}")
         if state.running:
             counters.append(f" · {state.rate:,.1f} samples/s")
