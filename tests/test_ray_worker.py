@@ -158,7 +158,13 @@ def run_on_ray(suite: Suite) -> tui_eval.Report:
 
 
 @pytest.mark.ray
-def test_a_streamed_sdk_response_in_a_worker_is_metered_and_priced(tmp_path, ray_runtime):
+def test_a_streamed_sdk_answer_in_a_worker_is_metered_and_its_connections_closed(
+    tmp_path, ray_runtime
+):
+    """One Ray run (a worker's start is the slow part under load) checks both: a streamed
+    answer is metered and priced (it raised at the end of the stream: no `settle_tokens`),
+    and the worker's run closes the connections it opened (they stayed open)."""
+    ray = ray_runtime
     with ChatAPI() as api:
         report = run_on_ray(sdk_suite(tmp_path, api.url, stream=True))
     assert report.passed, report.header()
@@ -170,14 +176,6 @@ def test_a_streamed_sdk_response_in_a_worker_is_metered_and_priced(tmp_path, ray
         assert (usage.input_tokens, usage.output_tokens, usage.requests) == (1000, 200, 1)
         assert sample.cost == pytest.approx(price)
     assert api.requests == 4
-
-
-@pytest.mark.ray
-def test_a_workers_run_closes_the_connections_it_opened(tmp_path, ray_runtime):
-    ray = ray_runtime
-    with ChatAPI() as api:
-        report = run_on_ray(sdk_suite(tmp_path, api.url, stream=False))
-    assert report.passed, report.header()
 
     def left_open(worker: object) -> tuple[int, list[str]]:
         """In the worker: aiohttp sessions still open, and the warnings of sessions that
