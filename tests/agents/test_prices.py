@@ -242,6 +242,7 @@ async def test_the_price_table_loads_in_a_thread_while_the_first_request_is_out(
 
     metering = fresh_price_lookups
     monkeypatch.setattr(metering, "_warming", None)
+    monkeypatch.setattr(metering, "_warm_asked", False)
     warmed: list[tuple[str, str, str]] = []
     real = metering._warm
 
@@ -258,6 +259,7 @@ async def test_the_price_table_loads_in_a_thread_while_the_first_request_is_out(
     assert [(p, m) for _, p, m in warmed] == [("openai", "gpt-4o-mini")]  # once, for 3 samples
     assert warmed[0][0] != threading.current_thread().name
     monkeypatch.setattr(metering, "_warming", None)
+    monkeypatch.setattr(metering, "_warm_asked", False)
     monkeypatch.setattr(metering, "_table_identity", lambda: "t")
     monkeypatch.setattr(metering, "_unpriced", lambda table: frozenset({"openai\tlocal"}))
     metering.warm_prices("openai", "local")

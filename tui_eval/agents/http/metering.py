@@ -265,15 +265,20 @@ def _price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
     a fine-tune) is remembered in the cache folder, per installed table, so later runs
     know it is unpriced without loading the table.
     """
-    if not model:
-        return None
-    table = _table_identity()
-    if table is not None and f"{provider}\t{model}" in _unpriced(table):
+    if not model or _known_unpriced(provider, model):
         return None
     ref = _look_up(provider, model)
+    table = _table_identity()
     if ref is None and table is not None:
         _remember_unpriced(table, f"{provider}\t{model}")
     return ref
+
+
+def _known_unpriced(provider: str, model: str) -> bool:
+    """Whether the installed price table is remembered not to know `model` (read from the
+    cache folder, without loading the table)."""
+    table = _table_identity()
+    return table is not None and f"{provider}\t{model}" in _unpriced(table)
 
 
 def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
@@ -295,6 +300,8 @@ def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
 
 _warming: threading.Thread | None = None
 """The thread loading the price table, once per process (None: not started)."""
+_warm_asked = False
+"""Whether a metered request has gone out in this process (the load is decided once)."""
 
 
 def warm_prices(provider: str, model: str) -> None:
@@ -302,11 +309,11 @@ def warm_prices(provider: str, model: str) -> None:
     request goes out: its answer is priced without the event loop loading the table (0.1–0.4
     s of imports, while every other request would wait). Nothing starts for a model the
     installed table is known not to price."""
-    global _warming
-    if _warming is not None or not model:
+    global _warming, _warm_asked
+    if _warm_asked or not model:  # every later request: one check, no file read
         return
-    table = _table_identity()
-    if table is not None and f"{provider}\t{model}" in _unpriced(table):
+    _warm_asked = True
+    if _known_unpriced(provider, model):
         return
     _warming = threading.Thread(
         target=_warm, args=(provider, model), name="tui-eval prices", daemon=True
