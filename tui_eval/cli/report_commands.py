@@ -47,9 +47,9 @@ def compare_command(args: argparse.Namespace) -> int:
 def _user_faults_note(current: Report, baselines: list[Report], given: bool | None) -> str:
     """What the comparison did with the samples the user simulator failed ("" if none)."""
     from tui_eval.report.left_out import (
-        blamed_on_user,
         counted_note,
         counts_user_faults,
+        is_left_out,
         left_out_note,
     )
 
@@ -58,7 +58,7 @@ def _user_faults_note(current: Report, baselines: list[Report], given: bool | No
         for report in (current, *baselines)
         for case in report.cases
         for sample in case.samples
-        if sample.excluded or blamed_on_user(sample)
+        if is_left_out(sample, count_user_faults=False)
     )
     if not faulted:
         return ""

@@ -222,11 +222,7 @@ def kappa_interval(
         tp, fp, fn, tn = (gamma(alpha, 1.0) for alpha in cells)
         if tp + fn > 0 and fp + tn > 0 and tp + fp > 0 and fn + tn > 0:
             kappas.append(_kappa(tp, fp, fn, tn))
-    kappas.sort()
-    tail = (1.0 - level) / 2
-    low = min(_quantile(kappas, tail), estimate)
-    high = max(_quantile(kappas, 1.0 - tail), estimate)
-    return (max(low, -1.0), min(high, 1.0))
+    return _posterior_interval(kappas, estimate, level)
 
 
 def category_kappa_interval(
@@ -270,6 +266,12 @@ def category_kappa_interval(
         expected = sum(r * c for r, c in zip(rows, cols, strict=True))
         if expected < 1.0:
             kappas.append((observed - expected) / (1.0 - expected))
+    return _posterior_interval(kappas, estimate, level)
+
+
+def _posterior_interval(kappas: list[float], estimate: float, level: float) -> tuple[float, float]:
+    """The equal-tailed `level` interval of drawn κs, widened to hold the estimate, within
+    [-1, 1]."""
     kappas.sort()
     tail = (1.0 - level) / 2
     low = min(_quantile(kappas, tail), estimate)
