@@ -10,8 +10,6 @@ import inspect
 import json
 import sys
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,8 @@ import anyio
 import pytest
 
 import tui_eval
-from tests.agents.wire_server import LoopbackHTTPServer
+from tests.agents.chat_server import ChatServer
+from tests.agents.wire_server import Reply
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.http.metering import ResponseTokens, price_of
 from tui_eval.core.settings import RunSettings
@@ -33,59 +32,25 @@ USAGE = {
     "completion_tokens": 200,
     "prompt_tokens_details": {"cached_tokens": 400},
 }
-"""What every answer of `ChatAPI` reports: cached prompt tokens included."""
+"""What every answer of `chat_answer` reports: cached prompt tokens included."""
 TOKENS = ResponseTokens(1000, 200, cache_read=400)
 
 
-class ChatAPI:
-    """An OpenAI-compatible chat API on 127.0.0.1: a JSON completion, or (`"stream": true`)
-    server-sent chunks whose last one carries the usage, as `stream_options.include_usage`
-    asks. The answer is the prompt in capitals."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.requests += 1
-                answer = body["messages"][-1]["content"].upper()
-                if not body.get("stream"):
-                    self._send("application/json", _completion(answer))
-                    return
-                half = len(answer) // 2
-                chunks = [
-                    _chunk({"choices": [{"index": 0, "delta": {"content": answer[:half]}}]}),
-                    _chunk({"choices": [{"index": 0, "delta": {"content": answer[half:]}}]}),
-                    _chunk({"choices": [], "usage": USAGE}),
-                    b"data: [DONE]\n\n",
-                ]
-                self._send("text/event-stream", b"".join(chunks))
-
-            def _send(self, content_type: str, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    def __enter__(self) -> ChatAPI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def chat_answer(body: dict[str, Any]) -> Reply:
+    """An OpenAI-compatible chat answer (for `ChatServer`): a JSON completion, or
+    (`"stream": true`) server-sent chunks whose last one carries the usage, as
+    `stream_options.include_usage` asks. The answer is the prompt in capitals."""
+    answer = body["messages"][-1]["content"].upper()
+    if not body.get("stream"):
+        return Reply(body=json.loads(_completion(answer)))
+    half = len(answer) // 2
+    chunks = [
+        _chunk({"choices": [{"index": 0, "delta": {"content": answer[:half]}}]}),
+        _chunk({"choices": [{"index": 0, "delta": {"content": answer[half:]}}]}),
+        _chunk({"choices": [], "usage": USAGE}),
+        b"data: [DONE]\n\n",
+    ]
+    return Reply(body=b"".join(chunks), headers={"content-type": "text/event-stream"})
 
 
 def _chunk(fields: dict[str, Any]) -> bytes:
@@ -165,7 +130,7 @@ def test_a_streamed_sdk_answer_in_a_worker_is_metered_and_its_connections_closed
     answer is metered and priced (it raised at the end of the stream: no `settle_tokens`),
     and the worker's run closes the connections it opened (they stayed open)."""
     ray = ray_runtime
-    with ChatAPI() as api:
+    with ChatServer(chat_answer) as api:
         report = run_on_ray(sdk_suite(tmp_path, api.url, stream=True))
     assert report.passed, report.header()
     price = price_of("openai", "gpt-4o-mini", TOKENS)
@@ -175,7 +140,7 @@ def test_a_streamed_sdk_answer_in_a_worker_is_metered_and_its_connections_closed
         usage = sample.usage
         assert (usage.input_tokens, usage.output_tokens, usage.requests) == (1000, 200, 1)
         assert sample.cost == pytest.approx(price)
-    assert api.requests == 4
+    assert len(api.requests) == 4
 
     def left_open(worker: object) -> tuple[int, list[str]]:
         """In the worker: aiohttp sessions still open, and the warnings of sessions that

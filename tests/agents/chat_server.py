@@ -70,7 +70,8 @@ def completion(
 
 class ChatServer:
     """`with ChatServer(answer) as server:` — `server.url` is its base URL; every request
-    body is kept in `server.requests`, in order, and answered with `answer(body)`."""
+    body is kept in `server.requests`, in order, and answered with `answer(body)` (a
+    `Reply` whose body is JSON, or bytes sent as they are with the headers it names)."""
 
     def __init__(self, answer: Callable[[dict[str, Any]], Reply]) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -90,9 +91,12 @@ class ChatServer:
                         reply = answer(body)
                     except Exception as exc:  # a test's bug: say it, do not hang the client
                         reply = Reply(500, {"error": {"message": f"test server: {exc!r}"}})
-                data = json.dumps(reply.body).encode()
+                # A body given as bytes (an event stream) is sent as it is.
+                raw = isinstance(reply.body, bytes)
+                data = reply.body if raw else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                if "content-type" not in reply.headers:
+                    self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
