@@ -131,16 +131,23 @@ async def test_a_transfer_coding_other_than_chunked_never_reaches_the_json_parse
         server.close()
 
 
-async def test_no_header_is_sent_twice(anyio_backend):
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"OpenAI-Project": "p1", "User-Agent": "mine"},
+        # In another letter case than the client's own: under trio (httpx2 keeps both) the
+        # request carried two User-Agents and two Authorization headers with different keys.
+        {"user-agent": "mine", "authorization": "Bearer sk-from-header"},
+    ],
+    ids=["same case", "other case"],
+)
+async def test_no_header_is_sent_twice(anyio_backend, headers):
     body = json.dumps(openai_text("ok")).encode()
     server = RawServer(
         http_answer(["Content-Type: application/json", f"Content-Length: {len(body)}"], body)
     )
     provider = OpenAIProvider(
-        "m",
-        base_url=server.url + "/v1",
-        api_key="sk-key-0123456789",
-        headers={"OpenAI-Project": "p1", "User-Agent": "mine"},
+        "m", base_url=server.url + "/v1", api_key="sk-key-0123456789", headers=headers
     )
     try:
         assert await ask(provider) == "ok"
