@@ -105,7 +105,7 @@ class SuitesScreen(Screen[None]):
         (greyed on a suite that cannot run: enter then says why)."""
         if action in ("open_run", "first_run"):
             suite = self._current()
-            opens = suite is not None and suite.name in self.workspace.sessions
+            opens = self._has_run(suite)
             if action == "open_run":
                 return opens if suite is not None else None
             return None if suite is not None and suite.skip and not opens else not opens
@@ -113,11 +113,14 @@ class SuitesScreen(Screen[None]):
 
     def _sync_enter(self) -> None:
         """Relabel enter when the suite under the cursor gets (or loses) a run."""
-        suite = self._current()
-        opens = suite is not None and suite.name in self.workspace.sessions
+        opens = self._has_run(self._current())
         if opens != self._enter_opens:
             self._enter_opens = opens
             self.refresh_bindings()
+
+    def _has_run(self, suite: Suite | None) -> bool:
+        """Whether `suite` has a run in this session (enter opens it)."""
+        return suite is not None and suite.name in self.workspace.sessions
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
