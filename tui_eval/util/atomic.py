@@ -46,16 +46,9 @@ def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> Non
     `private=True` (what tui-eval keeps in its data folder: cache, journals, reports)
     makes it 0600, in folders it creates as 0700.
     """
-    fd, tmp = _temp_file(path, data, private)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if FSYNC:
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    (error,) = atomic_write_all([(path, data)], private=private)
+    if error is not None:
+        raise error
 
 
 def atomic_write_all(
