@@ -182,7 +182,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
     def _ssl(self, request: httpx2.Request) -> ssl.SSLContext | bool:
         """How this request's TLS is verified (aiohttp uses it for the server and for an
         HTTPS proxy); `True` for plain HTTP, which needs no trust store."""
-        if request.url.scheme != "https" and not self._tls_proxy:
+        if not _uses_tls(request, self._tls_proxy):
             return True
         if self._verify is None:
             self._verify = ssl_context()
@@ -238,6 +238,12 @@ def _mapped(exc: Exception) -> httpx2.TransportError | None:
     return None
 
 
+def _uses_tls(request: httpx2.Request, tls_proxy: bool) -> bool:
+    """Whether `request` needs the trust store: to an `https://` URL, or through an
+    `https://` proxy."""
+    return request.url.scheme == "https" or tls_proxy
+
+
 class HttpxTransport(httpx2.AsyncBaseTransport):
     """httpx2's own socket transport (under trio), with the trust store loaded as
     `AiohttpTransport` loads it: by the first request that uses TLS.
@@ -256,7 +262,7 @@ class HttpxTransport(httpx2.AsyncBaseTransport):
         self._tls: httpx2.AsyncHTTPTransport | None = None
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        if request.url.scheme == "https" or self._tls_proxy:
+        if _uses_tls(request, self._tls_proxy):
             transport = self._tls or self._open(tls=True)
         else:
             transport = self._plain or self._open(tls=False)
