@@ -59,15 +59,20 @@ def test_the_engine_takes_settings_only():
     assert "settings" in params and not set(params) & set(FIELDS)
 
 
-def test_suites_and_suite_files_give_settings_but_default_none():
-    suite_fields = {f.name: f for f in dataclasses.fields(Suite)}
+def test_a_suite_holds_its_settings_as_run_settings_and_its_keywords_fold_into_them():
+    keywords = inspect.signature(Suite).parameters
     for name in SUITE_SETTINGS:
-        assert name in FIELDS
-        assert suite_fields[name].default is None, f"Suite.{name}"
+        assert name in FIELDS and keywords[name].default is None, f"Suite({name}=...)"
         if name in SuiteSettings.model_fields:
             assert SuiteSettings.model_fields[name].default is None, f"YAML {name}"
     assert Suite("s").settings == RunSettings()
-    assert Suite("s", concurrency=8).settings.given() == {"concurrency": 8}
+    suite = Suite("s", concurrency=8, settings=RunSettings(max_cost=1.0))
+    assert suite.settings.given() == {"concurrency": 8, "max_cost": 1.0}
+    assert suite.concurrency == 8 and suite.price is None  # read back from `settings`
+    copy = dataclasses.replace(suite, cases=[])
+    assert copy.settings == suite.settings
+    with pytest.raises(ValueError, match="suite 's': concurrency must be at least 1, got 0"):
+        Suite("s", concurrency=0)
 
 
 def _parsed(*argv: str) -> argparse.Namespace:
