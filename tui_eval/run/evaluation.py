@@ -19,7 +19,7 @@ import anyio
 from tui_eval.agents.messages import input_text
 from tui_eval.core.budget import CostBudget, Ledger
 from tui_eval.core.cases import Case
-from tui_eval.core.settings import RunSettings
+from tui_eval.core.settings import ExecutorError, RaySpec, RunSettings
 from tui_eval.report.left_out import COUNT_USER_FAULTS, blamed_on_user
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run import scheduling
@@ -73,6 +73,12 @@ class Evaluation:
         self.cases = list(cases)
         if settings.samples is not None:
             self.cases = [replace(case, samples=settings.samples) for case in self.cases]
+        if isinstance(settings.executor, RaySpec):
+            raise ExecutorError(
+                "RaySpec is the executor of a suite run (tui-eval run --executor ray); "
+                "evaluate() takes a RayExecutor(suite_file, suite_name)"
+            )
+        self._executor = settings.executor
         self.budget = CostBudget.of(settings.max_cost)
         self.ledger = self.budget.ledger if self.budget is not None else Ledger()
         """What the run spent: the sum of its recorded samples' costs (a shared budget's
@@ -260,8 +266,8 @@ class Evaluation:
                 if self._cancel_requested:
                     scope.cancel()
                 settings = self.settings
-                if settings.executor is not None:
-                    await settings.executor.execute(self, self.missing_units())
+                if self._executor is not None:
+                    await self._executor.execute(self, self.missing_units())
                 elif settings.fail_fast:
                     await scheduling.until_first_failure(self)
                 elif settings.parallel_samples:
