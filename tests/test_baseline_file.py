@@ -10,6 +10,7 @@ import pytest
 from tui_eval import Agent, Case, Suite, contains
 from tui_eval.report.report import Report
 from tui_eval.service.request import RunRequest
+from tui_eval.service.run_plan import plan_run
 from tui_eval.service.suite_run import BaselineStatus, SuiteRun
 from tui_eval.testing import ScriptedProvider, call, text
 
@@ -43,7 +44,7 @@ def make_suite(tmp_path, order: list[str], wrong: frozenset[str] = frozenset()) 
 
 
 async def run_and_save(suite: Suite) -> SuiteRun:
-    run = SuiteRun.start(suite, RunRequest(), history=None, invocation="test")
+    run = SuiteRun.start(plan_run(suite, RunRequest()), history=None, invocation="test")
     await run.run()
     assert run.save_baseline().status is BaselineStatus.SAVED
     return run
@@ -87,7 +88,7 @@ async def test_a_changed_result_changes_only_its_case_block(tmp_path):
 
 async def test_an_old_single_line_baseline_still_loads_and_compares(tmp_path):
     suite = make_suite(tmp_path, ["a", "b"])
-    run = SuiteRun.start(suite, RunRequest(), history=None, invocation="test")
+    run = SuiteRun.start(plan_run(suite, RunRequest()), history=None, invocation="test")
     report = await run.run()
     path = tmp_path / "__baselines__" / "git.json"
     report.save(path)  # how earlier versions wrote baselines: one line, with latencies

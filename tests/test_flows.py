@@ -153,7 +153,7 @@ def test_decide_honours_the_settings_and_writes_the_exports(tmp_path):
     from tui_eval.service.store import RunHistory
 
     record = RunHistory(root).runs()[0]
-    assert record.options.mode == "decide" and record.finished
+    assert isinstance(record.request.kind, DecideRun) and record.finished
     journaled = sum(
         1 for line in record.journal_path.read_text().splitlines() if '"sample"' in line
     )
@@ -224,11 +224,12 @@ def calls(path: Path) -> int:
 
 
 async def run_decision(path: Path, options, history):
+    from tui_eval.service.run_plan import plan_run
     from tui_eval.service.suite_run import SuiteRun
     from tui_eval.suites import load_suites
 
     (suite,) = load_suites([path]).suites
-    service = SuiteRun.start(suite, options, history=history, invocation="test")
+    service = SuiteRun.start(plan_run(suite, options), history=history, invocation="test")
     report = await service.run()
     return service, report
 
@@ -260,7 +261,7 @@ def test_a_killed_decide_run_resumes_where_it_stopped(tmp_path):
     simulate_kill(history, keep=7)
     before = calls(path)
     record = history.interrupted()[0]
-    assert record.options.mode == "decide"
+    assert isinstance(record.request.kind, DecideRun)
 
     async def resume():
         resumed = SuiteRun.resume(record, history=history)
@@ -335,6 +336,7 @@ def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
     import anyio
 
     from tui_eval.service.request import RunRequest
+    from tui_eval.service.run_plan import plan_run
     from tui_eval.service.store import RunHistory, read_journal_samples
     from tui_eval.service.suite_run import SuiteRun
     from tui_eval.suites import load_suites
@@ -347,7 +349,9 @@ def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
 
     async def decide():
         service = SuiteRun.start(
-            suite, RunRequest(kind=DecideRun()), history=history, invocation="t", baseline=previous
+            plan_run(suite, RunRequest(kind=DecideRun()), baseline=previous),
+            history=history,
+            invocation="t",
         )
         return service, await service.run()
 
@@ -355,7 +359,7 @@ def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
     assert service.baseline is previous and service.decision is not None
     assert [c.name for c in service.decision.diff.changes] == [c.name for c in previous.cases]
     record = history.runs()[0]
-    assert record.options.mode == "decide" and record.finished
+    assert isinstance(record.request.kind, DecideRun) and record.finished
     journaled = read_journal_samples(record.journal_path)
     assert sample_counts(report) == {name: len(s) for name, s in journaled.items()}
 
@@ -368,6 +372,7 @@ def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path)
 
     from tests.test_suite_run import simulate_kill
     from tui_eval.service.request import RunRequest
+    from tui_eval.service.run_plan import plan_run
     from tui_eval.service.store import RunHistory
     from tui_eval.service.suite_run import ResumeError, SuiteRun
     from tui_eval.suites import load_suites
@@ -383,7 +388,9 @@ def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path)
 
     async def decide():
         (suite,) = load_suites([path]).suites
-        service = SuiteRun.start(suite, options, history=history, invocation="t", baseline=previous)
+        service = SuiteRun.start(
+            plan_run(suite, options, baseline=previous), history=history, invocation="t"
+        )
         return service, await service.run()
 
     def verdicts(service):
@@ -394,7 +401,7 @@ def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path)
     anyio.run(decide)
     simulate_kill(history, keep=4)
     record = history.interrupted()[0]
-    assert record.options.kind.against == str(previous_file)
+    assert record.request.kind.against == str(previous_file)
     resumed = SuiteRun.resume(record, history=history)
     anyio.run(resumed.run)
     assert resumed.report is not None and not resumed.report.cancelled
@@ -506,6 +513,7 @@ def test_an_interrupted_run_does_not_report_unrun_cases_as_removed(tmp_path):
 
     from tests.test_suite_run import write_suite
     from tui_eval.service.request import RunRequest
+    from tui_eval.service.run_plan import plan_run
     from tui_eval.service.store import RunHistory
     from tui_eval.service.suite_run import SuiteRun
     from tui_eval.suites import load_suites
@@ -529,7 +537,9 @@ def test_an_interrupted_run_does_not_report_unrun_cases_as_removed(tmp_path):
                 if stop_after is not None and len(finished) == stop_after:
                     service.cancel()  # what Ctrl+C does
 
-        service = SuiteRun.start(suite, RunRequest(), history=RunHistory(tmp_path), invocation="t")
+        service = SuiteRun.start(
+            plan_run(suite, RunRequest()), history=RunHistory(tmp_path), invocation="t"
+        )
         service.on_event = on_event
         await service.run()
         return service

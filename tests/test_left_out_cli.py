@@ -4,7 +4,6 @@ conversations (issue #37, item 4)."""
 
 from __future__ import annotations
 
-import inspect
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,11 +12,11 @@ import pytest
 from tests.cli_in_process import cli
 from tests.test_suite_run import simulate_kill
 from tests.user_faults import LEFT_OUT, write_suite
-from tui_eval import Report, RunSettings, Suite, compare_agents, decide, evaluate, evaluate_iter
+from tui_eval import Report, RunSettings, Suite
 from tui_eval.cli import commands
 from tui_eval.cli.requests import request_from_args
-from tui_eval.run.runner import recheck
 from tui_eval.service.request import RunRequest
+from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import RunHistory
 from tui_eval.service.suite_run import SuiteRun
 from tui_eval.suites import load_suites
@@ -26,16 +25,7 @@ from tui_eval.suites.suite import SUITE_SETTINGS
 
 
 # -- the setting, wherever settings are given -------------------------------------------------
-@pytest.mark.parametrize(
-    "front_end",
-    [evaluate, evaluate_iter, recheck, decide, compare_agents],
-    ids=lambda f: f.__name__,
-)
-def test_every_entry_point_takes_count_user_faults(front_end: object) -> None:
-    parameter = inspect.signature(front_end).parameters.get("count_user_faults")  # type: ignore[arg-type]
-    assert parameter is not None and parameter.default is None
-
-
+# Every entry point takes it as a keyword: tests/test_settings.py checks them all.
 def test_a_suite_and_a_suite_file_give_count_user_faults(tmp_path: Path) -> None:
     assert "count_user_faults" in SUITE_SETTINGS
     assert SuiteSettings.model_fields["count_user_faults"].default is None
@@ -73,10 +63,10 @@ async def test_a_resumed_run_keeps_counting_user_faults(tmp_path: Path) -> None:
     history = RunHistory(tmp_path)
     (suite,) = load_suites([path]).suites
     options = RunRequest(settings=RunSettings(count_user_faults=True))
-    await SuiteRun.start(suite, options, history=history, invocation="t").run()
+    await SuiteRun.start(plan_run(suite, options), history=history, invocation="t").run()
     simulate_kill(history, keep=3)  # "never tested" and the first of "partly left out"
     record = history.interrupted()[0]
-    assert record.options.settings.count_user_faults is True
+    assert record.request.settings.count_user_faults is True
     resumed = SuiteRun.resume(record, history=history)
     report = await resumed.run()
     assert report.samples_left_out == 0 and report.metadata["count_user_faults"] is True
@@ -92,7 +82,7 @@ async def test_the_journal_keeps_each_samples_fault_and_whether_it_was_left_out(
     path = write_suite(tmp_path)
     history = RunHistory(tmp_path)
     (suite,) = load_suites([path]).suites
-    await SuiteRun.start(suite, RunRequest(), history=history, invocation="t").run()
+    await SuiteRun.start(plan_run(suite, RunRequest()), history=history, invocation="t").run()
     simulate_kill(history, keep=6)
     report = await SuiteRun.resume(history.interrupted()[0], history=history).run()
     never = next(c for c in report.cases if c.name == "never tested")

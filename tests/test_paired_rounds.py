@@ -111,6 +111,7 @@ def _paired_project(tmp_path):
 def _start(path, tmp_path):
     from tui_eval.core.settings import RunSettings
     from tui_eval.service.request import ABRun, RunRequest
+    from tui_eval.service.run_plan import plan_run
     from tui_eval.service.store import RunHistory
     from tui_eval.service.suite_run import SuiteRun
     from tui_eval.suites import load_suites
@@ -120,7 +121,7 @@ def _start(path, tmp_path):
         kind=ABRun(a="paired_rounds_suite:a", b="paired_rounds_suite:b"),
         settings=RunSettings(max_samples=12),
     )
-    return SuiteRun.start(suite, options, history=RunHistory(tmp_path), invocation="test")
+    return SuiteRun.start(plan_run(suite, options), history=RunHistory(tmp_path), invocation="test")
 
 
 async def test_an_ab_suite_run_runs_both_sides_of_a_round_at_once(tmp_path):

@@ -17,7 +17,7 @@ import tui_eval
 from tui_eval import RunSettings, Suite, compare_agents, decide, evaluate, evaluate_iter
 from tui_eval.cli import commands
 from tui_eval.cli.requests import request_from_args
-from tui_eval.core.settings import settings_problem
+from tui_eval.core.settings import RaySpec, SettingKeywords, settings_problem
 from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.runner import recheck
 from tui_eval.service.request import DecideRun, PlainRun, RunRequest
@@ -28,6 +28,39 @@ FIELDS = RunSettings.model_fields
 FRONT_ENDS = [evaluate, evaluate_iter, recheck, decide, compare_agents]
 
 
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.__name__)
+def test_front_ends_take_every_setting_as_a_keyword_from_the_one_model(front_end):
+    params = inspect.signature(front_end).parameters
+    assert "settings" in params and not set(params) & set(FIELDS)  # no copy of a setting
+    (given,) = [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert "Unpack[SettingKeywords]" in str(given.annotation)
+
+
+def test_the_setting_keywords_are_the_models_fields_each_optional():
+    keywords = typing.get_type_hints(SettingKeywords)
+    assert keywords.keys() == FIELDS.keys()
+    for name, field_type in typing.get_type_hints(RunSettings).items():
+        plain = {
+            typing.get_args(t)[0] if typing.get_origin(t) is typing.Annotated else t
+            for t in _union(field_type) | {type(None)}
+        }
+        plain.discard(RaySpec)  # a suite run's executor: `evaluate` takes an Executor
+        assert _union(keywords[name]) == plain, name
+
+
+@pytest.mark.anyio
+async def test_a_keyword_sets_its_setting_over_settings():
+    seen = []
+    report = await evaluate(
+        lambda q: "ok",
+        [tui_eval.Case("q", name="a")],
+        settings=RunSettings(concurrency=2, max_cost=5.0),
+        concurrency=1,
+        price=lambda usage: seen.append(usage) or 0.5,
+    )
+    assert report.cost == 0.5 and len(seen) == 1
+
+
 def _union(tp: object) -> set[object]:
     return set(typing.get_args(tp)) if typing.get_origin(tp) in (typing.Union, _UnionType) else {tp}
 
@@ -35,39 +68,25 @@ def _union(tp: object) -> set[object]:
 _UnionType = type(int | None)
 
 
-@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.__name__)
-def test_front_end_keywords_default_to_not_given_and_take_the_settings_type(front_end):
-    hints = typing.get_type_hints(front_end, include_extras=False)
-    params = inspect.signature(front_end).parameters
-    assert "settings" in params
-    shared = [name for name in params if name in FIELDS]
-    assert shared  # the test reads something
-    for name in shared:
-        assert params[name].default is None, f"{front_end.__name__}({name}=...) has a default"
-        field_type = typing.get_type_hints(RunSettings)[name]
-        expected = _union(field_type) | {type(None)}
-        # A keyword takes what the setting takes (Annotated constraints aside).
-        plain = {
-            typing.get_args(t)[0] if typing.get_origin(t) is typing.Annotated else t
-            for t in expected
-        }
-        assert _union(hints[name]) == plain, (front_end.__name__, name)
-
-
 def test_the_engine_takes_settings_only():
     params = inspect.signature(Evaluation.__init__).parameters
     assert "settings" in params and not set(params) & set(FIELDS)
 
 
-def test_suites_and_suite_files_give_settings_but_default_none():
-    suite_fields = {f.name: f for f in dataclasses.fields(Suite)}
+def test_a_suite_holds_its_settings_as_run_settings_and_its_keywords_fold_into_them():
+    keywords = inspect.signature(Suite).parameters
     for name in SUITE_SETTINGS:
-        assert name in FIELDS
-        assert suite_fields[name].default is None, f"Suite.{name}"
+        assert name in FIELDS and keywords[name].default is None, f"Suite({name}=...)"
         if name in SuiteSettings.model_fields:
             assert SuiteSettings.model_fields[name].default is None, f"YAML {name}"
     assert Suite("s").settings == RunSettings()
-    assert Suite("s", concurrency=8).settings.given() == {"concurrency": 8}
+    suite = Suite("s", concurrency=8, settings=RunSettings(max_cost=1.0))
+    assert suite.settings.given() == {"concurrency": 8, "max_cost": 1.0}
+    assert suite.concurrency == 8 and suite.price is None  # read back from `settings`
+    copy = dataclasses.replace(suite, cases=[])
+    assert copy.settings == suite.settings
+    with pytest.raises(ValueError, match="suite 's': concurrency must be at least 1, got 0"):
+        Suite("s", concurrency=0)
 
 
 def _parsed(*argv: str) -> argparse.Namespace:
@@ -106,9 +125,16 @@ def test_layers_combine_given_settings_only():
 
 
 def test_a_request_journals_its_kind_and_given_settings_and_reads_old_journals():
-    request = RunRequest(kind=DecideRun(against="r.json"), settings=RunSettings(concurrency=3))
+    request = RunRequest(
+        kind=DecideRun(against="r.json"),
+        settings=RunSettings(concurrency=3, executor=RaySpec(workers=2)),
+    )
     again = RunRequest.model_validate_json(request.model_dump_json())
-    assert again == request and again.settings.given() == {"concurrency": 3}
+    assert again == request
+    assert again.settings.given() == {"concurrency": 3, "executor": RaySpec(workers=2)}
+    # Until the executor was a setting, it was three fields of the request.
+    before = {"kind": {"kind": "run"}, "settings": {}, "executor": "ray", "ray_address": "a:1"}
+    assert RunRequest.model_validate(before).settings.executor == RaySpec(address="a:1")
     # A journal of f84efee kept its settings and mode flags at the top level.
     old = {"concurrency": 2, "decide": True, "decide_against": "p.json", "max_samples": 100}
     read = RunRequest.model_validate(old)

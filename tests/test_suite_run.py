@@ -14,6 +14,7 @@ from tui_eval import Case, Suite, contains
 from tui_eval.core.settings import RunSettings
 from tui_eval.report.report import Report
 from tui_eval.service.request import RunRequest
+from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import JOURNAL_SCHEMA_VERSION, RunHistory
 from tui_eval.service.suite_run import BaselineStatus, SuiteRun
 from tui_eval.suites import load_suites
@@ -61,7 +62,7 @@ def simulate_kill(history: RunHistory, keep: int) -> None:
 
 async def run_service(path: Path, options: RunRequest, history: RunHistory) -> SuiteRun:
     (suite,) = load_suites([path]).suites
-    service = SuiteRun.start(suite, options, history=history, invocation="test")
+    service = SuiteRun.start(plan_run(suite, options), history=history, invocation="test")
     await service.run()
     return service
 
@@ -74,7 +75,7 @@ async def test_options_and_metadata_are_journaled(tmp_path):
     )
     service = await run_service(path, options, history)
     record = history.runs()[0]
-    assert record.options == options
+    assert record.request == options
     assert service.report is not None
     assert service.report.metadata["run_id"] == record.run_id
     assert service.report.metadata["suite_path"] == str(path)
@@ -118,7 +119,7 @@ async def test_cancelled_run_is_not_saved_as_baseline(tmp_path):
 
     suite = Suite("slow", agent=slow, cases=[Case("q", checks=[contains("answer")])])
     suite.path = tmp_path / "slow.py"
-    service = SuiteRun.start(suite, RunRequest(), history=None, invocation="t")
+    service = SuiteRun.start(plan_run(suite, RunRequest()), history=None, invocation="t")
     async with anyio.create_task_group() as group:
         group.start_soon(service.run)
         await anyio.sleep(0.05)

@@ -141,7 +141,7 @@ async def test_folders_an_older_version_left_readable_are_tightened():
     from tui_eval.service.request import RunRequest
     from tui_eval.service.store import RunHistory
 
-    journal = RunHistory(home()).start("s", "s.py", invocation="test", options=RunRequest())
+    journal = RunHistory(home()).start("s", "s.py", invocation="test", request=RunRequest())
     journal.close()
     assert stat.S_IMODE((home() / "projects").stat().st_mode) == 0o700
 

@@ -287,7 +287,7 @@ async def test_history_opens_a_past_run_and_compares_two(tmp_path):
             for i, o in enumerate(outcomes)
             if o != "-"
         ]
-        journal = history.start("echo", "", invocation="t", options=options)
+        journal = history.start("echo", "", invocation="t", request=options)
         journal.record.started_at = started
         journal.finish(Report("echo", cases, started_at=started, duration_s=1.0))
 
@@ -422,7 +422,7 @@ async def test_app_started_filtered_run_resumes_only_its_cases(tmp_path):
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
     options = RunRequest(filter="keep", settings=RunSettings(fail_fast=True))
-    app = make_app([path], options=options, autorun=True, history=history)
+    app = make_app([path], request=options, autorun=True, history=history)
     async with app.run_test(size=(120, 40)) as pilot:
         with anyio.fail_after(20):  # the run starts on its own, then its screen opens
             while not isinstance(app.screen, RunScreen):
@@ -431,7 +431,7 @@ async def test_app_started_filtered_run_resumes_only_its_cases(tmp_path):
         report = app.screen.session.report
         assert [c.name for c in report.cases] == ["keep-0", "keep-1", "bad-keep"]
         assert report.metadata["run_id"] == history.runs()[0].run_id
-    assert history.runs()[0].options == options
+    assert history.runs()[0].request == options
     # Killed after one sample: `R` in History finishes it with the same options.
     simulate_kill(history, keep=1)
     (path.parent / "calls.log").unlink()

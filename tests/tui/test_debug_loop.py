@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from tui_eval import Case, Suite, contains
-from tui_eval.service.request import RunRequest
+from tui_eval.service.request import DecideRun, RunRequest
 from tui_eval.service.store import RunHistory, read_journal_samples
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
@@ -109,7 +109,7 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
         assert mode == 0o644  # a file people commit, not a private one
     # The agent is fixed; a run of one case (a filter) is partial.
     partial = make_app(
-        suites=[kitchen(tmp_path)], history=RunHistory(tmp_path), options=RunRequest(filter="b")
+        suites=[kitchen(tmp_path)], history=RunHistory(tmp_path), request=RunRequest(filter="b")
     )
     async with partial.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
@@ -522,9 +522,11 @@ async def test_m_on_the_diff_samples_changed_cases_until_decided(tmp_path):
         # baseline file the diff was made with.
         record = app.workspace.history.runs()[0]
         assert (
-            record.options.mode == "decide" and record.options.cases == ("q",) and record.finished
+            isinstance(record.request.kind, DecideRun)
+            and record.request.cases == ("q",)
+            and record.finished
         )
-        assert record.options.baseline == str(diff_screen.baseline_path)
+        assert record.request.baseline == str(diff_screen.baseline_path)
         journaled = read_journal_samples(record.journal_path)
         assert len(journaled["q"]) == diff_screen.samples_drawn["q"]
 
@@ -570,9 +572,11 @@ async def test_m_on_the_since_previous_diff_decides_against_the_previous_run(tmp
         )
         record = history.runs()[0]
         assert (
-            record.options.mode == "decide" and record.options.baseline is None and record.finished
+            isinstance(record.request.kind, DecideRun)
+            and record.request.baseline is None
+            and record.finished
         )
         # What it decided against is journaled, so a resume compares with the same report.
         assert first.session.service.journal is not None
         previous_file = first.session.service.journal.record.report_path
-        assert record.options.kind.against == str(previous_file) and previous_file.exists()
+        assert record.request.kind.against == str(previous_file) and previous_file.exists()

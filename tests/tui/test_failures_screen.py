@@ -219,6 +219,7 @@ async def test_the_flaky_list_follows_the_runs_recorded_while_failures_is_open(t
     again) is going when Failures opens; once it is recorded, `c6` is flaky, and the screen
     says so without being opened again."""
     from tui_eval.service.request import RunRequest
+    from tui_eval.service.run_plan import plan_run
     from tui_eval.service.suite_run import SuiteRun
 
     history = RunHistory(tmp_path)
@@ -239,7 +240,7 @@ async def test_the_flaky_list_follows_the_runs_recorded_while_failures_is_open(t
     suite.agent = agent
     for c6_passes in (True, False):
         now["c6 passes"] = c6_passes
-        await SuiteRun.start(suite, RunRequest(), history=history, invocation="t").run()
+        await SuiteRun.start(plan_run(suite, RunRequest()), history=history, invocation="t").run()
     now.update({"c6 passes": True, "hold case 7": True})
     app = make_app(suites=[suite], history=history)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -8,6 +8,7 @@ import pytest
 from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.service.request import RunRequest
+from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import RunHistory
 from tui_eval.service.suite_run import SuiteRun
 from tui_eval.tui.app import make_app
@@ -38,7 +39,9 @@ async def open_review(tmp_path, wrong=("a", "b")):
     # The baseline as `s` saves a finished run (through the SuiteRun an app run is), without
     # an app: how it gets there is the Run screen's tests' concern, not the review's.
     first = SuiteRun.start(
-        kitchen(tmp_path, wrong=("c",)), RunRequest(), history=RunHistory(tmp_path), invocation="t"
+        plan_run(kitchen(tmp_path, wrong=("c",)), RunRequest()),
+        history=RunHistory(tmp_path),
+        invocation="t",
     )
     await first.run()
     assert first.save_baseline().status is BaselineStatus.SAVED

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
-from tui_eval.cli.requests import setting
+from tui_eval.cli.requests import PLAIN_RUN_ONLY, add_settings_flags
 
 COMMANDS = (
     "run",
@@ -94,27 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--markdown", metavar="FILE", help="write a Markdown summary (for a CI job page)"
     )
-    run.add_argument(
-        "--concurrency",
-        type=setting("concurrency", int),
-        metavar="N",
-        help="cases at once (default: the suite's)",
-    )
-    run.add_argument(
-        "--samples",
-        type=setting("samples", int),
-        metavar="N",
-        help="override every case's sample count",
-    )
     run.add_argument("--filter", metavar="TEXT", help="only cases whose name contains TEXT")
     run.add_argument(
         "--last-failed",
         "--lf",
         action="store_true",
         help="only the cases that failed in each suite's last run (all if none did)",
-    )
-    run.add_argument(
-        "--fail-fast", action="store_true", help="run cases one by one, stop at the first failure"
     )
     run.add_argument(
         "--fail-on",
@@ -135,66 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         help="sample each case until its comparison with the baseline is decided "
         "(needs a baseline)",
     )
-    run.add_argument(
-        "--max-samples",
-        type=setting("max_samples", int),
-        metavar="N",
-        help="with --decide: at most N samples per case (default 100)",
-    )
-    run.add_argument(
-        "--max-cost",
-        type=setting("max_cost", float),
-        metavar="USD",
-        help="no new sample starts once this many dollars are spent (or in flight); "
-        "the report says the run stopped on budget (with --decide: stop sampling)",
-    )
-    run.add_argument(
-        "--cache",
-        nargs="?",
-        const="on",
-        choices=["on", "read-only", "off"],
-        help="replay stored model responses, keyed by request and sample index "
-        "(read-only: never store new ones)",
-    )
-    _add_count_user_faults(run)
-    run.add_argument(
-        "--executor",
-        choices=["in-process", "ray"],
-        help="where samples run: this process (default) or a Ray cluster "
-        "(pip install 'tui-eval[ray]'; joins RAY_ADDRESS or --ray-address, else starts one)",
-    )
-    run.add_argument("--ray-address", metavar="ADDRESS", help="the Ray cluster to join")
-    run.add_argument(
-        "--ray-workers", type=_positive, metavar="N", help="Ray worker actors (default: its CPUs)"
-    )
-    api = run.add_argument_group(
-        "API settings", "for every HTTP provider of the run, judges included; over the suite's"
-    )
-    api.add_argument(
-        "--rpm", type=_positive_float, metavar="N", help="requests per minute never to exceed"
-    )
-    api.add_argument(
-        "--tpm", type=_positive_float, metavar="N", help="tokens per minute never to exceed"
-    )
-    api.add_argument(
-        "--request-timeout", type=_positive_float, metavar="S", help="seconds for one request"
-    )
-    api.add_argument(
-        "--retry-budget",
-        type=_positive_float,
-        metavar="S",
-        help="seconds a request keeps waiting out rate limits with no progress (default 600)",
-    )
-    api.add_argument(
-        "--max-retries",
-        type=int,
-        metavar="N",
-        help="retries after server errors, timeouts and connection errors (default 2)",
-    )
-    api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
-    api.add_argument(
-        "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
-    )
+    add_settings_flags(run)
     run.add_argument("--csv", metavar="FILE", help="write one row per sample as CSV")
     run.add_argument("--samples-jsonl", metavar="FILE", help="write one JSON line per sample")
     run.add_argument(
@@ -269,19 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("paths", nargs="*", metavar="PATH")
     ab.add_argument("--a", required=True, metavar="SPEC", help="the baseline agent or model")
     ab.add_argument("--b", required=True, metavar="SPEC", help="the agent or model to judge")
-    ab.add_argument(
-        "--max-samples",
-        type=setting("max_samples", int),
-        metavar="N",
-        help="at most N samples per case and agent (default 100)",
-    )
-    ab.add_argument(
-        "--max-cost",
-        type=setting("max_cost", float),
-        metavar="USD",
-        help="both agents together start no new sample past this many dollars",
-    )
-    _add_settings_args(ab)
+    add_settings_flags(ab, exclude=PLAIN_RUN_ONLY)
     _add_export_args(ab)
     ab.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
@@ -301,7 +215,7 @@ def _parser() -> argparse.ArgumentParser:
     recheck.add_argument("--json", metavar="FILE", help="write the rechecked report as JSON")
     recheck.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
     recheck.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
-    _add_settings_args(recheck)
+    add_settings_flags(recheck, exclude=(*PLAIN_RUN_ONLY, "max_samples", "max_cost"))
     recheck.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     resume = sub.add_parser(
@@ -333,62 +247,10 @@ def _add_export_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
 
 
-def _add_settings_args(parser: argparse.ArgumentParser) -> None:
-    """The run settings `ab` and `recheck` share with `run` (a judge's calls follow them)."""
-    parser.add_argument(
-        "--concurrency",
-        type=setting("concurrency", int),
-        metavar="N",
-        help="cases at once (default: the suite's)",
-    )
-    _add_count_user_faults(parser)
-    parser.add_argument(
-        "--cache",
-        nargs="?",
-        const="on",
-        choices=["on", "read-only", "off"],
-        help="replay stored model responses (read-only: never store new ones)",
-    )
-    api = parser.add_argument_group(
-        "API settings", "for every HTTP provider of the run, judges included; over the suite's"
-    )
-    api.add_argument("--rpm", type=_positive_float, metavar="N", help="requests per minute")
-    api.add_argument("--tpm", type=_positive_float, metavar="N", help="tokens per minute")
-    api.add_argument(
-        "--request-timeout", type=_positive_float, metavar="S", help="seconds for one request"
-    )
-    api.add_argument(
-        "--retry-budget", type=_positive_float, metavar="S", help="seconds of rate-limit waits"
-    )
-    api.add_argument("--max-retries", type=int, metavar="N", help="retries after server errors")
-    api.add_argument("--base-url", metavar="URL", help="send every request here (a proxy)")
-    api.add_argument(
-        "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
-    )
-
-
-def _add_count_user_faults(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--count-user-faults",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="count the conversations a user simulator failed in pass rates, verdicts and "
-        "the exit code, or (--no-...) leave them out (default: the suite's, else left out; "
-        "every summary says how many)",
-    )
-
-
 def _positive(value: str) -> int:
     number = int(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
-
-
-def _positive_float(value: str) -> float:
-    number = float(value)
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
     return number
 
 
@@ -448,10 +310,8 @@ def _not_a_command_or_path(parser: argparse.ArgumentParser, word: str) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     from tui_eval.cli import headless, report_commands
 
-    if args.command == "run" and args.decide:
-        return headless.run_command(args, mode="decide")
-    if args.command == "ab":
-        return headless.run_command(args, mode="ab")
+    if args.command == "ab" or (args.command == "run" and args.decide):
+        return headless.run_command(args)
     if args.command == "run":
         # Files for CI and baseline work are headless jobs, as is any run without a terminal.
         batch = (
@@ -477,7 +337,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return headless.watch_command(args)
         if args.headless or batch or not sys.stdout.isatty():
             return headless.run_command(args)
-        return _open_app(args.paths, autorun=True, options=args, watch=args.watch)
+        return _open_app(args.paths, autorun=True, args=args, watch=args.watch)
     if args.command == "compare":
         return report_commands.compare_command(args)
     if args.command == "merge":
@@ -487,7 +347,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "history":
         return report_commands.history_command(args.limit)
     if args.command == "recheck":
-        return headless.run_command(args, mode="recheck")
+        return headless.run_command(args)
     if args.command == "resume":
         return headless.resume_command(args)
     if args.command == "failures":
@@ -519,15 +379,16 @@ def _open_app(
     paths: Sequence[str],
     *,
     autorun: bool = False,
-    options: argparse.Namespace | None = None,
+    args: argparse.Namespace | None = None,
     watch: bool = False,
 ) -> int:
     from tui_eval.cli.requests import request_from_args
+    from tui_eval.core.settings import RaySpec
     from tui_eval.run.ray_executor import ExecutorError, import_ray
 
     try:
-        run_options = request_from_args(options or argparse.Namespace())
-        if run_options.executor == "ray":
+        request = request_from_args(args or argparse.Namespace())
+        if isinstance(request.settings.executor, RaySpec):
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print(f"tui-eval: error: {exc}", file=sys.stderr)
@@ -540,7 +401,7 @@ def _open_app(
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return run_app(list(paths), options=run_options, autorun=autorun, watch=watch)
+    return run_app(list(paths), request=request, autorun=autorun, watch=watch)
 
 
 def _open_report(path: str) -> int:

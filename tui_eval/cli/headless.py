@@ -35,7 +35,9 @@ from tui_eval.cli.outcomes import (
 from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it was first
 from tui_eval.cli.progress import Progress
 from tui_eval.cli.requests import request_from_args
+from tui_eval.core.settings import RaySpec
 from tui_eval.report.diff import Diff
+from tui_eval.report.exporters import suite_parts
 from tui_eval.report.gate import (
     RUN_DEFAULT,
     FailOn,
@@ -45,26 +47,17 @@ from tui_eval.report.gate import (
 )
 from tui_eval.report.report import Report, ReportFileError
 from tui_eval.run.ray_executor import ExecutorError, import_ray
-from tui_eval.service.request import (
-    ABRun,
-    DecideRun,
-    Exports,
-    PlainRun,
-    RecheckRun,
-    RunKind,
-    RunRequest,
-)
-from tui_eval.service.store import JournalFileError, RunHistory, RunRecord
-from tui_eval.service.suite_run import (
-    BaselineStatus,
+from tui_eval.service.request import ABRun, Exports, PlainRun, RecheckRun, RunRequest
+from tui_eval.service.run_plan import (
     EmptySelection,
     PlanError,
-    ResumeError,
-    SuiteRun,
+    RunPlan,
     last_failed,
+    plan_run,
     recheck_part,
-    recheck_parts,
 )
+from tui_eval.service.store import JournalFileError, RunHistory, RunRecord
+from tui_eval.service.suite_run import BaselineStatus, ResumeError, SuiteRun
 from tui_eval.service.suite_set import SuiteSet, file_changes
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.util.text import one_line, sanitize
@@ -130,10 +123,10 @@ def _can_watch_signals() -> bool:
 
 def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     title = service.suite.name
-    kind = service.options.kind
+    kind = service.kind
     if isinstance(kind, ABRun):
         title = f"{title}: A = {kind.a}, B = {kind.b}"
-    outcome = SuiteOutcome(suite=service.suite, report=report, mode=service.mode, title=title)
+    outcome = SuiteOutcome(suite=service.suite, report=report, kind=kind, title=title)
     budget = service.settings.max_cost
     if budget is not None and report.samples and not report.priced:
         outcome.notes.append(
@@ -150,18 +143,18 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     if compared.status is BaselineStatus.COMPARED:
         outcome.diff = compared.diff
         outcome.baseline = compared.baseline
-    elif compared.status is BaselineStatus.MISSING and not service.options.save_baseline:
+    elif compared.status is BaselineStatus.MISSING and not service.request.save_baseline:
         outcome.baseline_missing = str(compared.path)
     elif compared.is_error:
         outcome.baseline_error = compared.message
         print_error(f"error: {compared.message}")
-    if service.options.save_baseline:
+    if service.request.save_baseline:
         outcome.notes.append(service.save_baseline().message)
     return outcome
 
 
-def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
-    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`: `mode`)."""
+def run_command(args: argparse.Namespace) -> int:
+    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`)."""
     try:
         fail_on = (
             parse_fail_on(args.fail_on)
@@ -169,14 +162,14 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
             else RUN_DEFAULT
         )
         shard = Shard.parse(args.shard) if getattr(args, "shard", None) else None
-        options = request_from_args(args, _kind(args, mode))
-        if options.executor == "ray":
+        request = request_from_args(args)
+        if isinstance(request.settings.executor, RaySpec):
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print_error(f"error: {exc}")
         return EXIT_USAGE
     rechecked: Report | None = None
-    if mode == "recheck":
+    if isinstance(request.kind, RecheckRun):
         try:
             rechecked = Report.load(args.report)
         except ReportFileError as exc:
@@ -193,18 +186,18 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
             + ", ".join(s.name for s in runnable)
         )
         return EXIT_USAGE
-    plans: list[Plan] = [(suite, options, None) for suite in loaded.suites]
+    plans: list[Plan] = [(suite, request, None) for suite in loaded.suites]
     if rechecked is not None:
-        parts = _recheck_plans(loaded.suites, options, rechecked, paths)
+        parts = _recheck_plans(loaded.suites, request, rechecked, paths)
         if parts is None:
             return EXIT_USAGE
         plans = parts
     selected = None
     if shard is not None:
-        selected = _selection(loaded.suites, options)
-        plans = [(s, o, None) for s, o in _shard_plans(loaded.suites, options, shard, selected)]
+        selected = _selection(loaded.suites, request)
+        plans = [(s, o, None) for s, o in _shard_plans(loaded.suites, request, shard, selected)]
     if getattr(args, "last_failed", False):
-        plans = [(s, _last_failed_options(s, o), r) for s, o, r in plans]
+        plans = [(s, _last_failed_request(s, o), r) for s, o, r in plans]
     exports = exports_from_args(args)
     outcomes, failed = anyio.run(_run_suites, plans, exports)
     if rechecked is not None and outcomes:
@@ -225,7 +218,7 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
     ] + unchecked
     if unchecked and code == EXIT_OK:
         code = EXIT_FAILED
-    if code == EXIT_FAILED and reasons and options.mode == "run":
+    if code == EXIT_FAILED and reasons and isinstance(request.kind, PlainRun):
         fails = ",".join(c.value for c in FailOn if c in fail_on)
         print(f"failing (--fail-on {fails}): {'; '.join(reasons)}")
     return code
@@ -257,42 +250,31 @@ def _nothing_ran(
     return EXIT_NOTHING_RAN
 
 
-def _kind(args: argparse.Namespace, mode: str) -> RunKind:
-    """The kind of run a command asks for."""
-    if mode == "decide":
-        return DecideRun()
-    if mode == "ab":
-        return ABRun(a=args.a, b=args.b)
-    if mode == "recheck":
-        return RecheckRun(report=str(Path(args.report).resolve()))
-    return PlainRun()
-
-
 Plan = tuple[Suite, RunRequest, "Report | None"]
-"""A suite to run, its options, and (for a recheck) the saved report part it rechecks."""
+"""A suite to run, its request, and (for a recheck) the saved report part it rechecks."""
 
 
-def _last_failed_options(suite: Suite, options: RunRequest) -> RunRequest:
-    """`--last-failed`: the options running only the cases of `suite` that failed in its
+def _last_failed_request(suite: Suite, request: RunRequest) -> RunRequest:
+    """`--last-failed`: the request running only the cases of `suite` that failed in its
     last run (all of them when none did, or when it has never run), and say which."""
     if suite.skip:
-        return options
+        return request
     failed = last_failed(suite, RunHistory())
     name = one_line(suite.name, 200)
     if not failed:
         why = "no recorded run" if failed is None else "no failure in its last run"
         print(f"--last-failed: {name}: {why}; running every case")
-        return options
+        return request
     print(f"--last-failed: {name}: rerunning the {len(failed)} case(s) that failed last time")
-    chosen = failed if options.cases is None else tuple(c for c in failed if c in options.cases)
-    return options.but(cases=chosen)
+    chosen = failed if request.cases is None else tuple(c for c in failed if c in request.cases)
+    return request.but(cases=chosen)
 
 
 def _recheck_plans(
-    suites: list[Suite], options: RunRequest, report: Report, paths: list[str]
+    suites: list[Suite], request: RunRequest, report: Report, paths: list[str]
 ) -> list[Plan] | None:
     """Each suite with the part of `report` it rechecks (None: a usage error, printed)."""
-    parts = recheck_parts(report)
+    parts = suite_parts(report)
     plans: list[Plan] = []
     for name in parts:
         suite = _find_suite(suites, name)
@@ -302,24 +284,24 @@ def _recheck_plans(
             found = ", ".join(s.name for s in suites) or "none"
             print_error(f"error: no suite named {name!r} in {' '.join(paths)} (found: {found})")
             return None
-        plans.append((suite, options, recheck_part(report, suite.name, only_suite=True)))
+        plans.append((suite, request, recheck_part(report, suite.name, only_suite=True)))
     return plans
 
 
-def _selection(suites: list[Suite], options: RunRequest) -> list[tuple[str, str]]:
-    """Every (suite, case) the options select from the suites that run: what shards share."""
+def _selection(suites: list[Suite], request: RunRequest) -> list[tuple[str, str]]:
+    """Every (suite, case) the request selects from the suites that run: what shards share."""
     return [
         (suite.name, case.label)
         for suite in suites
         if not suite.skip
-        for case in suite.select(filter=options.filter).cases
+        for case in suite.select(filter=request.filter).cases
     ]
 
 
 def _shard_plans(
-    suites: list[Suite], options: RunRequest, shard: Shard, selected: list[tuple[str, str]]
+    suites: list[Suite], request: RunRequest, shard: Shard, selected: list[tuple[str, str]]
 ) -> list[tuple[Suite, RunRequest]]:
-    """Each suite with the options of this shard: its share of the `selected` cases (a
+    """Each suite with the request of this shard: its share of the `selected` cases (a
     function of the suites and the filter alone, so every CI job computes the same split)."""
     shard_of = assign_shards(selected, shard.total)
     plans: list[tuple[Suite, RunRequest]] = []
@@ -333,7 +315,7 @@ def _shard_plans(
             plans.append(
                 (
                     suite,
-                    options.but(cases=mine, shard=(shard.index, shard.total)),
+                    request.but(cases=mine, shard=(shard.index, shard.total)),
                 )
             )
         else:
@@ -348,34 +330,24 @@ async def _run_suites(
     `exports` (the files written at the end) are journaled, for a resume to write."""
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
-    runnable = []
-    for suite, options, rechecked in plans:
+    planned: list[RunPlan] = []
+    for suite, request, rechecked in plans:
         if suite.skip:
             print(f"- {one_line(suite.name, 200)}: {one_line(suite.skip, 200)}\n")
             continue
         try:  # nothing runs (or is journaled) unless every plan can start
-            SuiteRun.start(suite, options, history=None, invocation=invocation, rechecked=rechecked)
+            planned.append(plan_run(suite, request, rechecked=rechecked))
         except EmptySelection as exc:
             print(f"- {one_line(suite.name, 200)}: {exc}\n")
-            continue
         except (PlanError, ExecutorError) as exc:
             print_error(f"error: {exc}")
             return [], True
-        runnable.append((suite, options, rechecked))
-    services: list[SuiteRun] = []
     # Every suite's journal is opened first, so a run killed in its first suite resumes
     # the ones it never reached too.
-    for suite, options, rechecked in runnable:
-        services.append(
-            SuiteRun.start(
-                suite,
-                options,
-                history=history,
-                invocation=invocation,
-                rechecked=rechecked,
-                exports=exports,
-            )
-        )
+    services = [
+        SuiteRun.start(plan, history=history, invocation=invocation, exports=exports)
+        for plan in planned
+    ]
     return await _execute_all(services, signals=signals), False
 
 
@@ -411,8 +383,8 @@ def watch_command(args: argparse.Namespace) -> int:
     helper module beside it — failing cases first, until Ctrl+C. Exit as `run` would for
     the latest run of each suite."""
     try:
-        options = request_from_args(args)
-        if options.executor == "ray":
+        request = request_from_args(args)
+        if isinstance(request.settings.executor, RaySpec):
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print_error(f"error: {exc}")
@@ -422,17 +394,17 @@ def watch_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     latest: dict[str, SuiteOutcome] = {}
     try:
-        failed = anyio.run(_watch, SuiteSet(loaded=loaded), options, latest)
+        failed = anyio.run(_watch, SuiteSet(loaded=loaded), request, latest)
     except KeyboardInterrupt:  # Ctrl+C between runs: the watch ends, the runs stand
         print("\nstopped watching", flush=True)
         failed = False
     return exit_code(list(latest.values()), bool(loaded.errors) or failed)
 
 
-async def _watch(suites: SuiteSet, options: RunRequest, latest: dict[str, SuiteOutcome]) -> bool:
+async def _watch(suites: SuiteSet, request: RunRequest, latest: dict[str, SuiteOutcome]) -> bool:
     """Run every suite, then each suite an edit reloads; `latest` keeps each suite's last
     outcome. Returns whether a run could not start (a usage error)."""
-    outcomes, failed = await _run_suites([(s, options, None) for s in suites.loaded.suites])
+    outcomes, failed = await _run_suites([(s, request, None) for s in suites.loaded.suites])
     latest.update((o.suite.name, o) for o in outcomes)
     folders = suites.watched_folders()
     if failed or not folders or any(o.stopped for o in outcomes):
@@ -449,7 +421,7 @@ async def _watch(suites: SuiteSet, options: RunRequest, latest: dict[str, SuiteO
         if _can_watch_signals():  # one listener for the whole watch, its reruns included
             group.start_soon(_stop_watching_on_signal, group.cancel_scope)
         async for changed in file_changes(folders, stop=anyio.Event(), ready=ready):
-            if await _rerun_edited(suites, changed, options, latest):
+            if await _rerun_edited(suites, changed, request, latest):
                 break
         group.cancel_scope.cancel()
     return False
@@ -465,7 +437,7 @@ async def _stop_watching_on_signal(scope: anyio.CancelScope) -> None:
 
 
 async def _rerun_edited(
-    suites: SuiteSet, changed: set[Path], options: RunRequest, latest: dict[str, SuiteOutcome]
+    suites: SuiteSet, changed: set[Path], request: RunRequest, latest: dict[str, SuiteOutcome]
 ) -> bool:
     """Reload what `changed` touches and rerun those suites, failing cases first; whether
     the watch should end (a run was interrupted)."""
@@ -484,7 +456,7 @@ async def _rerun_edited(
         before = latest.get(name)
         failing = {c.name for c in before.report.cases if not c.passed} if before else set()
         ordered = replace(suite, cases=sorted(suite.cases, key=lambda c: c.label not in failing))
-        rerun, _ = await _run_suites([(ordered, options, None)], signals=False)
+        rerun, _ = await _run_suites([(ordered, request, None)], signals=False)
         latest.update((o.suite.name, o) for o in rerun)
         suites.reloaded.discard(name)
         sys.stdout.flush()
@@ -523,7 +495,7 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
                 print_error(f"error: {exc}")
                 failed = True
         outcomes = await _execute_all(services, resuming=True)
-        if outcomes and all(o.mode == "recheck" for o in outcomes):
+        if outcomes and all(isinstance(o.kind, RecheckRun) for o in outcomes):
             print_recheck(outcomes)
         return outcomes, failed
 

@@ -18,7 +18,7 @@ from tui_eval.report.gate import RUN_DEFAULT, FailOn, gate_failures, not_gating
 from tui_eval.report.left_out import left_out_note
 from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import Report, render_summary
-from tui_eval.service.request import Exports
+from tui_eval.service.request import ABRun, DecideRun, Exports, PlainRun, RecheckRun, RunKind
 from tui_eval.service.run_plan import shown_path
 from tui_eval.suites import Suite
 from tui_eval.util.text import counted, one_line, pad_cells
@@ -35,7 +35,7 @@ class SuiteOutcome:
 
     suite: Suite
     report: Report
-    mode: str = "run"
+    kind: RunKind = field(default_factory=PlainRun)
     title: str = ""
     diff: Diff | None = None
     baseline_error: str | None = None
@@ -59,12 +59,12 @@ def print_outcome(outcome: SuiteOutcome) -> None:
     """Print one suite's outcome as it ends: its summary (or verdicts), the cases that do
     not gate (quarantined, or undecided: every sample left out), notes, and whether it
     stopped early."""
-    if outcome.mode in ("decide", "ab") and outcome.diff is not None:
+    if isinstance(outcome.kind, DecideRun | ABRun) and outcome.diff is not None:
         print_decisions(outcome.title or outcome.suite.name, outcome.diff)
         left_out = outcome.report.samples_left_out
         if left_out:  # the verdicts' counts say where; this says how many in all
             print(f"{left_out_note(left_out)} (not in the tests; --count-user-faults counts them)")
-    elif outcome.mode != "recheck":  # a recheck prints its merged summary at the end
+    elif not isinstance(outcome.kind, RecheckRun):  # a recheck prints its merged summary at the end
         where = f" ({outcome.suite.path})" if outcome.suite.path else ""
         print(f"── {one_line(outcome.suite.name, 200)}{where}")
         print(render_summary(outcome.report, max_passing=SUMMARY_PASSING_LIMIT))
@@ -76,7 +76,7 @@ def print_outcome(outcome: SuiteOutcome) -> None:
         print(
             f"quarantined (does not gate): {one_line(name, 120)} {verdict} — {one_line(reason, 160)}"
         )
-    if outcome.mode != "recheck":
+    if not isinstance(outcome.kind, RecheckRun):
         for line in not_gating(outcome.report):
             print(line)
     for note in outcome.notes:
@@ -107,7 +107,7 @@ def exit_code(
 def outcome_failures(outcome: SuiteOutcome, fail_on: frozenset[FailOn]) -> list[str]:
     """Why one suite's outcome fails the gate. A decide or A/B run fails on a case
     *decided* a regression (its whole point: a noisy drop is not one)."""
-    if outcome.mode in ("decide", "ab"):
+    if isinstance(outcome.kind, DecideRun | ABRun):
         decided = [
             c for c in (outcome.diff.changes if outcome.diff else []) if c.label == "regression"
         ]
@@ -147,7 +147,7 @@ def missing_baselines(
     `--baseline`), the gate fails closed. A shard never does: the merged report is gated.
     """
     needed = fail_on & BASELINE_CONDITIONS
-    missing = [o for o in outcomes if o.baseline_missing and o.mode == "run"]
+    missing = [o for o in outcomes if o.baseline_missing and isinstance(o.kind, PlainRun)]
     if not needed or not missing:
         return []
     what = ", ".join(sorted(c.value for c in needed))

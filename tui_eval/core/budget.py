@@ -20,9 +20,9 @@ What that guarantees (the README's "Guarantees" says the same):
 - the spend the run reports, the stop message and the CLI are the same figure: the sum
   of the recorded samples' costs.
 
-A sample that finished without a price (a model not in the price table, an agent that
-reports no usage, no `price=` function) makes the budget unenforceable: the run then
-goes on at full concurrency, and the CLI warns that `max_cost` was not enforced.
+A sample whose cost is unknown (`known_cost`: a model not in the price table, an agent
+that reports no usage, a `price=` function's nonsense) makes the budget unenforceable: the
+run then goes on at full concurrency, and the CLI warns that `max_cost` was not enforced.
 """
 
 from __future__ import annotations
@@ -33,6 +33,48 @@ from collections.abc import Hashable
 import anyio
 
 from tui_eval.core.results import SampleResult
+
+
+def known_cost(cost: object) -> float | None:
+    """The one rule for what a sample cost: a finite number of dollars ≥ 0 is believed;
+    anything else (None: nothing priced it; NaN, infinity, a negative number, not a number:
+    a price function's or a server's nonsense) is unknown, None.
+
+    An unknown cost is never counted as 0 nor allowed to lower the spend: the sample is
+    unpriced (`Report.unpriced` counts it), and once a sample that called its model is
+    unpriced the budget cannot be held to (`CostBudget.enforced`).
+    """
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return None
+    return float(cost) if math.isfinite(cost) and cost >= 0 else None
+
+
+class Ledger:
+    """What a run spent: the sum of its samples' costs, each counted once, when the run
+    records it (`Evaluation.record`). Runs that share a `CostBudget` (`decide()`'s rounds)
+    share its ledger. Costs are priced once, as a sample finishes, under `known_cost`.
+
+    Attributes:
+        spent: dollars of the samples counted so far.
+        priced: how many of them had a known cost.
+        unpriced: how many that called a model (not from the cache) had none.
+    """
+
+    __slots__ = ("priced", "spent", "unpriced")
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self.priced = 0
+        self.unpriced = 0
+
+    def add(self, sample: SampleResult) -> None:
+        """Count a recorded sample's cost."""
+        cost = known_cost(sample.cost)
+        if cost is not None:
+            self.spent += cost
+            self.priced += 1
+        elif sample.status in ("passed", "failed") and not sample.cached:
+            self.unpriced += 1  # it ran, and nothing says what it cost
 
 
 class CostBudget:
@@ -53,12 +95,10 @@ class CostBudget:
         if isinstance(max_cost, bool) or not math.isfinite(max_cost) or max_cost < 0:
             raise ValueError(f"max_cost must be a finite number of dollars ≥ 0, got {max_cost!r}")
         self.max_cost = float(max_cost)
-        self.spent = 0.0
-        """Dollars spent by the samples settled so far (resumed ones included)."""
+        self.ledger = Ledger()
+        """What the runs of this budget spent (the one count of it)."""
         self.stopped = False
         """Whether a sample was refused: no new sample starts any more."""
-        self.enforced = True
-        """False once a sample finished without a price: the limit cannot be kept."""
         self._reserved: dict[Hashable, float] = {}
         self._dearest: dict[str, float] = {}
         self._dearest_any: float | None = None
@@ -73,6 +113,16 @@ class CostBudget:
 
     def __repr__(self) -> str:
         return f"CostBudget(max_cost={self.max_cost:g}, spent={self.spent:.4f})"
+
+    @property
+    def spent(self) -> float:
+        """Dollars spent by the samples recorded so far (resumed ones included)."""
+        return self.ledger.spent
+
+    @property
+    def enforced(self) -> bool:
+        """False once a sample finished without a known cost: the limit cannot be kept."""
+        return self.ledger.unpriced == 0
 
     @property
     def in_flight(self) -> int:
@@ -123,9 +173,10 @@ class CostBudget:
             await self._changed.wait()  # a sample in flight settles: maybe there is room
 
     def settle(self, key: Hashable, sample: SampleResult) -> None:
-        """Replace `key`'s reservation (if any) by what `sample` really cost."""
+        """Replace `key`'s reservation (if any) by what `sample` really cost (the ledger
+        has counted it: the run records it there)."""
         self._reserved.pop(key, None)
-        self.observe(sample)
+        self._learn(sample)
         self._wake()
 
     def release(self, owner: object) -> None:
@@ -138,16 +189,18 @@ class CostBudget:
             self._wake()
 
     def observe(self, sample: SampleResult) -> None:
-        """Count a sample's cost as spent and learn from it (a resumed run's samples too)."""
-        cost = sample.cost
-        if cost is None:
-            if sample.status in ("passed", "failed") and not sample.cached:
-                self.enforced = False  # it ran, and nothing says what it cost
-            return
-        if not math.isfinite(cost) or cost < 0:
-            cost = 0.0  # a price function's nonsense never lowers the spend
-        self.spent += cost
-        if sample.cached or (cost == 0 and sample.status not in ("passed", "failed")):
+        """Count a sample recorded before the budget existed (a resumed run's): spent,
+        and what a sample costs."""
+        self.ledger.add(sample)
+        self._learn(sample)
+
+    def _learn(self, sample: SampleResult) -> None:
+        cost = known_cost(sample.cost)
+        if (
+            cost is None
+            or sample.cached
+            or (cost == 0 and sample.status not in ("passed", "failed"))
+        ):
             return  # says nothing of what a sample costs (an error before any call)
         case = sample.case_name
         self._dearest[case] = max(cost, self._dearest.get(case, 0.0))

@@ -13,7 +13,7 @@ either does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, TypedDict
 
 import pydantic
 
@@ -38,6 +38,21 @@ class Executor(Protocol):
 
 class ExecutorError(RuntimeError):
     """An executor could not start (Ray missing, no suite file, an unreachable cluster)."""
+
+
+class RaySpec(pydantic.BaseModel):
+    """Run a suite's samples on a Ray cluster (`--executor ray`): the executor as a value a
+    journal keeps; a suite run builds its `RayExecutor` from it and the suite's file.
+
+    Attributes:
+        address: the cluster to join (default: `RAY_ADDRESS`, else a local one).
+        workers: Ray worker actors (default: the cluster's CPUs).
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    address: str | None = None
+    workers: Annotated[int, pydantic.Field(ge=1, strict=True)] | None = None
 
 
 # Each setting's type and constraint, defined once: `RunSettings` uses them with its
@@ -71,6 +86,7 @@ JOURNALED = (
     "time_budget",
     "max_samples",
     "count_user_faults",
+    "executor",
 )
 
 
@@ -98,9 +114,9 @@ class RunSettings(pydantic.BaseModel):
             (see `tui_eval.core.budget`); the report then says the run stopped on budget.
         cache: replay stored model responses (`True`/`"on"`, or `"read-only"`), keyed by
             the request and the sample index.
-        executor: where samples run; None is this process.
-            `tui_eval.run.ray_executor.RayExecutor` runs them on a Ray cluster and streams
-            them back.
+        executor: where samples run; None is this process. An `Executor` of one's own,
+            or a `RaySpec` (a suite run builds the `RayExecutor` for its suite file from
+            it, which runs them on a Ray cluster and streams them back).
         parallel_samples: let the samples of one case run concurrently too (only safe for
             agents built fresh for every sample).
         time_budget: seconds; no new sample starts once the run has taken this long, and
@@ -124,7 +140,7 @@ class RunSettings(pydantic.BaseModel):
     provider: ProviderOptions | None = None
     max_cost: Dollars | CostBudget | None = None
     cache: CacheSetting = "off"
-    executor: pydantic.SkipValidation[Executor | None] = None
+    executor: pydantic.SkipValidation[Executor | RaySpec | None] = None
     parallel_samples: bool = False
     time_budget: Seconds | None = None
     max_samples: Count = 100
@@ -138,6 +154,11 @@ class RunSettings(pydantic.BaseModel):
             return value
         modes = ", ".join(CACHE_MODES)
         raise ValueError(f"cache must be one of {modes} (or true/false), got {value!r}")
+
+    @pydantic.field_validator("executor", mode="before")
+    @classmethod
+    def _executor_spec(cls, value: Any) -> Any:
+        return RaySpec.model_validate(value) if isinstance(value, dict) else value
 
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> RunSettings:
@@ -185,10 +206,34 @@ class RunSettings(pydantic.BaseModel):
                 value = value.max_cost
             elif isinstance(value, ResponseCache):
                 value = value.mode
-            elif isinstance(value, ProviderOptions):
+            elif isinstance(value, ProviderOptions | RaySpec):
                 value = value.model_dump(mode="json", exclude_unset=True)
+            elif name == "executor":
+                continue  # an object of one's own: its owner gives it again
             kept[name] = value
         return kept
+
+
+class SettingKeywords(TypedDict, total=False):
+    """`RunSettings`' fields as the keyword arguments of the entry points (`evaluate`,
+    `evaluate_iter`, `recheck`, `decide`, `compare_agents`): `evaluate(agent, cases,
+    concurrency=8, max_cost=2.0)`. Each means what the field of its name means and is set
+    over the entry point's `settings=`; None is "not given". A test keeps them the fields'.
+    """
+
+    concurrency: int | None
+    samples: int | None
+    fail_fast: bool | None
+    price: Price | None
+    provider: ProviderOptions | None
+    max_cost: float | CostBudget | None
+    cache: CacheSetting | None
+    executor: Executor | None
+    parallel_samples: bool | None
+    time_budget: float | None
+    max_samples: int | None
+    session: ProviderSession | None
+    count_user_faults: bool | None
 
 
 _PHRASES = {
@@ -237,7 +282,9 @@ __all__ = [
     "ExecutorError",
     "MaxCost",
     "Price",
+    "RaySpec",
     "RunSettings",
     "Seconds",
+    "SettingKeywords",
     "settings_problem",
 ]

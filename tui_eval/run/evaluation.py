@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 
 from tui_eval.agents.messages import input_text
-from tui_eval.core.budget import CostBudget
+from tui_eval.core.budget import CostBudget, Ledger
 from tui_eval.core.cases import Case
-from tui_eval.core.settings import RunSettings
+from tui_eval.core.settings import ExecutorError, RaySpec, RunSettings
 from tui_eval.report.left_out import COUNT_USER_FAULTS, blamed_on_user
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run import scheduling
@@ -31,7 +31,7 @@ from tui_eval.run.events import (
     RunStatus,
     SampleFinished,
 )
-from tui_eval.run.sample_runner import SampleRunner, SampleSource, response_cache
+from tui_eval.run.sample_runner import SampleRunner, SampleSource
 from tui_eval.run.sample_sources import AgentRuns
 from tui_eval.run.scheduling import Pacing
 
@@ -73,43 +73,33 @@ class Evaluation:
         self.cases = list(cases)
         if settings.samples is not None:
             self.cases = [replace(case, samples=settings.samples) for case in self.cases]
-        self.concurrency = settings.concurrency
-        self.fail_fast = settings.fail_fast
-        self.parallel_samples = settings.parallel_samples
-        self.price = settings.price
-        self.provider = settings.provider
+        if isinstance(settings.executor, RaySpec):
+            raise ExecutorError(
+                "RaySpec is the executor of a suite run (tui-eval run --executor ray); "
+                "evaluate() takes a RayExecutor(suite_file, suite_name)"
+            )
+        self._executor = settings.executor
         self.budget = CostBudget.of(settings.max_cost)
-        self.max_cost = None if self.budget is None else self.budget.max_cost
-        self.time_budget = settings.time_budget
-        self.count_user_faults = settings.count_user_faults
-        self.cache = response_cache(settings.cache)
-        self.executor = settings.executor
+        self.ledger = self.budget.ledger if self.budget is not None else Ledger()
+        """What the run spent: the sum of its recorded samples' costs (a shared budget's
+        ledger counts its other runs' too)."""
         self._accepted: set[tuple[int, int]] = set()
         self._left: list[int] = []
-        self._spent = 0.0
-        self._priced_samples = 0
         self.name = name or "eval"
         self.metadata = dict(metadata or {})
         # Whether the report counts its user faults (a recheck's metadata is its report's).
         self.metadata.pop(COUNT_USER_FAULTS, None)
-        if self.count_user_faults:
+        if settings.count_user_faults:
             self.metadata[COUNT_USER_FAULTS] = True
         if source is None:
             source = AgentRuns(agent)
         self.cases = source.cases(self.cases)
-        self.samples = SampleRunner(
-            self.cases,
-            source,
-            price=self.price,
-            provider=self.provider,
-            cache=self.cache,
-            session=settings.session,
-            emit=on_event,
-        )
+        self.samples = SampleRunner(self.cases, source, settings, emit=on_event)
         """Runs single samples of this run (what schedulers and executors call)."""
+        self.cache = self.samples.context.cache
         self.pacing = Pacing(on_event)
         self._on_event = on_event
-        self.gated = self.budget is not None or self.time_budget is not None
+        self.gated = self.budget is not None or settings.time_budget is not None
         """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
         schedulers skip the call otherwise."""
         self._results = [
@@ -127,12 +117,15 @@ class Evaluation:
             )
             for case in self.cases
         ]
-        if self.budget is not None and not isinstance(settings.max_cost, CostBudget):
+        if not isinstance(settings.max_cost, CostBudget):
             # A resumed run's samples were spent, and say what one costs. (A budget shared
             # with earlier runs, decide()'s rounds, has seen them already: its owner seeds it.)
             for result in self._results:
                 for done_sample in result.samples:
-                    self.budget.observe(done_sample)
+                    if self.budget is not None:
+                        self.budget.observe(done_sample)
+                    else:
+                        self.ledger.add(done_sample)
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self._cancelled = False
@@ -172,7 +165,7 @@ class Evaluation:
         if budget is not None and budget.stopped:
             return budget.reason()
         if self._out_of_time:
-            return f"time budget of {self.time_budget:g}s reached: no new sample started"
+            return f"time budget of {self.settings.time_budget:g}s reached: no new sample started"
         return None
 
     @property
@@ -200,7 +193,7 @@ class Evaluation:
             started_at=self._started_at,
             duration_s=duration,
             cancelled=self._cancelled,
-            priced=self.price is not None or self._priced_samples > 0,
+            priced=self.settings.price is not None or self.ledger.priced > 0,
             metadata=self.metadata,
             stopped=self._stopped,
         )
@@ -220,7 +213,7 @@ class Evaluation:
                     self.total_samples,
                     self._started_at,
                     resumed,
-                    max_cost=self.max_cost,
+                    max_cost=None if self.budget is None else self.budget.max_cost,
                 )
             )
         try:
@@ -251,14 +244,15 @@ class Evaluation:
             await anyio.sleep(STATUS_EVERY_S)
             limiters = self.samples.context.session.limiters()
             used = [limiter.status() for limiter in limiters if limiter.last_used >= started]
-            if used or self.max_cost is not None:
-                spent = self._spent if self._priced_samples else None
-                emit(RunStatus(used, spent, self.max_cost))
+            if used or self.budget is not None:
+                spent = self.ledger.spent if self.ledger.priced else None
+                emit(RunStatus(used, spent, None if self.budget is None else self.budget.max_cost))
 
     async def may_start(self, index: int, sample_index: int) -> bool:
         """Reserve the budget for a sample before it starts (False: the budget is spent, or
         the run has taken its `time_budget`)."""
-        if self.time_budget is not None and time.perf_counter() - self._t0 >= self.time_budget:
+        time_budget = self.settings.time_budget
+        if time_budget is not None and time.perf_counter() - self._t0 >= time_budget:
             self._out_of_time = True
             return False
         if self.budget is None:
@@ -271,11 +265,12 @@ class Evaluation:
                 self._scope = scope
                 if self._cancel_requested:
                     scope.cancel()
-                if self.executor is not None:
-                    await self.executor.execute(self, self.missing_units())
-                elif self.fail_fast:
+                settings = self.settings
+                if self._executor is not None:
+                    await self._executor.execute(self, self.missing_units())
+                elif settings.fail_fast:
                     await scheduling.until_first_failure(self)
-                elif self.parallel_samples:
+                elif settings.parallel_samples:
                     await scheduling.sample_pool(self)
                 else:
                     await scheduling.case_pool(self)
@@ -343,15 +338,13 @@ class Evaluation:
             sample = self.samples.redacted(sample)
         # The user simulator's failures are left out of the verdicts (said everywhere); a
         # rechecked sample that passes now is counted again.
-        sample.excluded = blamed_on_user(sample) and not self.count_user_faults
+        sample.excluded = blamed_on_user(sample) and not self.settings.count_user_faults
         samples = self._results[index].samples
         if not samples or samples[-1].index < sample.index:
             samples.append(sample)
         else:  # samples of one case running concurrently finish in any order
             bisect.insort(samples, sample, key=lambda s: s.index)
-        if sample.cost is not None:
-            self._spent += sample.cost
-            self._priced_samples += 1
+        self.ledger.add(sample)
         if self.budget is not None:
             self.budget.settle((id(self), index, sample.index), sample)
         if self._on_event is not None:

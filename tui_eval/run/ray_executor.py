@@ -209,7 +209,9 @@ class RayExecutor:
 
     def _worker_options(self, per_worker: int, evaluation: Evaluation) -> tuple[Any, ...]:
         provider = (
-            evaluation.provider.model_dump(exclude_unset=True) if evaluation.provider else None
+            evaluation.settings.provider.model_dump(exclude_unset=True)
+            if evaluation.settings.provider
+            else None
         )
         cache = evaluation.cache.mode if evaluation.cache is not None else "off"
         return self.suite_path, self.suite_name, per_worker, provider, cache
@@ -240,7 +242,7 @@ class RayExecutor:
         self._start_ray()  # in the calling thread: Ray ties its core worker to it
         count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         count = max(1, min(count, len(units) or 1))
-        per_worker = max(1, -(-evaluation.concurrency // count))
+        per_worker = max(1, -(-evaluation.settings.concurrency // count))
         # Few, large chunks: each new stream costs a worker a moment of idle capacity;
         # a dead worker's unsent samples are requeued whatever the size.
         size = max(1, min(CHUNK, max(2 * per_worker, -(-len(units) // (2 * count)))))

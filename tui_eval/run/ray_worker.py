@@ -214,7 +214,8 @@ class SampleWorker:
         """Load the run's suite from its file, before each run: a worker serves one run
         after another for its driver, and the suite may have been edited in between."""
         from tui_eval.agents.http.options import ProviderOptions
-        from tui_eval.run.sample_runner import SampleRunner, response_cache
+        from tui_eval.core.settings import RunSettings
+        from tui_eval.run.sample_runner import SampleRunner
         from tui_eval.run.sample_sources import AgentRuns
         from tui_eval.suites import load_suites
 
@@ -230,9 +231,11 @@ class SampleWorker:
         self.samples = SampleRunner(
             list(suite.cases),
             AgentRuns(suite.agent),
-            provider=ProviderOptions(**provider) if provider else None,
-            cache=response_cache(cache),  # type: ignore[arg-type]
-            session=self._session,
+            RunSettings(
+                provider=ProviderOptions(**provider) if provider else None,
+                cache=cache,
+                session=self._session,
+            ),
         )
         self.positions: dict[str, int] = {}
         for position, case in enumerate(suite.cases):

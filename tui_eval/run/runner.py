@@ -12,13 +12,12 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 
-from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.core.cases import Case
-from tui_eval.core.settings import CacheSetting, Executor, MaxCost, Price, RunSettings, resolve
+from tui_eval.core.settings import Executor, Price, RunSettings, SettingKeywords, resolve
 from tui_eval.report.report import Report
 from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.events import (
@@ -38,16 +37,9 @@ async def evaluate(
     cases: Iterable[Case],
     *,
     settings: RunSettings | None = None,
-    concurrency: int | None = None,
-    fail_fast: bool | None = None,
-    price: Price | None = None,
     name: str | None = None,
     on_event: EventHandler | None = None,
-    provider: ProviderOptions | None = None,
-    max_cost: MaxCost | None = None,
-    cache: CacheSetting | None = None,
-    executor: Executor | None = None,
-    count_user_faults: bool | None = None,
+    **given: Unpack[SettingKeywords],
 ) -> Report:
     """Run every case against the agent and return the `Report`.
 
@@ -61,39 +53,14 @@ async def evaluate(
             `f(input)`, or an object with an async `run(input)`.
         cases: the cases to run.
         settings: how the run runs (`RunSettings`: concurrency, price, provider options,
-            cache, max_cost, executor, time budget...). The keyword arguments below
-            override its fields when given.
-        concurrency: how many cases run at once (default 4).
-        fail_fast: run cases one at a time and stop after the first failing case.
-        price: turns a sample's `Usage` into a cost; the report sums it. Without it,
-            responses of known models are priced by the built-in table (genai-prices).
+            cache, max_cost, executor, time budget...).
         name: the report's name.
         on_event: called with every `Event` (run/sample/case started, changed, finished).
-        provider: `ProviderOptions` for every HTTP provider of the run (`rpm`, `timeout`...).
-        max_cost: dollars: a sample starts only while it fits, by its estimate, in what is
-            left (see `tui_eval.core.budget` for the bound); a `CostBudget` may be shared.
-        cache: `True`/`"on"` or `"read-only"`: replay stored model responses.
-        executor: where samples run (None: this process); `RayExecutor(suite_file, name)`
-            runs them on Ray, for cases loaded from that suite file.
-        count_user_faults: count the conversations the user simulator failed in pass
-            rates and verdicts; by default they are left out, and the report says how many.
+        **given: any `RunSettings` field by name, over `settings` (`concurrency=8`,
+            `price=fn`, `max_cost=2.0`, `cache="on"`...; see `RunSettings` for each).
     """
     evaluation = Evaluation(
-        agent,
-        cases,
-        settings=resolve(
-            settings,
-            concurrency=concurrency,
-            fail_fast=fail_fast,
-            price=price,
-            provider=provider,
-            max_cost=max_cost,
-            cache=cache,
-            executor=executor,
-            count_user_faults=count_user_faults,
-        ),
-        name=name,
-        on_event=on_event,
+        agent, cases, settings=resolve(settings, **given), name=name, on_event=on_event
     )
     return await evaluation.run()
 
@@ -103,30 +70,20 @@ async def recheck(
     cases: Iterable[Case],
     *,
     settings: RunSettings | None = None,
-    concurrency: int | None = None,
-    price: Price | None = None,
     on_event: EventHandler | None = None,
-    provider: ProviderOptions | None = None,
-    cache: CacheSetting | None = None,
-    count_user_faults: bool | None = None,
+    **given: Unpack[SettingKeywords],
 ) -> Report:
     """Run the current checks of `cases` on the saved outputs of `report`, without the agent.
 
     A new rubric, a new judge or a fixed check costs no agent calls (a judge's calls follow
-    `settings`: its provider options, cache and price). Samples that errored or timed out
-    stay as they were; cases not in `report` are skipped.
+    `settings` and the `RunSettings` fields `given` over them: its provider options, cache
+    and price). Samples that errored or timed out stay as they were; cases not in `report`
+    are skipped.
     """
     evaluation = Evaluation(
         None,
         cases,
-        settings=resolve(
-            settings,
-            concurrency=concurrency,
-            price=price,
-            provider=provider,
-            cache=cache,
-            count_user_faults=count_user_faults,
-        ),
+        settings=resolve(settings, **given),
         name=report.name,
         on_event=on_event,
         source=SavedRuns.of(report),
@@ -140,15 +97,8 @@ async def evaluate_iter(
     cases: Iterable[Case],
     *,
     settings: RunSettings | None = None,
-    concurrency: int | None = None,
-    fail_fast: bool | None = None,
-    price: Price | None = None,
     name: str | None = None,
-    provider: ProviderOptions | None = None,
-    max_cost: MaxCost | None = None,
-    cache: CacheSetting | None = None,
-    executor: Executor | None = None,
-    count_user_faults: bool | None = None,
+    **given: Unpack[SettingKeywords],
 ) -> AsyncIterator[Event]:
     """The events of `evaluate()` as an async generator; the last one is `RunFinished`.
 
@@ -163,21 +113,7 @@ async def evaluate_iter(
             send.send_nowait(event)
 
     evaluation = Evaluation(
-        agent,
-        cases,
-        settings=resolve(
-            settings,
-            concurrency=concurrency,
-            fail_fast=fail_fast,
-            price=price,
-            provider=provider,
-            max_cost=max_cost,
-            cache=cache,
-            executor=executor,
-            count_user_faults=count_user_faults,
-        ),
-        name=name,
-        on_event=forward,
+        agent, cases, settings=resolve(settings, **given), name=name, on_event=forward
     )
 
     async def drive() -> None:

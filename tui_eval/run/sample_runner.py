@@ -25,23 +25,22 @@ from tui_eval.agents.conversation import converse
 from tui_eval.agents.http.cache import CacheMode, ResponseCache
 from tui_eval.agents.http.context import (
     CURRENT_SAMPLE,
-    ProviderSession,
     RetryListener,
     RunContext,
     SampleContext,
     default_session,
 )
 from tui_eval.agents.http.metering import SampleMeter
-from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.agents.run_spec import AgentCall
 from tui_eval.agents.state import Environment, StateError
 from tui_eval.checks.conversations import state_equals
 from tui_eval.checks.faults import attribute_fault
+from tui_eval.core.budget import known_cost
 from tui_eval.core.case_plan import CasePlan
 from tui_eval.core.cases import Case
 from tui_eval.core.results import SampleResult
-from tui_eval.core.settings import Price
+from tui_eval.core.settings import RunSettings
 from tui_eval.report.stored_values import map_values
 from tui_eval.run.events import EventHandler, SampleStateChanged
 from tui_eval.util.cancellation import cancelled_from_outside
@@ -103,11 +102,8 @@ class SampleRunner:
     Args:
         cases: the run's cases, by index (as the source planned them).
         source: where the samples' runs come from.
-        price: turns a sample's usage into dollars (None: metered prices, if any).
-        provider: provider options for the run's HTTP providers.
-        cache: the run's response cache.
-        session: whose rate limiters the run's requests go through (None: the process's
-            default session, shared with every other run).
+        settings: the run's settings; a runner reads `price`, `provider`, `cache` and
+            `session` (None: the process's default session, shared with every other run).
         emit: receives the samples' `SampleStateChanged` events.
     """
 
@@ -115,17 +111,19 @@ class SampleRunner:
         self,
         cases: list[Case],
         source: SampleSource,
+        settings: RunSettings | None = None,
         *,
-        price: Price | None = None,
-        provider: ProviderOptions | None = None,
-        cache: ResponseCache | None = None,
-        session: ProviderSession | None = None,
         emit: EventHandler | None = None,
     ) -> None:
+        settings = settings or RunSettings()
         self.cases = cases
         self.source = source
-        self.price = price
-        self.context = RunContext(provider, cache, session or default_session())
+        self.price = settings.price
+        self.context = RunContext(
+            settings.provider,
+            response_cache(settings.cache),
+            settings.session or default_session(),
+        )
         """What the run's providers share (options, cache, rate limiters, clients)."""
         self.emit = emit
         self._plans: list[CasePlan | None] = [None] * len(cases)
@@ -181,8 +179,8 @@ class SampleRunner:
             CURRENT_SAMPLE.reset(token)
         if meter.requests:
             sample.cached = meter.all_cached
-        if self.price is None and meter.priced and stored.cost is None:
-            sample.cost = meter.cost
+        if self.price is not None or stored.cost is None:  # else the run's price stands
+            self._price(sample, meter)
         return sample
 
     async def run_agent(
@@ -234,8 +232,7 @@ class SampleRunner:
             if environment is not None:
                 environment.close()
         sample.cached = meter.all_cached
-        if self.price is None and meter.priced:
-            sample.cost = meter.cost
+        self._price(sample, meter)
         return sample
 
     async def _attempt(
@@ -318,11 +315,6 @@ class SampleRunner:
             spent = conversation.user_usage
             if spent.requests or spent.total_tokens:
                 sample.usage = sample.usage + spent
-            if self.price is not None:  # the run's prices, not the built-in ones
-                sample.cost = self.price(sample.usage)
-                conversation.user_cost = self.price(spent) if spent.requests else None
-                for turn in conversation.turns:
-                    turn.cost = self.price(turn.usage)
         if sample.status in ("passed", "cancelled"):
             return
         assert case.user is not None
@@ -334,18 +326,14 @@ class SampleRunner:
             sample.judge_usage = sample.judge_usage + fault.usage
             sample.usage = sample.usage + fault.usage
         sample.fault = fault
-        if self.price is not None:
-            sample.cost = self.price(sample.usage)
 
     def _settle_usage(self, sample: SampleResult) -> None:
-        """Usage and cost of a sample whose checks did not (all) run."""
+        """Usage of a sample whose checks did not (all) run."""
         sample.usage = sample.run.usage if sample.run is not None else Usage()
         sample.judge_usage = Usage()
-        if self.price is not None:
-            sample.cost = self.price(sample.usage)
 
     def _settle_cut_off(self, sample: SampleResult, progress: _Progress) -> None:
-        """Usage and cost of a sample its timeout cancelled: what its responses used.
+        """Usage of a sample its timeout cancelled: what its responses used.
 
         Cut off in the agent, its run never returned, so the sample's meter (every
         response its providers received) says what it used; cut off in its checks, the
@@ -363,13 +351,11 @@ class SampleRunner:
                 spent.requests - before.requests,
             )
             sample.usage, sample.judge_usage = sample.run.usage + judge, judge
-        if self.price is not None:
-            sample.cost = self.price(sample.usage)
 
     async def _judge(
         self, index: int, plan: CasePlan, sample: SampleResult, run: RunResult
     ) -> None:
-        """Run the case's checks on a finished run; settle the sample's status, usage and cost."""
+        """Run the case's checks on a finished run; settle the sample's status and usage."""
         if plan.async_checks and self.emit is not None:
             self.emit(SampleStateChanged(index, sample.index, "judging"))
         context = plan.check_context(sample.index) if plan.takes_context else None
@@ -381,8 +367,23 @@ class SampleRunner:
         if sample.judge_usage.requests or sample.judge_usage.total_tokens:
             sample.usage = run.usage + sample.judge_usage
         sample.status = "passed" if all(check.passed for check in checks) else "failed"
-        if self.price is not None:
-            sample.cost = self.price(sample.usage)
+
+    def _price(self, sample: SampleResult, meter: SampleMeter) -> None:
+        """Price a finished sample, once: the run's `price=` function over its usage (a
+        conversation's turns and user too), else what its responses were priced at by the
+        built-in table (None when none was). `known_cost` says what counts as a cost."""
+        price = self.price
+        if price is None:
+            if meter.priced:
+                sample.cost = known_cost(meter.cost)
+            return
+        sample.cost = known_cost(price(sample.usage))
+        conversation = sample.run.conversation if sample.run is not None else None
+        if conversation is not None:  # the run's prices, not the built-in ones
+            spent = conversation.user_usage
+            conversation.user_cost = known_cost(price(spent)) if spent.requests else None
+            for turn in conversation.turns:
+                turn.cost = known_cost(price(turn.usage))
 
 
 def error_text(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.core.settings import RunSettings
 from tui_eval.run.events import EventHandler, SampleStateChanged
 from tui_eval.run.sample_runner import Pacer, SampleRunner
 
@@ -30,7 +31,7 @@ MAX_UNYIELDED_S = 0.1
 class Scheduled(Protocol):
     """What a strategy needs of the run it schedules (`tui_eval.run.runner.Evaluation`)."""
 
-    concurrency: int
+    settings: RunSettings
     samples: SampleRunner
     pacing: Pacing
     gated: bool
@@ -156,7 +157,7 @@ async def case_pool(run: Scheduled) -> None:
                 return
 
     async with anyio.create_task_group() as group:
-        await start_staggered(group, worker, min(run.concurrency, len(run.results)))
+        await start_staggered(group, worker, min(run.settings.concurrency, len(run.results)))
 
 
 async def sample_pool(run: Scheduled) -> None:
@@ -176,7 +177,7 @@ async def sample_pool(run: Scheduled) -> None:
                 await anyio.lowlevel.checkpoint()
 
     async with anyio.create_task_group() as group:
-        await start_staggered(group, worker, min(run.concurrency, len(units)))
+        await start_staggered(group, worker, min(run.settings.concurrency, len(units)))
 
 
 async def start_staggered(

@@ -16,13 +16,13 @@ import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
-from tui_eval.core.settings import MaxCost, Price, RunSettings, resolve
+from tui_eval.core.settings import MaxCost, RunSettings, SettingKeywords, resolve
 from tui_eval.report.diff import CaseChange, Diff
 from tui_eval.report.left_out import is_left_out
 from tui_eval.report.report import CaseResult, Report, SampleResult
@@ -91,13 +91,9 @@ async def decide(
     *,
     settings: RunSettings | None = None,
     alpha: float = ALPHA,
-    max_samples: int | None = None,
-    concurrency: int | None = None,
-    price: Price | None = None,
-    max_cost: MaxCost | None = None,
     margin: float = DEFAULT_MARGIN,
     on_event: EventHandler | None = None,
-    count_user_faults: bool | None = None,
+    **given: Unpack[SettingKeywords],
 ) -> Diff:
     """Sample each case until its comparison with `baseline` is decided.
 
@@ -112,9 +108,9 @@ async def decide(
     "no regression" can be shown with this baseline when `margin` is out of reach.
 
     Args:
-        settings: how the rounds of samples run (`RunSettings`); `concurrency`, `price`
-            and `max_cost`, when given, override its fields. `max_cost` bounds the whole
-            decision, its first round included.
+        settings: how the rounds of samples run (`RunSettings`, and any of its fields
+            `given` by name over it: `concurrency=8`, `max_samples=200`...). `max_cost`
+            bounds the whole decision, its first round included.
         on_event: receives the runner's events of every round of samples, as they happen
             (each round is a run of its own: `RunStarted` ... `RunFinished`).
 
@@ -123,23 +119,14 @@ async def decide(
         (`label`: regression, no regression, undecided: budget, undecided: baseline too
         small) and whether it is `decided`.
     """
-    chosen = resolve(
-        settings,
-        concurrency=concurrency,
-        price=price,
-        max_cost=max_cost,
-        max_samples=max_samples,
-        count_user_faults=count_user_faults,
-    )
+    chosen = resolve(settings, **given)
     decision = await decide_in_rounds(
         _round_runner(agent, chosen, None, on_event),
         list(cases),
         baseline,
+        chosen,
         alpha=alpha,
-        max_samples=chosen.max_samples,
-        max_cost=chosen.max_cost,
         margin=margin,
-        count_user_faults=chosen.count_user_faults,
     )
     return decision.diff
 
@@ -148,26 +135,26 @@ async def decide_in_rounds(
     run_round: RoundRunner,
     cases: list[Case],
     baseline: Report,
+    settings: RunSettings,
     *,
     alpha: float,
-    max_samples: int,
-    max_cost: MaxCost | None,
     margin: float,
     done: Mapping[str, Sequence[SampleResult]] | None = None,
-    count_user_faults: bool = False,
 ) -> Decision:
     """`decide()` over any way of running rounds: samples already in `done` (a resumed
-    run) count, and only what is missing runs. Every round shares one `CostBudget`.
+    run) count, and only what is missing runs. Every round shares one `CostBudget`, of
+    `settings.max_cost`; `settings.max_samples` caps each case.
 
     The samples the user simulator failed are left out of both sides' tests unless
-    `count_user_faults` (the baseline's read under the same setting as the run's); they
-    still take their place under `max_samples` (they were run, and paid for)."""
+    `settings.count_user_faults` (the baseline's read under the same setting as the run's);
+    they still take their place under `max_samples` (they were run, and paid for)."""
+    max_samples, count_user_faults = settings.max_samples, settings.count_user_faults
     if not 0 < alpha < 1:
         raise ValueError(f"decide() needs 0 < alpha < 1; got alpha={alpha}")
     by_name = {case.name: case for case in baseline.cases}
     compared = [c for c in cases if c.label in by_name]
     per_case = alpha / max(1, len(compared))
-    budget = _shared_budget(max_cost, done)
+    budget = _shared_budget(settings.max_cost, done)
     rounds = _Rounds(run_round, cases, budget, done)
     before = {
         case.label: _outcomes(by_name[case.label].samples, count_user_faults) for case in compared
@@ -224,13 +211,9 @@ async def compare_agents(
     *,
     settings: RunSettings | None = None,
     alpha: float = ALPHA,
-    max_samples: int | None = None,
-    concurrency: int | None = None,
-    price: Price | None = None,
-    max_cost: MaxCost | None = None,
     margin: float = DEFAULT_MARGIN,
     on_event: EventHandler | None = None,
-    count_user_faults: bool | None = None,
+    **given: Unpack[SettingKeywords],
 ) -> Diff:
     """A/B two agents (two models, two prompts), sampling both until decided.
 
@@ -239,28 +222,19 @@ async def compare_agents(
     sample i of B), and each round runs A's and B's samples side by side, each side at
     half the concurrency (`paired_concurrency`), so sample i of A and sample i of B run at
     about the same time: drift in the API (load, a model update, a rate limit) falls on
-    both. The same error control as `decide()`. `settings` (and the keywords over it)
-    apply to both sides; `max_cost` bounds both together. `on_event` receives the events
+    both. The same error control as `decide()`. `settings` (and its fields `given` by name
+    over it) apply to both sides; `max_cost` bounds both together. `on_event` receives the events
     of B's rounds of samples.
     """
-    chosen = resolve(
-        settings,
-        concurrency=concurrency,
-        price=price,
-        max_cost=max_cost,
-        max_samples=max_samples,
-        count_user_faults=count_user_faults,
-    )
+    chosen = resolve(settings, **given)
     side = chosen.replace(concurrency=paired_concurrency(chosen.concurrency))
     decision = await compare_in_rounds(
         _round_runner(agent_a, side, None, None),
         _round_runner(agent_b, side, None, on_event),
         list(cases),
+        chosen,
         alpha=alpha,
-        max_samples=chosen.max_samples,
-        max_cost=chosen.max_cost,
         margin=margin,
-        count_user_faults=chosen.count_user_faults,
     )
     return decision.diff
 
@@ -269,22 +243,22 @@ async def compare_in_rounds(
     run_a: RoundRunner,
     run_b: RoundRunner,
     cases: list[Case],
+    settings: RunSettings,
     *,
     alpha: float,
-    max_samples: int,
-    max_cost: MaxCost | None,
     margin: float,
     done_a: Mapping[str, Sequence[SampleResult]] | None = None,
     done_b: Mapping[str, Sequence[SampleResult]] | None = None,
-    count_user_faults: bool = False,
 ) -> Decision:
     """`compare_agents()` over any way of running rounds (A's and B's of each round at
-    once, sharing one `CostBudget`); samples already in `done_a`/`done_b` count.
+    once, sharing one `CostBudget` of `settings.max_cost`); samples already in
+    `done_a`/`done_b` count; `settings.max_samples` caps each case and side.
 
     A pair whose A or B sample the user simulator failed is left out of the test unless
-    `count_user_faults` (pairs stay pairs: sample i of A with sample i of B)."""
+    `settings.count_user_faults` (pairs stay pairs: sample i of A with sample i of B)."""
+    max_samples, count_user_faults = settings.max_samples, settings.count_user_faults
     per_case = alpha / max(1, len(cases))
-    budget = _shared_budget(max_cost, done_a, done_b)
+    budget = _shared_budget(settings.max_cost, done_a, done_b)
     side_a = _Rounds(run_a, cases, budget, done_a)
     side_b = _Rounds(run_b, cases, budget, done_b)
     async with anyio.create_task_group() as group:

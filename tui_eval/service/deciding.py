@@ -38,8 +38,7 @@ def decide_request(
         kind=DecideRun(against=str(against) if against is not None else None),
         cases=tuple(names),
         baseline=str(baseline_path) if baseline_path is not None else None,
-        settings=RunSettings(fail_fast=False),
-        executor="in-process",
+        settings=RunSettings(fail_fast=False, executor=None),
         shard=None,
     )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from tui_eval.service.request import PlainRun
 from tui_eval.service.store import RunHistory
 from tui_eval.stats.proportions import wilson_interval
 
@@ -83,7 +84,11 @@ def case_histories(
     found: dict[str, CaseHistory] = {}
     seen = 0
     for record in history.runs():
-        if record.suite != suite or not record.finished or record.options.mode != "run":
+        if (
+            record.suite != suite
+            or not record.finished
+            or not isinstance(record.request.kind, PlainRun)
+        ):
             continue
         try:
             rates = record.summary().case_rates

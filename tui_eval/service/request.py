@@ -14,10 +14,8 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from tui_eval.core.settings import JOURNALED, Count, RunSettings
+from tui_eval.core.settings import JOURNALED, RunSettings
 from tui_eval.util.secrets import is_credential_header
-
-Mode = Literal["run", "decide", "ab", "recheck"]
 
 
 class _Kind(pydantic.BaseModel):
@@ -63,7 +61,7 @@ class RecheckRun(_Kind):
 RunKind = Annotated[PlainRun | DecideRun | ABRun | RecheckRun, pydantic.Field(discriminator="kind")]
 
 # Before the request had `kind` and `settings`, journals kept these at its top level.
-_FLAT_SETTINGS = set(JOURNALED)
+_FLAT_SETTINGS = set(JOURNALED) - {"executor"}
 
 
 class RunRequest(pydantic.BaseModel):
@@ -82,9 +80,6 @@ class RunRequest(pydantic.BaseModel):
         baseline: compare with (and save to) this file instead of the suite's baseline.
         save_baseline: save the run as the baseline when it finishes.
         shard: (i, n) when the run is shard i of n (`--shard i/n`); its cases are `cases`.
-        executor: where samples run: `in-process` (default) or `ray`.
-        ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
-        ray_workers: Ray worker actors (default: the cluster's CPUs).
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
@@ -96,28 +91,32 @@ class RunRequest(pydantic.BaseModel):
     baseline: str | None = None
     save_baseline: bool = False
     shard: tuple[int, int] | None = None
-    executor: Literal["in-process", "ray"] = "in-process"
-    ray_address: str | None = None
-    ray_workers: Count | None = None
 
     @pydantic.model_validator(mode="before")
     @classmethod
-    def _from_flat_journal(cls, data: Any) -> Any:
+    def _from_older_journal(cls, data: Any) -> Any:
         """Read a journal written before requests had `kind` and `settings` (its settings
-        and its mode flags at the top level)."""
-        if not isinstance(data, dict) or "kind" in data or "settings" in data:
+        and its mode flags at the top level), or before the executor was a setting."""
+        if not isinstance(data, dict):
             return data
         data = dict(data)
-        settings = {k: data.pop(k) for k in list(data) if k in _FLAT_SETTINGS}
-        data["settings"] = {k: v for k, v in settings.items() if v not in (None, False)}
-        recheck, ab = data.pop("recheck", None), data.pop("ab", None)
-        decide, against = data.pop("decide", False), data.pop("decide_against", None)
-        if recheck is not None:
-            data["kind"] = {"kind": "recheck", "report": recheck}
-        elif ab is not None:
-            data["kind"] = {"kind": "ab", "a": ab[0], "b": ab[1]}
-        elif decide:
-            data["kind"] = {"kind": "decide", "against": against}
+        executor, address, workers = (
+            data.pop(key, None) for key in ("executor", "ray_address", "ray_workers")
+        )
+        if "kind" not in data and "settings" not in data:
+            settings = {k: data.pop(k) for k in list(data) if k in _FLAT_SETTINGS}
+            data["settings"] = {k: v for k, v in settings.items() if v not in (None, False)}
+            recheck, ab = data.pop("recheck", None), data.pop("ab", None)
+            decide, against = data.pop("decide", False), data.pop("decide_against", None)
+            if recheck is not None:
+                data["kind"] = {"kind": "recheck", "report": recheck}
+            elif ab is not None:
+                data["kind"] = {"kind": "ab", "a": ab[0], "b": ab[1]}
+            elif decide:
+                data["kind"] = {"kind": "decide", "against": against}
+        if executor == "ray" and isinstance(data.get("settings"), dict):
+            ray = {"address": address, "workers": workers}
+            data["settings"] = {**data["settings"], "executor": ray}
         return data
 
     @pydantic.field_validator("settings", mode="before")
@@ -128,11 +127,6 @@ class RunRequest(pydantic.BaseModel):
     @pydantic.field_serializer("settings")
     def _journaled_settings(self, settings: RunSettings) -> dict[str, Any]:
         return settings.journaled()
-
-    @property
-    def mode(self) -> Mode:
-        """The kind of run, by name."""
-        return self.kind.kind
 
     def but(self, **changes: Any) -> RunRequest:
         """This request with `changes` (fields of the request; `settings` given here are
@@ -206,7 +200,6 @@ __all__ = [
     "ABRun",
     "DecideRun",
     "Exports",
-    "Mode",
     "PlainRun",
     "RecheckRun",
     "RunKind",

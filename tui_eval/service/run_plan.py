@@ -1,40 +1,136 @@
-"""What a suite run needs before it starts: its mode, its settings, the cases it selects,
-and what its mode needs beside them (a baseline to decide against, two agents to A/B, a
-saved report to recheck), checked before anything runs or is journaled.
+"""Planning a suite run, before anything runs or is journaled: `plan_run()` selects the
+cases, combines the settings, and gets what the kind of run needs beside them (a baseline
+to decide against, two agents to A/B, a saved report to recheck) — or says why it cannot.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tui_eval.agents.sources import samples_independent
 from tui_eval.core.cases import fingerprint
-from tui_eval.core.settings import Executor, RunSettings
+from tui_eval.core.settings import Executor, RaySpec, RunSettings
 from tui_eval.report.baselines import BaselineStatus, read_baseline
 from tui_eval.report.exporters import suite_parts
 from tui_eval.report.report import Report, ReportFileError
-from tui_eval.service.request import ABRun, DecideRun, Mode, RecheckRun, RunRequest
+from tui_eval.service.request import ABRun, DecideRun, PlainRun, RecheckRun, RunRequest
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import Suite
 
-_MODE_FLAGS = {
-    "run": "run",
-    "decide": "--decide",
-    "ab": "tui-eval ab",
-    "recheck": "tui-eval recheck",
-}
+_COMMANDS = {"decide": "--decide", "ab": "tui-eval ab", "recheck": "tui-eval recheck"}
 
 
 class EmptySelection(ValueError):
-    """The run's options select none of the suite's cases."""
+    """The request selects none of the suite's cases."""
 
 
 class PlanError(ValueError):
     """A run cannot start as asked (no baseline to decide against, an A/B agent that
     cannot be built, a report to recheck that has none of the suite's cases)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """A suite run as planned: everything it needs, checked, before it starts.
+
+    Attributes:
+        suite: the suite with only the cases the request selects, at their sample counts.
+        request: what was asked (journaled).
+        settings: how its samples run: the request's settings over the suite's, with the
+            executor built (the sample count is the cases' own by now).
+        metadata: what its reports record beside the settings (a shard's plan).
+        baseline: a decide run's baseline.
+        agents: an A/B run's two agents, A then B.
+        rechecked: a recheck's saved report (the part of it this suite rechecks).
+    """
+
+    suite: Suite
+    request: RunRequest
+    settings: RunSettings
+    metadata: dict[str, object] = field(default_factory=dict)
+    baseline: Report | None = None
+    agents: tuple[Any, Any] | None = None
+    rechecked: Report | None = None
+
+
+def plan_run(
+    suite: Suite,
+    request: RunRequest,
+    *,
+    rechecked: Report | None = None,
+    baseline: Report | None = None,
+) -> RunPlan:
+    """Plan a run of `suite` as `request` asks.
+
+    A recheck checks `rechecked` (read from the request's report file when not given). A
+    decide run compares with `baseline` when given (a report the caller holds, such as the
+    previous run's), else with the report file its kind names, else with the baseline file
+    of the request or the suite.
+
+    Raises:
+        EmptySelection: the request selects no case.
+        PlanError: what the kind of run needs cannot be had.
+        ExecutorError: the executor cannot start (Ray missing, a suite without a file).
+    """
+    selected = select(suite, request)
+    kind = request.kind
+    settings = suite.settings.over(request.settings)
+    if not isinstance(kind, PlainRun) and (settings.executor is not None or settings.fail_fast):
+        what = "--fail-fast" if settings.fail_fast else "--executor ray"
+        raise PlanError(f"{what} goes with plain runs, not with {_COMMANDS[kind.kind]}")
+    settings = settings.replace(
+        samples=None,
+        executor=_executor(selected, settings.executor),
+        parallel_samples=settings.parallel_samples
+        and all(samples_independent(selected.agent, case.model) for case in selected.cases),
+    )
+    plan = RunPlan(selected, request, settings, shard_metadata(suite, request))
+    if isinstance(kind, DecideRun):
+        return dataclasses.replace(plan, baseline=baseline or _baseline(selected, request, kind))
+    if isinstance(kind, ABRun):
+        try:
+            agents = (agent_for(selected, kind.a), agent_for(selected, kind.b))
+        except (ValueError, ImportError) as exc:
+            raise PlanError(str(exc)) from None
+        return dataclasses.replace(plan, agents=agents)
+    if isinstance(kind, RecheckRun):
+        return dataclasses.replace(plan, rechecked=_rechecked(selected, kind, rechecked))
+    return plan
+
+
+def _baseline(suite: Suite, request: RunRequest, kind: DecideRun) -> Report:
+    """The report a decide run compares with: the one its kind names, else the baseline."""
+    if kind.against is not None:
+        return _decided_against(kind.against)
+    path = Path(request.baseline) if request.baseline else suite.baseline_path
+    read = read_baseline(path)
+    if read.baseline is None:
+        if read.status is BaselineStatus.MISSING:
+            raise PlanError(f"--decide compares with a baseline; {suite.name!r} has none at {path}")
+        raise PlanError(read.message)
+    return read.baseline
+
+
+def _rechecked(suite: Suite, kind: RecheckRun, rechecked: Report | None) -> Report:
+    """The saved report a recheck checks, with some of the suite's cases."""
+    if rechecked is None:
+        try:
+            saved = Report.load(kind.report)
+        except ReportFileError as exc:
+            raise PlanError(str(exc)) from None
+        rechecked = recheck_part(saved, suite.name, only_suite=True)
+    labels = {case.label for case in suite.cases}
+    if rechecked is None or not any(c.name in labels for c in rechecked.cases):
+        count = len(rechecked.cases) if rechecked is not None else 0
+        raise PlanError(
+            f"none of the {count:,} cases of {shown_path(kind.report)} is in suite "
+            f"{suite.name!r} ({suite.path}); nothing to recheck"
+        )
+    return rechecked
 
 
 def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
@@ -43,7 +139,11 @@ def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
     left out."""
     names = {case.label for case in suite.cases}
     for record in history.runs():
-        if record.suite != suite.name or record.problem or record.options.mode != "run":
+        if (
+            record.suite != suite.name
+            or record.problem
+            or not isinstance(record.request.kind, PlainRun)
+        ):
             continue
         try:
             report = record.load_report()
@@ -51,71 +151,6 @@ def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
             continue
         return tuple(c.name for c in report.cases if not c.passed and c.name in names)
     return None
-
-
-def run_settings(suite: Suite, options: RunRequest) -> RunSettings:
-    """How the samples of `suite` run under `options`: the request's settings over the
-    suite's (over `RunSettings`' defaults), with the executor it asks for. The sample count
-    is not among them: `select()` gave the cases theirs."""
-    settings = suite.settings.over(options.settings)
-    return settings.replace(
-        samples=None,
-        executor=_executor(suite, options) if options.mode == "run" else None,
-        parallel_samples=settings.parallel_samples
-        and all(samples_independent(suite.agent, case.model) for case in suite.cases),
-    )
-
-
-def prepare(
-    suite: Suite, options: RunRequest, rechecked: Report | None, baseline: Report | None = None
-) -> dict[str, Any]:
-    """What a run of this mode needs beside its suite (a baseline, two agents, a report).
-
-    A decide run compares with `baseline` when given (a report the caller holds, such as
-    the previous run's), else with the report file `options.decide_against` names, else
-    with the baseline file of the options or the suite.
-
-    Raises:
-        PlanError: it cannot be had.
-    """
-    mode, kind = options.mode, options.kind
-    if mode != "run" and (options.executor == "ray" or options.settings.fail_fast):
-        what = "--executor ray" if options.executor == "ray" else "--fail-fast"
-        raise PlanError(f"{what} goes with plain runs, not with {_MODE_FLAGS[mode]}")
-    if isinstance(kind, DecideRun):
-        if baseline is not None:
-            return {"baseline": baseline}
-        if kind.against is not None:
-            return {"baseline": _decided_against(kind.against)}
-        path = Path(options.baseline) if options.baseline else suite.baseline_path
-        read = read_baseline(path)
-        if read.baseline is None:
-            if read.status is BaselineStatus.MISSING:
-                raise PlanError(
-                    f"--decide compares with a baseline; {suite.name!r} has none at {path}"
-                )
-            raise PlanError(read.message)
-        return {"baseline": read.baseline}
-    if isinstance(kind, ABRun):
-        try:
-            return {"agents": (agent_for(suite, kind.a), agent_for(suite, kind.b))}
-        except (ValueError, ImportError) as exc:
-            raise PlanError(str(exc)) from None
-    if isinstance(kind, RecheckRun):
-        if rechecked is None:
-            try:
-                saved = Report.load(kind.report)
-            except ReportFileError as exc:
-                raise PlanError(str(exc)) from None
-            rechecked = recheck_part(saved, suite.name, only_suite=True)
-        if rechecked is None or not any(c.name in _labels(suite) for c in rechecked.cases):
-            count = len(rechecked.cases) if rechecked is not None else 0
-            raise PlanError(
-                f"none of the {count:,} cases of {shown_path(kind.report)} is in suite "
-                f"{suite.name!r} ({suite.path}); nothing to recheck"
-            )
-        return {"rechecked": rechecked}
-    return {}
 
 
 def _decided_against(path: str) -> Report:
@@ -139,20 +174,10 @@ def shown_path(path: str) -> str:
         return path
 
 
-def _labels(suite: Suite) -> set[str]:
-    return {case.label for case in suite.cases}
-
-
-def recheck_parts(report: Report) -> dict[str, Report]:
-    """A saved report split by suite (a report of several suites, `run suites/ --json`,
-    is rechecked suite by suite), each part with its cases' plain names."""
-    return suite_parts(report)
-
-
 def recheck_part(report: Report, suite: str, *, only_suite: bool = False) -> Report | None:
     """The part of `report` that suite `suite` rechecks: its own cases, or (`only_suite`)
     the whole report when it holds one suite's cases under another name."""
-    parts = recheck_parts(report)
+    parts = suite_parts(report)
     if suite in parts:
         return parts[suite]
     if only_suite and len(parts) == 1:
@@ -210,39 +235,39 @@ def agent_for(suite: Suite, spec: str) -> object:
         raise ValueError(str(exc)) from None
 
 
-def shard_metadata(suite: Suite, options: RunRequest) -> dict[str, object]:
+def shard_metadata(suite: Suite, request: RunRequest) -> dict[str, object]:
     """What a shard's report records so `tui-eval merge` can tell a missing shard or case."""
-    if options.shard is None:
+    if request.shard is None:
         return {}
     return {
-        "shards": [list(options.shard)],
+        "shards": [list(request.shard)],
         "planned_cases": {suite.name: [case.label for case in suite.cases]},
     }
 
 
-def select(suite: Suite, options: RunRequest) -> Suite:
-    """The suite with only the cases `options` select, at their sample counts.
+def select(suite: Suite, request: RunRequest) -> Suite:
+    """The suite with only the cases `request` select, at their sample counts.
 
     Raises:
         EmptySelection: no case is selected.
     """
     selected = suite.select(
-        filter=options.filter, samples=options.settings.samples, names=options.cases
+        filter=request.filter, samples=request.settings.samples, names=request.cases
     )
     if not selected.cases:
-        what = f"--filter {options.filter!r}" if options.filter else "the requested cases"
+        what = f"--filter {request.filter!r}" if request.filter else "the requested cases"
         raise EmptySelection(f"no case of {suite.name!r} matches {what}")
     return selected
 
 
-def _executor(suite: Suite, options: RunRequest) -> Executor | None:
-    """The executor `options` ask for (None: this process).
+def _executor(suite: Suite, spec: Executor | RaySpec | None) -> Executor | None:
+    """The executor `spec` says (None: this process); a `RaySpec` is built for the suite.
 
     Raises:
         ExecutorError: Ray is not installed, or the suite has no file for workers to load.
     """
-    if options.executor != "ray":
-        return None
+    if not isinstance(spec, RaySpec):
+        return spec
     from tui_eval.run.ray_executor import ExecutorError, RayExecutor
 
     if suite.path is None:
@@ -251,26 +276,20 @@ def _executor(suite: Suite, options: RunRequest) -> Executor | None:
             "load suites from files"
         )
     return RayExecutor(
-        suite.path,
-        suite.name,
-        address=options.ray_address,
-        workers=options.ray_workers,
-        env=suite.required_env,
+        suite.path, suite.name, address=spec.address, workers=spec.workers, env=suite.required_env
     )
 
 
 __all__ = [
     "EmptySelection",
-    "Mode",
     "PlanError",
+    "RunPlan",
     "agent_for",
     "changed_definitions",
     "definitions",
     "last_failed",
-    "prepare",
+    "plan_run",
     "recheck_part",
-    "recheck_parts",
-    "run_settings",
     "select",
     "shard_metadata",
     "shown_path",

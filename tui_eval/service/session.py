@@ -15,7 +15,8 @@ from pathlib import Path
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
 from tui_eval.run.state import Clock, RunState
-from tui_eval.service.request import RunRequest
+from tui_eval.service.request import PlainRun, RunRequest
+from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import RunHistory, RunRecord
 from tui_eval.service.suite_run import (
     BaselineOutcome,
@@ -59,7 +60,7 @@ class RunSession:
     def start(
         cls,
         suite: Suite,
-        options: RunRequest,
+        request: RunRequest,
         *,
         clock: Clock,
         history: RunHistory | None,
@@ -73,8 +74,8 @@ class RunSession:
         `on_event` sees each event after the state has.
 
         Raises:
-            EmptySelection: the options select no case.
-            PlanError: the options' mode cannot run (a decide run without a baseline).
+            EmptySelection: the request selects no case.
+            PlanError: the request's kind of run cannot start (a decide run without a baseline).
         """
         state = RunState(suite.name, clock=clock)
 
@@ -84,12 +85,10 @@ class RunSession:
                 on_event(event)
 
         service = SuiteRun.start(
-            suite,
-            options,
+            plan_run(suite, request, baseline=baseline),
             history=history,
             invocation=INVOCATION,
             on_event=state.apply if on_event is None else apply,
-            baseline=baseline,
         )
         return cls(
             state=state,
@@ -100,7 +99,7 @@ class RunSession:
 
     @classmethod
     def resume(cls, record: RunRecord, *, clock: Clock, history: RunHistory) -> RunSession:
-        """Prepare to finish an interrupted run with its journaled options.
+        """Prepare to finish an interrupted run with its journaled request.
 
         Raises:
             ResumeError: it cannot be resumed (the message says why).
@@ -155,7 +154,7 @@ class RunSession:
     def partial(self) -> bool:
         """Whether the run may cover only some of its suite's cases (a rerun, a filter; a
         saved report, whose coverage is not known): its comparison removes nothing."""
-        return self.service.options.is_partial if self.service is not None else True
+        return self.service.request.is_partial if self.service is not None else True
 
     def _no_path(self, verb: str) -> BaselineOutcome:
         return BaselineOutcome(
@@ -206,7 +205,12 @@ class RunSession:
         if compared.status is BaselineStatus.COMPARED:
             return compared.baseline
         service, path = self.service, self.baseline_path
-        if service is not None and self.report is None and service.mode == "run" and path:
+        if (
+            service is not None
+            and self.report is None
+            and isinstance(service.kind, PlainRun)
+            and path
+        ):
             return read_baseline(path).baseline
         return None
 

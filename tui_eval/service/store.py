@@ -62,6 +62,7 @@ class JournalHeader(_JournalLine):
     started_at: float = 0.0
     invocation: str = ""
     options: RunRequest = RunRequest()
+    """The run's request (`RunRecord.request`; the file keeps its first name)."""
     definitions: dict[str, str] = {}
     """Per case run: the fingerprint of its definition when the run started (a resume
     refuses to mix samples of a case whose checks or input changed since)."""
@@ -196,7 +197,7 @@ class RunRecord:
     invocation: str
     finished: bool = False
     cancelled: bool = False
-    options: RunRequest = field(default_factory=RunRequest)
+    request: RunRequest = field(default_factory=RunRequest)
     definitions: dict[str, str] = field(default_factory=dict)
     """Per case: its definition's fingerprint when the run started (see `JournalHeader`)."""
     exports: Exports = field(default_factory=Exports)
@@ -246,7 +247,7 @@ class RunRecord:
             suite_path=self.suite_path,
             started_at=self.started_at,
             invocation=self.invocation,
-            options=self.options.for_disk(),
+            options=self.request.for_disk(),
             definitions=self.definitions,
             exports=self.exports,
         )
@@ -415,7 +416,7 @@ class RunHistory:
         suite_path: str,
         *,
         invocation: str,
-        options: RunRequest | None = None,
+        request: RunRequest | None = None,
         definitions: dict[str, str] | None = None,
         exports: Exports | None = None,
     ) -> RunJournal:
@@ -432,7 +433,7 @@ class RunHistory:
             suite_path=suite_path,
             started_at=started,
             invocation=invocation,
-            options=options or RunRequest(),
+            request=request or RunRequest(),
             definitions=dict(definitions or {}),
             exports=(exports or Exports()).absolute(),
         )
@@ -500,7 +501,7 @@ def read_record(folder: Path) -> RunRecord | None:
         invocation=header.invocation,
         finished=isinstance(last, JournalEnd),
         cancelled=isinstance(last, JournalEnd) and last.cancelled,
-        options=header.options,
+        request=header.options,
         definitions=header.definitions,
         exports=header.exports,
     )

@@ -1,7 +1,7 @@
 """`SuiteRun`: the one way a suite run is started, journaled, resumed and finished.
 
 The headless CLI and the app are thin callers of this service, so both record the same
-options and metadata, resume from either honours them, and the baseline policy (compare,
+request and metadata, resume from either honours them, and the baseline policy (compare,
 save, refuse to replace a corrupt file; `tui_eval.report.baselines`) is written once. Every way
 of running a suite is a kind of `SuiteRun`, journaled and resumable alike: a plain run,
 a rerun of some cases, `--decide` (rounds of samples until each comparison with the
@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
+from tui_eval.core.settings import RunSettings
 from tui_eval.report import quarantine
 from tui_eval.report.baselines import (
     BaselineOutcome,
@@ -25,7 +26,6 @@ from tui_eval.report.baselines import (
     BaselineStatus,
     accept_into_baseline,
     compare_with_baseline,
-    merge_cases,
     plan_baseline,
     read_baseline,
     save_baseline,
@@ -41,20 +41,21 @@ from tui_eval.run.sequential import (
     decide_in_rounds,
     paired_concurrency,
 )
-from tui_eval.service.request import DecideRun, Exports, Mode, RunRequest
+from tui_eval.service.request import (
+    ABRun,
+    DecideRun,
+    Exports,
+    PlainRun,
+    RecheckRun,
+    RunKind,
+)
 from tui_eval.service.run_plan import (
     EmptySelection,
     PlanError,
-    agent_for,
+    RunPlan,
     changed_definitions,
     definitions,
-    last_failed,
-    prepare,
-    recheck_part,
-    recheck_parts,
-    run_settings,
-    select,
-    shard_metadata,
+    plan_run,
     shown_path,
 )
 from tui_eval.service.store import (
@@ -65,7 +66,7 @@ from tui_eval.service.store import (
     read_journal_samples,
 )
 from tui_eval.stats.case_decisions import ALPHA, DEFAULT_MARGIN
-from tui_eval.suites import Suite, load_suites
+from tui_eval.suites import load_suites
 
 
 class ResumeError(Exception):
@@ -75,15 +76,16 @@ class ResumeError(Exception):
 class SuiteRun:
     """One run of one suite: its samples, its journal, and its baseline.
 
-    Create it with `SuiteRun.start()` (a new run) or `SuiteRun.resume()` (finish an
-    interrupted one), then `await run()`. `cancel()` stops it keeping finished samples.
-    What kind of run it is comes from its options (`mode`): a plain run, `decide`, `ab`
-    or `recheck`; each is journaled and resumes the same way.
+    Create it with `SuiteRun.start(plan_run(suite, request))` (a new run) or
+    `SuiteRun.resume()` (finish an interrupted one), then `await run()`. `cancel()` stops
+    it keeping finished samples. What kind of run it is is its request's `kind`: a plain
+    run, a decide run, an A/B run or a recheck; each is journaled and resumes the same way.
 
     Attributes:
-        suite: the suite as run (the options' filter and sample count applied).
-        options: what the run was asked to do (journaled).
-        settings: how its samples run (the suite's settings under the options').
+        plan: the run as planned (`plan_run()`).
+        suite: the suite as run (the request's selection and sample count applied).
+        request: what the run was asked to do (journaled).
+        settings: how its samples run (the request's settings over the suite's).
         journal: where samples are appended (None: nothing kept on disk).
         evaluation: the runner's handle on the samples running now (for `decide` and
             `ab`, the current round's).
@@ -92,34 +94,31 @@ class SuiteRun:
 
     def __init__(
         self,
-        suite: Suite,
-        options: RunRequest,
+        plan: RunPlan,
         *,
         journal: RunJournal | None,
         done: dict[str, list[SampleResult]] | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        metadata: dict[str, object] | None = None,
-        baseline: Report | None = None,
-        rechecked: Report | None = None,
-        agents: tuple[Any, Any] | None = None,
         done_a: dict[str, list[SampleResult]] | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
-        self.suite = suite
-        self.options = options
+        self.plan = plan
+        self.suite = plan.suite
+        self.request = plan.request
+        self.settings = plan.settings
         self.journal = journal
         self.on_event = on_event
-        metadata = {"suite_path": str(suite.path or ""), **(metadata or {})}
+        metadata: dict[str, object] = {"suite_path": str(plan.suite.path or ""), **plan.metadata}
         if journal is not None:
             metadata["run_id"] = journal.record.run_id
         if done is not None:
             metadata["resumed"] = True
-        self.settings = run_settings(suite, options)
         if self.settings.count_user_faults:  # every report of the run says it counted them
             metadata[COUNT_USER_FAULTS] = True
+        if plan.rechecked is not None:
+            metadata = {**recheck_metadata(plan.rechecked), **metadata}
         self.metadata = metadata
-        self.baseline = baseline
-        self.rechecked = rechecked
-        self.agents = agents
+        self.baseline = plan.baseline
+        self.rechecked = plan.rechecked
         self.decision: Decision | None = None
         self._done = done or {}
         self._done_a = done_a or {}
@@ -129,33 +128,24 @@ class SuiteRun:
         """What the run's quarantines did (one ended, one released), once it has ended."""
         self._running: set[Evaluation] = set()
         """The rounds running now (an A/B round runs both sides at once)."""
-        if self.mode == "recheck":
-            assert rechecked is not None
-            self.metadata = {**recheck_metadata(rechecked), **metadata}
-            self.evaluation = self._evaluation(None, suite.cases, self._done)
-        else:
-            agent = agents[1] if agents is not None else suite.agent
-            self.evaluation = self._evaluation(agent, suite.cases, self._done)
+        agent = None if plan.rechecked is not None else plan.suite.agent
+        if plan.agents is not None:
+            agent = plan.agents[1]
+        self.evaluation = self._evaluation(agent, plan.suite.cases, self._done, self.settings)
 
     @property
-    def mode(self) -> Mode:
+    def kind(self) -> RunKind:
         """What kind of run this is."""
-        return self.options.mode
+        return self.request.kind
 
     def _evaluation(
         self,
         agent: Any,
         cases: Sequence[Case],
         done: Mapping[str, Sequence[SampleResult]],
-        *,
-        budget: CostBudget | None = None,
+        settings: RunSettings,
         arm: Literal["a"] | None = None,
     ) -> Evaluation:
-        settings = self.settings
-        if self.mode in ("decide", "ab"):  # every round shares the decision's budget
-            settings = settings.replace(max_cost=budget)
-        if self.mode == "ab":  # both sides of a round run at once
-            settings = settings.replace(concurrency=paired_concurrency(settings.concurrency))
         return Evaluation(
             agent,
             cases,
@@ -171,51 +161,29 @@ class SuiteRun:
     @classmethod
     def start(
         cls,
-        suite: Suite,
-        options: RunRequest,
+        plan: RunPlan,
         *,
         history: RunHistory | None,
         invocation: str,
         on_event: Callable[[Event], None] | None = None,
-        rechecked: Report | None = None,
-        baseline: Report | None = None,
         exports: Exports | None = None,
     ) -> SuiteRun:
-        """A new run of `suite` as `options` ask, journaled in `history` (if given).
+        """A new run as `plan` (`plan_run()`) says, journaled in `history` (if given).
 
         `exports` are the report files the invocation writes once its suites have run:
         journaled, so that a resume writes them too.
-
-        For a recheck (a `RecheckRun`), `rechecked` is the saved report (read from its
-        file when not given). A decide run compares with `baseline` when
-        given (the app's Diff screen holds it: a baseline file as read, or the previous
-        run's report), else with the baseline file; resuming it reads the file.
-
-        Raises:
-            EmptySelection: the filter or case list selects no case.
-            PlanError: a decide run without a readable baseline, an A/B agent that cannot
-                be built, a recheck of a report without any of the suite's cases.
         """
-        selected = select(suite, options)
-        extra = prepare(selected, options, rechecked, baseline)
         journal = None
         if history is not None:
             journal = history.start(
-                suite.name,
-                str(suite.path or ""),
+                plan.suite.name,
+                str(plan.suite.path or ""),
                 invocation=invocation,
-                options=options,
-                definitions=definitions(selected),
+                request=plan.request,
+                definitions=definitions(plan.suite),
                 exports=exports,
             )
-        return cls(
-            selected,
-            options,
-            journal=journal,
-            on_event=on_event,
-            metadata=shard_metadata(suite, options),
-            **extra,
-        )
+        return cls(plan, journal=journal, on_event=on_event)
 
     @classmethod
     def resume(
@@ -226,7 +194,7 @@ class SuiteRun:
         on_event: Callable[[Event], None] | None = None,
         force: bool = False,
     ) -> SuiteRun:
-        """Finish the interrupted run `record` with the options it was started with.
+        """Finish the interrupted run `record` as its request asked.
 
         Only the samples missing from its journal run; new ones are appended to it.
 
@@ -249,11 +217,10 @@ class SuiteRun:
                 f"{record.suite_path}" + (f" ({errors})" if errors else "")
             )
         try:
-            selected = select(suite, record.options)
-            extra = prepare(selected, record.options, None)
+            plan = plan_run(suite, record.request)
         except (EmptySelection, PlanError) as exc:
             raise ResumeError(f"cannot resume {record.run_id}: {exc}") from None
-        changed = changed_definitions(record.definitions, selected)
+        changed = changed_definitions(record.definitions, plan.suite)
         if changed and not force:
             raise ResumeError(
                 f"cannot resume {record.run_id}: the suite {record.suite!r} changed since the "
@@ -265,17 +232,8 @@ class SuiteRun:
         except RunLockedError as exc:
             raise ResumeError(str(exc)) from None
         done = read_journal_samples(record.journal_path)
-        done_a = read_journal_samples(record.journal_path, arm="a") if extra.get("agents") else None
-        return cls(
-            selected,
-            record.options,
-            journal=journal,
-            done=done,
-            done_a=done_a,
-            on_event=on_event,
-            metadata=shard_metadata(suite, record.options),
-            **extra,
-        )
+        done_a = read_journal_samples(record.journal_path, arm="a") if plan.agents else None
+        return cls(plan, journal=journal, done=done, done_a=done_a, on_event=on_event)
 
     # -- running -----------------------------------------------------------------------
     @property
@@ -321,9 +279,9 @@ class SuiteRun:
         """Run every missing sample; the journal is finished even when cancelled."""
         report: Report | None = None
         try:
-            if self.mode == "decide":
+            if isinstance(self.kind, DecideRun):
                 report = await self._decide()
-            elif self.mode == "ab":
+            elif isinstance(self.kind, ABRun):
                 report = await self._ab()
             else:
                 report = await self.evaluation.run()
@@ -344,7 +302,11 @@ class SuiteRun:
         budget: CostBudget | None,
         arm: Literal["a"] | None = None,
     ) -> Report:
-        evaluation = self.evaluation = self._evaluation(agent, cases, done, budget=budget, arm=arm)
+        # Every round shares the decision's budget; an A/B round runs both sides at once.
+        settings = self.settings.replace(max_cost=budget)
+        if isinstance(self.kind, ABRun):
+            settings = settings.replace(concurrency=paired_concurrency(settings.concurrency))
+        evaluation = self.evaluation = self._evaluation(agent, cases, done, settings, arm)
         if self._cancel_requested:
             evaluation.cancel()
         self._running.add(evaluation)
@@ -365,18 +327,16 @@ class SuiteRun:
             run_round,
             list(self.suite.cases),
             self.baseline,
+            self.settings,
             alpha=ALPHA,
-            max_samples=self.settings.max_samples,
-            max_cost=self.settings.max_cost,
             margin=DEFAULT_MARGIN,
             done=self._done,
-            count_user_faults=self.settings.count_user_faults,
         )
         return self._ended(self.decision.report)
 
     async def _ab(self) -> Report:
-        assert self.agents is not None
-        agent_a, agent_b = self.agents
+        assert self.plan.agents is not None
+        agent_a, agent_b = self.plan.agents
 
         async def run_a(
             cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
@@ -392,20 +352,18 @@ class SuiteRun:
             run_a,
             run_b,
             list(self.suite.cases),
+            self.settings,
             alpha=ALPHA,
-            max_samples=self.settings.max_samples,
-            max_cost=self.settings.max_cost,
             margin=DEFAULT_MARGIN,
             done_a=self._done_a,
             done_b=self._done,
-            count_user_faults=self.settings.count_user_faults,
         )
         return self._ended(self.decision.report)
 
     def _quarantine(self, report: Report) -> None:
         """Mark the suite's quarantined cases on the report (they do not gate) and count a
         finished plain run towards their release; what ended is in `quarantine_notes`."""
-        if self.mode == "recheck":
+        if isinstance(self.kind, RecheckRun):
             return
         try:
             self.quarantine_notes = quarantine.apply_to(
@@ -413,7 +371,7 @@ class SuiteRun:
                 quarantine.quarantine_path(self.baseline_path),
                 self.suite.name,
                 datetime.date.today(),
-                count=self.mode == "run" and not report.cancelled,
+                count=isinstance(self.kind, PlainRun) and not report.cancelled,
             )
         except (quarantine.QuarantineFileError, OSError) as exc:
             self.quarantine_notes = [f"warning: no case is quarantined: {exc}"]
@@ -438,7 +396,7 @@ class SuiteRun:
         """The final report, once the run has ended."""
         if self._final is not None:
             return self._final
-        if self.mode == "run" or self.mode == "recheck":
+        if isinstance(self.kind, PlainRun | RecheckRun):
             return self.evaluation.report if self.evaluation.finished else None
         return None
 
@@ -446,7 +404,7 @@ class SuiteRun:
     @property
     def baseline_path(self) -> Path:
         """Where this run compares and saves: `--baseline FILE`, else the suite's."""
-        return Path(self.options.baseline) if self.options.baseline else self.suite.baseline_path
+        return Path(self.request.baseline) if self.request.baseline else self.suite.baseline_path
 
     def compare(self) -> BaselineOutcome:
         """Compare the finished run with its baseline.
@@ -457,9 +415,9 @@ class SuiteRun:
         gives its decision, a recheck its comparison with the outputs' first verdicts.
         """
         if self.decision is not None:
-            path = self.baseline_path if self.mode == "decide" else None
-            kind = self.options.kind
-            if path is not None and isinstance(kind, DecideRun) and kind.against is not None:
+            kind = self.kind
+            path = self.baseline_path if isinstance(kind, DecideRun) else None
+            if isinstance(kind, DecideRun) and kind.against is not None:
                 path = Path(kind.against)
             return BaselineOutcome(
                 status=BaselineStatus.COMPARED,
@@ -468,15 +426,16 @@ class SuiteRun:
                 diff=self.decision.diff,
                 baseline=self.decision.other or self.baseline,
             )
-        if self.mode == "recheck" and self.rechecked is not None and self.report is not None:
+        report = self.report
+        if isinstance(self.kind, RecheckRun) and self.rechecked is not None and report is not None:
             return BaselineOutcome(
                 status=BaselineStatus.COMPARED,
                 path=None,
-                message=f"compared with {shown_path(getattr(self.options.kind, 'report', ''))}",
-                diff=self.report.compare(self.rechecked),
+                message=f"compared with {shown_path(self.kind.report)}",
+                diff=report.compare(self.rechecked),
                 baseline=self.rechecked,
             )
-        only = [case.label for case in self.suite.cases] if self.options.is_partial else None
+        only = [case.label for case in self.suite.cases] if self.request.is_partial else None
         return compare_with_baseline(
             self.report, self.baseline_path, only=only, not_run=self.not_reached
         )
@@ -494,7 +453,7 @@ class SuiteRun:
     def _merges_baseline(self) -> bool:
         """Whether saving this run merges it into the baseline: it covers only some cases
         (a filter, a rerun) or did not reach them all, so the others' results are kept."""
-        return self.options.is_partial or bool(self.not_reached)
+        return self.request.is_partial or bool(self.not_reached)
 
     def plan_baseline(self) -> BaselinePlan:
         """What `save_baseline()` would do (merge a partial run, replace with a full one)."""
@@ -522,7 +481,7 @@ class SuiteRun:
                 message="not accepted: the run has not finished yet",
             )
         ran = {case.name for case in self.report.cases}
-        defined = None if self.options.is_partial else {case.label for case in self.suite.cases}
+        defined = None if self.request.is_partial else {case.label for case in self.suite.cases}
         return accept_into_baseline(
             self.report,
             self.baseline_path,
@@ -540,15 +499,8 @@ __all__ = [
     "ResumeError",
     "SuiteRun",
     "accept_into_baseline",
-    "agent_for",
     "compare_with_baseline",
-    "last_failed",
-    "merge_cases",
     "plan_baseline",
     "read_baseline",
-    "recheck_part",
-    "recheck_parts",
-    "run_settings",
     "save_baseline",
-    "select",
 ]

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_eval.core.cases import Case
-from tui_eval.core.settings import settings_problem
 from tui_eval.suites.declarative import SuiteFileError, load_jsonl_suite, load_yaml_suite
 from tui_eval.suites.suite import Suite
 from tui_eval.util.secrets import redact
@@ -296,10 +295,6 @@ def suite_problem(suite: Suite) -> str | None:
     for index, case in enumerate(suite.cases):
         if not isinstance(case, Case):
             return f"cases[{index}] is a {type(case).__name__}, not a Case"
-    try:
-        suite.settings  # noqa: B018 - validates the run settings the suite gives
-    except ValueError as exc:
-        return settings_problem(exc)
     if suite.agent is None and not suite.skip:
         return "it has no agent (Suite(name, agent=..., cases=[...]))"
     return None

@@ -9,7 +9,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,10 @@ from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import Price
 from tui_eval.checks.base import Check
 from tui_eval.core.cases import Case
-from tui_eval.core.settings import RunSettings
+from tui_eval.core.settings import RunSettings, settings_problem
 
 SUITE_SETTINGS = ("concurrency", "price", "provider", "max_cost", "cache", "count_user_faults")
-"""The `RunSettings` a suite may give (a Python `Suite`'s fields, a suite file's keys)."""
+"""The `RunSettings` a suite's keywords (and a suite file's keys) give."""
 
 
 STEM_BYTES = 200
@@ -153,15 +153,15 @@ class Suite:
     A Python suite file defines one or more at module level:
 
     Example:
-        >>> suite = Suite("geography", agent=make_agent, cases=[Case("Capital of France?", checks=[contains("Paris")])])
+        >>> suite = Suite("geography", agent=make_agent, cases=[Case("Capital of France?", checks=[contains("Paris")])], concurrency=4)
 
     Attributes:
         name: the suite's name (baselines and history are keyed by it).
         agent: any agent source `evaluate()` accepts.
         cases: the cases.
-        concurrency, price, provider, max_cost, cache, count_user_faults: how its runs
-            run, as the `RunSettings` fields of those names (their meaning, default and
-            validation); None: not given by the suite. `settings` holds the ones given.
+        settings: how its runs run (`RunSettings`: only the settings it gives are set).
+            The keywords `concurrency`, `price`, `provider`, `max_cost`, `cache` and
+            `count_user_faults` are folded into it, once, as the suite is made.
         baseline: where its baseline lives; default `<suite dir>/__baselines__/<name>.json`.
         skip: a reason not to run it (for example a missing API key); shown instead of results.
         required_env: environment variables it needs (YAML `skip_unless_env`); Ray workers
@@ -169,37 +169,53 @@ class Suite:
         path: the file it was loaded from (set by discovery).
         checks: checks every case must meet, run before each case's own (YAML: a
             top-level `checks:` list).
+
+    Raises:
+        ValueError: a setting is not valid (`concurrency=0`, a negative `max_cost`).
     """
 
     name: str
     agent: Any = None
     cases: list[Case] = field(default_factory=list)
-    concurrency: int | None = None
-    price: Price | None = None
-    provider: ProviderOptions | None = None
-    max_cost: float | None = None
-    cache: CacheMode | None = None
-    count_user_faults: bool | None = None
+    concurrency: InitVar[int | None] = None
+    price: InitVar[Price | None] = None
+    provider: InitVar[ProviderOptions | None] = None
+    max_cost: InitVar[float | None] = None
+    cache: InitVar[CacheMode | None] = None
+    count_user_faults: InitVar[bool | None] = None
     baseline: str | Path | None = None
     skip: str | None = None
     required_env: list[str] = field(default_factory=list)
     path: Path | None = None
     description: str = ""
     checks: Sequence[Check] = ()
+    settings: RunSettings = field(default_factory=RunSettings)
 
-    def __post_init__(self) -> None:
+    def __post_init__(
+        self,
+        concurrency: int | None,
+        price: Price | None,
+        provider: ProviderOptions | None,
+        max_cost: float | None,
+        cache: CacheMode | None,
+        count_user_faults: bool | None,
+    ) -> None:
         self.checks = list(self.checks)
         self.cases = [self._with_suite_checks(case) for case in self.cases]
-
-    @property
-    def settings(self) -> RunSettings:
-        """The run settings this suite gives (the others are `RunSettings`' defaults).
-
-        Raises:
-            ValueError: one of them is not valid (`concurrency=0`, a negative `max_cost`).
-        """
-        given = {name: getattr(self, name) for name in SUITE_SETTINGS}
-        return RunSettings(**{name: value for name, value in given.items() if value is not None})
+        given = {
+            name: value
+            for name, value in zip(
+                SUITE_SETTINGS,
+                (concurrency, price, provider, max_cost, cache, count_user_faults),
+                strict=True,
+            )
+            if value is not None
+        }
+        if given:
+            try:
+                self.settings = self.settings.replace(**given)
+            except ValueError as exc:
+                raise ValueError(f"suite {self.name!r}: {settings_problem(exc)}") from None
 
     def _with_suite_checks(self, case: Case) -> Case:
         """`case` with the suite's checks first (once: a copy of the suite, as `select`
@@ -258,3 +274,13 @@ class Suite:
         if samples is not None:
             cases = [replace(c, samples=samples) for c in cases]
         return replace(self, cases=list(cases))
+
+
+def _given(name: str) -> property:
+    return property(
+        lambda suite: suite.settings.given().get(name), doc=f"`settings.{name}` if given"
+    )
+
+
+for _name in SUITE_SETTINGS:  # the keywords read back (None: not given) from their one home
+    setattr(Suite, _name, _given(_name))

@@ -39,7 +39,7 @@ class TuiEvalApp(App[int]):
     """The tui-eval terminal app. Build it with `make_app()`.
 
     Attributes:
-        workspace: the suites, history, launch options and runs shared by the screens.
+        workspace: the suites, history, launch request and runs shared by the screens.
         report: a saved report to show read-only instead of the suites.
         autorun: start every suite on launch (`tui-eval run PATH` on a terminal).
     """
@@ -200,7 +200,7 @@ class TuiEvalApp(App[int]):
         except ResumeError as exc:
             self.notify(str(exc), severity="warning")
             return
-        if not message.record.options.is_partial:
+        if not message.record.request.is_partial:
             # It finishes the suite's interrupted run: it is the suite's run now.
             self.workspace.sessions[message.record.suite] = session
         self.start(session, show=True)
@@ -276,7 +276,7 @@ def make_app(
     *,
     suites: Sequence[Suite] | None = None,
     report: Report | None = None,
-    options: RunRequest | None = None,
+    request: RunRequest | None = None,
     autorun: bool = False,
     history: RunHistory | None = None,
     clock: Clock = time.monotonic,
@@ -288,7 +288,7 @@ def make_app(
         paths: suite files or folders to load (default `./suites`).
         suites: suites already built in code (instead of `paths`).
         report: open this saved report read-only instead of the suites.
-        options: the run options every run of this session starts with.
+        request: the run request every run of this session starts with.
         autorun: start every suite at once.
         history: where runs are journaled (None keeps nothing on disk).
         clock: a monotonic clock (frozen in snapshot tests).
@@ -301,7 +301,7 @@ def make_app(
     else:
         loaded = load_suites([str(p) for p in paths or ["suites"]])
     workspace = Workspace(
-        loaded=loaded, history=history, clock=clock, options=options or RunRequest()
+        loaded=loaded, history=history, clock=clock, request=request or RunRequest()
     )
     return TuiEvalApp(
         workspace,
@@ -313,10 +313,10 @@ def make_app(
 
 
 def run_app(
-    paths: list[str], *, options: RunRequest, autorun: bool = False, watch: bool = False
+    paths: list[str], *, request: RunRequest, autorun: bool = False, watch: bool = False
 ) -> int:
     """Run the app on a real terminal (the CLI's default command)."""
-    app = make_app(paths, options=options, autorun=autorun, history=RunHistory(), watch=watch)
+    app = make_app(paths, request=request, autorun=autorun, history=RunHistory(), watch=watch)
     app.run()
     stopped = [
         name

@@ -29,46 +29,46 @@ class Workspace(SuiteSet):
     Attributes:
         history: where runs are journaled (None keeps nothing on disk).
         clock: the monotonic clock screens measure elapsed time with.
-        options: the options the app was launched with (`tui-eval run --filter ...`).
+        request: the request the app was launched with (`tui-eval run --filter ...`).
         sessions: the latest full run of each suite started in this session, by suite name.
         watching: suites in watch mode (an edit reruns them), wherever the user is.
     """
 
     history: RunHistory | None
     clock: Clock
-    options: RunRequest = field(default_factory=RunRequest)
+    request: RunRequest = field(default_factory=RunRequest)
     sessions: dict[str, RunSession] = field(default_factory=dict)
     watching: set[str] = field(default_factory=set)
 
     def new_session(
         self,
         suite: Suite,
-        options: RunRequest | None = None,
+        request: RunRequest | None = None,
         *,
         title: str = "",
         baseline: Report | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> RunSession:
-        """A run of `suite` with the launch options (or `options`), not yet started.
+        """A run of `suite` with the launch request (or `request`), not yet started.
 
-        A run of the launch options is the suite's current run (the Suites screen shows
+        A run of the launch request is the suite's current run (the Suites screen shows
         it); a rerun of some cases or with more samples is not. `baseline` and `on_event`
         go to `RunSession.start` (the Diff screen's decide run).
 
         Raises:
-            EmptySelection: the options select no case.
-            PlanError: the options' mode cannot run (a decide run without a baseline).
+            EmptySelection: the request selects no case.
+            PlanError: the request's kind of run cannot start (a decide run without a baseline).
         """
         session = RunSession.start(
             suite,
-            options or self.options,
+            request or self.request,
             clock=self.clock,
             history=self.history,
             title=title,
             baseline=baseline,
             on_event=on_event,
         )
-        if options is None:
+        if request is None:
             self.sessions[suite.name] = session
             self.reloaded.discard(suite.name)  # this run is of the code as edited
         return session
@@ -78,7 +78,7 @@ class Workspace(SuiteSet):
         watch mode's rerun); None when the suite is gone.
 
         Raises:
-            EmptySelection: the options select no case.
+            EmptySelection: the request selects no case.
         """
         suite = self.suite(name)
         if suite is None:
@@ -92,6 +92,6 @@ class Workspace(SuiteSet):
         ordered = sorted(suite.cases, key=lambda case: case.label not in failing)
         return self.new_session(replace(suite, cases=ordered))
 
-    def rerun_options(self, cases: tuple[str, ...], **settings: object) -> RunRequest:
+    def rerun_request(self, cases: tuple[str, ...], **settings: object) -> RunRequest:
         """A rerun of `cases` with the launch settings (and `settings` over them: samples...)."""
-        return self.options.rerun(cases, **settings)
+        return self.request.rerun(cases, **settings)

@@ -391,9 +391,9 @@ class CaseScreen(Screen[None]):
             suite = self._current_suite() if samples is not None else None
             if samples is None or suite is None:
                 return
-            options = self.workspace.rerun_options((name,), samples=samples, parallel_samples=True)
+            request = self.workspace.rerun_request((name,), samples=samples, parallel_samples=True)
             try:
-                rerun = self.workspace.new_session(suite, options, title=f"{name} × {samples}")
+                rerun = self.workspace.new_session(suite, request, title=f"{name} × {samples}")
             except EmptySelection as exc:
                 self.notify(str(exc), severity="warning")
                 return
@@ -418,7 +418,7 @@ class CaseScreen(Screen[None]):
         name = self.case.name
         try:
             session = self.workspace.new_session(
-                suite, self.workspace.rerun_options((name,)), title=f"{suite.name} · {name}"
+                suite, self.workspace.rerun_request((name,)), title=f"{suite.name} · {name}"
             )
         except EmptySelection as exc:
             self.notify(str(exc), severity="warning")

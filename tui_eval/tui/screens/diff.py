@@ -429,8 +429,8 @@ class DiffScreen(Screen[None]):
                 )
 
         workspace = self.workspace
-        options = decide_request(
-            workspace.options,
+        request = decide_request(
+            workspace.request,
             names,
             baseline_path=self.baseline_path,
             against=self.previous_report if self.baseline_path is None else None,
@@ -438,7 +438,7 @@ class DiffScreen(Screen[None]):
         try:
             session = workspace.new_session(
                 self.suite,
-                options,
+                request,
                 title=f"{self.suite.name} · deciding {len(names)} case(s)",
                 baseline=self.baseline,
                 on_event=stream,

@@ -77,7 +77,7 @@ class HistoryScreen(Screen[None]):
             summary = None
         cases = summary.cases_text() if summary else "?"
         status = record.status
-        if record.options.is_partial:
+        if record.request.is_partial:
             status += " · rerun"
         if summary is not None and summary.resumed:
             status += " · resumed"
@@ -155,7 +155,7 @@ class HistoryScreen(Screen[None]):
         if current is None or baseline is None:
             self.notify("one of these runs cannot be read", severity="error")
             return
-        if self.records[newer].options.is_partial:  # a rerun of some cases: the rest not run
+        if self.records[newer].request.is_partial:  # a rerun of some cases: the rest not run
             baseline = covered(baseline, only=[case.name for case in current.cases])
         try:
             diff = current.compare(baseline)

@@ -435,10 +435,10 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("no failing cases to rerun")
             return
-        options = self.workspace.rerun_options(tuple(failing))
+        request = self.workspace.rerun_request(tuple(failing))
         try:
             session = self.workspace.new_session(
-                suite, options, title=f"{suite.name} · rerun of {len(failing)} failing"
+                suite, request, title=f"{suite.name} · rerun of {len(failing)} failing"
             )
         except EmptySelection as exc:
             self.notify(str(exc), severity="warning")

@@ -162,7 +162,7 @@ class SuitesScreen(Screen[None]):
         for record in history.runs()[:200]:
             if record.suite in last:
                 continue
-            rerun = " · rerun" if record.options.is_partial else ""
+            rerun = " · rerun" if record.request.is_partial else ""
             if record.resumable:
                 last[record.suite] = Text(f"interrupted{rerun}", style="yellow")
                 continue
