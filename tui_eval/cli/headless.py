@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 
+from tui_eval.agents.http.context import Runtime
 from tui_eval.cli.exit_codes import (
     EXIT_FAILED,
     EXIT_NOTHING_RAN,
@@ -348,6 +349,7 @@ async def _run_suites(
     `exports` (the files written at the end) are journaled, for a resume to write."""
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
+    runtime = Runtime()  # the suites' runs pace themselves as one against each API
     runnable = []
     for suite, options, rechecked in plans:
         if suite.skip:
@@ -374,6 +376,7 @@ async def _run_suites(
                 invocation=invocation,
                 rechecked=rechecked,
                 exports=exports,
+                runtime=runtime,
             )
         )
     return await _execute_all(services, signals=signals), False
@@ -516,9 +519,12 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
         # Every run of the invocation is taken (locked) before any runs, so a second
         # resume started meanwhile finds them all taken instead of running the later ones.
         services: list[SuiteRun] = []
+        runtime = Runtime()
         for record in records:
             try:
-                services.append(SuiteRun.resume(record, history=history, force=force))
+                services.append(
+                    SuiteRun.resume(record, history=history, force=force, runtime=runtime)
+                )
             except (ResumeError, JournalFileError) as exc:
                 print_error(f"error: {exc}")
                 failed = True

@@ -103,7 +103,7 @@ class Evaluation:
             price=self.price,
             provider=self.provider,
             cache=self.cache,
-            session=settings.session,
+            runtime=settings.runtime,
             emit=on_event,
         )
         """Runs single samples of this run (what schedulers and executors call)."""
@@ -249,7 +249,7 @@ class Evaluation:
         started = time.monotonic()
         while True:
             await anyio.sleep(STATUS_EVERY_S)
-            limiters = self.samples.context.session.limiters()
+            limiters = self.samples.context.runtime.limiters()
             used = [limiter.status() for limiter in limiters if limiter.last_used >= started]
             if used or self.max_cost is not None:
                 spent = self._spent if self._priced_samples else None

@@ -1,7 +1,7 @@
 """`SampleRunner`: one sample of one case, the normal way — the agent call or a saved run,
 timeouts, checks and judges, metering, pricing and redaction — without recording it.
 
-It holds the run's `RunContext` (provider options, cache, the session of its rate
+It holds the run's `RunContext` (provider options, cache, the runtime of its rate
 limiters) and makes each sample a `SampleContext`, current while the sample's agent and
 checks run, and a `CheckContext` for the checks that take one.
 
@@ -25,11 +25,10 @@ from tui_eval.agents.conversation import converse
 from tui_eval.agents.http.cache import CacheMode, ResponseCache
 from tui_eval.agents.http.context import (
     CURRENT_SAMPLE,
-    ProviderSession,
     RetryListener,
     RunContext,
+    Runtime,
     SampleContext,
-    default_session,
 )
 from tui_eval.agents.http.metering import SampleMeter
 from tui_eval.agents.http.options import ProviderOptions
@@ -106,8 +105,7 @@ class SampleRunner:
         price: turns a sample's usage into dollars (None: metered prices, if any).
         provider: provider options for the run's HTTP providers.
         cache: the run's response cache.
-        session: whose rate limiters the run's requests go through (None: the process's
-            default session, shared with every other run).
+        runtime: whose rate limiters and prices the run uses (None: one of its own).
         emit: receives the samples' `SampleStateChanged` events.
     """
 
@@ -119,13 +117,13 @@ class SampleRunner:
         price: Price | None = None,
         provider: ProviderOptions | None = None,
         cache: ResponseCache | None = None,
-        session: ProviderSession | None = None,
+        runtime: Runtime | None = None,
         emit: EventHandler | None = None,
     ) -> None:
         self.cases = cases
         self.source = source
         self.price = price
-        self.context = RunContext(provider, cache, session or default_session())
+        self.context = RunContext(provider, cache, runtime or Runtime())
         """What the run's providers share (options, cache, rate limiters, clients)."""
         self.emit = emit
         self._plans: list[CasePlan | None] = [None] * len(cases)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from tui_eval.agents.http.context import Runtime
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
 from tui_eval.report import quarantine
@@ -103,6 +104,7 @@ class SuiteRun:
         rechecked: Report | None = None,
         agents: tuple[Any, Any] | None = None,
         done_a: dict[str, list[SampleResult]] | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
         self.suite = suite
         self.options = options
@@ -114,6 +116,8 @@ class SuiteRun:
         if done is not None:
             metadata["resumed"] = True
         self.settings = run_settings(suite, options)
+        if runtime is not None and self.settings.runtime is None:
+            self.settings = self.settings.replace(runtime=runtime)
         if self.settings.count_user_faults:  # every report of the run says it counted them
             metadata[COUNT_USER_FAULTS] = True
         self.metadata = metadata
@@ -180,11 +184,13 @@ class SuiteRun:
         rechecked: Report | None = None,
         baseline: Report | None = None,
         exports: Exports | None = None,
+        runtime: Runtime | None = None,
     ) -> SuiteRun:
         """A new run of `suite` as `options` ask, journaled in `history` (if given).
 
         `exports` are the report files the invocation writes once its suites have run:
-        journaled, so that a resume writes them too.
+        journaled, so that a resume writes them too. `runtime` is the front-end's (its
+        runs share its rate limiters), unless the suite's settings give one.
 
         For a recheck (a `RecheckRun`), `rechecked` is the saved report (read from its
         file when not given). A decide run compares with `baseline` when
@@ -214,6 +220,7 @@ class SuiteRun:
             journal=journal,
             on_event=on_event,
             metadata=shard_metadata(suite, options),
+            runtime=runtime,
             **extra,
         )
 
@@ -225,6 +232,7 @@ class SuiteRun:
         history: RunHistory,
         on_event: Callable[[Event], None] | None = None,
         force: bool = False,
+        runtime: Runtime | None = None,
     ) -> SuiteRun:
         """Finish the interrupted run `record` with the options it was started with.
 
@@ -274,6 +282,7 @@ class SuiteRun:
             done_a=done_a,
             on_event=on_event,
             metadata=shard_metadata(suite, record.options),
+            runtime=runtime,
             **extra,
         )
 
