@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from tui_eval.agents.http.context import ProviderSession
+from tui_eval.util.atomic import FSYNC_VARIABLE
 
 _GC_THRESHOLDS = gc.get_threshold()
 
@@ -28,6 +26,9 @@ def pytest_configure(config: pytest.Config) -> None:
     Tests about freeing memory call `gc.collect()` themselves.
     """
     gc.set_threshold(50_000, 20, 10)
+    # Atomic writes skip their fsync, here and in the processes tests start: no test can
+    # crash the machine, and the hundreds of fsyncs a run makes were seconds of waiting.
+    os.environ[FSYNC_VARIABLE] = "0"
     # Registered before pytest's own clean-up (configured after this hook), so it runs after.
     config.add_cleanup(gc.unfreeze)
 
@@ -50,26 +51,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A test worker ends here; a run in one process collects once, then keeps what
-    survived out of the collections pytest ends with.
+    """Collect once, then keep what survived out of the collections pytest ends with.
 
-    A worker's results are with the controller once its session finished (xdist sends
-    them then, and ignores the worker from there on), so nothing it does after that is
-    seen: not even an exception raised in a finalizer (tried). Its clean-up (a last
-    collection over ~700,000 objects, pytest's own, the interpreter's teardown) kept the
-    run waiting 1-2 s after the last test; the run's temporary folders are the
-    controller's to clean, and it still does.
-
-    In one process, pytest's last act is five full collections, to report exceptions
-    raised in finalizers; each walked every live object again (~0.3 s each). The
-    collection here runs every finalizer of what is garbage now, and its unraisable
-    exceptions are reported as before (pytest's hook is still installed); pytest's five
-    then look only at objects made since.
+    pytest's last act is five full collections, to report exceptions raised in finalizers;
+    each walked every live object again (~0.3 s each). The collection here runs every
+    finalizer of what is garbage now, and its unraisable exceptions are reported as before
+    (pytest's hook is still installed); pytest's five then look only at objects made since.
     """
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
     gc.set_threshold(*_GC_THRESHOLDS)
     gc.collect()
     gc.freeze()
@@ -86,28 +74,6 @@ def _isolate_home(
     for var in ("TUI_EVAL_JUDGE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     return home
-
-
-@pytest.fixture(autouse=True)
-def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Atomic writes skip their fsync (`tui_eval.util.atomic.FSYNC`): no test can crash the
-    machine, and the hundreds of fsyncs a run makes were seconds of waiting."""
-    from tui_eval.util import atomic
-
-    monkeypatch.setattr(atomic, "FSYNC", False)
-
-
-@pytest.fixture(autouse=True)
-def provider_session() -> Iterator[ProviderSession]:
-    """Each test's own rate limiters: a fresh `ProviderSession`, the default one for the
-    test's runs (and providers used outside a run). Limiters are keyed by base URL;
-    loopback servers bind a port the OS picks, and within one worker a later server can get
-    an earlier one's port, and with it that test's limiter: its learned pace, its `rpm` cap
-    (a stale 120/min made a 2-second test take 20 seconds) or a pause."""
-    from tui_eval.agents.http.context import ProviderSession
-
-    with ProviderSession().as_default() as fresh:
-        yield fresh
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from genai_prices import calc_price
 from tests.agents.chat_server import MODEL, ChatServer, completion, is_user
 from tests.agents.wire_server import Reply
 from tui_eval import Agent, Case, RunSettings, SimulatedUser, evaluate, tool_called
-from tui_eval.agents.http.context import ProviderSession
+from tui_eval.agents.http.context import Runtime
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.messages import Usage
 
@@ -158,7 +158,7 @@ async def test_both_parties_go_through_the_runs_one_limiter(openai_env):
     with ChatServer(answer(user_once_limited)) as server:
         openai_env(server)
         report = await evaluate(
-            agent(), [shop_case()], settings=RunSettings(session=ProviderSession(limiter))
+            agent(), [shop_case()], settings=RunSettings(runtime=Runtime(limiter))
         )
     sample = report.samples[0]
     assert sample.passed, sample.error

@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tui_eval.agents.http.context import Runtime
 from tui_eval.core.settings import RunSettings
 from tui_eval.run import ray_executor
 from tui_eval.run.events import SampleFinished
@@ -159,8 +160,6 @@ def test_samples_stream_in_completion_order(kind, tmp_path, runtime):
 
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
-    if kind == "ray":
-        ray_executor.release_workers()
     suite = write_suite(tmp_path, cases=40, samples=5, latency=0.02, concurrency=4)
     evaluation = Evaluation(
         suite.agent,
@@ -183,7 +182,7 @@ def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
     keys = [(s.case_name, s.index) for s in report.samples]
     assert len(keys) == len(set(keys))
     if kind == "ray":  # a cancelled run's workers may still be busy: they are stopped
-        assert not ray_executor._IDLE
+        assert not evaluation.samples.context.runtime.idle_workers
 
 
 @pytest.mark.parametrize("kind", EXECUTORS)
@@ -268,21 +267,20 @@ def test_workers_see_only_the_allowed_environment(tmp_path, ray_runtime):
 
 
 @pytest.mark.ray
-def test_a_drivers_next_run_reuses_its_workers_and_loads_the_edited_suite(
+def test_a_runtimes_next_run_reuses_its_workers_and_loads_the_edited_suite(
     tmp_path, ray_runtime, monkeypatch
 ):
-    ray = ray_runtime
-    ray_executor.release_workers()
+    ray, shared = ray_runtime, Runtime()  # the app's, the CLI's: one for all their runs
     suite = write_suite(tmp_path, cases=6, samples=2)
 
     def idle_pids() -> set[int]:
-        return {ray.get(a.pid.remote()) for idle in ray_executor._IDLE.values() for a in idle}
+        return {ray.get(a.pid.remote()) for idle in shared.idle_workers.values() for a in idle}
 
     first = run(
         Evaluation(
             suite.agent,
             suite.cases,
-            settings=RunSettings(executor=executor_for("ray", suite)),
+            settings=RunSettings(executor=executor_for("ray", suite), runtime=shared),
             name=suite.name,
         )
     )
@@ -297,7 +295,7 @@ def test_a_drivers_next_run_reuses_its_workers_and_loads_the_edited_suite(
         Evaluation(
             edited.agent,
             edited.cases,
-            settings=RunSettings(executor=executor_for("ray", edited)),
+            settings=RunSettings(executor=executor_for("ray", edited), runtime=shared),
             name=edited.name,
         )
     )
@@ -308,12 +306,12 @@ def test_a_drivers_next_run_reuses_its_workers_and_loads_the_edited_suite(
         Evaluation(
             edited.agent,
             edited.cases,
-            settings=RunSettings(executor=executor_for("ray", edited)),
+            settings=RunSettings(executor=executor_for("ray", edited), runtime=shared),
             name=edited.name,
         )
     )
     assert len(idle_pids()) == 4 and workers <= idle_pids()
-    assert ray_executor.release_workers() == 4 and not ray_executor._IDLE
+    assert ray_executor.release_workers(shared) == 4 and not shared.idle_workers
 
 
 @pytest.fixture
@@ -464,9 +462,9 @@ def test_a_batch_round_trips_every_field_of_a_sample():
 
 
 def test_a_workers_shared_limiter_takes_a_later_runs_caps():
-    """A worker's session hands out a quota's shared limiter again with `rpm` set (a
+    """A worker's runtime hands out a quota's shared limiter again with `rpm` set (a
     second request, a second run): the cap reaches the cluster's limiter, no AttributeError."""
-    from tui_eval.agents.http.context import ProviderSession
+    from tui_eval.agents.http.context import Runtime
     from tui_eval.run.ray_worker import SharedLimiter
 
     class Method:
@@ -480,8 +478,8 @@ def test_a_workers_shared_limiter_takes_a_later_runs_caps():
         set_caps = Method()
 
     actor = Actor()
-    session = ProviderSession(lambda url, key, rpm, tpm: SharedLimiter(actor, url))
-    first = session.limiter("http://api", "k", rpm=120)
-    again = session.limiter("http://api", "k", rpm=60)
+    runtime = Runtime(lambda url, key, rpm, tpm: SharedLimiter(actor, url))
+    first = runtime.limiter("http://api", "k", rpm=120)
+    again = runtime.limiter("http://api", "k", rpm=60)
     assert again is first and actor.set_caps.calls == [(60, None)]
     assert first.local.request_cap == 1.0

@@ -19,10 +19,10 @@ import pytest
 import tui_eval
 from tests.agents.chat_server import ChatServer
 from tests.agents.wire_server import Reply
+from tui_eval.agents.http.context import Runtime
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.http.metering import ResponseTokens, price_of
 from tui_eval.core.settings import RunSettings
-from tui_eval.run import ray_executor
 from tui_eval.run.ray_worker import LimiterActor, SharedLimiter
 from tui_eval.run.runner import Evaluation
 from tui_eval.suites import Suite, load_suites
@@ -112,13 +112,12 @@ def sdk_suite(folder: Path, url: str, *, stream: bool) -> Suite:
     return load_suites([str(path)]).suites[0]
 
 
-def run_on_ray(suite: Suite) -> tui_eval.Report:
+def run_on_ray(suite: Suite, runtime: Runtime | None = None) -> tui_eval.Report:
     from tui_eval.run.ray_executor import RayExecutor
 
     executor = RayExecutor(suite.path, suite.name, workers=1)  # type: ignore[arg-type]
-    evaluation = Evaluation(
-        suite.agent, suite.cases, settings=RunSettings(executor=executor), name=suite.name
-    )
+    settings = RunSettings(executor=executor, runtime=runtime)
+    evaluation = Evaluation(suite.agent, suite.cases, settings=settings, name=suite.name)
     return anyio.run(evaluation.run)
 
 
@@ -129,9 +128,9 @@ def test_a_streamed_sdk_answer_in_a_worker_is_metered_and_its_connections_closed
     """One Ray run (a worker's start is the slow part under load) checks both: a streamed
     answer is metered and priced (it raised at the end of the stream: no `settle_tokens`),
     and the worker's run closes the connections it opened (they stayed open)."""
-    ray = ray_runtime
+    ray, runtime = ray_runtime, Runtime()
     with ChatServer(chat_answer) as api:
-        report = run_on_ray(sdk_suite(tmp_path, api.url, stream=True))
+        report = run_on_ray(sdk_suite(tmp_path, api.url, stream=True), runtime)
     assert report.passed, report.header()
     price = price_of("openai", "gpt-4o-mini", TOKENS)
     assert price is not None and price > 0
@@ -157,7 +156,7 @@ def test_a_streamed_sdk_answer_in_a_worker_is_metered_and_its_connections_closed
         sessions = [o for o in gc.get_objects() if isinstance(o, aiohttp.ClientSession)]
         return sum(not session.closed for session in sessions), unclosed
 
-    workers = [actor for idle in ray_executor._IDLE.values() for actor in idle]
+    workers = [actor for idle in runtime.idle_workers.values() for actor in idle]
     assert workers  # the run's workers wait for the driver's next run
     found = ray.get([worker.__ray_call__.remote(left_open) for worker in workers])
     assert found == [(0, [])] * len(workers)

@@ -14,7 +14,7 @@ import pytest
 from genai_prices import extract_usage
 
 from tui_eval import Agent, Case, contains, evaluate
-from tui_eval.agents.http.metering import MAX_TOKENS, response_tokens
+from tui_eval.agents.http.metering import MAX_TOKENS, ResponseTokens, response_tokens
 from tui_eval.agents.providers.anthropic import AnthropicProvider
 from tui_eval.agents.providers.openai import OpenAIProvider
 
@@ -200,67 +200,25 @@ def test_the_app_run_header_says_how_many_samples_are_unpriced():
     assert "$0.0048 · 3 samples unpriced" in report.header()
 
 
-@pytest.fixture
-def fresh_price_lookups():
-    from tui_eval.agents.http import metering
+def test_a_runtime_looks_each_model_up_in_the_price_table_once(monkeypatch):
+    """A look-up costs milliseconds (the table's import, 0.2 s, the first): a runtime
+    remembers where the table has each model, and that a local model is not in it, while
+    its prices stay the table's."""
+    from tui_eval.agents.http import context, metering
 
-    metering._price_ref.cache_clear()
-    yield metering
-    metering._price_ref.cache_clear()
-
-
-def test_a_model_the_table_does_not_know_is_not_looked_up_again(fresh_price_lookups, monkeypatch):
-    """Loading the price table costs 0.2 s of CPU at a run's first response; a local model
-    is remembered as unpriced, per installed table, and never priced by mistake."""
-    metering = fresh_price_lookups
     looked_up: list[str] = []
-    real = metering._look_up
 
-    def look_up(provider: str, model: str) -> Any:
+    def price_ref(provider: str, model: str) -> Any:
         looked_up.append(model)
-        return real(provider, model)
+        return metering.price_ref(provider, model)
 
-    monkeypatch.setattr(metering, "_look_up", look_up)
-    assert metering._price_ref("openai", "my-local-model") is None
-    metering._price_ref.cache_clear()  # as in a new process
-    assert metering._price_ref("openai", "my-local-model") is None
-    assert metering._price_ref("openai", "gpt-4o-mini") is not None  # known: always priced
+    monkeypatch.setattr(context, "price_ref", price_ref)
+    runtime, used = context.Runtime(), ResponseTokens(1000, 100, 400)
+    for _ in range(3):
+        assert runtime.price_of("openai", "my-local-model", used) is None
+        assert runtime.price_of("openai", "gpt-4o-mini", used) == metering.price_of(
+            "openai", "gpt-4o-mini", used
+        )
     assert looked_up == ["my-local-model", "gpt-4o-mini"]
-    monkeypatch.setattr(metering, "_table_identity", lambda: "a newer table")
-    metering._price_ref.cache_clear()
-    assert metering._price_ref("openai", "my-local-model") is None  # asked again
+    context.Runtime().price_of("openai", "my-local-model", used)  # another runtime: afresh
     assert looked_up == ["my-local-model", "gpt-4o-mini", "my-local-model"]
-
-
-async def test_the_price_table_loads_in_a_thread_while_the_first_request_is_out(
-    fresh_price_lookups, monkeypatch
-):
-    """Loading it on the event loop at the first answer held every other request ~0.1 s
-    (the conversation bench's one start-up wake). The first metered request starts the
-    load in a thread, once per process; a model remembered as unpriced starts none."""
-    import threading
-
-    metering = fresh_price_lookups
-    monkeypatch.setattr(metering, "_warming", None)
-    monkeypatch.setattr(metering, "_warm_asked", False)
-    warmed: list[tuple[str, str, str]] = []
-    real = metering._warm
-
-    def warm(provider: str, model: str) -> None:
-        warmed.append((threading.current_thread().name, provider, model))
-        real(provider, model)
-
-    monkeypatch.setattr(metering, "_warm", warm)
-    answer = Reply(body=_openai("gpt-4o-mini", {"prompt_tokens": 10}))
-    report = await _run_openai(answer, answer, answer, samples=3)
-    assert report.samples[0].cost is not None
-    assert metering._warming is not None
-    metering._warming.join(10)
-    assert [(p, m) for _, p, m in warmed] == [("openai", "gpt-4o-mini")]  # once, for 3 samples
-    assert warmed[0][0] != threading.current_thread().name
-    monkeypatch.setattr(metering, "_warming", None)
-    monkeypatch.setattr(metering, "_warm_asked", False)
-    monkeypatch.setattr(metering, "_table_identity", lambda: "t")
-    monkeypatch.setattr(metering, "_unpriced", lambda table: frozenset({"openai\tlocal"}))
-    metering.warm_prices("openai", "local")
-    assert metering._warming is None  # known to be unpriced: nothing to load

@@ -12,8 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tui_eval import Agent, Case, contains, evaluate
+from tui_eval import Agent, Case, RunSettings, contains, evaluate
 from tui_eval.agents.http import limits
+from tui_eval.agents.http.context import Runtime
 from tui_eval.agents.http.limits import LimitStatus, RateLimiter, RateLimitWait
 from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.http.rate_headers import retry_after
@@ -161,24 +162,26 @@ async def test_an_always_429_api_fails_a_queue_of_cases_within_one_budget():
     with WireServer() as server:
         server.always = limited
         provider = openai(server)
-        limiter = provider.limiter()
         deadlines: set[float] = set()  # every give-up time asked for once the API stalled
-        give_up_at = limiter.give_up_at
 
-        def logged_give_up_at(started: float, budget: float) -> float:
-            at = give_up_at(started, budget)
-            if limiter.stalled_since is not None:
-                deadlines.add(at)
-            return at
+        def logged(url: str, key: str, rpm: float | None, tpm: float | None) -> RateLimiter:
+            limiter = RateLimiter(url, rpm=rpm, tpm=tpm)
+            give_up_at = limiter.give_up_at
 
-        limiter.give_up_at = logged_give_up_at  # type: ignore[method-assign]
+            def logged_give_up_at(started: float, budget: float) -> float:
+                at = give_up_at(started, budget)
+                if limiter.stalled_since is not None:
+                    deadlines.add(at)
+                return at
+
+            limiter.give_up_at = logged_give_up_at  # type: ignore[method-assign]
+            return limiter
+
+        settings = RunSettings(
+            concurrency=32, provider=ProviderOptions(retry_budget=0.5), runtime=Runtime(logged)
+        )
         with anyio.fail_after(HANG_GUARD_S):
-            report = await evaluate(
-                Agent(provider),
-                cases,
-                concurrency=32,
-                provider=ProviderOptions(retry_budget=0.5),
-            )
+            report = await evaluate(Agent(provider), cases, settings=settings)
     samples = [case.samples[0] for case in report.cases]
     assert all(s.status == "error" for s in samples)
     assert all("retry budget" in (s.error or "") for s in samples), samples[40].error
@@ -279,8 +282,11 @@ async def test_a_per_second_limit_under_per_minute_names_runs_near_its_ideal():
         provider = OpenAIProvider("m", base_url=api.url)
         cases = [Case(f"question {i}", [contains("answer")], name=f"c{i}") for i in range(n)]
         with anyio.fail_after(60):  # a stuck guard: at the headers' pace, three minutes
-            report = await evaluate(Agent(provider), cases, concurrency=64)
-        status = provider.limiter().status()
+            runtime = Runtime()
+            settings = RunSettings(concurrency=64, runtime=runtime)
+            report = await evaluate(Agent(provider), cases, settings=settings)
+        (limiter,) = runtime.limiters()
+        status = limiter.status()
     assert report.passed, report.samples[0].error
     assert "understated" in status.reason or "learned" in status.reason, status.reason
     assert api.stats.limited / n <= 0.5
@@ -323,8 +329,12 @@ async def test_headers_understating_the_limit_60_times_do_not_make_the_run_60_ti
         provider = openai(server)
         cases = [Case(f"q{i}") for i in range(60)]
         with anyio.fail_after(30):  # half the headers' minute
-            report = await evaluate(Agent(provider), cases, concurrency=8)
-        status = provider.limiter().status()
+            runtime = Runtime()
+            report = await evaluate(
+                Agent(provider), cases, settings=RunSettings(concurrency=8, runtime=runtime)
+            )
+        (limiter,) = runtime.limiters()
+        status = limiter.status()
     assert report.passed
     assert status.reason.startswith("probing above the headers' 60/min"), status.reason
 

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from tests.test_cli import cli
-from tui_eval import Agent, Case, contains, equals, evaluate
+from tui_eval import Agent, Case, RunSettings, contains, equals, evaluate
 from tui_eval.agents import TokenLimitExceeded
+from tui_eval.agents.http.context import Runtime
 from tui_eval.agents.http.limits import LimitStatus, RateLimiter
 from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.providers import ModelSpecError, resolve_model
@@ -82,13 +83,26 @@ class LimiterLog:
         limiter.on_limited = logged_on_limited  # type: ignore[method-assign]
 
 
+def logged_runtime() -> tuple[Runtime, list[LimiterLog]]:
+    """A runtime whose every limiter is logged (its runs' logs, in the order made)."""
+    logs: list[LimiterLog] = []
+
+    def factory(base_url: str, key: str, rpm: float | None, tpm: float | None) -> RateLimiter:
+        logs.append(LimiterLog(RateLimiter(base_url, rpm=rpm, tpm=tpm)))
+        return logs[-1].limiter
+
+    return Runtime(factory), logs
+
+
 async def test_a_429_pauses_every_worker_and_the_pace_is_learned_without_headers():
     # 40 requests from 20 workers against a 40 req/s bucket that sends no limit headers.
     with LoopbackAPI(rate=40, burst=2, latency=0.01, headers=False) as api:
         provider = OpenAIProvider("m", base_url=api.url)
-        log = LimiterLog(provider.limiter())
-        report = await evaluate(Agent(provider), echo_cases(40), concurrency=20)
+        runtime, logs = logged_runtime()
+        settings = RunSettings(concurrency=20, runtime=runtime)
+        report = await evaluate(Agent(provider), echo_cases(40), settings=settings)
     assert report.passed, report.header()
+    (log,) = logs
     stats = api.stats.as_dict()
     assert api.stats.ok == 40 and api.stats.limited >= 1, stats  # burst 2: the first wave hits
     # Every request the server saw was let go by the shared limiter, and every 429 told it.
@@ -108,9 +122,11 @@ async def test_rate_limit_headers_set_the_pace_before_anything_is_rejected_again
     monkeypatch.setattr("tui_eval.agents.http.limits.PROBE_AFTER_S", 3600.0)
     with LoopbackAPI(rate=50, burst=2, latency=0.01) as api:
         provider = OpenAIProvider("m", base_url=api.url)
-        log = LimiterLog(provider.limiter())
-        report = await evaluate(Agent(provider), echo_cases(50), concurrency=10)
-        limiter = provider.limiter()
+        runtime, logs = logged_runtime()
+        settings = RunSettings(concurrency=10, runtime=runtime)
+        report = await evaluate(Agent(provider), echo_cases(50), settings=settings)
+    (log,) = logs
+    limiter = log.limiter
     assert report.passed
     assert limiter.pace is not None and limiter.pace <= 50
     # Only the first wave (one request per worker) leaves before a response said the limit;

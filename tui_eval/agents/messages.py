@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
 import json
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,12 +20,10 @@ STOP_REASONS: tuple[str, ...] = ("stop", "length", "content_filter", "tool_calls
 UNKNOWN_STOP_REASON = "unknown"
 """The stop reason of a response whose server sent none (`finish_reason: null`)."""
 
-_ids = itertools.count(1)
-
 
 def new_call_id() -> str:
-    """A process-unique tool-call id for providers that do not supply one."""
-    return f"call_{next(_ids)}"
+    """A unique tool-call id for providers that do not supply one."""
+    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 @dataclass(slots=True, repr=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 
+from tui_eval.agents.http.context import Runtime
 from tui_eval.cli.exit_codes import (
     EXIT_FAILED,
     EXIT_NOTHING_RAN,
@@ -330,6 +331,7 @@ async def _run_suites(
     `exports` (the files written at the end) are journaled, for a resume to write."""
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
+    runtime = Runtime()  # the suites' runs pace themselves as one against each API
     planned: list[RunPlan] = []
     for suite, request, rechecked in plans:
         if suite.skip:
@@ -345,7 +347,9 @@ async def _run_suites(
     # Every suite's journal is opened first, so a run killed in its first suite resumes
     # the ones it never reached too.
     services = [
-        SuiteRun.start(plan, history=history, invocation=invocation, exports=exports)
+        SuiteRun.start(
+            plan, history=history, invocation=invocation, exports=exports, runtime=runtime
+        )
         for plan in planned
     ]
     return await _execute_all(services, signals=signals), False
@@ -488,9 +492,12 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
         # Every run of the invocation is taken (locked) before any runs, so a second
         # resume started meanwhile finds them all taken instead of running the later ones.
         services: list[SuiteRun] = []
+        runtime = Runtime()
         for record in records:
             try:
-                services.append(SuiteRun.resume(record, history=history, force=force))
+                services.append(
+                    SuiteRun.resume(record, history=history, force=force, runtime=runtime)
+                )
             except (ResumeError, JournalFileError) as exc:
                 print_error(f"error: {exc}")
                 failed = True

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Protocol, TypedDict
 import pydantic
 
 from tui_eval.agents.http.cache import CACHE_MODES, CacheMode, ResponseCache
-from tui_eval.agents.http.context import ProviderSession
+from tui_eval.agents.http.context import Runtime
 from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import Price
 from tui_eval.core.budget import CostBudget
@@ -73,7 +73,7 @@ CacheSetting = bool | CacheMode | ResponseCache
 """`True`/`"on"`, `"read-only"`, `False`/`"off"`, or a `ResponseCache` of one's own."""
 
 # The settings the journal keeps (a resumed run runs as the first one did): the others are
-# Python objects (a price function, a shared budget, an executor, a session) that a
+# Python objects (a price function, a shared budget, an executor, a runtime) that a
 # front-end rebuilds from what it was asked.
 JOURNALED = (
     "concurrency",
@@ -123,9 +123,9 @@ class RunSettings(pydantic.BaseModel):
             the report says the run stopped on time.
         max_samples: `decide()` and `compare_agents()`: at most this many samples per case
             (and side) before a case is left undecided.
-        session: whose rate limiters the run's requests go through; None is the process's
-            default session, which every run not given one shares (one limiter per API
-            quota). A `ProviderSession()` of its own keeps a run (a test) apart.
+        runtime: the `Runtime` whose rate limiters (one per API quota) and prices the run
+            uses; runs given one runtime pace themselves as one against an API. None: a
+            runtime of the run's own (the CLI and the app give every run theirs).
         count_user_faults: count the conversations a user simulator failed (`Case(user=...)`
             samples whose fault is the user's) in pass rates, pass^k, `decide()` and the
             exit code; by default they are left out, and every summary says how many.
@@ -144,7 +144,7 @@ class RunSettings(pydantic.BaseModel):
     parallel_samples: bool = False
     time_budget: Seconds | None = None
     max_samples: Count = 100
-    session: pydantic.SkipValidation[ProviderSession | None] = None
+    runtime: pydantic.SkipValidation[Runtime | None] = None
     count_user_faults: bool = False
 
     @pydantic.field_validator("cache", mode="before")
@@ -232,7 +232,7 @@ class SettingKeywords(TypedDict, total=False):
     parallel_samples: bool | None
     time_budget: float | None
     max_samples: int | None
-    session: ProviderSession | None
+    runtime: Runtime | None
     count_user_faults: bool | None
 
 

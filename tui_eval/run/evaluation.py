@@ -242,7 +242,7 @@ class Evaluation:
         started = time.monotonic()
         while True:
             await anyio.sleep(STATUS_EVERY_S)
-            limiters = self.samples.context.session.limiters()
+            limiters = self.samples.context.runtime.limiters()
             used = [limiter.status() for limiter in limiters if limiter.last_used >= started]
             if used or self.budget is not None:
                 spent = self.ledger.spent if self.ledger.priced else None

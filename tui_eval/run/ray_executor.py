@@ -13,11 +13,12 @@
 - **Faults.** When a worker dies, the samples it had not sent back are queued again on a
   new worker: none lost, none counted twice (the driver keeps the first result of each).
   Cancelling keeps the finished samples; a killed driver resumes from its journal.
-- **Workers are kept between runs.** A run that finishes leaves its workers idle for the
-  driver's next run (the app's rerun loop), which has them load its suite file again
-  instead of starting new processes (about a second each). Runs with another allowed
-  environment get their own; a cancelled or failed run's workers are stopped; all stop
-  with the driver, or with `release_workers()`.
+- **Workers are kept between runs.** A run that finishes leaves its workers idle in its
+  runtime (`Runtime.idle_workers`) for the runtime's next run (the app's rerun loop),
+  which has them load its suite file again instead of starting new processes (about a
+  second each). Runs with another allowed environment get their own; a cancelled or
+  failed run's workers are stopped; all stop with the driver, when their runtime is
+  collected, or with `release_workers(runtime)`.
 - **Secrets.** Workers get only an allow-list of environment variables (the providers' key
   variables, `TUI_EVAL_*`, and the suite's `skip_unless_env`), through `runtime_env`.
 
@@ -47,6 +48,7 @@ from tui_eval.run.ray_worker import encode as encode  # the wire format, beside 
 from tui_eval.util.secrets import SECRET_SUFFIXES
 
 if TYPE_CHECKING:
+    from tui_eval.agents.http.context import Runtime
     from tui_eval.run.runner import Evaluation
 
 INSTALL_HINT = "pip install 'tui-eval[ray]'"
@@ -61,15 +63,11 @@ Unit = tuple[int, int]
 """(case index, sample index) within the driver's run."""
 
 
-_IDLE: dict[str, list[Any]] = {}
-"""Workers that finished a run of this driver, by `RayExecutor._pool_key`."""
-
-
-def release_workers() -> int:
-    """Stop the idle workers this driver's runs left (they also stop when it exits);
-    returns how many."""
-    idle = [actor for actors in _IDLE.values() for actor in actors]
-    _IDLE.clear()
+def release_workers(runtime: Runtime) -> int:
+    """Stop the idle workers the runs of `runtime` left (they also stop when the driver
+    exits); returns how many."""
+    idle = [actor for actors in runtime.idle_workers.values() for actor in actors]
+    runtime.idle_workers.clear()
     if idle:
         ray = import_ray()
         for actor in idle:
@@ -255,10 +253,11 @@ class RayExecutor:
         # Workers left by this driver's earlier runs load this run's suite; a new worker
         # (a new process, about a second) is started only for the rest.
         key = self._pool_key()
-        idle = _IDLE.pop(key, [])
+        pool = evaluation.samples.context.runtime.idle_workers
+        idle = pool.pop(key, [])
         self.actors = [idle.pop() if idle else self._new_actor() for _ in range(count)]
         if idle:
-            _IDLE[key] = idle
+            pool[key] = idle
         prepared = [actor.prepare.remote(*options) for actor in self.actors]
 
         async def serve(slot: int) -> None:
@@ -294,7 +293,7 @@ class RayExecutor:
             with anyio.CancelScope(shield=True):
                 await self._keep_unsent(evaluation, positions)
             if keep:  # idle and healthy: the next run of this driver starts at once
-                _IDLE.setdefault(key, []).extend(self.actors)
+                pool.setdefault(key, []).extend(self.actors)
             else:  # a cancelled or failed run may leave work running on them
                 for actor in self.actors:
                     ray.kill(actor, no_restart=True)

@@ -6,7 +6,7 @@
 - The batches' wire format (`encode` / `decode`), which the driver decodes.
 - The cluster-wide rate limiter: a `LimiterActor` per API quota, reached from each
   worker's providers through a `SharedLimiter` (the limiters of the worker's
-  `ProviderSession`).
+  `Runtime`).
 
 The driver (`RayExecutor`) schedules units onto these workers and records what they send.
 Importing this module never imports Ray.
@@ -152,7 +152,7 @@ class SharedLimiter:
 
 
 def shared_limiter_factory(ray: Any) -> Any:
-    """The limiter factory of a worker's `ProviderSession`: one named actor per (base URL,
+    """The limiter factory of a worker's `Runtime`: one named actor per (base URL,
     key), shared by every worker of the cluster."""
 
     def build(base_url: str, fingerprint: str, rpm: float | None, tpm: float | None) -> Any:
@@ -195,9 +195,9 @@ class SampleWorker:
     def __init__(self) -> None:
         import ray
 
-        from tui_eval.agents.http.context import ProviderSession
+        from tui_eval.agents.http.context import Runtime
 
-        self._session = ProviderSession(shared_limiter_factory(ray))
+        self._runtime = Runtime(shared_limiter_factory(ray))
         """The rate limiters of every run this worker serves: the cluster's, shared."""
         self._batches: list[list[tuple[str, SampleResult]]] = []
         self._streams: dict[int, int] = {}
@@ -234,7 +234,7 @@ class SampleWorker:
             RunSettings(
                 provider=ProviderOptions(**provider) if provider else None,
                 cache=cache,
-                session=self._session,
+                runtime=self._runtime,
             ),
         )
         self.positions: dict[str, int] = {}

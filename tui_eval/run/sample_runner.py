@@ -1,7 +1,7 @@
 """`SampleRunner`: one sample of one case, the normal way — the agent call or a saved run,
 timeouts, checks and judges, metering, pricing and redaction — without recording it.
 
-It holds the run's `RunContext` (provider options, cache, the session of its rate
+It holds the run's `RunContext` (provider options, cache, the runtime of its rate
 limiters) and makes each sample a `SampleContext`, current while the sample's agent and
 checks run, and a `CheckContext` for the checks that take one.
 
@@ -27,8 +27,8 @@ from tui_eval.agents.http.context import (
     CURRENT_SAMPLE,
     RetryListener,
     RunContext,
+    Runtime,
     SampleContext,
-    default_session,
 )
 from tui_eval.agents.http.metering import SampleMeter
 from tui_eval.agents.messages import RunResult, Usage
@@ -103,7 +103,7 @@ class SampleRunner:
         cases: the run's cases, by index (as the source planned them).
         source: where the samples' runs come from.
         settings: the run's settings; a runner reads `price`, `provider`, `cache` and
-            `session` (None: the process's default session, shared with every other run).
+            `runtime` (None: one of its own).
         emit: receives the samples' `SampleStateChanged` events.
     """
 
@@ -122,7 +122,7 @@ class SampleRunner:
         self.context = RunContext(
             settings.provider,
             response_cache(settings.cache),
-            settings.session or default_session(),
+            settings.runtime or Runtime(),
         )
         """What the run's providers share (options, cache, rate limiters, clients)."""
         self.emit = emit

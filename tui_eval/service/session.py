@@ -7,11 +7,11 @@ go through the service's policy, or the same policy over a saved report.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui_eval.agents.http.context import Runtime
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
 from tui_eval.run.state import Clock, RunState
@@ -30,9 +30,6 @@ from tui_eval.service.suite_run import (
     save_baseline,
 )
 from tui_eval.suites import Suite
-
-INVOCATION = uuid.uuid4().hex[:12]
-"""Every run started in one app session belongs to one invocation (resumed together)."""
 
 
 @dataclass(kw_only=True)
@@ -64,14 +61,17 @@ class RunSession:
         *,
         clock: Clock,
         history: RunHistory | None,
+        invocation: str,
+        runtime: Runtime | None = None,
         title: str = "",
         baseline: Report | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> RunSession:
         """Prepare a new run of `suite` (call `run()` in a worker to start it).
 
-        A decide run compares with `baseline` when given (else the baseline file);
-        `on_event` sees each event after the state has.
+        Every run one app session starts belongs to its `invocation` (resumed together)
+        and shares its `runtime`. A decide run compares with `baseline` when given (else
+        the baseline file); `on_event` sees each event after the state has.
 
         Raises:
             EmptySelection: the request selects no case.
@@ -87,8 +87,9 @@ class RunSession:
         service = SuiteRun.start(
             plan_run(suite, request, baseline=baseline),
             history=history,
-            invocation=INVOCATION,
+            invocation=invocation,
             on_event=state.apply if on_event is None else apply,
+            runtime=runtime,
         )
         return cls(
             state=state,
@@ -98,14 +99,21 @@ class RunSession:
         )
 
     @classmethod
-    def resume(cls, record: RunRecord, *, clock: Clock, history: RunHistory) -> RunSession:
+    def resume(
+        cls,
+        record: RunRecord,
+        *,
+        clock: Clock,
+        history: RunHistory,
+        runtime: Runtime | None = None,
+    ) -> RunSession:
         """Prepare to finish an interrupted run with its journaled request.
 
         Raises:
             ResumeError: it cannot be resumed (the message says why).
         """
         state = RunState(record.suite, clock=clock)
-        service = SuiteRun.resume(record, history=history, on_event=state.apply)
+        service = SuiteRun.resume(record, history=history, on_event=state.apply, runtime=runtime)
         return cls(
             state=state,
             service=service,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from tui_eval.agents.http.context import Runtime
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings
@@ -100,6 +101,7 @@ class SuiteRun:
         done: dict[str, list[SampleResult]] | None = None,
         done_a: dict[str, list[SampleResult]] | None = None,
         on_event: Callable[[Event], None] | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
         self.plan = plan
         self.suite = plan.suite
@@ -112,6 +114,8 @@ class SuiteRun:
             metadata["run_id"] = journal.record.run_id
         if done is not None:
             metadata["resumed"] = True
+        if runtime is not None and self.settings.runtime is None:
+            self.settings = self.settings.replace(runtime=runtime)
         if self.settings.count_user_faults:  # every report of the run says it counted them
             metadata[COUNT_USER_FAULTS] = True
         if plan.rechecked is not None:
@@ -167,11 +171,13 @@ class SuiteRun:
         invocation: str,
         on_event: Callable[[Event], None] | None = None,
         exports: Exports | None = None,
+        runtime: Runtime | None = None,
     ) -> SuiteRun:
         """A new run as `plan` (`plan_run()`) says, journaled in `history` (if given).
 
         `exports` are the report files the invocation writes once its suites have run:
-        journaled, so that a resume writes them too.
+        journaled, so that a resume writes them too. `runtime` is the front-end's (its
+        runs share its rate limiters), unless the suite's settings give one.
         """
         journal = None
         if history is not None:
@@ -183,7 +189,7 @@ class SuiteRun:
                 definitions=definitions(plan.suite),
                 exports=exports,
             )
-        return cls(plan, journal=journal, on_event=on_event)
+        return cls(plan, journal=journal, on_event=on_event, runtime=runtime)
 
     @classmethod
     def resume(
@@ -193,6 +199,7 @@ class SuiteRun:
         history: RunHistory,
         on_event: Callable[[Event], None] | None = None,
         force: bool = False,
+        runtime: Runtime | None = None,
     ) -> SuiteRun:
         """Finish the interrupted run `record` as its request asked.
 
@@ -233,7 +240,9 @@ class SuiteRun:
             raise ResumeError(str(exc)) from None
         done = read_journal_samples(record.journal_path)
         done_a = read_journal_samples(record.journal_path, arm="a") if plan.agents else None
-        return cls(plan, journal=journal, done=done, done_a=done_a, on_event=on_event)
+        return cls(
+            plan, journal=journal, done=done, done_a=done_a, on_event=on_event, runtime=runtime
+        )
 
     # -- running -----------------------------------------------------------------------
     @property

@@ -195,7 +195,10 @@ class TuiEvalApp(App[int]):
             return
         try:
             session = RunSession.resume(
-                message.record, clock=self.workspace.clock, history=self.workspace.history
+                message.record,
+                clock=self.workspace.clock,
+                history=self.workspace.history,
+                runtime=self.workspace.runtime,
             )
         except ResumeError as exc:
             self.notify(str(exc), severity="warning")

@@ -8,9 +8,11 @@ show or resume things with messages ("messages up"); they never reach into the a
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from tui_eval.agents.http.context import Runtime
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
 from tui_eval.run.state import Clock
@@ -32,6 +34,8 @@ class Workspace(SuiteSet):
         request: the request the app was launched with (`tui-eval run --filter ...`).
         sessions: the latest full run of each suite started in this session, by suite name.
         watching: suites in watch mode (an edit reruns them), wherever the user is.
+        runtime: what every run of the session shares (its rate limiters, idle workers).
+        invocation: the id of every run the session starts (resumed together).
     """
 
     history: RunHistory | None
@@ -39,6 +43,8 @@ class Workspace(SuiteSet):
     request: RunRequest = field(default_factory=RunRequest)
     sessions: dict[str, RunSession] = field(default_factory=dict)
     watching: set[str] = field(default_factory=set)
+    runtime: Runtime = field(default_factory=Runtime)
+    invocation: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
     def new_session(
         self,
@@ -64,6 +70,8 @@ class Workspace(SuiteSet):
             request or self.request,
             clock=self.clock,
             history=self.history,
+            invocation=self.invocation,
+            runtime=self.runtime,
             title=title,
             baseline=baseline,
             on_event=on_event,

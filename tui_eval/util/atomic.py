@@ -11,10 +11,11 @@ from pathlib import Path
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
-FSYNC = True
-"""Flush each write to the disk before the rename, so that a crash of the machine leaves the
-old file or the new one. (Tests turn it off: no test can crash the machine, and hundreds of
-fsyncs were seconds of their waiting.)"""
+FSYNC_VARIABLE = "TUI_EVAL_FSYNC"
+"""Each write is flushed to the disk before the rename, so that a crash of the machine leaves
+the old file or the new one — unless this environment variable is `0` (read at each write:
+the tests set it, since no test can crash the machine and hundreds of fsyncs were seconds of
+their waiting)."""
 
 
 def _umask() -> int:
@@ -72,7 +73,7 @@ def atomic_write_all(
                 open_temps[index] = _temp_file(path, data, private)
             except OSError as error:
                 errors[index] = error
-        if FSYNC:
+        if os.environ.get(FSYNC_VARIABLE) != "0":
             for index, (fd, _) in open_temps.items():
                 try:
                     os.fsync(fd)

@@ -19,7 +19,7 @@ from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
 from tui_eval.agents.http.context import current_sample
-from tui_eval.agents.http.metering import ResponseTokens, price_of
+from tui_eval.agents.http.metering import ResponseTokens
 
 MAX_VISITED = 20_000
 """Objects looked at while searching an agent for SDK clients: a bound, not a walk of the
@@ -141,7 +141,7 @@ def charge_unmetered(
         return
     meter.external = True
     for provider, model, tokens in usages:
-        cost = price_of(provider, model, tokens)
+        cost = sample.run.runtime.price_of(provider, model, tokens)
         if cost is not None:
             meter.cost += cost
             meter.priced = True

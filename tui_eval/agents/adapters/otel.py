@@ -261,24 +261,28 @@ def record(span: Any) -> SpanRecord:
     )
 
 
-_installed: dict[int, _Collector] = {}
-_install_lock = threading.Lock()
+COLLECTOR_ATTRIBUTE = "tui_eval_collector"
+"""Where a tracer provider keeps the processor tui-eval added to it (OpenTelemetry has no
+public way to ask a provider for its processors)."""
 
 
 def _collector(provider: Any = None) -> tuple[Any, _Collector]:
-    """The tracer provider spans are collected from, with our processor added once."""
+    """The tracer provider spans are collected from, with our processor added once.
+
+    It is added from the event loop's thread; were two loops to add one to a provider at
+    once, each would still collect exactly the traces opened on it."""
     from opentelemetry import trace
 
-    with _install_lock:
-        if provider is None:
-            provider = trace.get_tracer_provider()
-            if not hasattr(provider, "add_span_processor"):
-                from opentelemetry.sdk.trace import TracerProvider
+    if provider is None:
+        provider = trace.get_tracer_provider()
+        if not hasattr(provider, "add_span_processor"):
+            from opentelemetry.sdk.trace import TracerProvider
 
-                trace.set_tracer_provider(TracerProvider())
-                provider = trace.get_tracer_provider()
-        collector = _installed.get(id(provider))
-        if collector is None:
-            collector = _installed[id(provider)] = _Collector()
-            provider.add_span_processor(collector)
+            trace.set_tracer_provider(TracerProvider())
+            provider = trace.get_tracer_provider()
+    collector = getattr(provider, COLLECTOR_ATTRIBUTE, None)
+    if not isinstance(collector, _Collector):
+        collector = _Collector()
+        provider.add_span_processor(collector)
+        setattr(provider, COLLECTOR_ATTRIBUTE, collector)
     return provider, collector

@@ -155,6 +155,7 @@ class _BridgeTransport(httpx2.BaseTransport):
         return decoded_response(response, content, request=request)
 
     def close(self) -> None:
+        self._inner.outside.drop()
         if self._portal_cm is not None:
             self._portal_cm.__exit__(None, None, None)
             self._portal = self._portal_cm = None
@@ -192,7 +193,7 @@ def http_client(
     Pass it wherever an SDK takes an httpx client: `openai.AsyncOpenAI(http_client=...)`,
     `anthropic.AsyncAnthropic(http_client=...)`, pydantic-ai's providers
     (`OpenAIProvider(http_client=...)`), langchain-openai's `http_async_client=`. Outside a
-    run it works as a plain client with the limiter of the process.
+    run it works as a plain client with limiters of its own.
 
     Args:
         timeout: seconds for a whole response (default: the run's, else 600).

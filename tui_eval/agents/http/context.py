@@ -1,12 +1,13 @@
-"""What a run's providers share, and what one sample's requests are counted in.
+"""The runtime that runs share, the run a request counts in, and its sample.
 
-- A `ProviderSession` owns rate limiters: one per API quota (base URL, key). Runs in one
-  process share the default session (`default_session()`), so two runs against one API
-  pace themselves as one, as its quota needs; a run given a session of its own (a test, a
-  Ray worker sharing the cluster's limiters) shares none with the others.
-- A `RunContext` is one run's: its provider options (the suite's and the command line's),
-  its response cache, its session, and its connections (`sockets`, closed when the run
-  ends).
+- A `Runtime` owns what outlives one run: the rate limiters (one per API quota: base URL,
+  key) and the prices looked up in the price table. Whoever starts runs owns one — the
+  CLI one per process, the app one, `evaluate()` a fresh one unless given one
+  (`RunSettings(runtime=...)`) — so runs of one runtime pace themselves as one against an
+  API, as its quota needs; a Ray worker's builds limiters the whole cluster shares.
+- A `RunContext` is one run's: its runtime, its provider options (the suite's and the
+  command line's), its response cache and its connections (`sockets`, closed when the run
+  ends). A client used outside any run has a context of its own, closed with it.
 - A `SampleContext` is one sample's: its run's context, its meter, whom to tell about a
   retry, and which sample it is (case name, index).
 
@@ -21,7 +22,7 @@ instead (`tui_eval.checks.CheckContext`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ import anyio
 
 from tui_eval.agents.http.cache import ResponseCache
 from tui_eval.agents.http.limits import RateLimiter
-from tui_eval.agents.http.metering import SampleMeter
+from tui_eval.agents.http.metering import ResponseTokens, SampleMeter, price_ref, price_with
 from tui_eval.agents.http.options import ProviderOptions
 
 if TYPE_CHECKING:
@@ -42,28 +43,36 @@ LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimite
 RetryListener = Callable[[int, float], None]
 """Told (attempt, delay in seconds) before a provider retries a request."""
 
+MAX_PRICED_MODELS = 1_024
+"""Models whose place in the price table a runtime remembers (then it starts over)."""
 
-class ProviderSession:
-    """The rate limiters of the runs that share this session: one per API quota.
 
-    Every run uses one: its own (`RunSettings.session`) or the process's default
-    (`default_session()`), which every run not given one shares.
+class Runtime:
+    """What the runs given this runtime share: one rate limiter per API quota, and the
+    models' places in the price table (the table is loaded when a first price is needed).
 
     Example:
-        >>> session = ProviderSession()  # limiters no other run shares
-        >>> report = await evaluate(agent, cases, settings=RunSettings(session=session))  # doctest: +SKIP
+        >>> runtime = Runtime()  # these runs pace themselves as one against each API
+        >>> settings = RunSettings(runtime=runtime)
+        >>> report = await evaluate(agent, cases, settings=settings)  # doctest: +SKIP
 
     Args:
         limiter_factory: builds a quota's limiter (default: an in-process `RateLimiter`); a
             Ray worker's builds handles on limiters the whole cluster shares.
+
+    Attributes:
+        idle_workers: workers an executor left idle after a run, for this runtime's next
+            run (by the executor's pool key).
     """
 
     def __init__(self, limiter_factory: LimiterFactory | None = None) -> None:
         self._factory = limiter_factory
         self._limiters: dict[tuple[str, str], RateLimiter] = {}
+        self._prices: dict[tuple[str, str], tuple[str | None, str] | None] = {}
+        self.idle_workers: dict[str, list[Any]] = {}
 
     def __repr__(self) -> str:
-        return f"ProviderSession({len(self._limiters)} limiters)"
+        return f"Runtime({len(self._limiters)} limiters)"
 
     def limiter(
         self, base_url: str, fingerprint: str, *, rpm: float | None = None, tpm: float | None = None
@@ -84,43 +93,20 @@ class ProviderSession:
         return limiter
 
     def limiters(self) -> list[RateLimiter]:
-        """Every limiter this session has made."""
+        """Every limiter this runtime has made."""
         return list(self._limiters.values())
 
-    @contextlib.contextmanager
-    def as_default(self) -> Iterator[ProviderSession]:
-        """Within this block, this is the default session: runs given none, and providers
-        used outside a run, use its limiters (the tests give each test a fresh one)."""
-        global _default_session
-        previous, _default_session = _default_session, self
-        try:
-            yield self
-        finally:
-            _default_session = previous
-
-
-_default_session = ProviderSession()
-
-
-def default_session() -> ProviderSession:
-    """The session of every run not given one: runs in one process share its limiters."""
-    return _default_session
-
-
-_default_sockets: Sockets | None = None
-
-
-def default_sockets() -> Sockets:
-    """The connections of requests made outside any run (a provider called directly)."""
-    global _default_sockets
-    if _default_sockets is None:
-        from tui_eval.agents.http.sockets import Sockets
-
-        _default_sockets = Sockets()
-        import atexit
-
-        atexit.register(_default_sockets.drop)  # its loop is gone by then: nothing to await
-    return _default_sockets
+    def price_of(self, provider: str, model: str, tokens: ResponseTokens) -> float | None:
+        """Dollars for one response by the built-in price table, None if unknown (as
+        `metering.price_of`; where the table has `model` is looked up once per runtime)."""
+        key = (provider, model)
+        if key in self._prices:
+            ref = self._prices[key]
+        else:
+            if len(self._prices) >= MAX_PRICED_MODELS:
+                self._prices.clear()
+            ref = self._prices[key] = price_ref(provider, model)
+        return None if ref is None else price_with(ref, tokens)
 
 
 @dataclass(eq=False, slots=True)
@@ -131,13 +117,12 @@ class RunContext:
         provider: the suite's and the command line's provider options, which every HTTP
             provider of the run applies over its own (None: none).
         cache: the response cache (None: no cache).
-        session: whose rate limiters the run's requests go through (by default the
-            process's, shared with every other run).
+        runtime: whose rate limiters and prices the run uses (by default one of its own).
     """
 
     provider: ProviderOptions | None = None
     cache: ResponseCache | None = None
-    session: ProviderSession = field(default_factory=default_session)
+    runtime: Runtime = field(default_factory=Runtime)
     _sockets: Sockets | None = field(default=None, init=False, repr=False)
 
     @property
@@ -157,10 +142,20 @@ class RunContext:
         try:
             yield
         finally:
-            sockets, self._sockets = self._sockets, None
-            if sockets is not None:
-                with anyio.CancelScope(shield=True):
-                    await sockets.aclose()
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connections opened so far (later requests open new ones)."""
+        sockets, self._sockets = self._sockets, None
+        if sockets is not None:
+            with anyio.CancelScope(shield=True):
+                await sockets.aclose()
+
+    def drop(self) -> None:
+        """Let go of the connections without awaiting anything (their loop may be gone)."""
+        sockets, self._sockets = self._sockets, None
+        if sockets is not None:
+            sockets.drop()
 
 
 @dataclass(eq=False, slots=True)

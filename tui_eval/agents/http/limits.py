@@ -1,8 +1,8 @@
 """One rate limiter per (base URL, API key): every request to that quota goes through it.
 
-A provider's rate limit is shared by every worker of a run (and every run in the
-process: limiters belong to a `ProviderSession`, in `context.py`, which runs share by
-default), so backing off must be shared too. The limiter keeps one *pace* (requests per
+A provider's rate limit is shared by every worker of a run (and every run of one
+runtime: limiters belong to a `Runtime`, in `context.py`; the CLI and the app have one
+each), so backing off must be shared too. The limiter keeps one *pace* (requests per
 second) and one pause for all of them:
 
 - **Headers first.** OpenAI's `x-ratelimit-limit-requests` / `-tokens` and Anthropic's

@@ -13,16 +13,10 @@ price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved
 from __future__ import annotations
 
 import codecs
-import contextlib
-import functools
-import importlib.util
 import json
 import math
-import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tui_eval.agents.messages import Usage
@@ -235,11 +229,16 @@ def price_of(provider: str, model: str, tokens: ResponseTokens) -> float | None:
     """Dollars for one response by the built-in price table (genai-prices), None if unknown.
 
     The model decides, not the host: `gpt-4o-mini` behind a proxy on localhost is priced.
-    A provider prefix (`openai/gpt-4o-mini`, as proxies write it) is understood.
+    A provider prefix (`openai/gpt-4o-mini`, as proxies write it) is understood. Each call
+    looks the model up in the table (a few milliseconds): a run prices through its
+    runtime (`Runtime.price_of`), which looks each model up once.
     """
-    ref = _price_ref(provider, model)
-    if ref is None:
-        return None
+    ref = price_ref(provider, model)
+    return None if ref is None else price_with(ref, tokens)
+
+
+def price_with(ref: tuple[str | None, str], tokens: ResponseTokens) -> float | None:
+    """Dollars for `tokens` of the model the table knows as `ref` (from `price_ref`)."""
     from genai_prices import Usage, calc_price
 
     usage = Usage(
@@ -256,32 +255,13 @@ def price_of(provider: str, model: str, tokens: ResponseTokens) -> float | None:
     return cost if math.isfinite(cost) and cost >= 0 else None
 
 
-@functools.lru_cache(maxsize=256)
-def _price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
-    """(provider id, model ref) under which genai-prices knows `model`, looked up once.
+def price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
+    """(provider id, model ref) under which genai-prices knows `model`, None if it does not.
 
-    Loading the price table costs about 0.2 s of CPU, paid at a run's first response
-    while every other request waits. A model the table does not know (a local model,
-    a fine-tune) is remembered in the cache folder, per installed table, so later runs
-    know it is unpriced without loading the table.
+    The first call in a process imports the price table (0.1-0.4 s of CPU).
     """
-    if not model or _known_unpriced(provider, model):
+    if not model:
         return None
-    ref = _look_up(provider, model)
-    table = _table_identity()
-    if ref is None and table is not None:
-        _remember_unpriced(table, f"{provider}\t{model}")
-    return ref
-
-
-def _known_unpriced(provider: str, model: str) -> bool:
-    """Whether the installed price table is remembered not to know `model` (read from the
-    cache folder, without loading the table)."""
-    table = _table_identity()
-    return table is not None and f"{provider}\t{model}" in _unpriced(table)
-
-
-def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
     from genai_prices import Usage, calc_price
 
     prefix, _, bare = model.rpartition("/")
@@ -296,86 +276,3 @@ def _look_up(provider: str, model: str) -> tuple[str | None, str] | None:
             continue
         return provider_id, ref
     return None
-
-
-_warming: threading.Thread | None = None
-"""The thread loading the price table, once per process (None: not started)."""
-_warm_asked = False
-"""Whether a metered request has gone out in this process (the load is decided once)."""
-
-
-def warm_prices(provider: str, model: str) -> None:
-    """Start loading the price table in a thread, once per process, as the first metered
-    request goes out: its answer is priced without the event loop loading the table (0.1–0.4
-    s of imports, while every other request would wait). Nothing starts for a model the
-    installed table is known not to price."""
-    global _warming, _warm_asked
-    if _warm_asked or not model:  # every later request: one check, no file read
-        return
-    _warm_asked = True
-    if _known_unpriced(provider, model):
-        return
-    _warming = threading.Thread(
-        target=_warm, args=(provider, model), name="tui-eval prices", daemon=True
-    )
-    _warming.start()
-
-
-def _warm(provider: str, model: str) -> None:
-    with contextlib.suppress(Exception):  # the loop's own lookup meets it again
-        _price_ref(provider, model)
-
-
-UNPRICED_FILE = "unpriced-models.json"
-"""In the cache folder: the models the installed price table does not know."""
-MAX_UNPRICED = 1_000
-
-
-@functools.lru_cache(maxsize=1)
-def _table_identity() -> str | None:
-    """Which price table is installed (its data file's path, size and time), found without
-    importing it; None if it cannot be told."""
-    try:
-        spec = importlib.util.find_spec("genai_prices")
-        folders = spec.submodule_search_locations if spec is not None else None
-        if not folders:
-            return None
-        data = os.path.join(next(iter(folders)), "data.py")
-        info = os.stat(data)
-    except (ImportError, ValueError, OSError):
-        return None
-    return f"{data}:{info.st_size}:{info.st_mtime_ns}"
-
-
-def _unpriced_path() -> Path:
-    from tui_eval.util.home import data_root
-
-    return data_root() / "cache" / UNPRICED_FILE
-
-
-def _unpriced(table: str) -> frozenset[str]:
-    try:
-        stored = json.loads(_unpriced_path().read_bytes())
-    except (OSError, ValueError):
-        return frozenset()
-    if not isinstance(stored, dict) or stored.get("table") != table:
-        return frozenset()  # another price table: what it did not know may be known now
-    models = stored.get("models")
-    return (
-        frozenset(m for m in models if isinstance(m, str))
-        if isinstance(models, list)
-        else frozenset()
-    )
-
-
-def _remember_unpriced(table: str, key: str) -> None:
-    from tui_eval.util.atomic import atomic_write_bytes
-    from tui_eval.util.home import private_subfolder
-
-    models = sorted(_unpriced(table) | {key})[-MAX_UNPRICED:]
-    try:
-        path = private_subfolder("cache") / UNPRICED_FILE
-        payload = json.dumps({"table": table, "models": models}, indent=0)
-        atomic_write_bytes(path, payload.encode(), private=True)
-    except OSError:
-        pass  # a cache: the next run looks the model up again

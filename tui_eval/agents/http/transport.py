@@ -31,6 +31,7 @@ import datetime
 import random
 import re
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,21 +41,13 @@ import httpx2
 import pydantic_core
 
 from tui_eval.agents.http.cache import ResponseCache
-from tui_eval.agents.http.context import (
-    RunContext,
-    SampleContext,
-    current_sample,
-    default_session,
-    default_sockets,
-)
+from tui_eval.agents.http.context import RunContext, Runtime, SampleContext, current_sample
 from tui_eval.agents.http.limits import RateLimiter, RateLimitWait, key_fingerprint
 from tui_eval.agents.http.metering import (
     ResponseTokens,
     StreamUsage,
-    price_of,
     response_tokens,
     stated_cost,
-    warm_prices,
 )
 from tui_eval.agents.http.options import (
     DEFAULT_MAX_RETRIES,
@@ -148,6 +141,11 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         proxy: the proxy requests go through (None: direct), as httpx2 chose it for the URL.
         sample: the sample requests belong to when none is current.
         options: options over the defaults and under the run's (a client's `timeout=`).
+
+    Attributes:
+        outside: the context of requests made outside any run (a runtime and connections
+            of this transport's own), closed with it (`aclose`), or let go when it is
+            collected.
     """
 
     def __init__(
@@ -160,21 +158,26 @@ class MeteredTransport(httpx2.AsyncBaseTransport):
         self.proxy = proxy
         self.sample = sample
         self.options = options
+        self.outside = RunContext()
+        weakref.finalize(self, self.outside.drop)
+
+    async def aclose(self) -> None:
+        await self.outside.aclose()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample = current_sample() or self.sample
-        run = sample.run if sample is not None else None
+        run = sample.run if sample is not None else self.outside
         check_headers(request.headers.raw)
         given = request.extensions.get("tui_eval")
         info = given if isinstance(given, RequestInfo) else self._infer(request, run)
         return await _Send(request, info, sample, run).send(self.proxy)
 
-    def _infer(self, request: httpx2.Request, run: RunContext | None) -> RequestInfo:
+    def _infer(self, request: httpx2.Request, run: RunContext) -> RequestInfo:
         """An SDK's request, read: whose format, which model, which quota."""
         options = ProviderOptions()
         if self.options is not None:
             options = options.over(self.options)
-        if run is not None and run.provider is not None:
+        if run.provider is not None:
             given = run.provider
             options = options.over(given.model_copy(update={"headers": {}, "base_url": None}))
         path = request.url.path
@@ -206,7 +209,7 @@ class _Send:
         request: httpx2.Request,
         info: RequestInfo,
         sample: SampleContext | None,
-        run: RunContext | None,
+        run: RunContext,
     ) -> None:
         self.request = request
         self.info = info
@@ -252,7 +255,7 @@ class _Send:
         in its turn in the limiter, retried as the policy says."""
         request, info, run, sample = self.request, self.info, self.run, self.sample
         body = self.body
-        cache = run.cache if run is not None else None
+        cache = run.cache
         if (
             cache is not None
             and sample is not None
@@ -266,9 +269,9 @@ class _Send:
             if hit is not None:
                 return hit
             self.cache = cache
-        sockets = (run.sockets if run is not None else default_sockets()).get(proxy)
+        sockets = run.sockets.get(proxy)
         options = info.options
-        limiter = (run.session if run is not None else default_session()).limiter(
+        limiter = run.runtime.limiter(
             info.base_url,
             info.key if info.key is not None else key_of(request.headers.raw),
             rpm=options.rpm,
@@ -281,8 +284,6 @@ class _Send:
         max_retries = (
             options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
         )
-        if self.meter is not None:
-            warm_prices(info.provider, info.model)
         tokens = _token_estimate(body)
         failures = 0
 
@@ -419,7 +420,9 @@ class _Send:
         if isinstance(parsed, dict):
             if self.meter is not None:  # a sample cut off by its timeout is priced by these
                 cost = stated_cost(header_map(response))
-                self.meter.add(used, cost if cost is not None else list_price(info, parsed, used))
+                if cost is None:
+                    cost = list_price(self.run.runtime, info, parsed, used)
+                self.meter.add(used, cost)
             if self.cache is not None:
                 secrets = credential_values(None, _text_headers(self.request))
                 await self.cache.put(self.cache_key, parsed, secrets)
@@ -450,7 +453,7 @@ class _Send:
             return None
         if meter is not None:  # a known model's price, at no cost this time
             used = response_tokens(stored)
-            meter.add(used, list_price(info, stored, used), cached=True)
+            meter.add(used, list_price(self.run.runtime, info, stored, used), cached=True)
         return httpx2.Response(
             200,
             headers=[(b"content-type", b"application/json")],
@@ -489,7 +492,7 @@ class _Send:
             if meter is not None:
                 cost = stated_cost(header_map(response))
                 if cost is None and usage.seen:
-                    cost = price_of(info.provider, usage.model or info.model, used)
+                    cost = self.run.runtime.price_of(info.provider, usage.model or info.model, used)
                 meter.add(used, cost)
             if cache is not None and kept is not None:
                 secrets = credential_values(None, _text_headers(self.request))
@@ -763,11 +766,13 @@ def _server_error(body: bytes) -> tuple[str, bool]:
     return text, gone
 
 
-def list_price(info: RequestInfo, parsed: Mapping[str, Any], used: ResponseTokens) -> float | None:
+def list_price(
+    runtime: Runtime, info: RequestInfo, parsed: Mapping[str, Any], used: ResponseTokens
+) -> float | None:
     """The built-in price of an answer, by the model it names (else the one asked for)."""
     model = parsed.get("model")
     named = model if isinstance(model, str) and model else info.model
-    cost = price_of(info.provider, named, used)
+    cost = runtime.price_of(info.provider, named, used)
     if cost is None and named != info.model:
-        cost = price_of(info.provider, info.model, used)
+        cost = runtime.price_of(info.provider, info.model, used)
     return cost

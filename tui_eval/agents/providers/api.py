@@ -13,7 +13,7 @@ import httpx2
 import pydantic_core
 
 from tui_eval.agents.http.client import MeteredAsyncClient
-from tui_eval.agents.http.context import RunContext, current_sample, default_session
+from tui_eval.agents.http.context import RunContext, current_sample
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.http.options import (
     DEFAULT_MAX_RETRIES,
@@ -25,6 +25,7 @@ from tui_eval.agents.http.options import (
 from tui_eval.agents.http.transport import (
     MAX_RESPONSE_BYTES,
     InvalidHeader,
+    MeteredTransport,
     RequestFailed,
     RequestInfo,
     key_of,
@@ -39,7 +40,7 @@ class HTTPProvider:
     """Base of the providers that speak JSON over HTTP.
 
     - **Rate limits.** Every request goes through the one `RateLimiter` of its quota (base
-      URL and key) in the run's `ProviderSession`, shared with every other worker: a 429
+      URL and key) in the run's `Runtime`, shared with every other worker: a 429
       pauses them all, the pace is learned from 429s and rate-limit headers (see
       `limits.py`). A rate-limited request waits while the run makes progress; it fails
       only when nothing was accepted for `retry_budget` seconds (queued time included),
@@ -225,23 +226,37 @@ class HTTPProvider:
 
     def limiter(self) -> RateLimiter:
         """The rate limiter this provider's requests go through now (the current run's
-        session's, else the default session's)."""
+        runtime's, else, outside a run, its client's own)."""
         run = _current_run()
         resolved = self._settings(run)
         options = resolved.options
-        session = run.session if run is not None else default_session()
-        return session.limiter(
+        if run is None:
+            run = self._route(resolved.info.base_url)[1].outside
+        return run.runtime.limiter(
             resolved.info.base_url, resolved.info.key or "", rpm=options.rpm, tpm=options.tpm
         )
 
     async def aclose(self) -> None:
-        """Forget the client this provider routes its requests with (connections belong
-        to the run, closed when it ends, or to the process outside runs)."""
+        """Close the client this provider routes its requests with, and the connections
+        it opened outside runs (a run's connections close when the run ends)."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
 
     # -- requests -------------------------------------------------------------------------
+    def _route(self, url: str) -> tuple[httpx2.URL, MeteredTransport]:
+        """`url` parsed, and the layer's transport its requests go through (its client's
+        route: direct or a proxy, for every run alike)."""
+        client = self._client
+        if client is None:
+            try:
+                client = self._client = MeteredAsyncClient()
+            except ValueError as exc:  # a proxy variable tui-eval cannot use
+                raise self._fail(str(exc)) from None
+        target, transport = client.route(url)
+        assert isinstance(transport, MeteredTransport)
+        return target, transport
+
     def redact(self, text: str) -> str:
         """`text` with the API key (and the URL's credentials) replaced by `***`."""
         return redact_secrets(text, self._secrets())
@@ -261,13 +276,7 @@ class HTTPProvider:
         url = f"{info.base_url}{path}"
         if info.options.api_version:
             url = f"{url}?api-version={info.options.api_version}"
-        client = self._client
-        if client is None:  # the requests' routes (proxies), for every run alike
-            try:
-                client = self._client = MeteredAsyncClient()
-            except ValueError as exc:  # a proxy variable tui-eval cannot use
-                raise self._fail(str(exc)) from None
-        target, transport = client.route(url)
+        target, transport = self._route(url)
         request = httpx2.Request(
             "POST",
             target,

@@ -29,22 +29,24 @@ _BASELINE_SHOWN = {
 }
 INTERRUPTED = "interrupted · R resumes"
 """The status of a suite whose run can be finished (it fits the column at 80 and 120)."""
-_baseline_seen: dict[Path, tuple[tuple[int, int], tuple[str, str]]] = {}
+Seen = dict[Path, tuple[tuple[int, int], tuple[str, str]]]
+"""What `baseline_status` read of each file, by its size and modification time."""
 
 
-def baseline_status(path: Path) -> tuple[str, str]:
+def baseline_status(path: Path, seen: Seen) -> tuple[str, str]:
     """`saved`, `none` or `corrupt`, with its style. A file is read once per change
-    (keyed by its size and modification time), so repaints never re-parse it."""
+    (`seen` keeps what was read, by size and modification time), so repaints never
+    re-parse it."""
     try:
         stat = path.stat()
     except OSError:
         return _BASELINE_SHOWN[BaselineStatus.MISSING]
     key = (stat.st_size, stat.st_mtime_ns)
-    seen = _baseline_seen.get(path)
-    if seen is not None and seen[0] == key:
-        return seen[1]
+    known = seen.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
     shown = _BASELINE_SHOWN[read_baseline(path).status]
-    _baseline_seen[path] = (key, shown)
+    seen[path] = (key, shown)
     return shown
 
 
@@ -71,6 +73,7 @@ class SuitesScreen(Screen[None]):
         self._last: dict[str, Text] = {}
         self._enter_opens: bool | None = None
         """Whether enter opens a run (else starts one), as the footer says now."""
+        self._baselines_seen: Seen = {}
 
     # (key, label, width, priority): at a narrow width the lowest priorities go first.
     COLUMNS = (
@@ -178,7 +181,7 @@ class SuitesScreen(Screen[None]):
         return last
 
     def _cells(self, suite: Suite) -> dict[str, Text]:
-        baseline, style = baseline_status(suite.baseline_path)
+        baseline, style = baseline_status(suite.baseline_path, self._baselines_seen)
         return {
             "name": cell(suite.name, 40, style="bold"),
             "cases": Text(f"{len(suite.cases):,}", justify="right"),
