@@ -19,6 +19,7 @@ from tui_eval.cli.exit_codes import (
     EXIT_NOTHING_TO_RESUME,
     EXIT_OK,
     EXIT_USAGE,
+    exit_code_for,
 )
 from tui_eval.cli.outcomes import (
     SuiteOutcome,
@@ -174,14 +175,14 @@ def run_command(args: argparse.Namespace, *, mode: str = "run") -> int:
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print_error(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     rechecked: Report | None = None
     if mode == "recheck":
         try:
             rechecked = Report.load(args.report)
         except ReportFileError as exc:
             print_error(f"error: {exc}")
-            return EXIT_USAGE
+            return exit_code_for(exc)
     paths = default_paths(args.paths)
     loaded = _load(paths, args.debug)
     if loaded is None:
@@ -416,7 +417,7 @@ def watch_command(args: argparse.Namespace) -> int:
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print_error(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     loaded = _load(default_paths(args.paths), args.debug)
     if loaded is None:
         return EXIT_USAGE
@@ -506,7 +507,7 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
         records = history.interrupted()
     except JournalFileError as exc:
         print_error(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     if not records:
         print("nothing to resume: no interrupted run in this project's history")
         return EXIT_NOTHING_TO_RESUME

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tui_eval.report.report import Report
 from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.home import private_subfolder
 
 FILE_NAME = "quarantine.json"
@@ -36,7 +37,7 @@ METADATA_KEY = "quarantined"
 """Where a run's report names its quarantined cases: `{case: reason}`."""
 
 
-class QuarantineFileError(ValueError):
+class QuarantineFileError(TuiEvalError, ValueError):
     """A quarantine file cannot be read; the message names the file and the place."""
 
 

@@ -19,6 +19,7 @@ from tui_eval.report.report import Report, ReportFileError
 from tui_eval.service.request import ABRun, DecideRun, Mode, RecheckRun, RunRequest
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import Suite
+from tui_eval.util.errors import TuiEvalError
 
 _MODE_FLAGS = {
     "run": "run",
@@ -28,11 +29,11 @@ _MODE_FLAGS = {
 }
 
 
-class EmptySelection(ValueError):
+class EmptySelection(TuiEvalError, ValueError):
     """The run's options select none of the suite's cases."""
 
 
-class PlanError(ValueError):
+class PlanError(TuiEvalError, ValueError):
     """A run cannot start as asked (no baseline to decide against, an A/B agent that
     cannot be built, a report to recheck that has none of the suite's cases)."""
 

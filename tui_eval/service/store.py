@@ -18,6 +18,7 @@ from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.report.stored_values import output_once, restore_output, storable_sample
 from tui_eval.service.request import Exports, RunRequest
 from tui_eval.util.atomic import atomic_write_bytes, open_private, private_folder
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.home import data_root, in_data_root, private_subfolder
 
 JOURNAL_SCHEMA_VERSION = 4
@@ -42,7 +43,7 @@ def find_project_root(start: Path | None = None) -> Path:
 
 
 # -- run history and journals -------------------------------------------------------------
-class JournalFileError(ValueError):
+class JournalFileError(TuiEvalError, ValueError):
     """A journal cannot be read (for example, a newer tui-eval wrote it); names the file."""
 
 
@@ -283,11 +284,11 @@ def read_journal_samples(path: Path, *, arm: str | None = None) -> dict[str, lis
     return {name: [by_index[i] for i in sorted(by_index)] for name, by_index in done.items()}
 
 
-class RunLockedError(RuntimeError):
+class RunLockedError(TuiEvalError, RuntimeError):
     """Another process is running (or resuming) this run right now."""
 
 
-class JournalWriteError(OSError):
+class JournalWriteError(TuiEvalError, OSError):
     """The journal could not be written (disk full, a file-size limit...); names the path."""
 
 

@@ -66,9 +66,10 @@ from tui_eval.service.store import (
 )
 from tui_eval.stats.case_decisions import ALPHA, DEFAULT_MARGIN
 from tui_eval.suites import Suite, load_suites
+from tui_eval.util.errors import TuiEvalError
 
 
-class ResumeError(Exception):
+class ResumeError(TuiEvalError):
     """A recorded run cannot be resumed; the message says why (and names the run)."""
 
 
