@@ -12,10 +12,11 @@ import pytest
 from tests.test_cli import cli
 from tui_eval import Case, Suite, contains
 from tui_eval.core.settings import RunSettings
+from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.report import Report
 from tui_eval.service.request import RunRequest
 from tui_eval.service.store import JOURNAL_SCHEMA_VERSION, RunHistory
-from tui_eval.service.suite_run import BaselineStatus, SuiteRun
+from tui_eval.service.suite_run import SuiteRun
 from tui_eval.suites import load_suites
 
 pytestmark = pytest.mark.anyio
@@ -101,12 +102,12 @@ async def test_save_baseline_refuses_to_replace_a_corrupt_file(tmp_path):
     baseline.parent.mkdir()
     baseline.write_text("{ not json")
     service = await run_service(path, RunRequest(filter="keep-0"), RunHistory(tmp_path))
-    outcome = service.save_baseline()
+    outcome = service.baseline_store.save(service.report, service.coverage)
     assert outcome.status is BaselineStatus.CORRUPT
     assert "corrupt" in outcome.message and str(baseline) in outcome.message
     assert baseline.read_text() == "{ not json"
     baseline.unlink()
-    saved = service.save_baseline()
+    saved = service.baseline_store.save(service.report, service.coverage)
     assert saved.status is BaselineStatus.SAVED
     assert Report.load(baseline).cases[0].name == "keep-0"
 
@@ -123,7 +124,10 @@ async def test_cancelled_run_is_not_saved_as_baseline(tmp_path):
         group.start_soon(service.run)
         await anyio.sleep(0.05)
         service.cancel()
-    assert service.save_baseline().status is BaselineStatus.REFUSED
+    assert (
+        service.baseline_store.save(service.report, service.coverage).status
+        is BaselineStatus.REFUSED
+    )
     assert not (tmp_path / "__baselines__").exists()
 
 

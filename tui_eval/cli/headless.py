@@ -36,6 +36,7 @@ from tui_eval.cli.outcomes import (
 from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it was first
 from tui_eval.cli.progress import Progress
 from tui_eval.cli.requests import request_from_args
+from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.diff import Diff
 from tui_eval.report.gate import (
     RUN_DEFAULT,
@@ -57,7 +58,6 @@ from tui_eval.service.request import (
 )
 from tui_eval.service.store import JournalFileError, RunHistory, RunRecord
 from tui_eval.service.suite_run import (
-    BaselineStatus,
     EmptySelection,
     PlanError,
     ResumeError,
@@ -157,7 +157,7 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
         outcome.baseline_error = compared.message
         print_error(f"error: {compared.message}")
     if service.options.save_baseline:
-        outcome.notes.append(service.save_baseline().message)
+        outcome.notes.append(service.baseline_store.save(report, service.coverage).message)
     return outcome
 
 

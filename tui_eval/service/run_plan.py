@@ -13,7 +13,7 @@ from typing import Any
 from tui_eval.agents.sources import samples_independent
 from tui_eval.core.cases import fingerprint
 from tui_eval.core.settings import Executor, RunSettings
-from tui_eval.report.baselines import BaselineStatus, read_baseline
+from tui_eval.report.baselines import BaselineStatus, BaselineStore
 from tui_eval.report.exporters import suite_parts
 from tui_eval.report.report import Report, ReportFileError
 from tui_eval.service.request import ABRun, DecideRun, Mode, RecheckRun, RunRequest
@@ -88,12 +88,11 @@ def prepare(
             return {"baseline": baseline}
         if kind.against is not None:
             return {"baseline": _decided_against(kind.against)}
-        path = Path(options.baseline) if options.baseline else suite.baseline_path
-        read = read_baseline(path)
+        read = BaselineStore.for_suite(suite, options.baseline).read()
         if read.baseline is None:
             if read.status is BaselineStatus.MISSING:
                 raise PlanError(
-                    f"--decide compares with a baseline; {suite.name!r} has none at {path}"
+                    f"--decide compares with a baseline; {suite.name!r} has none at {read.path}"
                 )
             raise PlanError(read.message)
         return {"baseline": read.baseline}
