@@ -175,30 +175,25 @@ def test_newer_journal_is_a_named_error_for_resume(tmp_path):
     assert history.runs()[0].problem is not None
 
 
-def test_version_1_journal_still_resumes(tmp_path):
-    """Journals written before typed lines (keyed by "t") are read and resumed."""
+def test_an_earlier_versions_journal_is_refused_naming_the_file(tmp_path):
+    """Journals of earlier versions (lines keyed by "t"; a request without `kind`) are listed
+    in the history and refused by `resume` with a message naming the journal."""
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
-    folder = history.folder / "20260101-000000-mixed-abcdef"
-    folder.mkdir(parents=True)
-    header = {
-        "t": "header",
-        "run_id": folder.name,
-        "suite": "mixed",
-        "suite_path": str(path),
-        "started_at": 1.0,
-        "invocation": "old",
-        "options": {"filter": "keep", "samples": None, "concurrency": None, "fail_fast": False},
-    }
-    sample = {
-        "t": "sample",
-        "sample": {"case_name": "keep-0", "index": 0, "status": "passed", "latency_ms": 1.0},
-    }
-    (folder / "journal.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(sample) + "\n")
-    result = cli("resume", cwd=tmp_path)
-    assert result.returncode == 1, result.stderr  # bad-keep fails
-    assert calls(path.parent) == ["keep-1", "bad-keep", "keep-3"]
-    assert "eval: 3/4 cases passed" in result.stdout
+    options = {"filter": "keep", "samples": None, "concurrency": None, "fail_fast": False}
+    header = {"run_id": "", "suite": "mixed", "suite_path": str(path), "invocation": "old"}
+    for version, first in ((1, {"t": "header"}), (3, {"kind": "header", "schema_version": 3})):
+        folder = history.folder / f"2026010{version}-000000-mixed-abcdef"
+        folder.mkdir(parents=True)
+        line = {**first, **header, "run_id": folder.name, "options": options}
+        (folder / "journal.jsonl").write_text(json.dumps(line) + "\n")
+        result = cli("resume", cwd=tmp_path)
+        assert result.returncode == 2 and calls(path.parent) == [], result.stderr
+        assert str(folder / "journal.jsonl") in result.stderr
+        assert f"earlier tui-eval (journal schema_version {version}" in result.stderr
+        assert history.runs()[0].problem is not None
+        (folder / "report.json").write_text("{}")  # an ended run: listed, not resumable
+        assert not history.runs()[0].resumable
 
 
 def test_newer_report_is_a_named_error_for_compare(tmp_path):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from tui_eval.core.settings import JOURNALED, Count, RunSettings
+from tui_eval.core.settings import Count, RunSettings
 from tui_eval.util.secrets import is_credential_header
 
 Mode = Literal["run", "decide", "ab", "recheck"]
@@ -62,9 +62,6 @@ class RecheckRun(_Kind):
 
 RunKind = Annotated[PlainRun | DecideRun | ABRun | RecheckRun, pydantic.Field(discriminator="kind")]
 
-# Before the request had `kind` and `settings`, journals kept these at its top level.
-_FLAT_SETTINGS = set(JOURNALED)
-
 
 class RunRequest(pydantic.BaseModel):
     """What one run of a suite was asked to do, whichever front-end asked.
@@ -99,26 +96,6 @@ class RunRequest(pydantic.BaseModel):
     executor: Literal["in-process", "ray"] = "in-process"
     ray_address: str | None = None
     ray_workers: Count | None = None
-
-    @pydantic.model_validator(mode="before")
-    @classmethod
-    def _from_flat_journal(cls, data: Any) -> Any:
-        """Read a journal written before requests had `kind` and `settings` (its settings
-        and its mode flags at the top level)."""
-        if not isinstance(data, dict) or "kind" in data or "settings" in data:
-            return data
-        data = dict(data)
-        settings = {k: data.pop(k) for k in list(data) if k in _FLAT_SETTINGS}
-        data["settings"] = {k: v for k, v in settings.items() if v not in (None, False)}
-        recheck, ab = data.pop("recheck", None), data.pop("ab", None)
-        decide, against = data.pop("decide", False), data.pop("decide_against", None)
-        if recheck is not None:
-            data["kind"] = {"kind": "recheck", "report": recheck}
-        elif ab is not None:
-            data["kind"] = {"kind": "ab", "a": ab[0], "b": ab[1]}
-        elif decide:
-            data["kind"] = {"kind": "decide", "against": against}
-        return data
 
     @pydantic.field_validator("settings", mode="before")
     @classmethod

@@ -22,8 +22,9 @@ from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.home import data_root, in_data_root, private_subfolder
 
 JOURNAL_SCHEMA_VERSION = 4
-"""Version 4 added the header's `exports`; version 3 the header's case `definitions` and A/B
-samples' `arm`; versions 3, 2 and 1 (lines keyed by `"t"`, no version) are still read."""
+"""The version of the journal lines this tui-eval writes and reads; a journal of any other
+(an earlier tui-eval's: lines keyed by `"t"`, a request without `kind`) is listed in the
+history with a message naming it, and is never resumed."""
 
 
 def project_dir(project_root: Path) -> Path:
@@ -100,38 +101,33 @@ def parse_journal_line(
     """One journal line as its model; None for a line that is not one (garbage, torn).
 
     Raises:
-        JournalFileError: the line was written by a newer schema than this version reads.
+        JournalFileError: the line was written by another version's schema.
     """
     try:
         entry = _LINE.validate_json(line)
     except pydantic.ValidationError:
-        pass
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            return None
+        # Version 1's lines were keyed by "t", without a version.
+        version = (
+            raw.get("schema_version", 1 if "t" in raw else None) if isinstance(raw, dict) else None
+        )
+        if not isinstance(version, int) or version == JOURNAL_SCHEMA_VERSION:
+            return None
     else:
-        if entry.schema_version > JOURNAL_SCHEMA_VERSION:
-            raise JournalFileError(_newer(source, entry.schema_version))
-        return entry
-    try:
-        raw = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(raw, dict):
-        return None
-    version = raw.get("schema_version")
-    if isinstance(version, int) and version > JOURNAL_SCHEMA_VERSION:
-        raise JournalFileError(_newer(source, version))
-    legacy = raw.pop("t", None)  # version 1: {"t": "header" | "sample" | "end", ...}
-    if legacy not in ("header", "sample", "end") or "schema_version" in raw:
-        return None
-    try:
-        return _LINE.validate_python({**raw, "kind": legacy, "schema_version": 1})
-    except pydantic.ValidationError:
-        return None
-
-
-def _newer(source: Path, version: int) -> str:
-    return (
-        f"{source}: written by a newer tui-eval (journal schema_version {version}; "
-        f"this version reads up to {JOURNAL_SCHEMA_VERSION}); upgrade tui-eval to resume it"
+        version = entry.schema_version
+        if version == JOURNAL_SCHEMA_VERSION:
+            return entry
+    if version > JOURNAL_SCHEMA_VERSION:
+        raise JournalFileError(
+            f"{source}: written by a newer tui-eval (journal schema_version {version}; this "
+            f"version reads up to {JOURNAL_SCHEMA_VERSION}); upgrade tui-eval to resume it"
+        )
+    raise JournalFileError(
+        f"{source}: written by an earlier tui-eval (journal schema_version {version}; this "
+        f"version reads {JOURNAL_SCHEMA_VERSION}); its run cannot be resumed: start it again"
     )
 
 
@@ -203,7 +199,7 @@ class RunRecord:
     exports: Exports = field(default_factory=Exports)
     """The report files its invocation writes at the end (absolute paths)."""
     problem: str | None = None
-    """Why the journal cannot be used by this version (a newer tui-eval wrote it)."""
+    """Why the journal cannot be used by this version (another version wrote it)."""
 
     @property
     def journal_path(self) -> Path:
@@ -269,7 +265,7 @@ def read_journal_samples(path: Path, *, arm: str | None = None) -> dict[str, lis
     are skipped; a sample recorded twice counts once.
 
     Raises:
-        JournalFileError: a newer tui-eval wrote the journal.
+        JournalFileError: another version of tui-eval wrote the journal.
     """
     done: dict[str, dict[int, SampleResult]] = {}
     with path.open("rb") as handle:
@@ -473,7 +469,7 @@ def read_record(folder: Path) -> RunRecord | None:
     """The run recorded in `folder`; None when its journal has no readable header.
 
     Raises:
-        JournalFileError: a newer tui-eval wrote the journal.
+        JournalFileError: another version of tui-eval wrote the journal.
     """
     journal = folder / "journal.jsonl"
     try:
@@ -508,7 +504,7 @@ def read_record(folder: Path) -> RunRecord | None:
 
 
 def _unreadable_record(folder: Path, first_line: bytes, problem: str) -> RunRecord | None:
-    """A run whose journal a newer tui-eval wrote: listed, never resumed or read."""
+    """A run whose journal another version wrote: listed, never resumed or read."""
     try:
         raw = json.loads(first_line)
         return RunRecord(
@@ -518,6 +514,7 @@ def _unreadable_record(folder: Path, first_line: bytes, problem: str) -> RunReco
             suite_path=str(raw.get("suite_path", "")),
             started_at=float(raw.get("started_at", 0.0)),
             invocation=str(raw.get("invocation", "")),
+            finished=(folder / "report.json").exists(),  # an ended run: nothing to resume
             problem=problem,
         )
     except (ValueError, TypeError, AttributeError):
