@@ -181,23 +181,13 @@ class RunSummary:
 _SUMMARY = pydantic.TypeAdapter(RunSummary)
 
 
-@dataclass(slots=True, kw_only=True)
-class RunRecord:
-    """One past run of a suite, as listed by `tui-eval history`."""
+class RunRecord(JournalHeader):
+    """One past run of a suite, as listed by `tui-eval history`: its journal's header, where
+    it lives, and how it ended."""
 
-    run_id: str
     folder: Path
-    suite: str
-    suite_path: str
-    started_at: float
-    invocation: str
     finished: bool = False
     cancelled: bool = False
-    options: RunRequest = field(default_factory=RunRequest)
-    definitions: dict[str, str] = field(default_factory=dict)
-    """Per case: its definition's fingerprint when the run started (see `JournalHeader`)."""
-    exports: Exports = field(default_factory=Exports)
-    """The report files its invocation writes at the end (absolute paths)."""
     problem: str | None = None
     """Why the journal cannot be used by this version (another version wrote it)."""
 
@@ -236,17 +226,9 @@ class RunRecord:
             return RunSummary.of(self.load_report())
 
     def header(self) -> JournalHeader:
-        """The journal's header line for this record."""
-        return JournalHeader(
-            run_id=self.run_id,
-            suite=self.suite,
-            suite_path=self.suite_path,
-            started_at=self.started_at,
-            invocation=self.invocation,
-            options=self.options.for_disk(),
-            definitions=self.definitions,
-            exports=self.exports,
-        )
+        """The journal's header line for this record (credential headers left out)."""
+        fields = {name: getattr(self, name) for name in JournalHeader.model_fields}
+        return JournalHeader(**{**fields, "options": self.options.for_disk()})
 
     def load_report(self) -> Report:
         """The run's report; for an interrupted run, one rebuilt from its journal."""
@@ -489,17 +471,10 @@ def read_record(folder: Path) -> RunRecord | None:
     if not isinstance(header, JournalHeader):
         return None
     return RunRecord(
-        run_id=header.run_id,
+        **dict(header),
         folder=folder,
-        suite=header.suite,
-        suite_path=header.suite_path,
-        started_at=header.started_at,
-        invocation=header.invocation,
         finished=isinstance(last, JournalEnd),
         cancelled=isinstance(last, JournalEnd) and last.cancelled,
-        options=header.options,
-        definitions=header.definitions,
-        exports=header.exports,
     )
 
 
