@@ -63,10 +63,6 @@ def suite_file_stem(name: str) -> str:
     return f"_{stem}" if _is_device(stem) else stem  # `con.txt~…` is still `con`'s
 
 
-baseline_file_stem = suite_file_stem
-"""The stem of a suite's baseline file (the name it was first given)."""
-
-
 def _is_simple(name: str) -> bool:
     try:
         size = len(name.encode("utf-8"))
