@@ -1,4 +1,4 @@
-"""Where things live on disk: run history and journals per project (baselines: `suite_run`)."""
+"""Where things live on disk: run history and journals per project (baselines: `report.baselines`)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def find_project_root(start: Path | None = None) -> Path:
 
 # -- run history and journals -------------------------------------------------------------
 class JournalFileError(TuiEvalError, ValueError):
-    """A journal cannot be read (for example, a newer tui-eval wrote it); names the file."""
+    """A journal cannot be read (another version of tui-eval wrote it); names the file."""
 
 
 class _JournalLine(pydantic.BaseModel):
