@@ -8,10 +8,11 @@ import anyio
 import pytest
 
 from tui_eval import Agent, Case, Suite, contains
+from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.report import Report
 from tui_eval.service.request import RunRequest
 from tui_eval.service.run_plan import plan_run
-from tui_eval.service.suite_run import BaselineStatus, SuiteRun
+from tui_eval.service.suite_run import SuiteRun
 from tui_eval.testing import ScriptedProvider, call, text
 
 pytestmark = pytest.mark.anyio
@@ -46,7 +47,7 @@ def make_suite(tmp_path, order: list[str], wrong: frozenset[str] = frozenset()) 
 async def run_and_save(suite: Suite) -> SuiteRun:
     run = SuiteRun.start(plan_run(suite, RunRequest()), history=None, invocation="test")
     await run.run()
-    assert run.save_baseline().status is BaselineStatus.SAVED
+    assert run.baseline_store.save(run.report, run.coverage).status is BaselineStatus.SAVED
     return run
 
 

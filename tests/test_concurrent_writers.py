@@ -14,7 +14,7 @@ import pytest
 from tui_eval.calibration import labels
 from tui_eval.calibration.labels import LabelStore, new_label, read_labels
 from tui_eval.report import baselines
-from tui_eval.report.baselines import BaselineStatus, accept_into_baseline, read_baseline
+from tui_eval.report.baselines import BaselineStatus, BaselineStore
 from tui_eval.report.report import CaseResult, Report, SampleResult
 
 WRITERS = 3
@@ -72,11 +72,11 @@ def report(*names: str) -> Report:
 
 
 def test_three_accepts_into_one_baseline_at_once_keep_every_case(tmp_path: Path, monkeypatch):
-    path = tmp_path / "__baselines__" / "support.json"
-    assert accept_into_baseline(report("kept"), path, ["kept"]).status is BaselineStatus.SAVED
-    every_writer_reads_first(monkeypatch, baselines, "read_baseline")
-    outcomes = in_threads(lambda i: accept_into_baseline(report(f"case {i}"), path, [f"case {i}"]))
+    store = BaselineStore(tmp_path / "__baselines__" / "support.json")
+    assert store.accept(report("kept"), ["kept"]).status is BaselineStatus.SAVED
+    every_writer_reads_first(monkeypatch, baselines.BaselineStore, "read")
+    outcomes = in_threads(lambda i: store.accept(report(f"case {i}"), [f"case {i}"]))
     assert all(outcome.status is BaselineStatus.SAVED for outcome in outcomes)
-    baseline = read_baseline(path).baseline
+    baseline = store.read().baseline
     assert baseline is not None
     assert sorted(c.name for c in baseline.cases) == ["case 0", "case 1", "case 2", "kept"]

@@ -104,11 +104,11 @@ def test_no_suite_takes_the_file_name_of_the_baselines_folder_quarantine_file():
 
 
 def save_run(suite: Suite, outcome: str = "passed") -> Report:
-    from tui_eval.report.baselines import save_baseline
+    from tui_eval.report.baselines import BaselineStore
 
     case = CaseResult("q", [SampleResult("q", 0, outcome)], planned=1)
     report = Report(suite.name, [case])
-    outcome_ = save_baseline(report, suite.baseline_path)
+    outcome_ = BaselineStore.for_suite(suite).save(report)
     assert outcome_.path is not None and outcome_.path.exists(), outcome_.message
     return report
 
@@ -134,28 +134,35 @@ def test_a_long_cjk_name_saves_its_baseline(tmp_path):
     assert Report.load(suite.baseline_path).name == suite.name
 
 
-def test_a_baseline_an_earlier_version_named_is_found_and_moved_once(tmp_path):
+def test_a_baseline_an_earlier_version_named_is_read_in_place_and_moved_by_a_save(tmp_path):
     """Before names were made distinct, `chat/en` saved to `chat_en.json` and names over
-    120 characters were cut: those files are taken over by the suite whose report they
-    hold (and only by it), never lost."""
+    120 characters were cut: those files are read by the suite whose report they hold (and
+    only by it), never renamed by looking, and moved to the new name by the first save."""
+    from tui_eval.report.baselines import BaselineStatus, BaselineStore
+
     folder = tmp_path / "suites" / "__baselines__"
     folder.mkdir(parents=True)
     long_name = "y" * 150
-    for name, legacy in (("chat/en", "chat_en"), (long_name, "y" * 120), ("con", "con")):
+    olds = (("chat/en", "chat_en"), (long_name, "y" * 120), ("con", "con"))
+    for name, legacy in olds:
         case = CaseResult("q", [SampleResult("q", 0, "passed")], planned=1)
         Report(name, [case]).save(folder / f"{legacy}.json")
-    colon = suite_at(tmp_path, "chat:en")  # shared chat_en.json, but the file is not its
-    assert not colon.baseline_path.exists()
-    assert (folder / "chat_en.json").exists()
-    for name, legacy in (("chat/en", "chat_en"), (long_name, "y" * 120), ("con", "con")):
-        suite = suite_at(tmp_path, name)
-        path = suite.baseline_path
-        assert path.name != f"{legacy}.json" and not (folder / f"{legacy}.json").exists()
-        assert Report.load(path).name == name
-        assert suite.baseline_path == path  # found there from now on
+    colon = BaselineStore.for_suite(suite_at(tmp_path, "chat:en"))  # shared chat_en.json
+    assert colon.read().status is BaselineStatus.MISSING  # ... but the file is not its
+    before = sorted(p.name for p in folder.iterdir())
+    for name, legacy in olds:
+        store = BaselineStore.for_suite(suite_at(tmp_path, name))
+        assert store.path.name != f"{legacy}.json" and store.source == folder / f"{legacy}.json"
+        assert store.read().baseline is not None and store.read().baseline.name == name
+    assert sorted(p.name for p in folder.iterdir()) == before  # reading moved nothing
+    for name, _ in olds:
+        save_run(suite_at(tmp_path, name), "failed")
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        f"{suite_file_stem(n)}.json" for n in ("chat/en", long_name, "con")
+        f"{suite_file_stem(n)}.json" for n, _ in olds
     )
+    for name, _ in olds:
+        store = BaselineStore.for_suite(suite_at(tmp_path, name))
+        assert store.earlier is None and not Report.load(store.path).passed
 
 
 SUITE = """

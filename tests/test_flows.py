@@ -249,7 +249,9 @@ def test_a_killed_decide_run_resumes_where_it_stopped(tmp_path):
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
     first, _ = anyio.run(run_decision, path, RunRequest(), history)
-    assert first.save_baseline().status.value == "saved"  # 3 of 3 per case
+    assert (
+        first.baseline_store.save(first.report, first.coverage).status.value == "saved"
+    )  # 3 of 3 per case
     path.with_name("calls.log").unlink()
     service, whole = anyio.run(run_decision, path, RunRequest(kind=DecideRun()), history)
     assert service.decision is not None and not whole.cancelled
@@ -319,7 +321,7 @@ def test_decide_max_cost_bounds_every_round(tmp_path):
     path = coin_project(tmp_path)
     history = RunHistory(tmp_path)
     first, _ = anyio.run(run_decision, path, RunRequest(), history)
-    first.save_baseline()
+    first.baseline_store.save(first.report, first.coverage)
     path.with_name("calls.log").unlink()
     # $1 a sample at concurrency 50: the first round alone would spend $9.
     service, report = anyio.run(
@@ -381,7 +383,7 @@ def test_a_killed_decide_run_against_a_previous_run_resumes_against_it(tmp_path)
     history = RunHistory(tmp_path)
     # A baseline file of 6 samples a case, then a previous run of 3: they differ.
     saved, _ = anyio.run(run_decision, path, RunRequest(settings=RunSettings(samples=6)), history)
-    assert saved.save_baseline().status.value == "saved"
+    assert saved.baseline_store.save(saved.report, saved.coverage).status.value == "saved"
     _, previous = anyio.run(run_decision, path, RunRequest(), history)
     previous_file = history.runs()[0].report_path
     options = RunRequest(kind=DecideRun(against=str(previous_file)))
@@ -545,7 +547,7 @@ def test_an_interrupted_run_does_not_report_unrun_cases_as_removed(tmp_path):
         return service
 
     full = anyio.run(run, None)
-    assert full.save_baseline().status.value == "saved"
+    assert full.baseline_store.save(full.report, full.coverage).status.value == "saved"
     cut = anyio.run(run, 2)
     assert cut.report is not None and cut.report.cancelled and len(cut.report.cases) == 2
     diff = cut.compare().diff

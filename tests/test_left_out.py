@@ -29,7 +29,7 @@ from tui_eval.agents.providers.scripted import ScriptedProvider, call, text
 from tui_eval.cli.failures import render
 from tui_eval.cli.outcomes import SuiteOutcome, print_decisions, print_outcome
 from tui_eval.cli.progress import Progress
-from tui_eval.report.baseline_file import baseline_json
+from tui_eval.report.baselines import baseline_json
 from tui_eval.report.exporters import junit_xml, markdown_summary, samples_csv
 from tui_eval.report.failure_modes import failure_modes, markdown
 from tui_eval.report.gate import RUN_DEFAULT, gate_failures, not_gating

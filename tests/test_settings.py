@@ -124,7 +124,7 @@ def test_layers_combine_given_settings_only():
     assert (merged.concurrency, merged.max_cost, merged.cache) == (2, 3.0, "off")
 
 
-def test_a_request_journals_its_kind_and_given_settings_and_reads_old_journals():
+def test_a_request_journals_its_kind_and_given_settings():
     request = RunRequest(
         kind=DecideRun(against="r.json"),
         settings=RunSettings(concurrency=3, executor=RaySpec(workers=2)),
@@ -132,14 +132,6 @@ def test_a_request_journals_its_kind_and_given_settings_and_reads_old_journals()
     again = RunRequest.model_validate_json(request.model_dump_json())
     assert again == request
     assert again.settings.given() == {"concurrency": 3, "executor": RaySpec(workers=2)}
-    # Until the executor was a setting, it was three fields of the request.
-    before = {"kind": {"kind": "run"}, "settings": {}, "executor": "ray", "ray_address": "a:1"}
-    assert RunRequest.model_validate(before).settings.executor == RaySpec(address="a:1")
-    # A journal of f84efee kept its settings and mode flags at the top level.
-    old = {"concurrency": 2, "decide": True, "decide_against": "p.json", "max_samples": 100}
-    read = RunRequest.model_validate(old)
-    assert read.kind == DecideRun(against="p.json")
-    assert read.settings.given() == {"concurrency": 2, "max_samples": 100}
     assert RunRequest.model_validate({"filter": "x"}).kind == PlainRun()
 
 

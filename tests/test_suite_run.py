@@ -12,11 +12,12 @@ import pytest
 from tests.test_cli import cli
 from tui_eval import Case, Suite, contains
 from tui_eval.core.settings import RunSettings
+from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.report import Report
 from tui_eval.service.request import RunRequest
 from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import JOURNAL_SCHEMA_VERSION, RunHistory
-from tui_eval.service.suite_run import BaselineStatus, SuiteRun
+from tui_eval.service.suite_run import SuiteRun
 from tui_eval.suites import load_suites
 
 pytestmark = pytest.mark.anyio
@@ -102,12 +103,12 @@ async def test_save_baseline_refuses_to_replace_a_corrupt_file(tmp_path):
     baseline.parent.mkdir()
     baseline.write_text("{ not json")
     service = await run_service(path, RunRequest(filter="keep-0"), RunHistory(tmp_path))
-    outcome = service.save_baseline()
+    outcome = service.baseline_store.save(service.report, service.coverage)
     assert outcome.status is BaselineStatus.CORRUPT
     assert "corrupt" in outcome.message and str(baseline) in outcome.message
     assert baseline.read_text() == "{ not json"
     baseline.unlink()
-    saved = service.save_baseline()
+    saved = service.baseline_store.save(service.report, service.coverage)
     assert saved.status is BaselineStatus.SAVED
     assert Report.load(baseline).cases[0].name == "keep-0"
 
@@ -124,7 +125,10 @@ async def test_cancelled_run_is_not_saved_as_baseline(tmp_path):
         group.start_soon(service.run)
         await anyio.sleep(0.05)
         service.cancel()
-    assert service.save_baseline().status is BaselineStatus.REFUSED
+    assert (
+        service.baseline_store.save(service.report, service.coverage).status
+        is BaselineStatus.REFUSED
+    )
     assert not (tmp_path / "__baselines__").exists()
 
 
@@ -172,30 +176,25 @@ def test_newer_journal_is_a_named_error_for_resume(tmp_path):
     assert history.runs()[0].problem is not None
 
 
-def test_version_1_journal_still_resumes(tmp_path):
-    """Journals written before typed lines (keyed by "t") are read and resumed."""
+def test_an_earlier_versions_journal_is_refused_naming_the_file(tmp_path):
+    """Journals of earlier versions (lines keyed by "t"; a request without `kind`) are listed
+    in the history and refused by `resume` with a message naming the journal."""
     path = write_suite(tmp_path / "suites")
     history = RunHistory(tmp_path)
-    folder = history.folder / "20260101-000000-mixed-abcdef"
-    folder.mkdir(parents=True)
-    header = {
-        "t": "header",
-        "run_id": folder.name,
-        "suite": "mixed",
-        "suite_path": str(path),
-        "started_at": 1.0,
-        "invocation": "old",
-        "options": {"filter": "keep", "samples": None, "concurrency": None, "fail_fast": False},
-    }
-    sample = {
-        "t": "sample",
-        "sample": {"case_name": "keep-0", "index": 0, "status": "passed", "latency_ms": 1.0},
-    }
-    (folder / "journal.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(sample) + "\n")
-    result = cli("resume", cwd=tmp_path)
-    assert result.returncode == 1, result.stderr  # bad-keep fails
-    assert calls(path.parent) == ["keep-1", "bad-keep", "keep-3"]
-    assert "eval: 3/4 cases passed" in result.stdout
+    options = {"filter": "keep", "samples": None, "concurrency": None, "fail_fast": False}
+    header = {"run_id": "", "suite": "mixed", "suite_path": str(path), "invocation": "old"}
+    for version, first in ((1, {"t": "header"}), (3, {"kind": "header", "schema_version": 3})):
+        folder = history.folder / f"2026010{version}-000000-mixed-abcdef"
+        folder.mkdir(parents=True)
+        line = {**first, **header, "run_id": folder.name, "options": options}
+        (folder / "journal.jsonl").write_text(json.dumps(line) + "\n")
+        result = cli("resume", cwd=tmp_path)
+        assert result.returncode == 2 and calls(path.parent) == [], result.stderr
+        assert str(folder / "journal.jsonl") in result.stderr
+        assert f"earlier tui-eval (journal schema_version {version}" in result.stderr
+        assert history.runs()[0].problem is not None
+        (folder / "report.json").write_text("{}")  # an ended run: listed, not resumable
+        assert not history.runs()[0].resumable
 
 
 def test_newer_report_is_a_named_error_for_compare(tmp_path):

@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "Suite": "tui_eval.suites",
     "ToolCall": "tui_eval.agents",
     "TrajectoryEval": "tui_eval.run.evaluators",
+    "TuiEvalError": "tui_eval.util.errors",
     "Usage": "tui_eval.agents",
     "Verdict": "tui_eval.checks",
     "all_of": "tui_eval.checks",
@@ -157,3 +158,4 @@ if TYPE_CHECKING:
     from tui_eval.run.sequential import compare_agents as compare_agents
     from tui_eval.run.sequential import decide as decide
     from tui_eval.suites import Suite as Suite
+    from tui_eval.util.errors import TuiEvalError as TuiEvalError

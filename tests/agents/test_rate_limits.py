@@ -177,8 +177,10 @@ async def test_an_always_429_api_fails_a_queue_of_cases_within_one_budget():
             limiter.give_up_at = logged_give_up_at  # type: ignore[method-assign]
             return limiter
 
+        # A budget long enough that a busy machine's pause between two 429s does not look
+        # like the end of the stall (0.5 s did, at a load of 10 on two cores).
         settings = RunSettings(
-            concurrency=32, provider=ProviderOptions(retry_budget=0.5), runtime=Runtime(logged)
+            concurrency=32, provider=ProviderOptions(retry_budget=2.0), runtime=Runtime(logged)
         )
         with anyio.fail_after(HANG_GUARD_S):
             report = await evaluate(Agent(provider), cases, settings=settings)

@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 
 from tui_eval.calibration.label_queue import judged_items
 from tui_eval.calibration.labels import LabelStore, new_label
+from tui_eval.report.baselines import BaselineStore
 from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.run.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
 from tui_eval.run.state import RunState
@@ -234,7 +235,7 @@ async def build_scene(name: str, folder: Path, home: Path) -> tuple[App[Any], Se
                     diff,
                     # A run in review: decisions go to a baseline file (none is written here).
                     RunSession.for_report(
-                        report, clock=clock, baseline_path=home / "calculator.json"
+                        report, clock=clock, baseline=BaselineStore(home / "calculator.json")
                     ),
                     baseline,
                     title="calculator",

@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from tui_eval import Case, Suite, contains, evaluate
-from tui_eval.report.baselines import save_baseline
+from tui_eval.report.baselines import BaselineStore
 from tui_eval.report.quarantine import quarantine_path, read
 from tui_eval.service.flaky import CaseHistory, RunOutcome
 from tui_eval.service.session import RunSession
@@ -101,7 +101,7 @@ async def test_failures_opened_during_a_run_compare_with_the_baseline(tmp_path):
         return f"total {i * 13}" if i < 4 else "ok"
 
     baseline = await evaluate(before, suite.cases, name="modes")
-    assert save_baseline(baseline, suite.baseline_path).path == suite.baseline_path
+    assert BaselineStore(suite.baseline_path).save(baseline).path == suite.baseline_path
     app = make_app(suites=[suite], history=RunHistory(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("enter")

@@ -145,15 +145,15 @@ def _judged_case(name: str, latency: float, reasons: tuple[str, str]) -> object:
 async def test_side_by_side_says_a_baseline_keeps_no_latency_and_keeps_checks_in_step(tmp_path):
     from textual.app import App
 
-    from tui_eval.report.baselines import read_baseline, save_baseline
+    from tui_eval.report.baselines import BaselineStore
     from tui_eval.report.report import Report
     from tui_eval.tui.screens.side_by_side import SideBySideScreen
 
     long_reason = "a reason long enough to wrap onto more lines than the other side " * 3
     saved = Report("s", [_judged_case("q", 480.0, (long_reason, "short"))])
     path = tmp_path / "__baselines__" / "s.json"
-    save_baseline(saved, path)
-    baseline = read_baseline(path).baseline
+    BaselineStore(path).save(saved)
+    baseline = BaselineStore(path).read().baseline
     assert baseline is not None
     current = _judged_case("q", 210.0, ("short", "also short"))
 

@@ -44,7 +44,7 @@ async def open_review(tmp_path, wrong=("a", "b")):
         invocation="t",
     )
     await first.run()
-    assert first.save_baseline().status is BaselineStatus.SAVED
+    assert first.baseline_store.save(first.report, first.coverage).status is BaselineStatus.SAVED
     base = Report.load(baseline_file(tmp_path))
     base.cases.append(CaseResult("gone", [SampleResult("gone", 0, "passed")], planned=1))
     base.save(baseline_file(tmp_path))

@@ -13,10 +13,11 @@ from tui_eval.agents.messages import Message, RunResult, input_messages
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.agents.tools import RunContext, Tool, tool_result_text
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import cut, validation_message
 
 
-class AgentRunError(Exception):
+class AgentRunError(TuiEvalError):
     """An agent run failed. `partial` holds the trajectory up to the failure."""
 
     def __init__(self, message: str, partial: RunResult | None = None) -> None:

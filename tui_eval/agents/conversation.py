@@ -33,10 +33,11 @@ from tui_eval.agents.run_spec import AgentCall, RunSpec
 from tui_eval.agents.sources import bind_conversation
 from tui_eval.agents.state import Environment, differences
 from tui_eval.agents.users import User, UserView
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import value_text
 
 
-class UserSimulatorError(Exception):
+class UserSimulatorError(TuiEvalError):
     """The user's side of a conversation failed (its model or its script raised).
 
     Attributes:

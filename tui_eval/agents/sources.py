@@ -23,10 +23,11 @@ from tui_eval.agents.adapters.sdk_results import from_sdk
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import value_text
 
 
-class AgentSourceError(TypeError):
+class AgentSourceError(TuiEvalError, TypeError):
     """The object given as the agent cannot be run."""
 
 

@@ -29,11 +29,12 @@ import pydantic
 
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import StateChange
+from tui_eval.util.errors import TuiEvalError
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
-class StateError(ValueError):
+class StateError(TuiEvalError, ValueError):
     """A case's state cannot be copied or read (the message names what and why)."""
 
 

@@ -52,10 +52,11 @@ from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns
 from tui_eval.suites import Suite, load_suites
 from tui_eval.util.cancellation import cancelled_from_outside
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.secrets import redact
 
 
-class CalibrationError(ValueError):
+class CalibrationError(TuiEvalError, ValueError):
     """Calibration cannot start: no labels (for the check), an unknown check, a bad labels
     file or suite. The message says which; the CLI exits 2."""
 

@@ -29,6 +29,7 @@ from tui_eval.checks.faults import FAULT_CHECK, PARTIES, Party
 from tui_eval.suites import Suite
 from tui_eval.suites.suite import suite_file
 from tui_eval.util.atomic import atomic_write_bytes, folder_lock
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import json_safe, validation_message
 
 LABELS_SCHEMA_VERSION = 1
@@ -40,7 +41,7 @@ Label: TypeAlias = Literal["pass", "fail"] | Party | Score
 check, who failed the conversation: "user", "agent" or "environment"."""
 
 
-class LabelsFileError(ValueError):
+class LabelsFileError(TuiEvalError, ValueError):
     """A labels file could not be read; the message names the file and line."""
 
 

@@ -16,6 +16,7 @@ from tui_eval.agents.messages import Message, RunResult, Usage
 from tui_eval.agents.providers import ModelLike, python_target, resolve_model
 from tui_eval.agents.providers.base import Provider
 from tui_eval.checks.base import CheckResult, Declared, JudgeVerdict
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import one_line, value_text
 
 JUDGE_MODEL_ENV = "TUI_EVAL_JUDGE_MODEL"
@@ -47,7 +48,7 @@ class Verdict(pydantic.BaseModel):
     reasoning: str
 
 
-class JudgeConfigError(RuntimeError):
+class JudgeConfigError(TuiEvalError, RuntimeError):
     """No judge model was given and `$TUI_EVAL_JUDGE_MODEL` is not set."""
 
 

@@ -43,6 +43,7 @@ from tui_eval.checks.matchers import (
     tool_not_called,
     tool_sequence,
 )
+from tui_eval.util.errors import TuiEvalError
 
 BUILT_IN_CHECKS: tuple[type, ...] = (
     contains,
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
     CheckSpec: TypeAlias = Any
 
 
-class CheckSpecError(ValueError):
+class CheckSpecError(TuiEvalError, ValueError):
     """A declarative check could not be built; the message names the check."""
 
 

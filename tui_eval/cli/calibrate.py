@@ -13,7 +13,7 @@ import anyio
 
 from tui_eval.calibration.calibrate import Calibration, CalibrationError, calibrate
 from tui_eval.checks.faults import FAULT_CHECK
-from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, exit_code_for
 from tui_eval.util.atomic import atomic_write_bytes
 from tui_eval.util.text import one_line, sanitize, value_text
 
@@ -86,7 +86,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         calibration = anyio.run(run)
     except CalibrationError as exc:
         print(f"tui-eval: {sanitize(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code_for(exc)
     if args.json:
         document = json.dumps(calibration.as_dict(), indent=2, default=value_text)
         atomic_write_bytes(Path(args.json), document.encode())

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
+from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_USAGE, exit_code_for
 from tui_eval.cli.requests import PLAIN_RUN_ONLY, add_settings_flags
 
 COMMANDS = (
@@ -392,7 +392,7 @@ def _open_app(
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print(f"tui-eval: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code_for(exc)
     try:
         from tui_eval.tui.app import run_app
     except ImportError as exc:  # pragma: no cover - the app ships with the package
@@ -400,7 +400,7 @@ def _open_app(
             f"tui-eval: the app is not available ({exc}); use `tui-eval run --headless`",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return exit_code_for(exc)
     return run_app(list(paths), request=request, autorun=autorun, watch=watch)
 
 
@@ -411,7 +411,7 @@ def _open_report(path: str) -> int:
         report = Report.load(path)
     except ReportFileError as exc:
         print(f"tui-eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code_for(exc)
     from tui_eval.tui.app import show_report
 
     return show_report(report)
@@ -423,9 +423,9 @@ def _guard(action: Callable[[], int], debug: bool) -> int:
         return action()
     except BrokenPipeError:
         return _reader_left()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("tui-eval: interrupted", file=sys.stderr)
-        return EXIT_FAILED
+        return exit_code_for(exc)
     except Exception as exc:
         if debug:
             raise
@@ -437,7 +437,7 @@ def _guard(action: Callable[[], int], debug: bool) -> int:
             + " (run with --debug for the traceback)",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return exit_code_for(exc)
 
 
 def _reader_left() -> int:

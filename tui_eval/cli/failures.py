@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from tui_eval.cli.exit_codes import EXIT_OK, EXIT_USAGE
+from tui_eval.cli.exit_codes import EXIT_OK, EXIT_USAGE, exit_code_for
 
 
 def add_parsers(sub: Any) -> None:
@@ -61,7 +61,7 @@ def failures_command(args: argparse.Namespace) -> int:
         baseline = Report.load(args.against) if args.against else None
     except ReportFileError as exc:
         print(f"tui-eval: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code_for(exc)
     modes = failure_modes(report, baseline)
     if args.json:
         payload = {

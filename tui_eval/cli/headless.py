@@ -20,6 +20,7 @@ from tui_eval.cli.exit_codes import (
     EXIT_NOTHING_TO_RESUME,
     EXIT_OK,
     EXIT_USAGE,
+    exit_code_for,
 )
 from tui_eval.cli.outcomes import (
     SuiteOutcome,
@@ -37,6 +38,7 @@ from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it
 from tui_eval.cli.progress import Progress
 from tui_eval.cli.requests import request_from_args
 from tui_eval.core.settings import RaySpec
+from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.diff import Diff
 from tui_eval.report.exporters import suite_parts
 from tui_eval.report.gate import (
@@ -58,7 +60,7 @@ from tui_eval.service.run_plan import (
     recheck_part,
 )
 from tui_eval.service.store import JournalFileError, RunHistory, RunRecord
-from tui_eval.service.suite_run import BaselineStatus, ResumeError, SuiteRun
+from tui_eval.service.suite_run import ResumeError, SuiteRun
 from tui_eval.service.suite_set import SuiteSet, file_changes
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.util.text import one_line, sanitize
@@ -150,7 +152,7 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
         outcome.baseline_error = compared.message
         print_error(f"error: {compared.message}")
     if service.request.save_baseline:
-        outcome.notes.append(service.save_baseline().message)
+        outcome.notes.append(service.baseline_store.save(report, service.coverage).message)
     return outcome
 
 
@@ -168,14 +170,14 @@ def run_command(args: argparse.Namespace) -> int:
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print_error(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     rechecked: Report | None = None
     if isinstance(request.kind, RecheckRun):
         try:
             rechecked = Report.load(args.report)
         except ReportFileError as exc:
             print_error(f"error: {exc}")
-            return EXIT_USAGE
+            return exit_code_for(exc)
     paths = default_paths(args.paths)
     loaded = _load(paths, args.debug)
     if loaded is None:
@@ -392,7 +394,7 @@ def watch_command(args: argparse.Namespace) -> int:
             import_ray()
     except (ValueError, ExecutorError) as exc:
         print_error(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     loaded = _load(default_paths(args.paths), args.debug)
     if loaded is None:
         return EXIT_USAGE
@@ -482,7 +484,7 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
         records = history.interrupted()
     except JournalFileError as exc:
         print_error(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     if not records:
         print("nothing to resume: no interrupted run in this project's history")
         return EXIT_NOTHING_TO_RESUME

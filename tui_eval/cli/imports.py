@@ -34,7 +34,7 @@ def import_command(args: argparse.Namespace) -> int:
     source cannot be imported."""
     import sys
 
-    from tui_eval.cli.exit_codes import EXIT_USAGE
+    from tui_eval.cli.exit_codes import exit_code_for
     from tui_eval.importers.writing import ImportSourceError
 
     try:
@@ -43,7 +43,7 @@ def import_command(args: argparse.Namespace) -> int:
         if args.debug:
             raise
         print(f"tui-eval import: {_line(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code_for(exc)
 
 
 def _import(args: argparse.Namespace) -> int:

@@ -6,7 +6,13 @@ import argparse
 import time
 from pathlib import Path
 
-from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_NOTHING_RAN, EXIT_OK, EXIT_USAGE
+from tui_eval.cli.exit_codes import (
+    EXIT_FAILED,
+    EXIT_NOTHING_RAN,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code_for,
+)
 from tui_eval.cli.outcomes import SUMMARY_PASSING_LIMIT
 from tui_eval.cli.outcomes import print_error as _err
 from tui_eval.report.diff import Diff
@@ -30,7 +36,7 @@ def compare_command(args: argparse.Namespace) -> int:
             diff.extend(current.compare(baseline, count_user_faults=args.count_user_faults))
     except (ReportFileError, ValueError) as exc:
         _err(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     print(f"{args.current} against {', '.join(path for path, _ in pairs) or 'no baseline'}")
     note = _user_faults_note(current, [baseline for _, baseline in pairs], args.count_user_faults)
     if note:
@@ -130,7 +136,7 @@ def merge_command(args: argparse.Namespace) -> int:
         merged = merge_reports(reports)
     except (ReportFileError, MergeError) as exc:
         _err(f"error: {exc}")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     missing_shards, missing_cases = missing_from(merged)
     if missing_shards or missing_cases:
         if missing_shards:

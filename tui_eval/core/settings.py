@@ -22,6 +22,7 @@ from tui_eval.agents.http.context import Runtime
 from tui_eval.agents.http.options import ProviderOptions
 from tui_eval.agents.messages import Price
 from tui_eval.core.budget import CostBudget
+from tui_eval.util.errors import TuiEvalError
 
 
 class Executor(Protocol):
@@ -36,7 +37,7 @@ class Executor(Protocol):
     async def execute(self, evaluation: Any, units: Sequence[tuple[int, int]]) -> None: ...
 
 
-class ExecutorError(RuntimeError):
+class ExecutorError(TuiEvalError, RuntimeError):
     """An executor could not start (Ray missing, no suite file, an unreachable cluster)."""
 
 

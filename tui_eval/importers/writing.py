@@ -12,10 +12,11 @@ import yaml
 
 from tui_eval.suites.declarative import SuiteSpec
 from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import sanitize, validation_message
 
 
-class ImportSourceError(ValueError):
+class ImportSourceError(TuiEvalError, ValueError):
     """The source cannot be imported; the message names the file and the place."""
 
 

@@ -1,21 +1,35 @@
-"""Baselines: read, compare, plan, save, merge and accept — the one baseline policy.
+"""`BaselineStore`: a suite's baseline file — read, compared, saved, accepted into, migrated.
 
-A partial run (a filter, a rerun, a shard) never turns the cases it did not run into
-"removed"; a corrupt baseline is never replaced; a cancelled run is never saved.
+The one baseline policy, for the CLI, the app and the service alike. A partial run (a
+filter, a rerun, a shard, a saved report) never turns the cases it did not run into
+"removed"; a corrupt baseline is never replaced; a cancelled run is never saved. A file an
+earlier version named for the suite is read where it is; the first save or accept moves
+it to its current name (reading renames nothing). Baseline files are made for git: pretty,
+in a stable order, without what changes from run to run. A `Review` keeps the Diff's
+decisions (accept, reject, skip) in plain Python until they are written all at once.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tui_eval.report.baseline_file import write_baseline_file
 from tui_eval.report.diff import Diff
 from tui_eval.report.report import CaseResult, Report, ReportFileError
-from tui_eval.util.atomic import folder_lock
+from tui_eval.util.atomic import atomic_write_bytes, folder_lock
 from tui_eval.util.home import in_data_root
+
+if TYPE_CHECKING:
+    from tui_eval.suites import Suite
+
+VOLATILE_SAMPLE_FIELDS = ("latency_ms", "cost")
+VOLATILE_REPORT_FIELDS = ("started_at", "duration_s")
+VOLATILE_METADATA = ("run_id", "resumed", "suite_path")
+"""What differs between two runs with the same results: a baseline file leaves it out."""
 
 
 class BaselineStatus(enum.Enum):
@@ -57,12 +71,30 @@ class BaselineOutcome:
         return self.status is BaselineStatus.CORRUPT
 
 
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """Which of the baseline's cases a run speaks for.
+
+    Attributes:
+        only: the cases it was asked to run (a filter, a rerun, a shard; a saved report's
+            own), when not the whole suite.
+        not_run: cases it never reached (cut short, stopped by `fail_fast`).
+    """
+
+    only: tuple[str, ...] | None = None
+    not_run: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        """Whether the run covers only some cases: saving it merges into the baseline."""
+        return self.only is not None or bool(self.not_run)
+
+
 def covered(
-    baseline: Report, *, only: Sequence[str] | None = None, not_run: Sequence[str] = ()
+    baseline: Report, *, only: Collection[str] | None = None, not_run: Collection[str] = ()
 ) -> Report:
-    """`baseline` restricted to the cases a run covered: those in `only` (a partial run: a
-    filter, a rerun, a shard), when given, less those in `not_run` (an interrupted run never
-    reached them). The others are not "removed" by that run, they live in other runs."""
+    """`baseline` restricted to the cases a run covered: those in `only`, when given, less
+    those in `not_run`. The others are not "removed" by that run, they live in other runs."""
     wanted = None if only is None else set(only)
     skipped = set(not_run)
     cases = [
@@ -71,35 +103,14 @@ def covered(
     return replace(baseline, cases=cases)
 
 
-def compare_with_baseline(
-    report: Report | None,
-    path: Path,
-    *,
-    only: Sequence[str] | None = None,
-    not_run: Sequence[str] = (),
-) -> BaselineOutcome:
-    """Compare a finished run's report with the baseline at `path` (restricted to the
-    cases named in `only`, when given). The cases in `not_run` (an interrupted run never
-    reached them) are left out: not run is not "removed"."""
-    if report is None:
-        return BaselineOutcome(
-            status=BaselineStatus.REFUSED, path=path, message="the run has not finished yet"
-        )
-    read = read_baseline(path)
-    if read.baseline is None:
-        return read
-    baseline = covered(read.baseline, only=only, not_run=not_run)
-    try:
-        diff = report.compare(baseline)
-    except ValueError as exc:  # the run itself has duplicate case names
-        return BaselineOutcome(status=BaselineStatus.CORRUPT, path=path, message=str(exc))
-    return BaselineOutcome(
-        status=BaselineStatus.COMPARED,
-        path=path,
-        message=f"compared with {path}",
-        diff=diff,
-        baseline=read.baseline,
-    )
+def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Sequence[str]) -> Report:
+    """`baseline` with `cases` replacing (or added after) those of the same name, and the
+    cases named in `removed` dropped. Case order follows the baseline."""
+    by_name = {case.name: case for case in cases}
+    gone = set(removed)
+    merged = [by_name.pop(c.name, c) for c in baseline.cases if c.name not in gone]
+    merged.extend(by_name.values())
+    return replace(baseline, cases=merged)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,134 +153,339 @@ def _names(names: list[str], shown: int = 6) -> str:
     return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def plan_baseline(report: Report | None, path: Path, *, merge: bool) -> BaselinePlan:
-    """What `save_baseline` would do with `report` at `path` (nothing is written)."""
-    refused = _refusal(report, path)
-    if refused is not None or report is None:
-        return BaselinePlan(path=path, merge=merge, written=[], dropped=[], problem=refused)
-    existing = read_baseline(path)
-    written = [case.name for case in report.cases]
-    if existing.status is BaselineStatus.CORRUPT:
-        problem = BaselineOutcome(
-            status=BaselineStatus.CORRUPT,
-            path=path,
-            message=f"baseline not saved: {existing.message}",
-        )
-        return BaselinePlan(path=path, merge=merge, written=written, dropped=[], problem=problem)
-    kept = [c.name for c in existing.baseline.cases] if existing.baseline is not None else []
-    if existing.baseline is None:
-        merge = False  # nothing to merge into: the run becomes the baseline
-    dropped = [] if merge else [name for name in kept if name not in set(written)]
-    return BaselinePlan(path=path, merge=merge, written=written, dropped=dropped)
+@dataclass(frozen=True, slots=True)
+class BaselineStore:
+    """One suite's baseline file and every rule about it.
 
-
-def _refusal(report: Report | None, path: Path) -> BaselineOutcome | None:
-    if report is None:
-        return BaselineOutcome(
-            status=BaselineStatus.REFUSED,
-            path=path,
-            message="baseline not saved: the run has not finished yet",
-        )
-    if report.cancelled:
-        return BaselineOutcome(
-            status=BaselineStatus.REFUSED,
-            path=path,
-            message="baseline not saved: the run was cancelled",
-        )
-    return None
-
-
-def accept_into_baseline(
-    report: Report, path: Path, names: Sequence[str], *, removed: Sequence[str] = ()
-) -> BaselineOutcome:
-    """Write the current results of cases `names` into the baseline at `path`, and drop
-    the cases `removed` (they are gone from the suite), keeping every other case.
-
-    The review flow's `a`/`A` and the Diff's `w`: the file is read, merged and rewritten
-    atomically under a lock on its folder, so concurrent accepts into one baseline (two
-    sessions, two people) each keep the others' cases.
+    Attributes:
+        path: where the baseline lives (`<suite dir>/__baselines__/<stem>.json`, or the
+            file given with `--baseline`).
+        earlier: the suite's baseline as an earlier version named it (`chat_en.json` for
+            `chat/en`), read while `path` does not exist; the first save or accept
+            writes `path` and removes it.
     """
-    with folder_lock(path.parent, private=in_data_root(path)):
-        existing = read_baseline(path)
-        if existing.status is BaselineStatus.CORRUPT:
+
+    path: Path
+    earlier: Path | None = None
+
+    @classmethod
+    def for_suite(cls, suite: Suite, given: str | Path | None = None) -> BaselineStore:
+        """`suite`'s baseline, or the file `given` (`--baseline FILE`) instead."""
+        if given:
+            return cls(Path(given))
+        return cls(suite.baseline_path, suite.earlier_baseline_path)
+
+    @property
+    def source(self) -> Path:
+        """The file read: `path`, or `earlier` while there is no file at `path`."""
+        if self.earlier is not None and not self.path.exists():
+            return self.earlier
+        return self.path
+
+    def read(self) -> BaselineOutcome:
+        """The baseline: `COMPARED`-ready (with `baseline`), `MISSING` or `CORRUPT`."""
+        path = self.source
+        if not path.exists():
             return BaselineOutcome(
-                status=BaselineStatus.CORRUPT,
-                path=path,
-                message=f"not accepted: {existing.message}",
+                status=BaselineStatus.MISSING, path=path, message=f"no baseline yet at {path}"
             )
-        wanted = set(names)
-        chosen = [case for case in report.cases if case.name in wanted]
-        base = existing.baseline or Report(report.name, [], metadata=dict(report.metadata))
-        merged = merge_cases(base, chosen, removed=list(removed))
-        write_baseline_file(merged, path)
-    count = len(chosen) + len(removed)
-    return BaselineOutcome(
-        status=BaselineStatus.SAVED,
-        path=path,
-        message=f"accepted {count} case(s) into {path}",
-        baseline=merged,
-    )
+        try:
+            baseline = Report.load(path)
+        except ReportFileError as exc:
+            return _corrupt(path, f"baseline {exc} — not replaced; fix or delete it")
+        names = [case.name for case in baseline.cases]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            return _corrupt(
+                path,
+                f"baseline {path}: duplicate case names {duplicates[:5]} — not replaced; "
+                "fix or delete it",
+            )
+        return BaselineOutcome(
+            status=BaselineStatus.COMPARED, path=path, message=f"read {path}", baseline=baseline
+        )
 
+    def compare(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselineOutcome:
+        """Compare a finished run's report with the baseline's cases the run covers."""
+        if report is None:
+            return _refused(self.path, "the run has not finished yet")
+        read = self.read()
+        if read.baseline is None:
+            return read
+        baseline = covered(read.baseline, only=coverage.only, not_run=coverage.not_run)
+        try:
+            diff = report.compare(baseline)
+        except ValueError as exc:  # the run itself has duplicate case names
+            return _corrupt(self.source, str(exc))
+        return BaselineOutcome(
+            status=BaselineStatus.COMPARED,
+            path=self.source,
+            message=f"compared with {self.source}",
+            diff=diff,
+            baseline=read.baseline,
+        )
 
-def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Sequence[str]) -> Report:
-    """`baseline` with `cases` replacing (or added after) those of the same name, and the
-    cases named in `removed` dropped. Case order follows the baseline."""
-    by_name = {case.name: case for case in cases}
-    gone = set(removed)
-    merged = [by_name.pop(c.name, c) for c in baseline.cases if c.name not in gone]
-    merged.extend(by_name.values())
-    return replace(baseline, cases=merged)
+    def plan(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselinePlan:
+        """What `save` would do with `report` (nothing is written): a partial run is merged
+        into the baseline, a full one replaces it."""
+        merge = coverage.partial
+        if report is None or report.cancelled:
+            why = "the run was cancelled" if report is not None else "the run has not finished yet"
+            problem = _refused(self.path, f"baseline not saved: {why}")
+            return BaselinePlan(
+                path=self.path, merge=merge, written=[], dropped=[], problem=problem
+            )
+        existing = self.read()
+        written = [case.name for case in report.cases]
+        if existing.status is BaselineStatus.CORRUPT:
+            problem = _corrupt(self.source, f"baseline not saved: {existing.message}")
+            return BaselinePlan(
+                path=self.path, merge=merge, written=written, dropped=[], problem=problem
+            )
+        kept = [c.name for c in existing.baseline.cases] if existing.baseline is not None else []
+        if existing.baseline is None:
+            merge = False  # nothing to merge into: the run becomes the baseline
+        dropped = [] if merge else [name for name in kept if name not in set(written)]
+        return BaselinePlan(path=self.path, merge=merge, written=written, dropped=dropped)
 
+    def save(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselineOutcome:
+        """Write `report` as the baseline, unless that would lose something: a cancelled or
+        unfinished run is never saved, a corrupt file never replaced (the user fixes or
+        deletes it first), and a partial run's cases are merged, keeping every other case."""
+        plan = self.plan(report, coverage)
+        if plan.problem is not None:
+            return plan.problem
+        assert report is not None
+        if plan.merge:
+            existing = self.read().baseline
+            assert existing is not None
+            self._write(merge_cases(existing, report.cases, removed=[]))
+            message = f"{len(plan.written)} case(s) merged into the baseline {self.path}"
+        else:
+            self._write(report)
+            message = f"baseline saved to {self.path}"
+        return BaselineOutcome(status=BaselineStatus.SAVED, path=self.path, message=message)
 
-def save_baseline(report: Report | None, path: Path, *, merge: bool = False) -> BaselineOutcome:
-    """Write `report` as the baseline at `path`, unless that would lose something.
+    def accept(
+        self, report: Report | None, accepted: Sequence[str], coverage: Coverage = Coverage()
+    ) -> BaselineOutcome:
+        """Write a review's decisions: the run's result of every `accepted` case it ran
+        replaces the baseline's, and — after a run of the whole suite — an accepted case it
+        neither ran nor reached is gone from the suite and dropped.
 
-    A cancelled or unfinished run is never saved, and a corrupt baseline file is never
-    replaced (the user fixes or deletes it first). With `merge` (a partial run), the run's
-    cases replace those of the same name and every other baseline case is kept.
-    """
-    plan = plan_baseline(report, path, merge=merge)
-    if plan.problem is not None:
-        return plan.problem
-    assert report is not None
-    if plan.merge:
-        existing = read_baseline(path).baseline
-        assert existing is not None
-        write_baseline_file(merge_cases(existing, report.cases, removed=[]), path)
+        Every other baseline case is kept. The file is read, merged and rewritten under a
+        lock on its folder, so concurrent accepts (two sessions, two people) each keep the
+        others' cases.
+        """
+        if report is None:
+            return _refused(self.path, "not accepted: the run has not finished yet")
+        ran = {case.name for case in report.cases}
+        known = None if coverage.only is not None else ran | set(coverage.not_run)
+        removed = [n for n in accepted if known is not None and n not in known]
+        with folder_lock(self.path.parent, private=in_data_root(self.path)):
+            existing = self.read()
+            if existing.status is BaselineStatus.CORRUPT:
+                return _corrupt(self.source, f"not accepted: {existing.message}")
+            chosen = [case for case in report.cases if case.name in set(accepted)]
+            base = existing.baseline or Report(report.name, [], metadata=dict(report.metadata))
+            merged = merge_cases(base, chosen, removed=removed)
+            self._write(merged)
         return BaselineOutcome(
             status=BaselineStatus.SAVED,
-            path=path,
-            message=f"{len(plan.written)} case(s) merged into the baseline {path}",
+            path=self.path,
+            message=f"accepted {len(chosen) + len(removed)} case(s) into {self.path}",
+            baseline=merged,
         )
-    write_baseline_file(report, path)
-    return BaselineOutcome(
-        status=BaselineStatus.SAVED, path=path, message=f"baseline saved to {path}"
-    )
+
+    def _write(self, report: Report) -> None:
+        """Write `report` at `path` (atomically; an unchanged file is left alone, so neither
+        git nor a file watcher sees a change), moving an earlier version's file there."""
+        data = baseline_json(report)
+        try:
+            unchanged = self.path.read_bytes() == data
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            atomic_write_bytes(self.path, data, private=in_data_root(self.path))
+        if self.earlier is not None and self.earlier != self.path:
+            self.earlier.unlink(missing_ok=True)
 
 
-def read_baseline(path: Path) -> BaselineOutcome:
-    """Read the baseline at `path`: `COMPARED`-ready (with `baseline`), `MISSING` or `CORRUPT`."""
-    if not path.exists():
-        return BaselineOutcome(
-            status=BaselineStatus.MISSING, path=path, message=f"no baseline yet at {path}"
-        )
-    try:
-        baseline = Report.load(path)
-    except ReportFileError as exc:
-        return BaselineOutcome(
-            status=BaselineStatus.CORRUPT,
-            path=path,
-            message=f"baseline {exc} — not replaced; fix or delete it",
-        )
-    names = [case.name for case in baseline.cases]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        return BaselineOutcome(
-            status=BaselineStatus.CORRUPT,
-            path=path,
-            message=f"baseline {path}: duplicate case names {duplicates[:5]} — not replaced; "
-            "fix or delete it",
-        )
-    return BaselineOutcome(
-        status=BaselineStatus.COMPARED, path=path, message=f"read {path}", baseline=baseline
-    )
+# -- review: the Diff's decisions (as in `cargo insta review`), written all at once --
+class Decision(enum.Enum):
+    """What the user decided for one changed case."""
+
+    ACCEPT = "accept"
+    """The current result becomes the baseline's (a removed case leaves the baseline)."""
+    REJECT = "reject"
+    """The baseline keeps its result."""
+    SKIP = "skip"
+    """Left for later: nothing changes."""
+
+
+KINDS = ("regressed", "improved", "added", "removed", "redefined")
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewItem:
+    """A case the review asks about, and how it changed (one of `KINDS`)."""
+
+    name: str
+    kind: str
+
+
+def review_items(diff: Diff) -> list[ReviewItem]:
+    """Every changed case of `diff`, regressions first (the order of the Diff screen)."""
+    items = [ReviewItem(c.name, "regressed") for c in diff.regressions]
+    items += [ReviewItem(c.name, "improved") for c in diff.improvements]
+    items += [ReviewItem(name, "added") for name in diff.added]
+    items += [ReviewItem(name, "removed") for name in diff.removed]
+    listed = {item.name for item in items}
+    items += [ReviewItem(n, "redefined") for n in diff.definition_changed if n not in listed]
+    return items
+
+
+class Review:
+    """The decisions of one review: made, undone, and written together.
+
+    Attributes:
+        items: the changed cases, in the order they are reviewed.
+        decisions: the decision for each case decided since the last write.
+        written: cases whose acceptance was written to the baseline file.
+    """
+
+    def __init__(self, items: list[ReviewItem]) -> None:
+        self.items = items
+        self.decisions: dict[str, Decision] = {}
+        self.written: set[str] = set()
+        self._undo: list[tuple[str, Decision | None]] = []
+
+    def kind(self, name: str) -> str:
+        """How case `name` changed."""
+        return next(item.kind for item in self.items if item.name == name)
+
+    def decide(self, name: str, decision: Decision) -> None:
+        """Record `decision` for case `name` (undoable with `undo`)."""
+        self._undo.append((name, self.decisions.get(name)))
+        self.decisions[name] = decision
+
+    def undo(self) -> str | None:
+        """Take back the last decision not yet written; the case it was about (None: none)."""
+        if not self._undo:
+            return None
+        name, before = self._undo.pop()
+        if before is None:
+            self.decisions.pop(name, None)
+        else:
+            self.decisions[name] = before
+        return name
+
+    @property
+    def pending(self) -> list[str]:
+        """Cases with no decision yet (skipped ones are decided: for later)."""
+        return [
+            i.name
+            for i in self.items
+            if i.name not in self.decisions and i.name not in self.written
+        ]
+
+    def count(self, decision: Decision) -> int:
+        """How many cases have `decision` (not yet written)."""
+        return sum(1 for d in self.decisions.values() if d is decision)
+
+    def next_pending(self, after: str | None) -> str | None:
+        """The first undecided case after `after` in review order (wrapping), if any."""
+        pending = set(self.pending)
+        names = [i.name for i in self.items]
+        start = names.index(after) + 1 if after in names else 0
+        for name in names[start:] + names[:start]:
+            if name in pending:
+                return name
+        return None
+
+    def accepted(self) -> tuple[list[str], list[str]]:
+        """The accepted cases not yet written: (results to write, removed cases to drop)."""
+        names = [i.name for i in self.items if self.decisions.get(i.name) is Decision.ACCEPT]
+        removed = [n for n in names if self.kind(n) == "removed"]
+        return [n for n in names if n not in set(removed)], removed
+
+    def mark_written(self) -> None:
+        """The accepted decisions were written: they can no longer be undone."""
+        changed, removed = self.accepted()
+        self.written |= set(changed) | set(removed)
+        self.decisions = {n: d for n, d in self.decisions.items() if d is not Decision.ACCEPT}
+        self._undo = [(n, d) for n, d in self._undo if n not in self.written]
+
+    def status(self) -> str:
+        """`3 of 7 pending · 1 to accept · 1 rejected · 1 skipped · 2 written`."""
+        parts = [f"{len(self.pending)} of {len(self.items)} pending"]
+        for decision, words in (
+            (Decision.ACCEPT, "to accept"),
+            (Decision.REJECT, "rejected"),
+            (Decision.SKIP, "skipped"),
+        ):
+            if self.count(decision):
+                parts.append(f"{self.count(decision)} {words}")
+        if self.written:
+            parts.append(f"{len(self.written)} written")
+        return " · ".join(parts)
+
+    def preview(self, current: Report, baseline: Report, scope: set[str]) -> Diff:
+        """The comparison as it will be once the accepted decisions are written: the
+        baseline's cases in `scope` (those the first comparison covered), with the accepted
+        results in place. Cases outside `scope` (not run) never count as removed."""
+        changed, removed = self.accepted()
+        chosen = [c for c in current.cases if c.name in set(changed)]
+        return current.compare(merge_cases(covered(baseline, only=scope), chosen, removed=removed))
+
+
+def _refused(path: Path, message: str) -> BaselineOutcome:
+    return BaselineOutcome(status=BaselineStatus.REFUSED, path=path, message=message)
+
+
+def _corrupt(path: Path, message: str) -> BaselineOutcome:
+    return BaselineOutcome(status=BaselineStatus.CORRUPT, path=path, message=message)
+
+
+def baseline_json(report: Report) -> bytes:
+    """`report` as a baseline file people commit and review in git.
+
+    Pretty-printed, one case per block, cases in name order and samples in index order,
+    and without what changes from run to run when the results do not: latencies, costs,
+    timestamps, run ids, tool call ids (numbered in order instead) and absolute paths.
+    Saving an unchanged run again writes the same bytes. `Report.load()` reads it.
+    """
+    document = json.loads(report.to_json())
+    body = document["report"]
+    for key in VOLATILE_REPORT_FIELDS:
+        body.pop(key, None)
+    body["priced"] = False  # its costs are left out
+    for key in VOLATILE_METADATA:
+        body.get("metadata", {}).pop(key, None)
+    body["cases"].sort(key=lambda case: case["name"])
+    for case in body["cases"]:
+        case["samples"].sort(key=lambda sample: sample["index"])
+        for sample in case["samples"]:
+            for key in VOLATILE_SAMPLE_FIELDS:
+                sample.pop(key, None)
+            run = sample.get("run")
+            if run is None:
+                continue
+            run.pop("latency_ms", None)
+            _steady_tool_calls(run)
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _steady_tool_calls(run: dict[str, Any]) -> None:
+    """Tool call ids (random at most APIs) renumbered in the order the calls were made,
+    with the tool messages answering them; latencies left out."""
+    messages = run.get("messages", [])
+    calls = [c for m in messages for c in m.get("tool_calls", [])] + run.get("tool_calls", [])
+    ids: dict[object, str] = {}
+    for call in calls:
+        call.pop("latency_ms", None)
+        if call.get("id") is not None:
+            call["id"] = ids.setdefault(call["id"], f"call_{len(ids) + 1}")
+    for message in messages:
+        if message.get("tool_call_id") in ids:
+            message["tool_call_id"] = ids[message["tool_call_id"]]

@@ -31,6 +31,7 @@ from tui_eval.report.left_out import (
 from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import counted, one_line, sanitize
 
 # XML 1.0 cannot carry most control characters, whatever the escaping.
@@ -298,7 +299,7 @@ def _markdown_left_out(report: Report) -> list[str]:
     return lines
 
 
-class MergeError(ValueError):
+class MergeError(TuiEvalError, ValueError):
     """Reports cannot be merged (a case in two of them); the message names the cases."""
 
 

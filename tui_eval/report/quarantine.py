@@ -1,7 +1,8 @@
 """Quarantined cases: flaky cases that still run and show, but do not gate.
 
 A quarantine lives in `<suite folder>/__baselines__/quarantine.json`, beside the baselines
-and made for git like them (indented, keys sorted, no timestamps that change per run):
+and made for git like them (indented, keys sorted, no timestamps that change per run; one
+pydantic model, `QuarantineFile`):
 
     {"schema_version": 1, "suites": {"calculator": {"explain to a child": {
         "reason": "flaky judge", "since": "2026-12-02", "until": "2026-12-31",
@@ -16,19 +17,19 @@ one starts the count again); either way the file loses it and the run says so.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
-import hashlib
 import json
-import os
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+import pydantic
+import pydantic.dataclasses
 
 from tui_eval.report.report import Report
-from tui_eval.util.atomic import atomic_write_bytes
-from tui_eval.util.home import private_subfolder
+from tui_eval.util.atomic import atomic_write_bytes, folder_lock
+from tui_eval.util.errors import TuiEvalError
+from tui_eval.util.text import validation_message
 
 FILE_NAME = "quarantine.json"
 SCHEMA_VERSION = 1
@@ -36,11 +37,11 @@ METADATA_KEY = "quarantined"
 """Where a run's report names its quarantined cases: `{case: reason}`."""
 
 
-class QuarantineFileError(ValueError):
+class QuarantineFileError(TuiEvalError, ValueError):
     """A quarantine file cannot be read; the message names the file and the place."""
 
 
-@dataclass(frozen=True, slots=True)
+@pydantic.dataclasses.dataclass(frozen=True, config=pydantic.ConfigDict(extra="forbid"))
 class Quarantine:
     """One quarantined case.
 
@@ -55,47 +56,21 @@ class Quarantine:
     reason: str
     since: dt.date
     until: dt.date | None = None
-    release_after: int | None = None
-    passing_runs: int = 0
+    release_after: pydantic.PositiveInt | None = None
+    passing_runs: pydantic.NonNegativeInt = 0
 
     def active(self, today: dt.date) -> bool:
         """Whether it still holds on `today`."""
         return self.until is None or today <= self.until
 
-    def to_json(self) -> dict[str, object]:
-        data: dict[str, object] = {"reason": self.reason, "since": self.since.isoformat()}
-        if self.until is not None:
-            data["until"] = self.until.isoformat()
-        if self.release_after is not None:
-            data["release_after"] = self.release_after
-            data["passing_runs"] = self.passing_runs
-        return data
 
-    @classmethod
-    def from_json(cls, data: object, where: str) -> Quarantine:
-        if not isinstance(data, dict):
-            raise QuarantineFileError(f"{where}: expected an object, got {type(data).__name__}")
-        try:
-            until = data.get("until")
-            release_after = data.get("release_after")
-            passing = data.get("passing_runs", 0)
-            if release_after is not None and (
-                not isinstance(release_after, int) or release_after < 1
-            ):
-                raise ValueError(f"release_after must be a whole number ≥ 1, got {release_after!r}")
-            if not isinstance(passing, int) or passing < 0:
-                raise ValueError(f"passing_runs must be a whole number ≥ 0, got {passing!r}")
-            return cls(
-                reason=str(data.get("reason") or ""),
-                since=dt.date.fromisoformat(str(data["since"])),
-                until=dt.date.fromisoformat(str(until)) if until is not None else None,
-                release_after=release_after,
-                passing_runs=passing,
-            )
-        except KeyError as exc:
-            raise QuarantineFileError(f"{where}: missing {exc.args[0]!r}") from None
-        except (ValueError, TypeError) as exc:
-            raise QuarantineFileError(f"{where}: {exc}") from None
+class QuarantineFile(pydantic.BaseModel):
+    """A quarantine file: each suite's quarantined cases, by case name."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    suites: dict[str, dict[str, Quarantine]] = {}
 
 
 def quarantine_path(baseline_path: Path) -> Path:
@@ -110,31 +85,13 @@ def read_all(path: Path) -> dict[str, dict[str, Quarantine]]:
         QuarantineFileError: the file is not a quarantine file (the message says where).
     """
     try:
-        raw = path.read_bytes()
+        return QuarantineFile.model_validate_json(path.read_bytes()).suites
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise QuarantineFileError(f"{path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise QuarantineFileError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("suites", {}), dict):
-        raise QuarantineFileError(f'{path}: expected {{"schema_version": 1, "suites": {{...}}}}')
-    version = data.get("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
-        raise QuarantineFileError(
-            f"{path}: schema_version {version!r}; this tui-eval reads {SCHEMA_VERSION}"
-        )
-    found: dict[str, dict[str, Quarantine]] = {}
-    for suite, cases in data.get("suites", {}).items():
-        if not isinstance(cases, dict):
-            raise QuarantineFileError(f"{path}: suites.{suite}: expected an object of cases")
-        found[suite] = {
-            case: Quarantine.from_json(entry, f"{path}: suites.{suite}.{case}")
-            for case, entry in cases.items()
-        }
-    return found
+    except pydantic.ValidationError as exc:
+        raise QuarantineFileError(f"{path}: {validation_message(exc)}") from None
 
 
 def read(path: Path, suite: str) -> dict[str, Quarantine]:
@@ -143,42 +100,20 @@ def read(path: Path, suite: str) -> dict[str, Quarantine]:
 
 
 def _write(path: Path, everything: dict[str, dict[str, Quarantine]]) -> None:
-    suites = {
-        suite: {case: q.to_json() for case, q in sorted(cases.items())}
-        for suite, cases in sorted(everything.items())
-        if cases
-    }
+    suites = {suite: dict(sorted(cases.items())) for suite, cases in everything.items() if cases}
     if not suites:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        path.unlink(missing_ok=True)
         return
-    data = {"schema_version": SCHEMA_VERSION, "suites": suites}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
-    atomic_write_bytes(path, text.encode())
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold the file's lock while it is read, changed and written (two runs, or a run and
-    `tui-eval quarantine`, never erase each other's change). The lock file lives in
-    tui-eval's own data folder, not beside the quarantine file: nothing for git to see."""
-    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    lock = private_subfolder("locks") / f"quarantine-{name}.lock"
-    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        with contextlib.suppress(ImportError):
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    data = QuarantineFile(suites=suites).model_dump(mode="json", exclude_none=True)
+    text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True)
+    atomic_write_bytes(path, (text + "\n").encode())
 
 
 def put(path: Path, suite: str, case: str, quarantine: Quarantine) -> None:
-    """Quarantine `case` of `suite` (replacing an earlier quarantine of it)."""
-    with _locked(path):
+    """Quarantine `case` of `suite` (replacing an earlier quarantine of it). The file is
+    changed under a lock on its folder: two runs, or a run and `tui-eval quarantine`, never
+    erase each other's change."""
+    with folder_lock(path.parent):
         everything = read_all(path)
         everything.setdefault(suite, {})[case] = quarantine
         _write(path, everything)
@@ -186,7 +121,9 @@ def put(path: Path, suite: str, case: str, quarantine: Quarantine) -> None:
 
 def release(path: Path, suite: str, case: str) -> bool:
     """Lift the quarantine of `case`; whether there was one."""
-    with _locked(path):
+    if not path.exists():
+        return False
+    with folder_lock(path.parent):
         everything = read_all(path)
         if everything.get(suite, {}).pop(case, None) is None:
             return False
@@ -204,7 +141,9 @@ def apply_to(report: Report, path: Path, suite: str, today: dt.date, *, count: b
     Raises:
         QuarantineFileError: the file cannot be read.
     """
-    with _locked(path):
+    if not path.exists():  # nothing quarantined: no folder made, no lock taken
+        return []
+    with folder_lock(path.parent):
         everything = read_all(path)
         mine = everything.get(suite, {})
         if not mine:
@@ -252,6 +191,7 @@ __all__ = [
     "FILE_NAME",
     "METADATA_KEY",
     "Quarantine",
+    "QuarantineFile",
     "QuarantineFileError",
     "apply_to",
     "put",

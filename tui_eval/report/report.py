@@ -32,6 +32,7 @@ from tui_eval.stats.proportions import (
     wilson_interval,
 )
 from tui_eval.util.atomic import atomic_write_bytes
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.home import in_data_root
 from tui_eval.util.text import counted, one_line, pad_cells, validation_message
 
@@ -39,7 +40,7 @@ SCHEMA_VERSION = 1
 REPORT_KIND: Literal["tui-eval-report"] = "tui-eval-report"
 
 
-class ReportFileError(ValueError):
+class ReportFileError(TuiEvalError, ValueError):
     """A report or baseline file could not be read; the message names the file."""
 
 

@@ -44,6 +44,7 @@ from tui_eval.core.settings import RunSettings
 from tui_eval.report.stored_values import map_values
 from tui_eval.run.events import EventHandler, SampleStateChanged
 from tui_eval.util.cancellation import cancelled_from_outside
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.secrets import redact, redact_value, secret_values
 
 
@@ -391,13 +392,13 @@ def error_text(exc: BaseException) -> str:
     errors in its own ("APIConnectionError: Connection error.") — tui-eval's, which says
     what is wrong (a header that cannot be sent, a trust store that cannot be loaded)."""
     text = f"{type(exc).__name__}: {exc}"
-    if type(exc).__module__.startswith("tui_eval."):
+    if isinstance(exc, TuiEvalError):
         return text
     seen: set[int] = {id(exc)}
     cause = _cause(exc)
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if type(cause).__module__.startswith("tui_eval."):
+        if isinstance(cause, TuiEvalError):
             return f"{text} (caused by {type(cause).__name__}: {cause})"
         cause = _cause(cause)
     return text

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from tui_eval.core.settings import JOURNALED, RunSettings
+from tui_eval.core.settings import RunSettings
 from tui_eval.util.secrets import is_credential_header
 
 
@@ -60,9 +60,6 @@ class RecheckRun(_Kind):
 
 RunKind = Annotated[PlainRun | DecideRun | ABRun | RecheckRun, pydantic.Field(discriminator="kind")]
 
-# Before the request had `kind` and `settings`, journals kept these at its top level.
-_FLAT_SETTINGS = set(JOURNALED) - {"executor"}
-
 
 class RunRequest(pydantic.BaseModel):
     """What one run of a suite was asked to do, whichever front-end asked.
@@ -91,33 +88,6 @@ class RunRequest(pydantic.BaseModel):
     baseline: str | None = None
     save_baseline: bool = False
     shard: tuple[int, int] | None = None
-
-    @pydantic.model_validator(mode="before")
-    @classmethod
-    def _from_older_journal(cls, data: Any) -> Any:
-        """Read a journal written before requests had `kind` and `settings` (its settings
-        and its mode flags at the top level), or before the executor was a setting."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        executor, address, workers = (
-            data.pop(key, None) for key in ("executor", "ray_address", "ray_workers")
-        )
-        if "kind" not in data and "settings" not in data:
-            settings = {k: data.pop(k) for k in list(data) if k in _FLAT_SETTINGS}
-            data["settings"] = {k: v for k, v in settings.items() if v not in (None, False)}
-            recheck, ab = data.pop("recheck", None), data.pop("ab", None)
-            decide, against = data.pop("decide", False), data.pop("decide_against", None)
-            if recheck is not None:
-                data["kind"] = {"kind": "recheck", "report": recheck}
-            elif ab is not None:
-                data["kind"] = {"kind": "ab", "a": ab[0], "b": ab[1]}
-            elif decide:
-                data["kind"] = {"kind": "decide", "against": against}
-        if executor == "ray" and isinstance(data.get("settings"), dict):
-            ray = {"address": address, "workers": workers}
-            data["settings"] = {**data["settings"], "executor": ray}
-        return data
 
     @pydantic.field_validator("settings", mode="before")
     @classmethod

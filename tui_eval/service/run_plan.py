@@ -14,21 +14,22 @@ from typing import Any
 from tui_eval.agents.sources import samples_independent
 from tui_eval.core.cases import fingerprint
 from tui_eval.core.settings import Executor, RaySpec, RunSettings
-from tui_eval.report.baselines import BaselineStatus, read_baseline
+from tui_eval.report.baselines import BaselineStatus, BaselineStore
 from tui_eval.report.exporters import suite_parts
 from tui_eval.report.report import Report, ReportFileError
 from tui_eval.service.request import ABRun, DecideRun, PlainRun, RecheckRun, RunRequest
 from tui_eval.service.store import RunHistory
 from tui_eval.suites import Suite
+from tui_eval.util.errors import TuiEvalError
 
 _COMMANDS = {"decide": "--decide", "ab": "tui-eval ab", "recheck": "tui-eval recheck"}
 
 
-class EmptySelection(ValueError):
+class EmptySelection(TuiEvalError, ValueError):
     """The request selects none of the suite's cases."""
 
 
-class PlanError(ValueError):
+class PlanError(TuiEvalError, ValueError):
     """A run cannot start as asked (no baseline to decide against, an A/B agent that
     cannot be built, a report to recheck that has none of the suite's cases)."""
 
@@ -106,11 +107,12 @@ def _baseline(suite: Suite, request: RunRequest, kind: DecideRun) -> Report:
     """The report a decide run compares with: the one its kind names, else the baseline."""
     if kind.against is not None:
         return _decided_against(kind.against)
-    path = Path(request.baseline) if request.baseline else suite.baseline_path
-    read = read_baseline(path)
+    read = BaselineStore.for_suite(suite, request.baseline).read()
     if read.baseline is None:
         if read.status is BaselineStatus.MISSING:
-            raise PlanError(f"--decide compares with a baseline; {suite.name!r} has none at {path}")
+            raise PlanError(
+                f"--decide compares with a baseline; {suite.name!r} has none at {read.path}"
+            )
         raise PlanError(read.message)
     return read.baseline
 

@@ -1,8 +1,8 @@
 """`RunSession`: one suite run as a front-end shows it — the `SuiteRun` service behind it,
 and its live `RunState` (the one fold of its events), or a saved report shown read-only.
 
-The app keeps one per run it shows; the baseline actions (plan, save, compare, accept)
-go through the service's policy, or the same policy over a saved report.
+The app keeps one per run it shows; its baseline actions (plan, save, compare, accept) are
+the `BaselineStore`'s, over the cases the run covers.
 """
 
 from __future__ import annotations
@@ -12,23 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui_eval.agents.http.context import Runtime
+from tui_eval.report.baselines import (
+    BaselineOutcome,
+    BaselinePlan,
+    BaselineStatus,
+    BaselineStore,
+    Coverage,
+)
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event
 from tui_eval.run.state import Clock, RunState
 from tui_eval.service.request import PlainRun, RunRequest
 from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import RunHistory, RunRecord
-from tui_eval.service.suite_run import (
-    BaselineOutcome,
-    BaselinePlan,
-    BaselineStatus,
-    SuiteRun,
-    accept_into_baseline,
-    compare_with_baseline,
-    plan_baseline,
-    read_baseline,
-    save_baseline,
-)
+from tui_eval.service.suite_run import SuiteRun
 from tui_eval.suites import Suite
 
 
@@ -39,7 +36,7 @@ class RunSession:
     Attributes:
         state: what the screens show; the runner's events are applied to it.
         service: the run itself (None for a report opened from disk).
-        baseline_path: where `s` saves and `c` compares.
+        baseline: where `s` saves and `c` compares (None: the run has no baseline).
         title: the Run screen's title.
         more_samples: each case's latest "more samples" rerun (`m` on the Case screen), by
             case name: it stays with the run when the Case screen closes.
@@ -48,7 +45,7 @@ class RunSession:
 
     state: RunState
     service: SuiteRun | None = None
-    baseline_path: Path | None = None
+    baseline: BaselineStore | None = None
     title: str = ""
     more_samples: dict[str, RunSession] = field(default_factory=dict)
     announced: bool = False
@@ -94,7 +91,7 @@ class RunSession:
         return cls(
             state=state,
             service=service,
-            baseline_path=service.baseline_path,
+            baseline=service.baseline_store,
             title=title or suite.name,
         )
 
@@ -117,18 +114,18 @@ class RunSession:
         return cls(
             state=state,
             service=service,
-            baseline_path=service.baseline_path,
+            baseline=service.baseline_store,
             title=f"{record.suite} · resumed",
         )
 
     @classmethod
     def for_report(
-        cls, report: Report, *, clock: Clock, baseline_path: Path | None = None, title: str = ""
+        cls, report: Report, *, clock: Clock, baseline: BaselineStore | None = None, title: str = ""
     ) -> RunSession:
         """A read-only session showing a saved report."""
         return cls(
             state=RunState.from_report(report, clock=clock),
-            baseline_path=baseline_path,
+            baseline=baseline,
             title=title or report.name,
         )
 
@@ -159,10 +156,17 @@ class RunSession:
         return journal.record.report_path if journal is not None else None
 
     @property
-    def partial(self) -> bool:
-        """Whether the run may cover only some of its suite's cases (a rerun, a filter; a
-        saved report, whose coverage is not known): its comparison removes nothing."""
-        return self.service.request.is_partial if self.service is not None else True
+    def baseline_path(self) -> Path | None:
+        """The baseline file (None: the run has none)."""
+        return self.baseline.path if self.baseline is not None else None
+
+    @property
+    def coverage(self) -> Coverage:
+        """The baseline cases the run speaks for (a saved report: only its own cases, as
+        its coverage of the suite is not known)."""
+        if self.service is not None:
+            return self.service.coverage
+        return Coverage(tuple(case.name for case in self.report.cases) if self.report else ())
 
     def _no_path(self, verb: str) -> BaselineOutcome:
         return BaselineOutcome(
@@ -171,30 +175,23 @@ class RunSession:
 
     def plan_baseline(self) -> BaselinePlan | BaselineOutcome:
         """What `s` would do (merge a partial run, replace with a full one), or why it can't."""
-        if self.service is not None:
-            plan = self.service.plan_baseline()
-        elif self.baseline_path is not None:
-            plan = plan_baseline(self.report, self.baseline_path, merge=True)
-        else:
+        if self.baseline is None:
             return self._no_path("save")
+        plan = self.baseline.plan(self.report, self.coverage)
         return plan.problem if plan.problem is not None else plan
 
     def save_baseline(self) -> BaselineOutcome:
-        """Save the finished run as the baseline (the core's policy: never over a corrupt
-        file; a partial run is merged)."""
-        if self.service is not None:
-            return self.service.save_baseline()
-        if self.baseline_path is None:
+        """Save the finished run as the baseline (`BaselineStore.save`)."""
+        if self.baseline is None:
             return self._no_path("save")
-        return save_baseline(self.report, self.baseline_path, merge=True)
+        return self.baseline.save(self.report, self.coverage)
 
     def compare(self) -> BaselineOutcome:
         """The comparison with the baseline (of the cases this run covers), or why there is none."""
         if self.service is not None:
             outcome = self.service.compare()
-        elif self.baseline_path is not None:
-            ran = [case.name for case in self.report.cases] if self.report else None
-            outcome = compare_with_baseline(self.report, self.baseline_path, only=ran)
+        elif self.baseline is not None:
+            outcome = self.baseline.compare(self.report, self.coverage)
         else:
             return self._no_path("compare with")
         if outcome.status is BaselineStatus.MISSING:
@@ -212,23 +209,19 @@ class RunSession:
         compared = self.compare()
         if compared.status is BaselineStatus.COMPARED:
             return compared.baseline
-        service, path = self.service, self.baseline_path
+        service, store = self.service, self.baseline
         if (
             service is not None
             and self.report is None
             and isinstance(service.kind, PlainRun)
-            and path
+            and store
         ):
-            return read_baseline(path).baseline
+            return store.read().baseline
         return None
 
     def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
-        """Write a review's accepted cases into the baseline, keeping every other case (those
-        rejected, skipped, or not covered by this run)."""
-        if self.service is not None:
-            return self.service.write_baseline(accepted)
-        if self.baseline_path is None or self.report is None:
+        """Write a review's accepted cases into the baseline (`BaselineStore.accept`),
+        keeping every other case (rejected, skipped, or not covered by this run)."""
+        if self.baseline is None:
             return self._no_path("accept into")
-        ran = {case.name for case in self.report.cases}
-        names = [name for name in accepted if name in ran]
-        return accept_into_baseline(self.report, self.baseline_path, names)
+        return self.baseline.accept(self.report, list(accepted), self.coverage)

@@ -1,4 +1,4 @@
-"""Where things live on disk: run history and journals per project (baselines: `suite_run`)."""
+"""Where things live on disk: run history and journals per project (baselines: `report.baselines`)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ from tui_eval.report.report import CaseResult, Report, SampleResult
 from tui_eval.report.stored_values import output_once, restore_output, storable_sample
 from tui_eval.service.request import Exports, RunRequest
 from tui_eval.util.atomic import atomic_write_bytes, open_private, private_folder
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.home import data_root, in_data_root, private_subfolder
 
-JOURNAL_SCHEMA_VERSION = 4
-"""Version 4 added the header's `exports`; version 3 the header's case `definitions` and A/B
-samples' `arm`; versions 3, 2 and 1 (lines keyed by `"t"`, no version) are still read."""
+JOURNAL_SCHEMA_VERSION = 5
+"""The version of the journal lines this tui-eval writes and reads; a journal of any other
+(an earlier tui-eval's: lines keyed by `"t"`, a request without `kind`) is listed in the
+history with a message naming it, and is never resumed."""
 
 
 def project_dir(project_root: Path) -> Path:
@@ -42,8 +44,8 @@ def find_project_root(start: Path | None = None) -> Path:
 
 
 # -- run history and journals -------------------------------------------------------------
-class JournalFileError(ValueError):
-    """A journal cannot be read (for example, a newer tui-eval wrote it); names the file."""
+class JournalFileError(TuiEvalError, ValueError):
+    """A journal cannot be read (another version of tui-eval wrote it); names the file."""
 
 
 class _JournalLine(pydantic.BaseModel):
@@ -61,8 +63,8 @@ class JournalHeader(_JournalLine):
     suite_path: str = ""
     started_at: float = 0.0
     invocation: str = ""
-    options: RunRequest = RunRequest()
-    """The run's request (`RunRecord.request`; the file keeps its first name)."""
+    request: RunRequest = RunRequest()
+    """What the run was asked to do."""
     definitions: dict[str, str] = {}
     """Per case run: the fingerprint of its definition when the run started (a resume
     refuses to mix samples of a case whose checks or input changed since)."""
@@ -100,38 +102,33 @@ def parse_journal_line(
     """One journal line as its model; None for a line that is not one (garbage, torn).
 
     Raises:
-        JournalFileError: the line was written by a newer schema than this version reads.
+        JournalFileError: the line was written by another version's schema.
     """
     try:
         entry = _LINE.validate_json(line)
     except pydantic.ValidationError:
-        pass
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            return None
+        # Version 1's lines were keyed by "t", without a version.
+        version = (
+            raw.get("schema_version", 1 if "t" in raw else None) if isinstance(raw, dict) else None
+        )
+        if not isinstance(version, int) or version == JOURNAL_SCHEMA_VERSION:
+            return None
     else:
-        if entry.schema_version > JOURNAL_SCHEMA_VERSION:
-            raise JournalFileError(_newer(source, entry.schema_version))
-        return entry
-    try:
-        raw = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(raw, dict):
-        return None
-    version = raw.get("schema_version")
-    if isinstance(version, int) and version > JOURNAL_SCHEMA_VERSION:
-        raise JournalFileError(_newer(source, version))
-    legacy = raw.pop("t", None)  # version 1: {"t": "header" | "sample" | "end", ...}
-    if legacy not in ("header", "sample", "end") or "schema_version" in raw:
-        return None
-    try:
-        return _LINE.validate_python({**raw, "kind": legacy, "schema_version": 1})
-    except pydantic.ValidationError:
-        return None
-
-
-def _newer(source: Path, version: int) -> str:
-    return (
-        f"{source}: written by a newer tui-eval (journal schema_version {version}; "
-        f"this version reads up to {JOURNAL_SCHEMA_VERSION}); upgrade tui-eval to resume it"
+        version = entry.schema_version
+        if version == JOURNAL_SCHEMA_VERSION:
+            return entry
+    if version > JOURNAL_SCHEMA_VERSION:
+        raise JournalFileError(
+            f"{source}: written by a newer tui-eval (journal schema_version {version}; this "
+            f"version reads up to {JOURNAL_SCHEMA_VERSION}); upgrade tui-eval to resume it"
+        )
+    raise JournalFileError(
+        f"{source}: written by an earlier tui-eval (journal schema_version {version}; this "
+        f"version reads {JOURNAL_SCHEMA_VERSION}); its run cannot be resumed: start it again"
     )
 
 
@@ -185,25 +182,15 @@ class RunSummary:
 _SUMMARY = pydantic.TypeAdapter(RunSummary)
 
 
-@dataclass(slots=True, kw_only=True)
-class RunRecord:
-    """One past run of a suite, as listed by `tui-eval history`."""
+class RunRecord(JournalHeader):
+    """One past run of a suite, as listed by `tui-eval history`: its journal's header, where
+    it lives, and how it ended."""
 
-    run_id: str
     folder: Path
-    suite: str
-    suite_path: str
-    started_at: float
-    invocation: str
     finished: bool = False
     cancelled: bool = False
-    request: RunRequest = field(default_factory=RunRequest)
-    definitions: dict[str, str] = field(default_factory=dict)
-    """Per case: its definition's fingerprint when the run started (see `JournalHeader`)."""
-    exports: Exports = field(default_factory=Exports)
-    """The report files its invocation writes at the end (absolute paths)."""
     problem: str | None = None
-    """Why the journal cannot be used by this version (a newer tui-eval wrote it)."""
+    """Why the journal cannot be used by this version (another version wrote it)."""
 
     @property
     def journal_path(self) -> Path:
@@ -240,17 +227,9 @@ class RunRecord:
             return RunSummary.of(self.load_report())
 
     def header(self) -> JournalHeader:
-        """The journal's header line for this record."""
-        return JournalHeader(
-            run_id=self.run_id,
-            suite=self.suite,
-            suite_path=self.suite_path,
-            started_at=self.started_at,
-            invocation=self.invocation,
-            options=self.request.for_disk(),
-            definitions=self.definitions,
-            exports=self.exports,
-        )
+        """The journal's header line for this record (credential headers left out)."""
+        fields = {name: getattr(self, name) for name in JournalHeader.model_fields}
+        return JournalHeader(**{**fields, "request": self.request.for_disk()})
 
     def load_report(self) -> Report:
         """The run's report; for an interrupted run, one rebuilt from its journal."""
@@ -269,7 +248,7 @@ def read_journal_samples(path: Path, *, arm: str | None = None) -> dict[str, lis
     are skipped; a sample recorded twice counts once.
 
     Raises:
-        JournalFileError: a newer tui-eval wrote the journal.
+        JournalFileError: another version of tui-eval wrote the journal.
     """
     done: dict[str, dict[int, SampleResult]] = {}
     with path.open("rb") as handle:
@@ -284,11 +263,11 @@ def read_journal_samples(path: Path, *, arm: str | None = None) -> dict[str, lis
     return {name: [by_index[i] for i in sorted(by_index)] for name, by_index in done.items()}
 
 
-class RunLockedError(RuntimeError):
+class RunLockedError(TuiEvalError, RuntimeError):
     """Another process is running (or resuming) this run right now."""
 
 
-class JournalWriteError(OSError):
+class JournalWriteError(TuiEvalError, OSError):
     """The journal could not be written (disk full, a file-size limit...); names the path."""
 
 
@@ -473,7 +452,7 @@ def read_record(folder: Path) -> RunRecord | None:
     """The run recorded in `folder`; None when its journal has no readable header.
 
     Raises:
-        JournalFileError: a newer tui-eval wrote the journal.
+        JournalFileError: another version of tui-eval wrote the journal.
     """
     journal = folder / "journal.jsonl"
     try:
@@ -493,22 +472,15 @@ def read_record(folder: Path) -> RunRecord | None:
     if not isinstance(header, JournalHeader):
         return None
     return RunRecord(
-        run_id=header.run_id,
+        **dict(header),
         folder=folder,
-        suite=header.suite,
-        suite_path=header.suite_path,
-        started_at=header.started_at,
-        invocation=header.invocation,
         finished=isinstance(last, JournalEnd),
         cancelled=isinstance(last, JournalEnd) and last.cancelled,
-        request=header.options,
-        definitions=header.definitions,
-        exports=header.exports,
     )
 
 
 def _unreadable_record(folder: Path, first_line: bytes, problem: str) -> RunRecord | None:
-    """A run whose journal a newer tui-eval wrote: listed, never resumed or read."""
+    """A run whose journal another version wrote: listed, never resumed or read."""
     try:
         raw = json.loads(first_line)
         return RunRecord(
@@ -518,6 +490,7 @@ def _unreadable_record(folder: Path, first_line: bytes, problem: str) -> RunReco
             suite_path=str(raw.get("suite_path", "")),
             started_at=float(raw.get("started_at", 0.0)),
             invocation=str(raw.get("invocation", "")),
+            finished=(folder / "report.json").exists(),  # an ended run: nothing to resume
             problem=problem,
         )
     except (ValueError, TypeError, AttributeError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,16 +21,7 @@ from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import RunSettings
 from tui_eval.report import quarantine
-from tui_eval.report.baselines import (
-    BaselineOutcome,
-    BaselinePlan,
-    BaselineStatus,
-    accept_into_baseline,
-    compare_with_baseline,
-    plan_baseline,
-    read_baseline,
-    save_baseline,
-)
+from tui_eval.report.baselines import BaselineOutcome, BaselineStatus, BaselineStore, Coverage
 from tui_eval.report.left_out import COUNT_USER_FAULTS
 from tui_eval.report.report import Report, SampleResult
 from tui_eval.run.events import Event, SampleFinished
@@ -68,9 +59,10 @@ from tui_eval.service.store import (
 )
 from tui_eval.stats.case_decisions import ALPHA, DEFAULT_MARGIN
 from tui_eval.suites import load_suites
+from tui_eval.util.errors import TuiEvalError
 
 
-class ResumeError(Exception):
+class ResumeError(TuiEvalError):
     """A recorded run cannot be resumed; the message says why (and names the run)."""
 
 
@@ -377,7 +369,7 @@ class SuiteRun:
         try:
             self.quarantine_notes = quarantine.apply_to(
                 report,
-                quarantine.quarantine_path(self.baseline_path),
+                quarantine.quarantine_path(self.baseline_store.path),
                 self.suite.name,
                 datetime.date.today(),
                 count=isinstance(self.kind, PlainRun) and not report.cancelled,
@@ -411,21 +403,25 @@ class SuiteRun:
 
     # -- the baseline --------------------------------------------------------------------
     @property
-    def baseline_path(self) -> Path:
-        """Where this run compares and saves: `--baseline FILE`, else the suite's."""
-        return Path(self.request.baseline) if self.request.baseline else self.suite.baseline_path
+    def baseline_store(self) -> BaselineStore:
+        """Where this run compares and saves: `--baseline FILE`, else the suite's baseline."""
+        return BaselineStore.for_suite(self.suite, self.request.baseline)
+
+    @property
+    def coverage(self) -> Coverage:
+        """The baseline cases this run speaks for: a partial run (a filter, a rerun, a
+        shard) only those it ran, and none it never reached (cut short, `fail_fast`)."""
+        only = tuple(case.label for case in self.suite.cases) if self.request.is_partial else None
+        return Coverage(only, tuple(self.not_reached))
 
     def compare(self) -> BaselineOutcome:
-        """Compare the finished run with its baseline.
-
-        A partial run (a filter, a rerun, a shard) is compared with the baseline's cases it
-        ran: the others are not "removed", they live in other runs. Nor are the cases a run
-        cut short or stopped by `fail_fast` never reached (a case gone from the suite still is). A decide or A/B run
-        gives its decision, a recheck its comparison with the outputs' first verdicts.
+        """Compare the finished run with its baseline (`BaselineStore.compare`, over the
+        cases it covers). A decide or A/B run gives its decision, a recheck its comparison
+        with the outputs' first verdicts.
         """
         if self.decision is not None:
             kind = self.kind
-            path = self.baseline_path if isinstance(kind, DecideRun) else None
+            path = self.baseline_store.path if isinstance(kind, DecideRun) else None
             if isinstance(kind, DecideRun) and kind.against is not None:
                 path = Path(kind.against)
             return BaselineOutcome(
@@ -444,10 +440,7 @@ class SuiteRun:
                 diff=report.compare(self.rechecked),
                 baseline=self.rechecked,
             )
-        only = [case.label for case in self.suite.cases] if self.request.is_partial else None
-        return compare_with_baseline(
-            self.report, self.baseline_path, only=only, not_run=self.not_reached
-        )
+        return self.baseline_store.compare(self.report, self.coverage)
 
     @property
     def not_reached(self) -> list[str]:
@@ -459,57 +452,10 @@ class SuiteRun:
         ran = {case.name for case in report.cases}
         return [case.label for case in self.suite.cases if case.label not in ran]
 
-    def _merges_baseline(self) -> bool:
-        """Whether saving this run merges it into the baseline: it covers only some cases
-        (a filter, a rerun) or did not reach them all, so the others' results are kept."""
-        return self.request.is_partial or bool(self.not_reached)
-
-    def plan_baseline(self) -> BaselinePlan:
-        """What `save_baseline()` would do (merge a partial run, replace with a full one)."""
-        return plan_baseline(self.report, self.baseline_path, merge=self._merges_baseline())
-
-    def save_baseline(self) -> BaselineOutcome:
-        """Write the finished run as the baseline, unless that would lose something.
-
-        A partial run (a filter, a rerun of some cases, a `fail_fast` run that stopped
-        early) is merged into the baseline.
-        """
-        return save_baseline(self.report, self.baseline_path, merge=self._merges_baseline())
-
-    def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
-        """Write a review's decisions: the run's result of every `accepted` case it ran
-        replaces the baseline's, and an accepted case the suite no longer has is dropped.
-
-        Every other baseline case is kept: rejected or skipped ones, and those this run did
-        not cover (a partial run removes nothing).
-        """
-        if self.report is None:
-            return BaselineOutcome(
-                status=BaselineStatus.REFUSED,
-                path=self.baseline_path,
-                message="not accepted: the run has not finished yet",
-            )
-        ran = {case.name for case in self.report.cases}
-        defined = None if self.request.is_partial else {case.label for case in self.suite.cases}
-        return accept_into_baseline(
-            self.report,
-            self.baseline_path,
-            [name for name in accepted if name in ran],
-            removed=[n for n in accepted if defined is not None and n not in defined | ran],
-        )
-
 
 __all__ = [
-    "BaselineOutcome",
-    "BaselinePlan",
-    "BaselineStatus",
     "EmptySelection",
     "PlanError",
     "ResumeError",
     "SuiteRun",
-    "accept_into_baseline",
-    "compare_with_baseline",
-    "plan_baseline",
-    "read_baseline",
-    "save_baseline",
 ]

@@ -49,13 +49,14 @@ from tui_eval.core.cases import Case
 from tui_eval.core.settings import Count, Dollars
 from tui_eval.suites.recorded import TraceFileError, recorded_cases
 from tui_eval.suites.suite import Suite
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import validation_error_at, validation_message
 from tui_eval.util.yaml_files import load_yaml
 
 SCHEMA_VERSION = 1
 
 
-class SuiteFileError(ValueError):
+class SuiteFileError(TuiEvalError, ValueError):
     """A declarative suite is invalid; the message names the file, the case and the field."""
 
 

@@ -63,10 +63,6 @@ def suite_file_stem(name: str) -> str:
     return f"_{stem}" if _is_device(stem) else stem  # `con.txt~…` is still `con`'s
 
 
-baseline_file_stem = suite_file_stem
-"""The stem of a suite's baseline file (the name it was first given)."""
-
-
 def _is_simple(name: str) -> bool:
     try:
         size = len(name.encode("utf-8"))
@@ -239,17 +235,27 @@ class Suite:
     @property
     def baseline_path(self) -> Path:
         """Where this suite's baseline is read and written: `baseline` when given, else
-        `__baselines__/<stem>.json` beside its file (`suite_file`: a file an earlier
-        version named for it is moved there first)."""
+        `__baselines__/<stem>.json` beside its file (`suite_file_stem`)."""
         if self.baseline is not None:
             given = Path(self.baseline)
             if not given.is_absolute() and self.path is not None:
                 return self.path.parent / given
             return given
         folder = self.path.parent if self.path is not None else Path.cwd()
-        return suite_file(
-            folder / "__baselines__", self.name, ".json", owned=holds_report_of(self.name)
+        return folder / "__baselines__" / f"{suite_file_stem(self.name)}.json"
+
+    @property
+    def earlier_baseline_path(self) -> Path | None:
+        """This suite's baseline as an earlier version named it (`chat_en.json` for
+        `chat/en`), while there is no file at `baseline_path`; nothing is moved here
+        (`BaselineStore` moves it on its first write)."""
+        path = self.baseline_path
+        if self.baseline is not None:
+            return None
+        found = suite_file(
+            path.parent, self.name, ".json", owned=holds_report_of(self.name), move=False
         )
+        return found if found != path else None
 
     def duplicate_names(self) -> list[str]:
         """Case names used more than once (they would make `compare()` ambiguous)."""

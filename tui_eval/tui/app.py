@@ -15,6 +15,7 @@ from textual.notifications import Notification, Notify, SeverityLevel
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from tui_eval.report.baselines import BaselineStore
 from tui_eval.report.report import Report
 from tui_eval.run.state import Clock
 from tui_eval.service.request import RunRequest
@@ -219,9 +220,9 @@ class TuiEvalApp(App[int]):
         suite_path = report.metadata.get("suite_path")
         if suite is None and suite_path:  # not loaded now: its file's default place
             suite = Suite(report.name, path=Path(str(suite_path)))
-        baseline = suite.baseline_path if suite is not None else None
+        baseline = BaselineStore.for_suite(suite) if suite is not None else None
         session = RunSession.for_report(
-            report, clock=self.workspace.clock, baseline_path=baseline, title=title
+            report, clock=self.workspace.clock, baseline=baseline, title=title
         )
         self.push_screen(RunScreen(session, self.workspace))
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from textual.app import App, SuspendNotSupported
 
+from tui_eval.util.errors import TuiEvalError
+
 
 def case_line(path: Path, name: str) -> int:
     """The 1-based line of `path` where the case called `name` is written (1 if not found).
@@ -36,7 +38,7 @@ OPTIONS_END = frozenset({"vi", "vim", "nvim", "gvim", "view", "nano"})
 is a file, even one starting with `-` or `+`)."""
 
 
-class EditorError(Exception):
+class EditorError(TuiEvalError):
     """`$VISUAL`/`$EDITOR` does not hold a command line (an unclosed quote, only blanks)."""
 
 

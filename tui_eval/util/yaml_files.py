@@ -19,13 +19,15 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from tui_eval.util.errors import TuiEvalError
+
 FREE_VALUES = 400_000
 """Documents expanding to at most this many values load whatever their aliases."""
 CAPPED_VALUES = 4_000_000
 """From this many values on, at most 10% of them may come from aliases."""
 
 
-class AliasExpansionError(ComposerError):
+class AliasExpansionError(TuiEvalError, ComposerError):
     """A document whose aliases expand it far beyond its written size (or into itself).
 
     A `yaml.YAMLError` with a `problem_mark`, so callers that report YAML errors with

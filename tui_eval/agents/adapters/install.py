@@ -20,6 +20,7 @@ from typing import Any
 
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.http.metering import ResponseTokens
+from tui_eval.util.errors import TuiEvalError
 
 MAX_VISITED = 20_000
 """Objects looked at while searching an agent for SDK clients: a bound, not a walk of the
@@ -27,7 +28,7 @@ whole heap."""
 SDK_PACKAGES = ("openai", "anthropic")
 
 
-class MissingExtra(ImportError):
+class MissingExtra(TuiEvalError, ImportError):
     """A framework adapter's package is not installed; the message names the extra."""
 
 

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from tui_eval.agents.adapters.spans import SpanRecord
+from tui_eval.util.errors import TuiEvalError
 
 ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR")
 
 
-class TraceFileError(ValueError):
+class TraceFileError(TuiEvalError, ValueError):
     """A recorded trace file cannot be read; the message names the file and the place."""
 
 

@@ -24,10 +24,11 @@ import httpx2
 from tui_eval.agents.http.context import SampleContext, current_sample
 from tui_eval.agents.http.options import DEFAULT_TIMEOUT_S, ProviderOptions
 from tui_eval.agents.http.transport import MeteredTransport, decoded_response
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.secrets import without_credentials
 
 
-class ProxyVariableError(ValueError):
+class ProxyVariableError(TuiEvalError, ValueError):
     """A proxy variable names a proxy tui-eval cannot use (its credentials never shown)."""
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import anyio
 
 from tui_eval.agents.http.rate_headers import header_number
+from tui_eval.util.errors import TuiEvalError
 
 INCREASE_PER_S = 0.03
 """How much faster the pace gets for every second without a 429."""
@@ -475,7 +476,7 @@ class RateLimiter:
         )
 
 
-class RateLimitWait(Exception):
+class RateLimitWait(TuiEvalError):
     """A request's turn in the limiter would come after its retry budget ends.
 
     Attributes:

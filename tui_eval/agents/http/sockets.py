@@ -26,6 +26,8 @@ import httpx2
 import sniffio
 import yarl
 
+from tui_eval.util.errors import TuiEvalError
+
 MAX_CONNECTIONS = 100
 """Connections open at once per socket transport (httpx2's default): a run at
 `concurrency=300` queues for a connection instead of opening 300 sockets to one API."""
@@ -36,7 +38,7 @@ the server is closing."""
 READ_CHUNK = 1 << 16
 
 
-class CertificateError(httpx2.ConnectError):
+class CertificateError(TuiEvalError, httpx2.ConnectError):
     """The server's TLS certificate failed verification: never retried."""
 
 
@@ -70,7 +72,7 @@ def ssl_context() -> ssl.SSLContext:
     return context
 
 
-class TrustStoreError(ValueError):
+class TrustStoreError(TuiEvalError, ValueError):
     """The CA certificates HTTPS servers are verified with cannot be loaded (a bad
     `SSL_CERT_FILE` or `SSL_CERT_DIR`): a setting to fix, never retried."""
 

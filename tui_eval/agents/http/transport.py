@@ -58,6 +58,7 @@ from tui_eval.agents.http.options import (
 )
 from tui_eval.agents.http.rate_headers import retry_after
 from tui_eval.agents.http.sockets import CertificateError
+from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.secrets import credential_values, redact_secrets
 
 RATE_LIMITED = 429
@@ -90,16 +91,16 @@ ENDPOINTS = ("/v1/messages", "/chat/completions", "/responses", "/completions", 
 """Paths whose prefix is an SDK request's base URL (the quota its limiter keys on)."""
 
 
-class RequestFailed(httpx2.TransportError):
+class RequestFailed(TuiEvalError, httpx2.TransportError):
     """A request of a built-in provider ended without an answer it can use (the message
     says why, with every attempt)."""
 
 
-class ResponseTooLarge(httpx2.TransportError):
+class ResponseTooLarge(TuiEvalError, httpx2.TransportError):
     """A response body over the size cap (counted decoded): refused, never retried."""
 
 
-class InvalidHeader(httpx2.LocalProtocolError):
+class InvalidHeader(TuiEvalError, httpx2.LocalProtocolError):
     """A request header that must not be sent (a line break or NUL, a bad name)."""
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from tui_eval.agents.messages import Completion, Message
+from tui_eval.util.errors import TuiEvalError
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +37,11 @@ class Provider(Protocol):
         ...
 
 
-class ProviderError(Exception):
+class ProviderError(TuiEvalError):
     """A provider could not produce a completion (HTTP failure, garbage reply, bad key...)."""
 
 
-class ModelSpecError(ValueError):
+class ModelSpecError(TuiEvalError, ValueError):
     """A model spec string could not be resolved to a provider."""
 
 

@@ -13,13 +13,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.report.baselines import BaselineStatus, Decision, Review, review_items
 from tui_eval.report.diff import CaseChange, Diff, points
 from tui_eval.report.report import Report
-from tui_eval.report.review import Decision, Review, review_items
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.service.deciding import cases_to_decide, decide_request, settle, verdicts_line
 from tui_eval.service.session import RunSession
-from tui_eval.service.suite_run import BaselineStatus
 from tui_eval.tui.screens.side_by_side import SideBySideScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table

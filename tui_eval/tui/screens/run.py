@@ -11,9 +11,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from tui_eval.report.baselines import BaselineOutcome, BaselineStatus
 from tui_eval.report.diff import Diff
 from tui_eval.service.session import RunSession
-from tui_eval.service.suite_run import BaselineOutcome, BaselineStatus, EmptySelection
+from tui_eval.service.suite_run import EmptySelection
 from tui_eval.tui.messages import StartSession, WatchRerun
 from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.widgets.case_table import (

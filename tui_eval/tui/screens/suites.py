@@ -12,8 +12,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from tui_eval.report.baselines import BaselineStatus, BaselineStore
 from tui_eval.service.store import RunSummary
-from tui_eval.service.suite_run import BaselineStatus, EmptySelection, read_baseline
+from tui_eval.service.suite_run import EmptySelection
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded, WatchRerun
 from tui_eval.tui.screens.prompt import quit_asking
@@ -45,7 +46,7 @@ def baseline_status(path: Path, seen: Seen) -> tuple[str, str]:
     known = seen.get(path)
     if known is not None and known[0] == key:
         return known[1]
-    shown = _BASELINE_SHOWN[read_baseline(path).status]
+    shown = _BASELINE_SHOWN[BaselineStore(path).read().status]
     seen[path] = (key, shown)
     return shown
 
@@ -181,7 +182,9 @@ class SuitesScreen(Screen[None]):
         return last
 
     def _cells(self, suite: Suite) -> dict[str, Text]:
-        baseline, style = baseline_status(suite.baseline_path, self._baselines_seen)
+        baseline, style = baseline_status(
+            BaselineStore.for_suite(suite).source, self._baselines_seen
+        )
         return {
             "name": cell(suite.name, 40, style="bold"),
             "cases": Text(f"{len(suite.cases):,}", justify="right"),
