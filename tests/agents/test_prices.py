@@ -230,37 +230,3 @@ def test_a_model_the_table_does_not_know_is_not_looked_up_again(fresh_price_look
     metering._price_ref.cache_clear()
     assert metering._price_ref("openai", "my-local-model") is None  # asked again
     assert looked_up == ["my-local-model", "gpt-4o-mini", "my-local-model"]
-
-
-async def test_the_price_table_loads_in_a_thread_while_the_first_request_is_out(
-    fresh_price_lookups, monkeypatch
-):
-    """Loading it on the event loop at the first answer held every other request ~0.1 s
-    (the conversation bench's one start-up wake). The first metered request starts the
-    load in a thread, once per process; a model remembered as unpriced starts none."""
-    import threading
-
-    metering = fresh_price_lookups
-    monkeypatch.setattr(metering, "_warming", None)
-    monkeypatch.setattr(metering, "_warm_asked", False)
-    warmed: list[tuple[str, str, str]] = []
-    real = metering._warm
-
-    def warm(provider: str, model: str) -> None:
-        warmed.append((threading.current_thread().name, provider, model))
-        real(provider, model)
-
-    monkeypatch.setattr(metering, "_warm", warm)
-    answer = Reply(body=_openai("gpt-4o-mini", {"prompt_tokens": 10}))
-    report = await _run_openai(answer, answer, answer, samples=3)
-    assert report.samples[0].cost is not None
-    assert metering._warming is not None
-    metering._warming.join(10)
-    assert [(p, m) for _, p, m in warmed] == [("openai", "gpt-4o-mini")]  # once, for 3 samples
-    assert warmed[0][0] != threading.current_thread().name
-    monkeypatch.setattr(metering, "_warming", None)
-    monkeypatch.setattr(metering, "_warm_asked", False)
-    monkeypatch.setattr(metering, "_table_identity", lambda: "t")
-    monkeypatch.setattr(metering, "_unpriced", lambda table: frozenset({"openai\tlocal"}))
-    metering.warm_prices("openai", "local")
-    assert metering._warming is None  # known to be unpriced: nothing to load
