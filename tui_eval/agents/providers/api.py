@@ -181,6 +181,8 @@ class HTTPProvider:
             options = self.options.over(given)
             headers = {"Content-Type": "application/json", "Accept": "application/json"}
             headers["User-Agent"] = USER_AGENT
+            # The codings httpx2 can decode here, as its client asks for them.
+            headers["Accept-Encoding"] = self._http().headers["accept-encoding"]
             if self._userinfo:
                 import base64
 
