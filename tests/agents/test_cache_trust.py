@@ -157,14 +157,14 @@ async def test_a_cache_write_leaves_the_event_loop_free(monkeypatch):
 
     writing, release = threading.Event(), threading.Event()
     held_the_loop = []
-    real_write = cache_module.atomic_write_all
+    real_write = cache_module.atomic_write_bytes
 
-    def held_write(files: list[tuple[Path, bytes]], **options: Any) -> list[OSError | None]:
+    def held_write(path: Path, data: bytes, **options: Any) -> None:
         writing.set()
         held_the_loop.append(not release.wait(timeout=10))  # a stuck guard, not a wait
-        return real_write(files, **options)
+        real_write(path, data, **options)
 
-    monkeypatch.setattr(cache_module, "atomic_write_all", held_write)
+    monkeypatch.setattr(cache_module, "atomic_write_bytes", held_write)
     with WireServer() as server:
         server.reply(Reply(body=openai_text("ok")))
         agent = Agent(OpenAIProvider("m", base_url=server.url + "/v1", api_key=KEY))
@@ -211,153 +211,35 @@ async def test_the_environment_is_read_for_secrets_once_per_cache_not_per_answer
         assert echoed not in path.read_text() and "ok, ***" in path.read_text()
 
 
-class HeldWrites:
-    """The cache's file writes, the first `holds` calls (batches) each held until its
-    `release` is set (from the loop), any file whose name holds one of `failing` failing
-    with `OSError`."""
-
-    def __init__(
-        self, monkeypatch: pytest.MonkeyPatch, failing: tuple[str, ...] = (), holds: int = 1
-    ) -> None:
-        import threading
-
-        from tui_eval.agents.http import cache as cache_module
-
-        self.writings = [threading.Event() for _ in range(holds)]
-        self.releases = [threading.Event() for _ in range(holds)]
-        self.writing, self.release = self.writings[0], self.releases[0]
-        self.calls = 0
-        self.failing = failing
-        self.real_write = cache_module.atomic_write_all
-        monkeypatch.setattr(cache_module, "atomic_write_all", self.write)
-
-    def write(self, files: list[tuple[Path, bytes]], **options: Any) -> list[OSError | None]:
-        call, self.calls = self.calls, self.calls + 1
-        if call < len(self.writings):
-            self.writings[call].set()
-            self.releases[call].wait(timeout=10)  # a stuck guard, not a wait
-        failed = [any(name in path.name for name in self.failing) for path, _ in files]
-        kept = [file for file, no in zip(files, failed, strict=True) if not no]
-        written = iter(self.real_write(kept, **options))
-        return [OSError(28, "No space left on device") if no else next(written) for no in failed]
-
-    async def first_held(self, call: int = 0) -> None:
-        """Return once the first write (or the `call`th) is held in its worker thread."""
-        import anyio.to_thread
-
-        await anyio.to_thread.run_sync(self.writings[call].wait, 10)
-
-
 def key_of(index: int) -> str:
     return f"{index:064x}"
 
 
-async def test_answers_that_arrive_during_a_write_are_stored_together(tmp_path, monkeypatch):
-    """Each answer was handed to a worker thread of its own and back (about 100 µs of CPU an
-    answer besides the write); those that arrive while one is being written now go to the
-    worker together — and each put still returns only once its own file is in place."""
+async def test_answers_and_streams_come_back_as_they_were_stored(tmp_path):
+    """Puts side by side each return with their file in place; a read-only cache stores
+    nothing; an entry that is not a JSON object (nor a stream) is a miss."""
     import anyio
-    import anyio.to_thread
 
     from tui_eval.agents.http.cache import ResponseCache
 
-    held = HeldWrites(monkeypatch)
-    real_run_sync = anyio.to_thread.run_sync
-    hand_offs = []
-
-    async def counted(func: Any, *args: Any, **options: Any) -> Any:
-        hand_offs.append(func)
-        return await real_run_sync(func, *args, **options)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
     cache = ResponseCache("on", tmp_path)
-    in_place: dict[int, bool] = {}
-
-    async def put(index: int) -> None:
-        await cache.put(key_of(index), {"n": index, "echo": KEY}, [KEY])
-        in_place[index] = cache.get(key_of(index)) == {"n": index, "echo": "***"}
-
     async with anyio.create_task_group() as group:
-        group.start_soon(put, 0)
-        await real_run_sync(held.writing.wait, 10)
-        for index in range(1, 6):
-            group.start_soon(put, index)
-        await anyio.wait_all_tasks_blocked()
-        held.release.set()
-    assert in_place == {index: True for index in range(6)}
-    assert len(hand_offs) == 2  # the held answer's, then the five that waited for it
-
-
-async def test_an_error_storing_one_answer_of_a_batch_reaches_only_its_put(tmp_path, monkeypatch):
-    import anyio
-
-    from tui_eval.agents.http.cache import ResponseCache
-
-    held = HeldWrites(monkeypatch, failing=(key_of(2),))
-    cache = ResponseCache("on", tmp_path)
-    outcomes: dict[int, str] = {}
-
-    async def put(index: int) -> None:
-        try:
-            await cache.put(key_of(index), {"n": index})
-        except OSError as error:
-            outcomes[index] = error.strerror or ""
-        else:
-            outcomes[index] = "stored" if cache.get(key_of(index)) == {"n": index} else "missing"
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(put, 0)
-        await held.first_held()
-        for index in range(1, 5):
-            group.start_soon(put, index)
-        await anyio.wait_all_tasks_blocked()
-        held.release.set()
-    assert outcomes == {
-        0: "stored",
-        1: "stored",
-        2: "No space left on device",
-        3: "stored",
-        4: "stored",
-    }
-
-
-async def test_cancelled_puts_leave_the_others_stored(tmp_path, monkeypatch):
-    """A put cancelled while its answer is being written (the write goes on), and one
-    cancelled while it waits for that write: the answers queued behind them are still
-    stored and their puts return."""
-    import anyio
-
-    from tui_eval.agents.http.cache import ResponseCache
-
-    held = HeldWrites(monkeypatch)
-    cache = ResponseCache("on", tmp_path)
-    scopes = {index: anyio.CancelScope() for index in range(4)}
-    returned: list[int] = []
-
-    async def put(index: int) -> None:
-        with scopes[index]:
-            await cache.put(key_of(index), {"n": index})
-            returned.append(index)
-
-    with anyio.fail_after(20):  # a stuck guard: a lost turn to write would hang here
-        async with anyio.create_task_group() as group:
-            group.start_soon(put, 0)
-            await held.first_held()
-            for index in range(1, 4):
-                group.start_soon(put, index)
-            await anyio.wait_all_tasks_blocked()
-            scopes[0].cancel()  # the put whose write is held
-            scopes[1].cancel()  # the first put waiting behind it
-            await anyio.wait_all_tasks_blocked()
-            held.release.set()
-    assert {2, 3} <= set(returned)
-    for index in (0, 2, 3):
-        assert cache.get(key_of(index)) == {"n": index}
+        for index in range(8):
+            group.start_soon(cache.put, key_of(index), {"n": index})
+        group.start_soon(cache.put, key_of(8), b"data: {}\n\n")
+    assert [await cache.get(key_of(index)) for index in range(8)] == [{"n": i} for i in range(8)]
+    assert await cache.get(key_of(8)) == b"data: {}\n\n"
+    (tmp_path / "00" / f"{key_of(9)}.json").write_text("[1, 2]")
+    assert await cache.get(key_of(9)) is None and await cache.get(key_of(10)) is None
+    assert (cache.hits, cache.misses) == (9, 2)
+    read_only = ResponseCache("read-only", tmp_path)
+    await read_only.put(key_of(11), {"n": 11})
+    assert await read_only.get(key_of(11)) is None and await read_only.get(key_of(1)) == {"n": 1}
 
 
 async def test_a_file_that_cannot_be_written_fails_its_put_alone(tmp_path):
-    """A batch on the real file system: the answer whose folder is a file gets the error,
-    the others of its batch are in place, and no temp file is left behind."""
+    """The answer whose folder is a file gets the error, the others are in place, and no
+    temp file is left behind."""
     import anyio
 
     from tui_eval.agents.http.cache import ResponseCache
@@ -377,125 +259,5 @@ async def test_a_file_that_cannot_be_written_fails_its_put_alone(tmp_path):
         for key in keys:
             group.start_soon(put, key)
     assert failed == [keys[-1]]
-    assert all(cache.get(key) == {"key": key} for key in keys[:-1])
+    assert all([await cache.get(key) == {"key": key} for key in keys[:-1]])
     assert not [path for path in tmp_path.rglob("*") if path.name.endswith(".tmp")]
-
-
-async def test_the_puts_of_a_batch_go_on_one_loop_turn_apart(tmp_path, monkeypatch):
-    """Woken all at once, the requests of a batch each took their next step in the same
-    turn of the event loop (at 200 conversations in flight, 32 steps held the loop
-    ~16 ms); each put now wakes the next as it goes on."""
-    import anyio
-    import anyio.lowlevel
-
-    from tui_eval.agents.http.cache import ResponseCache
-
-    held = HeldWrites(monkeypatch)
-    cache = ResponseCache("on", tmp_path)
-    turn = 0
-    went_on: dict[int, int] = {}
-
-    async def count_turns() -> None:
-        nonlocal turn
-        while True:
-            turn += 1
-            await anyio.lowlevel.checkpoint()
-
-    async def put(index: int) -> None:
-        await cache.put(key_of(index), {"n": index})
-        went_on[index] = turn
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(put, 0)
-        await held.first_held()
-        async with anyio.create_task_group() as puts:
-            for index in range(1, 6):
-                puts.start_soon(put, index)
-            await anyio.wait_all_tasks_blocked()
-            group.start_soon(count_turns)
-            held.release.set()
-        group.cancel_scope.cancel()
-    assert len(went_on) == 6
-    batch = [went_on[index] for index in range(1, 6)]
-    assert len(set(batch)) == 5, went_on  # five turns, not one
-
-
-async def test_a_put_cancelled_while_its_batch_is_written_passes_its_wake_on(tmp_path, monkeypatch):
-    import anyio
-
-    from tui_eval.agents.http.cache import ResponseCache
-
-    held = HeldWrites(monkeypatch, holds=2)
-    cache = ResponseCache("on", tmp_path)
-    cancel_two = anyio.CancelScope()
-    returned: list[int] = []
-
-    async def put(index: int) -> None:
-        with cancel_two if index == 2 else anyio.CancelScope():
-            await cache.put(key_of(index), {"n": index})
-            returned.append(index)
-
-    with anyio.fail_after(20):  # a stuck guard: a lost wake would hang here
-        async with anyio.create_task_group() as group:
-            group.start_soon(put, 0)
-            await held.first_held()
-            for index in (1, 2, 3):
-                group.start_soon(put, index)
-            await anyio.wait_all_tasks_blocked()
-            held.releases[0].set()
-            await held.first_held(1)  # the batch of 1, 2 and 3
-            cancel_two.cancel()
-            await anyio.wait_all_tasks_blocked()
-            held.releases[1].set()
-    assert sorted(returned) == [0, 1, 3]
-    assert all(cache.get(key_of(index)) == {"n": index} for index in range(4))
-
-
-async def test_a_writer_cancelled_before_its_thread_hands_its_turn_to_a_put_still_there(
-    tmp_path, monkeypatch
-):
-    """The put whose turn it was to write, cancelled before its worker thread started, put
-    the rest of its batch back in the queue — a put of that batch already cancelled among
-    them — and handed the turn to the first: a put gone, so no write ever ran again on that
-    loop, and every later put (the next run's too, with the same cache) waited forever."""
-    import anyio
-
-    from tui_eval.agents.http.cache import ResponseCache
-
-    held = HeldWrites(monkeypatch)
-    cache = ResponseCache("on", tmp_path)
-    first_stored, let_go = anyio.Event(), anyio.Event()
-    scopes = {index: anyio.CancelScope() for index in (1, 2)}
-
-    async def put(index: int) -> None:
-        with scopes.get(index, anyio.CancelScope()):
-            await cache.put(key_of(index), {"n": index})
-        if index == 0:
-            first_stored.set()
-
-    async def hold_the_writes_thread() -> None:
-        writes = cache._writes
-        assert writes is not None
-        holder = object()
-        await writes.limiter.acquire_on_behalf_of(holder)  # next, once the first batch ends
-        await let_go.wait()
-        writes.limiter.release_on_behalf_of(holder)
-
-    with anyio.fail_after(20):  # a stuck guard: a lost turn to write hangs here
-        async with anyio.create_task_group() as group:
-            group.start_soon(put, 0)
-            await held.first_held()
-            group.start_soon(hold_the_writes_thread)
-            group.start_soon(put, 1)  # to write the next batch: 1 and 2
-            group.start_soon(put, 2)
-            await anyio.wait_all_tasks_blocked()
-            held.release.set()
-            await first_stored.wait()
-            await anyio.wait_all_tasks_blocked()  # put 1 waits for the thread, 1 and 2 its batch
-            scopes[2].cancel()
-            await anyio.wait_all_tasks_blocked()
-            scopes[1].cancel()
-            await anyio.wait_all_tasks_blocked()
-            let_go.set()
-        await put(3)
-    assert cache.get(key_of(3)) == {"n": 3}

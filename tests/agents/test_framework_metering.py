@@ -88,7 +88,9 @@ def openai_agents(url: str) -> Any:
 
 
 def langgraph(url: str) -> Any:
-    llm = langchain_openai.ChatOpenAI(model=MODEL, base_url=url, api_key="sk-test")
+    llm = langchain_openai.ChatOpenAI(
+        model=MODEL, base_url=url, api_key="sk-test", http_async_client=http_client()
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = prebuilt.create_react_agent(llm, [], prompt="Be brief.")
@@ -228,3 +230,29 @@ async def test_a_function_returning_text_is_counted_by_what_http_client_metered(
     fits, too_many = report.samples
     assert fits.passed and fits.usage.known and fits.usage.total_tokens == PROMPT + OUTPUT
     assert not too_many.passed and "unknown" not in too_many.checks[0].reason
+
+
+async def test_an_agents_sdk_agent_keeps_its_own_http_client_through_the_adapter():
+    """Issue 43: the adapter used to swap the SDK's client for one of its own, dropping the
+    user's headers, TLS and proxy. Now their client sends, under the layer: every request
+    carries their header, and the sample is priced, cached and held to `max_cost`."""
+    import httpx2
+
+    agents.set_tracing_disabled(True)
+    with WireServer() as server:
+        server.always = Reply(body=answer())
+        mine = httpx2.AsyncClient(headers={"X-Team": "evals"})
+        sdk = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="sk-test", http_client=mine)
+        model = agents.OpenAIChatCompletionsModel(model=MODEL, openai_client=sdk)
+        agent = agents_adapter.wrap(agents.Agent(name="a", instructions="Be brief.", model=model))
+        first = await evaluate(agent, cases(3), cache=True)
+        sent = len(server.requests)
+        again = await evaluate(agent, cases(3), cache=True)
+        budgeted = await evaluate(agent, cases(10), concurrency=1, max_cost=2.5 * list_price())
+    assert first.passed and again.passed, again.samples[0].error
+    assert all(s.cost == pytest.approx(list_price(), rel=1e-9) for s in first.samples)
+    assert sent == 3 and all(s.cached for s in again.samples)
+    assert len(budgeted.samples) == 2 and budgeted.stopped is not None
+    assert len(server.requests) == sent + 2
+    for request in server.requests:
+        assert {k.lower(): v for k, v in request.headers.items()}["x-team"] == "evals"

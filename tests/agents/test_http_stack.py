@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tui_eval import Agent, Case, evaluate
+from tui_eval import Agent, Case, contains, evaluate
 from tui_eval.agents.messages import Message
 from tui_eval.agents.providers import ProviderError
 from tui_eval.agents.providers.anthropic import AnthropicProvider
@@ -323,3 +323,74 @@ async def test_a_one_letter_dummy_key_is_not_redacted_inside_every_word():
         with pytest.raises(ProviderError) as caught:
             await ask(provider)
     assert "max_tokens exceeds the context" in str(caught.value)
+
+
+class FlakyServer:
+    """An OpenAI-compatible server on raw sockets that breaks connections as servers do:
+    `cut_first` cuts the first answer's body off halfway and resets its connection;
+    `one_per_connection` answers one request per connection and meets the next on it by
+    closing it (a kept-alive connection the server had closed)."""
+
+    def __init__(self, *, cut_first: bool = False, one_per_connection: bool = False) -> None:
+        self.cut = cut_first
+        self.one_per_connection = one_per_connection
+        self.requests = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        import struct
+
+        conn.settimeout(10)  # a stuck guard, not a wait
+        buffer, served = b"", 0
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(buffer) < length:
+                    buffer += conn.recv(65536)
+                buffer = buffer[length:]
+                self.requests += 1
+                if self.one_per_connection and served:
+                    return  # closed, the request unanswered
+                body = json.dumps({**openai_text("fine"), "model": "gpt-4o-mini"}).encode()
+                answer = http_answer(
+                    ["Content-Type: application/json", f"Content-Length: {len(body)}"], body
+                )
+                if self.cut:
+                    self.cut = False
+                    conn.sendall(answer[: len(answer) - len(body) // 2])
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    return  # reset mid-body
+                conn.sendall(answer)
+                served += 1
+
+
+@pytest.mark.parametrize("break_how", ["reset mid-body", "kept-alive connection closed"])
+async def test_connections_the_server_breaks_are_retried_and_billed_once(anyio_backend, break_how):
+    server = FlakyServer(
+        cut_first=break_how == "reset mid-body",
+        one_per_connection=break_how == "kept-alive connection closed",
+    )
+    agent = Agent(OpenAIProvider("gpt-4o-mini", base_url=server.url + "/v1", api_key="k"))
+    cases = [Case(f"q{i}", checks=[contains("fine")], name=f"c{i}") for i in range(3)]
+    report = await evaluate(agent, cases, concurrency=1)
+    server.sock.close()
+    assert all(s.passed for s in report.samples), [s.error for s in report.samples]
+    assert server.requests > 3  # a request went twice...
+    costs = {s.cost for s in report.samples}
+    assert len(costs) == 1 and next(iter(costs)) > 0  # ...and each sample was billed once

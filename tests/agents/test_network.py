@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tui_eval.agents.http.client import MeteredAsyncClient
+from tui_eval.agents.http.sockets import proxy_for as proxy_of
 from tui_eval.agents.messages import Message
 from tui_eval.agents.providers import ProviderError
 from tui_eval.agents.providers.anthropic import AnthropicProvider
@@ -38,9 +38,8 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 def proxy_for(url: str) -> httpx2.Proxy | None:
-    """The proxy the environment names for `url`, as tui-eval's client routes it."""
-    transport = MeteredAsyncClient()._transport_for_url(httpx2.URL(url))
-    return transport.proxy  # type: ignore[attr-defined,no-any-return]
+    """The proxy the environment names for `url`, as tui-eval's layer routes it."""
+    return proxy_of(httpx2.URL(url))
 
 
 @pytest.fixture(autouse=True)

@@ -1,31 +1,28 @@
-"""What the adapters share: tui-eval's HTTP client installed into a framework's SDK
-clients, usage the framework reports priced when its calls did not pass through it, and
-the name of the extra to install when a framework is missing.
+"""What the adapters share: an SDK client routed through tui-eval's HTTP layer with its
+own configuration kept, usage the framework reports priced when its calls did not pass
+through the layer, and the name of the extra to install when a framework is missing.
 
-`install_http_client(agent)` finds the OpenAI and Anthropic SDK clients an agent holds (a
-LangChain `ChatOpenAI`'s, an Agents SDK model's, a pydantic-ai provider's), however deep,
-and routes their requests through `MeteredAsyncClient` (`MeteredClient` for sync ones):
-the run's shared rate limiter, its response cache, the sample's meter and `max_cost`. The
-client resolves the sample at each request (`current_sample()`), so one installation
-serves every sample of every run.
+`routed(client)` is an OpenAI or Anthropic SDK client's copy (the SDK's public
+`with_options(http_client=...)`) whose requests go through the layer and are then sent by
+the httpx2 client the user gave it (`http_client(send_with=...)`): the user's default
+headers, TLS, proxy, auth and event hooks still apply, and the run's shared rate limiter,
+its response cache, the sample's meter and `max_cost` too. The SDKs keep that client in
+`_client`, with no public getter: it is read there, never replaced. The layer resolves the
+sample at each request (`current_sample()`), so one routed client serves every sample of
+every run.
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Iterable, Mapping
-from types import FunctionType, MethodType, ModuleType
+from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
 
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.util.errors import TuiEvalError
-
-MAX_VISITED = 20_000
-"""Objects looked at while searching an agent for SDK clients: a bound, not a walk of the
-whole heap."""
-SDK_PACKAGES = ("openai", "anthropic")
 
 
 class MissingExtra(TuiEvalError, ImportError):
@@ -49,64 +46,20 @@ def require(module: str, extra: str) -> ModuleType:
         ) from None
 
 
-def install_http_client(root: Any) -> int:
-    """Route every OpenAI/Anthropic SDK client reachable from `root` through tui-eval's
-    HTTP layer; returns how many clients route through it (installed now or before)."""
+def routed(client: Any) -> Any:
+    """An OpenAI/Anthropic SDK client's copy whose requests go through tui-eval's HTTP layer
+    and then out through the client's own httpx2 client (`client` itself when it sends
+    through the layer already); None when `client` is not an async SDK client."""
     import httpx2
 
-    from tui_eval.agents.http.client import MeteredAsyncClient, MeteredClient
+    from tui_eval.agents.http.client import LayeredClient, http_client
 
-    found = 0
-    for holder in _sdk_clients(root):
-        current = holder._client
-        if isinstance(current, MeteredAsyncClient | MeteredClient):
-            found += 1
-            continue
-        if isinstance(current, httpx2.AsyncClient):
-            holder._client = MeteredAsyncClient(timeout=current.timeout)
-        elif isinstance(current, httpx2.Client):
-            holder._client = MeteredClient(timeout=current.timeout)
-        else:
-            continue
-        found += 1
-    return found
-
-
-def _sdk_clients(root: Any) -> Iterable[Any]:
-    """SDK client objects (`openai.AsyncOpenAI`, `anthropic.Anthropic`...) reachable from
-    `root` through attributes, containers and closures."""
-    seen: set[int] = set()
-    queue = [root]
-    while queue and len(seen) < MAX_VISITED:
-        item = queue.pop()
-        if id(item) in seen or isinstance(item, str | bytes | int | float | bool | type | None):
-            continue
-        seen.add(id(item))
-        if isinstance(item, ModuleType):
-            continue
-        module = (type(item).__module__ or "").split(".")[0]
-        if module in SDK_PACKAGES and hasattr(item, "_client") and hasattr(item, "base_url"):
-            yield item
-            continue
-        if isinstance(item, Mapping):
-            queue.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            queue.extend(item)
-        elif isinstance(item, MethodType):
-            queue.append(item.__self__)
-        elif isinstance(item, FunctionType):
-            for cell in item.__closure__ or ():
-                try:
-                    queue.append(cell.cell_contents)
-                except ValueError:  # an empty cell
-                    continue
-        else:
-            fields = getattr(item, "__dict__", None)
-            if isinstance(fields, dict):
-                queue.extend(fields.values())
-            for name in getattr(type(item), "__slots__", ()):
-                if isinstance(name, str):
-                    queue.append(getattr(item, name, None))
+    theirs = getattr(client, "_client", None)  # the SDK's httpx2 client: read, never replaced
+    if isinstance(theirs, LayeredClient):
+        return client
+    if not isinstance(theirs, httpx2.AsyncClient) or not hasattr(client, "with_options"):
+        return None
+    return client.with_options(http_client=http_client(send_with=theirs))
 
 
 def requests_so_far() -> int | None:
@@ -148,12 +101,14 @@ def charge_unmetered(
             meter.priced = True
 
 
-def warn_if_uncached(adapter: Any, installed: int) -> None:
-    """Say once per adapter, when a run has a cache, that the agent's model calls bypass it."""
+def warn_if_uncached(adapter: Any, since: int | None) -> None:
+    """Say once per adapter, when a run has a cache and none of the requests of the agent's
+    run since `requests_so_far()` was `since` passed through the layer, that its model
+    calls bypass the cache."""
     sample = current_sample()
-    if installed or sample is None or sample.run.cache is None:
+    if since is None or sample is None or sample.run.cache is None:
         return
-    if getattr(adapter, "_warned", False):
+    if sample.meter.requests > since or getattr(adapter, "_warned", False):
         return
     adapter._warned = True
     warnings.warn(

@@ -12,11 +12,12 @@ function returning such a state (a mapping with `messages`), a list of messages,
 `AIMessage` is converted the same way. No LangChain import is needed to convert: messages
 are read by their fields.
 
-`wrap` routes the graph's model calls through tui-eval's HTTP layer (`http_client()`): the
-OpenAI/Anthropic SDK clients its chat models hold (langchain-openai's `ChatOpenAI`,
-however deep in the graph). The run's rate limiter, cache, prices and `max_cost` then
-apply. Usage of calls that did not pass there is priced from `usage_metadata` (cached
-tokens included) and the model each message names.
+A graph keeps its chat models out of reach (inside its nodes), so its model calls go
+through tui-eval's HTTP layer when the chat model is given its client:
+`ChatOpenAI(..., http_async_client=tui_eval.http_client())` (with
+`http_client(send_with=yours)` to keep a client of your own). The run's rate limiter,
+cache, prices and `max_cost` then apply. Usage of calls that did not pass there is priced
+from `usage_metadata` (cached tokens included) and the model each message names.
 
 A graph compiled with a checkpointer keeps its own memory: in a conversation
 (`Case(user=...)`) it is sent only the user's latest message, on a thread of its own
@@ -36,12 +37,7 @@ from typing import Any
 
 import anyio
 
-from tui_eval.agents.adapters.install import (
-    charge_unmetered,
-    install_http_client,
-    requests_so_far,
-    warn_if_uncached,
-)
+from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, warn_if_uncached
 from tui_eval.agents.http.metering import ResponseTokens, token_count
 from tui_eval.agents.messages import (
     Message,
@@ -75,7 +71,6 @@ class GraphAgent:
         self.graph = graph
         self.config = config
         self.name = str(getattr(graph, "name", "") or "langgraph")
-        self._installed: int | None = None
 
     def __repr__(self) -> str:
         return f"langgraph.wrap({self.name!r})"
@@ -127,9 +122,6 @@ class GraphAgent:
             state = dict(input)
         else:
             state = {"messages": [_wire_message(m) for m in input_messages(input)]}
-        if self._installed is None:
-            self._installed = install_http_client(self.graph)
-        warn_if_uncached(self, self._installed)
         since = requests_so_far()
         start = time.perf_counter()
         final: Any = None
@@ -155,6 +147,7 @@ class GraphAgent:
             final = {k: v for k, v in final.items() if k != "__interrupt__"}
         final = _added(final, known)
         latency_ms = (time.perf_counter() - start) * 1000
+        warn_if_uncached(self, since)
         run = from_value(final, input, latency_ms, since=since) or RunResult(
             output=final, messages=input_messages(input), turns=1
         )

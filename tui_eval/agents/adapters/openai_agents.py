@@ -10,11 +10,15 @@ summed usage and the model's messages. A plain function that returns the SDK's o
 `RunResult` is converted the same way (`from_result`), never serialised into the output.
 This module imports the SDK only inside `wrap`: converting a result needs no import.
 
-`wrap` routes the agent's model calls through tui-eval's HTTP layer (`http_client()`): the
-clients of its models (and its handoffs'), and — for models named by a string — a model
-provider whose client does the same, unless `run_config=` is given. The run's rate
-limiter, cache, prices and `max_cost` then apply. Usage of calls that did not pass there
-is still priced from the SDK's result, cached tokens included.
+`wrap` runs a copy of the agent (`Agent.clone`) whose models (and its handoffs') send
+through tui-eval's HTTP layer and then through the `AsyncOpenAI` client the user gave each
+model (`install.routed`): its own httpx2 client, headers, TLS and proxy still apply, and
+the run's rate limiter, cache, prices and `max_cost` too. A model named by a string is
+made by the SDK's default provider, which offers no public way in: give it
+`run_config=RunConfig(model_provider=OpenAIProvider(openai_client=AsyncOpenAI(
+http_client=tui_eval.http_client())))` (or `set_default_openai_client(...)` with such a
+client). Usage of calls that did not pass through the layer is still priced from the
+SDK's result, cached tokens included.
 
 Facts the SDK's result drops are recorded while `wrap` runs the agent: each model
 response (through run hooks, the caller's own hooks still called), and the exception of
@@ -42,9 +46,9 @@ from typing import Any
 
 from tui_eval.agents.adapters.install import (
     charge_unmetered,
-    install_http_client,
     requests_so_far,
     require,
+    routed,
     warn_if_uncached,
 )
 from tui_eval.agents.http.metering import ResponseTokens, token_count
@@ -117,23 +121,20 @@ class SampleRunnerAgent:
         self.run_options = run_options
         self.memory = memory
         self.name = str(getattr(agent, "name", "") or "openai-agents")
-        self._installed: int | None = None
-        self._run_config: Any = None
+        self._routed: Any = None
+        """The agent run: a copy whose models send through the layer."""
         self._sessions: dict[str, Any] = {}
         """The session of each conversation in progress, by thread id."""
 
     def __repr__(self) -> str:
         return f"openai_agents.wrap({self.name!r})"
 
-    def _install(self) -> int:
-        """Route the agent's model clients through tui-eval's HTTP layer, once."""
-        if self._installed is None:
-            self._installed = install_http_client(self.agent)
+    def _route(self) -> Any:
+        """The copy of the agent whose models send through tui-eval's HTTP layer, made once."""
+        if self._routed is None:
             _watch_tools(self.agent, set())
-            if "run_config" not in self.run_options:
-                self._run_config = _metered_run_config()
-                self._installed += self._run_config is not None
-        return self._installed
+            self._routed = _routed_agent(self.agent, {})
+        return self._routed
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
         """Run the agent once and convert its result.
@@ -146,15 +147,13 @@ class SampleRunnerAgent:
             options.setdefault("context", deps)
         if self.memory and thread is not None:
             options["session"] = self._session(agents, thread)
-        warn_if_uncached(self, self._install())
-        if self._run_config is not None:
-            options.setdefault("run_config", self._run_config)
+        agent = self._route()
         recording = _Recording()
         options["hooks"] = _recording_hooks(agents, recording, options.get("hooks"))
         since = requests_so_far()
         start = time.perf_counter()
         try:
-            result = await agents.Runner.run(self.agent, _sdk_input(input), **options)
+            result = await agents.Runner.run(agent, _sdk_input(input), **options)
         except Exception as exc:
             # The calls and usage up to the failure, for the failing sample's trajectory.
             raised = _raised_by_tool(exc)
@@ -165,6 +164,7 @@ class SampleRunnerAgent:
             )
             raise
         latency_ms = (time.perf_counter() - start) * 1000
+        warn_if_uncached(self, since)
         return from_result(result, input, latency_ms, recording, since=since)
 
     def _session(self, agents: Any, thread: str) -> Any:
@@ -311,29 +311,24 @@ def _partial(
     return converted
 
 
-def _metered_run_config() -> Any:
-    """A run config whose model provider's client goes through tui-eval's HTTP layer, for
-    models named by a string (None without an OpenAI key: such models could not run)."""
-    import os
+def _routed_agent(agent: Any, made: dict[int, Any]) -> Any:
+    """A copy of `agent` (and of the agents it hands off to) whose OpenAI models send
+    through tui-eval's HTTP layer and then through their own `AsyncOpenAI` client."""
+    if id(agent) in made or not hasattr(agent, "clone"):
+        return made.get(id(agent), agent)
+    model = agent.model
+    client = getattr(model, "_client", None)  # the SDK keeps it there: read, never replaced
+    changes: dict[str, Any] = {}
+    sending = routed(client) if type(model).__name__ in _OPENAI_MODELS else None
+    if sending is not None and sending is not client:
+        changes["model"] = type(model)(model=model.model, openai_client=sending)
+    copy = made[id(agent)] = agent.clone(**changes)
+    if agent.handoffs:
+        copy.handoffs = [_routed_agent(h, made) for h in agent.handoffs]
+    return copy
 
-    from agents import RunConfig
-    from agents.models._openai_shared import get_default_openai_client, get_default_openai_key
-    from agents.models.openai_provider import OpenAIProvider
-    from openai import AsyncOpenAI
 
-    from tui_eval.agents.http.client import MeteredAsyncClient
-
-    default = get_default_openai_client()
-    if default is not None:
-        client = default.with_options(http_client=MeteredAsyncClient())
-    elif get_default_openai_key() or os.environ.get("OPENAI_API_KEY"):
-        client = AsyncOpenAI(
-            api_key=get_default_openai_key() or os.environ.get("OPENAI_API_KEY"),
-            http_client=MeteredAsyncClient(),
-        )
-    else:
-        return None
-    return RunConfig(model_provider=OpenAIProvider(openai_client=client))
+_OPENAI_MODELS = ("OpenAIChatCompletionsModel", "OpenAIResponsesModel")
 
 
 def _sdk_input(input: Input) -> Any:

@@ -19,9 +19,9 @@ from typing import Any
 
 from tui_eval.agents.adapters.install import (
     charge_unmetered,
-    install_http_client,
     requests_so_far,
     require,
+    routed,
 )
 from tui_eval.agents.http.metering import ResponseTokens, token_count
 from tui_eval.agents.messages import (
@@ -37,16 +37,19 @@ from tui_eval.util.text import value_text
 
 
 def pydantic_ai_runner(agent: Any) -> AgentCall:
-    """The per-sample call for a pydantic-ai agent: its model's SDK client routed through
-    tui-eval's HTTP layer (installed once), its usage priced when its calls did not pass
+    """The per-sample call for a pydantic-ai agent, run with a copy of its model whose SDK
+    client sends through tui-eval's HTTP layer and then through the client the user gave
+    it (made once: `Agent.run(model=...)`); its usage priced when its calls did not pass
     there."""
-    installed: list[int] = []
+    own: list[Any] = []
 
     async def run(spec: RunSpec) -> RunResult:
         pydantic_ai = require("pydantic_ai", "pydantic-ai")
-        if not installed:
-            installed.append(install_http_client(agent))
+        if not own:
+            own.append(_routed_model(agent.model) if agent.model is not None else None)
         kwargs: dict[str, Any] = {}
+        if own[0] is not None and own[0] is not agent.model:
+            kwargs["model"] = own[0]
         if spec.deps is not None:
             kwargs["deps"] = spec.deps
         if spec.output_type is not None:
@@ -167,9 +170,7 @@ def pydantic_ai_model(model: Any) -> Any:
     if isinstance(model, str) and not model.startswith("openai-compatible:"):
         from pydantic_ai.models import infer_model
 
-        built = infer_model(model)
-        install_http_client(built)
-        return built
+        return _routed_model(infer_model(model))
     if isinstance(model, str) and model.startswith("openai-compatible:"):
         import os
 
@@ -184,12 +185,10 @@ def pydantic_ai_model(model: Any) -> Any:
                 f"{model} should be openai-compatible:MODEL@BASE_URL, "
                 "e.g. openai-compatible:llama3.1@http://localhost:11434/v1"
             )
-        from tui_eval.agents.http.client import MeteredAsyncClient
+        from tui_eval.agents.http.client import http_client
 
         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
-        provider = OpenAIProvider(
-            base_url=base_url, api_key=api_key, http_client=MeteredAsyncClient()
-        )
+        provider = OpenAIProvider(base_url=base_url, api_key=api_key, http_client=http_client())
         return OpenAIChatModel(name, provider=provider)
     if hasattr(model, "complete") or (callable(model) and not isinstance(model, str)):
         raise TypeError(
@@ -197,6 +196,30 @@ def pydantic_ai_model(model: Any) -> Any:
             f"not a tui-eval provider ({model!r})"
         )
     return model
+
+
+def _routed_model(model: Any) -> Any:
+    """A copy of a pydantic-ai OpenAI or Anthropic model whose SDK client sends through
+    tui-eval's HTTP layer (`install.routed`), its settings and profile kept; any other
+    model (or one whose client cannot be routed) as it is."""
+    client = getattr(model, "client", None)
+    sending = routed(client) if client is not None else None
+    if sending is None or sending is client:
+        return model
+    kind = type(model).__name__
+    if kind.startswith("OpenAI"):
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider: Any = OpenAIProvider(openai_client=sending)
+    elif kind.startswith("Anthropic"):
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(anthropic_client=sending)
+    else:
+        return model
+    return type(model)(
+        model.model_name, provider=provider, profile=model.profile, settings=model.settings
+    )
 
 
 def prompt_and_history(input: Input) -> tuple[str, list[Any]]:

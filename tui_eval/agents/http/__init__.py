@@ -2,14 +2,15 @@
 
 tui-eval's own providers use it, and any SDK can through `tui_eval.http_client()`: the
 OpenAI and Anthropic SDKs, pydantic-ai, LangChain, the OpenAI Agents SDK (the adapters
-install it themselves where the framework lets them).
+route a model's own client through it where the framework lets them).
 
 - `context.py`: the run's and the sample's context — which quotas' limiters, which cache,
   which connections, which sample's meter a request counts in (`current_sample()`).
-- `client.py`: `http_client()` / `http_client_sync()`, httpx2 clients whose every request
-  (through whatever proxy httpx2 picks from the environment) goes through the layer.
-- `transport.py`: the layer, as an httpx2 transport: headers checked before the wire, the
-  response cache, the shared rate limiter, metering, retries, the deadline, the size cap.
+- `client.py`: `http_client()` / `http_client_sync()`, plain httpx2 clients over the layer
+  (over a client of the user's own with `send_with=`).
+- `transport.py`: the layer, a chain of httpx2 transports, one concern each: the response
+  cache, the shared rate limiter, retries, the meter, and the wire (headers checked before
+  it, the deadline, framing, the size cap).
 - `limits.py` (with `rate_headers.py`): the shared rate limiter of an API quota.
 - `cache.py`: the tenant-safe response cache. `metering.py`: usage, priced by genai-prices.
 - `options.py`: `ProviderOptions`, how requests to an API are made (deadline, retries, limits).

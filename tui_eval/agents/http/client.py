@@ -6,126 +6,67 @@
     ...     reply = await client.chat.completions.create(model="gpt-4o-mini", messages=[...])
     ...     return reply.choices[0].message.content
 
-The client's requests go through `MeteredTransport` (`transport.py`): the run's shared
-rate limiter, its response cache, the sample's meter (so `max_cost` holds), secret
-checks, the retry policy and the deadline — over the run's connections. Proxies from the
-environment (`HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`, with credentials) are httpx2's
-routing; every route gets the same layer. `http_client_sync()` is its twin for sync code
-(a sync agent, which tui-eval runs in a worker thread).
+The client is a plain `httpx2.AsyncClient` whose transport is the layer (`transport.py`):
+the run's shared rate limiter, its response cache, the sample's meter (so `max_cost`
+holds), secret checks, the retry policy and the deadline — over the run's connections,
+through the proxy the environment names for each URL (`HTTP(S)_PROXY`, `ALL_PROXY`,
+`NO_PROXY`, with credentials), or over a client of the user's own (`send_with=`: its
+headers, TLS, proxy, auth and event hooks apply). `http_client_sync()` is its twin for
+sync code (a sync agent, which tui-eval runs in a worker thread).
 """
 
 from __future__ import annotations
 
+import http.cookiejar
 from typing import Any
 
 import anyio.from_thread
 import httpx2
 
-from tui_eval.agents.http.context import SampleContext, current_sample
+from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.http.options import DEFAULT_TIMEOUT_S, ProviderOptions
-from tui_eval.agents.http.transport import MeteredTransport, decoded_response
-from tui_eval.util.errors import TuiEvalError
-from tui_eval.util.secrets import without_credentials
+from tui_eval.agents.http.sockets import ProxyVariableError
+from tui_eval.agents.http.transport import Binding, chain, decoded_response
 
 
-class ProxyVariableError(TuiEvalError, ValueError):
-    """A proxy variable names a proxy tui-eval cannot use (its credentials never shown)."""
+class LayeredClient(httpx2.AsyncClient):
+    """An httpx2 `AsyncClient` whose transport is tui-eval's layer (`layered_client()`): a
+    type of its own so that an adapter never routes it through the layer a second time."""
 
 
-def _proxy_problem(exc: Exception) -> ProxyVariableError:
-    import os
+def layered_client(
+    binding: Binding, *, send_with: httpx2.AsyncClient | None = None, **kwargs: Any
+) -> LayeredClient:
+    """An httpx2 `AsyncClient` over the layer made for `binding`. Redirects are not
+    followed; cookies are not kept from one request to the next (one sample's never reach
+    another's).
 
-    named = [
-        f"{name}={without_credentials(value)!r}"
-        for name, value in os.environ.items()
-        if name.lower() in ("http_proxy", "https_proxy", "all_proxy") and value
-    ]
-    return ProxyVariableError(
-        f"a proxy variable cannot be used ({', '.join(named) or 'none set'}): "
-        f"{type(exc).__name__}; a proxy is http:// or https:// (not SOCKS), and a '#', '/', "
-        "'?' or '@' in its password must be percent-encoded"
+    Raises:
+        TypeError: `proxy=` or `mounts=`, whose transports would bypass the layer (give a
+            client of your own as `send_with=` instead).
+    """
+    if "proxy" in kwargs or "mounts" in kwargs:
+        raise TypeError("proxy= and mounts= would bypass tui-eval's layer: pass send_with=")
+    kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
+    return LayeredClient(
+        transport=chain(binding, send_with),
+        follow_redirects=False,
+        cookies=_no_cookies(),
+        **kwargs,
     )
 
 
-def _layered(proxy: httpx2.Proxy | None, layer: dict[str, Any]) -> MeteredTransport:
-    if proxy is not None and proxy.url.scheme not in ("http", "https"):
-        raise ValueError(f"proxy scheme {proxy.url.scheme!r}")
-    return MeteredTransport(proxy, **layer)
-
-
-class MeteredAsyncClient(httpx2.AsyncClient):
-    """An httpx2 `AsyncClient` whose every route (direct, or through the proxy the
-    environment names for a URL) is tui-eval's layer (`MeteredTransport`). Redirects are
-    not followed; cookies are not kept from one request to the next.
-
-    Args:
-        sample: the sample its requests belong to when none is current.
-        options: provider options over the defaults, under the run's.
-        **kwargs: as `httpx2.AsyncClient` takes them (`base_url`, `headers`, `timeout`...).
-
-    Raises:
-        ProxyVariableError: a proxy variable tui-eval cannot use.
-    """
-
-    _layer: dict[str, Any]
-
-    def __init__(
-        self,
-        *,
-        sample: SampleContext | None = None,
-        options: ProviderOptions | None = None,
-        **kwargs: Any,
-    ) -> None:
-        _init_layered(self, super().__init__, sample, options, kwargs)
-        self._routes: dict[str, tuple[httpx2.URL, httpx2.AsyncBaseTransport]] = {}
-
-    def route(self, url: str) -> tuple[httpx2.URL, httpx2.AsyncBaseTransport]:
-        """`url` parsed, and the transport httpx2 sends it through (direct, or the proxy
-        the environment names for it): worked out once per URL."""
-        found = self._routes.get(url)
-        if found is None:
-            target = httpx2.URL(url)
-            found = self._routes[url] = (target, self._transport_for_url(target))
-        return found
-
-    def _init_transport(self, *args: Any, transport: Any = None, **kwargs: Any) -> Any:
-        return transport if transport is not None else _layered(None, self._layer)
-
-    def _init_proxy_transport(self, proxy: httpx2.Proxy, *args: Any, **kwargs: Any) -> Any:
-        return _layered(proxy, self._layer)
-
-
-def _init_layered(
-    client: Any,
-    base_init: Any,
-    sample: SampleContext | None,
-    options: ProviderOptions | None,
-    kwargs: dict[str, Any],
-) -> None:
-    """What both metered clients do to start: keep the layer their transport is built
-    from (before httpx2 builds it), the 600 s default, no redirects and no cookies."""
-    client._layer = {"sample": sample, "options": options}
-    kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
-    try:
-        base_init(follow_redirects=False, **kwargs)
-    except (ValueError, TypeError, httpx2.InvalidURL) as exc:
-        raise _proxy_problem(exc) from None
-    client._cookies = _NoCookies()
-
-
-class _NoCookies(httpx2.Cookies):
-    """A cookie jar that keeps nothing: one sample's cookies never reach another's."""
-
-    def extract_cookies(self, response: httpx2.Response) -> None:
-        return None
+def _no_cookies() -> http.cookiejar.CookieJar:
+    return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 class _BridgeTransport(httpx2.BaseTransport):
     """A sync transport over the async layer: each request runs in the event loop (from
     the worker thread tui-eval runs a sync agent in, else in a loop of the client's own)."""
 
-    def __init__(self, inner: MeteredTransport) -> None:
-        self._inner = inner
+    def __init__(self, binding: Binding) -> None:
+        self._binding = binding
+        self._inner = chain(binding)
         self._portal: Any = None
         self._portal_cm: Any = None
 
@@ -139,14 +80,14 @@ class _BridgeTransport(httpx2.BaseTransport):
             extensions=request.extensions,
         )
         try:
-            response = anyio.from_thread.run(self._send, copy)
+            return anyio.from_thread.run(self._send, copy)
         except RuntimeError as exc:
             if "worker thread" not in str(exc) and "event loop" not in str(exc):
                 raise
-            if self._portal is None:
-                self._portal_cm = anyio.from_thread.start_blocking_portal()
-                self._portal = self._portal_cm.__enter__()
-            response = self._portal.call(self._send, copy)
+        if self._portal is None:
+            self._portal_cm = anyio.from_thread.start_blocking_portal()
+            self._portal = self._portal_cm.__enter__()
+        response: httpx2.Response = self._portal.call(self._send, copy)
         return response
 
     async def _send(self, request: httpx2.Request) -> httpx2.Response:
@@ -156,36 +97,19 @@ class _BridgeTransport(httpx2.BaseTransport):
         return decoded_response(response, content, request=request)
 
     def close(self) -> None:
-        self._inner.outside.drop()
+        self._binding.outside.drop()  # the loop its connections were made in may be gone
         if self._portal_cm is not None:
             self._portal_cm.__exit__(None, None, None)
             self._portal = self._portal_cm = None
 
 
-class MeteredClient(httpx2.Client):
-    """`MeteredAsyncClient`'s sync twin (an httpx2 `Client`)."""
-
-    _layer: dict[str, Any]
-
-    def __init__(
-        self,
-        *,
-        sample: SampleContext | None = None,
-        options: ProviderOptions | None = None,
-        **kwargs: Any,
-    ) -> None:
-        _init_layered(self, super().__init__, sample, options, kwargs)
-
-    def _init_transport(self, *args: Any, transport: Any = None, **kwargs: Any) -> Any:
-        return transport if transport is not None else _BridgeTransport(_layered(None, self._layer))
-
-    def _init_proxy_transport(self, proxy: httpx2.Proxy, *args: Any, **kwargs: Any) -> Any:
-        return _BridgeTransport(_layered(proxy, self._layer))
-
-
 def http_client(
-    *, timeout: float | None = None, max_retries: int | None = None, **kwargs: Any
-) -> MeteredAsyncClient:
+    *,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    send_with: httpx2.AsyncClient | None = None,
+    **kwargs: Any,
+) -> LayeredClient:
     """An httpx2 `AsyncClient` bound to the current sample: its requests are rate-limited
     with the run's shared limiter, answered from the run's cache (`--cache`), metered and
     priced into the sample's cost (and so held to `max_cost`), retried and bounded by
@@ -194,28 +118,37 @@ def http_client(
     Pass it wherever an SDK takes an httpx client: `openai.AsyncOpenAI(http_client=...)`,
     `anthropic.AsyncAnthropic(http_client=...)`, pydantic-ai's providers
     (`OpenAIProvider(http_client=...)`), langchain-openai's `http_async_client=`. Outside a
-    run it works as a plain client with limiters of its own.
+    run it works as a plain client with the limiter of the process.
 
     Args:
         timeout: seconds for a whole response (default: the run's, else 600).
         max_retries: retries after server errors, timeouts and connection errors (default:
             the run's, else 2); the SDK's own retries come on top of these.
+        send_with: a client of your own to send the requests with, under the layer: its
+            default headers, TLS, proxy, auth and event hooks apply.
         **kwargs: passed to `httpx2.AsyncClient` (`headers`, `base_url`...).
 
     Example:
-        >>> client = openai.AsyncOpenAI(http_client=tui_eval.http_client())  # doctest: +SKIP
+        >>> mine = httpx2.AsyncClient(headers={"X-Team": "evals"}, verify="corp-ca.pem")  # doctest: +SKIP
+        >>> client = openai.AsyncOpenAI(http_client=tui_eval.http_client(send_with=mine))  # doctest: +SKIP
     """
-    return MeteredAsyncClient(
-        sample=current_sample(), options=_options(timeout, max_retries), **kwargs
-    )
+    binding = Binding(current_sample(), _options(timeout, max_retries))
+    return layered_client(binding, send_with=send_with, **kwargs)
 
 
 def http_client_sync(
     *, timeout: float | None = None, max_retries: int | None = None, **kwargs: Any
-) -> MeteredClient:
+) -> httpx2.Client:
     """`http_client()`'s twin for sync code: an httpx2 `Client` (for `openai.OpenAI`,
     langchain-openai's `http_client=`...), bound to the current sample."""
-    return MeteredClient(sample=current_sample(), options=_options(timeout, max_retries), **kwargs)
+    binding = Binding(current_sample(), _options(timeout, max_retries))
+    kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
+    return httpx2.Client(
+        transport=_BridgeTransport(binding),
+        follow_redirects=False,
+        cookies=_no_cookies(),
+        **kwargs,
+    )
 
 
 def _options(timeout: float | None, max_retries: int | None) -> ProviderOptions | None:
@@ -225,9 +158,9 @@ def _options(timeout: float | None, max_retries: int | None) -> ProviderOptions 
 
 
 __all__ = [
-    "MeteredAsyncClient",
-    "MeteredClient",
+    "LayeredClient",
     "ProxyVariableError",
     "http_client",
     "http_client_sync",
+    "layered_client",
 ]

@@ -12,7 +12,6 @@ price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
 from collections.abc import Mapping
@@ -153,61 +152,51 @@ def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
     )
 
 
-class StreamUsage:
-    """The usage of an event stream (server-sent events), read as its bytes pass.
+def stream_usage(stream: bytes) -> tuple[str, ResponseTokens, bool]:
+    """The model and usage an event stream (server-sent events) reports, and whether any
+    event reported usage at all.
 
     OpenAI's chat chunks carry it in the last chunk (`stream_options.include_usage`), the
     Responses API in `response.completed`, Anthropic's in `message_start` (input) and the
-    last `message_delta` (output).
+    last `message_delta` (output). The events are httpx2's reading of the stream.
     """
+    import httpx2
 
-    def __init__(self) -> None:
-        from httpx2._sse import _SSEParser  # the SSE framing is httpx2's
-
-        self._parser = _SSEParser()
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.model = ""
-        self.seen = False
-        """Whether any event reported usage."""
-        self._tokens = ResponseTokens()
-        self._output: int | None = None
-
-    def feed(self, chunk: bytes) -> None:
-        """Read one more piece of the stream."""
-        for event in self._parser.decode(self._decoder.decode(chunk)):
-            self._event(event.data)
-
-    def _event(self, data: str) -> None:
+    response = httpx2.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        content=stream,
+        request=httpx2.Request("GET", "http://stream.invalid/"),
+    )
+    model, tokens, output, seen = "", ResponseTokens(), None, False
+    for event in httpx2.EventSource(response):
+        data = event.data
         if not data.startswith("{") or ('"usage"' not in data and '"model"' not in data):
-            return
+            continue
         try:
             parsed = json.loads(data)
         except ValueError:
-            return
+            continue
         if not isinstance(parsed, dict):
-            return
+            continue
         for holder in (parsed.get("message"), parsed.get("response"), parsed):
             if not isinstance(holder, Mapping):
                 continue
-            model = holder.get("model")
-            if isinstance(model, str) and model:
-                self.model = model
+            named = holder.get("model")
+            if isinstance(named, str) and named:
+                model = named
             usage = holder.get("usage")
             if not isinstance(usage, Mapping):
                 continue
-            self.seen = True
+            seen = True
             if parsed.get("type") == "message_delta":  # Anthropic: output so far
-                self._output = token_count(usage.get("output_tokens"))
+                output = token_count(usage.get("output_tokens"))
             else:
-                self._tokens = response_tokens(holder)
-            return
-
-    def tokens(self) -> ResponseTokens:
-        """The stream's usage as far as it was read."""
-        tokens = self._tokens
-        if self._output is not None:
-            return ResponseTokens(tokens.input, self._output, tokens.cache_read, tokens.cache_write)
-        return tokens
+                tokens = response_tokens(holder)
+            break
+    if output is not None:
+        tokens = ResponseTokens(tokens.input, output, tokens.cache_read, tokens.cache_write)
+    return model, tokens, seen
 
 
 def stated_cost(headers: Mapping[str, str]) -> float | None:

@@ -17,6 +17,7 @@ provider of a run (or of the process, outside runs), and closes them together.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from typing import Any
@@ -227,12 +228,12 @@ def _mapped(exc: Exception) -> httpx2.TransportError | None:
         return httpx2.ReadTimeout(text or "timed out")
     if isinstance(exc, aiohttp.ClientConnectorError):
         return httpx2.ConnectError(text)
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return httpx2.RemoteProtocolError(f"the server closed the connection: {text}")
+    if isinstance(exc, aiohttp.ServerDisconnectedError):  # a kept-alive one, say: safe to retry
+        return httpx2.ReadError(f"the server closed the connection: {text}")
     if isinstance(exc, aiohttp.ClientResponseError):  # a response aiohttp could not parse
         return httpx2.RemoteProtocolError(f"malformed response: {exc.message or text}")
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return httpx2.RemoteProtocolError(f"malformed response body: {text}")
+    if isinstance(exc, aiohttp.ClientPayloadError):  # the connection broke mid-body
+        return httpx2.ReadError(f"the response body was cut off: {text}")
     if isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionError):
         return httpx2.ReadError(text)
     if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
@@ -299,6 +300,66 @@ class HttpxTransport(httpx2.AsyncBaseTransport):
                 await transport.aclose()
 
 
+class ProxyVariableError(TuiEvalError, httpx2.ProxyError):
+    """A proxy variable names a proxy tui-eval cannot use (its credentials never shown)."""
+
+
+PROXY_VARIABLES = tuple(
+    name
+    for base in ("http", "https", "all", "no")
+    for name in (f"{base}_proxy", f"{base.upper()}_PROXY")
+)
+"""The variables that choose a request's proxy (read with `REQUEST_METHOD`, as a CGI
+script ignores `HTTP_PROXY`)."""
+
+
+def proxy_variables() -> tuple[str | None, ...]:
+    """The proxy variables as they are now: what `proxy_for` decides by."""
+    import os
+
+    return tuple(os.environ.get(name) for name in (*PROXY_VARIABLES, "REQUEST_METHOD"))
+
+
+def proxy_for(url: httpx2.URL) -> httpx2.Proxy | None:
+    """The proxy the environment names for `url` (`HTTP(S)_PROXY`, `ALL_PROXY`, lower case
+    first, and `NO_PROXY`), read as the standard library reads them; None: direct.
+
+    Raises:
+        ProxyVariableError: the variable names a proxy tui-eval cannot use (SOCKS, or a URL
+            that does not parse); the message never shows its credentials.
+    """
+    import urllib.request
+
+    proxies = urllib.request.getproxies_environment()
+    chosen = proxies.get(url.scheme) or proxies.get("all")
+    if not chosen or urllib.request.proxy_bypass_environment(url.host, proxies):  # type: ignore[attr-defined]
+        return None
+    try:
+        proxy = httpx2.Proxy(chosen if "://" in chosen else f"http://{chosen}")
+        if proxy.url.scheme not in ("http", "https"):
+            raise ValueError(f"proxy scheme {proxy.url.scheme!r}")
+    except (ValueError, TypeError, httpx2.InvalidURL) as exc:
+        raise _proxy_problem(exc) from None
+    return proxy
+
+
+def _proxy_problem(exc: Exception) -> ProxyVariableError:
+    import os
+
+    from tui_eval.util.secrets import without_credentials
+
+    named = [
+        f"{name}={without_credentials(value)!r}"
+        for name, value in os.environ.items()
+        if name.lower() in ("http_proxy", "https_proxy", "all_proxy") and value
+    ]
+    return ProxyVariableError(
+        f"a proxy variable cannot be used ({', '.join(named) or 'none set'}): "
+        f"{type(exc).__name__}; a proxy is http:// or https:// (not SOCKS), and a '#', '/', "
+        "'?' or '@' in its password must be percent-encoded"
+    )
+
+
 def socket_transport(proxy: httpx2.Proxy | None) -> httpx2.AsyncBaseTransport:
     """A new socket transport for the running event loop: aiohttp's on asyncio (uvloop
     included), httpx2's own elsewhere (trio)."""
@@ -353,7 +414,10 @@ class Sockets:
                 connector = session.connector
                 session.detach()  # closed without awaiting: its loop may be closed
                 if connector is not None:
-                    connector._close()
+                    # Dropped when a client is collected, maybe long after its loop closed
+                    # (another test's, another run's): its sockets went with that loop.
+                    with contextlib.suppress(RuntimeError):
+                        connector._close()
         self._transports = {}
 
     async def aclose(self) -> None:

@@ -1,28 +1,36 @@
-"""tui-eval's layer of the HTTP stack, as an httpx2 transport over the socket transport.
+"""tui-eval's layer of the HTTP stack: a chain of small httpx2 transports, one concern each.
 
-Every model request of a run passes here — the built-in providers' and, through
-`tui_eval.http_client()`, any SDK's (OpenAI, Anthropic, pydantic-ai, LangChain, the
-Agents SDK):
+    CacheLayer → LimitLayer → RetryLayer → MeterLayer → WireLayer → the sockets
 
-- **Secrets before the wire.** A header holding CR, LF or NUL is refused before anything
-  is sent, naming the header and never its value (`InvalidHeader`).
-- **The response cache** (`--cache`): a POST of a sample is answered from the run's
-  cache when it has the answer (JSON bodies and event streams alike).
-- **The shared rate limiter** of the quota (base URL, key) in the run's session: every
-  request waits for its turn; a 429 pauses every worker; the pace is learned from
-  headers and 429s (`limits.py`).
-- **Metering.** Each answer's usage (read from the body, or from a stream's final event
-  as it passes) is priced by genai-prices into the sample's meter — `max_cost` settles
-  on it — or by a proxy's `x-litellm-response-cost`.
-- **Retries.** 429s wait in the limiter within the retry budget; 5xx, 408, timeouts and
-  connection errors are retried at most `max_retries` times (2) with jittered backoff;
-  a TLS certificate failure never. A failure lists every attempt.
-- **Deadlines and sizes.** `timeout` seconds (600) for a whole response, however the
-  server drips it; a body over the size cap (decoded) is refused; a redirect is never
-  followed (the key goes to the API only).
+Every model request of a run passes here as an ordinary httpx2 client's request — the
+built-in providers' and any SDK's (`tui_eval.http_client()`, or an adapter) alike:
 
-The sample a request belongs to is the current one (`current_sample()`) when there is
-one, else the one the transport was made for.
+- `CacheLayer` (`--cache`) answers a sample's POST from the run's response cache, and
+  stores a 2xx answer (a JSON body, or an event stream whole); files are read and written
+  in a worker thread.
+- `LimitLayer`: each request waits for its turn in the shared rate limiter of its quota
+  (base URL, key) in the run's session; a 429 pauses every worker and the request goes
+  again when its turn comes, within the retry budget. A 429 saying the account's quota is
+  gone, or asking for a wait over 60 s, ends the request at once.
+- `RetryLayer`: 5xx, 408, timeouts, connections refused, reset or closed by the server
+  (before or during the body) are tried again at most `max_retries` times (2), after a
+  jittered backoff or the server's Retry-After; a TLS certificate failure never. A request
+  given up lists every attempt.
+- `MeterLayer`: a 2xx body is parsed once and handed on (the response's `tui_eval.json`
+  extension); its usage is priced into the sample's meter (`max_cost` settles on it), or
+  taken from a proxy's `x-litellm-response-cost`; an event stream's as it ends.
+- `WireLayer`: a header holding CR, LF or NUL is refused before anything is sent (naming
+  the header, never its value); `timeout` seconds (600) for the whole response, however the
+  server drips it; a body framed two ways, or in a coding the request did not accept, is
+  refused; a body over the size cap (decoded) too; redirects are never followed.
+- The sockets: the run's (`sockets.py`, through the proxy the environment names for the
+  URL), or the user's own httpx2 client (`send_with=`: its TLS, proxy, auth and hooks).
+
+The layers above learn what the ones below found from the response's extensions:
+`tui_eval.json` (the parsed body), `tui_eval.usage` (its tokens), `tui_eval.retries`, and
+`tui_eval.error` — why a request was given up, beside the server's last answer, which each
+caller reads as it would any answer (an SDK raises its own error; a built-in provider its
+`ProviderError`, with that text: `failure_text()`).
 """
 
 from __future__ import annotations
@@ -32,22 +40,20 @@ import random
 import re
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import anyio
 import httpx2
 import pydantic_core
 
-from tui_eval.agents.http.cache import ResponseCache
 from tui_eval.agents.http.context import RunContext, Runtime, SampleContext, current_sample
 from tui_eval.agents.http.limits import RateLimiter, RateLimitWait, key_fingerprint
 from tui_eval.agents.http.metering import (
     ResponseTokens,
-    StreamUsage,
     response_tokens,
     stated_cost,
+    stream_usage,
 )
 from tui_eval.agents.http.options import (
     DEFAULT_MAX_RETRIES,
@@ -57,7 +63,7 @@ from tui_eval.agents.http.options import (
     header_problem,
 )
 from tui_eval.agents.http.rate_headers import retry_after
-from tui_eval.agents.http.sockets import CertificateError
+from tui_eval.agents.http.sockets import CertificateError, proxy_for, proxy_variables
 from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.secrets import credential_values, redact_secrets
 
@@ -88,15 +94,17 @@ VOLATILE_HEADERS = frozenset(
 """Headers that differ between two sends of one request: not part of a cache key (nor
 are the SDKs' `x-stainless-*`); every other header is, credentials through their hash."""
 ENDPOINTS = ("/v1/messages", "/chat/completions", "/responses", "/completions", "/embeddings")
-"""Paths whose prefix is an SDK request's base URL (the quota its limiter keys on)."""
+"""Paths whose prefix is a request's base URL (the quota its limiter keys on)."""
+DEFAULTS = ProviderOptions(
+    timeout=DEFAULT_TIMEOUT_S, retry_budget=DEFAULT_RETRY_BUDGET_S, max_retries=DEFAULT_MAX_RETRIES
+)
 
 
 class RequestFailed(TuiEvalError, httpx2.TransportError):
-    """A request of a built-in provider ended without an answer it can use (the message
-    says why, with every attempt)."""
+    """A request the layer gave up (the message says why, with every attempt)."""
 
 
-class ResponseTooLarge(TuiEvalError, httpx2.TransportError):
+class ResponseTooLarge(RequestFailed):
     """A response body over the size cap (counted decoded): refused, never retried."""
 
 
@@ -104,440 +112,420 @@ class InvalidHeader(TuiEvalError, httpx2.LocalProtocolError):
     """A request header that must not be sent (a line break or NUL, a bad name)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestInfo:
-    """What a built-in provider tells the layer about its request (an SDK's request is
-    read from the request itself).
+class Binding:
+    """What one client's chain is made for: the same for every request it sends.
 
-    Attributes:
-        provider: whose wire format and prices (`openai`, `anthropic`).
-        model: the model asked for (priced when the answer names none).
-        base_url: the API's base URL: with the key, the quota whose limiter applies.
-        options: the provider's options with the run's over them.
-        usable: whether a stored answer is one the provider can read.
-        strict: every outcome but a 2xx answer raises `RequestFailed`.
+    Args:
+        sample: the sample its requests count in when none is current.
+        options: options over the defaults and under the run's (a client's `timeout=`).
+        provider: whose wire format and prices (`openai`, `anthropic`); None: told by each
+            request (an `anthropic-version` header or a `/v1/messages` path: Anthropic's).
+        usable: whether a stored answer is one the caller can read (else a cache miss).
         backoff: the first retry's delay after an error, in seconds (doubling, at most
             30 s, plus up to 25% jitter).
         max_bytes: the largest response body accepted (decoded).
-        key: `key_of()` the request's headers, when the provider worked it out once for
-            all its requests (None: read from each request).
-    """
-
-    provider: str
-    model: str
-    base_url: str
-    options: ProviderOptions
-    usable: Callable[[dict[str, Any]], bool] | None = None
-    strict: bool = True
-    backoff: float = 0.5
-    max_bytes: int = MAX_RESPONSE_BYTES
-    key: str | None = None
-
-
-class MeteredTransport(httpx2.AsyncBaseTransport):
-    """tui-eval's layer over the socket transport of the running loop (see the module
-    docstring).
-
-    Args:
-        proxy: the proxy requests go through (None: direct), as httpx2 chose it for the URL.
-        sample: the sample requests belong to when none is current.
-        options: options over the defaults and under the run's (a client's `timeout=`).
-
-    Attributes:
-        outside: the context of requests made outside any run (a runtime and connections
-            of this transport's own), closed with it (`aclose`), or let go when it is
-            collected.
     """
 
     def __init__(
         self,
-        proxy: httpx2.Proxy | None = None,
-        *,
         sample: SampleContext | None = None,
         options: ProviderOptions | None = None,
+        *,
+        provider: str | None = None,
+        usable: Callable[[dict[str, Any]], bool] | None = None,
+        backoff: float = 0.5,
+        max_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        self.proxy = proxy
         self.sample = sample
-        self.options = options
+        self.options = DEFAULTS.over(options)
+        self.provider = provider
+        self.usable = usable
+        self.backoff = backoff
+        self.max_bytes = max_bytes
         self.outside = RunContext()
+        """The context of requests made outside any run: a runtime and connections of this
+        client's own, closed with it, or let go when it is collected."""
         weakref.finalize(self, self.outside.drop)
+        self._resolved: tuple[ProviderOptions | None, ProviderOptions] = (None, self.options)
+
+    def now(self) -> tuple[SampleContext | None, ProviderOptions]:
+        """The sample requests count in now (the current one, else the client's) and the
+        options in force: the run's over the client's, worked out once per run."""
+        sample = current_sample() or self.sample
+        given = sample.run.provider if sample is not None else None
+        resolved = self._resolved
+        if resolved[0] is not given:
+            resolved = self._resolved = (given, self.options.over(given))
+        return sample, resolved[1]
+
+    def kind(self, request: httpx2.Request) -> str:
+        """Whose wire format and prices the request is."""
+        if self.provider is not None:
+            return self.provider
+        anthropic = "anthropic-version" in request.headers
+        return "anthropic" if anthropic or request.url.path.endswith("/v1/messages") else "openai"
+
+
+def chain(
+    binding: Binding, send_with: httpx2.AsyncClient | None = None
+) -> httpx2.AsyncBaseTransport:
+    """The layer, top to bottom, over the run's sockets or over `send_with`'s."""
+    wire = WireLayer(binding, send_with)
+    return CacheLayer(LimitLayer(RetryLayer(MeterLayer(wire, binding), binding), binding), binding)
+
+
+class _Layer(httpx2.AsyncBaseTransport):
+    def __init__(self, inner: httpx2.AsyncBaseTransport, binding: Binding) -> None:
+        self.inner = inner
+        self.binding = binding
 
     async def aclose(self) -> None:
-        await self.outside.aclose()
+        await self.inner.aclose()
+
+
+class CacheLayer(_Layer):
+    """The run's response cache: a sample's POST answered from it, a 2xx answer stored."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        sample = current_sample() or self.sample
-        run = sample.run if sample is not None else self.outside
-        check_headers(request.headers.raw)
-        given = request.extensions.get("tui_eval")
-        info = given if isinstance(given, RequestInfo) else self._infer(request, run)
-        return await _Send(request, info, sample, run).send(self.proxy)
-
-    def _infer(self, request: httpx2.Request, run: RunContext) -> RequestInfo:
-        """An SDK's request, read: whose format, which model, which quota."""
-        options = ProviderOptions()
-        if self.options is not None:
-            options = options.over(self.options)
-        if run.provider is not None:
-            given = run.provider
-            options = options.over(given.model_copy(update={"headers": {}, "base_url": None}))
-        path = request.url.path
-        anthropic = "anthropic-version" in request.headers or path.endswith("/v1/messages")
-        model = ""
+        sample, _ = self.binding.now()
+        cache = sample.run.cache if sample is not None else None
         body = _body(request)
-        if body and body[:1] == b"{":
-            try:
-                parsed = pydantic_core.from_json(body)
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
-                model = parsed["model"]
-        return RequestInfo(
-            provider="anthropic" if anthropic else "openai",
-            model=model,
-            base_url=sdk_base_url(request.url),
-            options=options,
-            strict=False,
-        )
-
-
-class _Send:
-    """One request's way through the layer: the cache, its turns in the limiter, its
-    attempts (what its retry decisions and its error go by) and the sample's meter."""
-
-    def __init__(
-        self,
-        request: httpx2.Request,
-        info: RequestInfo,
-        sample: SampleContext | None,
-        run: RunContext,
-    ) -> None:
-        self.request = request
-        self.info = info
-        self.sample = sample
-        self.run = run
-        self.meter = sample.meter if sample is not None else None
-        self.body = _body(request)
-        self.cache: ResponseCache | None = None
-        self.cache_key = ""
-        self.started = time.monotonic()
-        self.retries = 0
-        self.history: list[str] = []
-        """Why each attempt failed, for the error that lists them."""
-
-    @property
-    def url(self) -> str:
-        """The request's URL as errors show it."""
-        return _shown_url(self.request.url)
-
-    def redacted(self, message: str) -> str:
-        """`message` without the request's credentials."""
-        return redact_secrets(message, credential_values(None, _text_headers(self.request)))
-
-    def fail(self, message: str) -> RequestFailed:
-        """The error of a request given up."""
-        return RequestFailed(self.redacted(message))
-
-    def give_up(self, message: str, response: httpx2.Response | None) -> httpx2.Response:
-        """An SDK gets the server's last answer to read as it does; a built-in provider
-        the error saying why."""
-        if response is not None and not self.info.strict:
-            return response
-        raise self.fail(message)
-
-    def summary(self) -> str:
-        """Why each attempt failed, in order."""
-        if len(self.history) == 1:
-            return self.history[0]
-        return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(self.history, 1))
-
-    async def send(self, proxy: httpx2.Proxy | None) -> httpx2.Response:
-        """The answer: from the cache, else from the API (through `proxy`), each attempt
-        in its turn in the limiter, retried as the policy says."""
-        request, info, run, sample = self.request, self.info, self.run, self.sample
-        body = self.body
-        cache = run.cache
-        if (
-            cache is not None
-            and sample is not None
-            and body is not None
-            and request.method == "POST"
-        ):
-            self.cache_key = cache.key(
-                info.provider, info.base_url, body, sample.index, _keyed(request)
+        if cache is None or sample is None or body is None or request.method != "POST":
+            return await self.inner.handle_async_request(request)
+        kind = self.binding.kind(request)
+        key = cache.key(kind, base_url(request.url), body, sample.index, _keyed(request))
+        stored = await cache.get(key)
+        usable = self.binding.usable
+        if isinstance(stored, dict) and usable is not None and not usable(stored):
+            cache.miss()  # readable but wrong ({}, no choices): ask the API again
+            stored = None
+        if isinstance(stored, bytes):
+            sample.meter.add(cached=True)
+            return httpx2.Response(
+                200, headers={"content-type": "text/event-stream"}, content=stored, request=request
             )
-            hit = self._cached(cache)
-            if hit is not None:
-                return hit
-            self.cache = cache
-        sockets = run.sockets.get(proxy)
-        options = info.options
+        if stored is not None:  # a known model's price, at no cost this time
+            used = response_tokens(stored)
+            runtime = sample.run.runtime
+            sample.meter.add(used, list_price(runtime, kind, stored, request, used), cached=True)
+            return httpx2.Response(
+                200,
+                headers={"content-type": "application/json"},
+                content=pydantic_core.to_json(stored),
+                request=request,
+                extensions={"tui_eval.json": stored, "tui_eval.usage": used, "tui_eval.retries": 0},
+            )
+        response = await self.inner.handle_async_request(request)
+        secrets = credential_values(None, _text_headers(request))
+        parsed = response.extensions.get("tui_eval.json")
+        if response.status_code >= 300:
+            pass
+        elif isinstance(parsed, dict):
+            await cache.put(key, parsed, secrets)
+        elif _is_stream(response) and "content-encoding" not in response.headers:
+
+            async def store(whole: bytes) -> None:
+                await cache.put(key, whole, secrets)
+
+            response.stream = _Passing(response.stream, store)
+        return response
+
+
+class LimitLayer(_Layer):
+    """Each request's turn in its quota's shared rate limiter; 429s wait there."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        sample, options = self.binding.now()
+        run = sample.run if sample is not None else self.binding.outside
         limiter = run.runtime.limiter(
-            info.base_url,
-            info.key if info.key is not None else key_of(request.headers.raw),
-            rpm=options.rpm,
-            tpm=options.tpm,
+            base_url(request.url), key_of(request.headers.raw), rpm=options.rpm, tpm=options.tpm
         )
-        timeout = options.timeout or DEFAULT_TIMEOUT_S
-        budget = (
-            options.retry_budget if options.retry_budget is not None else DEFAULT_RETRY_BUDGET_S
-        )
-        max_retries = (
-            options.max_retries if options.max_retries is not None else DEFAULT_MAX_RETRIES
-        )
+        body = _body(request)
         tokens = _token_estimate(body)
-        failures = 0
+        started = time.monotonic()
+        budget = options.retry_budget or 0.0
 
         def give_up_at() -> float:
-            return limiter.give_up_at(self.started, budget)
+            return limiter.give_up_at(started, budget)
 
+        waits = 0
         while True:
             try:
                 await limiter.acquire(tokens, give_up_at)
             except RateLimitWait as exc:
                 waited = time.monotonic() - (give_up_at() - budget)
-                raise self.fail(
-                    f"request to {self.url} still rate-limited after {waited:.0f}s with no "
-                    f"request accepted (retry budget {budget:g}s): its turn would come "
-                    f"{exc.wait_s:.3g}s later ({exc.why})"
+                raise RequestFailed(
+                    f"request to {_shown_url(request.url)} still rate-limited after "
+                    f"{waited:.0f}s with no request accepted (retry budget {budget:g}s): its "
+                    f"turn would come {exc.wait_s:.3g}s later ({exc.why})"
                 ) from None
-            wait: float | None = None
+            response = await self.inner.handle_async_request(request)
+            headers = header_map(response)
+            status = response.status_code
+            if status != RATE_LIMITED:
+                _learn(limiter, response, tokens)
+                response.extensions["tui_eval.retries"] = waits + _retries(response)
+                return response
+            limiter.on_response(status, headers)
+            message, quota_gone = server_error(response.content)
+            why = f"HTTP {status}: {message}"
+            if quota_gone:
+                return given_up(
+                    response,
+                    f"returned HTTP 429 for {_shown_url(request.url)}: the account's quota is "
+                    f"used up, so retrying cannot help (add credit or raise the limit): {message}",
+                )
+            wait = retry_after(headers)
+            if wait is not None and wait > min(MAX_RETRY_AFTER_S, budget):
+                return given_up(response, _too_long(wait, budget, why))
+            limiter.on_limited(wait)
+            now = time.monotonic()
+            if now >= give_up_at() or body is None:
+                waited = now - (give_up_at() - budget)
+                return given_up(
+                    response,
+                    f"request to {_shown_url(request.url)} still rate-limited after "
+                    f"{waited:.0f}s with no request accepted (retry budget {budget:g}s); "
+                    f"last: {why}",
+                )
+            waits += 1
+            if sample is not None:
+                sample.retrying(waits, max(0.0, limiter.paused_until - now))
+
+
+def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None:
+    """Tell the limiter of an answer: at once, and for an event stream its tokens at its end."""
+    used = response.extensions.get("tui_eval.usage")
+    if used is not None or not _is_stream(response):
+        total = used.input + used.output if isinstance(used, ResponseTokens) else None
+        limiter.on_response(
+            response.status_code, header_map(response), tokens_reserved=tokens, tokens_used=total
+        )
+        return
+    limiter.on_response(response.status_code, header_map(response))
+
+    async def settle(_: bytes) -> None:
+        found = response.extensions.get("tui_eval.usage") or ResponseTokens()
+        limiter.settle_tokens(tokens, found.input + found.output)
+
+    response.stream = _Passing(response.stream, settle)
+
+
+class RetryLayer(_Layer):
+    """Failures worth trying again are tried again, at most `max_retries` times."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        sample, options = self.binding.now()
+        url = _shown_url(request.url)
+        started = time.monotonic()
+        history: list[str] = []
+        again = _body(request) is not None  # an upload sent as it streams goes once
+        for attempt in range(1 + (options.max_retries or 0) if again else 1):
             error: httpx2.TransportError | None = None
-            last_response: httpx2.Response | None = None
+            wait: float | None = None
+            response: httpx2.Response | None = None
             try:
-                response, content = await _exchange(sockets, request, timeout, info.max_bytes)
-            except httpx2.ConnectError as exc:
-                if _certificate_failure(exc):  # never retried: it does not fix itself
-                    raise self.fail(
-                        f"could not verify the TLS certificate of {self.url}: "
-                        f"{_certificate_failure(exc)}"
+                response = await self.inner.handle_async_request(request)
+            except httpx2.TransportError as exc:
+                if isinstance(exc, RequestFailed | InvalidHeader):
+                    raise
+                if not _transient(exc):
+                    certificate = _certificate_failure(exc)
+                    if certificate:  # never retried: it does not fix itself
+                        raise type(exc)(
+                            f"could not verify the TLS certificate of {url}: {certificate}"
+                        ) from exc
+                    said = str(exc).strip() or type(exc).__name__
+                    raise type(exc)(
+                        _redacted(request, f"request to {url} failed: {said}")
                     ) from None
                 error = exc
-                self.history.append(f"connection failed: {_described(exc)}")
-            except (TimeoutError, httpx2.TimeoutException) as exc:
-                error = exc if isinstance(exc, httpx2.TransportError) else httpx2.ReadTimeout("")
-                self.history.append(f"no complete response within {timeout:g}s (timeout)")
-            except httpx2.TransportError as exc:
-                if not _transient(exc):
-                    raise self.fail(f"request to {self.url} failed: {_described(exc)}") from None
-                error = exc
-                self.history.append(f"connection failed: {_described(exc)}")
+                history.append(_said(exc))
             else:
                 status = response.status_code
-                if content is None:  # an event stream, metered as it passes
-                    limiter.on_response(status, header_map(response))
-                    return self._streamed(response, limiter, tokens)
-                if status < 300:
-                    return await self._answered(response, content, limiter, tokens)
-                if status < 400:
-                    where = header_map(response).get("location", "(no Location header)")
-                    return self.give_up(
-                        f"answered HTTP {status} for {self.url}, redirecting to {where}; "
-                        "redirects are not followed (the API key is sent only to base_url): "
-                        "set base_url to where the API is",
-                        response,
-                    )
-                limiter.on_response(status, header_map(response))
-                message, quota_gone = _server_error(content)
-                self.history.append(f"HTTP {status}: {message}")
-                if status == RATE_LIMITED and quota_gone:
-                    return self.give_up(
-                        f"returned HTTP 429 for {self.url}: the account's quota is used up, "
-                        f"so retrying cannot help (add credit or raise the limit): {message}",
-                        response,
-                    )
+                if status not in RETRYABLE or "tui_eval.error" in response.extensions:
+                    response.extensions["tui_eval.retries"] = attempt + _retries(response)
+                    return response
+                why = f"HTTP {status}: {server_error(response.content)[0]}"
+                history.append(why)
                 wait = retry_after(header_map(response))
-                longest = min(MAX_RETRY_AFTER_S, budget)
-                if wait is not None and wait > longest:
-                    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(
-                        seconds=min(wait, 1e9)
-                    )
-                    return self.give_up(
-                        f"quota exhausted until {until:%Y-%m-%d %H:%M:%S} UTC: asked to retry "
-                        f"after {wait:g}s (Retry-After), more than the {longest:g}s tui-eval "
-                        f"waits at once (a quota, not a rate); last: HTTP {status}: {message}",
-                        response,
-                    )
-                if status == RATE_LIMITED:
-                    limiter.on_limited(wait)
-                    now = time.monotonic()
-                    deadline = give_up_at()
-                    if now >= deadline or body is None:
-                        waited = now - (deadline - budget)
-                        return self.give_up(
-                            f"request to {self.url} still rate-limited after {waited:.0f}s "
-                            f"with no request accepted (retry budget {budget:g}s); last: "
-                            f"HTTP {status}: {message}",
-                            response,
-                        )
-                    self.retries += 1
-                    if sample is not None:
-                        sample.retrying(self.retries, max(0.0, limiter.paused_until - now))
-                    continue
-                if status not in RETRYABLE or body is None:
-                    return self.give_up(
-                        f"returned HTTP {status} for {self.url}: {message}", response
-                    )
-                last_response = response
-            failures += 1
-            if failures > max_retries or body is None:
-                why = f"request to {self.url} failed after {len(self.history)} attempts; "
-                if error is not None and not info.strict:
-                    raise type(error)(self.redacted(why + self.summary())) from error
-                return self.give_up(why + self.summary(), last_response)
-            delay = wait if wait is not None else min(30.0, info.backoff * 2 ** (failures - 1))
+                budget = options.retry_budget or 0.0
+                if wait is not None and wait > min(MAX_RETRY_AFTER_S, budget):
+                    return given_up(response, _too_long(wait, budget, why))
+            delay = wait if wait is not None else min(30.0, self.binding.backoff * 2**attempt)
             delay *= 1 + random.uniform(0, 0.25)
-            if time.monotonic() + delay - self.started > budget:
-                return self.give_up(
-                    f"request to {self.url} gave up: retrying would pass the {budget:g}s "
-                    f"retry budget; {self.summary()}",
-                    last_response,
+            last = attempt == (options.max_retries or 0) or not again
+            if not last and time.monotonic() + delay - started > (options.retry_budget or 0.0):
+                summary = f"gave up: retrying would pass the {options.retry_budget:g}s retry budget"
+                return _give_up(
+                    request, f"request to {url} {summary}; {_listed(history)}", error, response
                 )
-            self.retries += 1
+            if last:
+                summary = f"failed after {len(history)} attempts; {_listed(history)}"
+                return _give_up(request, f"request to {url} {summary}", error, response)
             if sample is not None:
-                sample.retrying(self.retries, delay)
+                sample.retrying(attempt + 1, delay)
             await anyio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _answered(
-        self, response: httpx2.Response, content: bytes, limiter: RateLimiter, tokens: int
-    ) -> httpx2.Response:
-        """A 2xx answer: learn, meter, store, and hand back the (decoded) body."""
-        info = self.info
-        parsed: Any = None
-        if info.strict or "json" in header_map(response).get("content-type", ""):
-            try:
-                parsed = pydantic_core.from_json(content)
-            except ValueError:
-                if info.strict:
-                    snippet = content[:200].decode("utf-8", "replace")
-                    raise RequestFailed(f"sent a malformed (non-JSON) body: {snippet!r}") from None
-        used = response_tokens(parsed) if isinstance(parsed, dict) else ResponseTokens()
-        limiter.on_response(
-            response.status_code,
-            header_map(response),
-            tokens_reserved=tokens,
-            tokens_used=used.input + used.output,
-        )
-        if isinstance(parsed, dict):
-            if self.meter is not None:  # a sample cut off by its timeout is priced by these
-                cost = stated_cost(header_map(response))
-                if cost is None:
-                    cost = list_price(self.run.runtime, info, parsed, used)
-                self.meter.add(used, cost)
-            if self.cache is not None:
-                secrets = credential_values(None, _text_headers(self.request))
-                await self.cache.put(self.cache_key, parsed, secrets)
-        found = {"tui_eval.json": parsed, "tui_eval.retries": self.retries}
-        if info.strict:  # a built-in provider reads the parsed body alone
-            response.extensions.update(found)
+
+def _give_up(
+    request: httpx2.Request,
+    message: str,
+    error: httpx2.TransportError | None,
+    response: httpx2.Response | None,
+) -> httpx2.Response:
+    """The server's last answer, saying why it is the last; or the last error, saying so."""
+    if response is None:
+        raise type(error or RequestFailed(""))(_redacted(request, message)) from error
+    return given_up(response, _redacted(request, message))
+
+
+def given_up(response: httpx2.Response, why: str) -> httpx2.Response:
+    """`response`, marked as the last answer to its request, and why."""
+    response.extensions["tui_eval.error"] = _redacted(response.request, why)
+    return response
+
+
+def _too_long(wait: float, budget: float, why: str) -> str:
+    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=min(wait, 1e9))
+    longest = min(MAX_RETRY_AFTER_S, budget)
+    return (
+        f"quota exhausted until {until:%Y-%m-%d %H:%M:%S} UTC: asked to retry after {wait:g}s "
+        f"(Retry-After), more than the {longest:g}s tui-eval waits at once (a quota, not a "
+        f"rate); last: {why}"
+    )
+
+
+class MeterLayer(_Layer):
+    """A 2xx answer's body parsed once and its usage priced into the sample's meter."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        if response.status_code >= 300:
             return response
-        return decoded_response(response, content, found)
+        sample, _ = self.binding.now()
+        meter = sample.meter if sample is not None else None
+        runtime = sample.run.runtime if sample is not None else self.binding.outside.runtime
+        kind = self.binding.kind(request)
+        stated = stated_cost(header_map(response))
+        if _is_stream(response):
+            readable = "content-encoding" not in response.headers
 
-    def _cached(self, cache: ResponseCache) -> httpx2.Response | None:
-        """The stored answer to this request, if the cache has one its reader can use."""
-        meter, info = self.meter, self.info
-        stream = cache.get_stream(self.cache_key)
-        if stream is not None:
-            if meter is not None:
-                meter.add(cached=True)
-            return httpx2.Response(
-                200,
-                headers=[(b"content-type", b"text/event-stream")],
-                content=stream,
-                request=self.request,
-            )
-        stored = cache.get(self.cache_key)
-        if stored is None:
-            return None
-        if info.usable is not None and not info.usable(stored):
-            cache.miss()  # readable but wrong ({}, no choices): ask the API again
-            return None
-        if meter is not None:  # a known model's price, at no cost this time
-            used = response_tokens(stored)
-            meter.add(used, list_price(self.run.runtime, info, stored, used), cached=True)
-        return httpx2.Response(
-            200,
-            headers=[(b"content-type", b"application/json")],
-            content=pydantic_core.to_json(stored),
-            request=self.request,
-            extensions={"tui_eval.json": stored, "tui_eval.retries": 0},
-        )
+            async def metered(whole: bytes) -> None:
+                model, used, seen = (
+                    stream_usage(whole) if readable else ("", ResponseTokens(), False)
+                )
+                response.extensions["tui_eval.usage"] = used
+                if meter is not None:
+                    cost = stated
+                    if cost is None and seen:
+                        cost = runtime.price_of(kind, model or _asked_model(request), used)
+                    meter.add(used, cost)
 
-    def _streamed(
-        self, response: httpx2.Response, limiter: RateLimiter, tokens: int
-    ) -> httpx2.Response:
-        """An event stream, handed on as it arrives; at its end its usage is metered and
-        the whole stream stored."""
-        usage = StreamUsage()
-        info, meter, cache = self.info, self.meter, self.cache
-        inner = response.stream
-        readable = header_map(response).get("content-encoding", "identity") == "identity"
-
-        async def passing() -> AsyncIterator[bytes]:
-            kept: list[bytes] | None = [] if cache is not None and readable else None
-            size = 0
-            assert isinstance(inner, httpx2.AsyncByteStream)
-            async for chunk in inner:
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise ResponseTooLarge(
-                        f"sent an event stream over {MAX_RESPONSE_BYTES:,} bytes; refused"
-                    )
-                if readable:
-                    usage.feed(chunk)
-                if kept is not None:
-                    kept.append(chunk)
-                yield chunk
-            used = usage.tokens()
-            limiter.settle_tokens(tokens, used.input + used.output)
-            if meter is not None:
-                cost = stated_cost(header_map(response))
-                if cost is None and usage.seen:
-                    cost = self.run.runtime.price_of(info.provider, usage.model or info.model, used)
-                meter.add(used, cost)
-            if cache is not None and kept is not None:
-                secrets = credential_values(None, _text_headers(self.request))
-                await cache.put_stream(self.cache_key, b"".join(kept), secrets)
-
-        return httpx2.Response(
-            response.status_code,
-            headers=response.headers.raw,
-            stream=_Stream(passing(), inner),
-            request=response.request,
-            extensions=response.extensions,
-        )
+            response.stream = _Passing(response.stream, metered)
+            return response
+        parsed: Any = None
+        if self.binding.provider is not None or "json" in header_map(response).get(
+            "content-type", ""
+        ):
+            try:
+                parsed = pydantic_core.from_json(response.content)
+            except ValueError:
+                parsed = None
+        response.extensions["tui_eval.json"] = parsed
+        if isinstance(parsed, dict):
+            used = response.extensions["tui_eval.usage"] = response_tokens(parsed)
+            if meter is not None:  # a sample cut off by its timeout is priced by these
+                if stated is None:
+                    stated = list_price(runtime, kind, parsed, request, used)
+                meter.add(used, stated)
+        return response
 
 
-async def _exchange(
-    sockets: httpx2.AsyncBaseTransport, request: httpx2.Request, timeout: float, max_bytes: int
-) -> tuple[httpx2.Response, bytes | None]:
-    """Send once; the decoded body within `timeout` (None for an event stream, whose
-    headers alone are waited for)."""
-    # `anyio.fail_after` without its two generator frames (~4 µs a request): only the
-    # deadline cancels this scope, so a caught cancellation is the timeout.
-    with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
-        response = await sockets.handle_async_request(request)
-        response.request = request
-        try:
-            _check_framing(response)
-            if _is_stream(response) and response.status_code < 300:
-                return response, None
-            return response, await _read_capped(response, max_bytes)
-        except BaseException:
-            await response.aclose()
-            raise
-    assert deadline.cancelled_caught
-    raise TimeoutError
+class WireLayer(httpx2.AsyncBaseTransport):
+    """Headers checked, the deadline, framing, size and the body read, over the sockets.
+
+    Args:
+        send_with: the user's own client to send through (None: the run's sockets).
+    """
+
+    def __init__(self, binding: Binding, send_with: httpx2.AsyncClient | None = None) -> None:
+        self.binding = binding
+        self.send_with = send_with
+        self._proxies: dict[tuple[Any, ...], httpx2.Proxy | None] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        theirs = self.send_with
+        if theirs is not None:  # their default headers, under the request's own
+            for name, value in theirs.headers.multi_items():
+                request.headers.setdefault(name, value)
+        check_headers(request.headers.raw)
+        sample, options = self.binding.now()
+        timeout = options.timeout or DEFAULT_TIMEOUT_S
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
+            if theirs is not None:
+                response = await theirs.send(request, stream=True)
+            else:
+                run = sample.run if sample is not None else self.binding.outside
+                sockets = run.sockets.get(self._proxy(request.url))
+                response = await sockets.handle_async_request(request)
+            response.request = request
+            try:
+                _check_framing(response, request)
+                if _is_stream(response) and response.status_code < 300:
+                    response.stream = _Passing(response.stream, None, self.binding.max_bytes)
+                    return response
+                content = await _read_capped(response, self.binding.max_bytes)
+            except BaseException:
+                await response.aclose()
+                raise
+            return decoded_response(response, content)
+        assert deadline.cancelled_caught
+        raise httpx2.ReadTimeout(f"no complete response within {timeout:g}s (timeout)")
+
+    def _proxy(self, url: httpx2.URL) -> httpx2.Proxy | None:
+        """The proxy for `url`, decided once per host while the proxy variables stay as
+        they are (reading the whole environment costs ~1 ms a request)."""
+        key = (url.scheme, url.host, proxy_variables())
+        if key not in self._proxies:
+            if len(self._proxies) > 64:
+                self._proxies.clear()
+            self._proxies[key] = proxy_for(url)
+        return self._proxies[key]
+
+    async def aclose(self) -> None:
+        # A run's sockets close with the run, the user's client with the user; only the
+        # connections this client opened outside any run are its own.
+        await self.binding.outside.aclose()
 
 
-class _Stream(httpx2.AsyncByteStream):
-    def __init__(self, chunks: AsyncIterator[bytes], inner: Any) -> None:
-        self._chunks = chunks
+class _Passing(httpx2.AsyncByteStream):
+    """A body handed on as it arrives, refused once over `limit` bytes; `at_end(whole)` is
+    awaited once all of it has passed."""
+
+    def __init__(
+        self,
+        inner: Any,
+        at_end: Callable[[bytes], Awaitable[None]] | None,
+        limit: int | None = None,
+    ) -> None:
         self._inner = inner
+        self._at_end = at_end
+        self._limit = limit
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._chunks:
+        kept: list[bytes] = []
+        size = 0
+        async for chunk in self._inner:
+            size += len(chunk)
+            if self._limit is not None and size > self._limit:
+                raise ResponseTooLarge(f"sent an event stream over {self._limit:,} bytes; refused")
+            if self._at_end is not None:
+                kept.append(chunk)
             yield chunk
+        if self._at_end is not None:
+            await self._at_end(b"".join(kept))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -561,8 +549,40 @@ def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
             raise InvalidHeader(problem or f"header {name!r} cannot be sent")
 
 
+def failure_text(response: httpx2.Response) -> str:
+    """Why a response that is not a 2xx is no answer, in words (a given-up request's
+    reason, with every attempt; else what the server said)."""
+    given = response.extensions.get("tui_eval.error")
+    if given:
+        return str(given)
+    status, url = response.status_code, _shown_url(response.request.url)
+    if status < 400:
+        where = header_map(response).get("location", "(no Location header)")
+        return (
+            f"answered HTTP {status} for {url}, redirecting to {where}; redirects are not "
+            "followed (the API key is sent only to base_url): set base_url to where the API is"
+        )
+    text = f"returned HTTP {status} for {url}: {server_error(response.content)[0]}"
+    return _redacted(response.request, text)
+
+
+def _redacted(request: httpx2.Request, message: str) -> str:
+    return redact_secrets(message, credential_values(None, _text_headers(request)))
+
+
 def _text_headers(request: httpx2.Request) -> list[tuple[str, str]]:
     return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+
+
+def _retries(response: httpx2.Response) -> int:
+    return int(response.extensions.get("tui_eval.retries", 0))
+
+
+def _listed(history: list[str]) -> str:
+    """Why each attempt failed, in order."""
+    if len(history) == 1:
+        return history[0]
+    return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(history, 1))
 
 
 def key_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
@@ -594,6 +614,33 @@ def _body(request: httpx2.Request) -> bytes | None:
         return None
 
 
+def _asked_model(request: httpx2.Request) -> str:
+    """The model a request asks for ("" if its body names none)."""
+    body = _body(request)
+    if not body or body[:1] != b"{":
+        return ""
+    try:
+        parsed = pydantic_core.from_json(body)
+    except ValueError:
+        return ""
+    model = parsed.get("model") if isinstance(parsed, dict) else None
+    return model if isinstance(model, str) else ""
+
+
+def list_price(
+    runtime: Runtime,
+    kind: str,
+    parsed: dict[str, Any],
+    request: httpx2.Request,
+    used: ResponseTokens,
+) -> float | None:
+    """The built-in price of an answer, by the model it names (else the one asked for)."""
+    named = parsed.get("model")
+    asked = _asked_model(request)
+    cost = runtime.price_of(kind, named, used) if isinstance(named, str) and named else None
+    return cost if cost is not None or named == asked else runtime.price_of(kind, asked, used)
+
+
 def _token_estimate(body: bytes | None) -> int:
     """Tokens a request may use, for a tokens-per-minute limit: its prompt (a character is
     about a quarter of a token) and the most it may write."""
@@ -611,8 +658,8 @@ def _token_estimate(body: bytes | None) -> int:
     return len(body) // 4 + min(most, 10_000_000)
 
 
-def sdk_base_url(url: httpx2.URL) -> str:
-    """The base URL of an SDK's request: its URL up to a known endpoint, without query or
+def base_url(url: httpx2.URL) -> str:
+    """The base URL of a request: its URL up to a known endpoint, without query or
     credentials (`https://api.openai.com/v1` for `.../v1/chat/completions`)."""
     path = url.path
     for endpoint in ENDPOINTS:
@@ -632,8 +679,8 @@ def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
 
 
 def header_map(response: httpx2.Response) -> dict[str, str]:
-    """A response's headers as a plain dict, lower-case names (read many times a request:
-    a dict lookup, not a scan of httpx2's list)."""
+    """A response's headers as a plain dict, lower-case names (read several times a
+    request: a dict lookup, not a scan of httpx2's list)."""
     mapped = response.extensions.get("tui_eval.headers")
     if mapped is None:
         mapped = response.extensions["tui_eval.headers"] = {
@@ -647,11 +694,13 @@ def _is_stream(response: httpx2.Response) -> bool:
     return header_map(response).get("content-type", "").startswith("text/event-stream")
 
 
-def _check_framing(response: httpx2.Response) -> None:
-    """Refuse a transfer coding other than chunked (`gzip, chunked`) and a content coding
-    httpx2 cannot decode (`br` without brotli): their bytes must never reach a JSON parser."""
-    codings = header_map(response).get("transfer-encoding")
-    if codings is not None and "content-length" in header_map(response):
+def _check_framing(response: httpx2.Response, request: httpx2.Request) -> None:
+    """Refuse a transfer coding other than chunked (`gzip, chunked`), and a content coding
+    the request did not accept (`br` where httpx2 has no brotli): their bytes must never
+    reach a JSON parser."""
+    headers = header_map(response)
+    codings = headers.get("transfer-encoding")
+    if codings is not None and "content-length" in headers:
         # aiohttp refuses it; h11 (under trio) frames by the chunks, as RFC 9112 allows. A
         # response framed two ways is a smuggling shape: refused, its connection dropped.
         raise httpx2.RemoteProtocolError(
@@ -666,16 +715,20 @@ def _check_framing(response: httpx2.Response) -> None:
                 f"the body came with Transfer-Encoding {', '.join(strange)}, which tui-eval "
                 "does not decode (it sends no TE header); refused"
             )
-    encodings = header_map(response).get("content-encoding")
+    encodings = headers.get("content-encoding")
     if encodings is not None:
-        from httpx2._decoders import SUPPORTED_DECODERS  # what httpx2 can decode here
-
-        for encoding in (e.strip().lower() for e in encodings.split(",") if e.strip()):
-            if encoding not in SUPPORTED_DECODERS:
+        # httpx2 asks for the codings it can decode here (brotli, zstd when installed).
+        accepted = {"identity", *_names(request.headers.get("accept-encoding", ""))}
+        for encoding in _names(encodings):
+            if encoding not in accepted:
                 raise httpx2.RemoteProtocolError(
                     f"sent a body with Content-Encoding {encoding!r}, which tui-eval cannot "
-                    f"decode (it asks for {', '.join(sorted(set(SUPPORTED_DECODERS) - {'identity'}))})"
+                    f"decode (it asks for {', '.join(sorted(accepted - {'identity'}))})"
                 )
+
+
+def _names(header: str) -> list[str]:
+    return [c.split(";")[0].strip().lower() for c in header.split(",") if c.strip()]
 
 
 async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
@@ -683,8 +736,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     plain = "content-encoding" not in header_map(response)
-    stream = response.stream  # a plain body straight from the sockets: nothing to decode
-    assert isinstance(stream, httpx2.AsyncByteStream)
+    stream: Any = response.stream  # a plain body: nothing to decode, read as it comes
     try:
         async for chunk in stream if plain else response.aiter_bytes():
             size += len(chunk)
@@ -700,10 +752,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
 
 
 def decoded_response(
-    response: httpx2.Response,
-    content: bytes,
-    extensions: Mapping[str, Any] | None = None,
-    request: httpx2.Request | None = None,
+    response: httpx2.Response, content: bytes, request: httpx2.Request | None = None
 ) -> httpx2.Response:
     """`response` with its decoded body (its encoding and framing headers dropped), for
     `request` (default: the response's own)."""
@@ -717,16 +766,20 @@ def decoded_response(
         headers=headers,
         content=content,
         request=request if request is not None else response.request,
-        extensions={**response.extensions, **(extensions or {})},
+        extensions=dict(response.extensions),
     )
 
 
 def _transient(exc: httpx2.TransportError) -> bool:
-    """Whether trying again may help: a connection refused, reset or dropped; not a
-    malformed answer, a proxy's refusal or a bad URL."""
-    if isinstance(exc, httpx2.RemoteProtocolError):
-        return "disconnect" in str(exc).lower()
-    return isinstance(exc, httpx2.NetworkError)
+    """Whether trying again may help: a connection refused, reset, timed out or closed by
+    the server (before or during the body); not a malformed answer, a proxy's refusal, a
+    bad URL or a certificate."""
+    if _certificate_failure(exc):
+        return False
+    if isinstance(exc, httpx2.RemoteProtocolError):  # h11's words for a closed connection
+        text = str(exc).lower()
+        return "disconnect" in text or "peer closed" in text
+    return isinstance(exc, httpx2.NetworkError | httpx2.TimeoutException)
 
 
 def _certificate_failure(exc: BaseException) -> str:
@@ -743,12 +796,14 @@ def _certificate_failure(exc: BaseException) -> str:
     return ""
 
 
-def _described(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text or type(exc).__name__
+def _said(exc: BaseException) -> str:
+    """What a failed attempt says."""
+    text = str(exc).strip() or type(exc).__name__
+    timeout = isinstance(exc, httpx2.TimeoutException) and "(timeout)" in text
+    return text if timeout else f"connection failed: {text}"
 
 
-def _server_error(body: bytes) -> tuple[str, bool]:
+def server_error(body: bytes) -> tuple[str, bool]:
     """What an error response says, shortly (its `error.message`, else its text), and
     whether it says the account's quota is gone (a 429 that no wait fixes)."""
     try:
@@ -765,15 +820,3 @@ def _server_error(body: bytes) -> tuple[str, bool]:
     codes = (error.get("code"), error.get("type"))
     gone = "error" in parsed and any(isinstance(c, str) and c in QUOTA_GONE for c in codes)
     return text, gone
-
-
-def list_price(
-    runtime: Runtime, info: RequestInfo, parsed: Mapping[str, Any], used: ResponseTokens
-) -> float | None:
-    """The built-in price of an answer, by the model it names (else the one asked for)."""
-    model = parsed.get("model")
-    named = model if isinstance(model, str) and model else info.model
-    cost = runtime.price_of(info.provider, named, used)
-    if cost is None and named != info.model:
-        cost = runtime.price_of(info.provider, info.model, used)
-    return cost

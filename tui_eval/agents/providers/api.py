@@ -1,10 +1,9 @@
-"""What every HTTP provider shares: a JSON POST through tui-eval's HTTP layer (the shared
-rate limiter, the response cache, metering, retries and secrets: `transport.py`), over
-the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
+"""What every HTTP provider shares: a JSON POST with an ordinary httpx2 client over
+tui-eval's HTTP layer (the shared rate limiter, the response cache, metering, retries and
+secrets: `transport.py`), over the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -12,7 +11,7 @@ from urllib.parse import parse_qsl
 import httpx2
 import pydantic_core
 
-from tui_eval.agents.http.client import MeteredAsyncClient
+from tui_eval.agents.http.client import layered_client
 from tui_eval.agents.http.context import RunContext, current_sample
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.http.options import (
@@ -24,10 +23,10 @@ from tui_eval.agents.http.options import (
 )
 from tui_eval.agents.http.transport import (
     MAX_RESPONSE_BYTES,
+    Binding,
     InvalidHeader,
-    MeteredTransport,
-    RequestFailed,
-    RequestInfo,
+    base_url,
+    failure_text,
     key_of,
 )
 from tui_eval.agents.providers.base import ProviderError
@@ -107,7 +106,9 @@ class HTTPProvider:
         )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
-        self._client: MeteredAsyncClient | None = None
+        self._client: httpx2.AsyncClient | None = None
+        self._binding: Binding | None = None
+        self._client_for: tuple[ProviderOptions, float, int] | None = None
         self._resolved: _Resolved | None = None
         self.configure(ProviderOptions(base_url=base_url))
 
@@ -173,17 +174,16 @@ class HTTPProvider:
         return self._settings(_current_run()).options
 
     def _settings(self, run: RunContext | None) -> _Resolved:
-        """This provider's options and headers under `run`'s options, worked out once for
-        each set of run options (not for every request)."""
+        """This provider's options, headers and URL under `run`'s options, worked out once
+        for each set of run options (not for every request)."""
         given = run.provider if run is not None else None
         resolved = self._resolved
         if resolved is None or resolved.given is not given:
             options = self.options.over(given)
-            headers = {
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "User-Agent": USER_AGENT,
-            }
+            headers = {"Content-Type": "application/json", "Accept": "application/json"}
+            headers["User-Agent"] = USER_AGENT
+            # The codings httpx2 can decode here, as its client asks for them.
+            headers["Accept-Encoding"] = self._http().headers["accept-encoding"]
             if self._userinfo:
                 import base64
 
@@ -191,50 +191,51 @@ class HTTPProvider:
                 headers["Authorization"] = f"Basic {token}"
             headers = merged_headers(headers, self.headers(), options.headers)
             timeout = options.timeout or DEFAULT_TIMEOUT_S
-            wire = httpx2.Headers(headers)
+            query = f"?api-version={options.api_version}" if options.api_version else ""
             resolved = self._resolved = _Resolved(
                 given,
                 options,
                 headers,
-                wire,
-                {"connect": min(timeout, 30.0), "read": timeout, "write": timeout, "pool": timeout},
-                self._request_info(options, key_of(wire.raw)),
-            )
-        elif (resolved.info.model, resolved.info.backoff, resolved.info.max_bytes) != (
-            self.model,
-            self.backoff,
-            self.max_response_bytes,
-        ):  # changed on the provider (a copy of it for another model, say)
-            resolved = self._resolved = dataclasses.replace(
-                resolved, info=self._request_info(resolved.options, resolved.info.key)
+                httpx2.Headers(headers),
+                httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
+                (options.base_url or "").rstrip("/"),
+                query,
             )
         return resolved
-
-    def _request_info(self, options: ProviderOptions, key: str | None) -> RequestInfo:
-        """What the layer is told about each request under `options` (one object for
-        them all, made with the options)."""
-        return RequestInfo(
-            provider=self.provider_name,
-            model=self.model,
-            base_url=(options.base_url or "").rstrip("/"),
-            options=options,
-            usable=self.usable,
-            backoff=self.backoff,
-            max_bytes=self.max_response_bytes,
-            key=key,
-        )
 
     def limiter(self) -> RateLimiter:
         """The rate limiter this provider's requests go through now (the current run's
         runtime's, else, outside a run, its client's own)."""
         run = _current_run()
         resolved = self._settings(run)
-        options = resolved.options
         if run is None:
-            run = self._route(resolved.info.base_url)[1].outside
+            self._http()
+            assert self._binding is not None
+            run = self._binding.outside
+        url = httpx2.URL(resolved.base_url + "/")
         return run.runtime.limiter(
-            resolved.info.base_url, resolved.info.key or "", rpm=options.rpm, tpm=options.tpm
+            base_url(url),
+            key_of(resolved.wire.raw),
+            rpm=resolved.options.rpm,
+            tpm=resolved.options.tpm,
         )
+
+    def _http(self) -> httpx2.AsyncClient:
+        """The client this provider sends with (its layer made for its format and policy)."""
+        client = self._client
+        made_for = (self.options, self.backoff, self.max_response_bytes)
+        if client is None or self._client_for != made_for:
+            binding = Binding(
+                options=self.options,
+                provider=self.provider_name,
+                usable=self.usable,
+                backoff=self.backoff,
+                max_bytes=self.max_response_bytes,
+            )
+            client = self._client = layered_client(binding)
+            self._binding = binding
+            self._client_for = made_for
+        return client
 
     async def aclose(self) -> None:
         """Close the client this provider routes its requests with, and the connections
@@ -244,19 +245,6 @@ class HTTPProvider:
             await client.aclose()
 
     # -- requests -------------------------------------------------------------------------
-    def _route(self, url: str) -> tuple[httpx2.URL, MeteredTransport]:
-        """`url` parsed, and the layer's transport its requests go through (its client's
-        route: direct or a proxy, for every run alike)."""
-        client = self._client
-        if client is None:
-            try:
-                client = self._client = MeteredAsyncClient()
-            except ValueError as exc:  # a proxy variable tui-eval cannot use
-                raise self._fail(str(exc)) from None
-        target, transport = client.route(url)
-        assert isinstance(transport, MeteredTransport)
-        return target, transport
-
     def redact(self, text: str) -> str:
         """`text` with the API key (and the URL's credentials) replaced by `***`."""
         return redact_secrets(text, self._secrets())
@@ -272,27 +260,25 @@ class HTTPProvider:
                 cannot be sent (named, its value never shown; nothing was sent).
         """
         resolved = self._settings(_current_run())
-        info = resolved.info
-        url = f"{info.base_url}{path}"
-        if info.options.api_version:
-            url = f"{url}?api-version={info.options.api_version}"
-        target, transport = self._route(url)
-        request = httpx2.Request(
+        request = httpx2.Request(  # as `client.post` builds it, less merging its defaults
             "POST",
-            target,
+            f"{resolved.base_url}{path}{resolved.query}",
             content=pydantic_core.to_json(payload),
             headers=resolved.wire,
-            extensions={"timeout": resolved.timeouts, "tui_eval": info},
+            extensions={"timeout": resolved.timeout.as_dict()},
         )
-        try:  # the layer's transport itself: a client's send would only add its hooks
-            response = await transport.handle_async_request(request)
+        try:
+            response = await self._http().send(request)
         except InvalidHeader as exc:  # the layer checks every request's headers
             raise ProviderError(f"{self.provider_name}: {exc}") from None
-        except RequestFailed as exc:
+        except httpx2.HTTPError as exc:  # the layer says what failed, with every attempt
             raise self._fail(str(exc)) from None
-        except httpx2.HTTPError as exc:  # pragma: no cover - the layer maps its errors
-            raise self._fail(f"request to {url} failed: {exc}") from None
+        if response.status_code >= 300:
+            raise self._fail(failure_text(response))
         parsed = response.extensions.get("tui_eval.json")
+        if parsed is None:
+            snippet = response.content[:200].decode("utf-8", "replace")
+            raise self._fail(f"sent a malformed (non-JSON) body: {snippet!r}")
         if not isinstance(parsed, dict):
             raise ProviderError(
                 f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
@@ -308,8 +294,9 @@ class _Resolved:
     options: ProviderOptions
     headers: dict[str, str]
     wire: httpx2.Headers
-    timeouts: dict[str, float]
-    info: RequestInfo
+    timeout: httpx2.Timeout
+    base_url: str
+    query: str
 
 
 def _unquoted(userinfo: str) -> str:
