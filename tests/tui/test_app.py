@@ -354,7 +354,12 @@ async def test_history_resumes_an_interrupted_run(tmp_path):
 
 def test_baseline_status_follows_the_file(tmp_path):
     from tui_eval.report.report import Report
-    from tui_eval.tui.screens.suites import baseline_status
+    from tui_eval.tui.screens.suites import baseline_status as shown
+
+    seen = {}  # the Suites screen's own: what each file was when last read
+
+    def baseline_status(path):
+        return shown(path, seen)
 
     assert baseline_status(tmp_path / "none.json") == ("none", "dim")
     good = Report("r").save(tmp_path / "good.json")

@@ -114,7 +114,7 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
     async with partial.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, partial.screen)
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         from tui_eval.tui.screens.prompt import ConfirmScreen
 
@@ -123,7 +123,7 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
         assert "Merge 1 case(s)" in confirm.question and "'b'" in confirm.question
         await pilot.press("n")  # refused: nothing changes
         assert baseline_cases(tmp_path)["b"] is False
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         await pilot.press("y")
         await pilot.pause()
@@ -142,12 +142,12 @@ async def test_full_run_asks_before_dropping_baseline_cases_then_compares_unchan
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         assert "lacks, which would be dropped: 'retired'" in app.screen.question
         await pilot.press("escape")
         assert "retired" in baseline_cases(tmp_path)
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         await pilot.press("enter")  # the default button is Yes
         await pilot.pause()
@@ -252,7 +252,7 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
         await pilot.press("enter")
         first = app.screen
         await wait_until_done(pilot, first)
-        await pilot.press("w")
+        await pilot.press("ctrl+r")
         assert first.watching
         for i in range(5):  # an editor saving several times in a row
             editable(tmp_path, answer=f"wrong {i}")
@@ -404,20 +404,18 @@ async def test_question_mark_lists_the_keys_of_every_screen(tmp_path):
         await pilot.press("question_mark")
         help_screen = app.screen
         assert isinstance(help_screen, HelpScreen)
-        keys = dict(help_screen.keys)
-        assert keys["r"] == "New run" and keys["a"] == "Run all" and keys["q / escape"] == "Quit"
+        keys = {keys: what for keys, what, _ in help_screen.keys}
+        assert keys["r"] == "New run" and keys["*"] == "Run all" and keys["q / escape"] == "Quit"
+        assert ("?", "Every key of this screen", "help") in help_screen.keys  # the app's `?`
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
         await pilot.press("question_mark")
-        keys = dict(app.screen.keys)
-        assert "w" in keys and "s" in keys and "x" not in keys  # a finished run: no cancel
-        await pilot.press("question_mark")  # ? closes it too
-        assert isinstance(app.screen, RunScreen)
-        await pilot.press("q", "question_mark")
+        ids = {binding_id: keys for keys, _, binding_id in app.screen.keys}
+        assert ids["write"] == "w" and ids["watch"] == "ctrl+r" and "cancel" not in ids  # done
         await pilot.press("q")
-        assert not isinstance(app.screen, HelpScreen)
+        assert isinstance(app.screen, RunScreen)
 
 
 async def test_notifications_do_not_pile_up(tmp_path):

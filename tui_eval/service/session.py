@@ -41,7 +41,7 @@ class RunSession:
     Attributes:
         state: what the screens show; the runner's events are applied to it.
         service: the run itself (None for a report opened from disk).
-        baseline_path: where `s` saves and `c` compares.
+        baseline_path: where `w` saves and `c` compares.
         title: the Run screen's title.
         more_samples: each case's latest "more samples" rerun (`m` on the Case screen), by
             case name: it stays with the run when the Case screen closes.
@@ -163,7 +163,7 @@ class RunSession:
         )
 
     def plan_baseline(self) -> BaselinePlan | BaselineOutcome:
-        """What `s` would do (merge a partial run, replace with a full one), or why it can't."""
+        """What `w` would do (merge a partial run, replace with a full one), or why it can't."""
         if self.service is not None:
             plan = self.service.plan_baseline()
         elif self.baseline_path is not None:
@@ -194,7 +194,7 @@ class RunSession:
             return BaselineOutcome(
                 status=outcome.status,
                 path=outcome.path,
-                message=f"{outcome.message} (press s to save this run as the baseline)",
+                message=f"{outcome.message} (press w to save this run as the baseline)",
             )
         return outcome
 

@@ -35,9 +35,8 @@ class CalibrationScreen(Screen[None]):
     """
 
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("r", "recalibrate", "Recalibrate"),
+        Binding("q,escape", "back", "Back", id="back"),
+        Binding("r", "recalibrate", "Recalibrate", id="rerun"),
     ]
 
     def __init__(self, suite: Suite, *, title: str = "") -> None:
@@ -183,7 +182,7 @@ class FaultVerdictsScreen(Screen[None]):
     """One labelled conversation with both parties blamed: the human's and the reviewer's
     (its turn, reason and what decided), and the transcript the reviewer read."""
 
-    BINDINGS = [Binding("q,escape", "back", "Back")]
+    BINDINGS = [Binding("q,escape", "back", "Back", id="back")]
 
     def __init__(self, item: ReviewedLabel) -> None:
         super().__init__()
@@ -222,7 +221,7 @@ class FaultVerdictsScreen(Screen[None]):
 class VerdictsScreen(Screen[None]):
     """One labelled output with both verdicts: the human's label (and note) and the judge's."""
 
-    BINDINGS = [Binding("q,escape", "back", "Back")]
+    BINDINGS = [Binding("q,escape", "back", "Back", id="back")]
 
     def __init__(self, item: JudgedLabel) -> None:
         super().__init__()

@@ -76,13 +76,14 @@ class CaseScreen(Screen[None]):
 
     TITLE = "Case"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("enter", "open_sample", "Open sample", show=False),
-        Binding("m", "more_samples", "More samples"),
-        Binding("r", "rerun_case", "Rerun case"),
-        Binding("e", "edit", "Edit"),
-        Binding("Q", "quarantine", "Quarantine", tooltip="Quarantine: runs, shows, does not gate"),
+        Binding("q,escape", "back", "Back", id="back"),
+        Binding("enter", "open_sample", "Open sample", show=False, id="open"),
+        Binding("m", "more_samples", "More samples", id="more-samples"),
+        Binding("r", "rerun_case", "Rerun case", id="rerun"),
+        Binding("e", "edit", "Edit", id="edit"),
+        Binding(
+            "Q", "quarantine", "Quarantine", tooltip="Runs, shows, never gates", id="quarantine"
+        ),
     ]
 
     def __init__(self, session: RunSession, case_index: int, workspace: Workspace) -> None:

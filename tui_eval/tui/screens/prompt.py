@@ -16,7 +16,7 @@ from tui_eval.util.text import sanitize
 class NumberPrompt(ModalScreen[int | None]):
     """Ask for a positive integer; dismisses with it, or None on escape."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel")]
     DEFAULT_CSS = """
     NumberPrompt { align: center middle; }
     NumberPrompt > Vertical { width: 60; height: auto; border: round $accent; padding: 1 2; background: $surface; }
@@ -52,8 +52,8 @@ class ConfirmScreen(ModalScreen[bool]):
     """Ask a yes/no question: `y` or `enter` (on Yes) confirms, `n` or `escape` refuses."""
 
     BINDINGS = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
+        Binding("y", "answer(True)", "Yes", id="yes"),
+        Binding("n,escape", "answer(False)", "No", id="no"),
     ]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
@@ -116,7 +116,7 @@ def quit_asking(app: App[object]) -> None:
 class TextPrompt(ModalScreen[str | None]):
     """Ask for a line of text; dismisses with it (stripped, not empty), or None on escape."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel")]
     DEFAULT_CSS = """
     TextPrompt { align: center middle; }
     TextPrompt > Vertical { width: 70; max-width: 95%; height: auto; border: round $accent; padding: 1 2; background: $surface; }

@@ -25,8 +25,7 @@ class SamplePairScreen(Screen[None]):
 
     TITLE = "Failing beside passing"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
+        Binding("q,escape", "back", "Back", id="back"),
     ]
 
     def __init__(self, case_name: str, failing: SampleResult, passing: SampleResult) -> None:

@@ -113,17 +113,24 @@ def _conversation(sample: SampleResult | None) -> Conversation | None:
     return sample.run.conversation if sample is not None and sample.run is not None else None
 
 
+DECISION_KEYS = [
+    # `k` keeps the baseline's result: `r` is "run" on every screen, and a key that changes
+    # a baseline means nothing else anywhere.
+    Binding("a", "decide('accept')", "Accept", tooltip="Accept the case's new result", id="accept"),
+    Binding("k", "decide('reject')", "Reject", tooltip="Reject: keep the baseline's", id="reject"),
+    Binding("s", "decide('skip')", "Skip", tooltip="Skip the case for now", id="skip"),
+]
+"""A review's decisions: the same keys on the Diff screen and side by side."""
+
+
 class SideBySideScreen(Screen[Decision | None]):
-    """A changed case, baseline beside current. In a review, `a`/`r`/`s` decide it here and
+    """A changed case, baseline beside current. In a review, `a`/`k`/`s` decide it here and
     return to the Diff screen, which opens the next case still pending."""
 
     TITLE = "Side by side"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("a", "decide('accept')", "Accept"),
-        Binding("r", "decide('reject')", "Reject"),
-        Binding("s", "decide('skip')", "Skip"),
+        Binding("q,escape", "back", "Back", id="back"),
+        *DECISION_KEYS,
     ]
 
     def __init__(
@@ -142,7 +149,7 @@ class SideBySideScreen(Screen[Decision | None]):
         self.baseline_case = baseline
         self.current_case = current
         self.reviewing = reviewing
-        """Whether `a`/`r`/`s` decide this case (a Diff screen that can write the baseline)."""
+        """Whether `a`/`k`/`s` decide this case (a Diff screen that can write the baseline)."""
         self.pending = pending
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

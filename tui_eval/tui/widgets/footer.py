@@ -15,7 +15,8 @@ from textual.widget import Widget
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-HELP_ACTION = "app.help"
+HELP_ACTION = "help"
+"""The app's `?`: the footer shows it last, as `? +N more` when keys are left out."""
 
 
 class FooterKey(NamedTuple):
@@ -141,7 +142,7 @@ class KeyFooter(Widget):
         if help_key is not None:
             binding, enabled, tooltip = help_key
             more = f"+{len(self.hidden)} more" if self.hidden else binding.description
-            plan.append((binding, more, enabled, tooltip or "every key of this screen"))
+            plan.append((binding, more, enabled, tooltip))
         placed = []
         column = 0
         for binding, description, enabled, tooltip in plan:
