@@ -76,7 +76,7 @@ class CaseScreen(Screen[None]):
 
     TITLE = "Case"
     BINDINGS = [
-        Binding("q,escape", "back", "Back", id="back"),
+        Binding("q,escape", "app.back", "Back", id="back"),
         Binding("enter", "open_sample", "Open sample", show=False, id="open"),
         Binding("m", "more_samples", "More samples", id="more-samples"),
         Binding("r", "rerun_case", "Rerun case", id="rerun"),
@@ -433,9 +433,6 @@ class CaseScreen(Screen[None]):
             self.notify("this case has no suite file to edit", severity="warning")
             return
         edit_case(self.app, suite.path, self.case.name)
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
 
 def _fault_cell(sample: SampleResult) -> Text:

@@ -41,7 +41,7 @@ class FailuresScreen(Screen[None]):
 
     TITLE = "Failures"
     BINDINGS = [
-        Binding("q,escape", "back", "Back", id="back"),
+        Binding("q,escape", "app.back", "Back", id="back"),
         Binding("enter", "open", "Samples", show=False, id="open"),
         # `f` as on the Run screen: the run's table, showing failing cases.
         Binding(
@@ -225,7 +225,4 @@ class FailuresScreen(Screen[None]):
             self.notify("open Failures from the Run screen (F) to filter its table", timeout=3)
             return
         self.show_cases(frozenset(mode.cases), str(mode.signature))
-        self.app.pop_screen()
-
-    def action_back(self) -> None:
         self.app.pop_screen()

@@ -28,7 +28,7 @@ class HistoryScreen(Screen[None]):
 
     TITLE = "History"
     BINDINGS = [
-        Binding("q,escape", "back", "Back", id="back"),
+        Binding("q,escape", "app.back", "Back", id="back"),
         Binding("enter", "open", "Open", show=False, id="open"),
         Binding("space", "mark", "Mark", id="mark"),
         Binding(
@@ -168,9 +168,6 @@ class HistoryScreen(Screen[None]):
         suite = self.records[newer].suite
         title = f"{suite} · {_when(self.records[newer])} vs {_when(self.records[older])}"
         self.app.push_screen(DiffScreen(diff, current, baseline, title=title))
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
 
 def _when(record: RunRecord) -> str:

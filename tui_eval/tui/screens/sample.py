@@ -40,7 +40,7 @@ class SampleScreen(Screen[None]):
 
     TITLE = "Sample"
     BINDINGS = [
-        Binding("q,escape", "back", "Back", id="back"),
+        Binding("q,escape", "dismiss", "Back", id="back"),
         # n/p walk the run's failing samples, or a failure mode's (opened from Failures):
         # one of each pair shows, saying which.
         Binding("n", "step(1)", "Next fail", tooltip="The run's next failing sample", id="next"),
@@ -265,6 +265,3 @@ class SampleScreen(Screen[None]):
         from tui_eval.tui.screens.labels import open_label_screen
 
         open_label_screen(self, self.session, None, only=(self.case_index, self.sample_index))
-
-    def action_back(self) -> None:
-        self.dismiss()

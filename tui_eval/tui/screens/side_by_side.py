@@ -129,7 +129,7 @@ class SideBySideScreen(Screen[Decision | None]):
 
     TITLE = "Side by side"
     BINDINGS = [
-        Binding("q,escape", "back", "Back", id="back"),
+        Binding("q,escape", "dismiss", "Back", id="back"),
         *DECISION_KEYS,
     ]
 
@@ -254,6 +254,3 @@ class SideBySideScreen(Screen[Decision | None]):
 
     def action_decide(self, decision: str) -> None:
         self.dismiss(Decision(decision))
-
-    def action_back(self) -> None:
-        self.dismiss(None)
