@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import anyio
 import pytest
 
@@ -278,7 +280,9 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
 
 
 async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path, monkeypatch):
+    from tui_eval.stats.proportions import wilson_interval
     from tui_eval.tui.screens.case import CaseScreen
+    from tui_eval.tui.screens.prompt import NumberPrompt
     from tui_eval.tui.screens.sample import SampleScreen
 
     running = 0
@@ -312,12 +316,21 @@ async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path,
         await pilot.press("enter")
         case_screen = app.screen
         assert isinstance(case_screen, CaseScreen)
-        await pilot.press("m", *["backspace"] * 4, "1", "2", "enter")
+        await pilot.press("m")  # asks how many, saying where they go
+        assert isinstance(app.screen, NumberPrompt)
+        assert "more samples" in app.screen.question and "added" in app.screen.question
+        await pilot.press(*["backspace"] * 4, "1", "2", "enter")
         await wait_for(
             pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
         )
         await ticks.settled(pilot)  # the Case screen has shown the rerun's end
         assert most == 4  # the suite's concurrency
+        # The new pass rate and its 95% (Wilson) interval, beside the old.
+        line = str(case_screen.query_one("#rerun").render())
+        passed = int(re.search(r"rerun: (\d+)/12 ", line).group(1))
+        low, high = wilson_interval(passed, 12)
+        assert f"rerun: {passed}/12 = {passed / 12:.0%} (95% CI {low:.0%}–{high:.0%})" in line
+        assert "before: 2/2 = 100%" in line
         labels = [str(row[0]) for row in case_screen._rows()]
         assert labels == ["1", "2", *[f"m{i}" for i in range(1, 13)]]
         table = case_screen.query_one("#samples")

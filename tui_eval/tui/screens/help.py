@@ -46,7 +46,7 @@ def screen_keys(screen: Screen[object]) -> list[tuple[str, str, str]]:
 class HelpScreen(ModalScreen[None]):
     """The keys of the screen it was opened over; `escape` or `q` closes it."""
 
-    BINDINGS = [Binding("q,escape", "close", "Close", id="back")]
+    BINDINGS = [Binding("q,escape", "dismiss", "Close", id="back")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 90; max-width: 95%; height: auto; max-height: 90%;
@@ -74,6 +74,3 @@ class HelpScreen(ModalScreen[None]):
                     style="dim",
                 )
             )
-
-    def action_close(self) -> None:
-        self.dismiss(None)

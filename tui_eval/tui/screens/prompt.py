@@ -16,7 +16,7 @@ from tui_eval.util.text import sanitize
 class NumberPrompt(ModalScreen[int | None]):
     """Ask for a positive integer; dismisses with it, or None on escape."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel")]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel", id="cancel")]
     DEFAULT_CSS = """
     NumberPrompt { align: center middle; }
     NumberPrompt > Vertical { width: 60; height: auto; border: round $accent; padding: 1 2; background: $surface; }
@@ -43,9 +43,6 @@ class NumberPrompt(ModalScreen[int | None]):
             self.notify("enter a whole number of at least 1", severity="warning")
             return
         self.dismiss(value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -116,7 +113,7 @@ def quit_asking(app: App[object]) -> None:
 class TextPrompt(ModalScreen[str | None]):
     """Ask for a line of text; dismisses with it (stripped, not empty), or None on escape."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel")]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel", id="cancel")]
     DEFAULT_CSS = """
     TextPrompt { align: center middle; }
     TextPrompt > Vertical { width: 70; max-width: 95%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
@@ -139,6 +136,3 @@ class TextPrompt(ModalScreen[str | None]):
             self.notify("type something, or escape to cancel", severity="warning")
             return
         self.dismiss(event.value.strip())
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

@@ -196,7 +196,7 @@ class CaseTable(ScrollView, can_focus=True):
         self.failing_only = False
         self.name_filter = ""
         self.mode_cases: frozenset[str] | None = None
-        """Only these cases (a failure mode's, from the Failures screen's `m`)."""
+        """Only these cases (a failure mode's, from the Failures screen's `f`)."""
         self.sort_key: str | None = None
         self.order: list[int] = []
         self._position: dict[int, int] = {}
