@@ -10,7 +10,7 @@ import pytest
 from tui_eval import Case, Suite, contains
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.prompt import NumberPrompt
-from tui_eval.tui.widgets.text import counted
+from tui_eval.util.text import counted
 
 from .test_app import screen_text
 from .test_app_flow import wait_until_done

@@ -33,8 +33,9 @@ from tui_eval.tui.widgets.conversation import LEFT_OUT, PARTY_STYLE
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
 from tui_eval.tui.widgets.table import Table
-from tui_eval.tui.widgets.text import cell, counted, format_ms
+from tui_eval.tui.widgets.text import cell, format_ms
 from tui_eval.tui.workspace import Workspace
+from tui_eval.util.text import counted
 
 
 def describe_rate(case: CaseResult) -> str:

@@ -23,8 +23,9 @@ from tui_eval.service.suite_run import BaselineStatus
 from tui_eval.tui.screens.side_by_side import DECISION_KEYS, SideBySideScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
-from tui_eval.tui.widgets.text import cell, counted
+from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
+from tui_eval.util.text import counted
 
 KIND_SHOWN = {
     "regressed": ("✗ regressed", "red"),

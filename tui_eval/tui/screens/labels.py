@@ -210,7 +210,7 @@ class LabelScreen(Screen[None]):
             verdict.update(
                 Text(
                     "the verdict on whose fault it is stays hidden until you label (blind) · "
-                    "h user · a agent · e environment · s skip · b show",
+                    "h user · g agent · e environment · s skip · b show",
                     style="dim",
                 )
             )

@@ -30,7 +30,7 @@ class NumberPrompt(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question)
+            yield Label(Text(sanitize(self.question)))
             yield Input(str(self.default), type="integer", id="number")
 
     @on(Input.Submitted)
@@ -66,7 +66,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(cell_text(self.question))
+            yield Label(Text(sanitize(self.question)))  # names in it: literal
             with Horizontal():
                 yield Button("Yes (y)", id="yes", variant="warning")
                 yield Button("No (n)", id="no")
@@ -80,11 +80,6 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
-
-
-def cell_text(text: str) -> Text:
-    """Untrusted names inside a question, shown literally."""
-    return Text(sanitize(text))
 
 
 def quit_asking(app: App[object]) -> None:

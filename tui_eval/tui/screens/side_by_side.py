@@ -18,14 +18,14 @@ from textual.widgets import Static
 
 from tui_eval.agents.messages import Conversation
 from tui_eval.checks import CheckResult
-from tui_eval.report.divergence import first_differing_turn
+from tui_eval.report.divergence import first_differing_turn, output_lines, trajectory_lines
 from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.report.review import Decision
 from tui_eval.tui.widgets.conversation import turn_rows
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_check, render_checks, render_trajectory
-from tui_eval.tui.widgets.text import cell, counted, plain
-from tui_eval.util.text import value_text
+from tui_eval.tui.widgets.text import cell, plain
+from tui_eval.util.text import counted, value_text
 
 
 def representative(case: CaseResult) -> SampleResult | None:
@@ -33,23 +33,6 @@ def representative(case: CaseResult) -> SampleResult | None:
     return next(
         (s for s in case.samples if not s.passed), case.samples[0] if case.samples else None
     )
-
-
-def trajectory_lines(sample: SampleResult | None) -> list[str]:
-    """One line per tool call: `name(args) → result` or `name(args) error: ...`."""
-    if sample is None or sample.run is None:
-        return []
-    lines = []
-    for call in sample.run.tool_calls:
-        outcome = (
-            f"error: {call.error}"
-            if call.error is not None
-            else f"→ {value_text(call.result, pretty=True)[:200]}"
-        )
-        lines.append(
-            f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}) {outcome}"
-        )
-    return lines
 
 
 def unified(before: list[str], after: list[str], what: str) -> Text:
@@ -105,8 +88,8 @@ def paired_checks(
     return [(shown(0, key, i == 0), shown(1, key, i == 0)) for i, key in enumerate(rows)]
 
 
-def _output_lines(sample: SampleResult | None) -> list[str]:
-    return value_text(sample.output, pretty=True).splitlines() if sample else []
+def _lines(sample: SampleResult | None, lines: Callable[[SampleResult], list[str]]) -> list[str]:
+    return lines(sample) if sample is not None else []
 
 
 def _conversation(sample: SampleResult | None) -> Conversation | None:
@@ -181,8 +164,14 @@ class SideBySideScreen(Screen[Decision | None]):
             line.append_text(cell(found.description, 300, style="yellow" if found.where else "dim"))
             parts.append(line)
         parts += [
-            unified(_output_lines(self.before), _output_lines(self.after), "output diff"),
-            unified(trajectory_lines(self.before), trajectory_lines(self.after), "trajectory diff"),
+            unified(
+                _lines(self.before, output_lines), _lines(self.after, output_lines), "output diff"
+            ),
+            unified(
+                _lines(self.before, trajectory_lines),
+                _lines(self.after, trajectory_lines),
+                "trajectory diff",
+            ),
         ]
         return Group(*parts)
 
