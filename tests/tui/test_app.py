@@ -107,24 +107,6 @@ def echo_suite(path, wrong: str = "") -> Suite:
     return suite
 
 
-async def test_save_baseline_then_compare_shows_regression(tmp_path):
-    app = make_app(suites=[echo_suite(tmp_path)], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await run_and_save_baseline(pilot, app)
-        assert (tmp_path / "__baselines__" / "echo.json").exists()
-    changed = make_app(suites=[echo_suite(tmp_path, wrong="q2")], history=RunHistory(tmp_path))
-    async with changed.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, changed.screen)
-        await pilot.press("c")
-        diff_screen = changed.screen
-        assert isinstance(diff_screen, DiffScreen)
-        assert [c.name for c in diff_screen.diff.regressions] == ["q2"]
-        assert "1 regressed" in str(diff_screen.query_one("#screen-title").render())
-        await pilot.press("enter")
-        assert "nope" in screen_text(changed)
-
-
 async def test_untrusted_output_is_shown_literally(tmp_path):
     outputs = {
         "markup": "[bold red]x[/] and [link=http://evil]click[/link]",
