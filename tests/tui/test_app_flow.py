@@ -63,10 +63,10 @@ async def wait_until_done(pilot, screen: RunScreen, timeout: float = 20) -> None
 
 
 async def run_and_save_baseline(pilot, app) -> None:
-    """Run the suite under the cursor, then `s` on its Run screen."""
+    """Run the suite under the cursor, then `w` on its Run screen."""
     await pilot.press("enter")
     await wait_until_done(pilot, app.screen)
-    await pilot.press("s")
+    await pilot.press("w")
     await pilot.pause()
 
 
@@ -152,7 +152,7 @@ async def test_rerun_compare_accept_all_keeps_the_cases_the_rerun_did_not_cover(
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         assert baseline_of(tmp_path) == dict(a=True, b=False, c=True, d=False, e=True)
         wrong.clear()  # the agent is fixed
@@ -300,7 +300,7 @@ async def test_a_helper_edit_marks_only_its_suites_s_is_no_edit_and_r_reruns_wit
         await wait_until_done(pilot, app.screen)
         assert not app.screen.session.report.passed
         await watch.up()
-        await pilot.press("s")  # creates __baselines__/
+        await pilot.press("w")  # creates __baselines__/
         assert (folder / "__baselines__" / "editable.json").exists()
         await watch.caught_up(pilot, folder)  # the app has seen the save's every change
         assert app.workspace.reloaded == set()
@@ -325,7 +325,7 @@ async def test_watch_survives_leaving_the_run_and_reruns_while_the_user_is_elsew
         await pilot.press("enter")
         first = app.screen
         await wait_until_done(pilot, first)
-        await pilot.press("w", "q")
+        await pilot.press("ctrl+r", "q")
         await FileWatch(app).up()
         await pilot.press("enter")
         back = app.screen

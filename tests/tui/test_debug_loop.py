@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import anyio
 import pytest
 
@@ -114,7 +116,7 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
     async with partial.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, partial.screen)
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         from tui_eval.tui.screens.prompt import ConfirmScreen
 
@@ -123,7 +125,7 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
         assert "Merge 1 case(s)" in confirm.question and "'b'" in confirm.question
         await pilot.press("n")  # refused: nothing changes
         assert baseline_cases(tmp_path)["b"] is False
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         await pilot.press("y")
         await pilot.pause()
@@ -142,12 +144,12 @@ async def test_full_run_asks_before_dropping_baseline_cases_then_compares_unchan
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         assert "lacks, which would be dropped: 'retired'" in app.screen.question
         await pilot.press("escape")
         assert "retired" in baseline_cases(tmp_path)
-        await pilot.press("s")
+        await pilot.press("w")
         await pilot.pause()
         await pilot.press("enter")  # the default button is Yes
         await pilot.pause()
@@ -252,7 +254,7 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
         await pilot.press("enter")
         first = app.screen
         await wait_until_done(pilot, first)
-        await pilot.press("w")
+        await pilot.press("ctrl+r")
         assert first.watching
         for i in range(5):  # an editor saving several times in a row
             editable(tmp_path, answer=f"wrong {i}")
@@ -278,7 +280,9 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
 
 
 async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path, monkeypatch):
+    from tui_eval.stats.proportions import wilson_interval
     from tui_eval.tui.screens.case import CaseScreen
+    from tui_eval.tui.screens.prompt import NumberPrompt
     from tui_eval.tui.screens.sample import SampleScreen
 
     running = 0
@@ -312,12 +316,21 @@ async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path,
         await pilot.press("enter")
         case_screen = app.screen
         assert isinstance(case_screen, CaseScreen)
-        await pilot.press("m", *["backspace"] * 4, "1", "2", "enter")
+        await pilot.press("m")  # asks how many, saying where they go
+        assert isinstance(app.screen, NumberPrompt)
+        assert "more samples" in app.screen.question and "added" in app.screen.question
+        await pilot.press(*["backspace"] * 4, "1", "2", "enter")
         await wait_for(
             pilot, lambda: case_screen.rerun is not None and case_screen.rerun.report is not None
         )
         await ticks.settled(pilot)  # the Case screen has shown the rerun's end
         assert most == 4  # the suite's concurrency
+        # The new pass rate and its 95% (Wilson) interval, beside the old.
+        line = str(case_screen.query_one("#rerun").render())
+        passed = int(re.search(r"rerun: (\d+)/12 ", line).group(1))
+        low, high = wilson_interval(passed, 12)
+        assert f"rerun: {passed}/12 = {passed / 12:.0%} (95% CI {low:.0%}–{high:.0%})" in line
+        assert "before: 2/2 = 100%" in line
         labels = [str(row[0]) for row in case_screen._rows()]
         assert labels == ["1", "2", *[f"m{i}" for i in range(1, 13)]]
         table = case_screen.query_one("#samples")
@@ -404,20 +417,18 @@ async def test_question_mark_lists_the_keys_of_every_screen(tmp_path):
         await pilot.press("question_mark")
         help_screen = app.screen
         assert isinstance(help_screen, HelpScreen)
-        keys = dict(help_screen.keys)
-        assert keys["r"] == "New run" and keys["a"] == "Run all" and keys["q / escape"] == "Quit"
+        keys = {keys: what for keys, what, _ in help_screen.keys}
+        assert keys["r"] == "New run" and keys["*"] == "Run all" and keys["q / escape"] == "Quit"
+        assert ("?", "Every key of this screen", "help") in help_screen.keys  # the app's `?`
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("enter")
         await wait_until_done(pilot, app.screen)
         await pilot.press("question_mark")
-        keys = dict(app.screen.keys)
-        assert "w" in keys and "s" in keys and "x" not in keys  # a finished run: no cancel
-        await pilot.press("question_mark")  # ? closes it too
-        assert isinstance(app.screen, RunScreen)
-        await pilot.press("q", "question_mark")
+        ids = {binding_id: keys for keys, _, binding_id in app.screen.keys}
+        assert ids["write"] == "w" and ids["watch"] == "ctrl+r" and "cancel" not in ids  # done
         await pilot.press("q")
-        assert not isinstance(app.screen, HelpScreen)
+        assert isinstance(app.screen, RunScreen)
 
 
 async def test_notifications_do_not_pile_up(tmp_path):

@@ -82,8 +82,8 @@ async def test_failures_screen_groups_live_and_walks_a_modes_samples(tmp_path):
             await pilot.pause()
         assert sorted(seen) == sorted(first.cases)
         await pilot.press("q")
-        # m shows only the mode's cases on the Run screen.
-        await pilot.press("m")
+        # f shows only the mode's cases on the Run screen.
+        await pilot.press("f")
         await wait_for(pilot, lambda: app.screen is run_screen)
         table = run_screen.query_one(CaseTable)
         shown = [run_screen.session.state.cases[i].name for i in table.order]
@@ -139,8 +139,8 @@ async def test_flaky_cases_show_their_pass_rate_run_by_run(tmp_path):
         assert "c6" in shown and "100% · 0% · 100% · 0% · 0%" in shown and "3 flip(s)" in shown
 
 
-async def test_f_then_m_shows_every_case_again_whichever_mode_was_shown(tmp_path):
-    """The Run screen says "(F, m: all)": Failures opens on the mode shown, so m lifts it."""
+async def test_F_then_f_shows_every_case_again_whichever_mode_was_shown(tmp_path):
+    """The Run screen says "(F, f: all)": Failures opens on the mode shown, so f lifts it."""
     gate = anyio.Event()
     gate.set()
     suite = two_modes_suite(tmp_path, gate)
@@ -151,7 +151,7 @@ async def test_f_then_m_shows_every_case_again_whichever_mode_was_shown(tmp_path
         run_screen = app.screen
         await wait_until_done(pilot, run_screen)
         table = run_screen.query_one(CaseTable)
-        for key in ("F", "down", "m"):  # the second mode's cases only
+        for key in ("F", "down", "f"):  # the second mode's cases only
             await pilot.press(key)
             await pilot.pause()
         await wait_for(pilot, lambda: app.screen is run_screen)
@@ -160,7 +160,7 @@ async def test_f_then_m_shows_every_case_again_whichever_mode_was_shown(tmp_path
         await pilot.press("F")
         await wait_for(pilot, lambda: isinstance(app.screen, FailuresScreen))
         assert app.screen.current_mode().cases == second
-        await pilot.press("m")
+        await pilot.press("f")
         await wait_for(pilot, lambda: app.screen is run_screen)
         assert len(table.order) == 8
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 
 metrics = lazy("sklearn.metrics")
 
-KEYS = {"user": "h", "agent": "a", "environment": "e"}
+KEYS = {"user": "h", "agent": "g", "environment": "e"}
 
 
 def text_of(screen: LabelScreen, selector: str) -> str:
@@ -68,7 +68,7 @@ async def test_label_faults_blind_then_the_calibration_screen_shows_the_reviewer
         assert "hidden until you label" in verdict and "the transcript says" not in verdict
         await pilot.pause()
         keys = footer_keys(screen)
-        assert {"h", "a", "e"} <= keys and not {"y", "x", "0–5"} & keys
+        assert {"h", "g", "e"} <= keys and not {"y", "x", "0–5"} & keys
         await pilot.press("b")  # show the reviewer's verdict on this conversation
         verdict = text_of(screen, "#label-verdict")
         assert "reviewer: user at turn 1 (by reviewer)" in verdict
@@ -89,7 +89,7 @@ async def test_label_faults_blind_then_the_calibration_screen_shows_the_reviewer
         assert "8 of 10 conversation faults labelled" in text_of(screen, "#label-progress")
         await pilot.press("u")  # undo takes back the last fault label
         assert len(read_labels(labels)) == 7 and screen.item.case == "conv 7"
-        await pilot.press("a")
+        await pilot.press("g")
         await pilot.press("c")
         calibration_screen = app.screen
         assert isinstance(calibration_screen, CalibrationScreen)

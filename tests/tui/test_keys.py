@@ -1,13 +1,21 @@
-"""Keys that act on what the user is looking at: `a` on Suites, `q` after `n`, `f`."""
+"""Keys: one meaning for a key that changes a baseline, ids a keymap remaps, and keys that
+act on what the user is looking at (`*` on Suites, `q` after `n`, `f`)."""
 
 from __future__ import annotations
 
-import pytest
+import importlib
+import inspect
+import pkgutil
+from collections import defaultdict
 
+import pytest
+from textual.binding import Binding
+
+import tui_eval.tui
 from tui_eval import Case, Suite, contains
 from tui_eval.agents.http.context import current_sample
 from tui_eval.service.store import RunHistory
-from tui_eval.tui.app import make_app
+from tui_eval.tui.app import KEYMAP_ENV, make_app, user_keymap
 from tui_eval.tui.screens.case import CaseScreen
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.sample import SampleScreen
@@ -16,6 +24,70 @@ from tui_eval.tui.widgets.case_table import CaseTable
 
 from .test_app import screen_text, table_rows
 from .test_app_flow import wait_for, wait_until_done
+
+BASELINE_IDS = {"accept", "reject", "write", "accept-all"}
+"""The keys that change a baseline: accept, reject, write (the Run screen's save), accept all."""
+
+
+def every_binding() -> list[tuple[str, Binding]]:
+    """(class, binding) for every key the app, its screens and its widgets declare."""
+    found = []
+    for module in pkgutil.walk_packages(tui_eval.tui.__path__, "tui_eval.tui."):
+        loaded = importlib.import_module(module.name)
+        for name, klass in inspect.getmembers(loaded, inspect.isclass):
+            if klass.__module__ == loaded.__name__:
+                found += [(name, b) for b in vars(klass).get("BINDINGS", ())]
+    assert len({name for name, _ in found}) > 15  # the screens were found
+    return found
+
+
+def letters(binding: Binding) -> set[str]:
+    """The letters a binding's keys type, whatever the case or modifier (`A`, `ctrl+a`: a)."""
+    keys = (key.rsplit("+", 1)[-1] for key in binding.key.split(","))
+    return {key.lower() for key in keys if len(key) == 1 and key.isalpha()}
+
+
+def test_a_key_that_changes_a_baseline_means_nothing_else_on_any_screen():
+    bindings = every_binding()
+    baseline = [b for _, b in bindings if b.id in BASELINE_IDS]
+    assert {b.id for b in baseline} == BASELINE_IDS
+    taken = set().union(*(letters(b) for b in baseline))
+    assert taken == {"a", "k", "w"}
+    for where, binding in bindings:
+        if binding.id not in BASELINE_IDS:
+            assert not letters(binding) & taken, (where, binding)
+
+
+def test_every_key_has_an_id_that_moves_it_everywhere_and_help_is_the_apps():
+    keys_of = defaultdict(set)
+    ids_of = defaultdict(set)
+    for where, binding in every_binding():
+        assert isinstance(binding, Binding) and binding.id, (where, binding)
+        keys_of[binding.id].add(binding.key)  # one keymap line remaps the verb everywhere
+        ids_of[where, binding.action].add(binding.id)  # and an action has one id
+        if "question_mark" in binding.key.split(","):
+            assert where == "TuiEvalApp", where  # `?` is bound once, by the app
+    assert {i: k for i, k in keys_of.items() if len(k) > 1} == {}
+    assert {a: i for a, i in ids_of.items() if len(i) > 1} == {}
+
+
+async def test_a_keymap_file_remaps_a_key_and_a_broken_one_says_why(tmp_path, monkeypatch):
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text('history = "H"\n')
+    monkeypatch.setenv(KEYMAP_ENV, str(keymap))
+    app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("h")  # no longer History
+        assert isinstance(app.screen, SuitesScreen)
+        await pilot.press("H")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SuitesScreen))
+    keymap.write_text("history = H\n")  # not TOML: no remapping, and a note says why
+    assert user_keymap()[0] == {} and str(keymap) in user_keymap()[1]
+    keymap.write_text("history = 1\n")
+    assert "keys are a string" in user_keymap()[1]
+    monkeypatch.delenv(KEYMAP_ENV)
+    assert user_keymap() == ({}, "")  # no keymap.toml in the data folder: nothing to say
+
 
 pytestmark = pytest.mark.anyio
 
@@ -41,10 +113,10 @@ def mixed(name: str = "mixed") -> Suite:
     )
 
 
-async def test_a_runs_every_suite_and_stays_on_the_suites(tmp_path):
+async def test_asterisk_runs_every_suite_and_stays_on_the_suites(tmp_path):
     app = make_app(suites=[mixed("first"), mixed("second")], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("down", "a")
+        await pilot.press("down", "asterisk")
         assert isinstance(app.screen, SuitesScreen)  # each row shows its run's progress
         assert set(app.workspace.sessions) == {"first", "second"}
         await wait_for(pilot, lambda: all(s.report for s in app.workspace.sessions.values()))

@@ -190,5 +190,7 @@ async def test_the_score_keys_read_as_one_range(suite_file, tmp_path):
         shown = {(key.display, key.description) for key in screen.query_one(KeyFooter).shown}
         assert ("0–5", "Score") in shown
         assert not any(description.startswith("Score ") for _, description in shown)
-        keys = dict(screen_keys(screen))  # what `?` lists: each key with what it gives
+        keys = {
+            keys: what for keys, what, _ in screen_keys(screen)
+        }  # what `?` lists: each key with what it gives
         assert keys["0"] == "Score 0" and keys["1"] == "Score 0.2" and keys["5"] == "Score 1"

@@ -83,7 +83,7 @@ async def test_accept_reject_skip_undo_then_write_changes_exactly_the_accepted_c
         await pilot.pause()
         # The header recomputes: `a` accepted is no regression any more.
         assert "1 regressed" in title(diff) and "3 of 4 pending" in status(diff)
-        await pilot.press("r")  # the cursor moved on to `b`: rejected
+        await pilot.press("k")  # the cursor moved on to `b`: rejected (the baseline kept)
         await pilot.press("s")  # `c`: skipped
         await pilot.pause()
         assert diff.review.decisions == {
@@ -164,7 +164,7 @@ async def test_side_by_side_decides_and_opens_the_next_pending_case(tmp_path):
         await pilot.press("enter")
         side = app.screen
         assert isinstance(side, SideBySideScreen) and side.case_name == "a"
-        await pilot.press("r")
+        await pilot.press("k")
         await pilot.pause()
         following = app.screen
         assert isinstance(following, SideBySideScreen) and following.case_name == "b"

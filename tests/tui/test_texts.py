@@ -9,9 +9,8 @@ import pytest
 
 from tui_eval import Case, Suite, contains
 from tui_eval.tui.app import make_app
-from tui_eval.tui.screens.case import CaseScreen
 from tui_eval.tui.screens.prompt import NumberPrompt
-from tui_eval.tui.widgets.text import counted
+from tui_eval.util.text import counted
 
 from .test_app import screen_text
 from .test_app_flow import wait_until_done
@@ -51,23 +50,6 @@ async def test_no_count_of_one_takes_a_plural_noun():
         shown = screen_text(app)
         assert "1 error" in shown and "1 timeout" in shown
         assert not re.search(r"\b1 (samples|errors|timeouts|cases)\b", shown), shown
-
-
-async def test_m_asks_how_many_samples_to_add():
-    async def agent(question: str) -> str:
-        return "ok"
-
-    suite = Suite("more", agent=agent, cases=[Case("q", checks=[contains("ok")], samples=2)])
-    app = make_app(suites=[suite])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("enter", "m")
-        assert isinstance(app.screen, NumberPrompt)
-        question = app.screen.question
-        assert "more samples" in question and "added" in question, question
-        await pilot.press("escape")
-        assert isinstance(app.screen, CaseScreen)
 
 
 async def test_a_long_question_wraps_in_the_number_prompt():

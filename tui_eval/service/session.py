@@ -36,7 +36,7 @@ class RunSession:
     Attributes:
         state: what the screens show; the runner's events are applied to it.
         service: the run itself (None for a report opened from disk).
-        baseline: where `s` saves and `c` compares (None: the run has no baseline).
+        baseline: where `w` saves and `c` compares (None: the run has no baseline).
         title: the Run screen's title.
         more_samples: each case's latest "more samples" rerun (`m` on the Case screen), by
             case name: it stays with the run when the Case screen closes.
@@ -174,7 +174,7 @@ class RunSession:
         )
 
     def plan_baseline(self) -> BaselinePlan | BaselineOutcome:
-        """What `s` would do (merge a partial run, replace with a full one), or why it can't."""
+        """What `w` would do (merge a partial run, replace with a full one), or why it can't."""
         if self.baseline is None:
             return self._no_path("save")
         plan = self.baseline.plan(self.report, self.coverage)
@@ -198,7 +198,7 @@ class RunSession:
             return BaselineOutcome(
                 status=outcome.status,
                 path=outcome.path,
-                message=f"{outcome.message} (press s to save this run as the baseline)",
+                message=f"{outcome.message} (press w to save this run as the baseline)",
             )
         return outcome
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +36,27 @@ from tui_eval.tui.messages import (
     WatchRerun,
 )
 from tui_eval.tui.workspace import Workspace
+from tui_eval.util.home import data_root
+
+KEYMAP_ENV = "TUI_EVAL_KEYMAP"
+"""A TOML file of `binding-id = "keys"` lines (default: `keymap.toml` in the data folder)."""
+
+
+def user_keymap() -> tuple[dict[str, str], str]:
+    """The user's keys: binding id → keys (`?` shows each key's id), and what was wrong with
+    the file ("" when nothing was). No file at the default place: no remapping."""
+    named = os.environ.get(KEYMAP_ENV)
+    path = Path(named) if named else data_root() / "keymap.toml"
+    try:
+        keymap = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, f"{path}: no such keymap file" if named else ""
+    except (OSError, ValueError) as exc:  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
+        return {}, f"{path}: {exc}"
+    wrong = [name for name, keys in keymap.items() if not isinstance(keys, str)]
+    if wrong:
+        return {}, f'{path}: {", ".join(wrong)}: keys are a string, such as accept = "y"'
+    return keymap, ""
 
 
 class TuiEvalApp(App[int]):
@@ -48,8 +71,9 @@ class TuiEvalApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "tui-eval"
     BINDINGS = [
-        Binding("question_mark", "help", "Help", show=False),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        # The one `?` of the app: the footer shows it last, on every screen.
+        Binding("question_mark", "help", "Help", tooltip="Every key of this screen", id="help"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="quit-now"),
     ]
     WATCH_SETTLE_SECONDS = 0.3
     """A watched suite reruns this long after the last save of a burst."""
@@ -84,6 +108,10 @@ class TuiEvalApp(App[int]):
         """Set once edits of the suites' files are seen (the file watcher is up)."""
 
     def on_mount(self) -> None:
+        keymap, problem = user_keymap()
+        self.set_keymap(keymap)
+        if problem:
+            self.notify(f"keys not remapped: {problem}", severity="error")
         if self.report is not None:
             self._show_report(self.report, title=f"{self.report.name} (saved report)")
             return

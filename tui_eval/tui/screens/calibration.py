@@ -35,9 +35,8 @@ class CalibrationScreen(Screen[None]):
     """
 
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("r", "recalibrate", "Recalibrate"),
+        Binding("q,escape", "app.back", "Back", id="back"),
+        Binding("r", "recalibrate", "Recalibrate", id="rerun"),
     ]
 
     def __init__(self, suite: Suite, *, title: str = "") -> None:
@@ -143,18 +142,16 @@ class CalibrationScreen(Screen[None]):
             return
         kind, _, position = event.row_key.value.partition(":")
         if kind == "fault":
-            self.app.push_screen(FaultVerdictsScreen(self.fault_disagreements[int(position)]))
+            shown = fault_verdicts(self.fault_disagreements[int(position)])
         else:
-            self.app.push_screen(VerdictsScreen(self.calibration.disagreements[int(position)]))
+            shown = judge_verdicts(self.calibration.disagreements[int(position)])
+        self.app.push_screen(VerdictsScreen(shown))
 
     def action_recalibrate(self) -> None:
         self.query_one("#calibration-summary", Static).update(
             Text("judging the labelled outputs…", style="dim")
         )
         self.run_calibration()
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
 
 def _human(item: JudgedLabel) -> str:
@@ -179,85 +176,63 @@ def _reviewer(item: ReviewedLabel) -> str:
     return f"{fault.party} at turn {fault.turn}" if fault.turn is not None else fault.party
 
 
-class FaultVerdictsScreen(Screen[None]):
-    """One labelled conversation with both parties blamed: the human's and the reviewer's
-    (its turn, reason and what decided), and the transcript the reviewer read."""
+def _by_human(body: Text, label: str, labeler: str | None, note: str | None) -> None:
+    body.append("Human: ", style="bold")
+    body.append_text(plain(label, style="cyan"))
+    if labeler:
+        body.append_text(plain(f" (by {labeler})", style="dim"))
+    if note:
+        body.append("\nNote: ", style="bold")
+        body.append_text(plain(note))
 
-    BINDINGS = [Binding("q,escape", "back", "Back")]
 
-    def __init__(self, item: ReviewedLabel) -> None:
-        super().__init__()
-        self.item = item
+def fault_verdicts(item: ReviewedLabel) -> tuple[str, Text]:
+    """A conversation with both parties blamed: the human's and the reviewer's (its turn,
+    reason and what decided), and the transcript the reviewer read."""
+    record, body = item.record, Text()
+    _by_human(body, str(record.label), record.labeler, record.note)
+    body.append("\nReviewer: ", style="bold")
+    body.append_text(plain(f"{_reviewer(item)} (by {item.fault.by})", style="yellow"))
+    body.append("\n")
+    body.append_text(plain(item.fault.reason, limit=4000))
+    conversation = record.run.conversation if record.run is not None else None
+    body.append("\n\nTranscript\n" if conversation else "\n\nOutput\n", style="bold")
+    shown = conversation.transcript() if conversation else value_text(record.output, pretty=True)
+    body.append_text(plain(shown))
+    return f"{record.case} · fault", body
 
-    def compose(self) -> ComposeResult:
-        item, record = self.item, self.item.record
-        yield Static(cell(f"Both verdicts · {record.case} · fault", 200), id="screen-title")
-        body = Text()
-        body.append("Human: ", style="bold")
-        body.append_text(plain(str(record.label), style="cyan"))
-        if record.labeler:
-            body.append(" ")
-            body.append_text(plain(f"(by {record.labeler})", style="dim"))
-        if record.note:
-            body.append("\nNote: ", style="bold")
-            body.append_text(plain(record.note))
-        body.append("\nReviewer: ", style="bold")
-        body.append_text(plain(f"{_reviewer(item)} (by {item.fault.by})", style="yellow"))
-        body.append("\n")
-        body.append_text(plain(item.fault.reason, limit=4000))
-        conversation = record.run.conversation if record.run is not None else None
-        body.append("\n\nTranscript\n" if conversation else "\n\nOutput\n", style="bold")
-        shown = (
-            conversation.transcript() if conversation else value_text(record.output, pretty=True)
-        )
-        body.append_text(plain(shown))
-        with VerticalScroll():
-            yield Static(body, classes="tab-body")
-        yield KeyFooter()
 
-    def action_back(self) -> None:
-        self.app.pop_screen()
+def judge_verdicts(item: JudgedLabel) -> tuple[str, Text]:
+    """An output with both verdicts: the human's label (and note) and the judge's."""
+    record, body = item.record, Text()
+    _by_human(body, _human(item), record.labeler, record.note)
+    body.append("\nJudge: ", style="bold")
+    body.append(_judge(item), style="green" if item.judge.passed else "red")
+    body.append("\n")
+    body.append_text(plain(item.judge.reason, limit=4000))
+    for verdict in item.judge.verdicts or []:
+        body.append("\n  ")
+        body.append_text(cell(verdict.judge, 40))
+        body.append(f": {'pass' if verdict.passed else 'fail'}")
+        if verdict.score is not None:
+            body.append(f" {verdict.score:.2f}")
+    body.append("\n\nOutput\n", style="bold")
+    body.append_text(plain(value_text(record.output, pretty=True)))
+    return f"{record.case} · {record.check}", body
 
 
 class VerdictsScreen(Screen[None]):
-    """One labelled output with both verdicts: the human's label (and note) and the judge's."""
+    """One labelled output (or conversation) with both verdicts: `judge_verdicts` or
+    `fault_verdicts` says what they are."""
 
-    BINDINGS = [Binding("q,escape", "back", "Back")]
+    BINDINGS = [Binding("q,escape", "app.back", "Back", id="back")]
 
-    def __init__(self, item: JudgedLabel) -> None:
+    def __init__(self, shown: tuple[str, Text]) -> None:
         super().__init__()
-        self.item = item
+        self.subject, self.body = shown
 
     def compose(self) -> ComposeResult:
-        item = self.item
-        yield Static(
-            cell(f"Both verdicts · {item.record.case} · {item.record.check}", 200),
-            id="screen-title",
-        )
-        body = Text()
-        body.append("Human: ", style="bold")
-        body.append(_human(item), style="cyan")
-        if item.record.labeler:
-            body.append(" ")
-            body.append_text(plain(f"(by {item.record.labeler})", style="dim"))
-        if item.record.note:
-            body.append("\nNote: ", style="bold")
-            body.append_text(plain(item.record.note))
-        body.append("\nJudge: ", style="bold")
-        body.append(_judge(item), style="green" if item.judge.passed else "red")
-        body.append("\n")
-        body.append_text(plain(item.judge.reason, limit=4000))
-        for verdict in item.judge.verdicts or []:
-            body.append("\n  ")
-            body.append_text(cell(verdict.judge, 40))
-            body.append(f": {'pass' if verdict.passed else 'fail'}")
-            if verdict.score is not None:
-                body.append(f" {verdict.score:.2f}")
-        body.append("\n\nOutput\n", style="bold")
-        body.append_text(plain(value_text(item.record.output, pretty=True)))
+        yield Static(cell(f"Both verdicts · {self.subject}", 200), id="screen-title")
         with VerticalScroll():
-            yield Static(body, classes="tab-body")
+            yield Static(self.body, classes="tab-body")
         yield KeyFooter()
-
-    def action_back(self) -> None:
-        self.app.pop_screen()

@@ -33,8 +33,9 @@ from tui_eval.tui.widgets.conversation import LEFT_OUT, PARTY_STYLE
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
 from tui_eval.tui.widgets.table import Table
-from tui_eval.tui.widgets.text import cell, counted, format_ms
+from tui_eval.tui.widgets.text import cell, format_ms
 from tui_eval.tui.workspace import Workspace
+from tui_eval.util.text import counted
 
 
 def describe_rate(case: CaseResult) -> str:
@@ -76,13 +77,14 @@ class CaseScreen(Screen[None]):
 
     TITLE = "Case"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("enter", "open_sample", "Open sample", show=False),
-        Binding("m", "more_samples", "More samples"),
-        Binding("r", "rerun_case", "Rerun case"),
-        Binding("e", "edit", "Edit"),
-        Binding("Q", "quarantine", "Quarantine", tooltip="Quarantine: runs, shows, does not gate"),
+        Binding("q,escape", "app.back", "Back", id="back"),
+        Binding("enter", "open_sample", "Open sample", show=False, id="open"),
+        Binding("m", "more_samples", "More samples", id="more-samples"),
+        Binding("r", "rerun_case", "Rerun case", id="rerun"),
+        Binding("e", "edit", "Edit", id="edit"),
+        Binding(
+            "Q", "quarantine", "Quarantine", tooltip="Runs, shows, never gates", id="quarantine"
+        ),
     ]
 
     def __init__(self, session: RunSession, case_index: int, workspace: Workspace) -> None:
@@ -432,9 +434,6 @@ class CaseScreen(Screen[None]):
             self.notify("this case has no suite file to edit", severity="warning")
             return
         edit_case(self.app, suite.path, self.case.name)
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
 
 def _fault_cell(sample: SampleResult) -> Text:

@@ -19,11 +19,12 @@ from tui_eval.report.report import Report
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.service.deciding import cases_to_decide, decide_request, settle, verdicts_line
 from tui_eval.service.session import RunSession
-from tui_eval.tui.screens.side_by_side import SideBySideScreen
+from tui_eval.tui.screens.side_by_side import DECISION_KEYS, SideBySideScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
-from tui_eval.tui.widgets.text import cell, counted
+from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
+from tui_eval.util.text import counted
 
 KIND_SHOWN = {
     "regressed": ("✗ regressed", "red"),
@@ -69,26 +70,27 @@ def noise_text(change: CaseChange) -> Text:
 class DiffScreen(Screen[None]):
     """The current run against its baseline, as a review queue.
 
-    For each changed case: `a` accept its new result, `r` reject it (the baseline keeps
+    For each changed case: `a` accept its new result, `k` reject it (the baseline keeps
     its own), `s` skip, `u` undo the last decision; `A` accepts every pending case. Nothing
     is written until `w`, which writes every decision to the baseline file at once; leaving
     with decisions not written asks first. `enter` opens the case side by side, where
-    `a`/`r`/`s` decide it too and the next pending case opens.
+    `a`/`k`/`s` decide it too and the next pending case opens.
     """
 
     TITLE = "Diff"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("enter", "open", "Side by side", show=False),
-        Binding("a", "decide_case('accept')", "Accept", tooltip="Accept the case's new result"),
-        Binding("r", "decide_case('reject')", "Reject", tooltip="Reject: keep the baseline's"),
-        Binding("s", "decide_case('skip')", "Skip", tooltip="Skip the case for now"),
-        Binding("u", "undo", "Undo", tooltip="Undo the last decision not written"),
-        Binding("w", "write", "Write", tooltip="Write every decision to the baseline file"),
-        Binding("A", "accept_all", "Accept all", tooltip="Accept every pending case"),
-        Binding("m", "decide", "More samples", tooltip="More samples until each change is decided"),
-        Binding("F", "failures", "Failures", tooltip="Failures grouped into modes, new first"),
+        Binding("q,escape", "back", "Back", id="back"),
+        Binding("enter", "open", "Side by side", show=False, id="open"),
+        *DECISION_KEYS,
+        Binding("u", "undo", "Undo", tooltip="Undo the last decision not written", id="undo"),
+        Binding("w", "write", "Write", tooltip="Write the decisions to the baseline", id="write"),
+        Binding(
+            "A", "accept_all", "Accept all", tooltip="Accept every pending case", id="accept-all"
+        ),
+        Binding(
+            "m", "sample_more", "More samples", tooltip="Sample until decided", id="more-samples"
+        ),
+        Binding("F", "failures", "Failures", tooltip="Failures grouped into modes", id="failures"),
     ]
 
     def __init__(
@@ -139,9 +141,9 @@ class DiffScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Reviewing needs a baseline file and a current run (not two past runs)."""
-        if action in ("decide_case", "accept_all", "undo", "write"):
+        if action in ("decide", "accept_all", "undo", "write"):
             return self.reviewing and bool(self._names)
-        if action == "decide":
+        if action == "sample_more":
             ready = self.suite is not None and self.workspace is not None
             return ready and self.baseline is not None and not self.deciding
         return True
@@ -294,7 +296,7 @@ class DiffScreen(Screen[None]):
         else:
             self.notify("every case is decided: w writes the decisions", timeout=4)
 
-    def action_decide_case(self, decision: str) -> None:
+    def action_decide(self, decision: str) -> None:
         name = self._cursor_name()
         if name is not None and name not in self.review.written:
             self._record(name, Decision(decision), then=self._after_row_decision)
@@ -392,7 +394,7 @@ class DiffScreen(Screen[None]):
 
         self.app.push_screen(FailuresScreen(self.session, baseline=self.baseline))
 
-    def action_decide(self) -> None:
+    def action_sample_more(self) -> None:
         """Sample the changed cases until each comparison is decided (or the budget ends)."""
         changed = cases_to_decide(self.diff)
         if self.suite is None or self.workspace is None or self.baseline is None or not changed:

@@ -41,10 +41,12 @@ class FailuresScreen(Screen[None]):
 
     TITLE = "Failures"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("enter", "open", "Samples", show=False),
-        Binding("m", "filter_run", "Run table", tooltip="Show only this mode's cases in the run"),
+        Binding("q,escape", "app.back", "Back", id="back"),
+        Binding("enter", "open", "Samples", show=False, id="open"),
+        # `f` as on the Run screen: the run's table, showing failing cases.
+        Binding(
+            "f", "filter_run", "Run table", tooltip="This mode's cases in the run", id="failing"
+        ),
     ]
     REFRESH_EVERY_S = 0.5
     FLAKY_SHOWN = 5
@@ -223,7 +225,4 @@ class FailuresScreen(Screen[None]):
             self.notify("open Failures from the Run screen (F) to filter its table", timeout=3)
             return
         self.show_cases(frozenset(mode.cases), str(mode.signature))
-        self.app.pop_screen()
-
-    def action_back(self) -> None:
         self.app.pop_screen()

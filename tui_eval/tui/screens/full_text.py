@@ -19,12 +19,11 @@ class FullTextScreen(Screen[None]):
 
     TITLE = "Full output"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
+        Binding("q,escape", "back", "Back", id="back"),
         # A priority binding runs as the app takes the key from the terminal, before the
         # keys typed after it: they go to the search box it focuses, in order.
-        Binding("slash", "search", "Search", priority=True),
-        Binding("n", "next_match", "Next match"),
+        Binding("slash", "search", "Search", priority=True, id="search"),
+        Binding("n", "next_match", "Next match", id="next"),
     ]
 
     def __init__(self, text: str, *, title: str = "Full text") -> None:

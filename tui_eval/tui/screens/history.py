@@ -28,12 +28,13 @@ class HistoryScreen(Screen[None]):
 
     TITLE = "History"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("enter", "open", "Open", show=False),
-        Binding("space", "mark", "Mark"),
-        Binding("c", "compare", "Compare", tooltip="Compare the marked run with the cursor's"),
-        Binding("R", "resume", "Resume", tooltip="Resume an interrupted or cancelled run"),
+        Binding("q,escape", "app.back", "Back", id="back"),
+        Binding("enter", "open", "Open", show=False, id="open"),
+        Binding("space", "mark", "Mark", id="mark"),
+        Binding(
+            "c", "compare", "Compare", tooltip="The marked run with the cursor's", id="compare"
+        ),
+        Binding("R", "resume", "Resume", tooltip="Resume an interrupted run", id="resume"),
     ]
 
     def __init__(self, workspace: Workspace) -> None:
@@ -167,9 +168,6 @@ class HistoryScreen(Screen[None]):
         suite = self.records[newer].suite
         title = f"{suite} · {_when(self.records[newer])} vs {_when(self.records[older])}"
         self.app.push_screen(DiffScreen(diff, current, baseline, title=title))
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
 
 
 def _when(record: RunRecord) -> str:

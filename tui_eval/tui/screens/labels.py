@@ -3,7 +3,7 @@
 The judge's verdict and reasoning stay hidden until the output is labelled (`b` shows them
 for the output on screen, and only that one); then they appear beside the label given, and
 the next output comes up, hidden again. Failed conversations come after the judged
-outputs: their transcript is shown, `h`, `a` or `e` says whose fault the failure is (the
+outputs: their transcript is shown, `h`, `g` or `e` says whose fault the failure is (the
 user's, the agent's, the environment's), and the fault reviewer's verdict stays hidden the
 same way. Labels are written at once to `<suite folder>/__labels__/<suite>.jsonl`
 (`LabelStore`), merged with what other sessions wrote there.
@@ -60,32 +60,32 @@ class LabelScreen(Screen[None]):
     """
 
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("y", "label('pass')", "Pass"),
-        Binding("x", "label('fail')", "Fail"),
-        Binding("0", "score(0.0)", "Score", key_display="0–5", tooltip="Score 0"),
-        Binding("1", "score(0.2)", "Score 0.2", show=False),
-        Binding("2", "score(0.4)", "Score 0.4", show=False),
-        Binding("3", "score(0.6)", "Score 0.6", show=False),
-        Binding("4", "score(0.8)", "Score 0.8", show=False),
-        Binding("5", "score(1.0)", "Score 1", show=False),
+        Binding("q,escape", "back", "Back", id="back"),
+        Binding("y", "label('pass')", "Pass", id="label-pass"),
+        Binding("x", "label('fail')", "Fail", id="label-fail"),
+        Binding("0", "score(0.0)", "Score", key_display="0–5", tooltip="Score 0", id="score-0"),
+        Binding("1", "score(0.2)", "Score 0.2", show=False, id="score-1"),
+        Binding("2", "score(0.4)", "Score 0.4", show=False, id="score-2"),
+        Binding("3", "score(0.6)", "Score 0.6", show=False, id="score-3"),
+        Binding("4", "score(0.8)", "Score 0.8", show=False, id="score-4"),
+        Binding("5", "score(1.0)", "Score 1", show=False, id="score-5"),
         # Who failed a conversation: `u` is undo, so the user simulator's is `h` (the human
-        # side of the conversation). Shown only on a conversation, as pass/fail only on an
-        # output.
-        Binding("h", "fault('user')", "User", tooltip="The user's fault (the simulator's)"),
-        Binding("a", "fault('agent')", "Agent", tooltip="The agent's fault"),
+        # side of the conversation), and `a` accepts a baseline, so the agent's is `g`.
+        # Shown only on a conversation, as pass/fail only on an output.
+        Binding("h", "fault('user')", "User", tooltip="The user's fault", id="fault-user"),
+        Binding("g", "fault('agent')", "Agent", tooltip="The agent's fault", id="fault-agent"),
         Binding(
             "e",
             "fault('environment')",
             "Environment",
             tooltip="The environment's fault (a tool or the infrastructure)",
+            id="fault-environment",
         ),
-        Binding("s", "skip", "Skip"),
-        Binding("u", "undo", "Undo"),
-        Binding("n", "note", "Note"),
-        Binding("b", "reveal", "Show judge", tooltip="Show the judge's verdict on this output"),
-        Binding("c", "calibrate", "Calibrate"),
+        Binding("s", "skip", "Skip", id="skip"),
+        Binding("u", "undo", "Undo", id="undo"),
+        Binding("n", "note", "Note", id="note"),
+        Binding("b", "reveal", "Show judge", tooltip="The judge's verdict on it", id="reveal"),
+        Binding("c", "calibrate", "Calibrate", id="calibrate"),
     ]
 
     def __init__(
@@ -210,7 +210,7 @@ class LabelScreen(Screen[None]):
             verdict.update(
                 Text(
                     "the verdict on whose fault it is stays hidden until you label (blind) · "
-                    "h user · a agent · e environment · s skip · b show",
+                    "h user · g agent · e environment · s skip · b show",
                     style="dim",
                 )
             )

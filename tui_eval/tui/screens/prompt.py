@@ -16,7 +16,7 @@ from tui_eval.util.text import sanitize
 class NumberPrompt(ModalScreen[int | None]):
     """Ask for a positive integer; dismisses with it, or None on escape."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel", id="cancel")]
     DEFAULT_CSS = """
     NumberPrompt { align: center middle; }
     NumberPrompt > Vertical { width: 60; height: auto; border: round $accent; padding: 1 2; background: $surface; }
@@ -30,7 +30,7 @@ class NumberPrompt(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question)
+            yield Label(Text(sanitize(self.question)))
             yield Input(str(self.default), type="integer", id="number")
 
     @on(Input.Submitted)
@@ -44,16 +44,13 @@ class NumberPrompt(ModalScreen[int | None]):
             return
         self.dismiss(value)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
 
 class ConfirmScreen(ModalScreen[bool]):
     """Ask a yes/no question: `y` or `enter` (on Yes) confirms, `n` or `escape` refuses."""
 
     BINDINGS = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
+        Binding("y", "answer(True)", "Yes", id="yes"),
+        Binding("n,escape", "answer(False)", "No", id="no"),
     ]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
@@ -69,7 +66,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(cell_text(self.question))
+            yield Label(Text(sanitize(self.question)))  # names in it: literal
             with Horizontal():
                 yield Button("Yes (y)", id="yes", variant="warning")
                 yield Button("No (n)", id="no")
@@ -83,11 +80,6 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
-
-
-def cell_text(text: str) -> Text:
-    """Untrusted names inside a question, shown literally."""
-    return Text(sanitize(text))
 
 
 def quit_asking(app: App[object]) -> None:
@@ -116,7 +108,7 @@ def quit_asking(app: App[object]) -> None:
 class TextPrompt(ModalScreen[str | None]):
     """Ask for a line of text; dismisses with it (stripped, not empty), or None on escape."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel", id="cancel")]
     DEFAULT_CSS = """
     TextPrompt { align: center middle; }
     TextPrompt > Vertical { width: 70; max-width: 95%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
@@ -139,6 +131,3 @@ class TextPrompt(ModalScreen[str | None]):
             self.notify("type something, or escape to cancel", severity="warning")
             return
         self.dismiss(event.value.strip())
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

@@ -44,27 +44,30 @@ class RunScreen(Screen[None]):
     TITLE = "Run"
     BINDINGS = [
         # The footer shows these in this order, as many as fit (`?` lists all): while a run
-        # goes `x` comes early; once it ends `r`, `c` and `s` take its place.
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("x", "cancel_run", "Cancel", tooltip="Cancel the run (finished samples are kept)"),
-        Binding("n", "next_failure", "Next fail", tooltip="Open the next failing sample"),
-        Binding("r", "rerun_failed", "Rerun", tooltip="Rerun the failing cases"),
-        Binding("c", "compare", "Compare", tooltip="Compare with the baseline (review)"),
-        Binding("s", "save_baseline", "Save", tooltip="Save the run as the baseline"),
+        # goes `x` comes early; once it ends `r`, `c` and `w` take its place.
+        Binding("q,escape", "back", "Back", id="back"),
+        Binding(
+            "x", "cancel_run", "Cancel", tooltip="Cancel (finished samples stay)", id="cancel-run"
+        ),
+        Binding("n", "next_failure", "Next fail", tooltip="The next failing sample", id="next"),
+        Binding("r", "rerun_failed", "Rerun", tooltip="Rerun the failing cases", id="rerun"),
+        Binding("c", "compare", "Compare", tooltip="Compare with the baseline", id="compare"),
+        # `w` writes a baseline, here as on the Diff screen (where `s` is skip).
+        Binding("w", "save_baseline", "Save", tooltip="Save the run as the baseline", id="write"),
         Binding(
             "f",
             "failing_only",
             "Failing",
             tooltip="Only the failing cases: below their pass threshold (again: all)",
+            id="failing",
         ),
         # Priority: the keys typed right after it go to the box it opens, in order.
-        Binding("slash", "filter", "Filter", tooltip="Filter cases by name", priority=True),
-        Binding("o", "sort", "Sort", tooltip="Sort by the next column (again: run order)"),
-        Binding("w", "watch", "Watch", tooltip="Watch: rerun on every save of the suite's files"),
-        Binding("p", "since_previous", "vs prev", tooltip="What changed since the previous run"),
-        Binding("l", "label_queue", "Label", tooltip="Label the judged outputs (blind)"),
-        Binding("F", "failures", "Failures", tooltip="Failures grouped into modes, new first"),
+        Binding("slash", "filter", "Filter", tooltip="Filter by name", priority=True, id="filter"),
+        Binding("o", "sort", "Sort", tooltip="Sort by the next column, then by none", id="sort"),
+        Binding("ctrl+r", "watch", "Watch", tooltip="Rerun on every save of its files", id="watch"),
+        Binding("p", "since_previous", "vs prev", tooltip="Changes since the last run", id="prev"),
+        Binding("l", "label_queue", "Label", tooltip="Label the judged outputs", id="label"),
+        Binding("F", "failures", "Failures", tooltip="Failures grouped into modes", id="failures"),
     ]
 
     def __init__(
@@ -92,7 +95,7 @@ class RunScreen(Screen[None]):
 
     @property
     def watching(self) -> bool:
-        """Whether an edit of the suite's files reruns it (`w`; kept when the screen closes)."""
+        """Whether an edit of the suite's files reruns it (ctrl+r; kept when the screen closes)."""
         return self.session.state.name in self.workspace.watching
 
     def compose(self) -> ComposeResult:
@@ -243,7 +246,7 @@ class RunScreen(Screen[None]):
         if table.name_filter:
             shown.append(f"names containing {table.name_filter!r}")
         if table.mode_cases is not None:
-            shown.append(f"the cases of failure mode {self.mode_label!r} (F, m: all)")
+            shown.append(f"the cases of failure mode {self.mode_label!r} (F, f: all)")
         if table.sort_key is not None:
             label = {key: name for key, name, _, _ in COLUMNS}.get(table.sort_key, "")
             shown.append(f"sorted by {label} {SORT_ARROW.get(table.sort_key, '')} (o: next)")

@@ -40,25 +40,22 @@ class SampleScreen(Screen[None]):
 
     TITLE = "Sample"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
+        Binding("q,escape", "dismiss", "Back", id="back"),
         # n/p walk the run's failing samples, or a failure mode's (opened from Failures):
         # one of each pair shows, saying which.
-        Binding("n", "step(1)", "Next fail", tooltip="Next failing sample of the run"),
-        Binding("n", "step_mode(1)", "Next in mode", tooltip="Next sample of the failure mode"),
-        Binding("p", "step(-1)", "Prev fail", tooltip="Previous failing sample of the run"),
-        Binding(
-            "p", "step_mode(-1)", "Prev in mode", tooltip="Previous sample of the failure mode"
-        ),
-        Binding("d", "beside_passing", "Beside pass", tooltip="Beside the closest passing sample"),
-        Binding("v", "view_full", "Full", tooltip="The full output (any size; / searches)"),
-        Binding("t", "toggle_markdown", "Markdown", tooltip="Output as Markdown / as plain text"),
-        Binding("l", "label", "Label", tooltip="Label this sample's judged check (blind)"),
-        Binding("1", "tab('output')", "Output", show=False),
-        Binding("2", "tab('trajectory')", "Trajectory / conversation", show=False),
-        Binding("3", "tab('checks')", "Checks", show=False),
-        Binding("4", "tab('error')", "Error", show=False),
-        Binding("5", "tab('usage')", "Usage", show=False),
+        Binding("n", "step(1)", "Next fail", tooltip="The run's next failing sample", id="next"),
+        Binding("n", "step_mode(1)", "Next in mode", tooltip="The mode's next sample", id="next"),
+        Binding("p", "step(-1)", "Prev fail", tooltip="The previous failing sample", id="prev"),
+        Binding("p", "step_mode(-1)", "Prev in mode", tooltip="The mode's previous", id="prev"),
+        Binding("d", "beside_passing", "Beside pass", tooltip="Beside a passing one", id="beside"),
+        Binding("v", "view_full", "Full", tooltip="The full output (/ searches)", id="full"),
+        Binding("t", "toggle_markdown", "Markdown", tooltip="Markdown or plain", id="markdown"),
+        Binding("l", "label", "Label", tooltip="Label its judged check (blind)", id="label"),
+        Binding("1", "tab('output')", "Output", show=False, id="tab-1"),
+        Binding("2", "tab('trajectory')", "Trajectory / conversation", show=False, id="tab-2"),
+        Binding("3", "tab('checks')", "Checks", show=False, id="tab-3"),
+        Binding("4", "tab('error')", "Error", show=False, id="tab-4"),
+        Binding("5", "tab('usage')", "Usage", show=False, id="tab-5"),
     ]
 
     def __init__(
@@ -268,6 +265,3 @@ class SampleScreen(Screen[None]):
         from tui_eval.tui.screens.labels import open_label_screen
 
         open_label_screen(self, self.session, None, only=(self.case_index, self.sample_index))
-
-    def action_back(self) -> None:
-        self.dismiss()

@@ -25,8 +25,7 @@ class SamplePairScreen(Screen[None]):
 
     TITLE = "Failing beside passing"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
+        Binding("q,escape", "app.back", "Back", id="back"),
     ]
 
     def __init__(self, case_name: str, failing: SampleResult, passing: SampleResult) -> None:
@@ -123,6 +122,3 @@ class SamplePairScreen(Screen[None]):
     def _line(text: Text, line: str, highlighted: bool) -> None:
         text.append_text(plain(line, limit=500, style=HIGHLIGHT if highlighted else ""))
         text.append("\n")
-
-    def action_back(self) -> None:
-        self.app.pop_screen()

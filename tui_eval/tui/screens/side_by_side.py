@@ -19,13 +19,13 @@ from textual.widgets import Static
 from tui_eval.agents.messages import Conversation
 from tui_eval.checks import CheckResult
 from tui_eval.report.baselines import Decision
-from tui_eval.report.divergence import first_differing_turn
+from tui_eval.report.divergence import first_differing_turn, output_lines, trajectory_lines
 from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.tui.widgets.conversation import turn_rows
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_check, render_checks, render_trajectory
-from tui_eval.tui.widgets.text import cell, counted, plain
-from tui_eval.util.text import value_text
+from tui_eval.tui.widgets.text import cell, plain
+from tui_eval.util.text import counted, value_text
 
 
 def representative(case: CaseResult) -> SampleResult | None:
@@ -33,23 +33,6 @@ def representative(case: CaseResult) -> SampleResult | None:
     return next(
         (s for s in case.samples if not s.passed), case.samples[0] if case.samples else None
     )
-
-
-def trajectory_lines(sample: SampleResult | None) -> list[str]:
-    """One line per tool call: `name(args) → result` or `name(args) error: ...`."""
-    if sample is None or sample.run is None:
-        return []
-    lines = []
-    for call in sample.run.tool_calls:
-        outcome = (
-            f"error: {call.error}"
-            if call.error is not None
-            else f"→ {value_text(call.result, pretty=True)[:200]}"
-        )
-        lines.append(
-            f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}) {outcome}"
-        )
-    return lines
 
 
 def unified(before: list[str], after: list[str], what: str) -> Text:
@@ -105,25 +88,32 @@ def paired_checks(
     return [(shown(0, key, i == 0), shown(1, key, i == 0)) for i, key in enumerate(rows)]
 
 
-def _output_lines(sample: SampleResult | None) -> list[str]:
-    return value_text(sample.output, pretty=True).splitlines() if sample else []
+def _lines(sample: SampleResult | None, lines: Callable[[SampleResult], list[str]]) -> list[str]:
+    return lines(sample) if sample is not None else []
 
 
 def _conversation(sample: SampleResult | None) -> Conversation | None:
     return sample.run.conversation if sample is not None and sample.run is not None else None
 
 
+DECISION_KEYS = [
+    # `k` keeps the baseline's result: `r` is "run" on every screen, and a key that changes
+    # a baseline means nothing else anywhere.
+    Binding("a", "decide('accept')", "Accept", tooltip="Accept the case's new result", id="accept"),
+    Binding("k", "decide('reject')", "Reject", tooltip="Reject: keep the baseline's", id="reject"),
+    Binding("s", "decide('skip')", "Skip", tooltip="Skip the case for now", id="skip"),
+]
+"""A review's decisions: the same keys on the Diff screen and side by side."""
+
+
 class SideBySideScreen(Screen[Decision | None]):
-    """A changed case, baseline beside current. In a review, `a`/`r`/`s` decide it here and
+    """A changed case, baseline beside current. In a review, `a`/`k`/`s` decide it here and
     return to the Diff screen, which opens the next case still pending."""
 
     TITLE = "Side by side"
     BINDINGS = [
-        Binding("q,escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("a", "decide('accept')", "Accept"),
-        Binding("r", "decide('reject')", "Reject"),
-        Binding("s", "decide('skip')", "Skip"),
+        Binding("q,escape", "dismiss", "Back", id="back"),
+        *DECISION_KEYS,
     ]
 
     def __init__(
@@ -142,7 +132,7 @@ class SideBySideScreen(Screen[Decision | None]):
         self.baseline_case = baseline
         self.current_case = current
         self.reviewing = reviewing
-        """Whether `a`/`r`/`s` decide this case (a Diff screen that can write the baseline)."""
+        """Whether `a`/`k`/`s` decide this case (a Diff screen that can write the baseline)."""
         self.pending = pending
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -174,8 +164,14 @@ class SideBySideScreen(Screen[Decision | None]):
             line.append_text(cell(found.description, 300, style="yellow" if found.where else "dim"))
             parts.append(line)
         parts += [
-            unified(_output_lines(self.before), _output_lines(self.after), "output diff"),
-            unified(trajectory_lines(self.before), trajectory_lines(self.after), "trajectory diff"),
+            unified(
+                _lines(self.before, output_lines), _lines(self.after, output_lines), "output diff"
+            ),
+            unified(
+                _lines(self.before, trajectory_lines),
+                _lines(self.after, trajectory_lines),
+                "trajectory diff",
+            ),
         ]
         return Group(*parts)
 
@@ -247,6 +243,3 @@ class SideBySideScreen(Screen[Decision | None]):
 
     def action_decide(self, decision: str) -> None:
         self.dismiss(Decision(decision))
-
-    def action_back(self) -> None:
-        self.dismiss(None)

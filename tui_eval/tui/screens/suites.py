@@ -30,51 +30,50 @@ _BASELINE_SHOWN = {
 }
 INTERRUPTED = "interrupted · R resumes"
 """The status of a suite whose run can be finished (it fits the column at 80 and 120)."""
-Seen = dict[Path, tuple[tuple[int, int], tuple[str, str]]]
-"""What `baseline_status` read of each file, by its size and modification time."""
+BaselinesSeen = dict[Path, tuple[tuple[int, int], tuple[str, str]]]
+"""Each baseline file's look, by the size and modification time it was read at."""
 
 
-def baseline_status(path: Path, seen: Seen) -> tuple[str, str]:
-    """`saved`, `none` or `corrupt`, with its style. A file is read once per change
-    (`seen` keeps what was read, by size and modification time), so repaints never
-    re-parse it."""
+def baseline_status(path: Path, seen: BaselinesSeen) -> tuple[str, str]:
+    """`saved`, `none` or `corrupt`, with its style. A file is read once per change (`seen`
+    holds what each was at its size and modification time), so repaints never re-parse it."""
     try:
         stat = path.stat()
     except OSError:
         return _BASELINE_SHOWN[BaselineStatus.MISSING]
     key = (stat.st_size, stat.st_mtime_ns)
-    known = seen.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
+    if path in seen and seen[path][0] == key:
+        return seen[path][1]
     shown = _BASELINE_SHOWN[BaselineStore(path).read().status]
     seen[path] = (key, shown)
     return shown
 
 
 class SuitesScreen(Screen[None]):
-    """`enter` runs (or opens the running) suite under the cursor; `a` runs them all."""
+    """`enter` runs (or opens the running) suite under the cursor; `*` runs them all."""
 
     TITLE = "Suites"
     BINDINGS = [
-        Binding("q,escape", "quit", "Quit"),
-        Binding("question_mark", "app.help", "Help"),
+        Binding("q,escape", "quit", "Quit", id="back"),
         # One of the two shows, saying what enter does for the suite under the cursor
         # (priority: before the table's own enter, which only says "Open").
-        Binding("enter", "open_run", "Open", priority=True, tooltip="Open the suite's run"),
-        Binding("enter", "first_run", "Run", priority=True, tooltip="Run the suite"),
-        Binding("r", "new_run", "New run"),
-        Binding("R", "resume", "Resume"),
-        Binding("a", "run_all", "Run all"),
-        Binding("h", "history", "History"),
+        Binding(
+            "enter", "open_run", "Open", priority=True, tooltip="Open the suite's run", id="open"
+        ),
+        Binding("enter", "first_run", "Run", priority=True, tooltip="Run the suite", id="open"),
+        Binding("r", "new_run", "New run", id="rerun"),
+        Binding("R", "resume", "Resume", id="resume"),
+        Binding("asterisk", "run_all", "Run all", id="run-all"),
+        Binding("h", "history", "History", id="history"),
     ]
 
     def __init__(self, workspace: Workspace) -> None:
         super().__init__()
         self.workspace = workspace
         self._last: dict[str, Text] = {}
+        self._baselines: BaselinesSeen = {}
         self._enter_opens: bool | None = None
         """Whether enter opens a run (else starts one), as the footer says now."""
-        self._baselines_seen: Seen = {}
 
     # (key, label, width, priority): at a narrow width the lowest priorities go first.
     COLUMNS = (
@@ -182,9 +181,7 @@ class SuitesScreen(Screen[None]):
         return last
 
     def _cells(self, suite: Suite) -> dict[str, Text]:
-        baseline, style = baseline_status(
-            BaselineStore.for_suite(suite).source, self._baselines_seen
-        )
+        baseline, style = baseline_status(BaselineStore.for_suite(suite).source, self._baselines)
         return {
             "name": cell(suite.name, 40, style="bold"),
             "cases": Text(f"{len(suite.cases):,}", justify="right"),
@@ -230,7 +227,7 @@ class SuitesScreen(Screen[None]):
         if finished - self._seen_finished:
             self._seen_finished = finished
             self._last = self._last_results()  # a run of this session ended: it is the last run
-        self._sync_enter()  # a run started (`r`, `a`) makes enter open it
+        self._sync_enter()  # a run started (`r`, `*`) makes enter open it
         table = self.query_one(Table)
         for suite in self.loaded.suites:
             if suite.name not in self.workspace.sessions:

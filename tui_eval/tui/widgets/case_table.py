@@ -11,7 +11,6 @@ follows its case, not its position.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,11 +127,9 @@ class _Layout:
         return out
 
 
-@functools.lru_cache(maxsize=64)
 def _style(style: str | Style) -> Style | None:
-    if isinstance(style, Style):
-        return style
-    return Style.parse(style) if style else None
+    # Rich caches what `Style.parse` parsed.
+    return Style.parse(style) if isinstance(style, str) and style else style or None
 
 
 class CaseHeader(Widget):
@@ -177,13 +174,13 @@ class CaseTable(ScrollView, can_focus=True):
     """
     COMPONENT_CLASSES = {"case-table--cursor", "case-table--header"}
     BINDINGS = [
-        Binding("enter", "select", "Open", show=True),
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "jump(0)", "First", show=False),
-        Binding("end", "jump(-1)", "Last", show=False),
+        Binding("enter", "select", "Open", id="open"),
+        Binding("up", "cursor(-1)", "Up", show=False, id="up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="page-up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="page-down"),
+        Binding("home", "jump(0)", "First", show=False, id="first"),
+        Binding("end", "jump(-1)", "Last", show=False, id="last"),
     ]
 
     class Selected(Message):
@@ -199,7 +196,7 @@ class CaseTable(ScrollView, can_focus=True):
         self.failing_only = False
         self.name_filter = ""
         self.mode_cases: frozenset[str] | None = None
-        """Only these cases (a failure mode's, from the Failures screen's `m`)."""
+        """Only these cases (a failure mode's, from the Failures screen's `f`)."""
         self.sort_key: str | None = None
         self.order: list[int] = []
         self._position: dict[int, int] = {}

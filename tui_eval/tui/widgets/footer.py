@@ -4,18 +4,20 @@ last `? +N more` key, which opens the full list."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import accumulate
 from typing import TYPE_CHECKING, NamedTuple
 
 from rich.cells import cell_len
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import ActiveBinding
 from textual.widget import Widget
 
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-HELP_ACTION = "app.help"
+HELP_ACTION = "help"
+"""The app's `?`: the footer shows it last, as `? +N more` when keys are left out."""
 
 
 class FooterKey(NamedTuple):
@@ -124,79 +126,48 @@ class KeyFooter(Widget):
         return text
 
     def _plan(self) -> list[FooterKey]:
-        """The keys to show at the current width, in order, `?` (help) last."""
-        shown: dict[str, tuple[Binding, bool, str]] = {}
-        for _, binding, enabled, tooltip in self.screen.active_bindings.values():
-            if binding.show and binding.action not in shown:
-                shown[binding.action] = (binding, enabled, tooltip)
-        help_key = shown.pop(HELP_ACTION, None)
-        room = self._room()
-        keys = list(shown.values())
-        fitting = self._fit(keys, room, help_key)
-        self.hidden = [b.description for b, _, _ in keys[len(fitting) :]]
-        plan = [
-            (binding, binding.description, enabled, tooltip)
-            for binding, enabled, tooltip in fitting
-        ]
+        """The keys to show at the current width, in order, `?` (help) last: when some do not
+        fit, the leading ones that do, and `? +N more`."""
+        offered: dict[str, ActiveBinding] = {}
+        for active in self.screen.active_bindings.values():
+            if active.binding.show:
+                offered.setdefault(active.binding.action, active)
+        help_key = offered.pop(HELP_ACTION, None)
+        keys = [(active, active.binding.description) for active in offered.values()]
+        self._width = width = self.size.width or self.screen.size.width or self.app.size.width
+        ends = list(accumulate(self._width_of(*key) for key in keys))
+        help_width = self._width_of(help_key, help_key.binding.description) if help_key else 0
+        self.hidden = []
+        if ends and ends[-1] + help_width > width:
+            reserve = self._width_of(help_key, "+99 more") if help_key else 0
+            fitting = sum(end + reserve <= width for end in ends)
+            self.hidden = [active.binding.description for active, _ in keys[fitting:]]
+            keys = keys[:fitting]
         if help_key is not None:
-            binding, enabled, tooltip = help_key
-            more = f"+{len(self.hidden)} more" if self.hidden else binding.description
-            plan.append((binding, more, enabled, tooltip or "every key of this screen"))
-        placed = []
-        column = 0
-        for binding, description, enabled, tooltip in plan:
+            more = f"+{len(self.hidden)} more" if self.hidden else help_key.binding.description
+            keys.append((help_key, more))
+        placed, column = [], 0
+        for active, description in keys:
+            binding, end = active.binding, column + self._width_of(active, description)
             display = self.app.get_key_display(binding)
-            width = self._width_of(display, description)
             placed.append(
                 FooterKey(
                     binding.key,
                     display,
                     description,
                     binding.action,
-                    enabled,
-                    tooltip,
+                    active.enabled,
+                    active.tooltip,
                     column,
-                    column + width,
+                    end,
                 )
             )
-            column += width
+            column = end
         return placed
 
-    def _room(self) -> int:
-        width = self.size.width or self.screen.size.width or self.app.size.width
-        self._width = width
-        return width
-
-    def _fit(
-        self,
-        keys: list[tuple[Binding, bool, str]],
-        room: int,
-        help_key: tuple[Binding, bool, str] | None,
-    ) -> list[tuple[Binding, bool, str]]:
-        """The leading keys that fit `room`, leaving space for the help key (`? +N more`)."""
-
-        def width(binding: Binding, description: str) -> int:
-            return self._width_of(self.app.get_key_display(binding), description)
-
-        total = sum(width(b, b.description) for b, _, _ in keys)
-        help_width = width(help_key[0], help_key[0].description) if help_key else 0
-        if total + help_width <= room:
-            return keys
-        reserve = width(help_key[0], "+99 more") if help_key else 0
-        used = 0
-        fitting = []
-        for entry in keys:
-            needed = width(entry[0], entry[0].description)
-            if used + needed + reserve > room:
-                break
-            fitting.append(entry)
-            used += needed
-        return fitting
-
-    @staticmethod
-    def _width_of(display: str, description: str) -> int:
+    def _width_of(self, active: ActiveBinding, description: str) -> int:
         # ` key ` then `description ` (the padding of Textual's non-compact footer).
-        return cell_len(display) + 2 + cell_len(description) + 1
+        return cell_len(self.app.get_key_display(active.binding)) + 2 + cell_len(description) + 1
 
     def _key_at(self, x: int) -> FooterKey | None:
         return next((key for key in self.shown if key.start <= x < key.end), None)

@@ -27,12 +27,12 @@ class LongText(ScrollView, can_focus=True):
     """A whole text, wrapped to the view's width, scrolled without ever laying it all out."""
 
     BINDINGS = [
-        Binding("up", "scroll_rows(-1)", "Up", show=False),
-        Binding("down", "scroll_rows(1)", "Down", show=False),
-        Binding("pageup", "scroll_page(-1)", "Page up", show=False),
-        Binding("pagedown,space", "scroll_page(1)", "Page down", show=False),
-        Binding("home", "scroll_edge(0)", "Top", show=False),
-        Binding("end", "scroll_edge(1)", "Bottom", show=False),
+        Binding("up", "scroll_rows(-1)", "Up", show=False, id="scroll-up"),
+        Binding("down", "scroll_rows(1)", "Down", show=False, id="scroll-down"),
+        Binding("pageup", "scroll_page(-1)", "Page up", show=False, id="scroll-page-up"),
+        Binding("pagedown,space", "scroll_page(1)", "Page down", show=False, id="scroll-page-down"),
+        Binding("home", "scroll_edge(0)", "Top", show=False, id="scroll-top"),
+        Binding("end", "scroll_edge(1)", "Bottom", show=False, id="scroll-bottom"),
     ]
     DEFAULT_CSS = "LongText { height: 1fr; }"
 

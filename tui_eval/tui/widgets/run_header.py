@@ -14,8 +14,8 @@ from textual.widget import Widget
 
 from tui_eval.run.state import RunState
 from tui_eval.stats.proportions import wilson_interval
-from tui_eval.tui.widgets.text import counted, format_duration
-from tui_eval.util.text import one_line
+from tui_eval.tui.widgets.text import format_duration
+from tui_eval.util.text import counted, one_line
 
 
 class RunHeader(Widget):

@@ -23,9 +23,9 @@ class Table(DataTable[Any]):
     """
 
     BINDINGS = [
-        Binding("enter", "select_cursor", "Open", show=True),
-        Binding("home", "cursor_to(0)", "First row", show=False),
-        Binding("end", "cursor_to(-1)", "Last row", show=False),
+        Binding("enter", "select_cursor", "Open", id="open"),
+        Binding("home", "cursor_to(0)", "First row", show=False, id="first"),
+        Binding("end", "cursor_to(-1)", "Last row", show=False, id="last"),
     ]
 
     def __init__(self, **kwargs: Any) -> None:

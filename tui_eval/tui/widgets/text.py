@@ -51,8 +51,3 @@ def format_duration(seconds: float | None) -> str:
 def format_ms(ms: float) -> str:
     """`820ms` or `1.4s`."""
     return f"{ms:,.0f}ms" if ms < 1000 else f"{ms / 1000:,.1f}s"
-
-
-def counted(number: int, noun: str, plural: str = "") -> str:
-    """`1 sample`, `2 samples`, `1,200 samples` (`plural` for nouns not made with "s")."""
-    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
