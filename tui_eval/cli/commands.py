@@ -383,8 +383,8 @@ def _open_app(
     watch: bool = False,
 ) -> int:
     from tui_eval.cli.requests import request_from_args
-    from tui_eval.core.settings import RaySpec
-    from tui_eval.run.ray_executor import ExecutorError, import_ray
+    from tui_eval.core.settings import ExecutorError, RaySpec
+    from tui_eval.run.ray_executor import import_ray
 
     try:
         request = request_from_args(args or argparse.Namespace())

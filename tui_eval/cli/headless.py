@@ -34,10 +34,9 @@ from tui_eval.cli.outcomes import (
     print_recheck,
     write_exports,
 )
-from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it was first
 from tui_eval.cli.progress import Progress
 from tui_eval.cli.requests import request_from_args
-from tui_eval.core.settings import RaySpec
+from tui_eval.core.settings import ExecutorError, RaySpec
 from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.diff import Diff
 from tui_eval.report.exporters import suite_parts
@@ -49,7 +48,7 @@ from tui_eval.report.gate import (
     parse_fail_on,
 )
 from tui_eval.report.report import Report, ReportFileError
-from tui_eval.run.ray_executor import ExecutorError, import_ray
+from tui_eval.run.ray_executor import import_ray
 from tui_eval.service.request import ABRun, Exports, PlainRun, RecheckRun, RunRequest
 from tui_eval.service.run_plan import (
     EmptySelection,

@@ -19,9 +19,10 @@ import anyio
 from tui_eval.agents.messages import input_text
 from tui_eval.core.budget import CostBudget, Ledger
 from tui_eval.core.cases import Case
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.core.settings import ExecutorError, RaySpec, RunSettings
 from tui_eval.report.left_out import COUNT_USER_FAULTS, blamed_on_user
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.run import scheduling
 from tui_eval.run.events import (
     CaseFinished,

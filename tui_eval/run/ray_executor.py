@@ -42,14 +42,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from tui_eval.core.settings import ExecutorError as ExecutorError  # its callers import it here
+from tui_eval.core.settings import ExecutorError
 from tui_eval.run.ray_worker import SampleWorker, decode
-from tui_eval.run.ray_worker import encode as encode  # the wire format, beside decode
 from tui_eval.util.secrets import SECRET_SUFFIXES
 
 if TYPE_CHECKING:
     from tui_eval.agents.http.context import Runtime
-    from tui_eval.run.runner import Evaluation
+    from tui_eval.run.evaluation import Evaluation
 
 INSTALL_HINT = "pip install 'tui-eval[ray]'"
 MAX_CALLS = 16

@@ -8,7 +8,7 @@ checks run, and a `CheckContext` for the checks that take one.
 Schedulers (`tui_eval.run.scheduling`) and executors (`tui_eval.run.ray_executor`'s workers) call
 it; where a sample's run comes from is its `SampleSource` (`tui_eval.run.sample_sources`: the
 agent, or the saved runs a recheck checks again). Recording, events of whole cases,
-budget and cancellation belong to the run (`tui_eval.run.runner.Evaluation`).
+budget and cancellation belong to the run (`tui_eval.run.evaluation.Evaluation`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Three strategies, chosen by `RunSettings`: a pool of `concurrency` workers over 
 (the default: a case's samples one after another), one case at a time stopping after the
 first failing case (`fail_fast`), and a pool over every missing sample
 (`parallel_samples`). A run elsewhere (`RunSettings.executor`) schedules its own. Each
-sample is run by the run's `SampleRunner`; the run (`tui_eval.run.runner.Evaluation`) records it.
+sample is run by the run's `SampleRunner`; the run (`tui_eval.run.evaluation.Evaluation`) records it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ MAX_UNYIELDED_S = 0.1
 
 
 class Scheduled(Protocol):
-    """What a strategy needs of the run it schedules (`tui_eval.run.runner.Evaluation`)."""
+    """What a strategy needs of the run it schedules (`tui_eval.run.evaluation.Evaluation`)."""
 
     settings: RunSettings
     samples: SampleRunner

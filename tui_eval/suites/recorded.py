@@ -256,7 +256,6 @@ __all__ = [
     "RecordedCase",
     "RecordedRuns",
     "RunSpans",
-    "TraceFileError",
     "TraceRuns",
     "recorded_cases",
     "trace_runs",
