@@ -1,20 +1,26 @@
-"""`Evaluation`: one run of cases — its results, budget, cancellation and events.
+"""`Evaluation`: one run of cases — its results, budget, cancellation, events, and how its
+samples are spread over workers.
 
-It records what its samples produce and announces it; a `SampleRunner`
-(`tui_eval.run.sample_runner`) runs each sample from the run's `SampleSource`, a strategy of
-`tui_eval.run.scheduling` or an `Executor` decides where and when. `tui_eval.run.runner` holds the
-entry points built on it (`evaluate`, `evaluate_iter`, `recheck`).
+A `SampleRunner` (`tui_eval.run.sample_runner`) runs each sample from the run's
+`SampleSource`. In this process one of three strategies, chosen by `RunSettings`, spreads
+them: a pool of `concurrency` workers over the cases (the default: a case's samples one
+after another), one case at a time stopping after the first failing case (`fail_fast`), or
+a pool over every missing sample (`parallel_samples`); an `Executor` schedules its own.
+`tui_eval.run.runner` holds the entry points built on it (`evaluate`, `evaluate_iter`,
+`recheck`).
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 
 from tui_eval.agents.messages import input_text
 from tui_eval.core.budget import CostBudget, Ledger
@@ -23,7 +29,6 @@ from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.core.settings import ExecutorError, RaySpec, RunSettings
 from tui_eval.report.left_out import COUNT_USER_FAULTS, blamed_on_user
 from tui_eval.report.report import Report
-from tui_eval.run import scheduling
 from tui_eval.run.events import (
     CaseFinished,
     EventHandler,
@@ -32,9 +37,8 @@ from tui_eval.run.events import (
     RunStatus,
     SampleFinished,
 )
-from tui_eval.run.sample_runner import SampleRunner, SampleSource
+from tui_eval.run.sample_runner import Pacer, Pacing, SampleRunner, SampleSource
 from tui_eval.run.sample_sources import AgentRuns
-from tui_eval.run.scheduling import Pacing
 
 STATUS_EVERY_S = 0.5
 
@@ -45,8 +49,8 @@ class Evaluation:
     `evaluate()` is `Evaluation(...).run()`. The app and the CLI keep the object to call
     `cancel()`: the run then stops, and `run()` returns a report of every finished sample
     marked `cancelled=True`. Its samples are run by `samples` (a `SampleRunner`), spread
-    over workers by a strategy of `tui_eval.run.scheduling` or by an `Executor`; the run
-    records them, keeps the budget and emits the events.
+    over workers by one of its strategies or by an `Executor`; the run records them, keeps
+    the budget and emits the events.
 
     Args:
         settings: how the run runs (`RunSettings`: concurrency, budget, cache, provider
@@ -270,14 +274,82 @@ class Evaluation:
                 if self._executor is not None:
                     await self._executor.execute(self, self.missing_units())
                 elif settings.fail_fast:
-                    await scheduling.until_first_failure(self)
+                    await self._until_first_failure()
                 elif settings.parallel_samples:
-                    await scheduling.sample_pool(self)
+                    await self._sample_pool()
                 else:
-                    await scheduling.case_pool(self)
+                    await self._case_pool()
         finally:
             self._scope = None
         self._cancel_caught = scope.cancelled_caught
+
+    # -- scheduling in this process ----------------------------------------------------
+    async def _run_case(self, index: int, pacer: Pacer) -> None:
+        """Run the missing samples of case `index`, one after another."""
+        result = self._results[index]
+        samples, record, turn_due, gated = (
+            self.samples,
+            self.record,
+            self.pacing.turn_due,
+            self.gated,
+        )
+        for sample_index in range(len(result.samples), samples.plan_of(index).case.samples):
+            if gated and not await self.may_start(index, sample_index):
+                return
+            started = time.perf_counter()
+            record(index, await samples.run(index, sample_index, pacer))
+            if turn_due(pacer, started):
+                await anyio.lowlevel.checkpoint()
+        self.case_finished(index)
+
+    async def _until_first_failure(self) -> None:
+        """One case at a time; stop after the first failing case."""
+
+        async def serial() -> None:  # its own task, so its context stays its own
+            pacer = self.pacing.new_pacer()
+            for index in range(len(self._results)):
+                await self._run_case(index, pacer)
+                if not self._results[index].passed or self.stopped:
+                    break
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(serial)
+
+    async def _case_pool(self) -> None:
+        """`concurrency` workers take the cases in order; a case's samples run one after
+        another."""
+        pending = iter(range(len(self._results)))
+
+        async def worker() -> None:
+            pacer = self.pacing.new_pacer()
+            for index in pending:
+                await self._run_case(index, pacer)
+                if self.gated and self.stopped:
+                    return
+
+        async with anyio.create_task_group() as group:
+            await _start_staggered(
+                group, worker, min(self.settings.concurrency, len(self._results))
+            )
+
+    async def _sample_pool(self) -> None:
+        """Every missing sample of every case as its own unit of work (samples of one case
+        run concurrently: only for agents built fresh for each sample)."""
+        units = self.missing_units()
+        pending = iter(units)
+
+        async def worker() -> None:
+            pacer = self.pacing.new_pacer()
+            for index, sample_index in pending:
+                if self.gated and not await self.may_start(index, sample_index):
+                    return
+                started = time.perf_counter()
+                self.record_unit(index, await self.samples.run(index, sample_index, pacer))
+                if self.pacing.turn_due(pacer, started):
+                    await anyio.lowlevel.checkpoint()
+
+        async with anyio.create_task_group() as group:
+            await _start_staggered(group, worker, min(self.settings.concurrency, len(units)))
 
     def _finish(self, *, cancelled: bool) -> Report:
         self._duration = time.perf_counter() - self._t0
@@ -350,3 +422,14 @@ class Evaluation:
             self.budget.settle((id(self), index, sample.index), sample)
         if self._on_event is not None:
             self._on_event(SampleFinished(index, sample))
+
+
+async def _start_staggered(
+    group: anyio.abc.TaskGroup, worker: Callable[[], Coroutine[Any, Any, None]], count: int
+) -> None:
+    """Start `count` workers, letting the loop turn after each: every worker's first step
+    (building its agent, its first request) would otherwise run in one turn of the loop,
+    and 200 of them kept the app's keys and timers waiting ~0.1 s at a run's start."""
+    for _ in range(count):
+        group.start_soon(worker)
+        await anyio.lowlevel.checkpoint()
