@@ -59,7 +59,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--no-cache", action="store_true", help="ask the judges again (no response cache)"
     )
-    parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
 
 def _kappa_bar(value: str) -> float:
