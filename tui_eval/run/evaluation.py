@@ -107,7 +107,7 @@ class Evaluation:
         self.gated = self.budget is not None or settings.time_budget is not None
         """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
         schedulers skip the call otherwise."""
-        self._results = [
+        self.results = [
             CaseResult(
                 case.label,
                 list((done or {}).get(case.label, ()))[: case.samples],
@@ -122,10 +122,11 @@ class Evaluation:
             )
             for case in self.cases
         ]
+        """Each case's result so far, by case index."""
         if not isinstance(settings.max_cost, CostBudget):
             # A resumed run's samples were spent, and say what one costs. (A budget shared
             # with earlier runs, decide()'s rounds, has seen them already: its owner seeds it.)
-            for result in self._results:
+            for result in self.results:
                 for done_sample in result.samples:
                     if self.budget is not None:
                         self.budget.observe(done_sample)
@@ -179,11 +180,6 @@ class Evaluation:
         return self._stopped is not None
 
     @property
-    def results(self) -> list[CaseResult]:
-        """Each case's result so far, by case index."""
-        return self._results
-
-    @property
     def total_samples(self) -> int:
         """How many samples the run will have when complete."""
         return sum(case.samples for case in self.cases)
@@ -194,7 +190,7 @@ class Evaluation:
         duration = self._duration or (time.perf_counter() - self._t0 if self._t0 else 0.0)
         return Report(
             self.name,
-            [r for r in self._results if r.samples],
+            [r for r in self.results if r.samples],
             started_at=self._started_at,
             duration_s=duration,
             cancelled=self._cancelled,
@@ -210,7 +206,7 @@ class Evaluation:
         self._t0 = time.perf_counter()
         emit = self._emit
         if emit is not None:
-            resumed = [s for result in self._results for s in result.samples]
+            resumed = [s for result in self.results for s in result.samples]
             emit(
                 RunStarted(
                     self.name,
@@ -286,7 +282,7 @@ class Evaluation:
     # -- scheduling in this process ----------------------------------------------------
     async def _run_case(self, index: int, pacer: Pacer) -> None:
         """Run the missing samples of case `index`, one after another."""
-        result = self._results[index]
+        result = self.results[index]
         samples, record, turn_due, gated = (
             self.samples,
             self.record,
@@ -307,9 +303,9 @@ class Evaluation:
 
         async def serial() -> None:  # its own task, so its context stays its own
             pacer = self.pacing.new_pacer()
-            for index in range(len(self._results)):
+            for index in range(len(self.results)):
                 await self._run_case(index, pacer)
-                if not self._results[index].passed or self.stopped:
+                if not self.results[index].passed or self.stopped:
                     break
 
         async with anyio.create_task_group() as group:
@@ -318,7 +314,7 @@ class Evaluation:
     async def _case_pool(self) -> None:
         """`concurrency` workers take the cases in order; a case's samples run one after
         another."""
-        pending = iter(range(len(self._results)))
+        pending = iter(range(len(self.results)))
 
         async def worker() -> None:
             pacer = self.pacing.new_pacer()
@@ -328,9 +324,7 @@ class Evaluation:
                     return
 
         async with anyio.create_task_group() as group:
-            await _start_staggered(
-                group, worker, min(self.settings.concurrency, len(self._results))
-            )
+            await _start_staggered(group, worker, min(self.settings.concurrency, len(self.results)))
 
     async def _sample_pool(self) -> None:
         """Every missing sample of every case as its own unit of work (samples of one case
@@ -369,10 +363,10 @@ class Evaluation:
         units = [
             (index, sample_index)
             for index, case in enumerate(self.cases)
-            for sample_index in range(len(self._results[index].samples), case.samples)
+            for sample_index in range(len(self.results[index].samples), case.samples)
         ]
         self._left = [
-            case.samples - len(self._results[i].samples) for i, case in enumerate(self.cases)
+            case.samples - len(self.results[i].samples) for i, case in enumerate(self.cases)
         ]
         return units
 
@@ -386,7 +380,7 @@ class Evaluation:
     def case_finished(self, index: int) -> None:
         """Announce a case whose samples all ran."""
         if self._on_event is not None:
-            self._on_event(CaseFinished(index, self._results[index]))
+            self._on_event(CaseFinished(index, self.results[index]))
 
     def accept(self, index: int, sample: SampleResult) -> bool:
         """Record a sample another executor ran (False: that sample was already recorded,
@@ -412,7 +406,7 @@ class Evaluation:
         # The user simulator's failures are left out of the verdicts (said everywhere); a
         # rechecked sample that passes now is counted again.
         sample.excluded = blamed_on_user(sample) and not self.settings.count_user_faults
-        samples = self._results[index].samples
+        samples = self.results[index].samples
         if not samples or samples[-1].index < sample.index:
             samples.append(sample)
         else:  # samples of one case running concurrently finish in any order

@@ -94,9 +94,7 @@ class Pacing:
         awaits a checkpoint), so that it gets one every few milliseconds even if the agent
         never blocks.
 
-        A plain function, called after every sample: most of the time the answer is no,
-        and a coroutine per sample just to say so is measurable on a zero-latency run.
-        When a time slice ends, every worker whose last sample was quick (it never waited
+        A plain function (bench/README.md: a coroutine per sample costs). When a time slice ends, every worker whose last sample was quick (it never waited
         on anything) yields once, so the loop really turns instead of passing from worker
         to worker. A worker whose samples wait on I/O already gives the loop its turns;
         forcing a yield on it would only delay its next request, so it is forced at most
