@@ -127,8 +127,4 @@ async def evaluate_iter(
                     break
 
 
-__all__ = [
-    "evaluate",
-    "evaluate_iter",
-    "recheck",
-]
+__all__ = ["evaluate", "evaluate_iter", "recheck"]

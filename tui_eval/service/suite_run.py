@@ -454,7 +454,4 @@ class SuiteRun:
         return [case.label for case in self.suite.cases if case.label not in ran]
 
 
-__all__ = [
-    "ResumeError",
-    "SuiteRun",
-]
+__all__ = ["ResumeError", "SuiteRun"]
