@@ -36,8 +36,12 @@ import time
 
 import numpy as np
 
-from tui_eval.run.sequential import EProcess, judge_against_baseline, simulate_pairs
-from tui_eval.stats.case_decisions import next_batch
+from tui_eval.stats.case_decisions import (
+    EProcess,
+    judge_against_baseline,
+    next_batch,
+    simulate_pairs,
+)
 from tui_eval.stats.group_sequential import (
     calibrated_horizon,
     null_rates,

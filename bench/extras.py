@@ -16,7 +16,7 @@ from pathlib import Path
 from tui_eval import Report
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.checks.base import CheckResult
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 
 
 def realistic_report(cases: int, samples: int, *, fail_every: int = 0) -> Report:

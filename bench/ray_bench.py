@@ -31,7 +31,7 @@ def load(name: str):
 
 
 def timed(suite, concurrency: int, executor) -> tuple[float, int]:
-    from tui_eval.run.runner import Evaluation
+    from tui_eval.run.evaluation import Evaluation
 
     evaluation = Evaluation(
         suite.agent,

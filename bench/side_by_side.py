@@ -40,12 +40,13 @@ def inner(workload: str, repeat: int, steady: bool = False) -> None:
 
     from tui_eval import Case, equals, evaluate
 
-    if steady:  # the time slices are `YIELD_EVERY_S` in the runner (older) or the scheduler
+    if steady:  # the time slices are `YIELD_EVERY_S` in the runner (older), the scheduler or the sample runner
         for module in (
             "tui_eval.runner",
             "tui_eval.scheduling",
             "tui_eval.run.runner",
             "tui_eval.run.scheduling",
+            "tui_eval.run.sample_runner",
         ):
             try:
                 found = importlib.import_module(module)

@@ -13,10 +13,11 @@ from tests.test_cli import cli
 from tui_eval import Case, contains, evaluate
 from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.core.budget import CostBudget
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.core.settings import RunSettings
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.report.report import Report
+from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.events import SampleFinished, SampleStateChanged
-from tui_eval.run.runner import Evaluation
 from tui_eval.run.sequential import compare_agents, decide
 
 pytestmark = pytest.mark.anyio

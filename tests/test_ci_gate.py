@@ -12,7 +12,7 @@ import pytest
 from tests.cli_in_process import Completed
 from tests.cli_in_process import cli as run_cli
 from tui_eval import Case, Report, contains
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 
 SUITES = """
 import os

@@ -13,9 +13,10 @@ import pytest
 
 from tui_eval.calibration import labels
 from tui_eval.calibration.labels import LabelStore, new_label, read_labels
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report import baselines
 from tui_eval.report.baselines import BaselineStatus, BaselineStore
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.report.report import Report
 
 WRITERS = 3
 

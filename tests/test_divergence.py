@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tui_eval import Conversation, Turn
 from tui_eval.agents.messages import RunResult, StateChange, ToolCall
+from tui_eval.core.results import SampleResult
 from tui_eval.report.divergence import first_divergence
-from tui_eval.report.report import SampleResult
 
 
 def sample(*turns: Turn, status: str = "failed", ended_by: str = "user") -> SampleResult:

@@ -18,8 +18,8 @@ import pytest
 from tui_eval.agents.http.context import Runtime
 from tui_eval.core.settings import RunSettings
 from tui_eval.run import ray_executor
+from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.events import SampleFinished
-from tui_eval.run.runner import Evaluation
 from tui_eval.suites import Suite, load_suites
 
 SUITE = """
@@ -330,7 +330,8 @@ def without_ray(monkeypatch):
 
 
 def test_without_ray_the_error_says_how_to_install(without_ray):
-    from tui_eval.run.ray_executor import ExecutorError, import_ray
+    from tui_eval.core.settings import ExecutorError
+    from tui_eval.run.ray_executor import import_ray
 
     with pytest.raises(ExecutorError, match=r"pip install 'tui-eval\[ray\]'"):
         import_ray()
@@ -428,8 +429,8 @@ def slow_suites_for_usage(tmp_path: Path) -> Path:
 
 def test_any_output_travels_from_a_worker():
     from tui_eval.agents.messages import RunResult
-    from tui_eval.report.report import SampleResult
-    from tui_eval.run.ray_executor import decode, encode
+    from tui_eval.core.results import SampleResult
+    from tui_eval.run.ray_worker import decode, encode
 
     class Opaque:
         def __str__(self) -> str:
@@ -444,7 +445,7 @@ def test_a_batch_round_trips_every_field_of_a_sample():
     """Batches leave out fields at their defaults; what arrives equals what was sent."""
     from tui_eval import Agent, Case, contains, evaluate
     from tui_eval.agents.providers.scripted import ScriptedProvider, call, text
-    from tui_eval.run.ray_executor import decode, encode
+    from tui_eval.run.ray_worker import decode, encode
 
     def lookup(city: str) -> str:
         """Country of a city."""

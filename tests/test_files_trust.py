@@ -9,8 +9,9 @@ import io
 import pytest
 
 from tui_eval.checks.base import CheckResult
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.exporters import MergeError, merge_reports, samples_csv
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.report.report import Report
 
 
 def _sample(case: str, reason: str, status: str = "failed") -> SampleResult:

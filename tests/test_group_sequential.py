@@ -288,7 +288,7 @@ async def test_decide_refuses_an_alpha_outside_0_1():
 
 def _all_passing_baseline(samples: int):
     from tui_eval import Report
-    from tui_eval.report.report import CaseResult, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
 
     results = [SampleResult("q", i, "passed") for i in range(samples)]
     return Report("eval", [CaseResult("q", results, planned=samples)])

@@ -317,7 +317,7 @@ def test_a_baseline_with_duplicate_cases_is_named_kept_and_exports_still_written
     folder = slow_suites(tmp_path / "suites", count=3)
     baselines = folder / "__baselines__"
     baselines.mkdir()
-    from tui_eval.report.report import CaseResult, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
 
     twice = [CaseResult("a0", [SampleResult("a0", 0, "passed")], planned=1)] * 2
     Report("first", twice).save(baselines / "first.json")
@@ -340,7 +340,7 @@ def test_a_baseline_with_duplicate_cases_is_named_kept_and_exports_still_written
 def test_recheck_against_a_suite_without_the_reports_cases_is_an_error(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=2)
     Report("first", []).save(tmp_path / "empty.json")
-    from tui_eval.report.report import CaseResult, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
 
     other = [CaseResult("zzz", [SampleResult("zzz", 0, "passed")], planned=1)]
     Report("first", other).save(tmp_path / "other.json")

@@ -14,7 +14,7 @@ from tests.test_suite_run import simulate_kill
 from tests.user_faults import LEFT_OUT, write_suite
 from tui_eval import Report, RunSettings, Suite
 from tui_eval.cli import commands
-from tui_eval.cli.requests import request_from_args
+from tui_eval.cli.commands import request_from_args
 from tui_eval.service.request import RunRequest
 from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import RunHistory

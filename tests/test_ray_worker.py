@@ -23,8 +23,8 @@ from tui_eval.agents.http.context import Runtime
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.http.metering import ResponseTokens, price_of
 from tui_eval.core.settings import RunSettings
+from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.ray_worker import LimiterActor, SharedLimiter
-from tui_eval.run.runner import Evaluation
 from tui_eval.suites import Suite, load_suites
 
 USAGE = {

@@ -7,7 +7,8 @@ import pydantic
 import pytest
 
 from tui_eval import Agent, Case, Report, contains, evaluate, matches, tool_called
-from tui_eval.report.report import CaseResult, ReportFileError, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.report import ReportFileError
 from tui_eval.stats.proportions import fisher_exact, pass_at_k, wilson_interval
 from tui_eval.testing import ScriptedProvider, call, text
 

@@ -19,9 +19,9 @@ from tui_eval import (
 )
 from tui_eval.checks import verdict_reply
 from tui_eval.core.settings import RunSettings
-from tui_eval.run.runner import (
+from tui_eval.run.evaluation import Evaluation
+from tui_eval.run.events import (
     CaseFinished,
-    Evaluation,
     RunFinished,
     RunStarted,
     SampleFinished,

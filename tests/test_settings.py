@@ -16,7 +16,7 @@ import pytest
 import tui_eval
 from tui_eval import RunSettings, Suite, compare_agents, decide, evaluate, evaluate_iter
 from tui_eval.cli import commands
-from tui_eval.cli.requests import request_from_args
+from tui_eval.cli.commands import request_from_args
 from tui_eval.core.settings import RaySpec, SettingKeywords, settings_problem
 from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.runner import recheck

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tui_eval import Report
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.stats.proportions import (
     holm,
     paired_p_value,
@@ -83,7 +83,7 @@ def test_every_compared_case_has_a_labelled_change():
 import random  # noqa: E402
 
 from tui_eval import Case, compare_agents, contains, decide  # noqa: E402
-from tui_eval.run.sequential import simulate_pairs  # noqa: E402
+from tui_eval.stats.case_decisions import simulate_pairs  # noqa: E402
 
 
 def seeded_agent(p: float, seed: int):
@@ -164,7 +164,7 @@ def test_a_real_drop_is_detected_within_the_budget():
 
 
 # -- round two: power, futility, intervals that never collapse ------------------------------
-from tui_eval.run.sequential import judge_against_baseline, judge_pairs, simulate_decide  # noqa: E402
+from tui_eval.stats.case_decisions import judge_against_baseline, judge_pairs, simulate_decide  # noqa: E402
 from tui_eval.stats.proportions import (  # noqa: E402
     Z975,
     clustered_rate_interval,
@@ -253,7 +253,7 @@ def test_samples_needed_has_the_power_it_promises():
 def test_decision_table_aligns_wide_case_names(capsys):
     from rich.cells import cell_len
 
-    from tui_eval.cli.headless import print_decisions as _print_decisions
+    from tui_eval.cli.outcomes import print_decisions as _print_decisions
     from tui_eval.report.diff import CaseChange, Diff
 
     changes = [
@@ -292,7 +292,7 @@ def test_decide_detects_the_issue_25_drop_among_20_cases():
 def test_betting_on_a_payoff_n_times_at_once_is_betting_on_it_n_times():
     """`judge_pairs` bets once per value of the pairs' difference; the wealth (and so the
     verdict) is that of betting pair by pair, in order."""
-    from tui_eval.run.sequential import EProcess
+    from tui_eval.stats.case_decisions import EProcess
 
     rng = random.Random(5)
     for _ in range(200):

@@ -107,8 +107,8 @@ if TYPE_CHECKING:
     from tui_eval.agents.state import current_state as current_state
     from tui_eval.agents.users import ScriptedUser as ScriptedUser
     from tui_eval.agents.users import SimulatedUser as SimulatedUser
-    from tui_eval.calibration.calibrate import Calibration as Calibration
     from tui_eval.calibration.calibrate import calibrate as calibrate
+    from tui_eval.calibration.results import Calibration as Calibration
     from tui_eval.checks import Check as Check
     from tui_eval.checks import CheckContext as CheckContext
     from tui_eval.checks import CheckResult as CheckResult
@@ -140,11 +140,11 @@ if TYPE_CHECKING:
     from tui_eval.checks.conversations import state_matches as state_matches
     from tui_eval.checks.faults import Fault as Fault
     from tui_eval.core.cases import Case as Case
+    from tui_eval.core.results import CaseResult as CaseResult
+    from tui_eval.core.results import SampleResult as SampleResult
     from tui_eval.core.settings import RunSettings as RunSettings
-    from tui_eval.report.report import CaseResult as CaseResult
-    from tui_eval.report.report import Diff as Diff
+    from tui_eval.report.diff import Diff as Diff
     from tui_eval.report.report import Report as Report
-    from tui_eval.report.report import SampleResult as SampleResult
     from tui_eval.run.evaluators import AccuracyEval as AccuracyEval
     from tui_eval.run.evaluators import EvalDataset as EvalDataset
     from tui_eval.run.evaluators import EvalExample as EvalExample

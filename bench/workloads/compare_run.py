@@ -11,7 +11,7 @@ import random
 import time
 
 from tui_eval import Report
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 
 CASES, SAMPLES = 2_000, 5
 

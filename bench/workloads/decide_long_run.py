@@ -17,7 +17,7 @@ import time
 import anyio
 
 from tui_eval import Case, Report, decide, equals
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 
 horizon, mode = int(sys.argv[1]), sys.argv[2]
 baseline_total = int(sys.argv[3]) if len(sys.argv) > 3 else 30

@@ -184,7 +184,8 @@ def test_response_tokens_reads_both_wire_formats():
 
 def test_the_app_run_header_says_how_many_samples_are_unpriced():
     from tui_eval.agents.messages import Usage
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
     from tui_eval.run.state import RunState
     from tui_eval.tui.widgets.run_header import RunHeader
 

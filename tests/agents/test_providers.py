@@ -24,7 +24,7 @@ from tui_eval import (
 from tui_eval.agents.providers import ModelSpecError, ProviderError, resolve_model
 from tui_eval.agents.providers.anthropic import AnthropicProvider
 from tui_eval.agents.providers.openai import OpenAIProvider
-from tui_eval.run.runner import SampleStateChanged
+from tui_eval.run.events import SampleStateChanged
 
 from .wire_server import Reply, WireServer, anthropic_call, anthropic_text, openai_call, openai_text
 

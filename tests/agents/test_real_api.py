@@ -331,7 +331,8 @@ def test_the_run_header_shows_rate_limits_and_the_budget():
 
 
 def test_json_report_keeps_cached_and_stopped(tmp_path):
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
 
     report = Report(
         "r", [CaseResult("c", [SampleResult("c", 0, "passed", cached=True)])], stopped="max_cost"

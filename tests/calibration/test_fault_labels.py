@@ -28,7 +28,7 @@ from tui_eval.calibration.labels import (
 )
 from tui_eval.checks.base import CheckResult
 from tui_eval.checks.faults import FAULT_CHECK, Fault
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 
 FAILED = CheckResult("contains", False, 0.0, "the output does not contain 'done'")
 

@@ -8,7 +8,7 @@ from tui_eval.agents.messages import RunResult
 from tui_eval.calibration.label_queue import judged_items, label_progress, label_queue
 from tui_eval.calibration.labels import LabelStore
 from tui_eval.checks.base import CheckResult
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 
 
 def sample(case: str, index: int, score: float, threshold: float = 0.7) -> SampleResult:

@@ -17,9 +17,11 @@ from textual.pilot import Pilot
 
 from tui_eval.calibration.label_queue import judged_items
 from tui_eval.calibration.labels import LabelStore, new_label
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.baselines import BaselineStore
-from tui_eval.report.report import CaseResult, Report, SampleResult
-from tui_eval.run.runner import RunStarted, SampleFinished, SampleStateChanged, evaluate
+from tui_eval.report.report import Report
+from tui_eval.run.events import RunStarted, SampleFinished, SampleStateChanged
+from tui_eval.run.runner import evaluate
 from tui_eval.run.state import RunState
 from tui_eval.service.flaky import CaseHistory, RunOutcome
 from tui_eval.service.session import RunSession

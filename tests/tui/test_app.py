@@ -216,7 +216,8 @@ async def test_every_keypress_is_handled_while_streaming(tmp_path):
 
 
 async def test_history_opens_a_past_run_and_compares_two(tmp_path):
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
     from tui_eval.service.request import RunRequest
     from tui_eval.tui.screens.history import HistoryScreen
 
@@ -272,7 +273,7 @@ async def test_history_resumes_an_interrupted_run(tmp_path):
     )
     history = RunHistory(tmp_path)
     # An interrupted run: two samples journaled, no end marker.
-    from tui_eval.report.report import SampleResult
+    from tui_eval.core.results import SampleResult
 
     journal = history.start("resumable", str(suite_file), invocation="x")
     for name in ("q0", "q1"):
@@ -318,7 +319,8 @@ def test_baseline_status_follows_the_file(tmp_path):
 
 
 def test_run_summaries_are_written_beside_reports(tmp_path):
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
 
     history = RunHistory(tmp_path)
     journal = history.start("s", "", invocation="i")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
 

@@ -9,7 +9,8 @@ import pytest
 from tui_eval import Conversation, Fault, Turn
 from tui_eval.agents.messages import RunResult, StateChange, ToolCall, Usage
 from tui_eval.checks import CheckResult
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
 from tui_eval.tui.screens.sample import SampleScreen

@@ -134,7 +134,8 @@ async def test_s_on_a_partial_run_merges_after_naming_the_cases(tmp_path):
 
 
 async def test_full_run_asks_before_dropping_baseline_cases_then_compares_unchanged(tmp_path):
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
     from tui_eval.tui.screens.diff import DiffScreen
 
     (tmp_path / "__baselines__").mkdir()

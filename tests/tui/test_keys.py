@@ -207,7 +207,8 @@ async def test_f_leaves_out_an_undecided_case_as_the_run_header_does():
     """Every sample of `hung up` was left out (the user simulator's fault): it is undecided,
     not failing, so `f` does not list it, and the note says it was left out."""
     from tui_eval import Fault
-    from tui_eval.report.report import CaseResult, Report
+    from tui_eval.core.results import CaseResult
+    from tui_eval.report.report import Report
 
     from .test_conversation_screens import WRONG_ORDER, conversation_sample
 

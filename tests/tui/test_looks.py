@@ -100,7 +100,8 @@ async def test_a_table_cell_that_does_not_fit_ends_with_an_ellipsis():
 
 
 async def test_history_compare_header_keeps_the_counts_and_ends_with_an_ellipsis(tmp_path):
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
     from tui_eval.service.store import RunHistory
     from tui_eval.tui.app import make_app
     from tui_eval.tui.screens.diff import DiffScreen
@@ -124,7 +125,7 @@ async def test_history_compare_header_keeps_the_counts_and_ends_with_an_ellipsis
 def _judged_case(name: str, latency: float, reasons: tuple[str, str]) -> object:
     from tui_eval.agents.messages import Message, RunResult, ToolCall
     from tui_eval.checks import CheckResult
-    from tui_eval.report.report import CaseResult, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
 
     call = ToolCall("lookup", {"city": "Oslo"}, "c1", result=700_000, latency_ms=latency / 2)
     run = RunResult(
@@ -210,7 +211,8 @@ DIFFERENCES = "state_equals: 6 difference(s): items.mug.stock: expected 10, got 
 
 def _long_named_report():
     from tui_eval.checks import CheckResult
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
 
     def failed(name: str) -> SampleResult:
         checks = [CheckResult("state_equals", False, reason=DIFFERENCES)]
@@ -280,7 +282,8 @@ async def test_an_undecided_case_shows_its_whole_status_and_the_suites_count_it_
     """The Run table's status says "⊘ undecided" whole at 80 columns; the Suites screen
     counts passed cases of the decided ones (`1/1 ⊘1`), as the Run header does."""
     from tui_eval import Fault, Suite
-    from tui_eval.report.report import CaseResult, Report
+    from tui_eval.core.results import CaseResult
+    from tui_eval.report.report import Report
     from tui_eval.service.session import RunSession
     from tui_eval.tui.app import make_app
 

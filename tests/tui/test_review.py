@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.baselines import BaselineStatus
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.service.request import RunRequest
 from tui_eval.service.run_plan import plan_run
 from tui_eval.service.store import RunHistory

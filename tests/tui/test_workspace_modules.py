@@ -7,7 +7,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from tui_eval.service.suite_set import _forget_modules, _real, _real_folder
+from tui_eval.service.suite_set import _forget_modules, _real_folder
+from tui_eval.suites.discovery import real_path
 
 
 def _import(name: str, path: Path) -> None:
@@ -47,8 +48,8 @@ def test_each_modules_folder_is_the_folder_of_its_resolved_file(tmp_path, monkey
     for module in list(sys.modules.values()):
         location = getattr(module, "__file__", None)
         if location:
-            assert _real_folder(location, seen) == _real(Path(location)).parent, location
+            assert _real_folder(location, seen) == real_path(Path(location)).parent, location
 
-    _forget_modules({_real(suites)})
+    _forget_modules({real_path(suites)})
     forgotten = {name for name in names if name not in sys.modules}
     assert forgotten == {"_ws_helper_via_link", "_ws_alias", "_ws_relative"}

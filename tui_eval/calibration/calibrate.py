@@ -46,9 +46,9 @@ from tui_eval.checks.base import (
 from tui_eval.checks.faults import FAULT_CHECK, Fault, review_fault, reviewer_model, rule_fault
 from tui_eval.checks.judge import JUDGE_MODEL_ENV, JudgeConfigError, llm_judge
 from tui_eval.core.cases import Case
+from tui_eval.core.results import SampleResult
 from tui_eval.core.settings import RunSettings
-from tui_eval.report.report import SampleResult
-from tui_eval.run.runner import Evaluation
+from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.sample_sources import SavedRuns
 from tui_eval.suites import Suite, load_suites
 from tui_eval.util.cancellation import cancelled_from_outside
@@ -486,11 +486,7 @@ async def _judge_suite(
 
 
 __all__ = [
-    "Calibration",
     "CalibrationError",
-    "JudgedLabel",
-    "ReviewedLabel",
-    "UnjudgedLabel",
     "calibrate",
     "check_threshold",
 ]

@@ -18,7 +18,7 @@ from tui_eval.agents.messages import Conversation
 from tui_eval.calibration.labels import Label, LabelRecord, LabelStore, label_key, new_label
 from tui_eval.checks.base import CheckResult
 from tui_eval.checks.faults import FAULT_CHECK, Fault, Party
-from tui_eval.report.report import CaseResult, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import anyio
 
-from tui_eval.calibration.calibrate import Calibration, CalibrationError, calibrate
+from tui_eval.calibration.calibrate import CalibrationError, calibrate
+from tui_eval.calibration.results import Calibration
 from tui_eval.checks.faults import FAULT_CHECK
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_OK, exit_code_for
 from tui_eval.util.atomic import atomic_write_bytes
@@ -58,7 +59,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--no-cache", action="store_true", help="ask the judges again (no response cache)"
     )
-    parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
 
 def _kappa_bar(value: str) -> float:

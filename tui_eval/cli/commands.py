@@ -1,4 +1,11 @@
-"""`tui-eval` entry point. Imports stay inside the commands so `--help` is fast."""
+"""`tui-eval` entry point: the parser, the command line as a `RunRequest`, and which command
+runs where. Imports stay inside the commands so `--help` is fast.
+
+Every command that runs suites (`run`, `ab`, `recheck`, and the app's launch) takes its run
+settings from the one table here (`add_settings_flags`), and `request_from_args` reads the
+same table back: a flag, its help and its `RunSettings` field are written once. Argument
+parsing stays in the CLI: the request and its settings know nothing of argparse.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,15 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import cast
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from tui_eval.cli.exit_codes import EXIT_FAILED, EXIT_USAGE, exit_code_for
-from tui_eval.cli.requests import PLAIN_RUN_ONLY, add_settings_flags
+
+if TYPE_CHECKING:
+    from tui_eval.agents.http.options import ProviderOptions
+    from tui_eval.service.request import RunKind, RunRequest
 
 COMMANDS = (
     "run",
@@ -52,9 +63,221 @@ regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing 
 """
 
 
+def setting(name: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse `type=` for the run setting `name`: `parse` reads the text, and
+    `RunSettings` — the setting's one validator — says whether the value will do."""
+
+    def convert(text: str) -> Any:
+        from tui_eval.core.settings import RunSettings, settings_problem
+
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        try:
+            RunSettings(**{name: value})
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(settings_problem(exc)) from None
+        return value
+
+    convert.__name__ = name  # argparse names the type in its messages
+    return convert
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
+    return number
+
+
+SETTINGS_FLAGS: dict[str, dict[str, Any]] = {
+    "concurrency": dict(
+        type=setting("concurrency", int), metavar="N", help="cases at once (default: the suite's)"
+    ),
+    "samples": dict(
+        type=setting("samples", int), metavar="N", help="override every case's sample count"
+    ),
+    "fail_fast": dict(action="store_true", help="run cases one by one, stop at the first failure"),
+    "max_samples": dict(
+        type=setting("max_samples", int),
+        metavar="N",
+        help="with --decide and ab: at most N samples per case (and agent) (default 100)",
+    ),
+    "max_cost": dict(
+        type=setting("max_cost", float),
+        metavar="USD",
+        help="no new sample starts once this many dollars are spent (or in flight); the report "
+        "says the run stopped on budget (--decide and ab: the whole decision, both agents "
+        "together)",
+    ),
+    "cache": dict(
+        nargs="?",
+        const="on",
+        choices=["on", "read-only", "off"],
+        help="replay stored model responses, keyed by request and sample index "
+        "(read-only: never store new ones)",
+    ),
+    "count_user_faults": dict(
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="count the conversations a user simulator failed in pass rates, verdicts and "
+        "the exit code, or (--no-...) leave them out (default: the suite's, else left out; "
+        "every summary says how many)",
+    ),
+    "executor": dict(
+        choices=["in-process", "ray"],
+        help="where samples run: this process (default) or a Ray cluster "
+        "(pip install 'tui-eval[ray]'; joins RAY_ADDRESS or --ray-address, else starts one)",
+    ),
+    "ray_address": dict(metavar="ADDRESS", help="the Ray cluster to join"),
+    "ray_workers": dict(type=_positive, metavar="N", help="Ray worker actors (default: its CPUs)"),
+}
+"""Each run setting's flag (`--max-cost` for `max_cost`), as `add_argument` takes it; the
+`RunSettings` field of the same name is where it goes (`executor` and the `ray_` flags
+make one `RaySpec`)."""
+
+PROVIDER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "rpm": (
+        "rpm",
+        dict(type=_positive_float, metavar="N", help="requests per minute never to exceed"),
+    ),
+    "tpm": (
+        "tpm",
+        dict(type=_positive_float, metavar="N", help="tokens per minute never to exceed"),
+    ),
+    "request_timeout": (
+        "timeout",
+        dict(type=_positive_float, metavar="S", help="seconds for one request"),
+    ),
+    "retry_budget": (
+        "retry_budget",
+        dict(
+            type=_positive_float,
+            metavar="S",
+            help="seconds a request keeps waiting out rate limits with no progress (default 600)",
+        ),
+    ),
+    "max_retries": (
+        "max_retries",
+        dict(
+            type=int,
+            metavar="N",
+            help="retries after server errors, timeouts and connection errors (default 2)",
+        ),
+    ),
+    "base_url": ("base_url", dict(metavar="URL", help="send every request here (a proxy)")),
+}
+"""The `provider` setting's flags: flag → (`ProviderOptions` field, `add_argument`'s
+keywords); `--header` joins them."""
+
+PLAIN_RUN_ONLY = ("samples", "fail_fast", "executor", "ray_address", "ray_workers")
+"""Settings only a plain run takes (`ab` and `recheck` do without)."""
+
+
+def add_settings_flags(parser: argparse.ArgumentParser, exclude: Iterable[str] = ()) -> None:
+    """Add the run settings' flags (all but `exclude`) and the API settings to `parser`."""
+    left_out = set(exclude)
+    for name, keywords in SETTINGS_FLAGS.items():
+        if name not in left_out:
+            parser.add_argument("--" + name.replace("_", "-"), **keywords)
+    api = parser.add_argument_group(
+        "API settings", "for every HTTP provider of the run, judges included; over the suite's"
+    )
+    for name, (_, keywords) in PROVIDER_FLAGS.items():
+        api.add_argument("--" + name.replace("_", "-"), **keywords)
+    api.add_argument(
+        "--header", action="append", metavar="'NAME: VALUE'", help="an extra request header"
+    )
+
+
+def request_from_args(args: argparse.Namespace) -> RunRequest:
+    """The request the command line makes (flags not given are not set): its kind from the
+    command (`run --decide`, `ab`, `recheck`), its settings from `SETTINGS_FLAGS`.
+
+    Raises:
+        ValueError: a flag's value is not valid (a header without a colon).
+    """
+    from tui_eval.core.settings import RaySpec, RunSettings
+    from tui_eval.service.request import RunRequest
+
+    given = {
+        name: value
+        for name, keywords in SETTINGS_FLAGS.items()
+        if (value := getattr(args, name, None)) is not None
+        and (value is not False or keywords.get("action") is argparse.BooleanOptionalAction)
+    }
+    given.pop("ray_address", None), given.pop("ray_workers", None)
+    if given.pop("executor", None) == "ray":
+        given["executor"] = RaySpec(address=args.ray_address, workers=args.ray_workers)
+    provider = provider_options_from_args(args)
+    if provider is not None:
+        given["provider"] = provider
+    return RunRequest(
+        kind=_kind(args),
+        settings=RunSettings(**given),
+        filter=getattr(args, "filter", None),
+        baseline=getattr(args, "baseline", None),
+        save_baseline=bool(getattr(args, "save_baseline", False)),
+    )
+
+
+def _kind(args: argparse.Namespace) -> RunKind:
+    """The kind of run a command asks for."""
+    from tui_eval.service.request import ABRun, DecideRun, PlainRun, RecheckRun
+
+    command = getattr(args, "command", None)
+    if command == "ab":
+        return ABRun(a=args.a, b=args.b)
+    if command == "recheck":
+        return RecheckRun(report=str(Path(args.report).resolve()))
+    return DecideRun() if getattr(args, "decide", False) else PlainRun()
+
+
+def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | None:
+    """The API flags (`PROVIDER_FLAGS` and `--header 'Name: value'`) as provider options
+    (None when none given).
+
+    Raises:
+        ValueError: a header without a colon, with a name that is not a header name, or
+            with CR, LF or NUL in its value (the message never shows the value).
+    """
+    from tui_eval.agents.http.options import ProviderOptions, header_problem
+
+    fields: dict[str, Any] = {
+        field: value
+        for flag, (field, _) in PROVIDER_FLAGS.items()
+        if (value := getattr(args, flag, None)) is not None
+    }
+    headers: dict[str, str] = {}
+    for raw in getattr(args, "header", None) or []:
+        name, sep, value = raw.partition(":")
+        if not sep or not name.strip():
+            raise ValueError("--header should be 'Name: value' (one was given without a colon)")
+        problem = header_problem(name.strip(), value.strip())
+        if problem is not None:
+            raise ValueError(f"--header: {problem}")
+        headers[name.strip()] = value.strip()
+    if headers:
+        fields["headers"] = headers
+    return ProviderOptions(**fields) if fields else None
+
+
 class _CommandParser(argparse.ArgumentParser):
-    """A command's parser: an argument it does not know is an error under the command's own
-    usage (`tui-eval run --bogus` shows `run`'s), not under the top level's."""
+    """A command's parser: it takes `--debug` (unlisted), and an argument it does not know
+    is an error under the command's own usage (`tui-eval run --bogus` shows `run`'s), not
+    under the top level's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -129,7 +352,6 @@ def _parser() -> argparse.ArgumentParser:
         help="rerun a suite (failing cases first) whenever its files change: in the app, or "
         "with --headless (or no terminal) printing each rerun's summary until Ctrl+C",
     )
-    run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     compare = sub.add_parser(
         "compare",
@@ -170,7 +392,6 @@ def _parser() -> argparse.ArgumentParser:
         help="compare counting the conversations a user simulator failed, or (--no-...) "
         "leaving them out of both reports (default: as CURRENT's run did)",
     )
-    compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     merge = sub.add_parser(
         "merge",
@@ -181,7 +402,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("reports", nargs="+", metavar="REPORT")
     merge.add_argument("-o", "--output", required=True, metavar="OUT")
-    merge.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     ab = sub.add_parser(
         "ab",
@@ -197,26 +417,20 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--b", required=True, metavar="SPEC", help="the agent or model to judge")
     add_settings_flags(ab, exclude=PLAIN_RUN_ONLY)
     _add_export_args(ab)
-    ab.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     show = sub.add_parser("show", help="open a saved report in the app (read-only)")
     show.add_argument("report", metavar="REPORT")
-    show.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     history = sub.add_parser("history", help="list past runs of this project")
     history.add_argument("--limit", type=_positive, default=30, metavar="N")
-    history.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     recheck = sub.add_parser(
         "recheck", help="re-run current checks on a saved report's outputs (no agent calls)"
     )
     recheck.add_argument("report", metavar="REPORT")
     recheck.add_argument("paths", nargs="+", metavar="PATH")
-    recheck.add_argument("--json", metavar="FILE", help="write the rechecked report as JSON")
-    recheck.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
-    recheck.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
+    _add_export_args(recheck)
     add_settings_flags(recheck, exclude=(*PLAIN_RUN_ONLY, "max_samples", "max_cost"))
-    recheck.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     resume = sub.add_parser(
         "resume",
@@ -229,7 +443,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="resume even though the suite's cases or checks changed since the run started",
     )
-    resume.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     from tui_eval.cli.calibrate import add_parser
 
@@ -245,13 +458,6 @@ def _add_export_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the report as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per case)")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary")
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -277,8 +483,9 @@ def _main(args_list: list[str]) -> int:
         if stray is not None:
             return _not_a_command_or_path(parser, stray)
         if watch and not sys.stdout.isatty():
-            return _guard(lambda: _watch_headless(rest, debug), debug)
-        return _guard(lambda: _open_app(rest, autorun=watch, watch=watch), debug)
+            return _guard(lambda: _watch_headless(rest), debug)
+        request = request_from_args(argparse.Namespace())
+        return _guard(lambda: _open_app(rest, request=request, autorun=watch, watch=watch), debug)
     try:
         args = parser.parse_args(args_list)
     except SystemExit:  # --help, --version or a usage error: argparse has printed it
@@ -307,37 +514,18 @@ def _not_a_command_or_path(parser: argparse.ArgumentParser, word: str) -> int:
     return EXIT_USAGE
 
 
+BATCH_FLAGS = (
+    "junit", "json", "markdown", "save_baseline", "baseline", "csv", "samples_jsonl", "shard",
+    "last_failed",
+)  # fmt: skip
+"""`run`'s flags that make it a headless job (files for CI, baseline work), as `--fail-on` does."""
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     from tui_eval.cli import headless, report_commands
 
-    if args.command == "ab" or (args.command == "run" and args.decide):
-        return headless.run_command(args)
-    if args.command == "run":
-        # Files for CI and baseline work are headless jobs, as is any run without a terminal.
-        batch = (
-            args.junit
-            or args.json
-            or args.markdown
-            or args.save_baseline
-            or args.baseline
-            or args.csv
-            or args.samples_jsonl
-            or args.shard
-            or args.fail_on is not None
-            or args.last_failed
-        )
-        if args.watch and batch:
-            print(
-                "tui-eval: --watch reruns suites as they are saved; it does not write files "
-                "or gate CI (--junit, --json, --fail-on, --shard, baselines...)",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-        if args.watch and (args.headless or not sys.stdout.isatty()):
-            return headless.watch_command(args)
-        if args.headless or batch or not sys.stdout.isatty():
-            return headless.run_command(args)
-        return _open_app(args.paths, autorun=True, args=args, watch=args.watch)
+    if args.command in ("run", "ab", "recheck"):
+        return _run(args)
     if args.command == "compare":
         return report_commands.compare_command(args)
     if args.command == "merge":
@@ -346,8 +534,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _open_report(args.report)
     if args.command == "history":
         return report_commands.history_command(args.limit)
-    if args.command == "recheck":
-        return headless.run_command(args)
     if args.command == "resume":
         return headless.resume_command(args)
     if args.command == "failures":
@@ -369,30 +555,48 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
-def _watch_headless(paths: Sequence[str], debug: bool) -> int:
+def _run(args: argparse.Namespace) -> int:
+    """`run`, `ab` and `recheck`. A plain `run` opens the app in a terminal, unless it writes
+    files or gates CI (`BATCH_FLAGS`, `--fail-on`) or is told `--headless`; `--decide`, `ab`
+    and `recheck` always run headless."""
     from tui_eval.cli import headless
+    from tui_eval.core.settings import ExecutorError, RaySpec
+    from tui_eval.run.ray_executor import import_ray
 
-    return headless.watch_command(_parser().parse_args(["run", "--watch", *paths]))
-
-
-def _open_app(
-    paths: Sequence[str],
-    *,
-    autorun: bool = False,
-    args: argparse.Namespace | None = None,
-    watch: bool = False,
-) -> int:
-    from tui_eval.cli.requests import request_from_args
-    from tui_eval.core.settings import RaySpec
-    from tui_eval.run.ray_executor import ExecutorError, import_ray
-
+    plain = args.command == "run" and not args.decide
+    batch = plain and (args.fail_on is not None or any(getattr(args, f) for f in BATCH_FLAGS))
+    if plain and args.watch and batch:
+        print(
+            "tui-eval: --watch reruns suites as they are saved; it does not write files "
+            "or gate CI (--junit, --json, --fail-on, --shard, baselines...)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    in_app = plain and not (args.headless or batch or not sys.stdout.isatty())
     try:
-        request = request_from_args(args or argparse.Namespace())
+        request = request_from_args(args)
         if isinstance(request.settings.executor, RaySpec):
             import_ray()
     except (ValueError, ExecutorError) as exc:
-        print(f"tui-eval: error: {exc}", file=sys.stderr)
+        print(f"{'tui-eval: ' if in_app else ''}error: {exc}", file=sys.stderr, flush=True)
         return exit_code_for(exc)
+    if in_app:
+        return _open_app(args.paths, request=request, autorun=True, watch=args.watch)
+    if plain and args.watch:
+        return headless.watch_command(args, request)
+    return headless.run_command(args, request)
+
+
+def _watch_headless(paths: Sequence[str]) -> int:
+    from tui_eval.cli import headless
+
+    args = _parser().parse_args(["run", "--watch", *paths])
+    return headless.watch_command(args, request_from_args(args))
+
+
+def _open_app(
+    paths: Sequence[str], *, request: RunRequest, autorun: bool = False, watch: bool = False
+) -> int:
     try:
         from tui_eval.tui.app import run_app
     except ImportError as exc:  # pragma: no cover - the app ships with the package

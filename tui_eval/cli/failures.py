@@ -26,7 +26,6 @@ def add_parsers(sub: Any) -> None:
     shown = failures.add_mutually_exclusive_group()
     shown.add_argument("--json", metavar="FILE", help="write the modes as JSON")
     shown.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    failures.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     quarantine = sub.add_parser(
         "quarantine",
@@ -45,7 +44,6 @@ def add_parsers(sub: Any) -> None:
         "--release-after", type=int, metavar="N", help="lift it after N passing runs in a row"
     )
     quarantine.add_argument("--release", action="store_true", help="lift the quarantine now")
-    quarantine.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
 
 def failures_command(args: argparse.Namespace) -> int:

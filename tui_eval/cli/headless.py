@@ -34,10 +34,8 @@ from tui_eval.cli.outcomes import (
     print_recheck,
     write_exports,
 )
-from tui_eval.cli.outcomes import print_decisions as print_decisions  # where it was first
 from tui_eval.cli.progress import Progress
-from tui_eval.cli.requests import request_from_args
-from tui_eval.core.settings import RaySpec
+from tui_eval.core.settings import ExecutorError
 from tui_eval.report.baselines import BaselineStatus
 from tui_eval.report.diff import Diff
 from tui_eval.report.exporters import suite_parts
@@ -49,7 +47,6 @@ from tui_eval.report.gate import (
     parse_fail_on,
 )
 from tui_eval.report.report import Report, ReportFileError
-from tui_eval.run.ray_executor import ExecutorError, import_ray
 from tui_eval.service.request import ABRun, Exports, PlainRun, RecheckRun, RunRequest
 from tui_eval.service.run_plan import (
     EmptySelection,
@@ -156,8 +153,9 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     return outcome
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`)."""
+def run_command(args: argparse.Namespace, request: RunRequest) -> int:
+    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`): run what `request`
+    (the command line's) asks."""
     try:
         fail_on = (
             parse_fail_on(args.fail_on)
@@ -165,10 +163,7 @@ def run_command(args: argparse.Namespace) -> int:
             else RUN_DEFAULT
         )
         shard = Shard.parse(args.shard) if getattr(args, "shard", None) else None
-        request = request_from_args(args)
-        if isinstance(request.settings.executor, RaySpec):
-            import_ray()
-    except (ValueError, ExecutorError) as exc:
+    except ValueError as exc:
         print_error(f"error: {exc}")
         return exit_code_for(exc)
     rechecked: Report | None = None
@@ -383,18 +378,11 @@ async def _execute_all(
 
 
 # -- watch ------------------------------------------------------------------------------------
-def watch_command(args: argparse.Namespace) -> int:
+def watch_command(args: argparse.Namespace, request: RunRequest) -> int:
     """`tui-eval run --headless --watch PATH` (and `tui-eval --watch PATH` without a
-    terminal): run every suite, then rerun whichever suite a save touches — its file, or a
-    helper module beside it — failing cases first, until Ctrl+C. Exit as `run` would for
-    the latest run of each suite."""
-    try:
-        request = request_from_args(args)
-        if isinstance(request.settings.executor, RaySpec):
-            import_ray()
-    except (ValueError, ExecutorError) as exc:
-        print_error(f"error: {exc}")
-        return exit_code_for(exc)
+    terminal): run every suite as `request` asks, then rerun whichever suite a save touches
+    — its file, or a helper module beside it — failing cases first, until Ctrl+C. Exit as
+    `run` would for the latest run of each suite."""
     loaded = _load(default_paths(args.paths), args.debug)
     if loaded is None:
         return EXIT_USAGE

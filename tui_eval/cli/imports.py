@@ -26,7 +26,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--model", metavar="SPEC", help="the suite's model, instead of --agent")
     parser.add_argument("--name", help="the suite's name (default: from the file)")
     parser.add_argument("--force", action="store_true", help="overwrite SUITE.yaml if it exists")
-    parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
 
 def import_command(args: argparse.Namespace) -> int:

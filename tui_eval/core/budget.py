@@ -8,17 +8,8 @@ nothing is in flight, the run stops (nothing that is still running could make ro
 The estimate of a sample is the dearest sample of its case seen so far, or of the whole
 run for a case not seen yet (a resumed run's samples count as seen, and as spent). Until
 the first sample has a price, samples run one at a time: nothing is known yet of what
-they cost, and a wave of `concurrency` samples could spend many times the budget.
-
-What that guarantees (the README's "Guarantees" says the same):
-
-- the spend never passes `max_cost` while each sample costs no more than its estimate
-  (samples of one case costing alike, say);
-- whatever the samples cost, the spend stays below `max_cost` plus what the samples in
-  flight when the last one started cost beyond their estimates: at most one wave,
-  `concurrency` times the dearest sample;
-- the spend the run reports, the stop message and the CLI are the same figure: the sum
-  of the recorded samples' costs.
+they cost, and a wave of `concurrency` samples could spend many times the budget. The
+README's "Guarantees" states the bound this gives.
 
 A sample whose cost is unknown (`known_cost`: a model not in the price table, an agent
 that reports no usage, a `price=` function's nonsense) makes the budget unenforceable: the

@@ -282,7 +282,6 @@ __all__ = [
     "Executor",
     "ExecutorError",
     "MaxCost",
-    "Price",
     "RaySpec",
     "RunSettings",
     "Seconds",

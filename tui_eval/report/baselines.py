@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui_eval.core.results import CaseResult
 from tui_eval.report.diff import Diff
-from tui_eval.report.report import CaseResult, Report, ReportFileError
+from tui_eval.report.report import Report, ReportFileError
 from tui_eval.util.atomic import atomic_write_bytes, folder_lock
 from tui_eval.util.home import in_data_root
 

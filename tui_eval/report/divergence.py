@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui_eval.agents.messages import Conversation, ToolCall, Turn
-from tui_eval.report.report import SampleResult
+from tui_eval.core.results import SampleResult
 from tui_eval.util.text import one_line, value_text
 
 

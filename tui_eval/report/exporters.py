@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tui_eval.report.diff import SUITE_SEPARATOR, UNCOMPARED, case_name, case_suite
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.diff import SUITE_SEPARATOR, UNCOMPARED, Diff, case_name, case_suite
 from tui_eval.report.failure_modes import failure_modes
 from tui_eval.report.failure_modes import markdown as failure_markdown
 from tui_eval.report.left_out import (
@@ -29,7 +30,7 @@ from tui_eval.report.left_out import (
     undecided_note,
 )
 from tui_eval.report.quarantine import quarantined
-from tui_eval.report.report import CaseResult, Diff, Report, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.util.atomic import atomic_write_bytes
 from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import counted, one_line, sanitize

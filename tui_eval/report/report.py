@@ -12,7 +12,7 @@ from rich.cells import cell_len
 
 from tui_eval.agents.messages import Usage
 from tui_eval.core.results import CaseResult, SampleResult
-from tui_eval.report.diff import CaseChange, Diff, compare_reports
+from tui_eval.report.diff import Diff, compare_reports
 from tui_eval.report.left_out import (
     case_count,
     counted_note,
@@ -398,12 +398,7 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
 
 
 __all__ = [
-    "CaseChange",
-    "CaseResult",
-    "Diff",
     "Report",
     "ReportFileError",
-    "SampleResult",
-    "compare_reports",
     "render_summary",
 ]

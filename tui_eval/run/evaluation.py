@@ -1,28 +1,34 @@
-"""`Evaluation`: one run of cases — its results, budget, cancellation and events.
+"""`Evaluation`: one run of cases — its results, budget, cancellation, events, and how its
+samples are spread over workers.
 
-It records what its samples produce and announces it; a `SampleRunner`
-(`tui_eval.run.sample_runner`) runs each sample from the run's `SampleSource`, a strategy of
-`tui_eval.run.scheduling` or an `Executor` decides where and when. `tui_eval.run.runner` holds the
-entry points built on it (`evaluate`, `evaluate_iter`, `recheck`).
+A `SampleRunner` (`tui_eval.run.sample_runner`) runs each sample from the run's
+`SampleSource`. In this process one of three strategies, chosen by `RunSettings`, spreads
+them: a pool of `concurrency` workers over the cases (the default: a case's samples one
+after another), one case at a time stopping after the first failing case (`fail_fast`), or
+a pool over every missing sample (`parallel_samples`); an `Executor` schedules its own.
+`tui_eval.run.runner` holds the entry points built on it (`evaluate`, `evaluate_iter`,
+`recheck`).
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 
 from tui_eval.agents.messages import input_text
 from tui_eval.core.budget import CostBudget, Ledger
 from tui_eval.core.cases import Case
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.core.settings import ExecutorError, RaySpec, RunSettings
 from tui_eval.report.left_out import COUNT_USER_FAULTS, blamed_on_user
-from tui_eval.report.report import CaseResult, Report, SampleResult
-from tui_eval.run import scheduling
+from tui_eval.report.report import Report
 from tui_eval.run.events import (
     CaseFinished,
     EventHandler,
@@ -31,9 +37,8 @@ from tui_eval.run.events import (
     RunStatus,
     SampleFinished,
 )
-from tui_eval.run.sample_runner import SampleRunner, SampleSource
+from tui_eval.run.sample_runner import Pacer, Pacing, SampleRunner, SampleSource
 from tui_eval.run.sample_sources import AgentRuns
-from tui_eval.run.scheduling import Pacing
 
 STATUS_EVERY_S = 0.5
 
@@ -44,8 +49,8 @@ class Evaluation:
     `evaluate()` is `Evaluation(...).run()`. The app and the CLI keep the object to call
     `cancel()`: the run then stops, and `run()` returns a report of every finished sample
     marked `cancelled=True`. Its samples are run by `samples` (a `SampleRunner`), spread
-    over workers by a strategy of `tui_eval.run.scheduling` or by an `Executor`; the run
-    records them, keeps the budget and emits the events.
+    over workers by one of its strategies or by an `Executor`; the run records them, keeps
+    the budget and emits the events.
 
     Args:
         settings: how the run runs (`RunSettings`: concurrency, budget, cache, provider
@@ -102,7 +107,7 @@ class Evaluation:
         self.gated = self.budget is not None or settings.time_budget is not None
         """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
         schedulers skip the call otherwise."""
-        self._results = [
+        self.results = [
             CaseResult(
                 case.label,
                 list((done or {}).get(case.label, ()))[: case.samples],
@@ -117,10 +122,11 @@ class Evaluation:
             )
             for case in self.cases
         ]
+        """Each case's result so far, by case index."""
         if not isinstance(settings.max_cost, CostBudget):
             # A resumed run's samples were spent, and say what one costs. (A budget shared
             # with earlier runs, decide()'s rounds, has seen them already: its owner seeds it.)
-            for result in self._results:
+            for result in self.results:
                 for done_sample in result.samples:
                     if self.budget is not None:
                         self.budget.observe(done_sample)
@@ -174,11 +180,6 @@ class Evaluation:
         return self._stopped is not None
 
     @property
-    def results(self) -> list[CaseResult]:
-        """Each case's result so far, by case index."""
-        return self._results
-
-    @property
     def total_samples(self) -> int:
         """How many samples the run will have when complete."""
         return sum(case.samples for case in self.cases)
@@ -189,7 +190,7 @@ class Evaluation:
         duration = self._duration or (time.perf_counter() - self._t0 if self._t0 else 0.0)
         return Report(
             self.name,
-            [r for r in self._results if r.samples],
+            [r for r in self.results if r.samples],
             started_at=self._started_at,
             duration_s=duration,
             cancelled=self._cancelled,
@@ -205,7 +206,7 @@ class Evaluation:
         self._t0 = time.perf_counter()
         emit = self._emit
         if emit is not None:
-            resumed = [s for result in self._results for s in result.samples]
+            resumed = [s for result in self.results for s in result.samples]
             emit(
                 RunStarted(
                     self.name,
@@ -269,14 +270,80 @@ class Evaluation:
                 if self._executor is not None:
                     await self._executor.execute(self, self.missing_units())
                 elif settings.fail_fast:
-                    await scheduling.until_first_failure(self)
+                    await self._until_first_failure()
                 elif settings.parallel_samples:
-                    await scheduling.sample_pool(self)
+                    await self._sample_pool()
                 else:
-                    await scheduling.case_pool(self)
+                    await self._case_pool()
         finally:
             self._scope = None
         self._cancel_caught = scope.cancelled_caught
+
+    # -- scheduling in this process ----------------------------------------------------
+    async def _run_case(self, index: int, pacer: Pacer) -> None:
+        """Run the missing samples of case `index`, one after another."""
+        result = self.results[index]
+        samples, record, turn_due, gated = (
+            self.samples,
+            self.record,
+            self.pacing.turn_due,
+            self.gated,
+        )
+        for sample_index in range(len(result.samples), samples.plan_of(index).case.samples):
+            if gated and not await self.may_start(index, sample_index):
+                return
+            started = time.perf_counter()
+            record(index, await samples.run(index, sample_index, pacer))
+            if turn_due(pacer, started):
+                await anyio.lowlevel.checkpoint()
+        self.case_finished(index)
+
+    async def _until_first_failure(self) -> None:
+        """One case at a time; stop after the first failing case."""
+
+        async def serial() -> None:  # its own task, so its context stays its own
+            pacer = self.pacing.new_pacer()
+            for index in range(len(self.results)):
+                await self._run_case(index, pacer)
+                if not self.results[index].passed or self.stopped:
+                    break
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(serial)
+
+    async def _case_pool(self) -> None:
+        """`concurrency` workers take the cases in order; a case's samples run one after
+        another."""
+        pending = iter(range(len(self.results)))
+
+        async def worker() -> None:
+            pacer = self.pacing.new_pacer()
+            for index in pending:
+                await self._run_case(index, pacer)
+                if self.gated and self.stopped:
+                    return
+
+        async with anyio.create_task_group() as group:
+            await _start_staggered(group, worker, min(self.settings.concurrency, len(self.results)))
+
+    async def _sample_pool(self) -> None:
+        """Every missing sample of every case as its own unit of work (samples of one case
+        run concurrently: only for agents built fresh for each sample)."""
+        units = self.missing_units()
+        pending = iter(units)
+
+        async def worker() -> None:
+            pacer = self.pacing.new_pacer()
+            for index, sample_index in pending:
+                if self.gated and not await self.may_start(index, sample_index):
+                    return
+                started = time.perf_counter()
+                self.record_unit(index, await self.samples.run(index, sample_index, pacer))
+                if self.pacing.turn_due(pacer, started):
+                    await anyio.lowlevel.checkpoint()
+
+        async with anyio.create_task_group() as group:
+            await _start_staggered(group, worker, min(self.settings.concurrency, len(units)))
 
     def _finish(self, *, cancelled: bool) -> Report:
         self._duration = time.perf_counter() - self._t0
@@ -296,10 +363,10 @@ class Evaluation:
         units = [
             (index, sample_index)
             for index, case in enumerate(self.cases)
-            for sample_index in range(len(self._results[index].samples), case.samples)
+            for sample_index in range(len(self.results[index].samples), case.samples)
         ]
         self._left = [
-            case.samples - len(self._results[i].samples) for i, case in enumerate(self.cases)
+            case.samples - len(self.results[i].samples) for i, case in enumerate(self.cases)
         ]
         return units
 
@@ -313,7 +380,7 @@ class Evaluation:
     def case_finished(self, index: int) -> None:
         """Announce a case whose samples all ran."""
         if self._on_event is not None:
-            self._on_event(CaseFinished(index, self._results[index]))
+            self._on_event(CaseFinished(index, self.results[index]))
 
     def accept(self, index: int, sample: SampleResult) -> bool:
         """Record a sample another executor ran (False: that sample was already recorded,
@@ -339,7 +406,7 @@ class Evaluation:
         # The user simulator's failures are left out of the verdicts (said everywhere); a
         # rechecked sample that passes now is counted again.
         sample.excluded = blamed_on_user(sample) and not self.settings.count_user_faults
-        samples = self._results[index].samples
+        samples = self.results[index].samples
         if not samples or samples[-1].index < sample.index:
             samples.append(sample)
         else:  # samples of one case running concurrently finish in any order
@@ -349,3 +416,14 @@ class Evaluation:
             self.budget.settle((id(self), index, sample.index), sample)
         if self._on_event is not None:
             self._on_event(SampleFinished(index, sample))
+
+
+async def _start_staggered(
+    group: anyio.abc.TaskGroup, worker: Callable[[], Coroutine[Any, Any, None]], count: int
+) -> None:
+    """Start `count` workers, letting the loop turn after each: every worker's first step
+    (building its agent, its first request) would otherwise run in one turn of the loop,
+    and 200 of them kept the app's keys and timers waiting ~0.1 s at a run's start."""
+    for _ in range(count):
+        group.start_soon(worker)
+        await anyio.lowlevel.checkpoint()

@@ -20,7 +20,8 @@ from tui_eval.agents.messages import RunResult
 from tui_eval.checks.base import CheckResult
 from tui_eval.checks.matchers import tool_sequence
 from tui_eval.core.cases import Case, name_from_input
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.run.runner import evaluate
 from tui_eval.util.text import one_line, value_text
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from tui_eval.agents.http.limits import LimitStatus
     from tui_eval.core.cases import Case
-    from tui_eval.report.report import CaseResult, Report, SampleResult
+    from tui_eval.core.results import CaseResult, SampleResult
+    from tui_eval.report.report import Report
 
 SampleState = Literal["queued", "running", "judging", "retrying", "done"]
 

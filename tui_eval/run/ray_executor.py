@@ -4,27 +4,17 @@
 `Evaluation(..., executor=RayExecutor(suite_path, suite_name))`). It connects to
 `RAY_ADDRESS` / `--ray-address` when given, else starts a local runtime.
 
-- **Units name suites by file, cases by index.** Each worker (an async Ray actor) loads the
-  suite from the same checkout and runs the normal per-sample path (timeouts, checks,
-  judges, redaction); no agent is pickled and no key travels in a unit.
-- **Streaming.** A worker sends finished samples back in micro-batches (every 50 ms, or 256
-  samples); the driver records them in completion order and emits the usual events, so
-  the app, the progress bar, `resume` and exports work unchanged.
-- **Faults.** When a worker dies, the samples it had not sent back are queued again on a
-  new worker: none lost, none counted twice (the driver keeps the first result of each).
-  Cancelling keeps the finished samples; a killed driver resumes from its journal.
-- **Workers are kept between runs.** A run that finishes leaves its workers idle in its
-  runtime (`Runtime.idle_workers`) for the runtime's next run (the app's rerun loop),
-  which has them load its suite file again instead of starting new processes (about a
-  second each). Runs with another allowed environment get their own; a cancelled or
-  failed run's workers are stopped; all stop with the driver, when their runtime is
-  collected, or with `release_workers(runtime)`.
-- **Secrets.** Workers get only an allow-list of environment variables (the providers' key
-  variables, `TUI_EVAL_*`, and the suite's `skip_unless_env`), through `runtime_env`.
+- Units name suites by file and cases by index: each worker (an async Ray actor) loads the
+  suite from the same checkout; no agent is pickled and no key travels in a unit.
+- Workers stream finished samples back in micro-batches; the driver records them and emits
+  the usual events. A dead worker's unsent samples are queued again (the driver keeps the
+  first result of each); a killed driver resumes from its journal.
+- A finished run leaves its workers idle in its runtime (`Runtime.idle_workers`) for the
+  next run of that runtime (about a second saved per worker); `release_workers` stops them.
+- Workers see only an allow-list of environment variables (provider keys, `TUI_EVAL_*`,
+  the suite's `skip_unless_env`).
 
-This module is the driver's side: starting Ray, the pool of idle workers, and handing the
-units out in chunks. What runs inside the workers (the actor, the batches' wire format, the
-shared rate limiter) is `tui_eval.run.ray_worker`.
+This module is the driver's side; what runs inside the workers is `tui_eval.run.ray_worker`.
 
 Importing this module never imports Ray; `RayExecutor()` does, with a clear error when the
 extra is missing.
@@ -42,14 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from tui_eval.core.settings import ExecutorError as ExecutorError  # its callers import it here
+from tui_eval.core.settings import ExecutorError
 from tui_eval.run.ray_worker import SampleWorker, decode
-from tui_eval.run.ray_worker import encode as encode  # the wire format, beside decode
 from tui_eval.util.secrets import SECRET_SUFFIXES
 
 if TYPE_CHECKING:
     from tui_eval.agents.http.context import Runtime
-    from tui_eval.run.runner import Evaluation
+    from tui_eval.run.evaluation import Evaluation
 
 INSTALL_HINT = "pip install 'tui-eval[ray]'"
 MAX_CALLS = 16

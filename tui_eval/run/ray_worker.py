@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import pydantic
 
+from tui_eval.core.results import SampleResult
 from tui_eval.core.settings import ExecutorError
-from tui_eval.report.report import SampleResult
 
 FLUSH_EVERY_S = 0.05
 FLUSH_AT = 256

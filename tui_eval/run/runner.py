@@ -17,17 +17,12 @@ from typing import Any, Unpack
 import anyio
 
 from tui_eval.core.cases import Case
-from tui_eval.core.settings import Executor, Price, RunSettings, SettingKeywords, resolve
+from tui_eval.core.settings import RunSettings, SettingKeywords, resolve
 from tui_eval.report.report import Report
 from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.events import (
-    CaseFinished,
     Event,
     EventHandler,
-    RunFinished,
-    RunStarted,
-    SampleFinished,
-    SampleStateChanged,
 )
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
 
@@ -132,18 +127,4 @@ async def evaluate_iter(
                     break
 
 
-__all__ = [
-    "CaseFinished",
-    "Evaluation",
-    "Event",
-    "Executor",
-    "Price",
-    "RunFinished",
-    "RunSettings",
-    "RunStarted",
-    "SampleFinished",
-    "SampleStateChanged",
-    "evaluate",
-    "evaluate_iter",
-    "recheck",
-]
+__all__ = ["evaluate", "evaluate_iter", "recheck"]

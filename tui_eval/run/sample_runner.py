@@ -5,10 +5,10 @@ It holds the run's `RunContext` (provider options, cache, the runtime of its rat
 limiters) and makes each sample a `SampleContext`, current while the sample's agent and
 checks run, and a `CheckContext` for the checks that take one.
 
-Schedulers (`tui_eval.run.scheduling`) and executors (`tui_eval.run.ray_executor`'s workers) call
+The run's schedulers (`tui_eval.run.evaluation`) and executors (`tui_eval.run.ray_executor`'s workers) call
 it; where a sample's run comes from is its `SampleSource` (`tui_eval.run.sample_sources`: the
 agent, or the saved runs a recheck checks again). Recording, events of whole cases,
-budget and cancellation belong to the run (`tui_eval.run.runner.Evaluation`).
+budget and cancellation belong to the run (`tui_eval.run.evaluation.Evaluation`).
 """
 
 from __future__ import annotations
@@ -47,9 +47,13 @@ from tui_eval.util.cancellation import cancelled_from_outside
 from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.secrets import redact, redact_value, secret_values
 
+YIELD_EVERY_S = 0.01
+QUICK_SAMPLE_S = 0.001
+MAX_UNYIELDED_S = 0.1
+
 
 class Pacer:
-    """One worker's view of the time slices (see `tui_eval.run.scheduling.Pacing`)."""
+    """One worker's view of the time slices (see `Pacing`)."""
 
     __slots__ = ("current", "forced_at", "on_retry", "seen")
 
@@ -60,6 +64,52 @@ class Pacer:
         """The (case, sample) this worker runs now, for provider retry notices."""
         self.on_retry: RetryListener | None = None
         """Told of the retries of this worker's samples (`SampleContext.on_retry`)."""
+
+
+class Pacing:
+    """The run's time slices: workers give the event loop a turn every few milliseconds,
+    even if the agent never blocks, so the app's keys and Ctrl+C (cancellation) get in."""
+
+    def __init__(self, emit: EventHandler | None) -> None:
+        self.emit = emit
+        self._slice = 0
+        self._slice_ends = 0.0
+
+    def new_pacer(self) -> Pacer:
+        """A worker's pacer; with a listener, its samples' provider retries are reported
+        (while their agents run)."""
+        pacer = Pacer()
+        emit = self.emit
+        if emit is not None:
+
+            def on_retry(attempt: int, delay: float) -> None:
+                if pacer.current is not None:
+                    emit(SampleStateChanged(*pacer.current, "retrying"))
+
+            pacer.on_retry = on_retry
+        return pacer
+
+    def turn_due(self, pacer: Pacer, sample_started: float) -> bool:
+        """Whether the worker of `pacer` gives the event loop a turn now (the caller then
+        awaits a checkpoint), so that it gets one every few milliseconds even if the agent
+        never blocks.
+
+        A plain function (bench/README.md: a coroutine per sample costs). When a time slice ends, every worker whose last sample was quick (it never waited
+        on anything) yields once, so the loop really turns instead of passing from worker
+        to worker. A worker whose samples wait on I/O already gives the loop its turns;
+        forcing a yield on it would only delay its next request, so it is forced at most
+        every `MAX_UNYIELDED_S`.
+        """
+        now = time.perf_counter()
+        if now >= self._slice_ends:
+            self._slice += 1
+            self._slice_ends = now + YIELD_EVERY_S
+        if pacer.seen != self._slice:
+            pacer.seen = self._slice
+            if now - sample_started < QUICK_SAMPLE_S or now - pacer.forced_at > MAX_UNYIELDED_S:
+                pacer.forced_at = now
+                return True
+        return False
 
 
 @dataclass(slots=True)

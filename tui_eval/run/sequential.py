@@ -22,22 +22,20 @@ import anyio
 
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.core.settings import MaxCost, RunSettings, SettingKeywords, resolve
-from tui_eval.report.diff import CaseChange, Diff
+from tui_eval.report.diff import Diff
 from tui_eval.report.left_out import is_left_out
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.report.report import Report
+from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.events import EventHandler
-from tui_eval.run.runner import Evaluation
 from tui_eval.stats.case_decisions import (
     ALPHA,
     DEFAULT_MARGIN,
     ComparisonVerdict,
-    EProcess,
     judge_against_baseline,
     judge_pairs,
     next_batch,
-    simulate_decide,
-    simulate_pairs,
 )
 from tui_eval.stats.two_sample import regression_plan
 
@@ -451,18 +449,11 @@ def _labelled_diff(
 
 
 __all__ = [
-    "CaseChange",
-    "ComparisonVerdict",
     "Decision",
-    "EProcess",
     "RoundRunner",
     "compare_agents",
     "compare_in_rounds",
     "decide",
     "decide_in_rounds",
-    "judge_against_baseline",
-    "judge_pairs",
     "paired_concurrency",
-    "simulate_decide",
-    "simulate_pairs",
 ]

@@ -14,7 +14,8 @@ from typing import cast
 
 from tui_eval.agents.http.limits import LimitStatus
 from tui_eval.agents.messages import Usage
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.run.events import (
     CaseFinished,
     Event,

@@ -166,12 +166,4 @@ class Exports(pydantic.BaseModel):
         )
 
 
-__all__ = [
-    "ABRun",
-    "DecideRun",
-    "Exports",
-    "PlainRun",
-    "RecheckRun",
-    "RunKind",
-    "RunRequest",
-]
+__all__ = ["ABRun", "DecideRun", "Exports", "PlainRun", "RecheckRun", "RunKind", "RunRequest"]

@@ -270,7 +270,8 @@ def _executor(suite: Suite, spec: Executor | RaySpec | None) -> Executor | None:
     """
     if not isinstance(spec, RaySpec):
         return spec
-    from tui_eval.run.ray_executor import ExecutorError, RayExecutor
+    from tui_eval.core.settings import ExecutorError
+    from tui_eval.run.ray_executor import RayExecutor
 
     if suite.path is None:
         raise ExecutorError(

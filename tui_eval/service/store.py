@@ -14,7 +14,8 @@ from typing import IO, Annotated, Literal
 
 import pydantic
 
-from tui_eval.report.report import CaseResult, Report, SampleResult
+from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.report.report import Report
 from tui_eval.report.stored_values import output_once, restore_output, storable_sample
 from tui_eval.service.request import Exports, RunRequest
 from tui_eval.util.atomic import atomic_write_bytes, open_private, private_folder

@@ -19,13 +19,14 @@ from typing import Any, Literal
 from tui_eval.agents.http.context import Runtime
 from tui_eval.core.budget import CostBudget
 from tui_eval.core.cases import Case
+from tui_eval.core.results import SampleResult
 from tui_eval.core.settings import RunSettings
 from tui_eval.report import quarantine
 from tui_eval.report.baselines import BaselineOutcome, BaselineStatus, BaselineStore, Coverage
 from tui_eval.report.left_out import COUNT_USER_FAULTS
-from tui_eval.report.report import Report, SampleResult
+from tui_eval.report.report import Report
+from tui_eval.run.evaluation import Evaluation
 from tui_eval.run.events import Event, SampleFinished
-from tui_eval.run.runner import Evaluation
 from tui_eval.run.sample_sources import SavedRuns, recheck_metadata
 from tui_eval.run.sequential import (
     Decision,
@@ -453,9 +454,4 @@ class SuiteRun:
         return [case.label for case in self.suite.cases if case.label not in ran]
 
 
-__all__ = [
-    "EmptySelection",
-    "PlanError",
-    "ResumeError",
-    "SuiteRun",
-]
+__all__ = ["ResumeError", "SuiteRun"]

@@ -20,8 +20,7 @@ import anyio
 import sniffio
 
 from tui_eval.suites import LoadError, LoadResult, Suite, load_suites
-from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file
-from tui_eval.suites.discovery import real_path as _real
+from tui_eval.suites.discovery import SUITE_SUFFIXES, is_suite_file, not_a_suite_file, real_path
 
 
 @dataclass(kw_only=True)
@@ -47,7 +46,7 @@ class SuiteSet:
         """Each suite folder (links followed) as the user named it (`suites`, `.`): a file
         that appears there is named the same way, in rows and messages."""
         for path in self._files():
-            self._folders.setdefault(_real(path.parent), path.parent)
+            self._folders.setdefault(real_path(path.parent), path.parent)
         self._places: dict[str, int] = {}
         """Where the suites of files that went were listed: a file defining one of their
         names again (a rename, an editor's delete-and-write) takes the same place."""
@@ -79,7 +78,7 @@ class SuiteSet:
 
     def watched_folders(self) -> list[Path]:
         """The folders holding the suites' files (their helper modules live there too)."""
-        folders = {_real(f.parent) if f.suffix else _real(f) for f in self._files()}
+        folders = {real_path(f.parent) if f.suffix else real_path(f) for f in self._files()}
         return sorted(f for f in folders if f.exists())
 
     def reload(self, changed: set[Path]) -> Reload:
@@ -168,7 +167,7 @@ class SuiteSet:
     def _replace(self, file: Path, suites: list[Suite]) -> None:
         """Put `file`'s new suites where its old ones were; a new file's suites go where a
         gone file listed one of their names, else at the end."""
-        self._folders.setdefault(_real(file.parent), file.parent)
+        self._folders.setdefault(real_path(file.parent), file.parent)
         old = [i for i, s in enumerate(self.loaded.suites) if s.path == file]
         places = [self._places.pop(s.name) for s in suites if s.name in self._places]
         at = old[0] if old else min(places, default=len(self.loaded.suites))
@@ -231,7 +230,7 @@ NOT_EDITS = {"__baselines__", "__labels__", "__pycache__", ".git"}
 def _identity(path: Path) -> Path:
     """One name per file, however it was given (relative, absolute, through a linked
     folder); the file itself is not followed, so a link loop is still its own name."""
-    return _real(path.parent) / path.name
+    return real_path(path.parent) / path.name
 
 
 def _is_edit(path: Path) -> bool:
@@ -243,7 +242,7 @@ def _is_edit(path: Path) -> bool:
 def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
     """Load one suite file with its folder's modules imported afresh; also returns the
     files of the modules of that folder it imported (the helpers it depends on)."""
-    folder = _real(file.parent)
+    folder = real_path(file.parent)
     _forget_modules({folder})
     before = set(sys.modules)
     problem = not_a_suite_file(file)
@@ -271,7 +270,7 @@ def _folder_of_module(location: str) -> Path:
     process, relative ones each time (their meaning follows the working folder)."""
     if os.path.isabs(location):
         return _real_folder(location, _REAL_FOLDERS)
-    return _real(Path(location)).parent
+    return real_path(Path(location)).parent
 
 
 _REAL_FOLDERS: dict[str, Path] = {}
@@ -283,12 +282,12 @@ A folder replaced by a link while the app runs is seen after a restart."""
 
 
 def _real_folder(location: str, seen: dict[str, Path]) -> Path:
-    """`_real(Path(location)).parent`, resolving each folder once (`seen` keeps them). A
-    file that is itself a link is followed, as `_real` would."""
+    """`real_path(Path(location)).parent`, resolving each folder once (`seen` keeps them). A
+    file that is itself a link is followed, as `real_path` would."""
     if os.path.islink(location):
-        return _real(Path(location)).parent
+        return real_path(Path(location)).parent
     folder = os.path.dirname(location)
     real = seen.get(folder)
     if real is None:
-        real = seen[folder] = _real(Path(folder))
+        real = seen[folder] = real_path(Path(folder))
     return real

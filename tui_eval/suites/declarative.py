@@ -37,6 +37,7 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from tui_eval.agents.adapters.otlp import TraceFileError
 from tui_eval.agents.agent import Agent
 from tui_eval.agents.http.cache import CacheMode
 from tui_eval.agents.http.options import ProviderOptions
@@ -47,7 +48,7 @@ from tui_eval.agents.users import ScriptedUser, SimulatedUser, User
 from tui_eval.checks.registry import CheckSpec, CheckSpecError, build_check
 from tui_eval.core.cases import Case
 from tui_eval.core.settings import Count, Dollars
-from tui_eval.suites.recorded import TraceFileError, recorded_cases
+from tui_eval.suites.recorded import recorded_cases
 from tui_eval.suites.suite import Suite
 from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import validation_error_at, validation_message

@@ -252,12 +252,4 @@ def _stray(trace_id: str, spans: list[SpanRecord], traces: Mapping[str, list[Spa
     )
 
 
-__all__ = [
-    "RecordedCase",
-    "RecordedRuns",
-    "RunSpans",
-    "TraceFileError",
-    "TraceRuns",
-    "recorded_cases",
-    "trace_runs",
-]
+__all__ = ["RecordedCase", "RecordedRuns", "RunSpans", "TraceRuns", "recorded_cases", "trace_runs"]

@@ -21,9 +21,10 @@ from tui_eval.report.baselines import BaselineStore
 from tui_eval.report.report import Report
 from tui_eval.run.state import Clock
 from tui_eval.service.request import RunRequest
+from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunHistory
-from tui_eval.service.suite_run import EmptySelection, ResumeError
+from tui_eval.service.suite_run import ResumeError
 from tui_eval.service.suite_set import file_changes
 from tui_eval.suites import LoadResult, Suite, load_suites
 from tui_eval.tui.messages import (

@@ -59,6 +59,11 @@ def routed(client: Any) -> Any:
         return client
     if not isinstance(theirs, httpx2.AsyncClient) or not hasattr(client, "with_options"):
         return None
+    if type(theirs).__name__ == "AsyncHttpxClientWrapper":
+        # The client the SDK made because the user gave none (OpenAI's and Anthropic's name
+        # for it): no configuration of the user's to keep, and its connection pool, bound to
+        # the first event loop it sent in, would outlive the run. tui-eval's sockets send.
+        return client.with_options(http_client=http_client())
     return client.with_options(http_client=http_client(send_with=theirs))
 
 

@@ -18,8 +18,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from tui_eval.calibration.calibrate import Calibration, CalibrationError, JudgedLabel, calibrate
-from tui_eval.calibration.results import ReviewedLabel
+from tui_eval.calibration.calibrate import CalibrationError, calibrate
+from tui_eval.calibration.results import Calibration, JudgedLabel, ReviewedLabel
 from tui_eval.suites import Suite
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from tui_eval.checks.faults import PARTIES
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.quarantine import (
     Quarantine,
     QuarantineFileError,
@@ -21,10 +22,9 @@ from tui_eval.report.quarantine import (
     read,
     release,
 )
-from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.service.flaky import case_histories
+from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
-from tui_eval.service.suite_run import EmptySelection
 from tui_eval.stats.proportions import wilson_interval
 from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case

@@ -406,7 +406,7 @@ class DiffScreen(Screen[None]):
         self.run_worker(self._decide(changed), exclusive=True, group="decide")
 
     async def _decide(self, names: list[str]) -> None:
-        from tui_eval.service.suite_run import EmptySelection, PlanError
+        from tui_eval.service.run_plan import EmptySelection, PlanError
 
         assert self.suite is not None and self.baseline is not None
         assert self.workspace is not None

@@ -13,8 +13,8 @@ from textual.widgets import Input, Static
 
 from tui_eval.report.baselines import BaselineOutcome, BaselineStatus
 from tui_eval.report.diff import Diff
+from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
-from tui_eval.service.suite_run import EmptySelection
 from tui_eval.tui.messages import StartSession, WatchRerun
 from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.widgets.case_table import (

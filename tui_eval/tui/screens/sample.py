@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
-from tui_eval.report.report import SampleResult
+from tui_eval.core.results import SampleResult
 from tui_eval.service.session import RunSession
 from tui_eval.tui.widgets.clamped_text import ClampedText
 from tui_eval.tui.widgets.conversation import LEFT_OUT, TurnList, fault_text

@@ -10,8 +10,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tui_eval.core.results import SampleResult
 from tui_eval.report.divergence import Divergence, first_divergence, output_lines, trajectory_lines
-from tui_eval.report.report import SampleResult
 from tui_eval.tui.widgets.conversation import fault_text, turn_rows
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_checks

@@ -18,9 +18,9 @@ from textual.widgets import Static
 
 from tui_eval.agents.messages import Conversation
 from tui_eval.checks import CheckResult
+from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.baselines import Decision
 from tui_eval.report.divergence import first_differing_turn, output_lines, trajectory_lines
-from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.tui.widgets.conversation import turn_rows
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_check, render_checks, render_trajectory

@@ -26,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_eval.report.report import CaseResult
+from tui_eval.core.results import CaseResult
 from tui_eval.run.state import RunState
 from tui_eval.tui.widgets.text import cell, format_ms
 

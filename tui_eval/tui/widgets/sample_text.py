@@ -7,7 +7,7 @@ from rich.text import Text
 
 from tui_eval.agents.messages import RunResult
 from tui_eval.checks import CheckResult
-from tui_eval.report.report import SampleResult
+from tui_eval.core.results import SampleResult
 from tui_eval.service.session import RunSession
 from tui_eval.tui.widgets.text import format_ms, plain
 from tui_eval.util.text import one_line, value_text
