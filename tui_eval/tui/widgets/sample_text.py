@@ -13,12 +13,14 @@ from tui_eval.tui.widgets.text import format_ms, plain
 from tui_eval.util.text import one_line, value_text
 
 
-def render_trajectory(run: RunResult | None) -> Text:
-    """Every message and tool call in order, with arguments, results, errors and latency."""
+def render_trajectory(run: RunResult | None, *, mark: int | None = None) -> Text:
+    """Every message and tool call in order, with arguments, results, errors and latency;
+    the tool call `mark` (from 0) highlighted."""
     if run is None:
         return Text("no trajectory: the agent produced no run", style="dim")
     text = Text()
     results = {m.tool_call_id: m for m in run.messages if m.role == "tool"}
+    calls = 0
     for message in run.messages:
         if message.role == "tool" and any(c.id == message.tool_call_id for c in run.tool_calls):
             continue  # shown under the call that produced it
@@ -35,7 +37,9 @@ def render_trajectory(run: RunResult | None) -> Text:
         for call in message.tool_calls:
             args = value_text(call.arguments)
             text.append("  → ", style="bold")
-            text.append_text(plain(f"{call.name}({args})", limit=2000, style="bold"))
+            style = "bold reverse" if calls == mark else "bold"
+            text.append_text(plain(f"{call.name}({args})", limit=2000, style=style))
+            calls += 1
             text.append(f"  {format_ms(call.latency_ms)}" if call.latency_ms else "", style="dim")
             text.append("\n")
             if call.error is not None:
