@@ -283,7 +283,7 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
 async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path, monkeypatch):
     from tui_eval.stats.proportions import wilson_interval
     from tui_eval.tui.screens.case import CaseScreen
-    from tui_eval.tui.screens.prompt import NumberPrompt
+    from tui_eval.tui.screens.prompt import Prompt
     from tui_eval.tui.screens.sample import SampleScreen
 
     running = 0
@@ -318,7 +318,7 @@ async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path,
         case_screen = app.screen
         assert isinstance(case_screen, CaseScreen)
         await pilot.press("m")  # asks how many, saying where they go
-        assert isinstance(app.screen, NumberPrompt)
+        assert isinstance(app.screen, Prompt)
         assert "more samples" in app.screen.question and "added" in app.screen.question
         await pilot.press(*["backspace"] * 4, "1", "2", "enter")
         await wait_for(
