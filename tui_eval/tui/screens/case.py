@@ -24,11 +24,9 @@ from tui_eval.report.quarantine import (
 from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.service.flaky import case_histories
 from tui_eval.service.session import RunSession
-from tui_eval.service.suite_run import EmptySelection
 from tui_eval.stats.proportions import wilson_interval
-from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case
-from tui_eval.tui.messages import StartSession
+from tui_eval.tui.messages import start_run, suite_to_rerun
 from tui_eval.tui.widgets.conversation import LEFT_OUT, PARTY_STYLE
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
@@ -353,18 +351,8 @@ class CaseScreen(Screen[None]):
         self.history_line = self._history_line()
         self.refresh_view()
 
-    def _current_suite(self) -> Suite | None:
-        """The suite as it is now (reloaded after an edit), None for a saved report."""
-        if self.session.suite is None:
-            self.notify("a saved report has no agent to rerun", severity="warning")
-            return None
-        suite = self.workspace.suite(self.session.state.name)
-        if suite is None:
-            self.notify("the suite is no longer loaded: its file is gone", severity="warning")
-        return suite
-
     def action_more_samples(self) -> None:
-        if self._current_suite() is None:
+        if suite_to_rerun(self, self.workspace, self.session) is None:
             return
         from tui_eval.tui.screens.prompt import Prompt
 
@@ -372,18 +360,16 @@ class CaseScreen(Screen[None]):
         name = self.case.name
 
         def start(samples: str | int | None) -> None:
-            suite = self._current_suite() if isinstance(samples, int) else None
+            suite = suite_to_rerun(self, self.workspace, self.session) if samples else None
             if not isinstance(samples, int) or suite is None:
                 return
-            request = self.workspace.rerun_request((name,), samples=samples, parallel_samples=True)
-            try:
-                rerun = self.workspace.new_session(suite, request, title=f"{name} × {samples}")
-            except EmptySelection as exc:
-                self.notify(str(exc), severity="warning")
+            request = self.workspace.request.rerun((name,), samples=samples, parallel_samples=True)
+            title = f"{name} × {samples}"
+            rerun = start_run(self, self.workspace, suite, request, title=title, show=False)
+            if rerun is None:
                 return
             self.session.more_samples[name] = rerun
             self._shown_samples = -1
-            self.post_message(StartSession(rerun, show=False))
             self._ticks.resume()
             self.notify(f"drawing {counted(samples, 'more sample')} of {name[:40]}")
 
@@ -396,18 +382,12 @@ class CaseScreen(Screen[None]):
 
     def action_rerun_case(self) -> None:
         """A new run of just this case, with the suite as it is now."""
-        suite = self._current_suite()
-        if suite is None:
-            return
-        name = self.case.name
-        try:
-            session = self.workspace.new_session(
-                suite, self.workspace.rerun_request((name,)), title=f"{suite.name} · {name}"
+        suite = suite_to_rerun(self, self.workspace, self.session)
+        if suite is not None:
+            request = self.workspace.request.rerun((self.case.name,))
+            start_run(
+                self, self.workspace, suite, request, title=f"{suite.name} · {self.case.name}"
             )
-        except EmptySelection as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.post_message(StartSession(session, show=True))
 
     def action_edit(self) -> None:
         """Open the suite file at this case in `$VISUAL`/`$EDITOR`."""
