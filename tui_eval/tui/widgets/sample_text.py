@@ -9,7 +9,7 @@ from tui_eval.agents.messages import RunResult
 from tui_eval.checks import CheckResult
 from tui_eval.report.report import SampleResult
 from tui_eval.service.session import RunSession
-from tui_eval.tui.widgets.text import format_ms, plain
+from tui_eval.tui.widgets.text import cell, format_ms, plain
 from tui_eval.util.text import one_line, value_text
 
 
@@ -90,6 +90,33 @@ def render_check(check: CheckResult) -> Text:
     if check.reason:
         text.append_text(plain(check.reason, limit=8000))
         text.append("\n")
+    return text
+
+
+def verdict_text(check: CheckResult, *, short: bool = False) -> Text:
+    """A judge's verdict: pass/fail, score against threshold, reasoning, jurors."""
+    text = Text()
+    text.append("judge: ")
+    text.append("pass" if check.passed else "fail", "bold green" if check.passed else "bold red")
+    if check.score_text:
+        text.append(f" ({check.score_text})")
+    elif check.score is not None:
+        text.append(f" (score {check.score:.2f})")
+    if short:
+        return text
+    if check.verdicts:
+        for verdict in check.verdicts:
+            text.append("\n  ")
+            text.append_text(cell(verdict.judge, 40))
+            text.append(": " + ("pass" if verdict.passed else "fail"))
+            if verdict.score is not None:
+                text.append(f" {verdict.score:.2f}")
+            if verdict.reasoning:
+                text.append(" — ")
+                text.append_text(plain(verdict.reasoning, limit=600))
+    elif check.reason:
+        text.append("\n")
+        text.append_text(plain(check.reason, limit=2000))
     return text
 
 
