@@ -14,7 +14,6 @@ from tui_eval.report.report import Report
 from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.case import CaseScreen
 from tui_eval.tui.screens.sample import SampleScreen
-from tui_eval.tui.screens.sample_pair import SamplePairScreen
 from tui_eval.tui.screens.side_by_side import SideBySideScreen
 from tui_eval.tui.widgets.case_table import CaseTable
 
@@ -317,7 +316,7 @@ async def test_failing_beside_passing_aligns_two_conversations_turn_by_turn():
     app = make_app(report=one_case_report(failing, passing, threshold=0.5))
     async with app.run_test(size=(160, 60)) as pilot:
         await pilot.pause()
-        await app.push_screen(SamplePairScreen("cancel", failing, passing))
+        await app.push_screen(SideBySideScreen.beside_passing("cancel", failing, passing))
         await pilot.pause()
         pair = app.screen
         assert pair.divergence.where == "conversation" and pair.divergence.line == 1
@@ -339,7 +338,7 @@ async def test_side_by_side_of_a_baseline_aligns_conversations_by_turn():
     async with app.run_test(size=(160, 80)) as pilot:
         await pilot.pause()
         await app.push_screen(
-            SideBySideScreen(
+            SideBySideScreen.of_cases(
                 "cancel", one_case_report(before).cases[0], one_case_report(after).cases[0]
             )
         )
@@ -371,7 +370,7 @@ async def test_the_shop_conversations_open_from_the_run_to_the_critical_turn():
         assert "turn 3" in str(screen.query_one(".critical").render()).splitlines()[0]
         await pilot.press("d")
         pair = app.screen
-        assert isinstance(pair, SamplePairScreen)
+        assert isinstance(pair, SideBySideScreen)
         assert pair.divergence.description == ("turn 3: tool call 1: cancel: order_id=A-18 vs A-17")
 
 

@@ -14,6 +14,7 @@ from tui_eval.tui.app import make_app
 from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.screens.suites import SuitesScreen
 
+from .test_app import screen_text
 from .test_app_flow import (
     FileWatch,
     TimerTicks,
@@ -283,7 +284,7 @@ async def test_watch_reruns_once_for_a_burst_of_saves_and_shows_what_changed(tmp
 async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path, monkeypatch):
     from tui_eval.stats.proportions import wilson_interval
     from tui_eval.tui.screens.case import CaseScreen
-    from tui_eval.tui.screens.prompt import NumberPrompt
+    from tui_eval.tui.screens.prompt import Prompt
     from tui_eval.tui.screens.sample import SampleScreen
 
     running = 0
@@ -318,7 +319,7 @@ async def test_m_samples_run_concurrently_for_a_factory_agent_and_open(tmp_path,
         case_screen = app.screen
         assert isinstance(case_screen, CaseScreen)
         await pilot.press("m")  # asks how many, saying where they go
-        assert isinstance(app.screen, NumberPrompt)
+        assert isinstance(app.screen, Prompt)
         assert "more samples" in app.screen.question and "added" in app.screen.question
         await pilot.press(*["backspace"] * 4, "1", "2", "enter")
         await wait_for(
@@ -347,7 +348,7 @@ async def test_d_opens_a_failing_sample_beside_the_closest_passing_one(tmp_path)
     from tui_eval import Agent
     from tui_eval.testing import ScriptedProvider, call, text
     from tui_eval.tui.screens.sample import SampleScreen
-    from tui_eval.tui.screens.sample_pair import SamplePairScreen
+    from tui_eval.tui.screens.side_by_side import SideBySideScreen
 
     def add(a: float, b: float) -> float:
         """Add two numbers."""
@@ -378,12 +379,11 @@ async def test_d_opens_a_failing_sample_beside_the_closest_passing_one(tmp_path)
         assert isinstance(sample_screen, SampleScreen) and sample_screen.sample.index == 1
         await pilot.press("d")
         pair = app.screen
-        assert isinstance(pair, SamplePairScreen)
-        assert pair.passing.index in (0, 3)
+        assert isinstance(pair, SideBySideScreen)
+        assert pair.after.index in (0, 3)
         assert pair.divergence.where == "trajectory" and pair.divergence.line == 0
         assert pair.divergence.description == "tool call 1: add: b=4 vs 3"
-        shown = str(pair.query_one("#divergence").render())
-        assert "first divergence: tool call 1: add: b=4 vs 3" in shown
+        assert "first divergence: tool call 1: add: b=4 vs 3" in screen_text(app)
 
 
 async def test_v_on_a_huge_output_scrolls_and_searches(tmp_path):

@@ -190,10 +190,12 @@ async def test_q_on_the_case_screen_quarantines_and_releases(tmp_path):
 
 
 async def test_walking_a_modes_samples_the_footer_says_n_walks_the_mode(tmp_path):
-    from tui_eval.tui.widgets.footer import KeyFooter, footer_descriptions
+    from tui_eval.tui.widgets.footer import KeyFooter
 
     def footer(app) -> list[str]:
-        return list(footer_descriptions(app.screen.query_one(KeyFooter)))
+        return [
+            f"{k.display} {k.description}".strip() for k in app.screen.query_one(KeyFooter).shown
+        ]
 
     gate = anyio.Event()
     gate.set()

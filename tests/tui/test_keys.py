@@ -171,9 +171,9 @@ async def test_f_shows_the_cases_below_their_threshold_and_says_so(tmp_path):
 
 def footer_texts(app) -> list[str]:
     """The footer's keys as shown: `⏎ Open`, `d Beside pass`."""
-    from tui_eval.tui.widgets.footer import KeyFooter, footer_descriptions
+    from tui_eval.tui.widgets.footer import KeyFooter
 
-    return list(footer_descriptions(app.screen.query_one(KeyFooter)))
+    return [f"{k.display} {k.description}".strip() for k in app.screen.query_one(KeyFooter).shown]
 
 
 async def test_d_shows_only_on_a_failing_sample_whose_case_has_a_passing_one(tmp_path):

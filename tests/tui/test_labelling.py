@@ -141,7 +141,7 @@ async def test_calibration_screen_shows_the_clis_kappa(suite_file, tmp_path):
         verdicts = app.screen
         assert isinstance(verdicts, VerdictsScreen)
         shown = str(verdicts.query_one(".tab-body", Static).render())
-        assert "Human:" in shown and "Judge:" in shown and "judged by rule" in shown
+        assert "Human:" in shown and "judge: pass" in shown and "judged by rule" in shown
 
 
 async def test_the_sample_screen_labels_its_own_judged_check(suite_file, tmp_path):

@@ -144,10 +144,9 @@ def _judged_case(name: str, latency: float, reasons: tuple[str, str]) -> object:
 
 
 async def test_side_by_side_says_a_baseline_keeps_no_latency_and_keeps_checks_in_step(tmp_path):
-    from textual.app import App
-
     from tui_eval.report.baselines import BaselineStore
     from tui_eval.report.report import Report
+    from tui_eval.tui.app import make_app
     from tui_eval.tui.screens.side_by_side import SideBySideScreen
 
     long_reason = "a reason long enough to wrap onto more lines than the other side " * 3
@@ -158,11 +157,9 @@ async def test_side_by_side_says_a_baseline_keeps_no_latency_and_keeps_checks_in
     assert baseline is not None
     current = _judged_case("q", 210.0, ("short", "also short"))
 
-    class Shown(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(SideBySideScreen("q", baseline.cases[0], current))
-
-    async with Shown().run_test(size=(120, 60)) as pilot:
+    app = make_app(suites=[])
+    async with app.run_test(size=(120, 60)) as pilot:
+        await app.push_screen(SideBySideScreen.of_cases("q", baseline.cases[0], current))
         await pilot.pause()
         lines = [strip.text for strip in pilot.app.screen._compositor.render_strips()]
         left = [line[:60] for line in lines]

@@ -9,7 +9,7 @@ import pytest
 
 from tui_eval import Case, Suite, contains
 from tui_eval.tui.app import make_app
-from tui_eval.tui.screens.prompt import NumberPrompt
+from tui_eval.tui.screens.prompt import Prompt
 from tui_eval.util.text import counted
 
 from .test_app import screen_text
@@ -59,7 +59,7 @@ async def test_a_long_question_wraps_in_the_number_prompt():
 
     class Asking(App[None]):
         def on_mount(self) -> None:
-            self.push_screen(NumberPrompt(question, 10))
+            self.push_screen(Prompt(question, default=10))
 
     async with Asking().run_test(size=(120, 40)) as pilot:
         await pilot.pause()

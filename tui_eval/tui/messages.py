@@ -1,5 +1,6 @@
 """Messages screens send up to the app (start a run, show a report, resume a run), and
-the app's news for its screens (suite files changed, suites reloaded, a run ended)."""
+the app's news for its screens (suite files changed, suites reloaded, a run ended);
+`start_run`, the one way a screen starts a run."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual.message import Message
+from textual.widget import Widget
 
 from tui_eval.report.report import Report
+from tui_eval.service.request import RunRequest
 from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunRecord
+from tui_eval.service.suite_run import EmptySelection
+from tui_eval.suites import Suite
+from tui_eval.tui.workspace import Workspace
 
 
 @dataclass
@@ -65,3 +71,35 @@ class RunEnded(Message):
     (sent to every screen; the Failures screen reads its flaky cases again)."""
 
     suite: str
+
+
+def start_run(
+    screen: Widget,
+    workspace: Workspace,
+    suite: Suite,
+    request: RunRequest | None = None,
+    *,
+    title: str = "",
+    show: bool = True,
+) -> RunSession | None:
+    """Ask the app to run `suite` (with `request`, else the launch request) in a worker,
+    shown if `show`; None, said in a notification, when the request selects no case."""
+    try:
+        session = workspace.new_session(suite, request, title=title)
+    except EmptySelection as exc:
+        screen.notify(str(exc), severity="warning")
+        return None
+    screen.post_message(StartSession(session, show=show))
+    return session
+
+
+def suite_to_rerun(screen: Widget, workspace: Workspace, session: RunSession) -> Suite | None:
+    """The suite of `session` as it is now (reloaded after an edit); None, said in a
+    notification, for a saved report or a suite whose file is gone."""
+    if session.suite is None:
+        screen.notify("a saved report has no agent to rerun: open its suite", severity="warning")
+        return None
+    suite = workspace.suite(session.state.name)
+    if suite is None:
+        screen.notify("the suite is no longer loaded: its file is gone", severity="warning")
+    return suite

@@ -99,7 +99,3 @@ class Workspace(SuiteSet):
         )
         ordered = sorted(suite.cases, key=lambda case: case.label not in failing)
         return self.new_session(replace(suite, cases=ordered))
-
-    def rerun_request(self, cases: tuple[str, ...], **settings: object) -> RunRequest:
-        """A rerun of `cases` with the launch settings (and `settings` over them: samples...)."""
-        return self.request.rerun(cases, **settings)

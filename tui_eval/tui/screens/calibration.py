@@ -22,6 +22,7 @@ from tui_eval.calibration.calibrate import CalibrationError, calibrate
 from tui_eval.calibration.results import Calibration, JudgedLabel, ReviewedLabel
 from tui_eval.suites import Suite
 from tui_eval.tui.widgets.footer import KeyFooter
+from tui_eval.tui.widgets.sample_text import verdict_text
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell, plain
 from tui_eval.util.text import value_text
@@ -206,16 +207,8 @@ def judge_verdicts(item: JudgedLabel) -> tuple[str, Text]:
     """An output with both verdicts: the human's label (and note) and the judge's."""
     record, body = item.record, Text()
     _by_human(body, _human(item), record.labeler, record.note)
-    body.append("\nJudge: ", style="bold")
-    body.append(_judge(item), style="green" if item.judge.passed else "red")
     body.append("\n")
-    body.append_text(plain(item.judge.reason, limit=4000))
-    for verdict in item.judge.verdicts or []:
-        body.append("\n  ")
-        body.append_text(cell(verdict.judge, 40))
-        body.append(f": {'pass' if verdict.passed else 'fail'}")
-        if verdict.score is not None:
-            body.append(f" {verdict.score:.2f}")
+    body.append_text(verdict_text(item.judge))
     body.append("\n\nOutput\n", style="bold")
     body.append_text(plain(value_text(record.output, pretty=True)))
     return f"{record.case} · {record.check}", body

@@ -26,13 +26,12 @@ from tui_eval.service.flaky import case_histories
 from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
 from tui_eval.stats.proportions import wilson_interval
-from tui_eval.suites import Suite
 from tui_eval.tui.editor import edit_case
-from tui_eval.tui.messages import StartSession
+from tui_eval.tui.messages import start_run, suite_to_rerun
 from tui_eval.tui.widgets.conversation import LEFT_OUT, PARTY_STYLE
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
-from tui_eval.tui.widgets.table import Table
+from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell, format_ms
 from tui_eval.tui.workspace import Workspace
 from tui_eval.util.text import counted
@@ -93,32 +92,17 @@ class CaseScreen(Screen[None]):
         self.workspace = workspace
         self.case_index = case_index
         self._shown_samples = -1
-        self._fault_column: bool | None = None
-        """Whether the samples table has its fault column (None: no columns yet)."""
 
-    def _set_columns(self, faults: bool) -> None:
-        """The table's columns; with `faults` (a conversation's samples), who failed each."""
-        if faults == self._fault_column:
-            return
-        self._fault_column = faults
-        table = self.query_one("#samples", DataTable)
-        table.clear(columns=True)
-        fault_width = 15 if faults else 0
-        columns = [
-            ("n", "#", 4),
-            ("status", "status", 9),
-            ("latency", "latency", 8),
-            ("tokens", "tokens", 8),
-            ("score", "score", 5),
-        ]
-        if faults:
-            columns.append(("fault", "fault (turn)", fault_width))
+    COLUMNS = (
+        Column("n", "#", 4, 0),
+        Column("status", "status", 9, 0),
+        Column("latency", "latency", 8, 2),
+        Column("tokens", "tokens", 8, 3),
+        Column("score", "score", 5, 4),
+        Column("fault", "fault (turn)", 15, 1),  # a conversation's: who failed it
         # The reason takes the rest of the width (no sideways scrolling at 80 columns).
-        columns.append(
-            ("failure", "first failure", max(20, self.app.size.width - 48 - fault_width))
-        )
-        for key, label, width in columns:
-            table.add_column(label, width=width, key=key)
+        Column("failure", "first failure", 20, 1, grow=400),
+    )
 
     @property
     def rerun(self) -> RunSession | None:
@@ -190,7 +174,7 @@ class CaseScreen(Screen[None]):
             self.notify("this run has no baseline folder to keep a quarantine in", timeout=3)
             return
         suite, name = self.session.state.name, self.case.name
-        from tui_eval.tui.screens.prompt import ConfirmScreen, TextPrompt
+        from tui_eval.tui.screens.prompt import ConfirmScreen, Prompt
 
         def done(message: str) -> None:
             self.history_line = self._history_line()
@@ -207,8 +191,8 @@ class CaseScreen(Screen[None]):
             self.app.push_screen(ConfirmScreen(f"Release the quarantine of {name!r}?"), lift)
             return
 
-        def record(reason: str | None) -> None:
-            if reason is None:
+        def record(reason: str | int | None) -> None:
+            if not isinstance(reason, str):
                 return
             try:
                 put(path, suite, name, Quarantine(reason, datetime.date.today()))
@@ -218,7 +202,7 @@ class CaseScreen(Screen[None]):
             done(f"{name}: quarantined (runs, shows, does not gate) in {path}")
 
         self.app.push_screen(
-            TextPrompt(
+            Prompt(
                 f"Quarantine {name!r}: it still runs and shows, but does not fail the run. Why?",
                 "the reason, shown in JUnit and the summaries",
             ),
@@ -278,29 +262,26 @@ class CaseScreen(Screen[None]):
                 s.fault is not None or (s.run is not None and s.run.conversation is not None)
                 for _, s in rows
             )
-            self._set_columns(with_faults)
-            table = self.query_one("#samples", DataTable)
-            cursor = table.cursor_row
-            table.clear()
+            cells = []
             for label, sample in rows:
-                style = "green" if sample.passed else "red"
                 score = sample.score
                 marks = (" ⟲" if sample.cached else "") + (
                     f" {LEFT_OUT}" if sample.excluded else ""
                 )
-                cells = [
-                    Text(label, justify="right"),
-                    Text(sample.status + marks, style=style),
-                    Text(format_ms(sample.latency_ms), justify="right"),
-                    Text(f"{sample.usage.total_tokens:,}", justify="right"),
-                    Text(f"{score:.2f}" if score is not None else "–", justify="right"),
-                ]
-                if with_faults:
-                    cells.append(_fault_cell(sample))
-                cells.append(cell(sample.first_failure, 300, style="red"))
-                table.add_row(*cells)
-            if 0 <= cursor < len(rows):
-                table.move_cursor(row=cursor, animate=False)
+                row = {
+                    "n": Text(label, justify="right"),
+                    "status": Text(
+                        sample.status + marks, style="green" if sample.passed else "red"
+                    ),
+                    "latency": Text(format_ms(sample.latency_ms), justify="right"),
+                    "tokens": Text(f"{sample.usage.total_tokens:,}", justify="right"),
+                    "score": Text(f"{score:.2f}" if score is not None else "–", justify="right"),
+                    "fault": _fault_cell(sample),
+                    "failure": cell(sample.first_failure, 300, style="red"),
+                }
+                cells.append((label, row))
+            columns = [c for c in self.COLUMNS if with_faults or c.key != "fault"]
+            self.query_one(Table).show(columns, cells)
 
     def _rows(self) -> list[tuple[str, SampleResult]]:
         """The case's samples, then those of its `m` rerun (labelled m1, m2, ...)."""
@@ -371,37 +352,25 @@ class CaseScreen(Screen[None]):
         self.history_line = self._history_line()
         self.refresh_view()
 
-    def _current_suite(self) -> Suite | None:
-        """The suite as it is now (reloaded after an edit), None for a saved report."""
-        if self.session.suite is None:
-            self.notify("a saved report has no agent to rerun", severity="warning")
-            return None
-        suite = self.workspace.suite(self.session.state.name)
-        if suite is None:
-            self.notify("the suite is no longer loaded: its file is gone", severity="warning")
-        return suite
-
     def action_more_samples(self) -> None:
-        if self._current_suite() is None:
+        if suite_to_rerun(self, self.workspace, self.session) is None:
             return
-        from tui_eval.tui.screens.prompt import NumberPrompt
+        from tui_eval.tui.screens.prompt import Prompt
 
         default = max(10, 2 * max(1, len(self.case.samples)))
         name = self.case.name
 
-        def start(samples: int | None) -> None:
-            suite = self._current_suite() if samples is not None else None
-            if samples is None or suite is None:
+        def start(samples: str | int | None) -> None:
+            suite = suite_to_rerun(self, self.workspace, self.session) if samples else None
+            if not isinstance(samples, int) or suite is None:
                 return
-            request = self.workspace.rerun_request((name,), samples=samples, parallel_samples=True)
-            try:
-                rerun = self.workspace.new_session(suite, request, title=f"{name} × {samples}")
-            except EmptySelection as exc:
-                self.notify(str(exc), severity="warning")
+            request = self.workspace.request.rerun((name,), samples=samples, parallel_samples=True)
+            title = f"{name} × {samples}"
+            rerun = start_run(self, self.workspace, suite, request, title=title, show=False)
+            if rerun is None:
                 return
             self.session.more_samples[name] = rerun
             self._shown_samples = -1
-            self.post_message(StartSession(rerun, show=False))
             self._ticks.resume()
             self.notify(f"drawing {counted(samples, 'more sample')} of {name[:40]}")
 
@@ -410,22 +379,16 @@ class CaseScreen(Screen[None]):
             f"How many more samples of “{name[:40]}”? They are added under its {own} "
             "(m1, m2, …), with their own pass rate beside the case's."
         )
-        self.app.push_screen(NumberPrompt(question, default), start)
+        self.app.push_screen(Prompt(question, default=default), start)
 
     def action_rerun_case(self) -> None:
         """A new run of just this case, with the suite as it is now."""
-        suite = self._current_suite()
-        if suite is None:
-            return
-        name = self.case.name
-        try:
-            session = self.workspace.new_session(
-                suite, self.workspace.rerun_request((name,)), title=f"{suite.name} · {name}"
+        suite = suite_to_rerun(self, self.workspace, self.session)
+        if suite is not None:
+            request = self.workspace.request.rerun((self.case.name,))
+            start_run(
+                self, self.workspace, suite, request, title=f"{suite.name} · {self.case.name}"
             )
-        except EmptySelection as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.post_message(StartSession(session, show=True))
 
     def action_edit(self) -> None:
         """Open the suite file at this case in `$VISUAL`/`$EDITOR`."""

@@ -276,7 +276,7 @@ class DiffScreen(Screen[None]):
             if self.baseline
             else None
         )
-        screen = SideBySideScreen(
+        screen = SideBySideScreen.of_cases(
             name, before, now, reviewing=self.reviewing, pending=self.review.status()
         )
 

@@ -35,6 +35,7 @@ from tui_eval.checks.faults import FAULT_CHECK, Party
 from tui_eval.service.session import RunSession
 from tui_eval.suites import Suite
 from tui_eval.tui.widgets.footer import KeyFooter
+from tui_eval.tui.widgets.sample_text import verdict_text
 from tui_eval.tui.widgets.text import cell, plain
 from tui_eval.util.text import value_text
 
@@ -185,7 +186,7 @@ class LabelScreen(Screen[None]):
                 style="dim",
             )
         else:
-            shown.append_text(verdict_text(item))
+            shown.append_text(verdict_text(item.check))
         verdict.update(shown)
 
     def _show_conversation(self, item: FaultItem, output: Static, verdict: Static) -> None:
@@ -227,7 +228,7 @@ class LabelScreen(Screen[None]):
             text.append_text(fault_text(item, short=True))
         else:
             agrees = record.passed(item.check.threshold or 0.5) == item.check.passed
-            text.append_text(verdict_text(item, short=True))
+            text.append_text(verdict_text(item.check, short=True))
         text.append("  (agree)" if agrees else "  (DISAGREE)", "green" if agrees else "bold red")
         return text
 
@@ -349,34 +350,6 @@ def _task(item: LabelItem) -> str | None:
 
 def _label_text(label: Label) -> str:
     return label if isinstance(label, str) else f"score {label:.1f}"
-
-
-def verdict_text(item: LabelItem, *, short: bool = False) -> Text:
-    """The judge's verdict on an item: pass/fail, score against threshold, reasoning, jurors."""
-    check = item.check
-    text = Text()
-    text.append("judge: ")
-    text.append("pass" if check.passed else "fail", "bold green" if check.passed else "bold red")
-    if check.score_text:
-        text.append(f" ({check.score_text})")
-    elif check.score is not None:
-        text.append(f" (score {check.score:.2f})")
-    if short:
-        return text
-    if check.verdicts:
-        for verdict in check.verdicts:
-            text.append("\n  ")
-            text.append_text(cell(verdict.judge, 40))
-            text.append(": " + ("pass" if verdict.passed else "fail"))
-            if verdict.score is not None:
-                text.append(f" {verdict.score:.2f}")
-            if verdict.reasoning:
-                text.append(" — ")
-                text.append_text(plain(verdict.reasoning, limit=600))
-    elif check.reason:
-        text.append("\n")
-        text.append_text(plain(check.reason, limit=2000))
-    return text
 
 
 def open_label_screen(

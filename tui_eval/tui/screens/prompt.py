@@ -1,4 +1,4 @@
-"""Small modals: ask for a number, or for a yes/no confirmation."""
+"""Small modals: ask for a line of text or a number, or for a yes/no confirmation."""
 
 from __future__ import annotations
 
@@ -13,36 +13,43 @@ from textual.widgets import Button, Input, Label
 from tui_eval.util.text import sanitize
 
 
-class NumberPrompt(ModalScreen[int | None]):
-    """Ask for a positive integer; dismisses with it, or None on escape."""
+class Prompt(ModalScreen[str | int | None]):
+    """Ask for a line of text (stripped, not empty) or, given a `default` number, for a
+    positive integer; dismisses with it, or None on escape."""
 
     BINDINGS = [Binding("escape", "dismiss", "Cancel", id="cancel")]
     DEFAULT_CSS = """
-    NumberPrompt { align: center middle; }
-    NumberPrompt > Vertical { width: 60; height: auto; border: round $accent; padding: 1 2; background: $surface; }
-    NumberPrompt Label { width: 1fr; }
+    Prompt { align: center middle; }
+    Prompt > Vertical { width: 70; max-width: 95%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    Prompt Label { width: 1fr; }
     """
 
-    def __init__(self, question: str, default: int) -> None:
+    def __init__(self, question: str, placeholder: str = "", *, default: int | None = None) -> None:
         super().__init__()
         self.question = question
+        self.placeholder = placeholder
         self.default = default
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Text(sanitize(self.question)))
-            yield Input(str(self.default), type="integer", id="number")
+            yield Label(Text(sanitize(self.question)))  # names in it: literal
+            if self.default is None:
+                yield Input(placeholder=self.placeholder, id="text")
+            else:
+                yield Input(str(self.default), type="integer", id="number")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        try:
-            value = int(event.value)
-        except ValueError:
-            value = 0
-        if value < 1:
+        value = event.value.strip()
+        if self.default is None:
+            if value:
+                self.dismiss(value)
+            else:
+                self.notify("type something, or escape to cancel", severity="warning")
+        elif value.isdigit() and int(value) >= 1:
+            self.dismiss(int(value))
+        else:
             self.notify("enter a whole number of at least 1", severity="warning")
-            return
-        self.dismiss(value)
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -103,31 +110,3 @@ def quit_asking(app: App[object]) -> None:
         ),
         answered,
     )
-
-
-class TextPrompt(ModalScreen[str | None]):
-    """Ask for a line of text; dismisses with it (stripped, not empty), or None on escape."""
-
-    BINDINGS = [Binding("escape", "dismiss", "Cancel", id="cancel")]
-    DEFAULT_CSS = """
-    TextPrompt { align: center middle; }
-    TextPrompt > Vertical { width: 70; max-width: 95%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
-    TextPrompt Label { width: 1fr; }
-    """
-
-    def __init__(self, question: str, placeholder: str = "") -> None:
-        super().__init__()
-        self.question = question
-        self.placeholder = placeholder
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(Text(sanitize(self.question)))
-            yield Input(placeholder=self.placeholder, id="text")
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        if not event.value.strip():
-            self.notify("type something, or escape to cancel", severity="warning")
-            return
-        self.dismiss(event.value.strip())

@@ -15,7 +15,7 @@ from tui_eval.report.baselines import BaselineOutcome, BaselineStatus
 from tui_eval.report.diff import Diff
 from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
-from tui_eval.tui.messages import StartSession, WatchRerun
+from tui_eval.tui.messages import WatchRerun, start_run, suite_to_rerun
 from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.widgets.case_table import (
     COLUMNS,
@@ -423,12 +423,8 @@ class RunScreen(Screen[None]):
 
     def action_rerun_failed(self) -> None:
         state = self.session.state
-        if self.session.suite is None:
-            self.notify("a saved report cannot be rerun here: open its suite", severity="warning")
-            return
-        suite = self.workspace.suite(state.name)
+        suite = suite_to_rerun(self, self.workspace, self.session)
         if suite is None:
-            self.notify("the suite is no longer loaded: its file is gone", severity="warning")
             return
         if state.running:
             self.notify(
@@ -439,15 +435,9 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("no failing cases to rerun")
             return
-        request = self.workspace.rerun_request(tuple(failing))
-        try:
-            session = self.workspace.new_session(
-                suite, request, title=f"{suite.name} · rerun of {len(failing)} failing"
-            )
-        except EmptySelection as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.post_message(StartSession(session, show=True))
+        request = self.workspace.request.rerun(tuple(failing))
+        title = f"{suite.name} · rerun of {len(failing)} failing"
+        start_run(self, self.workspace, suite, request, title=title)
 
     def action_cancel_run(self) -> None:
         if not self.session.state.running:

@@ -247,7 +247,7 @@ class SampleScreen(Screen[None]):
     def action_beside_passing(self) -> None:
         """Open this (failing) sample beside the closest passing sample of its case."""
         from tui_eval.report.divergence import closest_passing
-        from tui_eval.tui.screens.sample_pair import SamplePairScreen
+        from tui_eval.tui.screens.side_by_side import SideBySideScreen
 
         sample = self.sample
         case = self.session.state.cases[self.case_index]
@@ -258,7 +258,7 @@ class SampleScreen(Screen[None]):
         if passing is None:
             self.notify("no sample of this case passed to compare with", timeout=3)
             return
-        self.app.push_screen(SamplePairScreen(case.name, sample, passing))
+        self.app.push_screen(SideBySideScreen.beside_passing(case.name, sample, passing))
 
     def action_label(self) -> None:
         """Label this sample's judged checks (blind: the verdict shows once labelled)."""

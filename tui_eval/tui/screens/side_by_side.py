@@ -1,18 +1,19 @@
-"""One case in the baseline and now: the differences first, then both samples section by
-section (output, trajectory, checks, error), each section starting on the same line; two
-conversations turn by turn, turn N beside turn N."""
+"""Two samples of one case side by side — a changed case in the baseline and now (the Diff
+screen's `enter`), or a failing sample beside the closest passing one (the Sample screen's
+`d`): the differences first, then both samples section by section (output, trajectory,
+checks, error), each section starting on the same line, the first place they part ways
+highlighted on both sides; two conversations turn by turn, turn N beside turn N."""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rich.console import Group, RenderableType
-from rich.table import Table as RichTable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -20,12 +21,14 @@ from tui_eval.agents.messages import Conversation
 from tui_eval.checks import CheckResult
 from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.baselines import Decision
-from tui_eval.report.divergence import first_differing_turn, output_lines, trajectory_lines
-from tui_eval.tui.widgets.conversation import turn_rows
+from tui_eval.report.divergence import first_divergence, output_lines, trajectory_lines
+from tui_eval.tui.widgets.conversation import fault_text, turn_rows
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import render_check, render_checks, render_trajectory
 from tui_eval.tui.widgets.text import cell, plain
 from tui_eval.util.text import counted, value_text
+
+HIGHLIGHT = "bold reverse"
 
 
 def representative(case: CaseResult) -> SampleResult | None:
@@ -42,17 +45,9 @@ def unified(before: list[str], after: list[str], what: str) -> Text:
     if not diff:
         return Text(f"{what}: identical\n", style="dim")
     text.append(f"{what}\n", style="bold")
+    styles = {"+": "green", "-": "red", "@": "cyan"}
     for line in diff[2:402]:  # the ---/+++ file lines say nothing the heading does not
-        style = (
-            "green"
-            if line.startswith("+")
-            else "red"
-            if line.startswith("-")
-            else "cyan"
-            if line.startswith("@@")
-            else ""
-        )
-        text.append_text(plain(line[:500], limit=None, style=style))
+        text.append_text(plain(line[:500], limit=None, style=styles.get(line[:1], "")))
         text.append("\n")
     return text
 
@@ -96,6 +91,17 @@ def _conversation(sample: SampleResult | None) -> Conversation | None:
     return sample.run.conversation if sample is not None and sample.run is not None else None
 
 
+def _output(sample: SampleResult, mark: int | None) -> Text:
+    """The output, laid out, its line `mark` (from 0) highlighted."""
+    text = plain(value_text(sample.output, pretty=True), limit=3000)
+    if mark is not None:
+        lines = text.plain.split("\n")
+        if mark < len(lines):
+            start = sum(len(line) + 1 for line in lines[:mark])
+            text.stylize(HIGHLIGHT, start, start + len(lines[mark]))
+    return text
+
+
 DECISION_KEYS = [
     # `k` keeps the baseline's result: `r` is "run" on every screen, and a key that changes
     # a baseline means nothing else anywhere.
@@ -105,10 +111,14 @@ DECISION_KEYS = [
 ]
 """A review's decisions: the same keys on the Diff screen and side by side."""
 
+Side = tuple[str, CaseResult | None, SampleResult | None]
+"""A side: its label, its case (None: a sample shown without its case's counts) and its
+sample (None: not in this run)."""
+
 
 class SideBySideScreen(Screen[Decision | None]):
-    """A changed case, baseline beside current. In a review, `a`/`k`/`s` decide it here and
-    return to the Diff screen, which opens the next case still pending."""
+    """Two samples of a case side by side. In a review, `a`/`k`/`s` decide the case here
+    and return to the Diff screen, which opens the next case still pending."""
 
     TITLE = "Side by side"
     BINDINGS = [
@@ -119,21 +129,60 @@ class SideBySideScreen(Screen[Decision | None]):
     def __init__(
         self,
         name: str,
-        baseline: CaseResult | None,
-        current: CaseResult | None,
+        left: Side,
+        right: Side,
         *,
+        title: str = "Side by side",
         reviewing: bool = False,
         pending: str = "",
     ) -> None:
         super().__init__()
         self.case_name = name
-        self.before = representative(baseline) if baseline else None
-        self.after = representative(current) if current else None
-        self.baseline_case = baseline
-        self.current_case = current
+        self.sides = (left, right)
+        self.before, self.after = left[2], right[2]
+        self.title_text = title
         self.reviewing = reviewing
         """Whether `a`/`k`/`s` decide this case (a Diff screen that can write the baseline)."""
         self.pending = pending
+        self.divergence = (
+            first_divergence(self.before, self.after)
+            if self.before is not None and self.after is not None
+            else None
+        )
+        self.pair = left[1] is None and right[1] is None
+        """Two samples without their cases (failing beside passing): where they part ways
+        is said in words, as a conversation's always is."""
+
+    @classmethod
+    def of_cases(
+        cls,
+        name: str,
+        baseline: CaseResult | None,
+        current: CaseResult | None,
+        *,
+        reviewing: bool = False,
+        pending: str = "",
+    ) -> SideBySideScreen:
+        """A changed case: the baseline's representative sample beside the current one's."""
+        return cls(
+            name,
+            ("baseline", baseline, representative(baseline) if baseline else None),
+            ("current", current, representative(current) if current else None),
+            reviewing=reviewing,
+            pending=pending,
+        )
+
+    @classmethod
+    def beside_passing(
+        cls, name: str, failing: SampleResult, passing: SampleResult
+    ) -> SideBySideScreen:
+        """A failing sample beside the closest passing sample of its case."""
+        return cls(
+            name,
+            ("failing", None, failing),
+            ("closest passing", None, passing),
+            title="Failing beside passing",
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":
@@ -141,7 +190,7 @@ class SideBySideScreen(Screen[Decision | None]):
         return True
 
     def compose(self) -> ComposeResult:
-        title = Text("Side by side · ")
+        title = Text(f"{self.title_text} · ")
         title.append_text(cell(self.case_name, 100))
         if self.pending:
             title.append(f" · review: {self.pending}", style="dim")
@@ -149,97 +198,98 @@ class SideBySideScreen(Screen[Decision | None]):
         with VerticalScroll(id="diffs"):
             yield Static(self._differences(), id="differences")
         with VerticalScroll(id="sides"):
-            yield Static(self._sides(), id="sides-table")
+            yield from self._rows()
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#sides", VerticalScroll).focus()
+        scroll = self.query_one("#sides", VerticalScroll)
+        scroll.focus()
+        if self.query("#parting"):
+            # Once laid out: where the two conversations part ways, in view.
+            parting = self.query_one("#parting")
+            self.call_after_refresh(scroll.scroll_to_widget, parting, animate=False)
 
     def _differences(self) -> RenderableType:
         parts: list[RenderableType] = []
-        before, after = _conversation(self.before), _conversation(self.after)
-        if before is not None and after is not None:
-            found = first_differing_turn(before, after)
-            line = Text("conversation: ", style="bold")
+        found = self.divergence
+        if found is not None and (found.where == "conversation" or self.pair):
+            line = Text("first divergence: ", style="bold")
             line.append_text(cell(found.description, 300, style="yellow" if found.where else "dim"))
             parts.append(line)
-        parts += [
-            unified(
-                _lines(self.before, output_lines), _lines(self.after, output_lines), "output diff"
-            ),
-            unified(
-                _lines(self.before, trajectory_lines),
-                _lines(self.after, trajectory_lines),
-                "trajectory diff",
-            ),
-        ]
+        for what, lines in (("output diff", output_lines), ("trajectory diff", trajectory_lines)):
+            parts.append(unified(_lines(self.before, lines), _lines(self.after, lines), what))
         return Group(*parts)
 
-    def _sides(self) -> RichTable:
-        """Both samples in one grid: a section starts on the same line on both sides."""
-        grid = RichTable.grid(expand=True, padding=(0, 1))
-        grid.add_column(ratio=1)
-        grid.add_column(ratio=1)
-        sides = (
-            (self.baseline_case, self.before, "baseline"),
-            (self.current_case, self.after, "current"),
-        )
+    def _mark(self, where: str) -> int | None:
+        """The line (a conversation's: the turn, from 1) where the sides part ways in `where`."""
+        found = self.divergence
+        if found is None or found.where != where:
+            return None
+        return found.line + 1 if where == "conversation" else found.line
+
+    def _rows(self) -> Iterator[Horizontal]:
+        """Both samples row by row: a section, a turn, a check starts on the same line on
+        both sides."""
         heads = []
-        for case, sample, label in sides:
+        for label, case, sample in self.sides:
             head = Text(f"{label}\n", style="bold underline")
-            if case is None or sample is None:
+            if sample is None:
                 head.append("not in this run", style="dim")
-            else:
+            elif case is not None:
                 head.append(
                     f"{case.samples_passed}/{counted(case.counted, 'sample')} passed · "
                     f"sample {sample.index + 1}: {sample.status}"
                 )
                 if case.left_out:  # the user simulator's faults: out of the rate, not hidden
                     head.append(f" · ⊘ {case.left_out} left out", style="yellow")
+            else:
+                head.append(f"sample {sample.index + 1}: {sample.status}")
+            if sample is not None and sample.fault is not None:
+                head.append("\n")
+                head.append_text(fault_text(sample.fault, excluded=sample.excluded, reason=False))
             heads.append(head)
-        grid.add_row(*heads)
+        yield _row(*heads)
         if self.before is None and self.after is None:
-            return grid
-        conversations = [_conversation(sample) for _, sample, _ in sides]
-        sections: tuple[tuple[str, Callable[[SampleResult], Text]], ...] = (
-            ("output", lambda s: plain(value_text(s.output, pretty=True), limit=3000)),
-            ("trajectory", lambda s: render_trajectory(s.run)),
-        )
+            return
+        samples = (self.before, self.after)
+        conversations = [_conversation(sample) for sample in samples]
+        output, calls = self._mark("output"), self._mark("trajectory")
+        sections: list[tuple[str, Callable[[SampleResult], Text]]] = [
+            ("output", lambda s: _output(s, output)),
+            ("trajectory", lambda s: render_trajectory(s.run, mark=calls)),
+        ]
         if any(conversations):
             sections = sections[:1]  # the turns below show every tool call
         for section, render in sections:
-            grid.add_row(Text(""), Text(""))
-            grid.add_row(*(Text(section, style="bold") for _ in sides))
-            grid.add_row(
-                *(render(sample) if sample is not None else Text("–") for _, sample, _ in sides)
-            )
+            yield _row(*(Text(f"\n{section}", style="bold") for _ in samples))
+            yield _row(*(render(s) if s is not None else Text("–") for s in samples))
         if any(conversations):
-            grid.add_row(Text(""), Text(""))
-            grid.add_row(*(Text("conversation", style="bold") for _ in sides))
-            mark = None
-            left, right = conversations
-            if left is not None and right is not None:
-                parting = first_differing_turn(left, right)
-                mark = parting.line + 1 if parting.where else None
-            for before, after in turn_rows(*conversations, mark=mark):
-                grid.add_row(before, after)  # turn N starts on the same line on both sides
-                grid.add_row(Text(""), Text(""))
-        grid.add_row(Text(""), Text(""))
-        grid.add_row(*(Text("checks", style="bold") for _ in sides))
-        for before, after in paired_checks(self.before, self.after):
-            grid.add_row(before, after)  # a check starts on the same line on both sides
-        if any(sample is not None and sample.error for _, sample, _ in sides):
-            grid.add_row(Text(""), Text(""))
-            grid.add_row(*(Text("error", style="bold red") for _ in sides))
-            grid.add_row(
+            yield _row(*(Text("\nconversation", style="bold") for _ in samples))
+            mark = self._mark("conversation")
+            for number, (before, after) in enumerate(turn_rows(*conversations, mark=mark), 1):
+                yield _row(before, after, parting=number == mark, gap=True)
+        yield _row(*(Text("\nchecks", style="bold") for _ in samples))
+        for before, after in paired_checks(*samples):
+            yield _row(before, after)
+        if any(sample is not None and sample.error for sample in samples):
+            yield _row(*(Text("\nerror", style="bold red") for _ in samples))
+            yield _row(
                 *(
                     plain(sample.error, limit=2000)
                     if sample is not None and sample.error
                     else Text("no error", style="dim")
-                    for _, sample, _ in sides
+                    for sample in samples
                 )
             )
-        return grid
 
     def action_decide(self, decision: str) -> None:
         self.dismiss(Decision(decision))
+
+
+def _row(left: Text, right: Text, *, parting: bool = False, gap: bool = False) -> Horizontal:
+    return Horizontal(
+        Static(left, classes="pair-cell"),
+        Static(right, classes="pair-cell"),
+        classes="pair-row gap" if gap else "pair-row",
+        id="parting" if parting else None,
+    )

@@ -16,7 +16,7 @@ from tui_eval.report.baselines import BaselineStatus, BaselineStore
 from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.store import RunSummary
 from tui_eval.suites import LoadResult, Suite
-from tui_eval.tui.messages import ResumeRun, StartSession, SuitesReloaded, WatchRerun
+from tui_eval.tui.messages import ResumeRun, SuitesReloaded, WatchRerun, start_run
 from tui_eval.tui.screens.prompt import quit_asking
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
@@ -309,13 +309,8 @@ class SuitesScreen(Screen[None]):
         return suite
 
     def _start(self, suite: Suite, *, show: bool) -> None:
-        try:
-            session = self.workspace.new_session(suite)
-        except EmptySelection as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.post_message(StartSession(session, show=show))
-        self.wake()
+        if start_run(self, self.workspace, suite, show=show):
+            self.wake()
 
     def action_run_all(self) -> None:
         runnable = [s for s in self.loaded.suites if not s.skip]

@@ -3,7 +3,6 @@ last `? +N more` key, which opens the full list."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from itertools import accumulate
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -193,9 +192,3 @@ class KeyFooter(Widget):
             self._hover = None
             self.tooltip = None
             self.refresh()
-
-
-def footer_descriptions(footer: KeyFooter) -> Iterable[str]:
-    """What the footer shows, key by key: `q Back`, `? +3 more` (for tests)."""
-    for key in footer.shown:
-        yield f"{key.display} {key.description}".strip()

@@ -9,16 +9,18 @@ from tui_eval.agents.messages import RunResult
 from tui_eval.checks import CheckResult
 from tui_eval.core.results import SampleResult
 from tui_eval.service.session import RunSession
-from tui_eval.tui.widgets.text import format_ms, plain
+from tui_eval.tui.widgets.text import cell, format_ms, plain
 from tui_eval.util.text import one_line, value_text
 
 
-def render_trajectory(run: RunResult | None) -> Text:
-    """Every message and tool call in order, with arguments, results, errors and latency."""
+def render_trajectory(run: RunResult | None, *, mark: int | None = None) -> Text:
+    """Every message and tool call in order, with arguments, results, errors and latency;
+    the tool call `mark` (from 0) highlighted."""
     if run is None:
         return Text("no trajectory: the agent produced no run", style="dim")
     text = Text()
     results = {m.tool_call_id: m for m in run.messages if m.role == "tool"}
+    calls = 0
     for message in run.messages:
         if message.role == "tool" and any(c.id == message.tool_call_id for c in run.tool_calls):
             continue  # shown under the call that produced it
@@ -35,7 +37,9 @@ def render_trajectory(run: RunResult | None) -> Text:
         for call in message.tool_calls:
             args = value_text(call.arguments)
             text.append("  → ", style="bold")
-            text.append_text(plain(f"{call.name}({args})", limit=2000, style="bold"))
+            style = "bold reverse" if calls == mark else "bold"
+            text.append_text(plain(f"{call.name}({args})", limit=2000, style=style))
+            calls += 1
             text.append(f"  {format_ms(call.latency_ms)}" if call.latency_ms else "", style="dim")
             text.append("\n")
             if call.error is not None:
@@ -86,6 +90,33 @@ def render_check(check: CheckResult) -> Text:
     if check.reason:
         text.append_text(plain(check.reason, limit=8000))
         text.append("\n")
+    return text
+
+
+def verdict_text(check: CheckResult, *, short: bool = False) -> Text:
+    """A judge's verdict: pass/fail, score against threshold, reasoning, jurors."""
+    text = Text()
+    text.append("judge: ")
+    text.append("pass" if check.passed else "fail", "bold green" if check.passed else "bold red")
+    if check.score_text:
+        text.append(f" ({check.score_text})")
+    elif check.score is not None:
+        text.append(f" (score {check.score:.2f})")
+    if short:
+        return text
+    if check.verdicts:
+        for verdict in check.verdicts:
+            text.append("\n  ")
+            text.append_text(cell(verdict.judge, 40))
+            text.append(": " + ("pass" if verdict.passed else "fail"))
+            if verdict.score is not None:
+                text.append(f" {verdict.score:.2f}")
+            if verdict.reasoning:
+                text.append(" — ")
+                text.append_text(plain(verdict.reasoning, limit=600))
+    elif check.reason:
+        text.append("\n")
+        text.append_text(plain(check.reason, limit=2000))
     return text
 
 
