@@ -285,16 +285,19 @@ class TuiEvalApp(App[int]):
             self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
             markup=False,
         )
-        self._recent_notifications.append(notification)
-        while len(self._recent_notifications) > self.MAX_NOTIFICATIONS:
-            old = self._recent_notifications.pop(0)
-            if old in self._notifications:
-                self._unnotify(old)
+        recent = self._recent_notifications
+        recent.append(notification)
+        if len(recent) > self.MAX_NOTIFICATIONS:
+            del recent[0]
+            self.clear_notifications()  # the oldest makes way; the others are shown again
+            for kept in recent[:-1]:
+                self.post_message(Notify(kept))
         self.post_message(Notify(notification))
 
-    def _on_notify(self, event: Notify) -> None:
-        # Runs before App's own handler (Textual calls each class's in turn): a notification
-        # already made way for newer ones is not shown at all.
+    @on(Notify)
+    def _only_recent(self, event: Notify) -> None:
+        # Runs before App's own handler (a subclass's handlers come first): a notification
+        # that already made way for newer ones is not shown at all.
         if event.notification not in self._recent_notifications:
             event.prevent_default()
 

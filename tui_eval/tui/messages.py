@@ -12,9 +12,9 @@ from textual.widget import Widget
 
 from tui_eval.report.report import Report
 from tui_eval.service.request import RunRequest
+from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
 from tui_eval.service.store import RunRecord
-from tui_eval.service.suite_run import EmptySelection
 from tui_eval.suites import Suite
 from tui_eval.tui.workspace import Workspace
 

@@ -23,7 +23,6 @@ from tui_eval.report.quarantine import (
     release,
 )
 from tui_eval.service.flaky import case_histories
-from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
 from tui_eval.stats.proportions import wilson_interval
 from tui_eval.tui.editor import edit_case

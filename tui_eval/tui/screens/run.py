@@ -13,7 +13,6 @@ from textual.widgets import Input, Static
 
 from tui_eval.report.baselines import BaselineOutcome, BaselineStatus
 from tui_eval.report.diff import Diff
-from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.session import RunSession
 from tui_eval.tui.messages import WatchRerun, start_run, suite_to_rerun
 from tui_eval.tui.screens.prompt import quit_asking

@@ -13,7 +13,6 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from tui_eval.report.baselines import BaselineStatus, BaselineStore
-from tui_eval.service.run_plan import EmptySelection
 from tui_eval.service.store import RunSummary
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, SuitesReloaded, WatchRerun, start_run
