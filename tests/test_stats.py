@@ -9,7 +9,7 @@ from tui_eval import Report
 from tui_eval.report.report import CaseResult, SampleResult
 from tui_eval.stats.proportions import (
     holm,
-    paired_p_value,
+    paired_test,
     pass_hat_k,
     samples_needed,
     t975,
@@ -35,8 +35,8 @@ def test_known_values():
     # at 35 (enumerated with scipy.stats.fisher_exact and binom.pmf).
     assert samples_needed(0.9, 0.6) == 36 and samples_needed(0.5, 0.5) is None
     # Exact sign-flip test: five equal differences, all one way: 2 of 32 patterns as extreme.
-    assert paired_p_value([0.5] * 5) == pytest.approx(2 / 32)
-    assert paired_p_value([0.0, 0.0]) == 1.0
+    assert paired_test([0.5] * 5)[0] == pytest.approx(2 / 32)
+    assert paired_test([0.0, 0.0])[0] == 1.0
 
 
 def test_pass_hat_k_is_the_chance_that_k_samples_all_pass():
@@ -169,7 +169,6 @@ from tui_eval.stats.proportions import (  # noqa: E402
     Z975,
     clustered_rate_interval,
     fisher_power,
-    paired_test,
 )
 
 

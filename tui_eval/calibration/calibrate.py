@@ -170,9 +170,7 @@ class _GuardedJudge(_Guarded):
             answers = await check.answers(run)
             missing = [answer for answer in answers if answer.verdict is None]
             if missing:
-                usage = Usage()
-                for answer in answers:
-                    usage = usage + answer.usage
+                usage = sum((answer.usage for answer in answers), Usage())
                 listed = "; ".join(f"{a.judge}: {a.reasoning}" for a in missing)
                 return self._failed(f"no verdict from {listed}", usage)
             return check.decide(answers)

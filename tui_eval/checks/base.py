@@ -76,6 +76,16 @@ class CheckResult:
         return f"score {self.score:.2f} {sign} {self.threshold:.2f}"
 
 
+def ok(name: str) -> CheckResult:
+    """A pass of the check `name`, scored 1."""
+    return CheckResult(name, True, 1.0, "")
+
+
+def fail(name: str, reason: str) -> CheckResult:
+    """A failure of the check `name`, scored 0, with a `reason` a person can act on."""
+    return CheckResult(name, False, 0.0, reason)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckContext:
     """What a check may know besides the run: the case and the sample it checks.
@@ -190,9 +200,7 @@ def normalise(name: str, value: Any) -> CheckResult:
             return _misused(name, f"a CheckResult with score {value.score!r}, outside 0..1")
         return value
     if isinstance(value, bool):
-        return CheckResult(
-            name, value, 1.0 if value else 0.0, "" if value else f"{name} returned False"
-        )
+        return ok(name) if value else fail(name, f"{name} returned False")
     if isinstance(value, (int, float)):
         score = float(value)
         if not _in_unit_range(score):
@@ -210,10 +218,8 @@ def _in_unit_range(score: float) -> bool:
 
 
 def _misused(name: str, what: str) -> CheckResult:
-    return CheckResult(
+    return fail(
         name,
-        False,
-        0.0,
         f"check {name!r} returned {what}; a check must return a bool, a score in 0..1 "
         "or a CheckResult",
     )
@@ -221,7 +227,7 @@ def _misused(name: str, what: str) -> CheckResult:
 
 def failed_by_exception(name: str, exc: BaseException) -> CheckResult:
     """The result of a check that raised: only that check fails."""
-    return CheckResult(name, False, 0.0, redact(f"check raised {type(exc).__name__}: {exc}"))
+    return fail(name, redact(f"check raised {type(exc).__name__}: {exc}"))
 
 
 async def run_check(

@@ -19,7 +19,7 @@ from typing import Annotated
 import pydantic
 
 from tui_eval.agents.messages import RunResult
-from tui_eval.checks.base import CheckResult, Declared
+from tui_eval.checks.base import CheckResult, Declared, fail, ok
 from tui_eval.util.text import one_line, value_text
 
 _ANSWER_LINE = re.compile(r"(?i)^ANSWER\s*:\s*([A-Za-z\d ,]+)\s*(?:$|\n|\.)", re.MULTILINE)
@@ -95,7 +95,7 @@ class choice:
         selected = self.selected(text)
         expected = ", ".join(sorted(self.expected))
         if selected == self.expected:
-            return CheckResult(self.name, True, 1.0, "")
+            return ok(self.name)
         if selected:
             reason = f"answered {', '.join(sorted(selected))}, expected {expected}"
         else:
@@ -105,4 +105,4 @@ class choice:
                 f"{'some' if self.multiple else 'one'} of {', '.join(self.labels)} "
                 f"in {one_line(text, 80)!r}; expected {expected}"
             )
-        return CheckResult(self.name, False, 0.0, reason)
+        return fail(self.name, reason)

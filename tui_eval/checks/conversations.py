@@ -16,7 +16,16 @@ import pydantic
 from tui_eval.agents.messages import Message, RunResult, StateChange, Turn, state_value_text
 from tui_eval.agents.providers import ModelLike
 from tui_eval.agents.state import differences, snapshot
-from tui_eval.checks.base import Check, CheckContext, CheckResult, Declared, check_name, run_check
+from tui_eval.checks.base import (
+    Check,
+    CheckContext,
+    CheckResult,
+    Declared,
+    check_name,
+    fail,
+    ok,
+    run_check,
+)
 from tui_eval.checks.combinators import spent_usage
 from tui_eval.checks.judge import MAX_JUDGED_CHARS, Aggregate, llm_judge
 from tui_eval.util.text import one_line, value_text
@@ -25,10 +34,7 @@ MAX_LISTED = 8
 """How many differences a failing state check names."""
 
 
-def _no_state(name: str) -> CheckResult:
-    return CheckResult(
-        name, False, 0.0, "the run has no environment state (give the case one: Case(state=...))"
-    )
+NO_STATE = "the run has no environment state (give the case one: Case(state=...))"
 
 
 @dataclass(eq=False, slots=True)
@@ -57,10 +63,10 @@ class state_equals:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.state is None:
-            return _no_state(self.name)
+            return fail(self.name, NO_STATE)
         found = self.differences(run.state)
         if not found:
-            return CheckResult(self.name, True, 1.0, "")
+            return ok(self.name)
         listed = "; ".join(
             f"{c.path}: expected {state_value_text(c.before)}, got {state_value_text(c.after)}"
             if c.kind == "changed"
@@ -72,7 +78,7 @@ class state_equals:
             for c in found[:MAX_LISTED]
         )
         more = f" (and {len(found) - MAX_LISTED} more)" if len(found) > MAX_LISTED else ""
-        return CheckResult(self.name, False, 0.0, f"{len(found)} difference(s): {listed}{more}")
+        return fail(self.name, f"{len(found)} difference(s): {listed}{more}")
 
 
 @dataclass(eq=False, slots=True)
@@ -91,21 +97,17 @@ class state_matches:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.state is None:
-            return _no_state(self.name)
+            return fail(self.name, NO_STATE)
         verdict = self.fn(run.state)
         if isinstance(verdict, CheckResult):
             return verdict
         if isinstance(verdict, str):
-            return CheckResult(self.name, False, 0.0, verdict)
+            return fail(self.name, verdict)
         if verdict:
-            return CheckResult(self.name, True, 1.0, "")
+            return ok(self.name)
         what = getattr(self.fn, "__name__", "the test")
-        return CheckResult(
-            self.name,
-            False,
-            0.0,
-            f"{what} is false for the final state {one_line(value_text(run.state), 200)}",
-        )
+        state = one_line(value_text(run.state), 200)
+        return fail(self.name, f"{what} is false for the final state {state}")
 
 
 GOAL_RUBRIC = """\
@@ -148,24 +150,6 @@ class goal_reached(llm_judge):
 
     def __repr__(self) -> str:
         return f"goal_reached({self.goal!r})"
-
-    def with_model(self, model: ModelLike | Sequence[ModelLike]) -> llm_judge:
-        return goal_reached(
-            self.goal,
-            model=model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=self.name,
-        )
-
-    def named(self, name: str) -> llm_judge:
-        return goal_reached(
-            self.goal,
-            model=self.model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=name,
-        )
 
     def prompt(self, run: RunResult) -> str:
         transcript = (
@@ -270,13 +254,9 @@ class at_turn:
     async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
         turns = run.conversation.turns if run.conversation is not None else []
         if len(turns) < self.turn:
-            return CheckResult(
-                self.name, False, 0.0, f"the conversation ended after {len(turns)} turn(s)"
-            )
+            return fail(self.name, f"the conversation ended after {len(turns)} turn(s)")
         turn = turns[self.turn - 1]
         result = await run_check(self.check, turn_run(run, turn), context)
-        if result.passed:
-            return CheckResult(self.name, True, result.score, "", result.usage)
         return _named(result, self.name, f"turn {turn.index}: ")
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import anyio
 import pydantic
@@ -115,13 +116,8 @@ class llm_judge:
             raise ValueError(
                 f"llm_judge aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}"
             )
-        jury = isinstance(model, (list, tuple))
-        if jury and not model:
-            raise ValueError("llm_judge model=[...] needs at least one judge")
         self.rubric = rubric
-        self.model: ModelLike | list[ModelLike] | None = (
-            list(model) if isinstance(model, (list, tuple)) else model  # type: ignore[assignment]
-        )
+        self.model = _judges(model)
         self.threshold = threshold
         self.aggregate: Aggregate = aggregate
         self.name = name
@@ -156,25 +152,18 @@ class llm_judge:
             names.append(name)
         return names
 
-    def with_model(self, model: ModelLike | Sequence[ModelLike]) -> llm_judge:
-        """The same rubric, threshold, aggregate and name, judged by `model` instead."""
-        return llm_judge(
-            self.rubric,
-            model=model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=self.name,
-        )
+    def with_model(self, model: ModelLike | Sequence[ModelLike] | None) -> Self:
+        """The same judge (rubric, threshold, aggregate, name), judged by `model` instead."""
+        judge = copy.copy(self)
+        judge.model = _judges(model)
+        judge._shared, judge._targets = {}, {}
+        return judge
 
-    def named(self, name: str) -> llm_judge:
+    def named(self, name: str) -> Self:
         """The same judge under another name."""
-        return llm_judge(
-            self.rubric,
-            model=self.model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=name,
-        )
+        judge = self.with_model(self.model)
+        judge.name = name
+        return judge
 
     def resolve_models(self) -> None:
         """Resolve every judge model now, rather than fail each judgement later.
@@ -276,28 +265,15 @@ class llm_judge:
         fails (the check never passes by accident)."""
         if not self.is_jury:
             (answer,) = answers
-            if answer.verdict is None:
-                return CheckResult(
-                    self.name,
-                    False,
-                    0.0,
-                    answer.reasoning,
-                    answer.usage or None,
-                    threshold=self.threshold,
-                )
-            score = answer.verdict.score
+            score = answer.verdict.score if answer.verdict is not None else 0.0
             return CheckResult(
                 self.name,
-                score >= self.threshold,
+                answer.verdict is not None and score >= self.threshold,
                 score,
                 answer.reasoning,
-                answer.usage,
+                answer.usage if answer.verdict is not None else answer.usage or None,
                 threshold=self.threshold,
             )
-        return self._decide(answers)
-
-    def _decide(self, answers: Sequence[JudgeAnswer]) -> CheckResult:
-        """The jury's verdict from every judge's (a judge without a valid verdict fails)."""
         verdicts = [
             JudgeVerdict(
                 answer.judge,
@@ -307,22 +283,15 @@ class llm_judge:
             )
             for answer in answers
         ]
-        usage = Usage()
-        for answer in answers:
-            usage = usage + answer.usage
+        usage = sum((answer.usage for answer in answers), Usage())
         scores = [v.score if v.score is not None else 0.0 for v in verdicts]
         passing = sum(v.passed for v in verdicts)
         threshold: float | None = self.threshold
+        score = min(scores) if self.aggregate == "min" else sum(scores) / len(scores)
+        passed = score >= self.threshold
         if self.aggregate == "majority":
-            score = sum(scores) / len(scores)
             passed = passing * 2 > len(verdicts)
             threshold = None  # decided by votes, not by the mean score
-        elif self.aggregate == "mean":
-            score = sum(scores) / len(scores)
-            passed = score >= self.threshold
-        else:
-            score = min(scores)
-            passed = score >= self.threshold
         listed = "; ".join(
             f"{v.judge}: {'pass' if v.passed else 'fail'}"
             + (f" {v.score:.2f}" if v.score is not None else "")
@@ -333,6 +302,15 @@ class llm_judge:
         return CheckResult(
             self.name, passed, score, reason, usage, threshold=threshold, verdicts=verdicts
         )
+
+
+def _judges(model: ModelLike | Sequence[ModelLike] | None) -> ModelLike | list[ModelLike] | None:
+    """One judge model as it is; a jury (a list or tuple) as a list of at least one."""
+    if not isinstance(model, (list, tuple)):
+        return model  # type: ignore[return-value]
+    if not model:
+        raise ValueError("llm_judge model=[...] needs at least one judge")
+    return list(model)
 
 
 def _model_name(model: ModelLike | None) -> str:

@@ -154,11 +154,7 @@ class Report:
     @property
     def usage(self) -> Usage:
         """Summed usage of every sample (judges included)."""
-        total = Usage()
-        for case in self.cases:
-            for sample in case.samples:
-                total = total + sample.usage
-        return total
+        return sum((sample.usage for case in self.cases for sample in case.samples), Usage())
 
     @property
     def cost(self) -> float | None:

@@ -16,6 +16,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from tui_eval.stats.proportions import percentile
+
 POSTERIOR_DRAWS = 4000
 """Draws behind a κ interval: its bounds move by about 0.01 from one seed to another."""
 
@@ -124,17 +126,8 @@ def cohen_kappa(
         >>> round(cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]), 3)
         0.5
     """
-    if len(a) != len(b):
-        raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
-    if not a:
-        return math.nan
-    categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
-    index = {label: i for i, label in enumerate(categories)}
-    k = len(categories)
-    observed = [[0] * k for _ in range(k)]
-    for x, y in zip(a, b, strict=True):
-        if x in index and y in index:
-            observed[index[x]][index[y]] += 1
+    observed = _table(a, b, labels)
+    k = len(observed)
     total = sum(map(sum, observed))
     if not total:
         return math.nan
@@ -153,6 +146,22 @@ def cohen_kappa(
     if chance == 0:
         return math.nan
     return 1.0 - disagreement / chance
+
+
+def _table(
+    a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable] | None
+) -> list[list[int]]:
+    """The k×k counts of the pairs (a[i], b[i]) over the categories `labels` (default: the
+    sorted labels seen); pairs outside them are not counted."""
+    if len(a) != len(b):
+        raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
+    categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
+    index = {label: i for i, label in enumerate(categories)}
+    table = [[0] * len(categories) for _ in categories]
+    for x, y in zip(a, b, strict=True):
+        if x in index and y in index:
+            table[index[x]][index[y]] += 1
+    return table
 
 
 def weighted_score_kappa(human: Sequence[float], judge: Sequence[float]) -> float:
@@ -243,18 +252,12 @@ def category_kappa_interval(
         (low, high); NaNs when κ is undefined: fewer than two pairs, or a rater who gave
         one category only.
     """
-    if len(a) != len(b):
-        raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
-    categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
-    estimate = cohen_kappa(a, b, labels=categories)
+    table = _table(a, b, labels)
+    estimate = cohen_kappa(a, b, labels=labels)
     if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2 or math.isnan(estimate):
         return (math.nan, math.nan)
-    k = len(categories)
-    index = {label: i for i, label in enumerate(categories)}
-    cells = [JEFFREYS] * (k * k)
-    for x, y in zip(a, b, strict=True):
-        if x in index and y in index:
-            cells[index[x] * k + index[y]] += 1
+    k = len(table)
+    cells = [count + JEFFREYS for row in table for count in row]
     gamma = random.Random(seed).gammavariate
     kappas: list[float] = []
     for _ in range(draws):
@@ -272,19 +275,10 @@ def category_kappa_interval(
 def _posterior_interval(kappas: list[float], estimate: float, level: float) -> tuple[float, float]:
     """The equal-tailed `level` interval of drawn κs, widened to hold the estimate, within
     [-1, 1]."""
-    kappas.sort()
-    tail = (1.0 - level) / 2
-    low = min(_quantile(kappas, tail), estimate)
-    high = max(_quantile(kappas, 1.0 - tail), estimate)
+    tail = (1.0 - level) / 2 * 100
+    low = min(percentile(kappas, tail), estimate)
+    high = max(percentile(kappas, 100 - tail), estimate)
     return (max(low, -1.0), min(high, 1.0))
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    """The `q` quantile of sorted values, interpolated linearly (NumPy's default)."""
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def labels_needed(confusion: Confusion, half_width: float = 0.1, level: float = 0.95) -> int | None:

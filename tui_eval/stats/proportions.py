@@ -15,21 +15,32 @@ if TYPE_CHECKING:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator: 1 − C(n−c, k) / C(n, k).
-
-    The chance that at least one of k samples drawn without replacement from n (of which
-    c passed) passes.
+    """The unbiased pass@k estimator, 1 − C(n−c, k) / C(n, k): the chance that at least one
+    of k samples drawn without replacement from n (of which c passed) passes.
 
     Raises:
         ValueError: k is not within 1..n, or c is not within 0..n.
     """
+    _check_k("pass@k", n, c, k)
+    return 1.0 if n - c < k else 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass^k estimator, C(c, k) / C(n, k): the chance that k samples drawn
+    without replacement from n (of which c passed) *all* pass.
+
+    Raises:
+        ValueError: k is not within 1..n, or c is not within 0..n.
+    """
+    _check_k("pass^k", n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check_k(what: str, n: int, c: int, k: int) -> None:
     if not 1 <= k <= n:
-        raise ValueError(f"pass@k needs 1 <= k <= n; got k={k} with n={n} samples")
+        raise ValueError(f"{what} needs 1 <= k <= n; got k={k} with n={n} samples")
     if not 0 <= c <= n:
         raise ValueError(f"passed count c={c} must be within 0..{n}")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:
@@ -54,14 +65,7 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
 
 def wilson_interval(passed: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The Wilson score interval of a pass rate (95% by default); (0, 1) with no samples."""
-    if n == 0:
-        return 0.0, 1.0
-    p = passed / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
-    return low, 1.0 if p >= 1.0 else min(1.0, centre + half)
+    return _wilson_rate(passed / n, n, z) if n else (0.0, 1.0)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -73,22 +77,6 @@ def percentile(values: list[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass^k estimator: C(c, k) / C(n, k).
-
-    The chance that k samples drawn without replacement from n (of which c passed) *all*
-    pass — the reliability metric agent benchmarks use beside pass@k.
-
-    Raises:
-        ValueError: k is not within 1..n, or c is not within 0..n.
-    """
-    if not 1 <= k <= n:
-        raise ValueError(f"pass^k needs 1 <= k <= n; got k={k} with n={n} samples")
-    if not 0 <= c <= n:
-        raise ValueError(f"passed count c={c} must be within 0..{n}")
-    return math.comb(c, k) / math.comb(n, k)
 
 
 # Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's).
@@ -134,30 +122,27 @@ def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[floa
 
 
 def _wilson_rate(p: float, n: float, z: float = Z975) -> tuple[float, float]:
+    """The Wilson interval of rate `p` over `n` (effective) samples: exact ends at 0% and 100%."""
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if p <= 0.0 else low), (1.0 if p >= 1.0 else high)
 
 
 EXACT_SIGN_FLIP_MAX = 16
 """Up to this many cases the paired test is an exact sign-flip permutation test."""
 
 
-def paired_p_value(differences: list[float], variances: list[float] | None = None) -> float:
-    """Two-sided p-value that paired `differences` (current − baseline, one per case) are
-    centred on zero: an exact sign-flip permutation test for up to 16 cases, a paired t
-    test (n − 1 degrees of freedom) beyond, its standard error never below the sampling
-    noise of the cases' rates (`variances`, one per case, when given)."""
-    return paired_test(differences, variances)[0]
-
-
 def paired_test(
     differences: list[float], variances: list[float] | None = None, *, level: float = 0.95
 ) -> tuple[float, float, float]:
-    """(p-value, low, high): the paired test of `paired_p_value` and the interval of the
-    mean difference obtained by inverting that same test (the shifts it does not reject
-    at 1 − `level`), so the interval excludes 0 exactly when p < 1 − `level`."""
+    """(p-value, low, high): the two-sided test that paired `differences` (current −
+    baseline, one per case) are centred on zero — an exact sign-flip permutation test for
+    up to 16 cases, a paired t test (n − 1 degrees of freedom) beyond, its standard error
+    never below the cases' sampling noise (`variances`, one per case, when given) — and the
+    interval of the mean difference got by inverting that same test (the shifts it does
+    not reject at 1 − `level`), so the interval excludes 0 exactly when p < 1 − `level`."""
     n = len(differences)
     if n == 0:
         return 1.0, 0.0, 0.0

@@ -110,24 +110,6 @@ def _clip(p: float) -> float:
     return min(1.0 - _CLIP, max(_CLIP, p))
 
 
-def evidence_path(
-    baseline: Sequence[bool],
-    current: Sequence[bool],
-    horizon: int,
-    *,
-    margin: float = 0.0,
-    regression: bool = True,
-) -> list[float]:
-    """The log e-value after each completed block of the two-sample test.
-
-    `regression=True` tests H0: the current rate is at least the baseline's (rejecting it
-    calls a regression); `regression=False` tests H0: the current rate is at least
-    `margin` below the baseline's (rejecting it says "no regression within the margin").
-    The e-value is the mean over `ORDERS` orders of revealing the baseline.
-    """
-    return _evidence(baseline, _passed_by(current), len(current), horizon, margin, regression)
-
-
 def _passed_by(current: Sequence[bool], then: bool | None = None, upto: int = 0) -> list[int]:
     """prefix[t] = how many of the first t current samples passed; followed, when `then`
     is given, by samples that all pass (True) or all fail (False) up to `upto`."""
@@ -147,9 +129,12 @@ def _evidence(
     margin: float,
     regression: bool,
 ) -> list[float]:
-    """`evidence_path` for current samples given by their passed counts (`prefix`, `seen`
-    samples): each block's e-value depends only on counts, and is cached (a decision
-    recomputes the path every round, and its earlier blocks are the same every time)."""
+    """The log e-value after each completed block, the mean over `ORDERS` orders of
+    revealing the baseline, for current samples given by their passed counts (`prefix`,
+    `seen` samples). `regression` tests H0 "the current rate is at least the baseline's"
+    (rejecting it calls a regression), else H0 "at least `margin` below it" (rejecting it
+    says "no regression within the margin"). Each block's e-value depends only on counts
+    and is cached: a decision recomputes the path every round."""
     paths = []
     for order in _orders(len(baseline)):
         revealed = [0, *itertools.accumulate(1 if baseline[i] else 0 for i in order)]
