@@ -320,54 +320,42 @@ async def calibrate(
             that does not import, no key).
     """
     suites = _load_suites(suite)
-    judged: list[JudgedLabel] = []
-    faults: list[ReviewedLabel] = []
-    fault_labels = False
-    skipped: list[str] = []
-    errors: list[UnjudgedLabel] = []
-    requests = cached = 0
-    cost: float | None = None
-    stopped: str | None = None
+    found = _Judging()
     seen_labels = 0
     for one in suites:
         records = _labels_of(one, labels)
         if check is not None:
             records = [r for r in records if r.check == check]
         seen_labels += len(records)
-        fault_labels = fault_labels or any(r.check == FAULT_CHECK for r in records)
-        result = await _judge_suite(one, records, judge, cache, provider, max_cost)
-        judged += result.judged
-        faults += result.faults
-        skipped += result.skipped
-        errors += result.errors
-        requests += result.requests
-        cached += result.cached
-        if result.cost is not None:
-            cost = (cost or 0.0) + result.cost
-        stopped = stopped or result.stopped
+        found.fault_labels = found.fault_labels or any(r.check == FAULT_CHECK for r in records)
+        await _judge_suite(one, records, judge, cache, provider, max_cost, found)
     if not seen_labels:
         where = ", ".join(str(labels or labels_path(s)) for s in suites)
         what = f"for check {check!r} " if check is not None else ""
         raise CalibrationError(f"no labels {what}in {where}")
-    calibration = Calibration.of(judged, faults=faults if fault_labels else None, seed=seed)
-    calibration.skipped = skipped
-    calibration.errors = errors
+    faults = found.faults if found.fault_labels else None
+    calibration = Calibration.of(found.judged, faults=faults, seed=seed)
+    calibration.skipped = found.skipped
+    calibration.errors = found.errors
     reviewer = calibration.reviewer
     if reviewer is not None and reviewer is not calibration:
-        reviewer.errors = [error for error in errors if error.record.check == FAULT_CHECK]
-    calibration.judge_requests = requests
-    calibration.cached_requests = cached
-    calibration.cost = cost
-    calibration.stopped = stopped
+        reviewer.errors = [error for error in found.errors if error.record.check == FAULT_CHECK]
+    calibration.judge_requests = found.requests
+    calibration.cached_requests = found.cached
+    calibration.cost = found.cost
+    calibration.stopped = found.stopped
     return calibration
 
 
 @dataclass(slots=True)
-class _SuiteJudging:
-    judged: list[JudgedLabel]
-    skipped: list[str]
+class _Judging:
+    """What judging the labels of every suite found, gathered suite by suite."""
+
+    judged: list[JudgedLabel] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
     faults: list[ReviewedLabel] = field(default_factory=list)
     errors: list[UnjudgedLabel] = field(default_factory=list)
+    fault_labels: bool = False
     requests: int = 0
     cached: int = 0
     cost: float | None = None
@@ -381,12 +369,13 @@ async def _judge_suite(
     cache: CacheMode | ResponseCache,
     provider: ProviderOptions | None,
     max_cost: float | None,
-) -> _SuiteJudging:
+    into: _Judging,
+) -> None:
     """Judge each labelled output (and review each labelled conversation) of one suite
-    once, as a recheck of saved runs."""
+    once, as a recheck of saved runs, gathering what it finds `into` one record."""
     cases_by_name = {case.label: case for case in suite.cases}
     planned: list[tuple[LabelRecord, _GuardedJudge | _GuardedReviewer, Case]] = []
-    skipped: list[str] = []
+    skipped = into.skipped
     judges: dict[int, Check] = {}  # one judge (and its providers) per check of the suite
     reviewers: dict[int, ModelLike] = {}  # one reviewer per user of the suite
     for record in records:
@@ -424,7 +413,7 @@ async def _judge_suite(
             chosen = judges[id(found)] = _judge_for(found, judge, where)
         planned.append((record, _GuardedJudge(chosen, case), case))
     if not planned:
-        return _SuiteJudging([], skipped)
+        return
     # One replayed "case" per labelled output, named by its position: the labels of one
     # case (several outputs) are judged independently, each exactly once.
     cases = [
@@ -446,41 +435,25 @@ async def _judge_suite(
     )
     report = await evaluation.run()
     by_position = {int(result.name): result for result in report.cases}
-    judged: list[JudgedLabel] = []
-    faults: list[ReviewedLabel] = []
-    errors: list[UnjudgedLabel] = []
-    requests = 0
-    cost: float | None = None
     for position, (record, guarded, _) in enumerate(planned):
         result = by_position.get(position)
         if result is None or not result.samples or not result.samples[0].checks:
             continue  # not judged: the run stopped on max_cost first
         sample = result.samples[0]
-        requests += sample.judge_usage.requests
+        into.requests += sample.judge_usage.requests
         if sample.cost is not None:
-            cost = (cost or 0.0) + sample.cost
+            into.cost = (into.cost or 0.0) + sample.cost
         if guarded.error is not None:
-            errors.append(UnjudgedLabel(record, guarded.error, suite.name))
-            continue
-        if isinstance(guarded, _GuardedReviewer):
+            into.errors.append(UnjudgedLabel(record, guarded.error, suite.name))
+        elif isinstance(guarded, _GuardedReviewer):
             if guarded.verdict is not None:
-                faults.append(ReviewedLabel(record, guarded.verdict, suite.name))
-            continue
-        threshold = check_threshold(guarded.check)
-        judged.append(
-            JudgedLabel(record, record.passed(threshold), sample.checks[0], threshold, suite.name)
-        )
-    hits = evaluation.cache.hits if evaluation.cache is not None else 0
-    return _SuiteJudging(
-        judged,
-        skipped,
-        faults,
-        errors,
-        requests=requests,
-        cached=hits,
-        cost=cost,
-        stopped=report.stopped,
-    )
+                into.faults.append(ReviewedLabel(record, guarded.verdict, suite.name))
+        else:
+            threshold = check_threshold(guarded.check)
+            passed = record.passed(threshold)
+            into.judged.append(JudgedLabel(record, passed, sample.checks[0], threshold, suite.name))
+    into.cached += evaluation.cache.hits if evaluation.cache is not None else 0
+    into.stopped = into.stopped or report.stopped
 
 
 __all__ = [

@@ -144,8 +144,7 @@ def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
     """Every judged check of every finished sample with an output, in run order."""
     items: list[LabelItem] = []
     for case_index, case in enumerate(cases):
-        statuses = {s.passed for s in case.samples if s.status in ("passed", "failed")}
-        flaky = len(statuses) > 1
+        flaky = _flaky(case)
         for sample_index, sample in enumerate(case.samples):
             if sample.run is None or sample.status not in ("passed", "failed"):
                 continue
@@ -166,13 +165,15 @@ def fault_items(cases: Sequence[CaseResult]) -> list[FaultItem]:
     """
     items: list[FaultItem] = []
     for case_index, case in enumerate(cases):
-        statuses = {s.passed for s in case.samples if s.status in ("passed", "failed")}
-        flaky = len(statuses) > 1
+        flaky = _flaky(case)
         for sample_index, sample in enumerate(case.samples):
             run, fault = sample.run, sample.fault
-            if sample.status != "failed" or fault is None:
-                continue
-            if run is None or run.conversation is None:
+            if (
+                sample.status != "failed"
+                or fault is None
+                or run is None
+                or run.conversation is None
+            ):
                 continue
             items.append(
                 FaultItem(
@@ -180,6 +181,11 @@ def fault_items(cases: Sequence[CaseResult]) -> list[FaultItem]:
                 )
             )
     return items
+
+
+def _flaky(case: CaseResult) -> bool:
+    """Whether the case's finished samples disagree (some passed, some failed)."""
+    return len({s.passed for s in case.samples if s.status in ("passed", "failed")}) > 1
 
 
 def label_queue(cases: Sequence[CaseResult], store: LabelStore) -> list[QueueItem]:
@@ -243,17 +249,3 @@ def label_progress(items: Sequence[QueueItem], store: LabelStore) -> LabelProgre
         sum(item.key in labelled for item in faults),
         len(faults),
     )
-
-
-__all__ = [
-    "FaultItem",
-    "LabelItem",
-    "LabelProgress",
-    "QueueItem",
-    "current_labeler",
-    "fault_items",
-    "is_judged",
-    "judged_items",
-    "label_progress",
-    "label_queue",
-]

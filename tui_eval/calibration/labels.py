@@ -383,15 +383,3 @@ def _digest(path: Path) -> bytes | None:
         return hashlib.sha256(path.read_bytes()).digest()
     except OSError:
         return None
-
-
-__all__ = [
-    "Label",
-    "LabelRecord",
-    "LabelStore",
-    "LabelsFileError",
-    "label_key",
-    "labels_path",
-    "new_label",
-    "read_labels",
-]

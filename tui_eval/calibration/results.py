@@ -26,9 +26,15 @@ from tui_eval.stats.agreement import (
     labels_needed,
     weighted_score_kappa,
 )
+from tui_eval.util.text import counted
 
 PRECISION = 0.1
 """The half-width of κ's interval that `Calibration.labels_needed` counts labels for."""
+
+
+def _about(record: LabelRecord, suite: str) -> dict[str, Any]:
+    """What a label is about, as the JSON forms of its outcomes begin."""
+    return {"suite": suite, "case": record.case, "check": record.check, "label": record.label}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +63,7 @@ class JudgedLabel:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form of a disagreement."""
         return {
-            "suite": self.suite,
-            "case": self.record.case,
-            "check": self.record.check,
-            "label": self.record.label,
+            **_about(self.record, self.suite),
             "human_passed": self.human_passed,
             "judge_passed": self.judge.passed,
             "judge_score": self.judge.score,
@@ -90,13 +93,7 @@ class UnjudgedLabel:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form of the error."""
-        return {
-            "suite": self.suite,
-            "case": self.record.case,
-            "check": self.record.check,
-            "label": self.record.label,
-            "error": self.error,
-        }
+        return {**_about(self.record, self.suite), "error": self.error}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +120,7 @@ class ReviewedLabel:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: the human's party beside the verdict's."""
         return {
-            "suite": self.suite,
-            "case": self.record.case,
-            "check": self.record.check,
-            "label": self.record.label,
+            **_about(self.record, self.suite),
             "fault": self.fault.party,
             "by": self.fault.by,
             "turn": self.fault.turn,
@@ -341,7 +335,7 @@ class Calibration:
         c = self.confusion
         judge_errors = [e for e in self.errors if e.record.check != FAULT_CHECK]
         lines = [
-            f"{_count(self.n, 'labelled output')} · {self._kappa_text()} · "
+            f"{counted(self.n, 'labelled output')} · {self._kappa_text()} · "
             f"agreement {_pct(self.agreement)} · TPR {_pct(self.tpr)} · TNR {_pct(self.tnr)}",
             f"  judge vs human: tp {c['tp']} · fp {c['fp']} · fn {c['fn']} · tn {c['tn']}",
         ]
@@ -351,7 +345,7 @@ class Calibration:
             )
         if judge_errors:
             lines.append(
-                f"  judge errors: {_count(len(judge_errors), 'labelled output')} not judged "
+                f"  judge errors: {counted(len(judge_errors), 'labelled output')} not judged "
                 "(never counted as verdicts)"
             )
         if self.weighted_kappa is not None:
@@ -375,7 +369,7 @@ class Calibration:
         """The fault reviewer's lines: κ, agreement, the matrix by party (rows the human's
         party, columns the reviewer's), and what was left out."""
         lines = [
-            f"fault reviewer: {_count(self.n, 'labelled conversation')} · {self._kappa_text()} · "
+            f"fault reviewer: {counted(self.n, 'labelled conversation')} · {self._kappa_text()} · "
             f"agreement {_pct(self.agreement)}"
         ]
         if self.n and self.party_confusion is not None:
@@ -386,13 +380,13 @@ class Calibration:
                 lines.append(f"  {human:<{_ROW_WIDTH}}{counts}")
         if self.rule_decided:
             lines.append(
-                f"  {_count(len(self.rule_decided), 'labelled conversation')} left out: "
+                f"  {counted(len(self.rule_decided), 'labelled conversation')} left out: "
                 "the rules decided them, not the reviewer"
             )
         errors = [e for e in self.errors if e.record.check == FAULT_CHECK]
         if errors:
             lines.append(
-                f"  reviewer errors: {_count(len(errors), 'labelled conversation')} not "
+                f"  reviewer errors: {counted(len(errors), 'labelled conversation')} not "
                 "reviewed (never counted as verdicts)"
             )
         return "\n".join(lines)
@@ -498,12 +492,5 @@ def _fmt(value: float | None) -> str:
     return "0.00" if shown == "-0.00" else shown
 
 
-def _count(n: int, thing: str) -> str:
-    return f"{n:,} {thing}{'' if n == 1 else 's'}"
-
-
 def _pct(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.0%}"
-
-
-__all__ = ["PRECISION", "Calibration", "JudgedLabel", "ReviewedLabel", "UnjudgedLabel"]

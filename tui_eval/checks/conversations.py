@@ -269,6 +269,3 @@ def _named(
     reason = f"{where}{result.name}: {result.reason}" if result.reason else f"{where}{result.name}"
     usage = spent_usage(spent) if spent else result.usage
     return CheckResult(name, False, result.score, reason, usage, result.threshold)
-
-
-__all__ = ["at_turn", "every_turn", "goal_reached", "state_equals", "state_matches", "turn_run"]

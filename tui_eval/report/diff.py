@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from rich.cells import cell_len
 
 from tui_eval.core.results import CaseResult
-from tui_eval.report.left_out import WHY, Tally, counts_user_faults, sample_count, tally
+from tui_eval.report.left_out import (
+    WHY,
+    ReportLike,
+    Tally,
+    counts_user_faults,
+    sample_count,
+    tally,
+)
 from tui_eval.stats.proportions import (
     fisher_exact,
     fisher_power,
@@ -17,19 +23,6 @@ from tui_eval.stats.proportions import (
     samples_needed,
 )
 from tui_eval.util.text import one_line, pad_cells
-
-
-class ReportLike(Protocol):
-    """What a comparison reads of a `tui_eval.report.report.Report` (which imports this module,
-    so it is named here by its shape)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def cases(self) -> list[CaseResult]: ...
-    @property
-    def metadata(self) -> dict[str, Any]: ...
-
 
 UNCOMPARED = f"every sample of one side left out ({WHY})"
 """Why a case in both reports is not compared (`Diff.undecided`)."""
@@ -232,22 +225,15 @@ class Diff:
         ]
         return "\n".join(lines)
 
-    def mean_rates(self) -> tuple[float, float]:
-        """The mean over the compared cases of each case's sample pass rate, in the
-        baseline and now (not the share of cases that passed); needs `changes`."""
-        n = len(self.changes)
-        return (
-            sum(c.baseline_rate for c in self.changes) / n,
-            sum(c.current_rate for c in self.changes) / n,
-        )
-
     def suite_line(self, *, label: str = "pass rate", sep: str = ", ") -> str:
         """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the mean of the compared
         cases' sample pass rates in both runs, their paired difference and its test
         (`label` names the rate, `sep` joins the three parts)."""
         if not self.changes:
             return "no case in both runs"
-        before, after = self.mean_rates()
+        n = len(self.changes)
+        before = sum(c.baseline_rate for c in self.changes) / n
+        after = sum(c.current_rate for c in self.changes) / n
         low, high = self.delta_ci
         return (
             f"{label} {before:.0%} → {after:.0%}{sep}Δ {points(self.delta)} pts "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -32,14 +31,12 @@ from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import CaseResult, Diff, Report, SampleResult
 from tui_eval.util.atomic import atomic_write_bytes
 from tui_eval.util.errors import TuiEvalError
-from tui_eval.util.text import counted, one_line, sanitize
-
-# XML 1.0 cannot carry most control characters, whatever the escaping.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+from tui_eval.util.text import XML_INVALID, counted, one_line, sanitize
+from tui_eval.util.text import markdown_cell as _md_cell
 
 
 def _xml_text(text: str) -> str:
-    return _XML_INVALID.sub("\ufffd", text)
+    return XML_INVALID.sub("\ufffd", text)
 
 
 def _sample_line(sample: SampleResult) -> str:
@@ -192,15 +189,6 @@ def _junit_case(
 def _all_errors(case: CaseResult) -> bool:
     failing = [s for s in case.samples if not s.passed and not s.excluded]
     return bool(failing) and all(s.status in ("error", "timeout") for s in failing)
-
-
-def _md_cell(text: str, limit: int = 120) -> str:
-    flat = " ".join(_XML_INVALID.sub("", text).split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    for ch in "\\`*_[]<>|":
-        flat = flat.replace(ch, "\\" + ch)
-    return flat
 
 
 def _gate_passes(report: Report, diff: Diff | None) -> bool:

@@ -27,7 +27,7 @@ from typing import Literal
 from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.left_out import WHY, left_out_note
 from tui_eval.report.report import Report
-from tui_eval.util.text import one_line
+from tui_eval.util.text import markdown_cell, one_line
 
 LEFT_OUT = "left out"
 """The kind of signature of a sample left out of the pass rates (the user simulator's fault)."""
@@ -307,11 +307,6 @@ def left_out(modes: Iterable[FailureMode]) -> int:
     return sum(mode.count for mode in modes if mode.signature.kind == LEFT_OUT)
 
 
-def mode_of(modes: Iterable[FailureMode], case: str, index: int) -> FailureMode | None:
-    """The mode holding sample `index` of `case`."""
-    return next((m for m in modes if (case, index) in m.samples), None)
-
-
 def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
     """The modes as a Markdown table, new first (a CI job summary's section)."""
     shown = [m for m in modes if m.count or m.change == "gone"]
@@ -323,7 +318,7 @@ def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
     lines = [head, rule]
     for mode in shown[:limit]:
         samples = f"{mode.count} (was {mode.baseline_samples})" if compared else str(mode.count)
-        cells = [samples, str(len(mode.cases)), _cell(str(mode.signature))]
+        cells = [samples, str(len(mode.cases)), markdown_cell(str(mode.signature), 200)]
         if compared:
             cells.insert(0, f"**{mode.change}**" if mode.change == "new" else mode.change)
         lines.append("| " + " | ".join(cells) + " |")
@@ -336,24 +331,3 @@ def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
             "the pass rates."
         )
     return "\n".join(lines) + "\n"
-
-
-def _cell(text: str) -> str:
-    flat = one_line(text, 200)
-    for ch in "\\`*_[]<>|":
-        flat = flat.replace(ch, "\\" + ch)
-    return flat
-
-
-__all__ = [
-    "CHANGE_ORDER",
-    "LEFT_OUT",
-    "Change",
-    "FailureMode",
-    "Signature",
-    "failure_modes",
-    "left_out",
-    "markdown",
-    "mask",
-    "mode_of",
-]

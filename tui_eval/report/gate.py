@@ -126,9 +126,7 @@ def assign_shards(keys: Sequence[tuple[str, str]], total: int) -> dict[tuple[str
     stable hash of their names, so a new case does not reshuffle the others' neighbours,
     then dealt round-robin, so shard sizes differ by at most one.
     """
-    ordered = sorted(set(keys), key=lambda key: (_stable_hash(key), key))
+    ordered = sorted(
+        set(keys), key=lambda key: (hashlib.sha256("\0".join(key).encode()).hexdigest(), key)
+    )
     return {key: position % total + 1 for position, key in enumerate(ordered)}
-
-
-def _stable_hash(key: tuple[str, str]) -> str:
-    return hashlib.sha256("\0".join(key).encode()).hexdigest()

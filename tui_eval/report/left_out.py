@@ -26,7 +26,12 @@ COUNT_USER_FAULTS = "count_user_faults"
 """The report metadata key of a run that counted its user faults (set only then)."""
 
 
-class _HasMetadata(Protocol):
+class ReportLike(Protocol):
+    """What the comparisons read of a `Report` (the report module imports them, so it is
+    named here by its shape)."""
+
+    @property
+    def name(self) -> str: ...
     @property
     def cases(self) -> list[CaseResult]: ...
     @property
@@ -44,7 +49,7 @@ def is_left_out(sample: SampleResult, *, count_user_faults: bool) -> bool:
     return not count_user_faults and (sample.excluded or blamed_on_user(sample))
 
 
-def counts_user_faults(report: _HasMetadata) -> bool:
+def counts_user_faults(report: ReportLike) -> bool:
     """Whether the run of `report` counted its user faults: as its metadata records, else
     (a report from before the record) as its samples show."""
     recorded = report.metadata.get(COUNT_USER_FAULTS)
@@ -148,23 +153,3 @@ def first_fault(case: CaseResult) -> str:
     """The first left-out sample's fault, on one line ("" when none was left out)."""
     sample = next((s for s in case.samples if s.excluded and s.fault is not None), None)
     return one_line(str(sample.fault), 200) if sample is not None else ""
-
-
-__all__ = [
-    "COUNT_USER_FAULTS",
-    "WHY",
-    "Tally",
-    "all_left_out",
-    "blamed_on_user",
-    "case_count",
-    "counted_failure",
-    "counted_note",
-    "counted_user_faults",
-    "counts_user_faults",
-    "first_fault",
-    "is_left_out",
-    "left_out_note",
-    "sample_count",
-    "tally",
-    "undecided_note",
-]

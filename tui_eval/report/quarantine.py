@@ -185,19 +185,3 @@ def quarantined(report: Report) -> dict[str, str]:
     """The report's quarantined cases and their reasons."""
     found = report.metadata.get(METADATA_KEY) or {}
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
-
-
-__all__ = [
-    "FILE_NAME",
-    "METADATA_KEY",
-    "Quarantine",
-    "QuarantineFile",
-    "QuarantineFileError",
-    "apply_to",
-    "put",
-    "quarantine_path",
-    "quarantined",
-    "read",
-    "read_all",
-    "release",
-]

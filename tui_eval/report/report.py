@@ -22,10 +22,10 @@ from tui_eval.report.left_out import (
     undecided_note,
 )
 from tui_eval.report.stored_values import (
+    output_once,
     output_twice,
     restore_output,
     storable_case,
-    with_output_once,
 )
 from tui_eval.stats.proportions import (
     clustered_rate_interval,
@@ -257,7 +257,8 @@ class Report:
             case.definition_fingerprint()
         report = self
         if any(output_twice(s) for case in self.cases for s in case.samples):
-            report = replace(self, cases=[with_output_once(case) for case in self.cases])
+            cases = [replace(c, samples=[output_once(s) for s in c.samples]) for c in self.cases]
+            report = replace(self, cases=cases)
         try:
             document = self.file_model().model_construct(report=report)
             return document.model_dump_json(fallback=repr).encode()

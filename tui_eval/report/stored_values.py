@@ -47,10 +47,6 @@ def restore_output(sample: SampleResult) -> None:
         run.messages[-1].content = run.output if isinstance(run.output, str) else None
 
 
-def with_output_once(case: CaseResult) -> CaseResult:
-    return replace(case, samples=[output_once(s) for s in case.samples])
-
-
 def map_values(sample: SampleResult, convert: Callable[[Any], Any]) -> SampleResult:
     """A copy of `sample` with `convert` applied to every value that came from outside:
     the output, every message and tool call, check names and reasons, error and traceback.

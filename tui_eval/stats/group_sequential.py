@@ -439,13 +439,3 @@ def null_size_forward(
         + (n0 - x) * np.log1p(-rates)[None, :]
     )
     return np.asarray((np.exp(log_weights) * crossed).sum(axis=0))
-
-
-__all__ = [
-    "RegressionBoundary",
-    "calibrated_horizon",
-    "null_rates",
-    "null_size",
-    "null_size_forward",
-    "regression_boundary",
-]

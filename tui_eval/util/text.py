@@ -106,6 +106,19 @@ def _json_safe(value: Any, seen: set[int]) -> Any:
     return safe
 
 
+XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""What XML 1.0 cannot carry, whatever the escaping (kept out of Markdown cells too)."""
+
+
+def markdown_cell(text: str, limit: int = 120) -> str:
+    """`text` as one line of a Markdown table cell: at most `limit` characters, without
+    what XML cannot carry, Markdown's own characters escaped."""
+    flat = cut(" ".join(XML_INVALID.sub("", text).split()), limit)
+    for ch in "\\`*_[]<>|":
+        flat = flat.replace(ch, "\\" + ch)
+    return flat
+
+
 def counted(count: int, noun: str) -> str:
     """`count` and `noun`, in the plural unless it is one (thousands separated).
 
