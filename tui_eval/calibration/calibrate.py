@@ -1,17 +1,10 @@
 """`calibrate()`: is the judge right? Re-judge every human-labelled output and measure the
 agreement between judge and humans (and, for a jury, between the judges).
 
-The agent is never called: each labelled output is judged again from its stored run, through
-the runner's saved-runs source, so the suite's provider options, the shared rate limiter, the
-response cache and `max_cost` apply to the judges exactly as in a run. A judge that raises,
-outlasts its case's `timeout` or replies no verdict is an error of that label, reported and
-failing the gate: never a verdict.
-
-The fault reviewer is a judge like any other: each conversation with a fault label is
-reviewed again from its stored run, as a run reviews it — the rules first (a conversation
-they decide is not the reviewer's: counted, and left out of its figures), then the
-reviewer model over the transcript and the failed checks stored with the label — and its
-verdicts are measured against the humans' over the three parties.
+The agent is never called: each labelled output is judged again from its stored run through
+the runner's saved-runs source, so the suite's provider options, rate limiter, cache and
+`max_cost` apply to the judges as in a run. The fault reviewer is a judge like any other:
+each fault-labelled conversation is reviewed again as a run reviews it (the rules first).
 """
 
 from __future__ import annotations
@@ -72,9 +65,9 @@ def _find_check(case: Case, name: str) -> Check | None:
 
 
 def _judge_for(check: Check, judge: Any, where: str) -> Check:
-    """The check to judge with (`judge`'s model instead of its own, when given), its every
-    model resolved now: a spec that cannot be (`python:no_such_module:x`, a missing key) is
-    a usage error before any judging, never a verdict on every label."""
+    """The check to judge with (`judge`'s model instead of its own, when given), its models
+    resolved now: one that cannot be is a usage error before any judging, not a verdict on
+    every label."""
     if judge is not None:
         if not isinstance(check, llm_judge):
             raise CalibrationError(
@@ -92,9 +85,8 @@ def _judge_for(check: Check, judge: Any, where: str) -> Check:
 
 
 def _reviewer_for(user: User, judge: Any, where: str) -> ModelLike:
-    """The model that reviews the faults of `where` (`judge` instead of the user's reviewer,
-    when given), resolved now: no reviewer, or one that cannot be resolved, is a usage error
-    before any reviewing."""
+    """The model that reviews the faults of `where` (`judge`, when given), resolved now: no
+    reviewer, or one that cannot be resolved, is a usage error before any reviewing."""
     if judge is not None and isinstance(judge, (list, tuple)):
         raise CalibrationError(
             "--judge: the fault reviewer is one model, not a jury (calibrate a jury of "
@@ -115,14 +107,8 @@ def _reviewer_for(user: User, judge: Any, where: str) -> ModelLike:
 
 
 class _Guarded:
-    """The check a calibration asks about one labelled output: a judge (or the fault
-    reviewer) within its case's `timeout`, with anything but a verdict kept as `error`
-    rather than a "fail".
-
-    Attributes:
-        name: the check's name (its results carry it).
-        error: why no verdict came (None: one did, or it was not asked).
-    """
+    """A judge (or the fault reviewer) on one labelled output within its case's `timeout`;
+    anything but a verdict is kept as `error` (None: a verdict came), never as a "fail"."""
 
     is_async = True
     takes_context = False
@@ -189,12 +175,8 @@ class _GuardedJudge(_Guarded):
 
 
 class _GuardedReviewer(_Guarded):
-    """Who failed one labelled conversation, decided as a run decides it: the rules, then
-    the reviewer model over the transcript and the failed checks stored with the label.
-
-    Attributes:
-        verdict: the rules' fault or the reviewer's (None: not decided yet, or an error).
-    """
+    """Who failed one labelled conversation, decided as a run decides it (the rules, then
+    the reviewer): `verdict` (None: not decided yet, or an error)."""
 
     role = "reviewer"
 
@@ -219,8 +201,7 @@ class _GuardedReviewer(_Guarded):
 
 
 def _is_verdict(value: Any, result: CheckResult) -> bool:
-    """Whether what a check returned was a verdict `normalise` kept, not a misuse it turned
-    into a failure (a string, None, a score outside 0..1)."""
+    """Whether `normalise` kept what a check returned, rather than failing a misuse."""
     if isinstance(value, CheckResult):
         return result is value
     if isinstance(value, bool):
@@ -281,9 +262,11 @@ async def calibrate(
 ) -> Calibration:
     """Re-judge every human-labelled output of `suite` and measure judge–human agreement.
 
-    The agent is never called; each labelled output is judged once per judge (a rerun is
-    answered by the response cache). A score label counts as "pass" when it reaches the
-    check's threshold.
+    Each labelled output is judged once per judge (a rerun is answered by the cache). A
+    score label counts as "pass" when it reaches the check's threshold. A judge that
+    raises, times out or replies no verdict gives none: the label is in `errors`, out of
+    every figure, and `passes()` is False. Fault labels (check `"fault"`) calibrate the
+    fault reviewer, in `by_check["fault"]` (the figures themselves without other labels).
 
     Example:
         >>> calibration = await calibrate("suites/support.py", check="llm_judge")  # doctest: +SKIP
@@ -293,31 +276,18 @@ async def calibrate(
     Args:
         suite: a `Suite`, or a suite file (every suite in it is calibrated together).
         check: only labels of the check with this name.
-        judge: judge with this model instead of each `llm_judge`'s own (a spec string, a
-            provider, or a list for a jury), to compare judges on the same labels; it
-            reviews the fault labels too, instead of each user's reviewer (one model).
-        labels: the labels (records or a labels file); default the suite's own file,
-            `<suite folder>/__labels__/<suite name>.jsonl`.
+        judge: judge with this model instead of each `llm_judge`'s own (a list: a jury),
+            to compare judges on the same labels; it reviews the fault labels too.
+        labels: the labels (records or a labels file); default the suite's labels file.
         cache: the response cache mode for the judges (default on: a rerun is free).
         provider: provider options over the suite's own.
         max_cost: dollars; judging stops starting new outputs past it (default the suite's).
-        seed: the bootstrap's seed.
-
-    A judge that raises, outlasts its case's `timeout` or replies no verdict gives no
-    verdict: that label is in `errors`, out of every figure, and `passes()` is False.
-
-    Fault labels (check `"fault"`) calibrate the fault reviewer: each labelled conversation
-    is reviewed again from its stored run (the rules first: one they decide is counted in
-    `rule_decided` and left out), and the reviewer's κ over the three parties is in
-    `by_check["fault"]` — the figures themselves when there are no other labels (or with
-    `check="fault"`).
+        seed: the seed of κ's interval.
 
     Raises:
-        CalibrationError: no labels (for `check`), a bad labels or suite file, `judge`
-            given for a check that is not an `llm_judge` (or a jury for the fault
-            reviewer), a conversation with fault labels and no reviewer, or a judge or
-            reviewer model that cannot be resolved (an unknown spec, a `python:` module
-            that does not import, no key).
+        CalibrationError: no labels, a bad labels or suite file, `judge` for a check that is
+            not an `llm_judge` (or a jury for the reviewer), fault labels without a
+            reviewer, or a judge or reviewer model that cannot be resolved.
     """
     suites = _load_suites(suite)
     found = _Judging()

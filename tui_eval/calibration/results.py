@@ -1,11 +1,7 @@
-"""What a calibration found: each labelled output with the judge's verdict on it
-(`JudgedLabel`) or the judge's error (`UnjudgedLabel`), each labelled conversation with the
-fault reviewer's verdict (`ReviewedLabel`), and the agreement figures (`Calibration`: κ
-with its interval, agreement, TPR/TNR, per check and per juror; for the fault reviewer, κ
-over the three parties and the confusion matrix by party).
-
-Computed by `tui_eval.stats.agreement`; made by `calibrate()` (`calibrate`).
-"""
+"""What a calibration found: each labelled output with the judge's verdict (`JudgedLabel`)
+or error (`UnjudgedLabel`), each labelled conversation with the fault reviewer's verdict
+(`ReviewedLabel`), and the agreement figures (`Calibration`), computed by
+`tui_eval.stats.agreement`."""
 
 from __future__ import annotations
 
@@ -44,9 +40,9 @@ class JudgedLabel:
     Attributes:
         record: the human label, as stored.
         human_passed: the human's verdict ("pass", or a score reaching the threshold).
-        judge: the check's result when judged again (a jury's holds every judge's verdict).
-        threshold: the check's passing score (`SCORE_PASS` for checks without one).
-        suite: the suite the label belongs to.
+        judge: the check's result, judged again (a jury's holds every judge's verdict).
+        threshold: the check's passing score.
+        suite: the suite of the label.
     """
 
     record: LabelRecord
@@ -78,14 +74,8 @@ class JudgedLabel:
 
 @dataclass(frozen=True, slots=True)
 class UnjudgedLabel:
-    """A labelled output the judge gave no verdict on: it raised, outlasted the case's
-    `timeout`, or replied something that is not a verdict. Never counted as a verdict.
-
-    Attributes:
-        record: the human label, as stored.
-        error: what went wrong, in words.
-        suite: the suite the label belongs to.
-    """
+    """A labelled output the judge gave no verdict on (it raised, timed out, or replied no
+    verdict): `error` says why; never counted as a verdict."""
 
     record: LabelRecord
     error: str
@@ -99,14 +89,7 @@ class UnjudgedLabel:
 @dataclass(frozen=True, slots=True)
 class ReviewedLabel:
     """One labelled conversation with who is blamed for it now: the fault reviewer's
-    verdict, or the rules' when they decide it (`fault.by == "rule"`: not the reviewer's,
-    so left out of its figures).
-
-    Attributes:
-        record: the human's fault label, as stored.
-        fault: the verdict now: the party, the first critical turn, the reason, `by`.
-        suite: the suite the label belongs to.
-    """
+    `fault`, or the rules' (`fault.by == "rule"`: left out of the reviewer's figures)."""
 
     record: LabelRecord
     fault: Fault
@@ -136,42 +119,30 @@ class Calibration:
     Attributes:
         n: labelled outputs judged.
         agreement: the share where judge and human reached the same verdict.
-        kappa: Cohen's κ of the pass/fail verdicts (NaN when undefined: the humans or the
-            judge gave one verdict only; `kappa_undefined` says which).
-        kappa_ci: a 95% interval for κ that holds at small label counts (Jeffreys-prior
-            Dirichlet posterior, seeded: reruns give the same; `kappa_interval`).
-        labels_needed: about how many labels an interval of ±0.1 needs, at the κ and pass
-            rates seen (None when κ is undefined).
-        weighted_kappa: quadratic weighted κ of the human score labels against the judge's
-            scores, on the scores themselves (None without score labels).
-        tpr: of the outputs humans passed, the share the judge passed.
-        tnr: of the outputs humans failed, the share the judge failed.
+        kappa: Cohen's κ of the verdicts (NaN when undefined: `kappa_undefined` says why).
+        kappa_ci: a 95% interval for κ that holds at small label counts (`kappa_interval`,
+            seeded: reruns give the same).
+        labels_needed: about how many labels an interval of ±0.1 needs (None: κ undefined).
+        weighted_kappa: quadratic weighted κ of score labels against the judge's scores.
+        tpr, tnr: of the outputs humans passed (failed), the share the judge passed (failed).
         confusion: `{"tp", "fp", "fn", "tn"}`, judge against human (human pass = positive).
         disagreements: the labelled outputs where judge and human differ.
-        by_check: the same per check (keyed by check name).
-        judges_alpha: Krippendorff's α of the jurors' pass/fail verdicts (None: no jury).
-        judges: each juror's own calibration against the humans, by judge name (juries).
+        by_check: the same per check name; `by_check["fault"]` is the fault reviewer's.
+        judges_alpha: Krippendorff's α of a jury's verdicts (None: no jury).
+        judges: each juror's own calibration, by judge name.
         judged: every labelled output with its verdict, in label order.
         skipped: labels that could not be judged (their case or check is gone), and why.
-        errors: labelled outputs the judge gave no verdict on (it raised, timed out or
-            replied no verdict): left out of every figure, and they fail the gate.
-        judge_requests: judge model requests made (including those the cache answered).
-        cached_requests: of those, answered by the response cache.
+        errors: labelled outputs the judge gave no verdict on: out of every figure, and
+            they fail the gate.
+        judge_requests, cached_requests: judge requests made, and those the cache answered.
         cost: dollars the judges spent, when priced.
         stopped: why judging stopped early (`max_cost`), if it did.
-        kind: `"judge"` (pass/fail verdicts of judged checks) or `"fault"` (the fault
-            reviewer's parties). A fault calibration's κ is Cohen's κ over the three
-            parties; it has no interval, `labels_needed`, TPR/TNR, or pass/fail
-            `confusion` (NaN, None, `{}`): `party_confusion` is its matrix. A judge
-            calibration holds the reviewer's, when fault labels were calibrated too, as
-            `by_check["fault"]`; with fault labels only, the figures are the reviewer's.
-        party_confusion: the fault reviewer's matrix, `{human's party: {reviewer's party:
-            count}}` (None for judges).
+        kind: `"judge"` or `"fault"`. A fault calibration's κ is over the three parties; it
+            has no interval, `labels_needed`, TPR/TNR or `confusion` (NaN, None, `{}`), and
+            `party_confusion`, `{human's party: {reviewer's party: count}}`, instead.
         reviewed: every labelled conversation the reviewer decided, with its verdict.
-        reviewer_disagreements: those where the reviewer and the human name different
-            parties.
-        rule_decided: the labelled conversations the rules decided (not the reviewer's
-            verdicts: left out of its figures, and counted).
+        reviewer_disagreements: those where reviewer and human name different parties.
+        rule_decided: the labelled conversations the rules decided (counted apart).
     """
 
     n: int
@@ -208,10 +179,9 @@ class Calibration:
         faults: Sequence[ReviewedLabel] | None = None,
         seed: int = 0,
     ) -> Calibration:
-        """The agreement statistics of these judged labels (and per check, and per juror),
-        and of the fault reviewer on these labelled conversations (`faults`, None: there
-        were no fault labels) as `by_check["fault"]` — the figures themselves when no
-        judged label is given."""
+        """The agreement figures of these judged labels (per check and per juror too), and
+        of the fault reviewer on `faults` (None: no fault labels) as `by_check["fault"]` —
+        the figures themselves when no judged label is given."""
         if faults is not None and not judged:
             calibration = _fault_statistics(faults, seed=seed)
             calibration.by_check = {FAULT_CHECK: _fault_statistics(faults, seed=seed)}
@@ -268,9 +238,8 @@ class Calibration:
         return "the judge gave one verdict only"
 
     def failing_kappas(self, min_kappa: float) -> list[str]:
-        """The κs a `--min-kappa` gate fails, by name ("κ", "the fault reviewer's κ"):
-        below it, or undefined (fails closed). The judges' κ and the reviewer's are gated
-        each on its own."""
+        """The κs a `--min-kappa` gate fails ("κ", "the fault reviewer's κ"), each gated on
+        its own: below it, or undefined (fails closed)."""
         failing = []
         if math.isnan(self.kappa) or self.kappa < min_kappa:
             failing.append("the fault reviewer's κ" if self.kind == "fault" else "κ")
@@ -280,13 +249,12 @@ class Calibration:
         return failing
 
     def below(self, min_kappa: float) -> bool:
-        """Whether a κ fails a `--min-kappa` gate: below it, or undefined (fails closed);
-        the fault reviewer's is gated too, when calibrated beside the judges."""
+        """Whether a κ fails a `--min-kappa` gate (`failing_kappas`)."""
         return bool(self.failing_kappas(min_kappa))
 
     def passes(self, min_kappa: float | None = None) -> bool:
-        """Whether the calibration passes a CI gate: the judge gave a verdict on every
-        labelled output (a judge error fails it), and κ reaches `min_kappa` when given."""
+        """Whether the calibration passes a CI gate: no judge error, and κ reaches
+        `min_kappa` when given."""
         if self.errors:
             return False
         return min_kappa is None or not self.below(min_kappa)
@@ -433,11 +401,8 @@ _ROW_WIDTH = len(_MATRIX_CORNER)
 
 def _fault_statistics(faults: Sequence[ReviewedLabel], *, seed: int) -> Calibration:
     """The fault reviewer's agreement with the humans over the three parties, on the
-    labelled conversations the rules did not decide (those are counted apart).
-
-    κ is Cohen's (as scikit-learn's `cohen_kappa_score`), NaN when undefined: when the
-    humans or the reviewer named one party only (no agreement beyond chance can be
-    measured then, as for a judge's pass/fail); its interval is `category_kappa_interval`'s."""
+    conversations the rules did not decide. κ is NaN when the humans or the reviewer named
+    one party only: no agreement beyond chance can be measured then."""
     reviewed = [f for f in faults if f.fault.by != "rule"]
     human = [str(r.record.label) for r in reviewed]
     verdicts = [r.fault.party for r in reviewed]
@@ -477,8 +442,7 @@ def _as_juror(judged: JudgedLabel, verdict: JudgeVerdict) -> JudgedLabel:
 
 
 def _number(value: float | None) -> float | None:
-    """A figure for the JSON: NaN as null, float noise around a value (-3.3e-16 for 0)
-    rounded away, and never -0.0."""
+    """A figure for the JSON: NaN as null, float noise (-3.3e-16 for 0) rounded away."""
     if value is None or math.isnan(value):
         return None
     return round(value, 12) + 0.0

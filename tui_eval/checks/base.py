@@ -22,7 +22,7 @@ Check: TypeAlias = (
     "Callable[[RunResult], CheckOutcome] | Callable[[RunResult, CheckContext], CheckOutcome]"
 )
 """A check: a callable taking the `RunResult` (and, if it has a second positional parameter,
-the `CheckContext`), returning a `CheckResult`, a bool or a score in 0..1."""
+the `CheckContext`)."""
 
 SCORE_PASS = 0.5
 """A check that returns a bare float passes when the score is at least this."""
@@ -30,14 +30,8 @@ SCORE_PASS = 0.5
 
 @dataclass(slots=True)
 class JudgeVerdict:
-    """One judge's verdict within a jury (`llm_judge(..., model=[m1, m2, m3])`).
-
-    Attributes:
-        judge: the judge model, as given (a spec string, or the provider's name).
-        passed: whether this judge alone passed the output.
-        score: its score in 0..1 (None when its reply was not a valid verdict).
-        reasoning: its reasoning, or why its reply was refused.
-    """
+    """One `judge`'s verdict within a jury (`llm_judge(..., model=[m1, m2, m3])`): whether
+    it alone `passed` the output, its `score` (None: no valid verdict) and `reasoning`."""
 
     judge: str
     passed: bool
@@ -88,11 +82,8 @@ def fail(name: str, reason: str) -> CheckResult:
 
 @dataclass(frozen=True, slots=True)
 class CheckContext:
-    """What a check may know besides the run: the case and the sample it checks.
-
-    The runner hands one to every check that takes a second positional parameter (as
-    pydantic-evals hands an `EvaluatorContext` to its evaluators); a check of one parameter
-    is called with the run alone.
+    """What a check may know besides the run: the case and the sample it checks, handed to
+    every check that takes a second positional parameter.
 
     Example:
         >>> def close_to_expected(run: RunResult, ctx: CheckContext) -> bool:
@@ -115,8 +106,7 @@ class CheckContext:
 
 
 NO_CONTEXT = CheckContext()
-"""The context of a check run outside a case (`run_check(check, run)`): no name, no
-expected value."""
+"""The context of a check run outside a case."""
 
 
 def check_name(check: Any) -> str:
@@ -149,14 +139,10 @@ _TAKES_CONTEXT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary
 
 
 def takes_context(check: Any) -> bool:
-    """Whether the check is called with a `CheckContext` too, decided once per check (per
-    class, for instances of a class of checks).
-
-    It is when it says so (a `takes_context` attribute: the built-in checks that read the
-    case, and combinators, which hand it on), else when its second positional parameter
-    has no default: `def check(run, ctx)` gets the context, `def check(run)` and
-    `def check(run, limit=100)` do not.
-    """
+    """Whether the check is called with a `CheckContext` too: when its `takes_context`
+    attribute says so, else when its second positional parameter has no default
+    (`def check(run, ctx)`, not `def check(run, limit=100)`). Memoised per check, or per
+    class for instances of a class: the runner asks once per case."""
     kind = type(check)
     known = _TAKES_CONTEXT_BY_CLASS.get(kind)
     if known is not None:
@@ -189,12 +175,9 @@ def _second_parameter_required(check: Any) -> bool:
 
 
 def normalise(name: str, value: Any) -> CheckResult:
-    """Turn what a check returned into a `CheckResult`.
-
-    A bool passes or fails; a number is a score in 0..1 (passing from `SCORE_PASS`); a
-    `CheckResult` is kept. Anything else — a string such as "false", None, a score outside
-    0..1 — is an error of that check, never a pass.
-    """
+    """Turn what a check returned into a `CheckResult`: a bool passes or fails, a number is
+    a score in 0..1 (passing from `SCORE_PASS`); anything else (a string such as "false",
+    None, a score outside 0..1) fails the check, never passes."""
     if isinstance(value, CheckResult):
         if value.score is not None and not _in_unit_range(value.score):
             return _misused(name, f"a CheckResult with score {value.score!r}, outside 0..1")
@@ -234,9 +217,7 @@ async def run_check(
     check: Check, result: RunResult, context: CheckContext | None = None
 ) -> CheckResult:
     """Run one check and normalise its outcome; an exception fails only this check.
-
-    `context` goes to a check that takes one (`takes_context`); without it, such a check
-    gets an empty `CheckContext()`, as outside any case.
+    `context` goes to a check that takes one (default: an empty `CheckContext()`).
 
     Example:
         >>> await run_check(contains("Paris"), run)  # doctest: +SKIP
@@ -256,13 +237,8 @@ def call_check(
     with_context: bool | None = None,
 ) -> CheckResult | Awaitable[Any]:
     """Call a check exactly once: its result when it answered at once, else the awaitable
-    it returned (finish it with `settle_check`; never call the check again).
-
-    The runner calls this once per check per sample, so the name is only looked up
-    when it is needed (a failure or a bare bool/float), and `with_context` says whether
-    the check takes the context when the caller has decided it already (`takes_context`,
-    once per case).
-    """
+    it returned (finish it with `settle_check`). `with_context`: whether it takes the
+    context, when the caller has decided it already (once per case)."""
     if with_context is None:
         with_context = takes_context(check)
     call: Callable[..., Any] = check
@@ -295,16 +271,12 @@ async def settle_check(check: Check, pending: Awaitable[Any]) -> CheckResult:
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """Annotation metadata for a check parameter whose Python type is not what a YAML
-    suite writes (declarative suites and their JSON schema read it).
+    """Annotation metadata for a check parameter whose Python type is not what a YAML suite
+    writes: the declarative `type` (or its source text, `Check` standing for a nested check
+    spec) and the YAML `key`, when it differs from the parameter's name.
 
     Example:
         >>> model: Annotated[ModelLike | None, Declared("str | None")] = None  # doctest: +SKIP
-
-    Args:
-        type: the declarative type, or its source text (evaluated with the check module's
-            names, `Check` standing for a nested check spec).
-        key: the YAML key, when it differs from the parameter's name.
     """
 
     type: Any

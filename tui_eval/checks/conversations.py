@@ -1,8 +1,6 @@
 """Checks of conversations and environment states: `state_equals`, `state_matches`,
 `goal_reached` (a judge over the transcript), and per-turn checks (`every_turn`, `at_turn`).
-
-Every other check applies to a conversation too: its `RunResult` holds the whole
-conversation's messages, tool calls, usage and turns, and its last reply as the output.
+Every other check applies to a conversation too, its last reply as the output.
 """
 
 from __future__ import annotations
@@ -39,18 +37,14 @@ NO_STATE = "the run has no environment state (give the case one: Case(state=...)
 
 @dataclass(eq=False, slots=True)
 class state_equals:
-    """The environment state after the run equals `expected`, compared by value: numbers by
-    value (`25 == 25.0`), paths in `ignore` skipped. A failure lists the differences.
+    """The environment state after the run equals `expected` (plain data, a pydantic model
+    or a dataclass), compared by value, paths in `ignore` skipped (`"orders.*.updated_at"`,
+    `"**.timestamp"`: `*` is one key or index, `**` any number). A failure lists the
+    differences.
 
     Example:
         >>> state_equals({"orders": {"A-17": {"status": "cancelled"}}}, ignore=["log"])
         ... # doctest: +SKIP
-
-    Args:
-        expected: the state the run should leave: plain data, a pydantic model, or a
-            dataclass (compared as plain data).
-        ignore: paths not compared (`"log"`, `"orders.*.updated_at"`, `"**.timestamp"`:
-            `*` is one key or index, `**` any number).
     """
 
     expected: Any
@@ -83,10 +77,8 @@ class state_equals:
 
 @dataclass(eq=False, slots=True)
 class state_matches:
-    """`fn(state)` holds for the environment state after the run (as plain data).
-
-    `fn` returns True/False, a reason (a string: the check fails with it), or a
-    `CheckResult`.
+    """`fn(state)` holds for the environment state after the run (as plain data): it returns
+    True/False, a reason the check fails with, or a `CheckResult`.
 
     Example:
         >>> state_matches(lambda s: s["orders"]["A-17"]["refund"] == 25)  # doctest: +SKIP
@@ -118,14 +110,11 @@ Score 1.0 when it was fully reached, 0.0 when it was not; judge by what the agen
 
 
 class goal_reached(llm_judge):
-    """A judge over the whole transcript: was the user's goal reached?
+    """A judge over the whole transcript: was the user's `goal` (in plain words) reached?
+    The other arguments are `llm_judge`'s.
 
     Example:
         >>> goal_reached("order A-17 is cancelled and the user was told so")  # doctest: +SKIP
-
-    Args:
-        goal: the goal in plain words ("order A-17 is cancelled and the user was told").
-        model, threshold, aggregate, name: as `llm_judge`.
     """
 
     def __init__(
@@ -200,9 +189,8 @@ def turn_run(run: RunResult, turn: Turn) -> RunResult:
 
 
 class every_turn:
-    """`check` holds for every turn of a conversation (each turn's reply, tool calls and
-    usage as a run of its own); the failure names the first turn that broke it. On a
-    single-input run it checks the run.
+    """`check` holds for every turn of a conversation (each turn as a run of its own, as
+    `turn_run` makes it); a failure names the first turn that broke it.
 
     Example:
         >>> every_turn(not_contains("As an AI"))  # doctest: +SKIP
@@ -231,8 +219,7 @@ class every_turn:
 
 
 class at_turn:
-    """`check` holds for turn `turn` (from 1) of a conversation; fails when the
-    conversation ended before it.
+    """`check` holds for turn `turn` (from 1) of a conversation (which must reach it).
 
     Example:
         >>> at_turn(1, tool_called("lookup_order"))  # doctest: +SKIP

@@ -59,14 +59,8 @@ AGGREGATES: tuple[Aggregate, ...] = ("majority", "mean", "min")
 
 @dataclass(frozen=True, slots=True)
 class JudgeAnswer:
-    """One judge's answer to the prompt: its verdict, or None and why it gave none.
-
-    Attributes:
-        judge: the judge's name (`llm_judge.judge_names`).
-        verdict: the verdict (None: the reply was not a valid verdict, or no model is set).
-        reasoning: the verdict's reasoning, or why there is none.
-        usage: what asking it spent.
-    """
+    """One `judge`'s answer: its `verdict` (None: no valid verdict, or no model set), the
+    `reasoning` (or why there is no verdict) and the `usage` asking it spent."""
 
     judge: str
     verdict: Verdict | None
@@ -170,8 +164,7 @@ class llm_judge:
 
         Raises:
             JudgeConfigError: no model was given and `$TUI_EVAL_JUDGE_MODEL` is not set.
-            ModelSpecError: a model spec cannot be resolved (an unknown prefix, a
-                `python:` module that does not import, a missing API key).
+            ModelSpecError: a model spec cannot be resolved.
         """
         for position in range(len(self.models)):
             self._provider(position)
@@ -236,14 +229,9 @@ class llm_judge:
         return JudgeAnswer(name, verdict, verdict.reasoning, result.usage)
 
     async def answers(self, run: RunResult) -> list[JudgeAnswer]:
-        """Every judge's answer on `run`, in order (a jury's are asked concurrently).
-
-        `decide()` turns them into the check's result; calibration reads them first, so a
-        judge that gave no verdict is an error there, never a "fail".
-
-        Raises:
-            Exception: whatever a provider raised (a run fails the check with it).
-        """
+        """Every judge's answer on `run`, in order (a jury's asked concurrently); `decide()`
+        turns them into the check's result (calibration reads them first: no verdict is an
+        error there, never a "fail"). A provider's exception propagates."""
         prompt = self.prompt(run)
         if not self.is_jury:
             return [await self._answer(0, prompt)]
@@ -261,8 +249,7 @@ class llm_judge:
         return self.decide(await self.answers(run))
 
     def decide(self, answers: Sequence[JudgeAnswer]) -> CheckResult:
-        """The check's result from the judges' answers: a judge without a valid verdict
-        fails (the check never passes by accident)."""
+        """The check's result from the judges' answers (a judge without a verdict fails)."""
         if not self.is_jury:
             (answer,) = answers
             score = answer.verdict.score if answer.verdict is not None else 0.0
@@ -327,15 +314,10 @@ def _model_name(model: ModelLike | None) -> str:
 
 
 def name_unnamed_judges(checks: Sequence[Any]) -> list[Any]:
-    """A case's checks, with each unnamed `llm_judge` named apart when it has company.
-
-    Two judges left at the default name in one case would report, and be labelled, as the
-    same check. When a case has several, each is named after its rubric instead:
-    `llm_judge[Polite, names the capital]` (with a short hash of the rubric when two
-    rubrics start alike, and of the whole judge when they are equal). A name depends on the
-    judge alone, never on its position, so reordering the checks or adding another keeps it,
-    and a label never moves to another judge. The judges are copies: one `llm_judge`
-    object shared by several cases keeps its own name.
+    """A case's checks, each unnamed `llm_judge` (copied) named after its rubric when the
+    case has several, so they report and are labelled apart: `llm_judge[Polite, names the
+    capital]`, with a short hash when two rubrics start alike. A name depends on the judge
+    alone, never its position, so a label never moves to another judge.
     """
     unnamed = [
         i for i, c in enumerate(checks) if isinstance(c, llm_judge) and c.name == DEFAULT_NAME

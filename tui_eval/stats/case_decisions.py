@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tui_eval.stats.proportions import normal_quantile
-from tui_eval.stats.two_sample import judge_two_sample
+from tui_eval.stats.two_sample import ComparisonVerdict, judge_two_sample
 
 STAKES = tuple(i / 10 for i in range(1, 10))
 """Fractions of the largest safe stake the mixture bets with."""
@@ -67,15 +67,6 @@ class EProcess:
         return sum(math.exp(v) for v in self._logs) / len(self._logs)
 
 
-@dataclass(frozen=True, slots=True)
-class ComparisonVerdict:
-    """How a case's comparison stands."""
-
-    label: str
-    decided: bool
-    hint: str = ""
-
-
 def judge_against_baseline(
     baseline_passed: int,
     baseline_total: int,
@@ -98,7 +89,7 @@ def judge_against_baseline(
     if baseline_samples is None:
         baseline_samples = [True] * baseline_passed + [False] * (baseline_total - baseline_passed)
         random.Random(0).shuffle(baseline_samples)
-    found = judge_two_sample(
+    return judge_two_sample(
         baseline_samples,
         current,
         alpha=alpha,
@@ -106,7 +97,6 @@ def judge_against_baseline(
         horizon=max(horizon, len(current)),
         exhausted=exhausted,
     )
-    return ComparisonVerdict(found.label, found.decided, found.hint)
 
 
 def judge_pairs(

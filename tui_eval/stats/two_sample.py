@@ -254,10 +254,10 @@ def _expected_log_e(
 
 
 @dataclass(frozen=True, slots=True)
-class BaselineJudgement:
-    """Where the two-sample test of one case stands: `label` (regression, no regression,
-    undecided, undecided: budget, undecided: baseline too small), whether it is `decided`,
-    and for an undecided case a `hint` of what would decide it."""
+class ComparisonVerdict:
+    """Where the test of one case stands: `label` (regression, no regression, undecided,
+    undecided: budget, undecided: baseline too small), whether it is `decided`, and for an
+    undecided case a `hint` of what would decide it."""
 
     label: str
     decided: bool
@@ -272,14 +272,14 @@ def judge_two_sample(
     margin: float,
     horizon: int,
     exhausted: bool = False,
-) -> BaselineJudgement:
+) -> ComparisonVerdict:
     """The verdict of a case: current samples (in order) against the baseline's samples (in
     their recorded order), at level `alpha` for this case, with `horizon` current samples
     at most (fixed in advance). A regression crossed at any look up to `len(current)`
     counts, so a round of several samples sees crossings inside it."""
     if not any(baseline):
         # Never passed in the baseline: there is nothing to fall from.
-        return BaselineJudgement("no regression", True, "never passed in the baseline")
+        return ComparisonVerdict("no regression", True, "never passed in the baseline")
     horizon = max(horizon, len(current), 1)
     regression = _RegressionTest(baseline, horizon, alpha)
     threshold = math.log(1 / alpha)
@@ -292,21 +292,21 @@ def judge_two_sample(
         return max(path, default=0.0) >= threshold
 
     if regression.crossed(current, prefix):
-        return BaselineJudgement("regression", True)
+        return ComparisonVerdict("regression", True)
     if fine(None):
-        return BaselineJudgement("no regression", True)
+        return ComparisonVerdict("no regression", True)
     if not regression.could_cross([0], 0) and not _margin_reachable(
         tuple(baseline), horizon, margin, threshold
     ):
         # Not even a current run that failed (or passed) every sample could be told apart
         # from this baseline: more samples of the current agent cannot help.
         hint = _baseline_hint(baseline, alpha, margin)
-        return BaselineJudgement("undecided: baseline too small", False, hint)
+        return ComparisonVerdict("undecided: baseline too small", False, hint)
     if exhausted or (not regression.could_cross(prefix, len(current)) and not fine(True)):
         hint = _budget_hint(baseline, current, alpha, margin, horizon, regression.plan.boundary)
         note = _margin_note(baseline, horizon, alpha, margin)
-        return BaselineJudgement("undecided: budget", False, "; ".join(filter(None, [hint, note])))
-    return BaselineJudgement("undecided", False)
+        return ComparisonVerdict("undecided: budget", False, "; ".join(filter(None, [hint, note])))
+    return ComparisonVerdict("undecided", False)
 
 
 @lru_cache(maxsize=1024)
