@@ -38,20 +38,14 @@ class CaseChange:
 
     Attributes:
         p_value: Fisher's exact test on (passed, failed) sample counts of both runs.
-        adjusted_p_value: `p_value` adjusted (Holm) across every case of the comparison,
-            so the chance that any case is called significant by luck stays under 5%.
-        label: `significant` (adjusted p < 0.05), `too few samples` (with this many
-            samples, the test behind the label — Fisher's exact test at the strictest Holm
-            level, `power_level` — has less than 80% power to tell a change as large as
-            the one seen from noise), or `noise`.
-        power_level: the level `label` and `samples_needed` judge power at: 0.05 / cases
-            compared.
-        decided: whether the comparison of this case is settled (see `label`).
-        hint: for a case `decide()` left undecided, roughly what would decide it (a
-            larger budget, a larger baseline).
-        baseline_left_out / current_left_out: samples of each side left out of its counts
-            (the user simulator's fault; `baseline_total` and `current_total` count the
-            others).
+        adjusted_p_value: `p_value` adjusted (Holm) across every case compared, so the
+            chance that any case is called significant by luck stays under 5%.
+        label: `significant` (adjusted p < 0.05), `too few samples` (the test has less than
+            80% power, at `power_level`, to tell a change this large from noise), or `noise`.
+        power_level: the strictest Holm level, 0.05 / cases compared.
+        decided: whether the comparison of this case is settled.
+        hint: for a case `decide()` left undecided, roughly what would decide it.
+        baseline_left_out, current_left_out: samples left out of each side's counts.
     """
 
     name: str
@@ -72,11 +66,9 @@ class CaseChange:
 
     @property
     def samples_needed(self) -> int | None:
-        """Samples per side, for this case, at which Fisher's exact test at `power_level`
-        has 80% power to detect the observed change (exact, by search, when first read:
-        the search takes a while, and only a "too few samples" line shows it); above the
-        samples there are when the label is "too few samples". None when the pass rate did
-        not change."""
+        """Samples per side at which Fisher's exact test at `power_level` has 80% power to
+        detect the observed change (None: no change), searched when first read: it takes a
+        while, and only a "too few samples" line shows it."""
         if not self._searched:
             fewest = min(self.baseline_total, self.current_total)
             self._needed = samples_needed(
@@ -101,8 +93,7 @@ class CaseChange:
 
     @property
     def significant(self) -> bool:
-        """Whether the change in pass rate is larger than sampling noise, after the Holm
-        adjustment across every case compared."""
+        """Whether the change is larger than sampling noise (Holm-adjusted)."""
         return self.adjusted_p_value < NOISE_P
 
     @property
@@ -146,11 +137,7 @@ class CaseChange:
 
 @dataclass(slots=True)
 class Diff:
-    """The current run against a baseline, case by case.
-
-    `ok` is true when nothing regressed; improvements, added and removed cases are listed
-    but do not fail it.
-    """
+    """The current run against a baseline, case by case; `ok` when nothing regressed."""
 
     regressions: list[CaseChange] = field(default_factory=list)
     improvements: list[CaseChange] = field(default_factory=list)
@@ -163,23 +150,18 @@ class Diff:
     """The paired difference of the cases' sample pass rates, current − baseline, over the
     cases in both (−0.09: nine points worse on average)."""
     delta_ci: tuple[float, float] = (0.0, 0.0)
-    """The 95% interval of `delta`: the shifts of the per-case differences that the test of
-    `p_value` does not reject, so it excludes 0 exactly when `p_value` < 0.05."""
+    """The 95% interval of `delta`, from inverting the test of `p_value` (so it excludes 0
+    exactly when `p_value` < 0.05)."""
     p_value: float = 1.0
-    """Paired test of `delta` across cases (exact sign-flip permutation for up to 16 cases,
-    a t test with n − 1 degrees of freedom beyond, its standard error never below the
-    cases' sampling noise)."""
+    """The paired test of `delta` across cases (`stats.proportions.paired_test`)."""
     definition_changed: list[str] = field(default_factory=list)
     """Cases in both reports whose definition (input, checks, expected values, threshold,
-    samples) changed: their verdicts compare different things. Listed also where they
-    moved (regressed, improved, unchanged)."""
+    samples) changed: their verdicts compare different things (listed where they moved too)."""
     undecided: list[str] = field(default_factory=list)
-    """Cases in both reports not compared: every sample of one of them was left out (the
-    user simulator's fault), so it has no verdict to compare."""
+    """Cases in both reports not compared: one side has every sample left out."""
 
     def extend(self, other: Diff) -> None:
-        """Add `other`'s cases to this diff's lists (one suite's diff into a run's); the
-        run-wide statistics (`delta`, `p_value`) are left as they are."""
+        """Add `other`'s cases to this diff's lists (not its run-wide statistics)."""
         self.regressions.extend(other.regressions)
         self.improvements.extend(other.improvements)
         self.added.extend(other.added)
@@ -226,9 +208,8 @@ class Diff:
         return "\n".join(lines)
 
     def suite_line(self, *, label: str = "pass rate", sep: str = ", ") -> str:
-        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the mean of the compared
-        cases' sample pass rates in both runs, their paired difference and its test
-        (`label` names the rate, `sep` joins the three parts)."""
+        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the compared cases' mean
+        sample pass rate in both runs, their paired difference and its test."""
         if not self.changes:
             return "no case in both runs"
         n = len(self.changes)
@@ -250,8 +231,8 @@ SUITE_SEPARATOR = " / "
 
 
 def case_suite(report: ReportLike, case: CaseResult) -> str:
-    """The suite a case belongs to: recorded on it, else (a report merged before suites were
-    recorded per case) the prefix of its `suite / case` name, else the report's name."""
+    """The suite a case belongs to: recorded on it, else (an older merged report) the prefix
+    of its `suite / case` name, else the report's name."""
     if case.suite:
         return case.suite
     suites = report.metadata.get("suites")
@@ -301,15 +282,10 @@ def compare_reports(
 ) -> Diff:
     """The `Diff` of `current` against `baseline` (see `Report.compare`).
 
-    Cases are matched by (suite, case) whenever either report spans several suites, so a
-    multi-suite report compares with one suite's baseline (the other suites' cases are
-    simply not in it), and two suites' cases of the same name never collide; between two
-    single-suite reports, by case name.
-
-    Each case is compared by its counted samples: the samples the user simulator failed
-    are left out of both sides unless `count_user_faults` (None: as `current`'s run did),
-    whichever setting the baseline was made with. A case with no counted sample on one
-    side is `undecided`, not compared.
+    Cases are matched by (suite, case) when either report spans several suites (so a run of
+    several compares with one suite's baseline, and same-named cases of two suites never
+    collide), else by name. Both sides are counted under one `count_user_faults` (None: as
+    `current`'s run did); a case with no counted sample on one side is `undecided`.
     """
     policy = counts_user_faults(current) if count_user_faults is None else count_user_faults
     by_suite = spans_suites(current) or spans_suites(baseline)

@@ -37,14 +37,9 @@ def output_lines(sample: SampleResult) -> list[str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Divergence:
-    """The first place two samples differ.
-
-    Attributes:
-        where: `conversation`, `trajectory` or `output` (None when they do not differ).
-        line: the index of the first differing line in `where` (both sides); for a
-            conversation, of the first differing turn (0 is turn 1).
-        description: what differs, in words.
-    """
+    """The first place two samples differ: `where` (`conversation`, `trajectory`, `output`;
+    None: nowhere), the index of the first differing `line` (or turn) there, and a
+    `description` in words."""
 
     where: str | None
     line: int
@@ -82,14 +77,9 @@ def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
 
 
 def first_differing_turn(left: Conversation, right: Conversation) -> Divergence:
-    """The first turn at which two conversations differ, and how.
-
-    What happened comes before how it was worded: the first turn where the user said
-    something else, a tool call or a state change differs; else the first turn where the
-    agent's reply differs; else the first turn only one of them has. (A model words its
-    replies differently on every sample; naming turn 1 for that would hide the turn where
-    the two did different things.)
-    """
+    """The first turn at which two conversations differ, and how: what happened (the user's
+    message, a tool call, a state change) before how a reply was worded, which differs on
+    every sample and would hide the turn where the two did different things."""
     pairs = list(zip(left.turns, right.turns, strict=False))
     for index, (a, b) in enumerate(pairs):
         what = _action_difference(a, b)

@@ -49,13 +49,10 @@ def _sample_line(sample: SampleResult) -> str:
 def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> bytes:
     """JUnit XML: one `<testsuite>` per suite, one `<testcase>` per case.
 
-    Each case's pass rate, samples and flakiness are properties of its suite (named
-    `CASE:pass_rate`...: the common JUnit schema has no properties on testcases); a failing case a
-    `<failure>` (a check failed) or `<error>` (every failing sample errored or timed out)
-    whose message is its first failing check and reason; a quarantined case is `<skipped>`
-    with its reason (it ran, and does not gate), and so is an undecided case (every sample
-    left out: the user simulator's fault). Samples left out are counted in the suite's
-    `samples left out` property, each case's `CASE:samples_left_out` and its system-out.
+    Each case's pass rate, samples and flakiness are properties of its suite (`CASE:pass_rate`:
+    the common schema has no properties on testcases); a failing case is a `<failure>` (a
+    check failed) or an `<error>` (every failing sample errored or timed out); a quarantined
+    or undecided case is `<skipped>` with its reason.
     """
     root = ET.Element("testsuites", name="tui-eval")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -192,8 +189,8 @@ def _all_errors(case: CaseResult) -> bool:
 
 
 def _gate_passes(report: Report, diff: Diff | None) -> bool:
-    """Whether the suite's heading is a pass: no failing case and no regression beyond the
-    quarantined ones (which run and show but do not gate), and not cancelled."""
+    """Whether the suite's heading is a pass: not cancelled, and no failing case or
+    regression but quarantined ones."""
     if report.cancelled:
         return False
     held = quarantined(report)
@@ -207,9 +204,8 @@ def markdown_summary(
     diffs: Sequence[Diff | None] = (),
     baselines: Sequence[Report | None] = (),
 ) -> str:
-    """A Markdown summary for a CI job page: a table per suite, its samples left out (the
-    user simulator's fault), its quarantined cases, its regressions, then its failure modes
-    (new ones first, with each suite's `baselines`)."""
+    """A Markdown summary for a CI job page: per suite a table, its samples left out, its
+    regressions, quarantined cases and failure modes (against each suite's `baselines`)."""
     parts = []
     for position, report in enumerate(reports):
         diff = diffs[position] if position < len(diffs) else None
@@ -271,8 +267,8 @@ def markdown_summary(
 
 
 def _markdown_left_out(report: Report) -> list[str]:
-    """The Markdown lines saying which samples were left out, case by case (none when
-    none was), or that the run counted its user faults."""
+    """The Markdown lines saying which samples were left out, case by case, or that the run
+    counted its user faults."""
     cases = [case for case in report.cases if case.left_out]
     if not cases:
         kept = counted_user_faults(report.samples)
@@ -292,11 +288,9 @@ class MergeError(TuiEvalError, ValueError):
 
 
 def merge_reports(reports: Sequence[Report]) -> Report:
-    """One report of several: the runs of several suites, or the shards of one run.
-
-    Every case keeps its own name and records its suite; a case found in two reports is
-    refused. Shard facts in the reports' metadata (`shard`, `planned_cases`) are carried
-    into the merged report, so missing shards and cases can be reported.
+    """One report of several (suites, or the shards of one run): every case keeps its name
+    and records its suite; shard facts (`shards`, `planned_cases`) are carried, so missing
+    shards and cases can be reported.
 
     Raises:
         MergeError: the same (suite, case) is in two reports.
@@ -351,8 +345,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
 
 
 def suite_parts(report: Report) -> dict[str, Report]:
-    """A report split by suite (the inverse of `merge_reports` for a report of several
-    suites), each part holding its cases under their own names, in report order."""
+    """A report split by suite (the inverse of `merge_reports`), in report order."""
     parts: dict[str, list[CaseResult]] = {}
     for case in report.cases:
         parts.setdefault(case_suite(report, case), []).append(
@@ -400,14 +393,11 @@ SAMPLE_COLUMNS = (
     "fault",
     "left_out",
 )
-"""The columns of the per-sample CSV and JSONL exports (`fault`: whose fault a failed
-conversation was; `left_out`: whether it is left out of the pass rates)."""
+"""The columns of the per-sample CSV and JSONL exports."""
 
 
 def sample_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
-    """One row per sample (for pandas or a spreadsheet): suite, case, index, status,
-    latency, tokens, cost, the first failing check with its reason, a failed
-    conversation's fault (`user`, `agent`, `environment`) and whether it is left out."""
+    """One row per sample (for pandas or a spreadsheet), as `SAMPLE_COLUMNS` name them."""
     rows = []
     for report in reports:
         for case in report.cases:
@@ -441,9 +431,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(value: Any) -> Any:
     """A value for a CSV cell: text a spreadsheet would run as a formula gets a leading
-    `'`, so it shows as the text it is, and control characters (escape codes) become
-    visible stand-ins, as on the terminal; line breaks and tabs stay, quoted by the CSV
-    writer (numbers are left as numbers)."""
+    `'`, and control characters (but line breaks and tabs) become visible stand-ins."""
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -1,13 +1,10 @@
 """Samples left out of the verdicts: conversations the user simulator failed.
 
-A failed `Case(user=...)` sample whose fault is the user simulator's (`SampleResult.fault`)
-says nothing about the agent, so by default it is left out (`SampleResult.excluded`) of its
-case's pass rate, pass^k and verdict, of diffs, `decide()` and the exit code — never
-silently: every summary says how many, with the words defined here. A case whose every
-sample was left out is *undecided*: it neither passes nor fails.
-`RunSettings.count_user_faults` keeps them in; a report made with it says so in its
-metadata (`COUNT_USER_FAULTS`), so that a comparison reads both of its reports under the
-same setting, whichever one the baseline was made with.
+Such a sample says nothing about the agent, so by default it is left out
+(`SampleResult.excluded`) of every rate, verdict, diff and the exit code — never silently:
+every summary says how many, in the words defined here. A case whose every sample was left
+out is *undecided*. `RunSettings.count_user_faults` keeps them in, and a report made so
+records it (`COUNT_USER_FAULTS`), so a comparison reads both reports under one setting.
 """
 
 from __future__ import annotations
@@ -50,8 +47,8 @@ def is_left_out(sample: SampleResult, *, count_user_faults: bool) -> bool:
 
 
 def counts_user_faults(report: ReportLike) -> bool:
-    """Whether the run of `report` counted its user faults: as its metadata records, else
-    (a report from before the record) as its samples show."""
+    """Whether the run of `report` counted its user faults: as its metadata records, else as
+    its samples show."""
     recorded = report.metadata.get(COUNT_USER_FAULTS)
     if isinstance(recorded, bool):
         return recorded
@@ -69,14 +66,8 @@ def counted_user_faults(samples: Iterable[SampleResult]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Tally:
-    """A case's samples under one setting of `count_user_faults`.
-
-    Attributes:
-        passed: counted samples that passed.
-        counted: samples that count.
-        left_out: samples left out (the user simulator's fault).
-        threshold: the case's pass threshold.
-    """
+    """A case's samples under one setting of `count_user_faults`: `passed` of `counted`,
+    `left_out`, and the case's pass `threshold`."""
 
     passed: int
     counted: int

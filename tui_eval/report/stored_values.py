@@ -1,6 +1,5 @@
-"""A sample as it is stored: values JSON cannot hold made safe, secrets replaced, and a long
-text output written once. Used where samples are written (journal, report) and where
-outside text enters a record (the runner)."""
+"""A sample as it is stored: values JSON cannot hold made safe, and a long text output
+written once (journal, report)."""
 
 from __future__ import annotations
 
@@ -48,9 +47,7 @@ def restore_output(sample: SampleResult) -> None:
 
 
 def map_values(sample: SampleResult, convert: Callable[[Any], Any]) -> SampleResult:
-    """A copy of `sample` with `convert` applied to every value that came from outside:
-    the output, every message and tool call, check names and reasons, error and traceback.
-    """
+    """A copy of `sample` with `convert` applied to every value that came from outside."""
     run = sample.run
     if run is not None:
         calls = {id(call): _map_call(call, convert) for call in run.tool_calls}
