@@ -1,14 +1,10 @@
 """YAML from files a user did not necessarily write: PyYAML's safe loader, refusing alias bombs.
 
-YAML aliases share a node, so a few hundred bytes of nested anchors (`b: [*a, *a, …]`,
-`c: [*b, *b, …]`) describe millions of values. Loading builds them shared and cheaply;
-whatever copies them next (validation, `str()`, writing a file) expands them. The loader
-here counts, once the document is composed and before anything is built, how many values
-the aliases would expand it to, and refuses documents whose aliases expand them far
-beyond what is written — the rule of go-yaml (`yaml.v3`), which has held up against
-such files: up to 400,000 values anything goes; beyond, the share that comes from aliases
-must fall, from 99% at 400,000 values to 10% at 4,000,000. Recursive aliases (a node
-holding itself) are refused too.
+A few hundred bytes of nested anchors describe millions of values, which whatever copies
+them next expands. Once a document is composed, before anything is built, the loader counts
+the values its aliases expand it to and applies go-yaml's rule: up to 400,000 values anything
+goes; beyond, the share from aliases must fall from 99% to 10% at 4,000,000. Recursive
+aliases are refused too.
 """
 
 from __future__ import annotations
@@ -28,11 +24,8 @@ CAPPED_VALUES = 4_000_000
 
 
 class AliasExpansionError(TuiEvalError, ComposerError):
-    """A document whose aliases expand it far beyond its written size (or into itself).
-
-    A `yaml.YAMLError` with a `problem_mark`, so callers that report YAML errors with
-    their line report this one too.
-    """
+    """A document whose aliases expand it far beyond its written size (or into itself); a
+    `yaml.YAMLError` with a `problem_mark`, reported with its line as any YAML error."""
 
 
 def _bounded(base: Any) -> Any:
