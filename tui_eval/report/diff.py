@@ -187,24 +187,14 @@ class Diff:
         if self.undecided:
             counts += f", {len(self.undecided)} undecided"
         lines.append(counts)
-        width = max((cell_len(one_line(n, 200)) for n in self._names()), default=0)
-        width = min(width, 48)
-        lines += [
-            f"  ✗ regressed   {pad_cells(c.name, width)}  {c.describe()}" for c in self.regressions
-        ]
-        lines += [
-            f"  ✓ improved    {pad_cells(c.name, width)}  {c.describe()}" for c in self.improvements
-        ]
-        lines += [f"  + added       {pad_cells(n, width)}".rstrip() for n in self.added]
-        lines += [f"  - removed     {pad_cells(n, width)}".rstrip() for n in self.removed]
-        lines += [
-            f"  ~ definition changed  {pad_cells(n, width)}".rstrip()
-            for n in self.definition_changed
-        ]
-        lines += [
-            f"  ? undecided   {pad_cells(n, width)}  not compared: {UNCOMPARED}"
-            for n in self.undecided
-        ]
+        rows = [("✗ regressed  ", c.name, c.describe()) for c in self.regressions]
+        rows += [("✓ improved   ", c.name, c.describe()) for c in self.improvements]
+        rows += [("+ added      ", n, "") for n in self.added]
+        rows += [("- removed    ", n, "") for n in self.removed]
+        rows += [("~ definition changed ", n, "") for n in self.definition_changed]
+        rows += [("? undecided  ", n, f"not compared: {UNCOMPARED}") for n in self.undecided]
+        width = min(max((cell_len(one_line(n, 200)) for _, n, _ in rows), default=0), 48)
+        lines += [f"  {mark} {pad_cells(n, width)}  {what}".rstrip() for mark, n, what in rows]
         return "\n".join(lines)
 
     def suite_line(self, *, label: str = "pass rate", sep: str = ", ") -> str:
@@ -220,10 +210,6 @@ class Diff:
             f"{label} {before:.0%} → {after:.0%}{sep}Δ {points(self.delta)} pts "
             f"[{points(low)}, {points(high)}]{sep}p={self.p_value:.3f}"
         )
-
-    def _names(self) -> list[str]:
-        changes = [c.name for c in self.regressions + self.improvements]
-        return changes + self.added + self.removed + self.definition_changed + self.undecided
 
 
 SUITE_SEPARATOR = " / "

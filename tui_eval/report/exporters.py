@@ -55,8 +55,6 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
     or undecided case is `<skipped>` with its reason.
     """
     root = ET.Element("testsuites", name="tui-eval")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    total_time = 0.0
     groups: dict[str, list[CaseResult]] = {}
     started: dict[str, float] = {}
     labels = {
@@ -101,40 +99,30 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
                 "%Y-%m-%dT%H:%M:%S", time.gmtime(started[suite_name] or time.time())
             ),
         )
-        properties = ET.SubElement(suite, "properties")
-        if suite_name in suite_lines:
-            ET.SubElement(
-                properties, "property", name="against the baseline", value=suite_lines[suite_name]
-            )
         left_out = sum(c.left_out for c in cases)
-        if left_out:
-            ET.SubElement(
-                properties, "property", name="samples left out", value=left_out_note(left_out)
-            )
+        facts = [
+            ("against the baseline", suite_lines.get(suite_name, "")),
+            ("samples left out", left_out_note(left_out) if left_out else ""),
+        ]
         for case in cases:
             flaky = 0 < case.samples_passed < case.counted
-            for fact, shown in (
-                ("pass_rate", "" if case.undecided else f"{case.pass_rate:.4f}"),
-                ("label", labels.get((suite_name, case.name), "")),
-                ("samples", str(len(case.samples))),
-                ("samples_passed", str(case.samples_passed)),
-                ("samples_left_out", str(case.left_out) if case.left_out else ""),
-                ("flaky", "true" if flaky else "false"),
-            ):
-                if shown:
-                    ET.SubElement(
-                        properties, "property", name=_xml_text(f"{case.name}:{fact}"), value=shown
-                    )
+            facts += [
+                (f"{case.name}:pass_rate", "" if case.undecided else f"{case.pass_rate:.4f}"),
+                (f"{case.name}:label", labels.get((suite_name, case.name), "")),
+                (f"{case.name}:samples", str(len(case.samples))),
+                (f"{case.name}:samples_passed", str(case.samples_passed)),
+                (f"{case.name}:samples_left_out", str(case.left_out) if case.left_out else ""),
+                (f"{case.name}:flaky", "true" if flaky else "false"),
+            ]
+        properties = ET.SubElement(suite, "properties")
+        for name, shown in facts:
+            if shown:
+                ET.SubElement(properties, "property", name=_xml_text(name), value=shown)
         for case in cases:
             _junit_case(suite, suite_name, case, held.get(case.name))
-        totals["tests"] += len(cases)
-        totals["skipped"] += len(held) + len(undecided)
-        totals["failures"] += failures
-        totals["errors"] += errors
-        total_time += seconds
-    for key, value in totals.items():
-        root.set(key, str(value))
-    root.set("time", f"{total_time:.3f}")
+    for key in ("tests", "failures", "errors", "skipped"):
+        root.set(key, str(sum(int(suite.get(key, 0)) for suite in root)))
+    root.set("time", f"{sum(float(suite.get('time', 0)) for suite in root):.3f}")
     ET.indent(root)
     body: bytes = ET.tostring(root, encoding="utf-8")
     return b'<?xml version="1.0" encoding="utf-8"?>\n' + body + b"\n"

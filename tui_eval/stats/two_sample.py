@@ -216,13 +216,12 @@ def _block_log_e(
     if not (bets and n_b and n_c):
         return 0.0
     r = _null_rate(theta_b, theta_c, n_b, n_c, shift)
-    c = r - shift
-    return (
-        k_b * math.log(theta_b / r)
-        + (n_b - k_b) * math.log((1 - theta_b) / (1 - r))
-        + k_c * math.log(theta_c / c)
-        + (n_c - k_c) * math.log((1 - theta_c) / (1 - c))
-    )
+    return _log_ratio(k_b, n_b - k_b, theta_b, r) + _log_ratio(k_c, n_c - k_c, theta_c, r - shift)
+
+
+def _log_ratio(passed: float, failed: float, theta: float, r: float) -> float:
+    """The log likelihood ratio of pass rate θ against r for these counts (or expectations)."""
+    return passed * math.log(theta / r) + failed * math.log((1 - theta) / (1 - r))
 
 
 def _expected_log_e(
@@ -243,13 +242,8 @@ def _expected_log_e(
         if not (n_b and n_c):
             continue
         r = _null_rate(theta_b, theta_c, n_b, n_c, shift)
-        c = r - shift
-        total += n_b * (
-            theta_b * math.log(theta_b / r) + (1 - theta_b) * math.log((1 - theta_b) / (1 - r))
-        )
-        total += n_c * (
-            theta_c * math.log(theta_c / c) + (1 - theta_c) * math.log((1 - theta_c) / (1 - c))
-        )
+        total += n_b * _log_ratio(theta_b, 1 - theta_b, theta_b, r)
+        total += n_c * _log_ratio(theta_c, 1 - theta_c, theta_c, r - shift)
     return total
 
 
