@@ -60,10 +60,6 @@ def check_threshold(check: Check) -> float:
     return float(threshold) if isinstance(threshold, (int, float)) else SCORE_PASS
 
 
-def _find_check(case: Case, name: str) -> Check | None:
-    return next((c for c in case.checks if check_name(c) == name), None)
-
-
 def _judge_for(check: Check, judge: Any, where: str) -> Check:
     """The check to judge with (`judge`'s model instead of its own, when given), its models
     resolved now: one that cannot be is a usage error before any judging, not a verdict on
@@ -373,7 +369,7 @@ async def _judge_suite(
                 model = reviewers[id(user)] = _reviewer_for(user, judge, where)
             planned.append((record, _GuardedReviewer(model, user, case, record), case))
             continue
-        found = _find_check(case, record.check)
+        found = next((c for c in case.checks if check_name(c) == record.check), None)
         if found is None:
             skipped.append(f"{suite.name}: case {record.case!r} has no check {record.check!r}")
             continue

@@ -115,11 +115,6 @@ def current_labeler() -> str | None:
         return None
 
 
-def is_judged(check: CheckResult) -> bool:
-    """Whether a check's verdict came from a judge (it has a threshold or jurors)."""
-    return check.threshold is not None or check.verdicts is not None
-
-
 def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
     """Every judged check of every finished sample with an output, in run order."""
     items: list[LabelItem] = []
@@ -129,7 +124,7 @@ def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
             if sample.run is None or sample.status not in ("passed", "failed"):
                 continue
             for check in sample.checks:
-                if is_judged(check):
+                if check.threshold is not None or check.verdicts is not None:  # a judge's
                     items.append(
                         LabelItem(case_index, sample_index, case.name, check, sample, flaky)
                     )

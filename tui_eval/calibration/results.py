@@ -198,7 +198,13 @@ class Calibration:
         if jurors:
             # Juries may differ from check to check: a judge is measured on what it judged.
             names = list(dict.fromkeys(v.judge for j in jurors for v in j.judge.verdicts or []))
-            units = [[_juror_verdict(j, name) for name in names] for j in jurors]
+            units = [
+                [
+                    next((v for v in j.judge.verdicts or [] if v.judge == name), None)
+                    for name in names
+                ]
+                for j in jurors
+            ]
             calibration.judges_alpha = krippendorff_alpha(
                 [[v.passed if v is not None else None for v in unit] for unit in units]
             )
@@ -244,20 +250,14 @@ class Calibration:
         if math.isnan(self.kappa) or self.kappa < min_kappa:
             failing.append("the fault reviewer's κ" if self.kind == "fault" else "κ")
         reviewer = self.reviewer
-        if reviewer is not None and reviewer is not self and reviewer.below(min_kappa):
+        if reviewer is not None and reviewer is not self and reviewer.failing_kappas(min_kappa):
             failing.append("the fault reviewer's κ")
         return failing
-
-    def below(self, min_kappa: float) -> bool:
-        """Whether a κ fails a `--min-kappa` gate (`failing_kappas`)."""
-        return bool(self.failing_kappas(min_kappa))
 
     def passes(self, min_kappa: float | None = None) -> bool:
         """Whether the calibration passes a CI gate: no judge error, and κ reaches
         `min_kappa` when given."""
-        if self.errors:
-            return False
-        return min_kappa is None or not self.below(min_kappa)
+        return not self.errors and (min_kappa is None or not self.failing_kappas(min_kappa))
 
     def as_dict(self) -> dict[str, Any]:
         """The calibration as the CLI's `--json` writes it (NaN as null)."""
@@ -426,11 +426,6 @@ def _fault_statistics(faults: Sequence[ReviewedLabel], *, seed: int) -> Calibrat
         reviewer_disagreements=[r for r in reviewed if not r.agrees],
         rule_decided=[f for f in faults if f.fault.by == "rule"],
     )
-
-
-def _juror_verdict(judged: JudgedLabel, name: str) -> JudgeVerdict | None:
-    """Juror `name`'s verdict on the label (None: not on this output's jury)."""
-    return next((v for v in judged.judge.verdicts or [] if v.judge == name), None)
 
 
 def _as_juror(judged: JudgedLabel, verdict: JudgeVerdict) -> JudgedLabel:

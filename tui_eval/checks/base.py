@@ -134,7 +134,6 @@ def is_async_check(check: Any) -> bool:
     return known
 
 
-_TAKES_CONTEXT_BY_CLASS: dict[type, bool] = {}
 _TAKES_CONTEXT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
@@ -143,25 +142,19 @@ def takes_context(check: Any) -> bool:
     attribute says so, else when its second positional parameter has no default
     (`def check(run, ctx)`, not `def check(run, limit=100)`). Memoised per check, or per
     class for instances of a class: the runner asks once per case."""
-    kind = type(check)
-    known = _TAKES_CONTEXT_BY_CLASS.get(kind)
-    if known is not None:
-        return known
     declared = getattr(check, "takes_context", None)
     if isinstance(declared, bool):
         return declared
-    if inspect.isfunction(getattr(kind, "__call__", None)):  # noqa: B004 - the method
-        # An instance of a class of checks: its `__call__` decides, the same for every one.
-        known = _TAKES_CONTEXT_BY_CLASS[kind] = _second_parameter_required(check)
-        return known
+    kind = type(check)
+    key = kind if inspect.isfunction(getattr(kind, "__call__", None)) else check  # noqa: B004
     try:
-        known = _TAKES_CONTEXT.get(check)
+        known = _TAKES_CONTEXT.get(key)
     except TypeError:  # neither hashable nor weakly referable: look every time
         return _second_parameter_required(check)
     if known is None:
         known = _second_parameter_required(check)
         with contextlib.suppress(TypeError):
-            _TAKES_CONTEXT[check] = known
+            _TAKES_CONTEXT[key] = known
     return known
 
 

@@ -144,7 +144,7 @@ class goal_reached(llm_judge):
         transcript = (
             run.conversation.transcript()
             if run.conversation is not None
-            else _messages_text(run.messages)
+            else "\n".join(f"{m.role}: {m.content or ''}" for m in run.messages)
         )
         if len(transcript) > MAX_JUDGED_CHARS:
             cut = len(transcript) - MAX_JUDGED_CHARS
@@ -157,10 +157,6 @@ class goal_reached(llm_judge):
             state = value_text(run.state)
             parts.append(f"<final_state>\n{state[:MAX_JUDGED_CHARS]}\n</final_state>")
         return "\n\n".join(parts)
-
-
-def _messages_text(messages: Sequence[Message]) -> str:
-    return "\n".join(f"{m.role}: {m.content or ''}" for m in messages)
 
 
 def turn_run(run: RunResult, turn: Turn) -> RunResult:

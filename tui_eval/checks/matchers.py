@@ -11,7 +11,7 @@ from typing import Any
 
 import pydantic
 
-from tui_eval.agents.messages import RunResult, ToolCall
+from tui_eval.agents.messages import RunResult
 from tui_eval.checks.base import CheckResult, fail, ok
 from tui_eval.util.text import one_line, value_text
 
@@ -171,13 +171,13 @@ class matches:
         return ok(self.name) if problem is None else fail(self.name, problem)
 
 
-def _describe_call(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={one_line(repr(v), 30)}" for k, v in call.arguments.items())
-    return f"{call.name}({args})"
-
-
 def _called(run: RunResult) -> str:
-    return ", ".join(_describe_call(c) for c in run.tool_calls[:6]) or "no tools"
+    """The first tool calls of `run`, as `add(a=2, b=3), ...`."""
+    calls = [
+        f"{c.name}({', '.join(f'{k}={one_line(repr(v), 30)}' for k, v in c.arguments.items())})"
+        for c in run.tool_calls[:6]
+    ]
+    return ", ".join(calls) or "no tools"
 
 
 class tool_called:

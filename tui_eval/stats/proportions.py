@@ -222,12 +222,8 @@ def _t_test(differences: list[float], variances: list[float] | None) -> Callable
         nonzero = sum(1 for d in differences if d != 0.0)
         at_mean = 1.0 if nonzero == 0 else 2.0 / (1 << min(nonzero, 1000))
         return lambda delta: 1.0 if delta == mean or nonzero == 0 else at_mean
-    return lambda delta: 2 * _t_upper(abs(mean - delta) / se, n - 1)
-
-
-def _t_upper(t: float, df: int) -> float:
-    """P(T > t) for Student's t with `df` degrees of freedom (t ≥ 0)."""
-    return 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
+    df = n - 1  # two-sided: 2 · P(T > |t|) = I_{df / (df + t²)}(df / 2, ½)
+    return lambda delta: _betainc(df / 2, 0.5, df / (df + ((mean - delta) / se) ** 2))
 
 
 def _betainc(a: float, b: float, x: float) -> float:
