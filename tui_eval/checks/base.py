@@ -45,12 +45,11 @@ class CheckResult:
 
     Attributes:
         name: the check's name (`contains`, `llm_judge`, your function's name...).
-        passed: whether the sample met the check.
         score: 0..1; 1.0 or 0.0 for pass/fail checks.
-        reason: why it failed (or, for a judge, its reasoning) in words a person can act on.
+        reason: why it failed (a judge's reasoning) in words a person can act on.
         usage: model usage the check itself spent (the judge's tokens), if any.
-        threshold: the lowest passing score, for scored checks that have one (a judge).
-        verdicts: every judge's own verdict, for a jury.
+        threshold: the lowest passing score, for a scored check that has one (a judge).
+        verdicts: every juror's own verdict, for a jury.
     """
 
     name: str
@@ -91,10 +90,7 @@ class CheckContext:
         >>> Case("0.1 + 0.2?", expected=0.3, checks=[close_to_expected])  # doctest: +SKIP
 
     Attributes:
-        case_name: the case's name ("" outside a case).
-        input: the case's input.
-        expected: the case's `expected` value (None: the case has none).
-        metadata: the case's metadata.
+        case_name: the case's name ("" outside a case); input, expected, metadata: its own.
         sample_index: which sample of the case this is (0, 1, ...).
     """
 

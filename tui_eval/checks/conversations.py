@@ -37,10 +37,11 @@ NO_STATE = "the run has no environment state (give the case one: Case(state=...)
 
 @dataclass(eq=False, slots=True)
 class state_equals:
-    """The environment state after the run equals `expected` (plain data, a pydantic model
-    or a dataclass), compared by value, paths in `ignore` skipped (`"orders.*.updated_at"`,
-    `"**.timestamp"`: `*` is one key or index, `**` any number). A failure lists the
-    differences.
+    """The environment state after the run equals `expected`, compared by value: numbers by
+    value (`25 == 25.0`), paths in `ignore` skipped. A failure lists the differences.
+
+    `expected` is plain data, a pydantic model or a dataclass; `ignore` holds paths such as
+    `"orders.*.updated_at"` or `"**.timestamp"` (`*` one key or index, `**` any number).
 
     Example:
         >>> state_equals({"orders": {"A-17": {"status": "cancelled"}}}, ignore=["log"])
@@ -110,8 +111,9 @@ Score 1.0 when it was fully reached, 0.0 when it was not; judge by what the agen
 
 
 class goal_reached(llm_judge):
-    """A judge over the whole transcript: was the user's `goal` (in plain words) reached?
-    The other arguments are `llm_judge`'s.
+    """A judge over the whole transcript: was the user's goal reached?
+
+    `goal` is in plain words; the other arguments are `llm_judge`'s.
 
     Example:
         >>> goal_reached("order A-17 is cancelled and the user was told so")  # doctest: +SKIP
@@ -185,8 +187,9 @@ def turn_run(run: RunResult, turn: Turn) -> RunResult:
 
 
 class every_turn:
-    """`check` holds for every turn of a conversation (each turn as a run of its own, as
-    `turn_run` makes it); a failure names the first turn that broke it.
+    """`check` holds for every turn of a conversation (each turn's reply, tool calls and
+    usage as a run of its own); the failure names the first turn that broke it. On a
+    single-input run it checks the run.
 
     Example:
         >>> every_turn(not_contains("As an AI"))  # doctest: +SKIP
@@ -215,7 +218,8 @@ class every_turn:
 
 
 class at_turn:
-    """`check` holds for turn `turn` (from 1) of a conversation (which must reach it).
+    """`check` holds for turn `turn` (from 1) of a conversation; fails when the
+    conversation ended before it.
 
     Example:
         >>> at_turn(1, tool_called("lookup_order"))  # doctest: +SKIP

@@ -49,17 +49,9 @@ _AGENT_CALL_ERRORS = ("invalid arguments", "unknown tool")
 
 @dataclass(slots=True)
 class Fault:
-    """Who failed a conversation.
-
-    Attributes:
-        party: `"user"` (the simulator), `"agent"` or `"environment"` (a tool or the
-            infrastructure).
-        turn: the first critical turn (from 1; None when it cannot be placed).
-        reason: why, in words a person can check.
-        by: what decided: `"rule"`, `"reviewer"` (a model read the transcript) or
-            `"default"` (nothing blamed another party).
-        usage: what the reviewer spent (None without one).
-    """
+    """Who failed a conversation: the `party` (`"user"`, `"agent"` or `"environment"`), the
+    first critical `turn` (from 1; None: not placed), the `reason`, what decided it (`by`:
+    `"rule"`, `"reviewer"` or `"default"`) and the reviewer's `usage`."""
 
     party: str
     turn: int | None = None

@@ -71,8 +71,8 @@ class JudgeAnswer:
 class llm_judge:
     """Judge the output against a rubric with another model, or with a jury of models.
 
-    The judge runs at temperature 0 with `Verdict` as its output type. A reply that is
-    not a valid verdict fails the check (it never passes by accident).
+    The judge runs at temperature 0 with `Verdict` as its output type; a reply that is not
+    a valid verdict fails the check.
 
     Example:
         >>> llm_judge("Polite, actionable, proposes one concrete next step.")  # doctest: +SKIP
@@ -81,14 +81,11 @@ class llm_judge:
 
     Args:
         rubric: what a good answer does, in plain words.
-        model: a provider, a spec string or a zero-arg factory; defaults to
-            `$TUI_EVAL_JUDGE_MODEL`. Never the agent under test. A list makes a jury: every
-            judge reads the same prompt, each verdict is kept (`CheckResult.verdicts`).
-        threshold: the lowest score that passes (for a jury: each judge's own pass, and the
-            `mean`/`min` score's).
-        aggregate: how a jury decides: `"majority"` passes when more than half of the judges
-            pass; `"mean"` when the mean score reaches the threshold; `"min"` when every
-            judge's score does.
+        model: a provider, a spec string or a zero-arg factory (default
+            `$TUI_EVAL_JUDGE_MODEL`); a list makes a jury, each verdict kept.
+        threshold: the lowest score that passes (a juror's, and a `mean`/`min` score's).
+        aggregate: how a jury decides: more than half pass (`"majority"`), the mean score
+            (`"mean"`) or every score (`"min"`) reaches the threshold.
     """
 
     is_async = True

@@ -42,32 +42,11 @@ from tui_eval.checks.matchers import (
 from tui_eval.util.errors import TuiEvalError
 
 BUILT_IN_CHECKS: tuple[type, ...] = (
-    contains,
-    not_contains,
-    regex,
-    equals,
-    matches,
-    equals_expected,
-    matches_expected,
-    stop_reason,
-    is_instance,
-    choice,
-    tool_called,
-    tool_not_called,
-    tool_sequence,
-    max_turns,
-    max_tokens,
-    max_latency,
-    no_error,
-    llm_judge,
-    all_of,
-    any_of,
-    weighted,
-    state_equals,
-    goal_reached,
-    every_turn,
-    at_turn,
-)
+    contains, not_contains, regex, equals, matches, equals_expected, matches_expected,
+    stop_reason, is_instance, choice, tool_called, tool_not_called, tool_sequence, max_turns,
+    max_tokens, max_latency, no_error, llm_judge, all_of, any_of, weighted, state_equals,
+    goal_reached, every_turn, at_turn,
+)  # fmt: skip
 """Every check a declarative suite can name (by its class name)."""
 
 _STRICT = pydantic.ConfigDict(extra="forbid")

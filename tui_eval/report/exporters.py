@@ -367,20 +367,9 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 SAMPLE_COLUMNS = (
-    "suite",
-    "case",
-    "index",
-    "status",
-    "latency_ms",
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "cost",
-    "first_failing_check",
-    "reason",
-    "fault",
-    "left_out",
-)
+    "suite", "case", "index", "status", "latency_ms", "input_tokens", "output_tokens",
+    "total_tokens", "cost", "first_failing_check", "reason", "fault", "left_out",
+)  # fmt: skip
 """The columns of the per-sample CSV and JSONL exports."""
 
 

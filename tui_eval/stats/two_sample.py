@@ -1,28 +1,20 @@
 """`decide()`'s test of one case: the current samples against the baseline's own samples.
 
-Two claims, each at the case's whole α: they are disjoint (a regression is a false claim
-only when the current rate is at least the baseline's, "no regression within the margin"
-only when it is at least `margin` below), so at most one of them can be wrong (the
+Two claims, each at the case's whole α: they are disjoint, so at most one can be wrong (the
 partitioning principle).
 
-- **Regression**: an exact group-sequential test (`tui_eval.stats.group_sequential`) of Fisher's
-  one-sided mid-p-value, looked at after every current sample up to the horizon fixed in
-  advance (`max_samples`), calibrated so that the chance of ever calling a regression when
-  the current agent is no worse is at most α. Where the horizon is longer than the
-  baseline's size allows to calibrate (`calibrated_horizon`), the claim's α is split in two
-  (Bonferroni): the exact test over the first looks it calibrates, at α/2, and the
-  e-process below (with its own prior for a drop) over the whole horizon, at α/2 — so an
-  obvious regression is called at once whatever the horizon. Where the exact size is not
-  established, the e-process alone stands in at α (`RegressionPlan`).
-- **No regression within the margin**: an e-process, a product of e-variables, one per
-  block of samples, after Turner, Ly & Grünwald ("Generic E-variables for exact sequential
-  k-sample tests", 2023): a block holds a few baseline samples (revealed in their recorded
-  order, in proportion to the budget) and the current samples drawn meanwhile. For an
-  alternative (θb, θc) learned from earlier blocks, the block's likelihood ratio against the
-  null point closest to it in the sense of Kullback–Leibler (the reverse information
-  projection) has expectation ≤ 1 under *every* rate the null allows, so the running
-  product is a test supermartingale: by Ville's inequality it reaches 1/α with probability
-  ≤ α however often it is looked at.
+- **Regression**: the exact group-sequential test of `tui_eval.stats.group_sequential`,
+  looked at after every current sample up to the horizon fixed in advance. Where the
+  horizon is longer than the baseline allows to calibrate, α is split (Bonferroni): the
+  exact test over the first looks at α/2, the e-process below over the whole horizon at
+  α/2; where no exact size is established, the e-process alone at α (`RegressionPlan`).
+- **No regression within the margin**: an e-process, a product of one e-variable per block
+  of samples (Turner, Ly & Grünwald, "Generic E-variables for exact sequential k-sample
+  tests", 2023): a block holds a few baseline samples, revealed in proportion to the
+  budget, and the current samples drawn meanwhile. The block's likelihood ratio of an
+  alternative learned from earlier blocks against the reverse information projection onto
+  the null has expectation ≤ 1 under every null rate, so by Ville's inequality the product
+  reaches 1/α with probability ≤ α however often it is looked at.
 """
 
 from __future__ import annotations

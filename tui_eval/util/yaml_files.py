@@ -28,24 +28,15 @@ class AliasExpansionError(TuiEvalError, ComposerError):
     `yaml.YAMLError` with a `problem_mark`, reported with its line as any YAML error."""
 
 
-def _bounded(base: Any) -> Any:
-    class BoundedLoader(base):  # type: ignore[misc]
-        """`base` (PyYAML's safe loader, libyaml's when built with it) that refuses alias
-        bombs before constructing anything."""
+class SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's
+    own, refusing alias bombs before constructing anything."""
 
-        def get_single_node(self) -> Node | None:
-            node: Node | None = super().get_single_node()
-            if node is not None:
-                check_expansion(node)
-            return node
-
-    BoundedLoader.__name__ = BoundedLoader.__qualname__ = f"Bounded{base.__name__}"
-    return BoundedLoader
-
-
-SafeLoader: Any = _bounded(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-"""libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's
-own; either refuses alias bombs."""
+    def get_single_node(self) -> Node | None:
+        node: Node | None = super().get_single_node()
+        if node is not None:
+            check_expansion(node)
+        return node
 
 
 def load_yaml(text: str) -> Any:
