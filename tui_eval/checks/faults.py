@@ -28,7 +28,7 @@ import pydantic
 
 from tui_eval.agents.agent import Agent, AgentRunError
 from tui_eval.agents.conversation import UserSimulatorError
-from tui_eval.agents.messages import Message, RunResult, Usage
+from tui_eval.agents.messages import Message, RunResult, Turn, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import ProviderError
 from tui_eval.agents.state import StateError, path_segments
@@ -153,17 +153,14 @@ def _error_fault(error: BaseException, last: int | None) -> Fault:
     )
 
 
-def _recovered(turns: Sequence[object], turn_index: int, position: int, name: str) -> bool:
+def _recovered(turns: Sequence[Turn], turn_index: int, position: int, name: str) -> bool:
     """Whether a later call of the same tool succeeded (the agent retried past the error)."""
-    later = False
-    for turn in turns:
-        index = getattr(turn, "index", 0)
-        for at, call in enumerate(getattr(turn, "tool_calls", [])):
-            if (index, at) <= (turn_index, position):
-                continue
-            if call.name == name and call.error is None:
-                later = True
-    return later
+    return any(
+        call.name == name and call.error is None
+        for turn in turns
+        for at, call in enumerate(turn.tool_calls)
+        if (turn.index, at) > (turn_index, position)
+    )
 
 
 def default_fault(

@@ -44,10 +44,8 @@ def _check_k(what: str, n: int, c: int, k: int) -> None:
 
 
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]].
-
-    Here: a/b are the passed/failed samples of one run, c/d of the other.
-    """
+    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]] (a/b passed/
+    failed samples of one run, c/d of the other)."""
     row1, row2, col1 = a + b, c + d, a + c
     total = row1 + row2
     if total == 0 or row1 == 0 or row2 == 0 or col1 == 0 or col1 == total:
@@ -97,13 +95,9 @@ def t975(df: int) -> float:
 
 def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[float, float]:
     """The 95% interval of the mean of per-case pass rates (`rates`, from `counts` samples
-    each), clustered by case, that never collapses to a point.
-
-    The Wilson interval on the samples' effective count (with equal counts, Wilson on the
-    pooled samples), which keeps a positive width at 0% and 100%; where the cases' rates
-    spread more than independent samples would (the clustered variance is larger), widened
-    to hold the t interval on the cases too. Never narrower than Wilson: with one or two
-    samples a case the symmetric t interval alone covered as little as 0.85.
+    each), clustered by case: Wilson on the samples' effective count (a positive width at
+    0% and 100%), widened to hold the t interval on the cases where their rates spread more
+    than independent samples would (the t interval alone undercovers at 1-2 samples a case).
     """
     cases = [(r, n) for r, n in zip(rates, counts, strict=True) if n > 0]
     m = len(cases)
@@ -323,11 +317,9 @@ def samples_needed(
     limit: int = 400,
     at_least: int = 2,
 ) -> int | None:
-    """Samples per side (for one case) at which Fisher's exact test at level `alpha` (the
-    Holm-adjusted level the label uses) has `power` to tell pass rates p1 and p2 apart:
-    found by search on the exact power, from `at_least` up. Beyond `limit` a side, the
-    normal approximation for two proportions (with the continuity correction) stands in.
-    None when the rates do not differ."""
+    """Samples per side at which Fisher's exact test at level `alpha` has `power` to tell
+    pass rates p1 and p2 apart (None: they do not differ), by search on the exact power
+    from `at_least` up; beyond `limit`, the normal approximation with continuity correction."""
     if p1 == p2:
         return None
     mean = (p1 + p2) / 2

@@ -53,10 +53,8 @@ _CLIP = 0.005
 
 def reveal_schedule(baseline_total: int, horizon: int) -> list[tuple[int, int]]:
     """The blocks of the two-sample test, as cumulative (baseline samples, current samples)
-    at each block's end: the baseline is revealed in proportion to the current budget
-    `horizon` (fixed before any sample is drawn), all of it by the last block. After t
-    current samples ⌊n0 · t / horizon⌋ baseline samples are revealed, so a block ends at
-    each t where that count grows, and at the horizon."""
+    at each block's end: after t current samples ⌊n0 · t / horizon⌋ baseline samples are
+    revealed (`horizon` fixed in advance), so a block ends where that count grows."""
     return list(_schedule(baseline_total, horizon))
 
 
@@ -322,12 +320,8 @@ class RegressionPlan:
 
 def regression_plan(baseline_total: int, horizon: int, alpha: float) -> RegressionPlan:
     """The regression test of a case with a baseline of `baseline_total` samples and
-    `horizon` current samples at most, at level `alpha`: the exact boundary at α where
-    the whole horizon calibrates; else the exact boundary over the first looks it
-    calibrates cheaply (`SPLIT_WORK`) at α/2 and the e-process over the whole horizon at
-    α/2 (their union has size ≤ α); the e-process alone at α where no exact boundary is
-    established. Calibrating takes up to seconds at the largest sizes (cached):
-    `decide()` does it in a worker thread before the verdicts need it."""
+    `horizon` current samples at most, at level `alpha` (see the module). Calibrating takes
+    up to seconds (cached): `decide()` does it in a worker thread first."""
     if calibrated_horizon(baseline_total, horizon) >= horizon:
         boundary = regression_boundary(baseline_total, horizon, alpha)
         return RegressionPlan(boundary, 0.0 if boundary is not None else alpha)
