@@ -224,23 +224,20 @@ def markdown_summary(
                 f"\n**Against the baseline:** {len(diff.regressions)} regression(s), "
                 f"{len(diff.improvements)} improvement(s), {len(diff.added)} added, {len(diff.removed)} removed\n"
             )
-            for change in diff.regressions:
-                parts.append(
-                    f"- ❌ regressed: {_md_cell(change.name, 80)} — {_md_cell(change.describe())}"
-                )
-            for change in diff.improvements:
-                parts.append(
-                    f"- ✅ improved: {_md_cell(change.name, 80)} — {_md_cell(change.describe())}"
-                )
-            for name in diff.removed:
-                parts.append(f"- ➖ removed: {_md_cell(name, 80)}")
-            for name in diff.definition_changed:
-                parts.append(
-                    f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
-                    "different checks or inputs)"
-                )
-            for name in diff.undecided:
-                parts.append(f"- ❔ not compared: {_md_cell(name, 80)} ({UNCOMPARED})")
+            moved = [("❌ regressed", c) for c in diff.regressions]
+            moved += [("✅ improved", c) for c in diff.improvements]
+            parts += [
+                f"- {mark}: {_md_cell(c.name, 80)} — {_md_cell(c.describe())}" for mark, c in moved
+            ]
+            parts += [f"- ➖ removed: {_md_cell(name, 80)}" for name in diff.removed]
+            parts += [
+                f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
+                "different checks or inputs)"
+                for name in diff.definition_changed
+            ]
+            parts += [
+                f"- ❔ not compared: {_md_cell(n, 80)} ({UNCOMPARED})" for n in diff.undecided
+            ]
         held = quarantined(report)
         if held:
             parts.append(f"\n**Quarantined** (they ran, and do not gate): {len(held)}\n")

@@ -12,11 +12,11 @@ simulator's fault) form modes of their own, of kind `left out`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.core.results import SampleResult
 from tui_eval.report.left_out import WHY, left_out_note
 from tui_eval.report.report import Report
 from tui_eval.util.text import markdown_cell, one_line
@@ -141,34 +141,23 @@ class FailureMode:
         }
 
 
-class _Signer:
-    """Signs the failed samples of one report, masking each distinct reason once."""
-
-    def __init__(self) -> None:
-        self._masked: dict[str, str] = {}
-
-    def masked(self, text: str) -> str:
-        found = self._masked.get(text)
-        if found is None:
-            found = self._masked[text] = mask(text)
-        return found
-
-    def sign(self, sample: SampleResult, passing: Sequence[SampleResult]) -> Signature:
-        if sample.excluded:  # the user simulator's failure: apart from the agent's
-            reason = sample.fault.reason if sample.fault is not None else ""
-            return Signature(LEFT_OUT, WHY, self.masked(reason))
-        if sample.status in ("error", "timeout"):
-            error = sample.error or ""
-            kind, sep, message = error.partition(": ")
-            if sample.status == "timeout" or not sep or not kind.isidentifier():
-                kind, message = sample.status, error
-            return Signature(sample.status, kind, self.masked(message), _departure(sample, passing))
-        failing = next((c for c in sample.checks if not c.passed), None)
-        if failing is None:  # failed with every check passing: a status set elsewhere
-            return Signature("failed", sample.status, "", _departure(sample, passing))
-        return Signature(
-            "failed", failing.name, self.masked(failing.reason), _departure(sample, passing)
-        )
+def _sign(
+    sample: SampleResult, passing: Sequence[SampleResult], masked: Callable[[str], str]
+) -> Signature:
+    """A failed sample's signature (`passing`: its case's passing samples)."""
+    if sample.excluded:  # the user simulator's failure: apart from the agent's
+        reason = sample.fault.reason if sample.fault is not None else ""
+        return Signature(LEFT_OUT, WHY, masked(reason))
+    if sample.status in ("error", "timeout"):
+        error = sample.error or ""
+        kind, sep, message = error.partition(": ")
+        if sample.status == "timeout" or not sep or not kind.isidentifier():
+            kind, message = sample.status, error
+        return Signature(sample.status, kind, masked(message), _departure(sample, passing))
+    failing = next((c for c in sample.checks if not c.passed), None)
+    if failing is None:  # failed with every check passing: a status set elsewhere
+        return Signature("failed", sample.status, "", _departure(sample, passing))
+    return Signature("failed", failing.name, masked(failing.reason), _departure(sample, passing))
 
 
 def _example(sample: SampleResult) -> str:
@@ -217,27 +206,25 @@ def _same_call(a: object, b: object) -> bool:
 
 
 def _sign_report(report: Report) -> dict[Signature, FailureMode]:
-    signer = _Signer()
+    memo: dict[str, str] = {}  # each distinct reason is masked once
+
+    def masked(text: str) -> str:
+        if text not in memo:
+            memo[text] = mask(text)
+        return memo[text]
+
     modes: dict[Signature, FailureMode] = {}
-    for case in report.cases:
-        _sign_case(case, signer, modes)
     total = len(report.samples)
-    for mode in modes.values():
-        mode.total = total
+    for case in report.cases:
+        passing = [s for s in case.samples if s.passed]
+        for sample in case.samples:
+            if sample.passed or sample.status == "cancelled":
+                continue
+            signature = _sign(sample, passing, masked)
+            if signature not in modes:
+                modes[signature] = FailureMode(signature, example=_example(sample), total=total)
+            modes[signature].samples.append((case.name, sample.index))
     return modes
-
-
-def _sign_case(case: CaseResult, signer: _Signer, modes: dict[Signature, FailureMode]) -> None:
-    failed = [s for s in case.samples if not s.passed and s.status != "cancelled"]
-    if not failed:
-        return
-    passing = [s for s in case.samples if s.passed]
-    for sample in failed:
-        signature = signer.sign(sample, passing)
-        mode = modes.get(signature)
-        if mode is None:
-            mode = modes[signature] = FailureMode(signature, example=_example(sample))
-        mode.samples.append((case.name, sample.index))
 
 
 def failure_modes(report: Report, baseline: Report | None = None) -> list[FailureMode]:
