@@ -286,7 +286,6 @@ def compare_reports(
         suites = {suite for suite, _ in now}
         before = {key: case for key, case in before.items() if key[0] in suites}
     diff = Diff()
-    pairs: list[tuple[Tally, Tally, str]] = []
     for key, case in now.items():
         name = _label(key)
         old = before.get(key)
@@ -301,14 +300,14 @@ def compare_reports(
         if then.undecided or now_.undecided:  # one side never tested the agent
             diff.undecided.append(name)
             continue
-        pairs.append((then, now_, name))
+        change = _change(name, then, now_)
+        diff.changes.append(change)
         if then.verdict == now_.verdict:
             diff.unchanged.append(name)
-            continue
-        change = _change(name, then, now_)
-        (diff.regressions if then.verdict else diff.improvements).append(change)
+        else:
+            (diff.regressions if then.verdict else diff.improvements).append(change)
     diff.removed = [_label(key) for key in before if key not in now]
-    _settle_statistics(diff, pairs)
+    _settle_statistics(diff)
     return diff
 
 
@@ -326,10 +325,9 @@ def _change(name: str, old: Tally, new: Tally) -> CaseChange:
     )
 
 
-def _settle_statistics(diff: Diff, pairs: list[tuple[Tally, Tally, str]]) -> None:
-    """Fill the suite-level delta and a `CaseChange` (Holm-adjusted, labelled) per case."""
-    moved = {c.name: c for c in diff.regressions + diff.improvements}
-    changes = [moved.get(name) or _change(name, old, new) for old, new, name in pairs]
+def _settle_statistics(diff: Diff) -> None:
+    """Label every `CaseChange` (Holm-adjusted) and fill the suite-level delta."""
+    changes = diff.changes
     # Per case, for the test its label uses: Fisher at the level Holm gives the first case
     # of the family (the strictest), so the judgement holds wherever it ranks.
     level = NOISE_P / max(1, len(changes))
@@ -346,7 +344,6 @@ def _settle_statistics(diff: Diff, pairs: list[tuple[Tally, Tally, str]]) -> Non
         else:
             change.label = "noise"
         change.decided = change.label == "significant"
-    diff.changes = changes
     differences = [c.current_rate - c.baseline_rate for c in changes]
     diff.delta = sum(differences) / len(differences) if differences else 0.0
     diff.p_value, low, high = paired_test(differences, [_noise(c) for c in changes])
