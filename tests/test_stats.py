@@ -27,6 +27,8 @@ def case(name: str, outcomes: str) -> CaseResult:
 def test_known_values():
     # statsmodels.stats.proportion.proportion_confint(2, 3, method="wilson")
     assert wilson_interval(2, 3) == pytest.approx((0.20765, 0.93849), abs=1e-4)
+    assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-3)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
     # statsmodels.stats.multitest.multipletests([0.01, 0.04, 0.03], method="holm")
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     # scipy.stats.t.ppf(0.975, df)

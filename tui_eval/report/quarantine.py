@@ -133,11 +133,10 @@ def apply_to(report: Report, path: Path, suite: str, today: dt.date, *, count: b
         by_name = {case.name: case for case in report.cases}
         notes: list[str] = []
         marked: dict[str, str] = {}
-        changed = False
+        before = dict(mine)
         for name, quarantine in sorted(mine.items()):
             if not quarantine.active(today):
                 del mine[name]
-                changed = True
                 notes.append(f"{name}: quarantine ended on {quarantine.until}; it gates again")
                 continue
             case = by_name.get(name)
@@ -155,8 +154,7 @@ def apply_to(report: Report, path: Path, suite: str, today: dt.date, *, count: b
                 )
             else:
                 mine[name] = dataclasses.replace(quarantine, passing_runs=passing)
-            changed = changed or passing != quarantine.passing_runs or name not in mine
-        if changed:
+        if mine != before:
             _write(path, everything)
     if marked:
         report.metadata = {**report.metadata, METADATA_KEY: marked}
