@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -163,22 +163,17 @@ def new_label(
 def labels_path(suite: Suite) -> Path:
     """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl` (a file
     an earlier version named for the suite is moved there first)."""
-    folder = suite.path.parent if suite.path is not None else Path.cwd()
-    return suite_file(folder / LABELS_FOLDER, suite.name, ".jsonl", owned=_labels_of(suite))
+    cases = {case.label for case in suite.cases}
 
-
-def _labels_of(suite: Suite) -> Callable[[Path], bool]:
-    """Whether a labels file holds labels of `suite` only (of its cases, at least one)."""
-
-    def owned(path: Path) -> bool:
+    def owned(path: Path) -> bool:  # the file holds labels of this suite's cases only
         try:
             records = read_labels(path)
         except (LabelsFileError, OSError):
             return False
-        cases = {case.label for case in suite.cases}
         return bool(records) and all(record.case in cases for record in records)
 
-    return owned
+    folder = suite.path.parent if suite.path is not None else Path.cwd()
+    return suite_file(folder / LABELS_FOLDER, suite.name, ".jsonl", owned=owned)
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:
@@ -229,10 +224,9 @@ def record_line(record: LabelRecord) -> str:
     """The record as one line of the labels file (`run`, `note` and `checks` only when
     present, so a minimal hand-written line and a written one look alike)."""
     document = record.model_dump(mode="json", fallback=repr)
-    for optional in ("run", "note", "checks"):
-        if document.get(optional) is None:
-            document.pop(optional, None)
-    line = json.dumps(document, ensure_ascii=False)
+    optional = ("run", "note", "checks")
+    kept = {k: v for k, v in document.items() if v is not None or k not in optional}
+    line = json.dumps(kept, ensure_ascii=False)
     for raw, escaped in _LINE_BREAKS_IN_STRINGS.items():
         line = line.replace(raw, escaped)
     return line
