@@ -282,23 +282,18 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     """
     if len(reports) == 1:
         return reports[0]
-    cases: list[CaseResult] = []
-    where: dict[tuple[str, str], int] = {}
+    cases: dict[tuple[str, str], CaseResult] = {}
     overlaps: dict[str, None] = {}  # each duplicated case once, in order
-    suites: list[str] = []
     planned: dict[str, list[str]] = {}
     shards: list[Any] = []
     paths: dict[str, str] = {}
-    for position, report in enumerate(reports):
+    for report in reports:
         for case in report.cases:
             suite, name = case_suite(report, case), case_name(report, case)
-            if (suite, name) in where:
+            if (suite, name) in cases:
                 overlaps[f"{suite}{SUITE_SEPARATOR}{name}"] = None
-                continue
-            where[(suite, name)] = position
-            if suite not in suites:
-                suites.append(suite)
-            cases.append(replace(case, name=name, suite=suite))
+            else:
+                cases[suite, name] = replace(case, name=name, suite=suite)
         for suite, names in (report.metadata.get("planned_cases") or {}).items():
             planned.setdefault(suite, [])
             planned[suite] += [n for n in names if n not in planned[suite]]
@@ -311,6 +306,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             f"{len(overlaps)} case(s) are in more than one report: {', '.join(list(overlaps)[:5])}"
             + (" …" if len(overlaps) > 5 else "")
         )
+    suites = list(dict.fromkeys(suite for suite, _ in cases))
     metadata: dict[str, Any] = {"suites": suites, "suite_paths": paths}
     if any(counts_user_faults(report) for report in reports):
         metadata[COUNT_USER_FAULTS] = True
@@ -320,7 +316,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         metadata["shards"] = shards
     return Report(
         "+".join(suites),
-        cases,
+        list(cases.values()),
         started_at=min((r.started_at for r in reports), default=0.0),
         duration_s=sum(r.duration_s for r in reports),
         cancelled=any(r.cancelled for r in reports),
