@@ -149,13 +149,10 @@ def closest_passing(failing: SampleResult, samples: Sequence[SampleResult]) -> S
     most similar trajectory and output text."""
 
     def likeness(candidate: SampleResult) -> tuple[int, float]:
-        shared = 0
         a = failing.run.tool_calls if failing.run is not None else []
         b = candidate.run.tool_calls if candidate.run is not None else []
-        for x, y in zip(a, b, strict=False):
-            if x.name != y.name or x.arguments != y.arguments:
-                break
-            shared += 1
+        differ = _calls_differ(a, b)
+        shared = len(a) if differ is None else differ[0]
         text_a = "\n".join(trajectory_lines(failing) + output_lines(failing))
         text_b = "\n".join(trajectory_lines(candidate) + output_lines(candidate))
         return shared, difflib.SequenceMatcher(None, text_a, text_b).ratio()
