@@ -118,9 +118,7 @@ class _Guarded:
 
     async def __call__(self, run: RunResult) -> CheckResult:
         try:
-            if self.timeout is None:
-                return await self._judge(run)
-            with anyio.move_on_after(self.timeout):
+            with anyio.move_on_after(self.timeout):  # None: no timeout
                 return await self._judge(run)
         except BaseException as exc:
             if cancelled_from_outside(exc):
@@ -157,9 +155,7 @@ class _GuardedJudge(_Guarded):
                 return self._failed(f"no verdict from {listed}", usage)
             return check.decide(answers)
         function: Any = check
-        call = (
-            partial(function, run, self.context) if takes_context(check) else partial(function, run)
-        )
+        call = partial(function, *((run, self.context) if takes_context(check) else (run,)))
         if is_async_check(check) or self.timeout is None:
             value = call()
         else:  # a blocking judge in a thread, so the timeout can leave it behind

@@ -377,9 +377,7 @@ def _statistics(judged: Sequence[JudgedLabel], *, seed: int) -> Calibration:
         for j in judged
         if j.record.score is not None and j.judge.score is not None
     ]
-    weighted = (
-        weighted_score_kappa([h for h, _ in scored], [s for _, s in scored]) if scored else None
-    )
+    weighted = weighted_score_kappa(*zip(*scored, strict=True)) if scored else None
     return Calibration(
         n=confusion.n,
         agreement=confusion.agreement,
