@@ -26,16 +26,16 @@ from typing import Literal
 
 import pydantic
 
-from tui_eval.agents.agent import Agent, AgentRunError
+from tui_eval.agents.agent import AgentRunError
 from tui_eval.agents.conversation import UserSimulatorError
-from tui_eval.agents.messages import Message, RunResult, Turn, Usage
+from tui_eval.agents.messages import RunResult, Turn, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import ProviderError
 from tui_eval.agents.state import StateError, path_segments
 from tui_eval.agents.users import SimulatedUser, User
 from tui_eval.checks.base import CheckResult
 from tui_eval.checks.conversations import state_equals
-from tui_eval.checks.judge import JUDGE_MODEL_ENV, MAX_JUDGED_CHARS
+from tui_eval.checks.judge import JUDGE_MODEL_ENV, MAX_JUDGED_CHARS, ask_judge
 from tui_eval.util.text import one_line
 
 Party = Literal["user", "agent", "environment"]
@@ -222,16 +222,11 @@ async def review_fault(
     model: ModelLike, run: RunResult, checks: Sequence[CheckResult], user: User
 ) -> Fault | None:
     """The reviewer's verdict (None when its reply was not a valid verdict)."""
-    reviewer = Agent(
-        resolve_model(model),
-        instructions=REVIEWER_INSTRUCTIONS,
-        output_type=FaultVerdict,
-        max_turns=1,
-        name="fault reviewer",
-        settings={"temperature": 0},
-    )
+    prompt = review_prompt(run, checks, user)
     try:
-        result = await reviewer.run([Message("user", review_prompt(run, checks, user))])
+        result = await ask_judge(
+            resolve_model(model), REVIEWER_INSTRUCTIONS, FaultVerdict, "fault reviewer", prompt
+        )
     except AgentRunError:
         return None
     verdict: FaultVerdict = result.output

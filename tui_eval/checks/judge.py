@@ -209,16 +209,8 @@ class llm_judge:
             provider = self._provider(position)
         except (JudgeConfigError, ValueError) as exc:
             return JudgeAnswer(name, None, str(exc), Usage())
-        judge = Agent(
-            provider,
-            instructions=JUDGE_INSTRUCTIONS,
-            output_type=Verdict,
-            max_turns=1,
-            name="judge",
-            settings={"temperature": 0},
-        )
         try:
-            result = await judge.run([Message("user", prompt)])
+            result = await ask_judge(provider, JUDGE_INSTRUCTIONS, Verdict, "judge", prompt)
         except AgentRunError as exc:
             usage = exc.partial.usage if exc.partial is not None else Usage()
             return JudgeAnswer(name, None, f"judge reply is not a valid verdict: {exc}", usage)
@@ -286,6 +278,22 @@ class llm_judge:
         return CheckResult(
             self.name, passed, score, reason, usage, threshold=threshold, verdicts=verdicts
         )
+
+
+async def ask_judge(
+    model: ModelLike, instructions: str, output_type: type[Any], name: str, prompt: str
+) -> RunResult:
+    """One reply of `model` acting as a judge: at temperature 0, in one turn, validated as
+    `output_type` (`AgentRunError` when it is not one)."""
+    agent = Agent(
+        model,
+        instructions=instructions,
+        output_type=output_type,
+        max_turns=1,
+        name=name,
+        settings={"temperature": 0},
+    )
+    return await agent.run([Message("user", prompt)])
 
 
 def _judges(model: ModelLike | Sequence[ModelLike] | None) -> ModelLike | list[ModelLike] | None:
