@@ -9,7 +9,7 @@ from tui_eval import Report
 from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.stats.proportions import (
     holm,
-    paired_p_value,
+    paired_test,
     pass_hat_k,
     samples_needed,
     t975,
@@ -27,6 +27,8 @@ def case(name: str, outcomes: str) -> CaseResult:
 def test_known_values():
     # statsmodels.stats.proportion.proportion_confint(2, 3, method="wilson")
     assert wilson_interval(2, 3) == pytest.approx((0.20765, 0.93849), abs=1e-4)
+    assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-3)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
     # statsmodels.stats.multitest.multipletests([0.01, 0.04, 0.03], method="holm")
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     # scipy.stats.t.ppf(0.975, df)
@@ -35,8 +37,8 @@ def test_known_values():
     # at 35 (enumerated with scipy.stats.fisher_exact and binom.pmf).
     assert samples_needed(0.9, 0.6) == 36 and samples_needed(0.5, 0.5) is None
     # Exact sign-flip test: five equal differences, all one way: 2 of 32 patterns as extreme.
-    assert paired_p_value([0.5] * 5) == pytest.approx(2 / 32)
-    assert paired_p_value([0.0, 0.0]) == 1.0
+    assert paired_test([0.5] * 5)[0] == pytest.approx(2 / 32)
+    assert paired_test([0.0, 0.0])[0] == 1.0
 
 
 def test_pass_hat_k_is_the_chance_that_k_samples_all_pass():
@@ -169,7 +171,6 @@ from tui_eval.stats.proportions import (  # noqa: E402
     Z975,
     clustered_rate_interval,
     fisher_power,
-    paired_test,
 )
 
 

@@ -154,7 +154,7 @@ MUTATING_METHODS = frozenset(
 PURE_MEMOS = {
     # Memos of a pure function of an immutable key: every caller gets the same answer,
     # whichever runtime or run asks, so sharing them between runs shares nothing else.
-    "checks/base.py": {"_ASYNC_CALL", "_TAKES_CONTEXT_BY_CLASS", "_TAKES_CONTEXT"},
+    "checks/base.py": {"_ASYNC_CALL", "_TAKES_CONTEXT"},
     "report/report.py": {"_FILE_MODELS"},  # pydantic's ReportFile[cls], by class
     "agents/tools.py": {"_READ"},  # the Tool read from a function's signature
     "stats/group_sequential.py": {"_calibrated"},
@@ -167,17 +167,10 @@ PURE_MEMOS = {
         "_reachable_margin",
     },
     "suites/discovery.py": {"_installed"},  # the interpreter's own library folders
-    "tui/widgets/case_table.py": {"_style"},  # a style string parsed
 }
 REGISTRIES = {
     # Filled as modules are imported, by the user's `register_provider` as by codecs'.
     "agents/providers/__init__.py": {"_REGISTRY"},
-}
-NOT_YET = {
-    # Module state its owners are rewriting (issue #43): the HTTP layer's sockets, the
-    # suite set's reloads. Remove an entry with the state.
-    "agents/http/sockets.py": {"_contexts"},
-    "service/suite_set.py": {"_REAL_FOLDERS"},
 }
 
 
@@ -241,7 +234,7 @@ def test_no_module_holds_process_state():
     found = {}
     for path in sorted(root.rglob("*.py")):
         name = path.relative_to(root).as_posix()
-        allowed = set().union(*(known.get(name, ()) for known in (PURE_MEMOS, REGISTRIES, NOT_YET)))
+        allowed = set().union(*(known.get(name, ()) for known in (PURE_MEMOS, REGISTRIES)))
         state = [s for s in module_state(path) if s not in allowed]
         if state:
             found[name] = state

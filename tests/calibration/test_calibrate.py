@@ -174,7 +174,7 @@ async def test_a_label_for_a_gone_case_or_check_is_skipped_and_said(tmp_path: Pa
     assert calibration.n == 0 and math.isnan(calibration.kappa)
     assert any("'gone'" in s for s in calibration.skipped)
     assert any("no check 'other'" in s for s in calibration.skipped)
-    assert calibration.below(0.0)  # an undefined κ fails a gate closed
+    assert calibration.failing_kappas(0.0)  # an undefined κ fails a gate closed
 
 
 async def test_judge_for_a_plain_check_or_a_bad_labels_file_is_a_calibration_error(tmp_path: Path):

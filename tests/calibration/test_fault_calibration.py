@@ -170,7 +170,7 @@ async def test_another_reviewer_model_and_a_reviewer_without_a_verdict(
     assert math.isnan(always.kappa) and always.kappa_undefined == (
         "the reviewer named one party only"
     )
-    assert always.below(-1.0)  # an undefined κ fails a gate closed
+    assert always.failing_kappas(-1.0)  # an undefined κ fails a gate closed
     garbage = await calibrate(path, judge="python:reviewers:garbage")
     assert garbage.n == 0 and len(garbage.errors) == 8 and not garbage.passes()
     assert "not a valid verdict" in garbage.errors[0].error

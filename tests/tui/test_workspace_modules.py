@@ -50,6 +50,6 @@ def test_each_modules_folder_is_the_folder_of_its_resolved_file(tmp_path, monkey
         if location:
             assert _real_folder(location, seen) == real_path(Path(location)).parent, location
 
-    _forget_modules({real_path(suites)})
+    _forget_modules({real_path(suites)}, {})
     forgotten = {name for name in names if name not in sys.modules}
     assert forgotten == {"_ws_helper_via_link", "_ws_alias", "_ws_relative"}

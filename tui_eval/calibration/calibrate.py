@@ -1,17 +1,10 @@
 """`calibrate()`: is the judge right? Re-judge every human-labelled output and measure the
 agreement between judge and humans (and, for a jury, between the judges).
 
-The agent is never called: each labelled output is judged again from its stored run, through
-the runner's saved-runs source, so the suite's provider options, the shared rate limiter, the
-response cache and `max_cost` apply to the judges exactly as in a run. A judge that raises,
-outlasts its case's `timeout` or replies no verdict is an error of that label, reported and
-failing the gate: never a verdict.
-
-The fault reviewer is a judge like any other: each conversation with a fault label is
-reviewed again from its stored run, as a run reviews it — the rules first (a conversation
-they decide is not the reviewer's: counted, and left out of its figures), then the
-reviewer model over the transcript and the failed checks stored with the label — and its
-verdicts are measured against the humans' over the three parties.
+The agent is never called: each labelled output is judged again from its stored run through
+the runner's saved-runs source, so the suite's provider options, rate limiter, cache and
+`max_cost` apply to the judges as in a run. The fault reviewer is a judge like any other:
+each fault-labelled conversation is reviewed again as a run reviews it (the rules first).
 """
 
 from __future__ import annotations
@@ -67,14 +60,10 @@ def check_threshold(check: Check) -> float:
     return float(threshold) if isinstance(threshold, (int, float)) else SCORE_PASS
 
 
-def _find_check(case: Case, name: str) -> Check | None:
-    return next((c for c in case.checks if check_name(c) == name), None)
-
-
 def _judge_for(check: Check, judge: Any, where: str) -> Check:
-    """The check to judge with (`judge`'s model instead of its own, when given), its every
-    model resolved now: a spec that cannot be (`python:no_such_module:x`, a missing key) is
-    a usage error before any judging, never a verdict on every label."""
+    """The check to judge with (`judge`'s model instead of its own, when given), its models
+    resolved now: one that cannot be is a usage error before any judging, not a verdict on
+    every label."""
     if judge is not None:
         if not isinstance(check, llm_judge):
             raise CalibrationError(
@@ -92,9 +81,8 @@ def _judge_for(check: Check, judge: Any, where: str) -> Check:
 
 
 def _reviewer_for(user: User, judge: Any, where: str) -> ModelLike:
-    """The model that reviews the faults of `where` (`judge` instead of the user's reviewer,
-    when given), resolved now: no reviewer, or one that cannot be resolved, is a usage error
-    before any reviewing."""
+    """The model that reviews the faults of `where` (`judge`, when given), resolved now: no
+    reviewer, or one that cannot be resolved, is a usage error before any reviewing."""
     if judge is not None and isinstance(judge, (list, tuple)):
         raise CalibrationError(
             "--judge: the fault reviewer is one model, not a jury (calibrate a jury of "
@@ -115,14 +103,8 @@ def _reviewer_for(user: User, judge: Any, where: str) -> ModelLike:
 
 
 class _Guarded:
-    """The check a calibration asks about one labelled output: a judge (or the fault
-    reviewer) within its case's `timeout`, with anything but a verdict kept as `error`
-    rather than a "fail".
-
-    Attributes:
-        name: the check's name (its results carry it).
-        error: why no verdict came (None: one did, or it was not asked).
-    """
+    """A judge (or the fault reviewer) on one labelled output within its case's `timeout`;
+    anything but a verdict is kept as `error` (None: a verdict came), never as a "fail"."""
 
     is_async = True
     takes_context = False
@@ -136,9 +118,7 @@ class _Guarded:
 
     async def __call__(self, run: RunResult) -> CheckResult:
         try:
-            if self.timeout is None:
-                return await self._judge(run)
-            with anyio.move_on_after(self.timeout):
+            with anyio.move_on_after(self.timeout):  # None: no timeout
                 return await self._judge(run)
         except BaseException as exc:
             if cancelled_from_outside(exc):
@@ -170,16 +150,12 @@ class _GuardedJudge(_Guarded):
             answers = await check.answers(run)
             missing = [answer for answer in answers if answer.verdict is None]
             if missing:
-                usage = Usage()
-                for answer in answers:
-                    usage = usage + answer.usage
+                usage = sum((answer.usage for answer in answers), Usage())
                 listed = "; ".join(f"{a.judge}: {a.reasoning}" for a in missing)
                 return self._failed(f"no verdict from {listed}", usage)
             return check.decide(answers)
         function: Any = check
-        call = (
-            partial(function, run, self.context) if takes_context(check) else partial(function, run)
-        )
+        call = partial(function, *((run, self.context) if takes_context(check) else (run,)))
         if is_async_check(check) or self.timeout is None:
             value = call()
         else:  # a blocking judge in a thread, so the timeout can leave it behind
@@ -191,12 +167,8 @@ class _GuardedJudge(_Guarded):
 
 
 class _GuardedReviewer(_Guarded):
-    """Who failed one labelled conversation, decided as a run decides it: the rules, then
-    the reviewer model over the transcript and the failed checks stored with the label.
-
-    Attributes:
-        verdict: the rules' fault or the reviewer's (None: not decided yet, or an error).
-    """
+    """Who failed one labelled conversation, decided as a run decides it (the rules, then
+    the reviewer): `verdict` (None: not decided yet, or an error)."""
 
     role = "reviewer"
 
@@ -221,8 +193,7 @@ class _GuardedReviewer(_Guarded):
 
 
 def _is_verdict(value: Any, result: CheckResult) -> bool:
-    """Whether what a check returned was a verdict `normalise` kept, not a misuse it turned
-    into a failure (a string, None, a score outside 0..1)."""
+    """Whether `normalise` kept what a check returned, rather than failing a misuse."""
     if isinstance(value, CheckResult):
         return result is value
     if isinstance(value, bool):
@@ -283,9 +254,11 @@ async def calibrate(
 ) -> Calibration:
     """Re-judge every human-labelled output of `suite` and measure judge–human agreement.
 
-    The agent is never called; each labelled output is judged once per judge (a rerun is
-    answered by the response cache). A score label counts as "pass" when it reaches the
-    check's threshold.
+    Each labelled output is judged once per judge (a rerun is answered by the cache). A
+    score label counts as "pass" when it reaches the check's threshold. A judge that
+    raises, times out or replies no verdict gives none: the label is in `errors`, out of
+    every figure, and `passes()` is False. Fault labels (check `"fault"`) calibrate the
+    fault reviewer, in `by_check["fault"]` (the figures themselves without other labels).
 
     Example:
         >>> calibration = await calibrate("suites/support.py", check="llm_judge")  # doctest: +SKIP
@@ -295,81 +268,56 @@ async def calibrate(
     Args:
         suite: a `Suite`, or a suite file (every suite in it is calibrated together).
         check: only labels of the check with this name.
-        judge: judge with this model instead of each `llm_judge`'s own (a spec string, a
-            provider, or a list for a jury), to compare judges on the same labels; it
-            reviews the fault labels too, instead of each user's reviewer (one model).
-        labels: the labels (records or a labels file); default the suite's own file,
-            `<suite folder>/__labels__/<suite name>.jsonl`.
+        judge: judge with this model instead of each `llm_judge`'s own (a list: a jury),
+            to compare judges on the same labels; it reviews the fault labels too.
+        labels: the labels (records or a labels file); default the suite's labels file.
         cache: the response cache mode for the judges (default on: a rerun is free).
         provider: provider options over the suite's own.
         max_cost: dollars; judging stops starting new outputs past it (default the suite's).
-        seed: the bootstrap's seed.
-
-    A judge that raises, outlasts its case's `timeout` or replies no verdict gives no
-    verdict: that label is in `errors`, out of every figure, and `passes()` is False.
-
-    Fault labels (check `"fault"`) calibrate the fault reviewer: each labelled conversation
-    is reviewed again from its stored run (the rules first: one they decide is counted in
-    `rule_decided` and left out), and the reviewer's κ over the three parties is in
-    `by_check["fault"]` — the figures themselves when there are no other labels (or with
-    `check="fault"`).
+        seed: the seed of κ's interval.
 
     Raises:
-        CalibrationError: no labels (for `check`), a bad labels or suite file, `judge`
-            given for a check that is not an `llm_judge` (or a jury for the fault
-            reviewer), a conversation with fault labels and no reviewer, or a judge or
-            reviewer model that cannot be resolved (an unknown spec, a `python:` module
-            that does not import, no key).
+        CalibrationError: no labels, a bad labels or suite file, `judge` for a check that is
+            not an `llm_judge` (or a jury for the reviewer), fault labels without a
+            reviewer, or a judge or reviewer model that cannot be resolved.
     """
     suites = _load_suites(suite)
-    judged: list[JudgedLabel] = []
-    faults: list[ReviewedLabel] = []
-    fault_labels = False
-    skipped: list[str] = []
-    errors: list[UnjudgedLabel] = []
-    requests = cached = 0
-    cost: float | None = None
-    stopped: str | None = None
+    found = _Judging()
     seen_labels = 0
     for one in suites:
         records = _labels_of(one, labels)
         if check is not None:
             records = [r for r in records if r.check == check]
         seen_labels += len(records)
-        fault_labels = fault_labels or any(r.check == FAULT_CHECK for r in records)
-        result = await _judge_suite(one, records, judge, cache, provider, max_cost)
-        judged += result.judged
-        faults += result.faults
-        skipped += result.skipped
-        errors += result.errors
-        requests += result.requests
-        cached += result.cached
-        if result.cost is not None:
-            cost = (cost or 0.0) + result.cost
-        stopped = stopped or result.stopped
+        found.fault_labels = found.fault_labels or any(r.check == FAULT_CHECK for r in records)
+        await _judge_suite(one, records, judge, cache, provider, max_cost, found)
     if not seen_labels:
         where = ", ".join(str(labels or labels_path(s)) for s in suites)
         what = f"for check {check!r} " if check is not None else ""
         raise CalibrationError(f"no labels {what}in {where}")
-    calibration = Calibration.of(judged, faults=faults if fault_labels else None, seed=seed)
-    calibration.skipped = skipped
-    calibration.errors = errors
+    faults = found.faults if found.fault_labels else None
+    calibration = Calibration.of(found.judged, faults=faults, seed=seed)
+    calibration.skipped = found.skipped
+    calibration.errors = found.errors
     reviewer = calibration.reviewer
     if reviewer is not None and reviewer is not calibration:
-        reviewer.errors = [error for error in errors if error.record.check == FAULT_CHECK]
-    calibration.judge_requests = requests
-    calibration.cached_requests = cached
-    calibration.cost = cost
-    calibration.stopped = stopped
+        reviewer.errors = [error for error in found.errors if error.record.check == FAULT_CHECK]
+    calibration.judge_requests = found.requests
+    calibration.cached_requests = found.cached
+    calibration.cost = found.cost
+    calibration.stopped = found.stopped
     return calibration
 
 
 @dataclass(slots=True)
-class _SuiteJudging:
-    judged: list[JudgedLabel]
-    skipped: list[str]
+class _Judging:
+    """What judging the labels of every suite found, gathered suite by suite."""
+
+    judged: list[JudgedLabel] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
     faults: list[ReviewedLabel] = field(default_factory=list)
     errors: list[UnjudgedLabel] = field(default_factory=list)
+    fault_labels: bool = False
     requests: int = 0
     cached: int = 0
     cost: float | None = None
@@ -383,12 +331,13 @@ async def _judge_suite(
     cache: CacheMode | ResponseCache,
     provider: ProviderOptions | None,
     max_cost: float | None,
-) -> _SuiteJudging:
+    into: _Judging,
+) -> None:
     """Judge each labelled output (and review each labelled conversation) of one suite
-    once, as a recheck of saved runs."""
+    once, as a recheck of saved runs, gathering what it finds `into` one record."""
     cases_by_name = {case.label: case for case in suite.cases}
     planned: list[tuple[LabelRecord, _GuardedJudge | _GuardedReviewer, Case]] = []
-    skipped: list[str] = []
+    skipped = into.skipped
     judges: dict[int, Check] = {}  # one judge (and its providers) per check of the suite
     reviewers: dict[int, ModelLike] = {}  # one reviewer per user of the suite
     for record in records:
@@ -416,7 +365,7 @@ async def _judge_suite(
                 model = reviewers[id(user)] = _reviewer_for(user, judge, where)
             planned.append((record, _GuardedReviewer(model, user, case, record), case))
             continue
-        found = _find_check(case, record.check)
+        found = next((c for c in case.checks if check_name(c) == record.check), None)
         if found is None:
             skipped.append(f"{suite.name}: case {record.case!r} has no check {record.check!r}")
             continue
@@ -426,7 +375,7 @@ async def _judge_suite(
             chosen = judges[id(found)] = _judge_for(found, judge, where)
         planned.append((record, _GuardedJudge(chosen, case), case))
     if not planned:
-        return _SuiteJudging([], skipped)
+        return
     # One replayed "case" per labelled output, named by its position: the labels of one
     # case (several outputs) are judged independently, each exactly once.
     cases = [
@@ -448,41 +397,25 @@ async def _judge_suite(
     )
     report = await evaluation.run()
     by_position = {int(result.name): result for result in report.cases}
-    judged: list[JudgedLabel] = []
-    faults: list[ReviewedLabel] = []
-    errors: list[UnjudgedLabel] = []
-    requests = 0
-    cost: float | None = None
     for position, (record, guarded, _) in enumerate(planned):
         result = by_position.get(position)
         if result is None or not result.samples or not result.samples[0].checks:
             continue  # not judged: the run stopped on max_cost first
         sample = result.samples[0]
-        requests += sample.judge_usage.requests
+        into.requests += sample.judge_usage.requests
         if sample.cost is not None:
-            cost = (cost or 0.0) + sample.cost
+            into.cost = (into.cost or 0.0) + sample.cost
         if guarded.error is not None:
-            errors.append(UnjudgedLabel(record, guarded.error, suite.name))
-            continue
-        if isinstance(guarded, _GuardedReviewer):
+            into.errors.append(UnjudgedLabel(record, guarded.error, suite.name))
+        elif isinstance(guarded, _GuardedReviewer):
             if guarded.verdict is not None:
-                faults.append(ReviewedLabel(record, guarded.verdict, suite.name))
-            continue
-        threshold = check_threshold(guarded.check)
-        judged.append(
-            JudgedLabel(record, record.passed(threshold), sample.checks[0], threshold, suite.name)
-        )
-    hits = evaluation.cache.hits if evaluation.cache is not None else 0
-    return _SuiteJudging(
-        judged,
-        skipped,
-        faults,
-        errors,
-        requests=requests,
-        cached=hits,
-        cost=cost,
-        stopped=report.stopped,
-    )
+                into.faults.append(ReviewedLabel(record, guarded.verdict, suite.name))
+        else:
+            threshold = check_threshold(guarded.check)
+            passed = record.passed(threshold)
+            into.judged.append(JudgedLabel(record, passed, sample.checks[0], threshold, suite.name))
+    into.cached += evaluation.cache.hits if evaluation.cache is not None else 0
+    into.stopped = into.stopped or report.stopped
 
 
 __all__ = [

@@ -1,10 +1,7 @@
-"""The label queue: which judged outputs of a run a person should label first.
+"""The label queue: which judged outputs (and failed conversations) of a run to label first.
 
-A label helps most where the judge's call is closest (a score near its threshold), where a
-case is flaky (its samples disagree), and where there is no label yet. The fault reviewer
-is a judge too: each failed conversation is queued for a label of who failed it (the user,
-the agent or the environment). Headless: the app's label screens show what this module
-orders, and labelling writes through `LabelStore`.
+A label helps most where there is none yet, where a case is flaky, and where the judge's
+call is closest (a score near its threshold).
 """
 
 from __future__ import annotations
@@ -23,16 +20,9 @@ from tui_eval.core.results import CaseResult, SampleResult
 
 @dataclass(frozen=True, slots=True)
 class LabelItem:
-    """One judged output of a run: a sample's judged check, to be labelled.
-
-    Attributes:
-        case_index: the case's position in the run.
-        sample_index: the sample's position in its case.
-        case: the case's name.
-        check: the judge's verdict on this sample (hidden until labelled, in blind mode).
-        sample: the sample, with the agent's run and output.
-        flaky: the case's samples disagree (some passed, some failed).
-    """
+    """One judged output of a run to label: a sample (at `sample_index` of the case
+    `case`, at `case_index`) and the judge's verdict on it (`check`); `flaky` when its
+    case's samples disagree."""
 
     case_index: int
     sample_index: int
@@ -77,18 +67,8 @@ class LabelItem:
 
 @dataclass(frozen=True, slots=True)
 class FaultItem:
-    """One failed conversation of a run, to be labelled with who failed it.
-
-    Attributes:
-        case_index: the case's position in the run.
-        sample_index: the sample's position in its case.
-        case: the case's name.
-        sample: the sample, with the agent's run.
-        fault: who the run blamed and what decided it (`by`: the rules or the reviewer);
-            hidden until labelled, in blind mode.
-        conversation: the conversation the label is about (the sample's).
-        flaky: the case's samples disagree (some passed, some failed).
-    """
+    """One failed conversation of a run to label with who failed it: as `LabelItem`, with
+    the `fault` the run found and the sample's `conversation`."""
 
     case_index: int
     sample_index: int
@@ -109,8 +89,8 @@ class FaultItem:
         return label_key(self.case, FAULT_CHECK, self.output, self.conversation)
 
     def label(self, party: Party, *, note: str | None = None) -> LabelRecord:
-        """A fault label of this conversation (with its run and the failed checks the
-        reviewer reads), by the current user, now."""
+        """A fault label of this conversation (with its run and failed checks), by the
+        current user, now."""
         return new_label(
             self.case,
             FAULT_CHECK,
@@ -135,22 +115,16 @@ def current_labeler() -> str | None:
         return None
 
 
-def is_judged(check: CheckResult) -> bool:
-    """Whether a check's verdict came from a judge (it has a threshold or jurors)."""
-    return check.threshold is not None or check.verdicts is not None
-
-
 def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
     """Every judged check of every finished sample with an output, in run order."""
     items: list[LabelItem] = []
     for case_index, case in enumerate(cases):
-        statuses = {s.passed for s in case.samples if s.status in ("passed", "failed")}
-        flaky = len(statuses) > 1
+        flaky = _flaky(case)
         for sample_index, sample in enumerate(case.samples):
             if sample.run is None or sample.status not in ("passed", "failed"):
                 continue
             for check in sample.checks:
-                if is_judged(check):
+                if check.threshold is not None or check.verdicts is not None:  # a judge's
                     items.append(
                         LabelItem(case_index, sample_index, case.name, check, sample, flaky)
                     )
@@ -158,21 +132,19 @@ def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
 
 
 def fault_items(cases: Sequence[CaseResult]) -> list[FaultItem]:
-    """Every failed conversation with a fault, in run order.
-
-    Only samples whose checks ran and failed: an error or a timeout is always the rules'
-    to blame (the agent, the user or a model raised; the clock ran out), never the
-    reviewer's, so a label of it would not tell how far the reviewer is right.
-    """
+    """Every failed conversation with a fault, in run order: only samples whose checks
+    failed, since the rules, not the reviewer, blame an error or a timeout."""
     items: list[FaultItem] = []
     for case_index, case in enumerate(cases):
-        statuses = {s.passed for s in case.samples if s.status in ("passed", "failed")}
-        flaky = len(statuses) > 1
+        flaky = _flaky(case)
         for sample_index, sample in enumerate(case.samples):
             run, fault = sample.run, sample.fault
-            if sample.status != "failed" or fault is None:
-                continue
-            if run is None or run.conversation is None:
+            if (
+                sample.status != "failed"
+                or fault is None
+                or run is None
+                or run.conversation is None
+            ):
                 continue
             items.append(
                 FaultItem(
@@ -182,14 +154,15 @@ def fault_items(cases: Sequence[CaseResult]) -> list[FaultItem]:
     return items
 
 
-def label_queue(cases: Sequence[CaseResult], store: LabelStore) -> list[QueueItem]:
-    """The judged outputs and failed conversations of a run, the most useful to label first.
+def _flaky(case: CaseResult) -> bool:
+    """Whether the case's finished samples disagree (some passed, some failed)."""
+    return len({s.passed for s in case.samples if s.status in ("passed", "failed")}) > 1
 
-    Unlabelled before labelled; then flaky cases first; then the judges' outputs, the
-    closest calls (a score nearest its threshold) first; then the faults the reviewer
-    decided, and last those the rules decided (a label of those does not measure the
-    reviewer); ties keep run order.
-    """
+
+def label_queue(cases: Sequence[CaseResult], store: LabelStore) -> list[QueueItem]:
+    """The judged outputs and failed conversations of a run, the most useful to label first:
+    unlabelled, then flaky cases, then the judges' closest calls, then the faults the
+    reviewer decided, last those the rules decided; ties keep run order."""
     items: list[QueueItem] = [*judged_items(cases), *fault_items(cases)]
     labelled = {record.key for record in store}
 
@@ -204,14 +177,8 @@ def label_queue(cases: Sequence[CaseResult], store: LabelStore) -> list[QueueIte
 
 @dataclass(frozen=True, slots=True)
 class LabelProgress:
-    """How many of a run's judged outputs, and of its failed conversations, carry a label.
-
-    Attributes:
-        labelled: judged outputs labelled.
-        total: judged outputs.
-        faults_labelled: failed conversations whose fault is labelled.
-        faults: failed conversations.
-    """
+    """How many of a run's `total` judged outputs are `labelled`, and of its `faults`
+    failed conversations, `faults_labelled`."""
 
     labelled: int
     total: int
@@ -243,17 +210,3 @@ def label_progress(items: Sequence[QueueItem], store: LabelStore) -> LabelProgre
         sum(item.key in labelled for item in faults),
         len(faults),
     )
-
-
-__all__ = [
-    "FaultItem",
-    "LabelItem",
-    "LabelProgress",
-    "QueueItem",
-    "current_labeler",
-    "fault_items",
-    "is_judged",
-    "judged_items",
-    "label_progress",
-    "label_queue",
-]

@@ -1,14 +1,10 @@
 """Human labels of judged outputs: `<suite folder>/__labels__/<suite name>.jsonl`.
 
-One JSON object a line (DESIGN §8): what was judged (case, check, the agent's output and,
-optionally, its stored run), the human label, who gave it and when. A failed conversation's
-fault is labelled the same way: the check is `"fault"` (`FAULT_CHECK`) and the label names
-who failed it, `"user"`, `"agent"` or `"environment"` (the stored run holds the
-conversation, and `checks` the failures its reviewer reads). The file sits beside the
-suite, in the repository, and reads well in a diff: a new label is appended at the end and
-relabelling the same output replaces its line in place. Every write is atomic, and merges
-with what is on disk under a lock: two label sessions on one suite keep each other's labels.
-Lines end at `\n` only; a label's text never holds a raw line or paragraph separator.
+One JSON object a line (DESIGN §8): the case, check, the agent's output (and optionally its
+stored run), the label, who gave it and when. A failed conversation's fault is labelled the
+same way, with the check `"fault"` and the party as the label. The file sits beside the
+suite and reads well in a diff: a new label is appended, relabelling replaces its line in
+place, and every write merges with what is on disk under a lock.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -53,12 +49,10 @@ class LabelRecord(pydantic.BaseModel):
         check: the judged check's name (`"fault"` for a conversation's fault).
         output: the agent's final output, as JSON.
         label: "pass", "fail", or a score in 0..1; a fault label names the party.
-        labeler: who labelled it (None: not recorded).
-        labelled_at: when, as a Unix time (None: not recorded).
+        labeler: who labelled it, and labelled_at: when (Unix time); None: not recorded.
         run: the stored agent run the judge reads (None: the output and the case's input).
         note: the labeller's note.
-        checks: a fault label's check results: the failures the reviewer reads beside the
-            transcript (None: not stored).
+        checks: a fault label's check results, which the reviewer reads (None: not stored).
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -78,8 +72,7 @@ class LabelRecord(pydantic.BaseModel):
 
     @pydantic.model_validator(mode="after")
     def _party_only_for_faults(self) -> LabelRecord:
-        """A party names who failed a conversation: it is the fault check's label, and the
-        fault check takes no other."""
+        """A party is the fault check's label, and the fault check takes no other."""
         is_party = isinstance(self.label, str) and self.label in PARTIES
         if self.check == FAULT_CHECK and not is_party:
             raise ValueError(
@@ -124,12 +117,9 @@ _PARTY_NAMES = ", ".join(repr(party) for party in PARTIES[:-1]) + f" or {PARTIES
 def label_key(
     case: str, check: str, output: Any, conversation: Conversation | None = None
 ) -> tuple[str, str, str]:
-    """The identity of a labelled output: its case, check and output (as canonical JSON).
-
-    A fault label is about a whole conversation: two conversations of a case that end on
-    the same words are two labels, so its identity holds what each turn's user and agent
-    said too (text that reads back from the file exactly as it was written).
-    """
+    """The identity of a labelled output: its case, check and output (as canonical JSON);
+    for a fault label, what each turn's user and agent said too (two conversations that
+    end on the same words are two labels)."""
     about = json_safe(output)
     if check == FAULT_CHECK and conversation is not None:
         said = [[turn.user, turn.reply, turn.error] for turn in conversation.turns]
@@ -149,15 +139,11 @@ def new_label(
     note: str | None = None,
     labelled_at: float | None = None,
 ) -> LabelRecord:
-    """A label for `output` of `case` as judged by `check`, stamped now.
-
-    The output (and the run's) is stored in its JSON form, so the file reads back equal.
-    A fault label (`check="fault"`, the party as `label`) keeps the sample's `checks`: the
-    failures its reviewer reads.
+    """A label for `output` of `case` as judged by `check`, stamped now; the outputs are
+    stored in their JSON form, so the file reads back equal.
 
     Raises:
-        pydantic.ValidationError: the label is not "pass", "fail" or a score in 0..1 — or,
-            for the fault check, not "user", "agent" or "environment".
+        pydantic.ValidationError: not a label of that check.
     """
     safe_output = json_safe(output)
     stored_run = replace(run, output=json_safe(run.output)) if run is not None else None
@@ -175,32 +161,24 @@ def new_label(
 
 
 def labels_path(suite: Suite) -> Path:
-    """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl` (the
-    name's file stem, `suite_file_stem`; a file an earlier version named for the suite,
-    whose labels are all of its cases, is moved there first)."""
-    folder = suite.path.parent if suite.path is not None else Path.cwd()
-    return suite_file(folder / LABELS_FOLDER, suite.name, ".jsonl", owned=_labels_of(suite))
+    """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl` (a file
+    an earlier version named for the suite is moved there first)."""
+    cases = {case.label for case in suite.cases}
 
-
-def _labels_of(suite: Suite) -> Callable[[Path], bool]:
-    """Whether a labels file holds labels of `suite` only (of its cases, at least one)."""
-
-    def owned(path: Path) -> bool:
+    def owned(path: Path) -> bool:  # the file holds labels of this suite's cases only
         try:
             records = read_labels(path)
         except (LabelsFileError, OSError):
             return False
-        cases = {case.label for case in suite.cases}
         return bool(records) and all(record.case in cases for record in records)
 
-    return owned
+    folder = suite.path.parent if suite.path is not None else Path.cwd()
+    return suite_file(folder / LABELS_FOLDER, suite.name, ".jsonl", owned=owned)
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:
-    """Every label in the file, in file order (a missing file holds none).
-
-    A line labelling an output already labelled above replaces it (the file was merged by
-    hand). Blank lines are skipped.
+    """Every label in the file, in file order (none when it is missing); a line labelling
+    an output labelled above replaces it (a file merged by hand).
 
     Raises:
         LabelsFileError: a line is not a label; the message names the file and line.
@@ -243,13 +221,12 @@ escapes none of them, so they are written escaped (they only ever occur in strin
 
 
 def record_line(record: LabelRecord) -> str:
-    """The record as one line of the labels file (the optional `run`, `note` and `checks`
-    only when present, so a hand-written minimal line and a written one look alike)."""
+    """The record as one line of the labels file (`run`, `note` and `checks` only when
+    present, so a minimal hand-written line and a written one look alike)."""
     document = record.model_dump(mode="json", fallback=repr)
-    for optional in ("run", "note", "checks"):
-        if document.get(optional) is None:
-            document.pop(optional, None)
-    line = json.dumps(document, ensure_ascii=False)
+    optional = ("run", "note", "checks")
+    kept = {k: v for k, v in document.items() if v is not None or k not in optional}
+    line = json.dumps(kept, ensure_ascii=False)
     for raw, escaped in _LINE_BREAKS_IN_STRINGS.items():
         line = line.replace(raw, escaped)
     return line
@@ -258,10 +235,9 @@ def record_line(record: LabelRecord) -> str:
 class LabelStore:
     """A suite's labels: read once, and every change merged into the file on disk.
 
-    Each change re-reads the file under a lock on its folder (unless it is as this store
-    last wrote it), applies this store's changes and writes the result atomically, so two
-    stores on one file (two label sessions, two people, the app and a script) keep each
-    other's labels; the store then holds what the file holds.
+    Each change re-reads the file under its folder's lock (unless it is as this store last
+    wrote it) and writes it with this store's changes, so two stores on one file keep each
+    other's labels.
 
     Example:
         >>> store = LabelStore.of(suite)  # doctest: +SKIP
@@ -314,10 +290,8 @@ class LabelStore:
         return self._records.get(key)
 
     def put(self, record: LabelRecord) -> LabelRecord | None:
-        """Label an output (replacing its earlier label in place) and write the file.
-
-        Relabelling keeps the earlier label's note unless `record` brings its own, and the
-        same label given again leaves the record as it was (who gave it, and when).
+        """Label an output (replacing its earlier label in place) and write the file. The
+        earlier note is kept unless `record` brings one; the same label again changes nothing.
 
         Returns:
             The label it replaced, if any (give it to `restore` to undo).
@@ -341,8 +315,7 @@ class LabelStore:
         return removed
 
     def restore(self, key: tuple[str, str, str], previous: LabelRecord | None) -> None:
-        """Undo a `put`: bring back `previous` exactly (or remove the label when there was
-        none)."""
+        """Undo a `put`: bring back `previous` (None: remove the label)."""
         if previous is None:
             self.remove(key)
         else:
@@ -357,8 +330,7 @@ class LabelStore:
         self._write()
 
     def _write(self) -> None:
-        """Merge this store's unsaved changes into the file: under the folder's lock, read
-        what is on disk now, apply them, write it atomically, and hold the result."""
+        """Merge this store's unsaved changes into the file on disk, under its folder's lock."""
         with folder_lock(self.path.parent):
             if self._synced is not None and _digest(self.path) == self._synced:
                 merged = dict(self._records)  # nobody wrote since: it holds our changes
@@ -383,15 +355,3 @@ def _digest(path: Path) -> bytes | None:
         return hashlib.sha256(path.read_bytes()).digest()
     except OSError:
         return None
-
-
-__all__ = [
-    "Label",
-    "LabelRecord",
-    "LabelStore",
-    "LabelsFileError",
-    "label_key",
-    "labels_path",
-    "new_label",
-    "read_labels",
-]

@@ -1,11 +1,7 @@
-"""What a calibration found: each labelled output with the judge's verdict on it
-(`JudgedLabel`) or the judge's error (`UnjudgedLabel`), each labelled conversation with the
-fault reviewer's verdict (`ReviewedLabel`), and the agreement figures (`Calibration`: κ
-with its interval, agreement, TPR/TNR, per check and per juror; for the fault reviewer, κ
-over the three parties and the confusion matrix by party).
-
-Computed by `tui_eval.stats.agreement`; made by `calibrate()` (`calibrate`).
-"""
+"""What a calibration found: each labelled output with the judge's verdict (`JudgedLabel`)
+or error (`UnjudgedLabel`), each labelled conversation with the fault reviewer's verdict
+(`ReviewedLabel`), and the agreement figures (`Calibration`), computed by
+`tui_eval.stats.agreement`."""
 
 from __future__ import annotations
 
@@ -26,9 +22,15 @@ from tui_eval.stats.agreement import (
     labels_needed,
     weighted_score_kappa,
 )
+from tui_eval.util.text import counted
 
 PRECISION = 0.1
 """The half-width of κ's interval that `Calibration.labels_needed` counts labels for."""
+
+
+def _about(record: LabelRecord, suite: str) -> dict[str, Any]:
+    """What a label is about, as the JSON forms of its outcomes begin."""
+    return {"suite": suite, "case": record.case, "check": record.check, "label": record.label}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +40,9 @@ class JudgedLabel:
     Attributes:
         record: the human label, as stored.
         human_passed: the human's verdict ("pass", or a score reaching the threshold).
-        judge: the check's result when judged again (a jury's holds every judge's verdict).
-        threshold: the check's passing score (`SCORE_PASS` for checks without one).
-        suite: the suite the label belongs to.
+        judge: the check's result, judged again (a jury's holds every judge's verdict).
+        threshold: the check's passing score.
+        suite: the suite of the label.
     """
 
     record: LabelRecord
@@ -57,10 +59,7 @@ class JudgedLabel:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form of a disagreement."""
         return {
-            "suite": self.suite,
-            "case": self.record.case,
-            "check": self.record.check,
-            "label": self.record.label,
+            **_about(self.record, self.suite),
             "human_passed": self.human_passed,
             "judge_passed": self.judge.passed,
             "judge_score": self.judge.score,
@@ -75,14 +74,8 @@ class JudgedLabel:
 
 @dataclass(frozen=True, slots=True)
 class UnjudgedLabel:
-    """A labelled output the judge gave no verdict on: it raised, outlasted the case's
-    `timeout`, or replied something that is not a verdict. Never counted as a verdict.
-
-    Attributes:
-        record: the human label, as stored.
-        error: what went wrong, in words.
-        suite: the suite the label belongs to.
-    """
+    """A labelled output the judge gave no verdict on (it raised, timed out, or replied no
+    verdict): `error` says why; never counted as a verdict."""
 
     record: LabelRecord
     error: str
@@ -90,26 +83,13 @@ class UnjudgedLabel:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form of the error."""
-        return {
-            "suite": self.suite,
-            "case": self.record.case,
-            "check": self.record.check,
-            "label": self.record.label,
-            "error": self.error,
-        }
+        return {**_about(self.record, self.suite), "error": self.error}
 
 
 @dataclass(frozen=True, slots=True)
 class ReviewedLabel:
     """One labelled conversation with who is blamed for it now: the fault reviewer's
-    verdict, or the rules' when they decide it (`fault.by == "rule"`: not the reviewer's,
-    so left out of its figures).
-
-    Attributes:
-        record: the human's fault label, as stored.
-        fault: the verdict now: the party, the first critical turn, the reason, `by`.
-        suite: the suite the label belongs to.
-    """
+    `fault`, or the rules' (`fault.by == "rule"`: left out of the reviewer's figures)."""
 
     record: LabelRecord
     fault: Fault
@@ -123,10 +103,7 @@ class ReviewedLabel:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: the human's party beside the verdict's."""
         return {
-            "suite": self.suite,
-            "case": self.record.case,
-            "check": self.record.check,
-            "label": self.record.label,
+            **_about(self.record, self.suite),
             "fault": self.fault.party,
             "by": self.fault.by,
             "turn": self.fault.turn,
@@ -142,42 +119,30 @@ class Calibration:
     Attributes:
         n: labelled outputs judged.
         agreement: the share where judge and human reached the same verdict.
-        kappa: Cohen's κ of the pass/fail verdicts (NaN when undefined: the humans or the
-            judge gave one verdict only; `kappa_undefined` says which).
-        kappa_ci: a 95% interval for κ that holds at small label counts (Jeffreys-prior
-            Dirichlet posterior, seeded: reruns give the same; `kappa_interval`).
-        labels_needed: about how many labels an interval of ±0.1 needs, at the κ and pass
-            rates seen (None when κ is undefined).
-        weighted_kappa: quadratic weighted κ of the human score labels against the judge's
-            scores, on the scores themselves (None without score labels).
-        tpr: of the outputs humans passed, the share the judge passed.
-        tnr: of the outputs humans failed, the share the judge failed.
+        kappa: Cohen's κ of the verdicts (NaN when undefined: `kappa_undefined` says why).
+        kappa_ci: a 95% interval for κ that holds at small label counts (`kappa_interval`,
+            seeded: reruns give the same).
+        labels_needed: about how many labels an interval of ±0.1 needs (None: κ undefined).
+        weighted_kappa: quadratic weighted κ of score labels against the judge's scores.
+        tpr, tnr: of the outputs humans passed (failed), the share the judge passed (failed).
         confusion: `{"tp", "fp", "fn", "tn"}`, judge against human (human pass = positive).
         disagreements: the labelled outputs where judge and human differ.
-        by_check: the same per check (keyed by check name).
-        judges_alpha: Krippendorff's α of the jurors' pass/fail verdicts (None: no jury).
-        judges: each juror's own calibration against the humans, by judge name (juries).
+        by_check: the same per check name; `by_check["fault"]` is the fault reviewer's.
+        judges_alpha: Krippendorff's α of a jury's verdicts (None: no jury).
+        judges: each juror's own calibration, by judge name.
         judged: every labelled output with its verdict, in label order.
         skipped: labels that could not be judged (their case or check is gone), and why.
-        errors: labelled outputs the judge gave no verdict on (it raised, timed out or
-            replied no verdict): left out of every figure, and they fail the gate.
-        judge_requests: judge model requests made (including those the cache answered).
-        cached_requests: of those, answered by the response cache.
+        errors: labelled outputs the judge gave no verdict on: out of every figure, and
+            they fail the gate.
+        judge_requests, cached_requests: judge requests made, and those the cache answered.
         cost: dollars the judges spent, when priced.
         stopped: why judging stopped early (`max_cost`), if it did.
-        kind: `"judge"` (pass/fail verdicts of judged checks) or `"fault"` (the fault
-            reviewer's parties). A fault calibration's κ is Cohen's κ over the three
-            parties; it has no interval, `labels_needed`, TPR/TNR, or pass/fail
-            `confusion` (NaN, None, `{}`): `party_confusion` is its matrix. A judge
-            calibration holds the reviewer's, when fault labels were calibrated too, as
-            `by_check["fault"]`; with fault labels only, the figures are the reviewer's.
-        party_confusion: the fault reviewer's matrix, `{human's party: {reviewer's party:
-            count}}` (None for judges).
+        kind: `"judge"` or `"fault"`. A fault calibration's κ is over the three parties; it
+            has no interval, `labels_needed`, TPR/TNR or `confusion` (NaN, None, `{}`), and
+            `party_confusion`, `{human's party: {reviewer's party: count}}`, instead.
         reviewed: every labelled conversation the reviewer decided, with its verdict.
-        reviewer_disagreements: those where the reviewer and the human name different
-            parties.
-        rule_decided: the labelled conversations the rules decided (not the reviewer's
-            verdicts: left out of its figures, and counted).
+        reviewer_disagreements: those where reviewer and human name different parties.
+        rule_decided: the labelled conversations the rules decided (counted apart).
     """
 
     n: int
@@ -214,10 +179,9 @@ class Calibration:
         faults: Sequence[ReviewedLabel] | None = None,
         seed: int = 0,
     ) -> Calibration:
-        """The agreement statistics of these judged labels (and per check, and per juror),
-        and of the fault reviewer on these labelled conversations (`faults`, None: there
-        were no fault labels) as `by_check["fault"]` — the figures themselves when no
-        judged label is given."""
+        """The agreement figures of these judged labels (per check and per juror too), and
+        of the fault reviewer on `faults` (None: no fault labels) as `by_check["fault"]` —
+        the figures themselves when no judged label is given."""
         if faults is not None and not judged:
             calibration = _fault_statistics(faults, seed=seed)
             calibration.by_check = {FAULT_CHECK: _fault_statistics(faults, seed=seed)}
@@ -234,7 +198,13 @@ class Calibration:
         if jurors:
             # Juries may differ from check to check: a judge is measured on what it judged.
             names = list(dict.fromkeys(v.judge for j in jurors for v in j.judge.verdicts or []))
-            units = [[_juror_verdict(j, name) for name in names] for j in jurors]
+            units = [
+                [
+                    next((v for v in j.judge.verdicts or [] if v.judge == name), None)
+                    for name in names
+                ]
+                for j in jurors
+            ]
             calibration.judges_alpha = krippendorff_alpha(
                 [[v.passed if v is not None else None for v in unit] for unit in units]
             )
@@ -274,28 +244,20 @@ class Calibration:
         return "the judge gave one verdict only"
 
     def failing_kappas(self, min_kappa: float) -> list[str]:
-        """The κs a `--min-kappa` gate fails, by name ("κ", "the fault reviewer's κ"):
-        below it, or undefined (fails closed). The judges' κ and the reviewer's are gated
-        each on its own."""
+        """The κs a `--min-kappa` gate fails ("κ", "the fault reviewer's κ"), each gated on
+        its own: below it, or undefined (fails closed)."""
         failing = []
         if math.isnan(self.kappa) or self.kappa < min_kappa:
             failing.append("the fault reviewer's κ" if self.kind == "fault" else "κ")
         reviewer = self.reviewer
-        if reviewer is not None and reviewer is not self and reviewer.below(min_kappa):
+        if reviewer is not None and reviewer is not self and reviewer.failing_kappas(min_kappa):
             failing.append("the fault reviewer's κ")
         return failing
 
-    def below(self, min_kappa: float) -> bool:
-        """Whether a κ fails a `--min-kappa` gate: below it, or undefined (fails closed);
-        the fault reviewer's is gated too, when calibrated beside the judges."""
-        return bool(self.failing_kappas(min_kappa))
-
     def passes(self, min_kappa: float | None = None) -> bool:
-        """Whether the calibration passes a CI gate: the judge gave a verdict on every
-        labelled output (a judge error fails it), and κ reaches `min_kappa` when given."""
-        if self.errors:
-            return False
-        return min_kappa is None or not self.below(min_kappa)
+        """Whether the calibration passes a CI gate: no judge error, and κ reaches
+        `min_kappa` when given."""
+        return not self.errors and (min_kappa is None or not self.failing_kappas(min_kappa))
 
     def as_dict(self) -> dict[str, Any]:
         """The calibration as the CLI's `--json` writes it (NaN as null)."""
@@ -341,7 +303,7 @@ class Calibration:
         c = self.confusion
         judge_errors = [e for e in self.errors if e.record.check != FAULT_CHECK]
         lines = [
-            f"{_count(self.n, 'labelled output')} · {self._kappa_text()} · "
+            f"{counted(self.n, 'labelled output')} · {self._kappa_text()} · "
             f"agreement {_pct(self.agreement)} · TPR {_pct(self.tpr)} · TNR {_pct(self.tnr)}",
             f"  judge vs human: tp {c['tp']} · fp {c['fp']} · fn {c['fn']} · tn {c['tn']}",
         ]
@@ -351,7 +313,7 @@ class Calibration:
             )
         if judge_errors:
             lines.append(
-                f"  judge errors: {_count(len(judge_errors), 'labelled output')} not judged "
+                f"  judge errors: {counted(len(judge_errors), 'labelled output')} not judged "
                 "(never counted as verdicts)"
             )
         if self.weighted_kappa is not None:
@@ -375,7 +337,7 @@ class Calibration:
         """The fault reviewer's lines: κ, agreement, the matrix by party (rows the human's
         party, columns the reviewer's), and what was left out."""
         lines = [
-            f"fault reviewer: {_count(self.n, 'labelled conversation')} · {self._kappa_text()} · "
+            f"fault reviewer: {counted(self.n, 'labelled conversation')} · {self._kappa_text()} · "
             f"agreement {_pct(self.agreement)}"
         ]
         if self.n and self.party_confusion is not None:
@@ -386,13 +348,13 @@ class Calibration:
                 lines.append(f"  {human:<{_ROW_WIDTH}}{counts}")
         if self.rule_decided:
             lines.append(
-                f"  {_count(len(self.rule_decided), 'labelled conversation')} left out: "
+                f"  {counted(len(self.rule_decided), 'labelled conversation')} left out: "
                 "the rules decided them, not the reviewer"
             )
         errors = [e for e in self.errors if e.record.check == FAULT_CHECK]
         if errors:
             lines.append(
-                f"  reviewer errors: {_count(len(errors), 'labelled conversation')} not "
+                f"  reviewer errors: {counted(len(errors), 'labelled conversation')} not "
                 "reviewed (never counted as verdicts)"
             )
         return "\n".join(lines)
@@ -415,9 +377,7 @@ def _statistics(judged: Sequence[JudgedLabel], *, seed: int) -> Calibration:
         for j in judged
         if j.record.score is not None and j.judge.score is not None
     ]
-    weighted = (
-        weighted_score_kappa([h for h, _ in scored], [s for _, s in scored]) if scored else None
-    )
+    weighted = weighted_score_kappa(*zip(*scored, strict=True)) if scored else None
     return Calibration(
         n=confusion.n,
         agreement=confusion.agreement,
@@ -439,11 +399,8 @@ _ROW_WIDTH = len(_MATRIX_CORNER)
 
 def _fault_statistics(faults: Sequence[ReviewedLabel], *, seed: int) -> Calibration:
     """The fault reviewer's agreement with the humans over the three parties, on the
-    labelled conversations the rules did not decide (those are counted apart).
-
-    κ is Cohen's (as scikit-learn's `cohen_kappa_score`), NaN when undefined: when the
-    humans or the reviewer named one party only (no agreement beyond chance can be
-    measured then, as for a judge's pass/fail); its interval is `category_kappa_interval`'s."""
+    conversations the rules did not decide. κ is NaN when the humans or the reviewer named
+    one party only: no agreement beyond chance can be measured then."""
     reviewed = [f for f in faults if f.fault.by != "rule"]
     human = [str(r.record.label) for r in reviewed]
     verdicts = [r.fault.party for r in reviewed]
@@ -469,11 +426,6 @@ def _fault_statistics(faults: Sequence[ReviewedLabel], *, seed: int) -> Calibrat
     )
 
 
-def _juror_verdict(judged: JudgedLabel, name: str) -> JudgeVerdict | None:
-    """Juror `name`'s verdict on the label (None: not on this output's jury)."""
-    return next((v for v in judged.judge.verdicts or [] if v.judge == name), None)
-
-
 def _as_juror(judged: JudgedLabel, verdict: JudgeVerdict) -> JudgedLabel:
     """The label as one juror alone judged it."""
     result = CheckResult(
@@ -483,8 +435,7 @@ def _as_juror(judged: JudgedLabel, verdict: JudgeVerdict) -> JudgedLabel:
 
 
 def _number(value: float | None) -> float | None:
-    """A figure for the JSON: NaN as null, float noise around a value (-3.3e-16 for 0)
-    rounded away, and never -0.0."""
+    """A figure for the JSON: NaN as null, float noise (-3.3e-16 for 0) rounded away."""
     if value is None or math.isnan(value):
         return None
     return round(value, 12) + 0.0
@@ -498,12 +449,5 @@ def _fmt(value: float | None) -> str:
     return "0.00" if shown == "-0.00" else shown
 
 
-def _count(n: int, thing: str) -> str:
-    return f"{n:,} {thing}{'' if n == 1 else 's'}"
-
-
 def _pct(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.0%}"
-
-
-__all__ = ["PRECISION", "Calibration", "JudgedLabel", "ReviewedLabel", "UnjudgedLabel"]

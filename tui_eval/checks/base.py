@@ -22,7 +22,7 @@ Check: TypeAlias = (
     "Callable[[RunResult], CheckOutcome] | Callable[[RunResult, CheckContext], CheckOutcome]"
 )
 """A check: a callable taking the `RunResult` (and, if it has a second positional parameter,
-the `CheckContext`), returning a `CheckResult`, a bool or a score in 0..1."""
+the `CheckContext`)."""
 
 SCORE_PASS = 0.5
 """A check that returns a bare float passes when the score is at least this."""
@@ -30,14 +30,8 @@ SCORE_PASS = 0.5
 
 @dataclass(slots=True)
 class JudgeVerdict:
-    """One judge's verdict within a jury (`llm_judge(..., model=[m1, m2, m3])`).
-
-    Attributes:
-        judge: the judge model, as given (a spec string, or the provider's name).
-        passed: whether this judge alone passed the output.
-        score: its score in 0..1 (None when its reply was not a valid verdict).
-        reasoning: its reasoning, or why its reply was refused.
-    """
+    """One `judge`'s verdict within a jury (`llm_judge(..., model=[m1, m2, m3])`): whether
+    it alone `passed` the output, its `score` (None: no valid verdict) and `reasoning`."""
 
     judge: str
     passed: bool
@@ -51,12 +45,11 @@ class CheckResult:
 
     Attributes:
         name: the check's name (`contains`, `llm_judge`, your function's name...).
-        passed: whether the sample met the check.
         score: 0..1; 1.0 or 0.0 for pass/fail checks.
-        reason: why it failed (or, for a judge, its reasoning) in words a person can act on.
+        reason: why it failed (a judge's reasoning) in words a person can act on.
         usage: model usage the check itself spent (the judge's tokens), if any.
-        threshold: the lowest passing score, for scored checks that have one (a judge).
-        verdicts: every judge's own verdict, for a jury.
+        threshold: the lowest passing score, for a scored check that has one (a judge).
+        verdicts: every juror's own verdict, for a jury.
     """
 
     name: str
@@ -76,13 +69,20 @@ class CheckResult:
         return f"score {self.score:.2f} {sign} {self.threshold:.2f}"
 
 
+def ok(name: str) -> CheckResult:
+    """A pass of the check `name`, scored 1."""
+    return CheckResult(name, True, 1.0, "")
+
+
+def fail(name: str, reason: str) -> CheckResult:
+    """A failure of the check `name`, scored 0, with a `reason` a person can act on."""
+    return CheckResult(name, False, 0.0, reason)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckContext:
-    """What a check may know besides the run: the case and the sample it checks.
-
-    The runner hands one to every check that takes a second positional parameter (as
-    pydantic-evals hands an `EvaluatorContext` to its evaluators); a check of one parameter
-    is called with the run alone.
+    """What a check may know besides the run: the case and the sample it checks, handed to
+    every check that takes a second positional parameter.
 
     Example:
         >>> def close_to_expected(run: RunResult, ctx: CheckContext) -> bool:
@@ -90,10 +90,7 @@ class CheckContext:
         >>> Case("0.1 + 0.2?", expected=0.3, checks=[close_to_expected])  # doctest: +SKIP
 
     Attributes:
-        case_name: the case's name ("" outside a case).
-        input: the case's input.
-        expected: the case's `expected` value (None: the case has none).
-        metadata: the case's metadata.
+        case_name: the case's name ("" outside a case); input, expected, metadata: its own.
         sample_index: which sample of the case this is (0, 1, ...).
     """
 
@@ -105,8 +102,7 @@ class CheckContext:
 
 
 NO_CONTEXT = CheckContext()
-"""The context of a check run outside a case (`run_check(check, run)`): no name, no
-expected value."""
+"""The context of a check run outside a case."""
 
 
 def check_name(check: Any) -> str:
@@ -134,38 +130,27 @@ def is_async_check(check: Any) -> bool:
     return known
 
 
-_TAKES_CONTEXT_BY_CLASS: dict[type, bool] = {}
 _TAKES_CONTEXT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def takes_context(check: Any) -> bool:
-    """Whether the check is called with a `CheckContext` too, decided once per check (per
-    class, for instances of a class of checks).
-
-    It is when it says so (a `takes_context` attribute: the built-in checks that read the
-    case, and combinators, which hand it on), else when its second positional parameter
-    has no default: `def check(run, ctx)` gets the context, `def check(run)` and
-    `def check(run, limit=100)` do not.
-    """
-    kind = type(check)
-    known = _TAKES_CONTEXT_BY_CLASS.get(kind)
-    if known is not None:
-        return known
+    """Whether the check is called with a `CheckContext` too: when its `takes_context`
+    attribute says so, else when its second positional parameter has no default
+    (`def check(run, ctx)`, not `def check(run, limit=100)`). Memoised per check, or per
+    class for instances of a class: the runner asks once per case."""
     declared = getattr(check, "takes_context", None)
     if isinstance(declared, bool):
         return declared
-    if inspect.isfunction(getattr(kind, "__call__", None)):  # noqa: B004 - the method
-        # An instance of a class of checks: its `__call__` decides, the same for every one.
-        known = _TAKES_CONTEXT_BY_CLASS[kind] = _second_parameter_required(check)
-        return known
+    kind = type(check)
+    key = kind if inspect.isfunction(getattr(kind, "__call__", None)) else check  # noqa: B004
     try:
-        known = _TAKES_CONTEXT.get(check)
+        known = _TAKES_CONTEXT.get(key)
     except TypeError:  # neither hashable nor weakly referable: look every time
         return _second_parameter_required(check)
     if known is None:
         known = _second_parameter_required(check)
         with contextlib.suppress(TypeError):
-            _TAKES_CONTEXT[check] = known
+            _TAKES_CONTEXT[key] = known
     return known
 
 
@@ -179,20 +164,15 @@ def _second_parameter_required(check: Any) -> bool:
 
 
 def normalise(name: str, value: Any) -> CheckResult:
-    """Turn what a check returned into a `CheckResult`.
-
-    A bool passes or fails; a number is a score in 0..1 (passing from `SCORE_PASS`); a
-    `CheckResult` is kept. Anything else — a string such as "false", None, a score outside
-    0..1 — is an error of that check, never a pass.
-    """
+    """Turn what a check returned into a `CheckResult`: a bool passes or fails, a number is
+    a score in 0..1 (passing from `SCORE_PASS`); anything else (a string such as "false",
+    None, a score outside 0..1) fails the check, never passes."""
     if isinstance(value, CheckResult):
         if value.score is not None and not _in_unit_range(value.score):
             return _misused(name, f"a CheckResult with score {value.score!r}, outside 0..1")
         return value
     if isinstance(value, bool):
-        return CheckResult(
-            name, value, 1.0 if value else 0.0, "" if value else f"{name} returned False"
-        )
+        return ok(name) if value else fail(name, f"{name} returned False")
     if isinstance(value, (int, float)):
         score = float(value)
         if not _in_unit_range(score):
@@ -210,10 +190,8 @@ def _in_unit_range(score: float) -> bool:
 
 
 def _misused(name: str, what: str) -> CheckResult:
-    return CheckResult(
+    return fail(
         name,
-        False,
-        0.0,
         f"check {name!r} returned {what}; a check must return a bool, a score in 0..1 "
         "or a CheckResult",
     )
@@ -221,16 +199,14 @@ def _misused(name: str, what: str) -> CheckResult:
 
 def failed_by_exception(name: str, exc: BaseException) -> CheckResult:
     """The result of a check that raised: only that check fails."""
-    return CheckResult(name, False, 0.0, redact(f"check raised {type(exc).__name__}: {exc}"))
+    return fail(name, redact(f"check raised {type(exc).__name__}: {exc}"))
 
 
 async def run_check(
     check: Check, result: RunResult, context: CheckContext | None = None
 ) -> CheckResult:
     """Run one check and normalise its outcome; an exception fails only this check.
-
-    `context` goes to a check that takes one (`takes_context`); without it, such a check
-    gets an empty `CheckContext()`, as outside any case.
+    `context` goes to a check that takes one (default: an empty `CheckContext()`).
 
     Example:
         >>> await run_check(contains("Paris"), run)  # doctest: +SKIP
@@ -250,13 +226,8 @@ def call_check(
     with_context: bool | None = None,
 ) -> CheckResult | Awaitable[Any]:
     """Call a check exactly once: its result when it answered at once, else the awaitable
-    it returned (finish it with `settle_check`; never call the check again).
-
-    The runner calls this once per check per sample, so the name is only looked up
-    when it is needed (a failure or a bare bool/float), and `with_context` says whether
-    the check takes the context when the caller has decided it already (`takes_context`,
-    once per case).
-    """
+    it returned (finish it with `settle_check`). `with_context`: whether it takes the
+    context, when the caller has decided it already (once per case)."""
     if with_context is None:
         with_context = takes_context(check)
     call: Callable[..., Any] = check
@@ -289,16 +260,12 @@ async def settle_check(check: Check, pending: Awaitable[Any]) -> CheckResult:
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """Annotation metadata for a check parameter whose Python type is not what a YAML
-    suite writes (declarative suites and their JSON schema read it).
+    """Annotation metadata for a check parameter whose Python type is not what a YAML suite
+    writes: the declarative `type` (or its source text, `Check` standing for a nested check
+    spec) and the YAML `key`, when it differs from the parameter's name.
 
     Example:
         >>> model: Annotated[ModelLike | None, Declared("str | None")] = None  # doctest: +SKIP
-
-    Args:
-        type: the declarative type, or its source text (evaluated with the check module's
-            names, `Check` standing for a nested check spec).
-        key: the YAML key, when it differs from the parameter's name.
     """
 
     type: Any

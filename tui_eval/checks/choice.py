@@ -1,13 +1,7 @@
-"""`choice`: a multiple-choice answer, read the way Inspect reads it.
-
-Inspect's `multiple_choice()` solver shows the choices lettered `A) …`, `B) …` (numbers
-from the 27th on) and asks for a reply of the form `ANSWER: B`; its `choice()` scorer
-compares the letters the reply selects with the target's. This check reads a reply the same
-way, so an imported Inspect dataset keeps its verdicts: the last line starting with
-`ANSWER:` (or, when no line does, the last `ANSWER:` anywhere) gives the letters; a single
-answer must be exactly one of the choices' letters, several may be written `B, C`, `B C`,
-`BC` or `B and C`; the letters read must be exactly the expected ones. Case is ignored,
-as are a trailing full stop or comma.
+"""`choice`: a multiple-choice answer, read the way Inspect's `choice()` scorer reads it, so
+an imported Inspect dataset keeps its verdicts: the last line starting `ANSWER:` (else the
+last `ANSWER:` anywhere) gives the letters — one, or several written `B, C`, `B C`, `BC` or
+`B and C` — which must be exactly the expected ones (case and a trailing `.` ignored).
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ from typing import Annotated
 import pydantic
 
 from tui_eval.agents.messages import RunResult
-from tui_eval.checks.base import CheckResult, Declared
+from tui_eval.checks.base import CheckResult, Declared, fail, ok
 from tui_eval.util.text import one_line, value_text
 
 _ANSWER_LINE = re.compile(r"(?i)^ANSWER\s*:\s*([A-Za-z\d ,]+)\s*(?:$|\n|\.)", re.MULTILINE)
@@ -40,9 +34,8 @@ class choice:
 
     Args:
         answer: the correct choice's letter, or a list of them when several are correct.
-        options: how many choices the question offers (their letters are A, B, C, …).
-        multiple: whether the reply may select several choices; by default, when `answer`
-            has several letters (Inspect's `multiple_correct`).
+        options: how many choices the question offers (lettered A, B, C, …).
+        multiple: whether the reply may select several (default: when `answer` has several).
     """
 
     def __init__(
@@ -95,7 +88,7 @@ class choice:
         selected = self.selected(text)
         expected = ", ".join(sorted(self.expected))
         if selected == self.expected:
-            return CheckResult(self.name, True, 1.0, "")
+            return ok(self.name)
         if selected:
             reason = f"answered {', '.join(sorted(selected))}, expected {expected}"
         else:
@@ -105,4 +98,4 @@ class choice:
                 f"{'some' if self.multiple else 'one'} of {', '.join(self.labels)} "
                 f"in {one_line(text, 80)!r}; expected {expected}"
             )
-        return CheckResult(self.name, False, 0.0, reason)
+        return fail(self.name, reason)

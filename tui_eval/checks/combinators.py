@@ -37,12 +37,12 @@ async def _run_all(
 def spent_usage(results: Sequence[CheckResult]) -> Usage | None:
     """What the checks spent together (None when none of them spent anything)."""
     spent = [r.usage for r in results if r.usage is not None]
-    if not spent:
-        return None
-    total = Usage()
-    for u in spent:
-        total = total + u
-    return total
+    return sum(spent, Usage()) if spent else None
+
+
+def _score(result: CheckResult) -> float:
+    """A sub-check's score (a pass/fail check scores 1 or 0)."""
+    return result.score if result.score is not None else float(result.passed)
 
 
 class all_of:
@@ -57,33 +57,25 @@ class all_of:
 
     async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
         results = await _run_all(self.checks, run, context)
-        scores = [r.score if r.score is not None else float(r.passed) for r in results]
         failed = [r for r in results if not r.passed]
         reason = f"{failed[0].name}: {failed[0].reason}" if failed else ""
-        score = min(scores) if scores else 1.0
+        score = min(map(_score, results), default=1.0)
         return CheckResult(self.name, not failed, score, reason, spent_usage(results))
 
 
-class any_of:
+class any_of(all_of):
     """Passes when at least one sub-check passes; a failure lists every reason."""
 
-    is_async = True
-    takes_context = True
-
     def __init__(self, *checks: Check, name: str = "any_of") -> None:
-        self.checks = list(checks)
-        self.name = name
+        super().__init__(*checks, name=name)
 
     async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
         results = await _run_all(self.checks, run, context)
-        scores = [r.score if r.score is not None else float(r.passed) for r in results]
         passed = any(r.passed for r in results)
-        reason = (
-            "" if passed else "none passed: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
-        )
-        return CheckResult(
-            self.name, passed, max(scores) if scores else 0.0, reason, spent_usage(results)
-        )
+        reasons = "; ".join(f"{r.name}: {r.reason}" for r in results)
+        score = max(map(_score, results), default=0.0)
+        reason = "" if passed else f"none passed: {reasons}"
+        return CheckResult(self.name, passed, score, reason, spent_usage(results))
 
 
 class weighted:
@@ -119,16 +111,10 @@ class weighted:
     async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
         results = await _run_all(self.checks, run, context)
         total = sum(self.weights)
-        score = (
-            sum(
-                w * (r.score if r.score is not None else float(r.passed))
-                for r, w in zip(results, self.weights, strict=True)
-            )
-            / total
-        )
+        score = sum(w * _score(r) for r, w in zip(results, self.weights, strict=True)) / total
         passed = score >= self.threshold
         parts = ", ".join(
-            f"{check_name(c)} {(r.score if r.score is not None else float(r.passed)):.2f}×{w:g}"
+            f"{check_name(c)} {_score(r):.2f}×{w:g}"
             for c, r, w in zip(self.checks, results, self.weights, strict=True)
         )
         reason = (

@@ -1,8 +1,6 @@
 """Checks of conversations and environment states: `state_equals`, `state_matches`,
 `goal_reached` (a judge over the transcript), and per-turn checks (`every_turn`, `at_turn`).
-
-Every other check applies to a conversation too: its `RunResult` holds the whole
-conversation's messages, tool calls, usage and turns, and its last reply as the output.
+Every other check applies to a conversation too, its last reply as the output.
 """
 
 from __future__ import annotations
@@ -16,7 +14,16 @@ import pydantic
 from tui_eval.agents.messages import Message, RunResult, StateChange, Turn, state_value_text
 from tui_eval.agents.providers import ModelLike
 from tui_eval.agents.state import differences, snapshot
-from tui_eval.checks.base import Check, CheckContext, CheckResult, Declared, check_name, run_check
+from tui_eval.checks.base import (
+    Check,
+    CheckContext,
+    CheckResult,
+    Declared,
+    check_name,
+    fail,
+    ok,
+    run_check,
+)
 from tui_eval.checks.combinators import spent_usage
 from tui_eval.checks.judge import MAX_JUDGED_CHARS, Aggregate, llm_judge
 from tui_eval.util.text import one_line, value_text
@@ -25,10 +32,7 @@ MAX_LISTED = 8
 """How many differences a failing state check names."""
 
 
-def _no_state(name: str) -> CheckResult:
-    return CheckResult(
-        name, False, 0.0, "the run has no environment state (give the case one: Case(state=...))"
-    )
+NO_STATE = "the run has no environment state (give the case one: Case(state=...))"
 
 
 @dataclass(eq=False, slots=True)
@@ -36,15 +40,12 @@ class state_equals:
     """The environment state after the run equals `expected`, compared by value: numbers by
     value (`25 == 25.0`), paths in `ignore` skipped. A failure lists the differences.
 
+    `expected` is plain data, a pydantic model or a dataclass; `ignore` holds paths such as
+    `"orders.*.updated_at"` or `"**.timestamp"` (`*` one key or index, `**` any number).
+
     Example:
         >>> state_equals({"orders": {"A-17": {"status": "cancelled"}}}, ignore=["log"])
         ... # doctest: +SKIP
-
-    Args:
-        expected: the state the run should leave: plain data, a pydantic model, or a
-            dataclass (compared as plain data).
-        ignore: paths not compared (`"log"`, `"orders.*.updated_at"`, `"**.timestamp"`:
-            `*` is one key or index, `**` any number).
     """
 
     expected: Any
@@ -57,10 +58,10 @@ class state_equals:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.state is None:
-            return _no_state(self.name)
+            return fail(self.name, NO_STATE)
         found = self.differences(run.state)
         if not found:
-            return CheckResult(self.name, True, 1.0, "")
+            return ok(self.name)
         listed = "; ".join(
             f"{c.path}: expected {state_value_text(c.before)}, got {state_value_text(c.after)}"
             if c.kind == "changed"
@@ -72,15 +73,13 @@ class state_equals:
             for c in found[:MAX_LISTED]
         )
         more = f" (and {len(found) - MAX_LISTED} more)" if len(found) > MAX_LISTED else ""
-        return CheckResult(self.name, False, 0.0, f"{len(found)} difference(s): {listed}{more}")
+        return fail(self.name, f"{len(found)} difference(s): {listed}{more}")
 
 
 @dataclass(eq=False, slots=True)
 class state_matches:
-    """`fn(state)` holds for the environment state after the run (as plain data).
-
-    `fn` returns True/False, a reason (a string: the check fails with it), or a
-    `CheckResult`.
+    """`fn(state)` holds for the environment state after the run (as plain data): it returns
+    True/False, a reason the check fails with, or a `CheckResult`.
 
     Example:
         >>> state_matches(lambda s: s["orders"]["A-17"]["refund"] == 25)  # doctest: +SKIP
@@ -91,21 +90,17 @@ class state_matches:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.state is None:
-            return _no_state(self.name)
+            return fail(self.name, NO_STATE)
         verdict = self.fn(run.state)
         if isinstance(verdict, CheckResult):
             return verdict
         if isinstance(verdict, str):
-            return CheckResult(self.name, False, 0.0, verdict)
+            return fail(self.name, verdict)
         if verdict:
-            return CheckResult(self.name, True, 1.0, "")
+            return ok(self.name)
         what = getattr(self.fn, "__name__", "the test")
-        return CheckResult(
-            self.name,
-            False,
-            0.0,
-            f"{what} is false for the final state {one_line(value_text(run.state), 200)}",
-        )
+        state = one_line(value_text(run.state), 200)
+        return fail(self.name, f"{what} is false for the final state {state}")
 
 
 GOAL_RUBRIC = """\
@@ -118,12 +113,10 @@ Score 1.0 when it was fully reached, 0.0 when it was not; judge by what the agen
 class goal_reached(llm_judge):
     """A judge over the whole transcript: was the user's goal reached?
 
+    `goal` is in plain words; the other arguments are `llm_judge`'s.
+
     Example:
         >>> goal_reached("order A-17 is cancelled and the user was told so")  # doctest: +SKIP
-
-    Args:
-        goal: the goal in plain words ("order A-17 is cancelled and the user was told").
-        model, threshold, aggregate, name: as `llm_judge`.
     """
 
     def __init__(
@@ -149,29 +142,11 @@ class goal_reached(llm_judge):
     def __repr__(self) -> str:
         return f"goal_reached({self.goal!r})"
 
-    def with_model(self, model: ModelLike | Sequence[ModelLike]) -> llm_judge:
-        return goal_reached(
-            self.goal,
-            model=model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=self.name,
-        )
-
-    def named(self, name: str) -> llm_judge:
-        return goal_reached(
-            self.goal,
-            model=self.model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=name,
-        )
-
     def prompt(self, run: RunResult) -> str:
         transcript = (
             run.conversation.transcript()
             if run.conversation is not None
-            else _messages_text(run.messages)
+            else "\n".join(f"{m.role}: {m.content or ''}" for m in run.messages)
         )
         if len(transcript) > MAX_JUDGED_CHARS:
             cut = len(transcript) - MAX_JUDGED_CHARS
@@ -184,10 +159,6 @@ class goal_reached(llm_judge):
             state = value_text(run.state)
             parts.append(f"<final_state>\n{state[:MAX_JUDGED_CHARS]}\n</final_state>")
         return "\n\n".join(parts)
-
-
-def _messages_text(messages: Sequence[Message]) -> str:
-    return "\n".join(f"{m.role}: {m.content or ''}" for m in messages)
 
 
 def turn_run(run: RunResult, turn: Turn) -> RunResult:
@@ -270,13 +241,9 @@ class at_turn:
     async def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
         turns = run.conversation.turns if run.conversation is not None else []
         if len(turns) < self.turn:
-            return CheckResult(
-                self.name, False, 0.0, f"the conversation ended after {len(turns)} turn(s)"
-            )
+            return fail(self.name, f"the conversation ended after {len(turns)} turn(s)")
         turn = turns[self.turn - 1]
         result = await run_check(self.check, turn_run(run, turn), context)
-        if result.passed:
-            return CheckResult(self.name, True, result.score, "", result.usage)
         return _named(result, self.name, f"turn {turn.index}: ")
 
 
@@ -289,6 +256,3 @@ def _named(
     reason = f"{where}{result.name}: {result.reason}" if result.reason else f"{where}{result.name}"
     usage = spent_usage(spent) if spent else result.usage
     return CheckResult(name, False, result.score, reason, usage, result.threshold)
-
-
-__all__ = ["at_turn", "every_turn", "goal_reached", "state_equals", "state_matches", "turn_run"]

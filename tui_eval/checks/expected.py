@@ -17,20 +17,11 @@ from typing import Any, ClassVar
 import pydantic
 
 from tui_eval.agents.messages import UNKNOWN_STOP_REASON, RunResult
-from tui_eval.checks.base import CheckContext, CheckResult
+from tui_eval.checks.base import CheckContext, CheckResult, fail, ok
 from tui_eval.checks.matchers import subset_mismatch
 from tui_eval.util.text import one_line
 
-
-def _expected_of(name: str, context: CheckContext | None) -> tuple[Any, CheckResult | None]:
-    if context is None or context.expected is None:
-        return None, CheckResult(
-            name,
-            False,
-            0.0,
-            "the case has no expected value: set Case(expected=...) (YAML `expected:`)",
-        )
-    return context.expected, None
+_NO_EXPECTED = "the case has no expected value: set Case(expected=...) (YAML `expected:`)"
 
 
 def _structured(value: Any) -> Any:
@@ -57,22 +48,17 @@ class equals_expected:
     takes_context: ClassVar[bool] = True
 
     def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
-        expected, missing = _expected_of(self.name, context)
-        if missing is not None:
-            return missing
-        output = run.output
-        if output == expected:
-            return CheckResult(self.name, True, 1.0, "")
+        if context is None or context.expected is None:
+            return fail(self.name, _NO_EXPECTED)
+        expected, output = context.expected, run.output
         actual = _structured(output)
         if isinstance(actual, str) and not isinstance(expected, str):
             with contextlib.suppress(ValueError):
                 actual = json.loads(actual)
-        if actual == expected:
-            return CheckResult(self.name, True, 1.0, "")
-        return CheckResult(
+        if output == expected or actual == expected:
+            return ok(self.name)
+        return fail(
             self.name,
-            False,
-            0.0,
             f"expected {one_line(expected, 80)!r} (the case's expected value), "
             f"got {one_line(output, 80)!r}",
         )
@@ -87,24 +73,20 @@ class matches_expected:
     takes_context: ClassVar[bool] = True
 
     def __call__(self, run: RunResult, context: CheckContext | None = None) -> CheckResult:
-        expected, missing = _expected_of(self.name, context)
-        if missing is not None:
-            return missing
-        output = run.output
+        if context is None or context.expected is None:
+            return fail(self.name, _NO_EXPECTED)
+        expected, output = context.expected, run.output
         if isinstance(output, str) and not isinstance(expected, str):
             try:
                 output = json.loads(output)
             except ValueError:
-                return CheckResult(
-                    self.name,
-                    False,
-                    0.0,
-                    f"expected structured output, got text {one_line(output, 80)!r}",
+                return fail(
+                    self.name, f"expected structured output, got text {one_line(output, 80)!r}"
                 )
         problem = subset_mismatch(expected, output)
         if problem is None:
-            return CheckResult(self.name, True, 1.0, "")
-        return CheckResult(self.name, False, 0.0, f"{problem} (the case's expected value)")
+            return ok(self.name)
+        return fail(self.name, f"{problem} (the case's expected value)")
 
 
 class stop_reason:
@@ -131,7 +113,7 @@ class stop_reason:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.stop_reason in self.reasons:
-            return CheckResult(self.name, True, 1.0, "")
+            return ok(self.name)
         wanted = " or ".join(repr(r) for r in self.reasons)
         if run.stop_reason == UNKNOWN_STOP_REASON:
             got = "an unknown stop reason (the model's server sent finish_reason: null)"
@@ -139,6 +121,4 @@ class stop_reason:
             got = repr(run.stop_reason)
         else:
             got = "no stop reason (the agent gave none)"
-        return CheckResult(
-            self.name, False, 0.0, f"expected the model to stop with {wanted}, got {got}"
-        )
+        return fail(self.name, f"expected the model to stop with {wanted}, got {got}")

@@ -26,16 +26,16 @@ from typing import Literal
 
 import pydantic
 
-from tui_eval.agents.agent import Agent, AgentRunError
+from tui_eval.agents.agent import AgentRunError
 from tui_eval.agents.conversation import UserSimulatorError
-from tui_eval.agents.messages import Message, RunResult, Usage
+from tui_eval.agents.messages import RunResult, Turn, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import ProviderError
 from tui_eval.agents.state import StateError, path_segments
 from tui_eval.agents.users import SimulatedUser, User
 from tui_eval.checks.base import CheckResult
 from tui_eval.checks.conversations import state_equals
-from tui_eval.checks.judge import JUDGE_MODEL_ENV, MAX_JUDGED_CHARS
+from tui_eval.checks.judge import JUDGE_MODEL_ENV, MAX_JUDGED_CHARS, ask_judge
 from tui_eval.util.text import one_line
 
 Party = Literal["user", "agent", "environment"]
@@ -49,17 +49,9 @@ _AGENT_CALL_ERRORS = ("invalid arguments", "unknown tool")
 
 @dataclass(slots=True)
 class Fault:
-    """Who failed a conversation.
-
-    Attributes:
-        party: `"user"` (the simulator), `"agent"` or `"environment"` (a tool or the
-            infrastructure).
-        turn: the first critical turn (from 1; None when it cannot be placed).
-        reason: why, in words a person can check.
-        by: what decided: `"rule"`, `"reviewer"` (a model read the transcript) or
-            `"default"` (nothing blamed another party).
-        usage: what the reviewer spent (None without one).
-    """
+    """Who failed a conversation: the `party` (`"user"`, `"agent"` or `"environment"`), the
+    first critical `turn` (from 1; None: not placed), the `reason`, what decided it (`by`:
+    `"rule"`, `"reviewer"` or `"default"`) and the reviewer's `usage`."""
 
     party: str
     turn: int | None = None
@@ -161,17 +153,14 @@ def _error_fault(error: BaseException, last: int | None) -> Fault:
     )
 
 
-def _recovered(turns: Sequence[object], turn_index: int, position: int, name: str) -> bool:
+def _recovered(turns: Sequence[Turn], turn_index: int, position: int, name: str) -> bool:
     """Whether a later call of the same tool succeeded (the agent retried past the error)."""
-    later = False
-    for turn in turns:
-        index = getattr(turn, "index", 0)
-        for at, call in enumerate(getattr(turn, "tool_calls", [])):
-            if (index, at) <= (turn_index, position):
-                continue
-            if call.name == name and call.error is None:
-                later = True
-    return later
+    return any(
+        call.name == name and call.error is None
+        for turn in turns
+        for at, call in enumerate(turn.tool_calls)
+        if (turn.index, at) > (turn_index, position)
+    )
 
 
 def default_fault(
@@ -233,16 +222,11 @@ async def review_fault(
     model: ModelLike, run: RunResult, checks: Sequence[CheckResult], user: User
 ) -> Fault | None:
     """The reviewer's verdict (None when its reply was not a valid verdict)."""
-    reviewer = Agent(
-        resolve_model(model),
-        instructions=REVIEWER_INSTRUCTIONS,
-        output_type=FaultVerdict,
-        max_turns=1,
-        name="fault reviewer",
-        settings={"temperature": 0},
-    )
+    prompt = review_prompt(run, checks, user)
     try:
-        result = await reviewer.run([Message("user", review_prompt(run, checks, user))])
+        result = await ask_judge(
+            resolve_model(model), REVIEWER_INSTRUCTIONS, FaultVerdict, "fault reviewer", prompt
+        )
     except AgentRunError:
         return None
     verdict: FaultVerdict = result.output

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import anyio
 import pydantic
@@ -58,14 +59,8 @@ AGGREGATES: tuple[Aggregate, ...] = ("majority", "mean", "min")
 
 @dataclass(frozen=True, slots=True)
 class JudgeAnswer:
-    """One judge's answer to the prompt: its verdict, or None and why it gave none.
-
-    Attributes:
-        judge: the judge's name (`llm_judge.judge_names`).
-        verdict: the verdict (None: the reply was not a valid verdict, or no model is set).
-        reasoning: the verdict's reasoning, or why there is none.
-        usage: what asking it spent.
-    """
+    """One `judge`'s answer: its `verdict` (None: no valid verdict, or no model set), the
+    `reasoning` (or why there is no verdict) and the `usage` asking it spent."""
 
     judge: str
     verdict: Verdict | None
@@ -76,8 +71,8 @@ class JudgeAnswer:
 class llm_judge:
     """Judge the output against a rubric with another model, or with a jury of models.
 
-    The judge runs at temperature 0 with `Verdict` as its output type. A reply that is
-    not a valid verdict fails the check (it never passes by accident).
+    The judge runs at temperature 0 with `Verdict` as its output type; a reply that is not
+    a valid verdict fails the check.
 
     Example:
         >>> llm_judge("Polite, actionable, proposes one concrete next step.")  # doctest: +SKIP
@@ -86,14 +81,11 @@ class llm_judge:
 
     Args:
         rubric: what a good answer does, in plain words.
-        model: a provider, a spec string or a zero-arg factory; defaults to
-            `$TUI_EVAL_JUDGE_MODEL`. Never the agent under test. A list makes a jury: every
-            judge reads the same prompt, each verdict is kept (`CheckResult.verdicts`).
-        threshold: the lowest score that passes (for a jury: each judge's own pass, and the
-            `mean`/`min` score's).
-        aggregate: how a jury decides: `"majority"` passes when more than half of the judges
-            pass; `"mean"` when the mean score reaches the threshold; `"min"` when every
-            judge's score does.
+        model: a provider, a spec string or a zero-arg factory (default
+            `$TUI_EVAL_JUDGE_MODEL`); a list makes a jury, each verdict kept.
+        threshold: the lowest score that passes (a juror's, and a `mean`/`min` score's).
+        aggregate: how a jury decides: more than half pass (`"majority"`), the mean score
+            (`"mean"`) or every score (`"min"`) reaches the threshold.
     """
 
     is_async = True
@@ -115,13 +107,8 @@ class llm_judge:
             raise ValueError(
                 f"llm_judge aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}"
             )
-        jury = isinstance(model, (list, tuple))
-        if jury and not model:
-            raise ValueError("llm_judge model=[...] needs at least one judge")
         self.rubric = rubric
-        self.model: ModelLike | list[ModelLike] | None = (
-            list(model) if isinstance(model, (list, tuple)) else model  # type: ignore[assignment]
-        )
+        self.model = _judges(model)
         self.threshold = threshold
         self.aggregate: Aggregate = aggregate
         self.name = name
@@ -156,33 +143,25 @@ class llm_judge:
             names.append(name)
         return names
 
-    def with_model(self, model: ModelLike | Sequence[ModelLike]) -> llm_judge:
-        """The same rubric, threshold, aggregate and name, judged by `model` instead."""
-        return llm_judge(
-            self.rubric,
-            model=model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=self.name,
-        )
+    def with_model(self, model: ModelLike | Sequence[ModelLike] | None) -> Self:
+        """The same judge (rubric, threshold, aggregate, name), judged by `model` instead."""
+        judge = copy.copy(self)
+        judge.model = _judges(model)
+        judge._shared, judge._targets = {}, {}
+        return judge
 
-    def named(self, name: str) -> llm_judge:
+    def named(self, name: str) -> Self:
         """The same judge under another name."""
-        return llm_judge(
-            self.rubric,
-            model=self.model,
-            threshold=self.threshold,
-            aggregate=self.aggregate,
-            name=name,
-        )
+        judge = self.with_model(self.model)
+        judge.name = name
+        return judge
 
     def resolve_models(self) -> None:
         """Resolve every judge model now, rather than fail each judgement later.
 
         Raises:
             JudgeConfigError: no model was given and `$TUI_EVAL_JUDGE_MODEL` is not set.
-            ModelSpecError: a model spec cannot be resolved (an unknown prefix, a
-                `python:` module that does not import, a missing API key).
+            ModelSpecError: a model spec cannot be resolved.
         """
         for position in range(len(self.models)):
             self._provider(position)
@@ -230,16 +209,8 @@ class llm_judge:
             provider = self._provider(position)
         except (JudgeConfigError, ValueError) as exc:
             return JudgeAnswer(name, None, str(exc), Usage())
-        judge = Agent(
-            provider,
-            instructions=JUDGE_INSTRUCTIONS,
-            output_type=Verdict,
-            max_turns=1,
-            name="judge",
-            settings={"temperature": 0},
-        )
         try:
-            result = await judge.run([Message("user", prompt)])
+            result = await ask_judge(provider, JUDGE_INSTRUCTIONS, Verdict, "judge", prompt)
         except AgentRunError as exc:
             usage = exc.partial.usage if exc.partial is not None else Usage()
             return JudgeAnswer(name, None, f"judge reply is not a valid verdict: {exc}", usage)
@@ -247,14 +218,9 @@ class llm_judge:
         return JudgeAnswer(name, verdict, verdict.reasoning, result.usage)
 
     async def answers(self, run: RunResult) -> list[JudgeAnswer]:
-        """Every judge's answer on `run`, in order (a jury's are asked concurrently).
-
-        `decide()` turns them into the check's result; calibration reads them first, so a
-        judge that gave no verdict is an error there, never a "fail".
-
-        Raises:
-            Exception: whatever a provider raised (a run fails the check with it).
-        """
+        """Every judge's answer on `run`, in order (a jury's asked concurrently); `decide()`
+        turns them into the check's result (calibration reads them first: no verdict is an
+        error there, never a "fail"). A provider's exception propagates."""
         prompt = self.prompt(run)
         if not self.is_jury:
             return [await self._answer(0, prompt)]
@@ -272,32 +238,18 @@ class llm_judge:
         return self.decide(await self.answers(run))
 
     def decide(self, answers: Sequence[JudgeAnswer]) -> CheckResult:
-        """The check's result from the judges' answers: a judge without a valid verdict
-        fails (the check never passes by accident)."""
+        """The check's result from the judges' answers (a judge without a verdict fails)."""
         if not self.is_jury:
             (answer,) = answers
-            if answer.verdict is None:
-                return CheckResult(
-                    self.name,
-                    False,
-                    0.0,
-                    answer.reasoning,
-                    answer.usage or None,
-                    threshold=self.threshold,
-                )
-            score = answer.verdict.score
+            score = answer.verdict.score if answer.verdict is not None else 0.0
             return CheckResult(
                 self.name,
-                score >= self.threshold,
+                answer.verdict is not None and score >= self.threshold,
                 score,
                 answer.reasoning,
-                answer.usage,
+                answer.usage if answer.verdict is not None else answer.usage or None,
                 threshold=self.threshold,
             )
-        return self._decide(answers)
-
-    def _decide(self, answers: Sequence[JudgeAnswer]) -> CheckResult:
-        """The jury's verdict from every judge's (a judge without a valid verdict fails)."""
         verdicts = [
             JudgeVerdict(
                 answer.judge,
@@ -307,22 +259,15 @@ class llm_judge:
             )
             for answer in answers
         ]
-        usage = Usage()
-        for answer in answers:
-            usage = usage + answer.usage
+        usage = sum((answer.usage for answer in answers), Usage())
         scores = [v.score if v.score is not None else 0.0 for v in verdicts]
         passing = sum(v.passed for v in verdicts)
         threshold: float | None = self.threshold
+        score = min(scores) if self.aggregate == "min" else sum(scores) / len(scores)
+        passed = score >= self.threshold
         if self.aggregate == "majority":
-            score = sum(scores) / len(scores)
             passed = passing * 2 > len(verdicts)
             threshold = None  # decided by votes, not by the mean score
-        elif self.aggregate == "mean":
-            score = sum(scores) / len(scores)
-            passed = score >= self.threshold
-        else:
-            score = min(scores)
-            passed = score >= self.threshold
         listed = "; ".join(
             f"{v.judge}: {'pass' if v.passed else 'fail'}"
             + (f" {v.score:.2f}" if v.score is not None else "")
@@ -333,6 +278,31 @@ class llm_judge:
         return CheckResult(
             self.name, passed, score, reason, usage, threshold=threshold, verdicts=verdicts
         )
+
+
+async def ask_judge(
+    model: ModelLike, instructions: str, output_type: type[Any], name: str, prompt: str
+) -> RunResult:
+    """One reply of `model` acting as a judge: at temperature 0, in one turn, validated as
+    `output_type` (`AgentRunError` when it is not one)."""
+    agent = Agent(
+        model,
+        instructions=instructions,
+        output_type=output_type,
+        max_turns=1,
+        name=name,
+        settings={"temperature": 0},
+    )
+    return await agent.run([Message("user", prompt)])
+
+
+def _judges(model: ModelLike | Sequence[ModelLike] | None) -> ModelLike | list[ModelLike] | None:
+    """One judge model as it is; a jury (a list or tuple) as a list of at least one."""
+    if not isinstance(model, (list, tuple)):
+        return model  # type: ignore[return-value]
+    if not model:
+        raise ValueError("llm_judge model=[...] needs at least one judge")
+    return list(model)
 
 
 def _model_name(model: ModelLike | None) -> str:
@@ -349,15 +319,10 @@ def _model_name(model: ModelLike | None) -> str:
 
 
 def name_unnamed_judges(checks: Sequence[Any]) -> list[Any]:
-    """A case's checks, with each unnamed `llm_judge` named apart when it has company.
-
-    Two judges left at the default name in one case would report, and be labelled, as the
-    same check. When a case has several, each is named after its rubric instead:
-    `llm_judge[Polite, names the capital]` (with a short hash of the rubric when two
-    rubrics start alike, and of the whole judge when they are equal). A name depends on the
-    judge alone, never on its position, so reordering the checks or adding another keeps it,
-    and a label never moves to another judge. The judges are copies: one `llm_judge`
-    object shared by several cases keeps its own name.
+    """A case's checks, each unnamed `llm_judge` (copied) named after its rubric when the
+    case has several, so they report and are labelled apart: `llm_judge[Polite, names the
+    capital]`, with a short hash when two rubrics start alike. A name depends on the judge
+    alone, never its position, so a label never moves to another judge.
     """
     unnamed = [
         i for i, c in enumerate(checks) if isinstance(c, llm_judge) and c.name == DEFAULT_NAME

@@ -11,17 +11,9 @@ from typing import Any
 
 import pydantic
 
-from tui_eval.agents.messages import RunResult, ToolCall
-from tui_eval.checks.base import CheckResult
+from tui_eval.agents.messages import RunResult
+from tui_eval.checks.base import CheckResult, fail, ok
 from tui_eval.util.text import one_line, value_text
-
-
-def _ok(name: str) -> CheckResult:
-    return CheckResult(name, True, 1.0, "")
-
-
-def _fail(name: str, reason: str) -> CheckResult:
-    return CheckResult(name, False, 0.0, reason)
 
 
 @dataclass(eq=False, slots=True)
@@ -40,8 +32,8 @@ class contains:
         text = value_text(run.output)
         found = self.value.casefold() in text.casefold() if self.ignore_case else self.value in text
         if found:
-            return _ok(self.name)
-        return _fail(self.name, f"expected {self.value!r} in output, got {one_line(text, 80)!r}")
+            return ok(self.name)
+        return fail(self.name, f"expected {self.value!r} in output, got {one_line(text, 80)!r}")
 
 
 @dataclass(eq=False, slots=True)
@@ -59,9 +51,9 @@ class not_contains:
         )
         at = haystack.find(needle)
         if at < 0:
-            return _ok(self.name)
+            return ok(self.name)
         around = text[max(0, at - 30) : at + len(self.value) + 30]
-        return _fail(
+        return fail(
             self.name, f"expected no {self.value!r} in output, found it in {one_line(around, 80)!r}"
         )
 
@@ -81,8 +73,8 @@ class regex:
     def __call__(self, run: RunResult) -> CheckResult:
         text = value_text(run.output)
         if self._compiled.search(text):
-            return _ok(self.name)
-        return _fail(
+            return ok(self.name)
+        return fail(
             self.name, f"expected output to match /{self.pattern}/, got {one_line(text, 80)!r}"
         )
 
@@ -96,8 +88,8 @@ class equals:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.output == self.value:
-            return _ok(self.name)
-        return _fail(
+            return ok(self.name)
+        return fail(
             self.name, f"expected {one_line(self.value, 80)!r}, got {one_line(run.output, 80)!r}"
         )
 
@@ -121,12 +113,12 @@ def subset_mismatch(spec: Any, actual: Any, path: str = "") -> str | None:
     here = path or "output"
     if callable(spec) and not isinstance(spec, type):
         try:
-            ok = spec(actual)
+            held = spec(actual)
         except Exception as exc:
             return f"at {here}: predicate raised {type(exc).__name__}: {exc}"
         return (
             None
-            if ok
+            if held
             else f"at {here}: {one_line(actual, 80)!r} failed predicate {getattr(spec, '__name__', spec)!r}"
         )
     if isinstance(spec, Mapping):
@@ -172,20 +164,20 @@ class matches:
             try:
                 output = json.loads(output)
             except ValueError:
-                return _fail(
+                return fail(
                     self.name, f"expected structured output, got text {one_line(output, 80)!r}"
                 )
         problem = subset_mismatch(self.spec, output)
-        return _ok(self.name) if problem is None else _fail(self.name, problem)
-
-
-def _describe_call(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={one_line(repr(v), 30)}" for k, v in call.arguments.items())
-    return f"{call.name}({args})"
+        return ok(self.name) if problem is None else fail(self.name, problem)
 
 
 def _called(run: RunResult) -> str:
-    return ", ".join(_describe_call(c) for c in run.tool_calls[:6]) or "no tools"
+    """The first tool calls of `run`, as `add(a=2, b=3), ...`."""
+    calls = [
+        f"{c.name}({', '.join(f'{k}={one_line(repr(v), 30)}' for k, v in c.arguments.items())})"
+        for c in run.tool_calls[:6]
+    ]
+    return ", ".join(calls) or "no tools"
 
 
 class tool_called:
@@ -208,13 +200,13 @@ class tool_called:
     def __call__(self, run: RunResult) -> CheckResult:
         candidates = [c for c in run.tool_calls if c.name == self.tool]
         if not candidates:
-            return _fail(self.name, f"expected a call to {self.tool!r}, called: {_called(run)}")
+            return fail(self.name, f"expected a call to {self.tool!r}, called: {_called(run)}")
         if not self.args:
-            return _ok(self.name)
+            return ok(self.name)
         problems = [subset_mismatch(self.args, c.arguments, "arguments") for c in candidates]
         if any(p is None for p in problems):
-            return _ok(self.name)
-        return _fail(
+            return ok(self.name)
+        return fail(
             self.name, f"{self.tool!r} was called but not with {self.args!r}: {problems[0]}"
         )
 
@@ -229,8 +221,8 @@ class tool_not_called:
     def __call__(self, run: RunResult) -> CheckResult:
         count = run.tool_names.count(self.tool)
         if count == 0:
-            return _ok(self.name)
-        return _fail(self.name, f"expected no call to {self.tool!r}, it was called {count}×")
+            return ok(self.name)
+        return fail(self.name, f"expected no call to {self.tool!r}, it was called {count}×")
 
 
 @dataclass(eq=False, slots=True)
@@ -247,11 +239,10 @@ class tool_sequence:
     def __call__(self, run: RunResult) -> CheckResult:
         actual = run.tool_names
         expected = list(self.names)
-        ok = actual == expected if self.strict_order else set(actual) == set(expected)
-        if ok:
-            return _ok(self.name)
+        if actual == expected if self.strict_order else set(actual) == set(expected):
+            return ok(self.name)
         how = "in this order" if self.strict_order else "as a set"
-        return _fail(self.name, f"expected tools {expected} {how}, called {actual}")
+        return fail(self.name, f"expected tools {expected} {how}, called {actual}")
 
 
 @dataclass(eq=False, slots=True)
@@ -263,8 +254,8 @@ class max_turns:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.turns <= self.n:
-            return _ok(self.name)
-        return _fail(self.name, f"expected at most {self.n} turns, took {run.turns}")
+            return ok(self.name)
+        return fail(self.name, f"expected at most {self.n} turns, took {run.turns}")
 
 
 @dataclass(eq=False, slots=True)
@@ -281,15 +272,15 @@ class max_tokens:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if not run.usage.known:
-            return _fail(
+            return fail(
                 self.name,
                 f"token usage is unknown: the agent reported none, so at most {self.n:,} "
                 "tokens cannot be checked (return the SDK's response or a RunResult with usage)",
             )
         used = run.usage.total_tokens
         if used <= self.n:
-            return _ok(self.name)
-        return _fail(self.name, f"expected at most {self.n:,} tokens, used {used:,}")
+            return ok(self.name)
+        return fail(self.name, f"expected at most {self.n:,} tokens, used {used:,}")
 
 
 @dataclass(eq=False, slots=True)
@@ -301,10 +292,8 @@ class max_latency:
 
     def __call__(self, run: RunResult) -> CheckResult:
         if run.latency_ms <= self.ms:
-            return _ok(self.name)
-        return _fail(
-            self.name, f"expected at most {self.ms:,.0f} ms, took {run.latency_ms:,.0f} ms"
-        )
+            return ok(self.name)
+        return fail(self.name, f"expected at most {self.ms:,.0f} ms, took {run.latency_ms:,.0f} ms")
 
 
 @dataclass(eq=False, slots=True)
@@ -316,9 +305,9 @@ class no_error:
     def __call__(self, run: RunResult) -> CheckResult:
         failed = [c for c in run.tool_calls if c.error is not None]
         if not failed:
-            return _ok(self.name)
+            return ok(self.name)
         first = failed[0]
-        return _fail(
+        return fail(
             self.name,
             f"{len(failed)} tool call(s) failed; first: {first.name}: {one_line(first.error, 80)}",
         )
@@ -339,8 +328,8 @@ class is_instance:
     def __call__(self, run: RunResult) -> CheckResult:
         names = [klass.__name__ for klass in type(run.output).__mro__]
         if self.type_name in names:
-            return _ok(self.name)
-        return _fail(
+            return ok(self.name)
+        return fail(
             self.name,
             f"expected output of type {self.type_name!r}, got {type(run.output).__name__!r}: "
             f"{one_line(run.output, 60)!r}",

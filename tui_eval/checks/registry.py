@@ -1,14 +1,10 @@
 """Built-in checks by name, for declarative suites — validated from each check's signature.
 
-A YAML or JSONL suite names checks as one-key mappings: `{contains: Paris}` or
-`{contains: {value: paris, ignore_case: true}}`. Everything about those arguments — which
-keys exist, their types, their defaults, which one the short form fills — is read from
-the check class's own `__init__` signature, so there is no second validator to drift
-from the code, and the JSON schema editors use is generated from the same types.
-
-Where a parameter's Python type is not what YAML writes, the signature says so: `Check`
-reads as a nested check spec, `Sequence`/`Iterable` as a list, and a parameter may carry
-`Declared(...)` in its `Annotated` type (see `llm_judge.model` and `weighted.weights`).
+A suite names checks as one-key mappings: `{contains: Paris}` or `{contains: {value: paris,
+ignore_case: true}}`. The keys, types, defaults and which one the short form fills are read
+from the check's own signature (no second validator to drift; the JSON schema comes from the
+same types): `Check` reads as a nested check spec, `Sequence` as a list, and `Declared(...)`
+says where the Python type is not what YAML writes.
 """
 
 from __future__ import annotations
@@ -46,32 +42,11 @@ from tui_eval.checks.matchers import (
 from tui_eval.util.errors import TuiEvalError
 
 BUILT_IN_CHECKS: tuple[type, ...] = (
-    contains,
-    not_contains,
-    regex,
-    equals,
-    matches,
-    equals_expected,
-    matches_expected,
-    stop_reason,
-    is_instance,
-    choice,
-    tool_called,
-    tool_not_called,
-    tool_sequence,
-    max_turns,
-    max_tokens,
-    max_latency,
-    no_error,
-    llm_judge,
-    all_of,
-    any_of,
-    weighted,
-    state_equals,
-    goal_reached,
-    every_turn,
-    at_turn,
-)
+    contains, not_contains, regex, equals, matches, equals_expected, matches_expected,
+    stop_reason, is_instance, choice, tool_called, tool_not_called, tool_sequence, max_turns,
+    max_tokens, max_latency, no_error, llm_judge, all_of, any_of, weighted, state_equals,
+    goal_reached, every_turn, at_turn,
+)  # fmt: skip
 """Every check a declarative suite can name (by its class name)."""
 
 _STRICT = pydantic.ConfigDict(extra="forbid")
@@ -254,12 +229,8 @@ def check_names() -> list[str]:
 
 
 def build_check(spec: Any, *, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Check:
-    """The check a validated `CheckSpec` value describes.
-
-    Args:
-        spec: a validated spec (one of the `*_check` models `CheckSpec` produces).
-        defaults: per check name, argument values used where the spec leaves them unset
-            (a suite's `judge_model` for `llm_judge`).
+    """The check a validated `CheckSpec` value describes; `defaults`, per check name, fill
+    the arguments the spec leaves unset (a suite's `judge_model` for `llm_judge`).
 
     Raises:
         CheckSpecError: the check rejected its arguments (for example, a bad regex).

@@ -1,12 +1,8 @@
-"""`BaselineStore`: a suite's baseline file — read, compared, saved, accepted into, migrated.
-
-The one baseline policy, for the CLI, the app and the service alike. A partial run (a
-filter, a rerun, a shard, a saved report) never turns the cases it did not run into
-"removed"; a corrupt baseline is never replaced; a cancelled run is never saved. A file an
-earlier version named for the suite is read where it is; the first save or accept moves
-it to its current name (reading renames nothing). Baseline files are made for git: pretty,
-in a stable order, without what changes from run to run. A `Review` keeps the Diff's
-decisions (accept, reject, skip) in plain Python until they are written all at once.
+"""`BaselineStore`: a suite's baseline file — read, compared, saved, accepted into, migrated —
+the one baseline policy for the CLI, the app and the service. A partial run never turns the
+cases it did not run into "removed"; a corrupt baseline is never replaced; a cancelled run
+is never saved; reading renames nothing. A `Review` keeps the Diff's decisions until they
+are written all at once.
 """
 
 from __future__ import annotations
@@ -50,15 +46,9 @@ class BaselineStatus(enum.Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaselineOutcome:
-    """The typed result of reading or saving a baseline, with a sentence for people.
-
-    Attributes:
-        status: what happened.
-        path: the baseline file concerned (None when the run has none).
-        message: the same, in words (for a notification or the CLI).
-        diff: the comparison, when `status` is `COMPARED`.
-        baseline: the baseline report that was read, when it was.
-    """
+    """The typed result of reading or saving a baseline: its `status`, the `path` concerned
+    (None: the run has none), a `message` for people, the `diff` when `COMPARED`, and the
+    `baseline` report, when one was read."""
 
     status: BaselineStatus
     path: Path | None
@@ -74,13 +64,8 @@ class BaselineOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
-    """Which of the baseline's cases a run speaks for.
-
-    Attributes:
-        only: the cases it was asked to run (a filter, a rerun, a shard; a saved report's
-            own), when not the whole suite.
-        not_run: cases it never reached (cut short, stopped by `fail_fast`).
-    """
+    """Which of the baseline's cases a run speaks for: `only` the cases it was asked to run
+    (None: the whole suite), less those it never reached (`not_run`)."""
 
     only: tuple[str, ...] | None = None
     not_run: tuple[str, ...] = ()
@@ -95,7 +80,7 @@ def covered(
     baseline: Report, *, only: Collection[str] | None = None, not_run: Collection[str] = ()
 ) -> Report:
     """`baseline` restricted to the cases a run covered: those in `only`, when given, less
-    those in `not_run`. The others are not "removed" by that run, they live in other runs."""
+    those in `not_run` (the others are not "removed" by that run)."""
     wanted = None if only is None else set(only)
     skipped = set(not_run)
     cases = [
@@ -116,14 +101,9 @@ def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Seque
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaselinePlan:
-    """What saving a run as the baseline would do, for a front-end to confirm first.
-
-    Attributes:
-        merge: merge the run's cases into the baseline (a partial run) instead of replacing it.
-        written: the run's cases that would be written.
-        dropped: baseline cases a full replace would drop (the run lacks them).
-        problem: why it cannot be saved at all (then nothing else applies).
-    """
+    """What saving a run as the baseline would do, for a front-end to confirm first: `merge`
+    the run's `written` cases into it (a partial run) or replace it, dropping the `dropped`
+    cases; or the `problem` that stops it."""
 
     path: Path
     merge: bool
@@ -156,15 +136,9 @@ def _names(names: list[str], shown: int = 6) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BaselineStore:
-    """One suite's baseline file and every rule about it.
-
-    Attributes:
-        path: where the baseline lives (`<suite dir>/__baselines__/<stem>.json`, or the
-            file given with `--baseline`).
-        earlier: the suite's baseline as an earlier version named it (`chat_en.json` for
-            `chat/en`), read while `path` does not exist; the first save or accept
-            writes `path` and removes it.
-    """
+    """One suite's baseline file (`path`) and every rule about it; `earlier` is the file an
+    earlier version named for the suite, read while `path` does not exist and removed by
+    the first save or accept."""
 
     path: Path
     earlier: Path | None = None
@@ -250,9 +224,8 @@ class BaselineStore:
         return BaselinePlan(path=self.path, merge=merge, written=written, dropped=dropped)
 
     def save(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselineOutcome:
-        """Write `report` as the baseline, unless that would lose something: a cancelled or
-        unfinished run is never saved, a corrupt file never replaced (the user fixes or
-        deletes it first), and a partial run's cases are merged, keeping every other case."""
+        """Write `report` as the baseline, unless that would lose something (see the module);
+        a partial run's cases are merged, keeping every other case."""
         plan = self.plan(report, coverage)
         if plan.problem is not None:
             return plan.problem
@@ -271,12 +244,9 @@ class BaselineStore:
         self, report: Report | None, accepted: Sequence[str], coverage: Coverage = Coverage()
     ) -> BaselineOutcome:
         """Write a review's decisions: the run's result of every `accepted` case it ran
-        replaces the baseline's, and — after a run of the whole suite — an accepted case it
-        neither ran nor reached is gone from the suite and dropped.
-
-        Every other baseline case is kept. The file is read, merged and rewritten under a
-        lock on its folder, so concurrent accepts (two sessions, two people) each keep the
-        others' cases.
+        replaces the baseline's; after a whole-suite run, an accepted case it neither ran
+        nor reached is dropped. Done under the folder's lock: concurrent accepts keep each
+        other's cases.
         """
         if report is None:
             return _refused(self.path, "not accepted: the run has not finished yet")
@@ -299,8 +269,8 @@ class BaselineStore:
         )
 
     def _write(self, report: Report) -> None:
-        """Write `report` at `path` (atomically; an unchanged file is left alone, so neither
-        git nor a file watcher sees a change), moving an earlier version's file there."""
+        """Write `report` at `path` (an unchanged file is left alone, so no watcher sees a
+        change), moving an earlier version's file there."""
         data = baseline_json(report)
         try:
             unchanged = self.path.read_bytes() == data
@@ -347,13 +317,8 @@ def review_items(diff: Diff) -> list[ReviewItem]:
 
 
 class Review:
-    """The decisions of one review: made, undone, and written together.
-
-    Attributes:
-        items: the changed cases, in the order they are reviewed.
-        decisions: the decision for each case decided since the last write.
-        written: cases whose acceptance was written to the baseline file.
-    """
+    """The decisions of one review over `items`, in review order: made, undone, and written
+    together (`written`: cases whose acceptance is in the file)."""
 
     def __init__(self, items: list[ReviewItem]) -> None:
         self.items = items
@@ -432,9 +397,8 @@ class Review:
         return " · ".join(parts)
 
     def preview(self, current: Report, baseline: Report, scope: set[str]) -> Diff:
-        """The comparison as it will be once the accepted decisions are written: the
-        baseline's cases in `scope` (those the first comparison covered), with the accepted
-        results in place. Cases outside `scope` (not run) never count as removed."""
+        """The comparison as it will be once the accepted decisions are written, over the
+        baseline's cases in `scope` (outside it, none counts as removed)."""
         changed, removed = self.accepted()
         chosen = [c for c in current.cases if c.name in set(changed)]
         return current.compare(merge_cases(covered(baseline, only=scope), chosen, removed=removed))
@@ -449,12 +413,9 @@ def _corrupt(path: Path, message: str) -> BaselineOutcome:
 
 
 def baseline_json(report: Report) -> bytes:
-    """`report` as a baseline file people commit and review in git.
-
-    Pretty-printed, one case per block, cases in name order and samples in index order,
-    and without what changes from run to run when the results do not: latencies, costs,
-    timestamps, run ids, tool call ids (numbered in order instead) and absolute paths.
-    Saving an unchanged run again writes the same bytes. `Report.load()` reads it.
+    """`report` as a baseline file people commit and review in git: pretty, in a stable
+    order, without what changes from run to run when the results do not (latencies, costs,
+    timestamps, run ids, tool call ids, paths). `Report.load()` reads it.
     """
     document = json.loads(report.to_json())
     body = document["report"]
@@ -478,8 +439,7 @@ def baseline_json(report: Report) -> bytes:
 
 
 def _steady_tool_calls(run: dict[str, Any]) -> None:
-    """Tool call ids (random at most APIs) renumbered in the order the calls were made,
-    with the tool messages answering them; latencies left out."""
+    """Tool call ids (random at most APIs) renumbered in call order; latencies left out."""
     messages = run.get("messages", [])
     calls = [c for m in messages for c in m.get("tool_calls", [])] + run.get("tool_calls", [])
     ids: dict[object, str] = {}

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from rich.cells import cell_len
 
 from tui_eval.core.results import CaseResult
-from tui_eval.report.left_out import WHY, Tally, counts_user_faults, sample_count, tally
+from tui_eval.report.left_out import (
+    WHY,
+    ReportLike,
+    Tally,
+    counts_user_faults,
+    sample_count,
+    tally,
+)
 from tui_eval.stats.proportions import (
     fisher_exact,
     fisher_power,
@@ -17,19 +23,6 @@ from tui_eval.stats.proportions import (
     samples_needed,
 )
 from tui_eval.util.text import one_line, pad_cells
-
-
-class ReportLike(Protocol):
-    """What a comparison reads of a `tui_eval.report.report.Report` (which imports this module,
-    so it is named here by its shape)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def cases(self) -> list[CaseResult]: ...
-    @property
-    def metadata(self) -> dict[str, Any]: ...
-
 
 UNCOMPARED = f"every sample of one side left out ({WHY})"
 """Why a case in both reports is not compared (`Diff.undecided`)."""
@@ -45,20 +38,14 @@ class CaseChange:
 
     Attributes:
         p_value: Fisher's exact test on (passed, failed) sample counts of both runs.
-        adjusted_p_value: `p_value` adjusted (Holm) across every case of the comparison,
-            so the chance that any case is called significant by luck stays under 5%.
-        label: `significant` (adjusted p < 0.05), `too few samples` (with this many
-            samples, the test behind the label — Fisher's exact test at the strictest Holm
-            level, `power_level` — has less than 80% power to tell a change as large as
-            the one seen from noise), or `noise`.
-        power_level: the level `label` and `samples_needed` judge power at: 0.05 / cases
-            compared.
-        decided: whether the comparison of this case is settled (see `label`).
-        hint: for a case `decide()` left undecided, roughly what would decide it (a
-            larger budget, a larger baseline).
-        baseline_left_out / current_left_out: samples of each side left out of its counts
-            (the user simulator's fault; `baseline_total` and `current_total` count the
-            others).
+        adjusted_p_value: `p_value` adjusted (Holm) across every case compared, so the
+            chance that any case is called significant by luck stays under 5%.
+        label: `significant` (adjusted p < 0.05), `too few samples` (the test has less than
+            80% power, at `power_level`, to tell a change this large from noise), or `noise`.
+        power_level: the strictest Holm level, 0.05 / cases compared.
+        decided: whether the comparison of this case is settled.
+        hint: for a case `decide()` left undecided, roughly what would decide it.
+        baseline_left_out, current_left_out: samples left out of each side's counts.
     """
 
     name: str
@@ -79,11 +66,9 @@ class CaseChange:
 
     @property
     def samples_needed(self) -> int | None:
-        """Samples per side, for this case, at which Fisher's exact test at `power_level`
-        has 80% power to detect the observed change (exact, by search, when first read:
-        the search takes a while, and only a "too few samples" line shows it); above the
-        samples there are when the label is "too few samples". None when the pass rate did
-        not change."""
+        """Samples per side at which Fisher's exact test at `power_level` has 80% power to
+        detect the observed change (None: no change), searched when first read: it takes a
+        while, and only a "too few samples" line shows it."""
         if not self._searched:
             fewest = min(self.baseline_total, self.current_total)
             self._needed = samples_needed(
@@ -108,8 +93,7 @@ class CaseChange:
 
     @property
     def significant(self) -> bool:
-        """Whether the change in pass rate is larger than sampling noise, after the Holm
-        adjustment across every case compared."""
+        """Whether the change is larger than sampling noise (Holm-adjusted)."""
         return self.adjusted_p_value < NOISE_P
 
     @property
@@ -153,11 +137,7 @@ class CaseChange:
 
 @dataclass(slots=True)
 class Diff:
-    """The current run against a baseline, case by case.
-
-    `ok` is true when nothing regressed; improvements, added and removed cases are listed
-    but do not fail it.
-    """
+    """The current run against a baseline, case by case; `ok` when nothing regressed."""
 
     regressions: list[CaseChange] = field(default_factory=list)
     improvements: list[CaseChange] = field(default_factory=list)
@@ -170,23 +150,18 @@ class Diff:
     """The paired difference of the cases' sample pass rates, current − baseline, over the
     cases in both (−0.09: nine points worse on average)."""
     delta_ci: tuple[float, float] = (0.0, 0.0)
-    """The 95% interval of `delta`: the shifts of the per-case differences that the test of
-    `p_value` does not reject, so it excludes 0 exactly when `p_value` < 0.05."""
+    """The 95% interval of `delta`, from inverting the test of `p_value` (so it excludes 0
+    exactly when `p_value` < 0.05)."""
     p_value: float = 1.0
-    """Paired test of `delta` across cases (exact sign-flip permutation for up to 16 cases,
-    a t test with n − 1 degrees of freedom beyond, its standard error never below the
-    cases' sampling noise)."""
+    """The paired test of `delta` across cases (`stats.proportions.paired_test`)."""
     definition_changed: list[str] = field(default_factory=list)
     """Cases in both reports whose definition (input, checks, expected values, threshold,
-    samples) changed: their verdicts compare different things. Listed also where they
-    moved (regressed, improved, unchanged)."""
+    samples) changed: their verdicts compare different things (listed where they moved too)."""
     undecided: list[str] = field(default_factory=list)
-    """Cases in both reports not compared: every sample of one of them was left out (the
-    user simulator's fault), so it has no verdict to compare."""
+    """Cases in both reports not compared: one side has every sample left out."""
 
     def extend(self, other: Diff) -> None:
-        """Add `other`'s cases to this diff's lists (one suite's diff into a run's); the
-        run-wide statistics (`delta`, `p_value`) are left as they are."""
+        """Add `other`'s cases to this diff's lists (not its run-wide statistics)."""
         self.regressions.extend(other.regressions)
         self.improvements.extend(other.improvements)
         self.added.extend(other.added)
@@ -212,51 +187,29 @@ class Diff:
         if self.undecided:
             counts += f", {len(self.undecided)} undecided"
         lines.append(counts)
-        width = max((cell_len(one_line(n, 200)) for n in self._names()), default=0)
-        width = min(width, 48)
-        lines += [
-            f"  ✗ regressed   {pad_cells(c.name, width)}  {c.describe()}" for c in self.regressions
-        ]
-        lines += [
-            f"  ✓ improved    {pad_cells(c.name, width)}  {c.describe()}" for c in self.improvements
-        ]
-        lines += [f"  + added       {pad_cells(n, width)}".rstrip() for n in self.added]
-        lines += [f"  - removed     {pad_cells(n, width)}".rstrip() for n in self.removed]
-        lines += [
-            f"  ~ definition changed  {pad_cells(n, width)}".rstrip()
-            for n in self.definition_changed
-        ]
-        lines += [
-            f"  ? undecided   {pad_cells(n, width)}  not compared: {UNCOMPARED}"
-            for n in self.undecided
-        ]
+        rows = [("✗ regressed  ", c.name, c.describe()) for c in self.regressions]
+        rows += [("✓ improved   ", c.name, c.describe()) for c in self.improvements]
+        rows += [("+ added      ", n, "") for n in self.added]
+        rows += [("- removed    ", n, "") for n in self.removed]
+        rows += [("~ definition changed ", n, "") for n in self.definition_changed]
+        rows += [("? undecided  ", n, f"not compared: {UNCOMPARED}") for n in self.undecided]
+        width = min(max((cell_len(one_line(n, 200)) for _, n, _ in rows), default=0), 48)
+        lines += [f"  {mark} {pad_cells(n, width)}  {what}".rstrip() for mark, n, what in rows]
         return "\n".join(lines)
 
-    def mean_rates(self) -> tuple[float, float]:
-        """The mean over the compared cases of each case's sample pass rate, in the
-        baseline and now (not the share of cases that passed); needs `changes`."""
-        n = len(self.changes)
-        return (
-            sum(c.baseline_rate for c in self.changes) / n,
-            sum(c.current_rate for c in self.changes) / n,
-        )
-
     def suite_line(self, *, label: str = "pass rate", sep: str = ", ") -> str:
-        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the mean of the compared
-        cases' sample pass rates in both runs, their paired difference and its test
-        (`label` names the rate, `sep` joins the three parts)."""
+        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the compared cases' mean
+        sample pass rate in both runs, their paired difference and its test."""
         if not self.changes:
             return "no case in both runs"
-        before, after = self.mean_rates()
+        n = len(self.changes)
+        before = sum(c.baseline_rate for c in self.changes) / n
+        after = sum(c.current_rate for c in self.changes) / n
         low, high = self.delta_ci
         return (
             f"{label} {before:.0%} → {after:.0%}{sep}Δ {points(self.delta)} pts "
             f"[{points(low)}, {points(high)}]{sep}p={self.p_value:.3f}"
         )
-
-    def _names(self) -> list[str]:
-        changes = [c.name for c in self.regressions + self.improvements]
-        return changes + self.added + self.removed + self.definition_changed + self.undecided
 
 
 SUITE_SEPARATOR = " / "
@@ -264,8 +217,8 @@ SUITE_SEPARATOR = " / "
 
 
 def case_suite(report: ReportLike, case: CaseResult) -> str:
-    """The suite a case belongs to: recorded on it, else (a report merged before suites were
-    recorded per case) the prefix of its `suite / case` name, else the report's name."""
+    """The suite a case belongs to: recorded on it, else (an older merged report) the prefix
+    of its `suite / case` name, else the report's name."""
     if case.suite:
         return case.suite
     suites = report.metadata.get("suites")
@@ -315,15 +268,10 @@ def compare_reports(
 ) -> Diff:
     """The `Diff` of `current` against `baseline` (see `Report.compare`).
 
-    Cases are matched by (suite, case) whenever either report spans several suites, so a
-    multi-suite report compares with one suite's baseline (the other suites' cases are
-    simply not in it), and two suites' cases of the same name never collide; between two
-    single-suite reports, by case name.
-
-    Each case is compared by its counted samples: the samples the user simulator failed
-    are left out of both sides unless `count_user_faults` (None: as `current`'s run did),
-    whichever setting the baseline was made with. A case with no counted sample on one
-    side is `undecided`, not compared.
+    Cases are matched by (suite, case) when either report spans several suites (so a run of
+    several compares with one suite's baseline, and same-named cases of two suites never
+    collide), else by name. Both sides are counted under one `count_user_faults` (None: as
+    `current`'s run did); a case with no counted sample on one side is `undecided`.
     """
     policy = counts_user_faults(current) if count_user_faults is None else count_user_faults
     by_suite = spans_suites(current) or spans_suites(baseline)
@@ -338,7 +286,6 @@ def compare_reports(
         suites = {suite for suite, _ in now}
         before = {key: case for key, case in before.items() if key[0] in suites}
     diff = Diff()
-    pairs: list[tuple[Tally, Tally, str]] = []
     for key, case in now.items():
         name = _label(key)
         old = before.get(key)
@@ -353,14 +300,14 @@ def compare_reports(
         if then.undecided or now_.undecided:  # one side never tested the agent
             diff.undecided.append(name)
             continue
-        pairs.append((then, now_, name))
+        change = _change(name, then, now_)
+        diff.changes.append(change)
         if then.verdict == now_.verdict:
             diff.unchanged.append(name)
-            continue
-        change = _change(name, then, now_)
-        (diff.regressions if then.verdict else diff.improvements).append(change)
+        else:
+            (diff.regressions if then.verdict else diff.improvements).append(change)
     diff.removed = [_label(key) for key in before if key not in now]
-    _settle_statistics(diff, pairs)
+    _settle_statistics(diff)
     return diff
 
 
@@ -378,10 +325,9 @@ def _change(name: str, old: Tally, new: Tally) -> CaseChange:
     )
 
 
-def _settle_statistics(diff: Diff, pairs: list[tuple[Tally, Tally, str]]) -> None:
-    """Fill the suite-level delta and a `CaseChange` (Holm-adjusted, labelled) per case."""
-    moved = {c.name: c for c in diff.regressions + diff.improvements}
-    changes = [moved.get(name) or _change(name, old, new) for old, new, name in pairs]
+def _settle_statistics(diff: Diff) -> None:
+    """Label every `CaseChange` (Holm-adjusted) and fill the suite-level delta."""
+    changes = diff.changes
     # Per case, for the test its label uses: Fisher at the level Holm gives the first case
     # of the family (the strictest), so the judgement holds wherever it ranks.
     level = NOISE_P / max(1, len(changes))
@@ -398,7 +344,6 @@ def _settle_statistics(diff: Diff, pairs: list[tuple[Tally, Tally, str]]) -> Non
         else:
             change.label = "noise"
         change.decided = change.label == "significant"
-    diff.changes = changes
     differences = [c.current_rate - c.baseline_rate for c in changes]
     diff.delta = sum(differences) / len(differences) if differences else 0.0
     diff.p_value, low, high = paired_test(differences, [_noise(c) for c in changes])

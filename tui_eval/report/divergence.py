@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from tui_eval.agents.messages import Conversation, ToolCall, Turn
 from tui_eval.core.results import SampleResult
@@ -37,14 +38,9 @@ def output_lines(sample: SampleResult) -> list[str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Divergence:
-    """The first place two samples differ.
-
-    Attributes:
-        where: `conversation`, `trajectory` or `output` (None when they do not differ).
-        line: the index of the first differing line in `where` (both sides); for a
-            conversation, of the first differing turn (0 is turn 1).
-        description: what differs, in words.
-    """
+    """The first place two samples differ: `where` (`conversation`, `trajectory`, `output`;
+    None: nowhere), the index of the first differing `line` (or turn) there, and a
+    `description` in words."""
 
     where: str | None
     line: int
@@ -58,20 +54,13 @@ def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
     right_talk = right.run.conversation if right.run is not None else None
     if left_talk is not None and right_talk is not None:
         return first_differing_turn(left_talk, right_talk)
-    left_calls = left.run.tool_calls if left.run is not None else []
-    right_calls = right.run.tool_calls if right.run is not None else []
-    for index in range(max(len(left_calls), len(right_calls))):
-        a = left_calls[index] if index < len(left_calls) else None
-        b = right_calls[index] if index < len(right_calls) else None
-        if a is None or b is None or a.name != b.name or a.arguments != b.arguments:
-            what = _call_difference(a, b)
-            return Divergence(
-                where="trajectory", line=index, description=f"tool call {index + 1}: {what}"
-            )
-    left_out, right_out = output_lines(left), output_lines(right)
-    for index in range(max(len(left_out), len(right_out))):
-        a_line = left_out[index] if index < len(left_out) else None
-        b_line = right_out[index] if index < len(right_out) else None
+    calls = _calls_differ(
+        left.run.tool_calls if left.run is not None else [],
+        right.run.tool_calls if right.run is not None else [],
+    )
+    if calls is not None:
+        return Divergence(where="trajectory", line=calls[0], description=calls[1])
+    for index, (a_line, b_line) in enumerate(zip_longest(output_lines(left), output_lines(right))):
         if a_line != b_line:
             return Divergence(
                 where="output",
@@ -82,14 +71,9 @@ def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
 
 
 def first_differing_turn(left: Conversation, right: Conversation) -> Divergence:
-    """The first turn at which two conversations differ, and how.
-
-    What happened comes before how it was worded: the first turn where the user said
-    something else, a tool call or a state change differs; else the first turn where the
-    agent's reply differs; else the first turn only one of them has. (A model words its
-    replies differently on every sample; naming turn 1 for that would hide the turn where
-    the two did different things.)
-    """
+    """The first turn at which two conversations differ, and how: what happened (the user's
+    message, a tool call, a state change) before how a reply was worded, which differs on
+    every sample and would hide the turn where the two did different things."""
     pairs = list(zip(left.turns, right.turns, strict=False))
     for index, (a, b) in enumerate(pairs):
         what = _action_difference(a, b)
@@ -114,17 +98,22 @@ def _action_difference(a: Turn, b: Turn) -> str:
     tool call, a state change."""
     if a.user != b.user:
         return f"the user said {_quote(a.user)} vs {_quote(b.user)}"
-    for index in range(max(len(a.tool_calls), len(b.tool_calls))):
-        x = a.tool_calls[index] if index < len(a.tool_calls) else None
-        y = b.tool_calls[index] if index < len(b.tool_calls) else None
-        if x is None or y is None or x.name != y.name or x.arguments != y.arguments:
-            return f"tool call {index + 1}: {_call_difference(x, y)}"
-    for index in range(max(len(a.changes), len(b.changes))):
-        x_change = str(a.changes[index]) if index < len(a.changes) else "no change"
-        y_change = str(b.changes[index]) if index < len(b.changes) else "no change"
+    calls = _calls_differ(a.tool_calls, b.tool_calls)
+    if calls is not None:
+        return calls[1]
+    changes = zip_longest(map(str, a.changes), map(str, b.changes), fillvalue="no change")
+    for x_change, y_change in changes:
         if x_change != y_change:
             return f"state {one_line(x_change, 80)} vs {one_line(y_change, 80)}"
     return ""
+
+
+def _calls_differ(left: Sequence[ToolCall], right: Sequence[ToolCall]) -> tuple[int, str] | None:
+    """The index of the first differing tool call (name or arguments) and how, or None."""
+    for index, (a, b) in enumerate(zip_longest(left, right)):
+        if a is None or b is None or a.name != b.name or a.arguments != b.arguments:
+            return index, f"tool call {index + 1}: {_call_difference(a, b)}"
+    return None
 
 
 def _at_turn(index: int, what: str) -> Divergence:
@@ -160,13 +149,10 @@ def closest_passing(failing: SampleResult, samples: Sequence[SampleResult]) -> S
     most similar trajectory and output text."""
 
     def likeness(candidate: SampleResult) -> tuple[int, float]:
-        shared = 0
         a = failing.run.tool_calls if failing.run is not None else []
         b = candidate.run.tool_calls if candidate.run is not None else []
-        for x, y in zip(a, b, strict=False):
-            if x.name != y.name or x.arguments != y.arguments:
-                break
-            shared += 1
+        differ = _calls_differ(a, b)
+        shared = len(a) if differ is None else differ[0]
         text_a = "\n".join(trajectory_lines(failing) + output_lines(failing))
         text_b = "\n".join(trajectory_lines(candidate) + output_lines(candidate))
         return shared, difflib.SequenceMatcher(None, text_a, text_b).ratio()

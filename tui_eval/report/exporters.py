@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -33,14 +32,12 @@ from tui_eval.report.quarantine import quarantined
 from tui_eval.report.report import Report
 from tui_eval.util.atomic import atomic_write_bytes
 from tui_eval.util.errors import TuiEvalError
-from tui_eval.util.text import counted, one_line, sanitize
-
-# XML 1.0 cannot carry most control characters, whatever the escaping.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+from tui_eval.util.text import XML_INVALID, counted, one_line, sanitize
+from tui_eval.util.text import markdown_cell as _md_cell
 
 
 def _xml_text(text: str) -> str:
-    return _XML_INVALID.sub("\ufffd", text)
+    return XML_INVALID.sub("\ufffd", text)
 
 
 def _sample_line(sample: SampleResult) -> str:
@@ -53,17 +50,12 @@ def _sample_line(sample: SampleResult) -> str:
 def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> bytes:
     """JUnit XML: one `<testsuite>` per suite, one `<testcase>` per case.
 
-    Each case's pass rate, samples and flakiness are properties of its suite (named
-    `CASE:pass_rate`...: the common JUnit schema has no properties on testcases); a failing case a
-    `<failure>` (a check failed) or `<error>` (every failing sample errored or timed out)
-    whose message is its first failing check and reason; a quarantined case is `<skipped>`
-    with its reason (it ran, and does not gate), and so is an undecided case (every sample
-    left out: the user simulator's fault). Samples left out are counted in the suite's
-    `samples left out` property, each case's `CASE:samples_left_out` and its system-out.
+    Each case's pass rate, samples and flakiness are properties of its suite (`CASE:pass_rate`:
+    the common schema has no properties on testcases); a failing case is a `<failure>` (a
+    check failed) or an `<error>` (every failing sample errored or timed out); a quarantined
+    or undecided case is `<skipped>` with its reason.
     """
     root = ET.Element("testsuites", name="tui-eval")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    total_time = 0.0
     groups: dict[str, list[CaseResult]] = {}
     started: dict[str, float] = {}
     labels = {
@@ -108,40 +100,30 @@ def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> b
                 "%Y-%m-%dT%H:%M:%S", time.gmtime(started[suite_name] or time.time())
             ),
         )
-        properties = ET.SubElement(suite, "properties")
-        if suite_name in suite_lines:
-            ET.SubElement(
-                properties, "property", name="against the baseline", value=suite_lines[suite_name]
-            )
         left_out = sum(c.left_out for c in cases)
-        if left_out:
-            ET.SubElement(
-                properties, "property", name="samples left out", value=left_out_note(left_out)
-            )
+        facts = [
+            ("against the baseline", suite_lines.get(suite_name, "")),
+            ("samples left out", left_out_note(left_out) if left_out else ""),
+        ]
         for case in cases:
             flaky = 0 < case.samples_passed < case.counted
-            for fact, shown in (
-                ("pass_rate", "" if case.undecided else f"{case.pass_rate:.4f}"),
-                ("label", labels.get((suite_name, case.name), "")),
-                ("samples", str(len(case.samples))),
-                ("samples_passed", str(case.samples_passed)),
-                ("samples_left_out", str(case.left_out) if case.left_out else ""),
-                ("flaky", "true" if flaky else "false"),
-            ):
-                if shown:
-                    ET.SubElement(
-                        properties, "property", name=_xml_text(f"{case.name}:{fact}"), value=shown
-                    )
+            facts += [
+                (f"{case.name}:pass_rate", "" if case.undecided else f"{case.pass_rate:.4f}"),
+                (f"{case.name}:label", labels.get((suite_name, case.name), "")),
+                (f"{case.name}:samples", str(len(case.samples))),
+                (f"{case.name}:samples_passed", str(case.samples_passed)),
+                (f"{case.name}:samples_left_out", str(case.left_out) if case.left_out else ""),
+                (f"{case.name}:flaky", "true" if flaky else "false"),
+            ]
+        properties = ET.SubElement(suite, "properties")
+        for name, shown in facts:
+            if shown:
+                ET.SubElement(properties, "property", name=_xml_text(name), value=shown)
         for case in cases:
             _junit_case(suite, suite_name, case, held.get(case.name))
-        totals["tests"] += len(cases)
-        totals["skipped"] += len(held) + len(undecided)
-        totals["failures"] += failures
-        totals["errors"] += errors
-        total_time += seconds
-    for key, value in totals.items():
-        root.set(key, str(value))
-    root.set("time", f"{total_time:.3f}")
+    for key in ("tests", "failures", "errors", "skipped"):
+        root.set(key, str(sum(int(suite.get(key, 0)) for suite in root)))
+    root.set("time", f"{sum(float(suite.get('time', 0)) for suite in root):.3f}")
     ET.indent(root)
     body: bytes = ET.tostring(root, encoding="utf-8")
     return b'<?xml version="1.0" encoding="utf-8"?>\n' + body + b"\n"
@@ -195,18 +177,9 @@ def _all_errors(case: CaseResult) -> bool:
     return bool(failing) and all(s.status in ("error", "timeout") for s in failing)
 
 
-def _md_cell(text: str, limit: int = 120) -> str:
-    flat = " ".join(_XML_INVALID.sub("", text).split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    for ch in "\\`*_[]<>|":
-        flat = flat.replace(ch, "\\" + ch)
-    return flat
-
-
 def _gate_passes(report: Report, diff: Diff | None) -> bool:
-    """Whether the suite's heading is a pass: no failing case and no regression beyond the
-    quarantined ones (which run and show but do not gate), and not cancelled."""
+    """Whether the suite's heading is a pass: not cancelled, and no failing case or
+    regression but quarantined ones."""
     if report.cancelled:
         return False
     held = quarantined(report)
@@ -220,9 +193,8 @@ def markdown_summary(
     diffs: Sequence[Diff | None] = (),
     baselines: Sequence[Report | None] = (),
 ) -> str:
-    """A Markdown summary for a CI job page: a table per suite, its samples left out (the
-    user simulator's fault), its quarantined cases, its regressions, then its failure modes
-    (new ones first, with each suite's `baselines`)."""
+    """A Markdown summary for a CI job page: per suite a table, its samples left out, its
+    regressions, quarantined cases and failure modes (against each suite's `baselines`)."""
     parts = []
     for position, report in enumerate(reports):
         diff = diffs[position] if position < len(diffs) else None
@@ -253,23 +225,20 @@ def markdown_summary(
                 f"\n**Against the baseline:** {len(diff.regressions)} regression(s), "
                 f"{len(diff.improvements)} improvement(s), {len(diff.added)} added, {len(diff.removed)} removed\n"
             )
-            for change in diff.regressions:
-                parts.append(
-                    f"- ❌ regressed: {_md_cell(change.name, 80)} — {_md_cell(change.describe())}"
-                )
-            for change in diff.improvements:
-                parts.append(
-                    f"- ✅ improved: {_md_cell(change.name, 80)} — {_md_cell(change.describe())}"
-                )
-            for name in diff.removed:
-                parts.append(f"- ➖ removed: {_md_cell(name, 80)}")
-            for name in diff.definition_changed:
-                parts.append(
-                    f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
-                    "different checks or inputs)"
-                )
-            for name in diff.undecided:
-                parts.append(f"- ❔ not compared: {_md_cell(name, 80)} ({UNCOMPARED})")
+            moved = [("❌ regressed", c) for c in diff.regressions]
+            moved += [("✅ improved", c) for c in diff.improvements]
+            parts += [
+                f"- {mark}: {_md_cell(c.name, 80)} — {_md_cell(c.describe())}" for mark, c in moved
+            ]
+            parts += [f"- ➖ removed: {_md_cell(name, 80)}" for name in diff.removed]
+            parts += [
+                f"- ⚠️ definition changed: {_md_cell(name, 80)} (its verdicts compare "
+                "different checks or inputs)"
+                for name in diff.definition_changed
+            ]
+            parts += [
+                f"- ❔ not compared: {_md_cell(n, 80)} ({UNCOMPARED})" for n in diff.undecided
+            ]
         held = quarantined(report)
         if held:
             parts.append(f"\n**Quarantined** (they ran, and do not gate): {len(held)}\n")
@@ -284,8 +253,8 @@ def markdown_summary(
 
 
 def _markdown_left_out(report: Report) -> list[str]:
-    """The Markdown lines saying which samples were left out, case by case (none when
-    none was), or that the run counted its user faults."""
+    """The Markdown lines saying which samples were left out, case by case, or that the run
+    counted its user faults."""
     cases = [case for case in report.cases if case.left_out]
     if not cases:
         kept = counted_user_faults(report.samples)
@@ -305,34 +274,27 @@ class MergeError(TuiEvalError, ValueError):
 
 
 def merge_reports(reports: Sequence[Report]) -> Report:
-    """One report of several: the runs of several suites, or the shards of one run.
-
-    Every case keeps its own name and records its suite; a case found in two reports is
-    refused. Shard facts in the reports' metadata (`shard`, `planned_cases`) are carried
-    into the merged report, so missing shards and cases can be reported.
+    """One report of several (suites, or the shards of one run): every case keeps its name
+    and records its suite; shard facts (`shards`, `planned_cases`) are carried, so missing
+    shards and cases can be reported.
 
     Raises:
         MergeError: the same (suite, case) is in two reports.
     """
     if len(reports) == 1:
         return reports[0]
-    cases: list[CaseResult] = []
-    where: dict[tuple[str, str], int] = {}
+    cases: dict[tuple[str, str], CaseResult] = {}
     overlaps: dict[str, None] = {}  # each duplicated case once, in order
-    suites: list[str] = []
     planned: dict[str, list[str]] = {}
     shards: list[Any] = []
     paths: dict[str, str] = {}
-    for position, report in enumerate(reports):
+    for report in reports:
         for case in report.cases:
             suite, name = case_suite(report, case), case_name(report, case)
-            if (suite, name) in where:
+            if (suite, name) in cases:
                 overlaps[f"{suite}{SUITE_SEPARATOR}{name}"] = None
-                continue
-            where[(suite, name)] = position
-            if suite not in suites:
-                suites.append(suite)
-            cases.append(replace(case, name=name, suite=suite))
+            else:
+                cases[suite, name] = replace(case, name=name, suite=suite)
         for suite, names in (report.metadata.get("planned_cases") or {}).items():
             planned.setdefault(suite, [])
             planned[suite] += [n for n in names if n not in planned[suite]]
@@ -345,6 +307,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             f"{len(overlaps)} case(s) are in more than one report: {', '.join(list(overlaps)[:5])}"
             + (" …" if len(overlaps) > 5 else "")
         )
+    suites = list(dict.fromkeys(suite for suite, _ in cases))
     metadata: dict[str, Any] = {"suites": suites, "suite_paths": paths}
     if any(counts_user_faults(report) for report in reports):
         metadata[COUNT_USER_FAULTS] = True
@@ -354,7 +317,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         metadata["shards"] = shards
     return Report(
         "+".join(suites),
-        cases,
+        list(cases.values()),
         started_at=min((r.started_at for r in reports), default=0.0),
         duration_s=sum(r.duration_s for r in reports),
         cancelled=any(r.cancelled for r in reports),
@@ -364,8 +327,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
 
 
 def suite_parts(report: Report) -> dict[str, Report]:
-    """A report split by suite (the inverse of `merge_reports` for a report of several
-    suites), each part holding its cases under their own names, in report order."""
+    """A report split by suite (the inverse of `merge_reports`), in report order."""
     parts: dict[str, list[CaseResult]] = {}
     for case in report.cases:
         parts.setdefault(case_suite(report, case), []).append(
@@ -399,28 +361,14 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 SAMPLE_COLUMNS = (
-    "suite",
-    "case",
-    "index",
-    "status",
-    "latency_ms",
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "cost",
-    "first_failing_check",
-    "reason",
-    "fault",
-    "left_out",
-)
-"""The columns of the per-sample CSV and JSONL exports (`fault`: whose fault a failed
-conversation was; `left_out`: whether it is left out of the pass rates)."""
+    "suite", "case", "index", "status", "latency_ms", "input_tokens", "output_tokens",
+    "total_tokens", "cost", "first_failing_check", "reason", "fault", "left_out",
+)  # fmt: skip
+"""The columns of the per-sample CSV and JSONL exports."""
 
 
 def sample_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
-    """One row per sample (for pandas or a spreadsheet): suite, case, index, status,
-    latency, tokens, cost, the first failing check with its reason, a failed
-    conversation's fault (`user`, `agent`, `environment`) and whether it is left out."""
+    """One row per sample (for pandas or a spreadsheet), as `SAMPLE_COLUMNS` name them."""
     rows = []
     for report in reports:
         for case in report.cases:
@@ -454,9 +402,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(value: Any) -> Any:
     """A value for a CSV cell: text a spreadsheet would run as a formula gets a leading
-    `'`, so it shows as the text it is, and control characters (escape codes) become
-    visible stand-ins, as on the terminal; line breaks and tabs stay, quoted by the CSV
-    writer (numbers are left as numbers)."""
+    `'`, and control characters (but line breaks and tabs) become visible stand-ins."""
     if value is None:
         return ""
     if isinstance(value, bool):

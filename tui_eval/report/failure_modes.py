@@ -1,33 +1,25 @@
-"""Why a run fails: its failed samples grouped into failure modes, and compared with a baseline.
+"""Why a run fails: its failed samples grouped into failure modes, compared with a baseline.
 
-Every failed sample gets a *signature*: for a failed check, the check's name and its reason
-with the varying parts masked (numbers, ids, quoted output, paths); for an error or a
-timeout, the error's type and its message masked the same way; and, when the case has
-passing samples, the first tool call where the failing sample departs from them. Failed
-samples with one signature form a *mode*, across cases. Grouping is deterministic and
-needs no model: a judge's reason "scored 3 because the total 41 is wrong" and "scored 2
-because the total 17 is wrong" are one mode; two different checks never are.
-
-Against a baseline each mode is `new`, `grown`, `shrunk`, `gone` or `same` (by its share
-of the run's samples, so runs of different sizes compare, when its count moved the same
-way), and new modes come first.
-
-A sample left out of the pass rates (its conversation failed by the user simulator's fault)
-is never mixed with the agent's failures: its signature is of kind `left out`, with the
-fault's reason masked, so left-out samples form modes of their own.
+Every failed sample gets a *signature*: the failing check's name (or the error's type) and
+its reason with what varies masked (numbers, ids, quoted output, paths), and the first tool
+call where it departs from its case's passing samples. Failed samples with one signature
+form a *mode*, across cases, with no model: "scored 3 because the total 41 is wrong" and
+"scored 2 because the total 17 is wrong" are one mode. Against a baseline each mode is
+`new`, `grown`, `shrunk`, `gone` or `same`, new ones first. Left-out samples (the user
+simulator's fault) form modes of their own, of kind `left out`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from tui_eval.core.results import CaseResult, SampleResult
+from tui_eval.core.results import SampleResult
 from tui_eval.report.left_out import WHY, left_out_note
 from tui_eval.report.report import Report
-from tui_eval.util.text import one_line
+from tui_eval.util.text import markdown_cell, one_line
 
 LEFT_OUT = "left out"
 """The kind of signature of a sample left out of the pass rates (the user simulator's fault)."""
@@ -37,11 +29,8 @@ CHANGE_ORDER: dict[Change, int] = {"new": 0, "grown": 1, "same": 2, "shrunk": 3,
 """New modes first everywhere; then what got worse, what stayed, what got better."""
 
 # What varies between two reports of one problem, masked in this order (quoted text first,
-# so a number inside a quote goes with its quote). Each pattern runs only when the text has
-# a character it needs: most reasons hold no quote, path or run of spaces, and masking runs
-# once per distinct reason of 100,000 failed samples. A single quote opens a quote only
-# where no word goes on before it, and closes it at the first one after which no word goes
-# on: judges write prose, and "doesn't" or "the user's" hold apostrophes, not quotes.
+# so a number inside a quote goes with its quote). A single quote opens a quote only where
+# no word goes on before it: "doesn't" and "the user's" hold apostrophes, not quotes.
 _QUOTED = re.compile(
     r"(?<!\w)'[^\n]{0,400}?'(?!\w)|\"[^\"\n]{0,400}\"|`[^`\n]{0,400}`|«[^»\n]{0,400}»"
     r"|“[^”\n]{0,400}”|(?<!\w)‘[^\n]{0,400}?’(?!\w)"
@@ -84,12 +73,10 @@ class Signature:
     """What a failed sample's failure looks like, with what varies masked.
 
     Attributes:
-        kind: `failed` (a check), `error` (the agent raised), `timeout`, or `left out` (a
-            failure the user simulator caused, left out of the pass rates).
+        kind: `failed` (a check), `error`, `timeout`, or `left out`.
         where: the failing check's name, or the error's type (for `left out`: why).
         pattern: the reason or message, masked (for `left out`: the fault's reason).
-        departure: the first tool call where the sample leaves its case's passing
-            samples ("" when the case has none, or it does not leave them).
+        departure: the first tool call where the sample leaves its case's passing samples.
     """
 
     kind: str
@@ -109,14 +96,12 @@ class FailureMode:
     """Failed samples that share a signature, in this run and in the baseline.
 
     Attributes:
-        signature: what the failures share.
         samples: (case name, sample index) of each failed sample of the run, in run order.
         example: one of their reasons in full (one line), to read.
-        baseline_samples: how many failed samples of the baseline have the signature.
-        baseline_cases: the baseline's cases with such a sample.
+        baseline_samples, baseline_cases: the baseline's failed samples with the signature,
+            and its cases with one.
         change: how the mode moved since the baseline (`same` when none was given).
-        total: the run's samples (its share of them is `count / total`).
-        baseline_total: the baseline's samples.
+        total, baseline_total: each run's samples.
     """
 
     signature: Signature
@@ -156,34 +141,23 @@ class FailureMode:
         }
 
 
-class _Signer:
-    """Signs the failed samples of one report, masking each distinct reason once."""
-
-    def __init__(self) -> None:
-        self._masked: dict[str, str] = {}
-
-    def masked(self, text: str) -> str:
-        found = self._masked.get(text)
-        if found is None:
-            found = self._masked[text] = mask(text)
-        return found
-
-    def sign(self, sample: SampleResult, passing: Sequence[SampleResult]) -> Signature:
-        if sample.excluded:  # the user simulator's failure: apart from the agent's
-            reason = sample.fault.reason if sample.fault is not None else ""
-            return Signature(LEFT_OUT, WHY, self.masked(reason))
-        if sample.status in ("error", "timeout"):
-            error = sample.error or ""
-            kind, sep, message = error.partition(": ")
-            if sample.status == "timeout" or not sep or not kind.isidentifier():
-                kind, message = sample.status, error
-            return Signature(sample.status, kind, self.masked(message), _departure(sample, passing))
-        failing = next((c for c in sample.checks if not c.passed), None)
-        if failing is None:  # failed with every check passing: a status set elsewhere
-            return Signature("failed", sample.status, "", _departure(sample, passing))
-        return Signature(
-            "failed", failing.name, self.masked(failing.reason), _departure(sample, passing)
-        )
+def _sign(
+    sample: SampleResult, passing: Sequence[SampleResult], masked: Callable[[str], str]
+) -> Signature:
+    """A failed sample's signature (`passing`: its case's passing samples)."""
+    if sample.excluded:  # the user simulator's failure: apart from the agent's
+        reason = sample.fault.reason if sample.fault is not None else ""
+        return Signature(LEFT_OUT, WHY, masked(reason))
+    if sample.status in ("error", "timeout"):
+        error = sample.error or ""
+        kind, sep, message = error.partition(": ")
+        if sample.status == "timeout" or not sep or not kind.isidentifier():
+            kind, message = sample.status, error
+        return Signature(sample.status, kind, masked(message), _departure(sample, passing))
+    failing = next((c for c in sample.checks if not c.passed), None)
+    if failing is None:  # failed with every check passing: a status set elsewhere
+        return Signature("failed", sample.status, "", _departure(sample, passing))
+    return Signature("failed", failing.name, masked(failing.reason), _departure(sample, passing))
 
 
 def _example(sample: SampleResult) -> str:
@@ -232,36 +206,31 @@ def _same_call(a: object, b: object) -> bool:
 
 
 def _sign_report(report: Report) -> dict[Signature, FailureMode]:
-    signer = _Signer()
+    memo: dict[str, str] = {}  # each distinct reason is masked once
+
+    def masked(text: str) -> str:
+        if text not in memo:
+            memo[text] = mask(text)
+        return memo[text]
+
     modes: dict[Signature, FailureMode] = {}
-    for case in report.cases:
-        _sign_case(case, signer, modes)
     total = len(report.samples)
-    for mode in modes.values():
-        mode.total = total
+    for case in report.cases:
+        passing = [s for s in case.samples if s.passed]
+        for sample in case.samples:
+            if sample.passed or sample.status == "cancelled":
+                continue
+            signature = _sign(sample, passing, masked)
+            if signature not in modes:
+                modes[signature] = FailureMode(signature, example=_example(sample), total=total)
+            modes[signature].samples.append((case.name, sample.index))
     return modes
 
 
-def _sign_case(case: CaseResult, signer: _Signer, modes: dict[Signature, FailureMode]) -> None:
-    failed = [s for s in case.samples if not s.passed and s.status != "cancelled"]
-    if not failed:
-        return
-    passing = [s for s in case.samples if s.passed]
-    for sample in failed:
-        signature = signer.sign(sample, passing)
-        mode = modes.get(signature)
-        if mode is None:
-            mode = modes[signature] = FailureMode(signature, example=_example(sample))
-        mode.samples.append((case.name, sample.index))
-
-
 def failure_modes(report: Report, baseline: Report | None = None) -> list[FailureMode]:
-    """The failure modes of `report`, and with a `baseline` how each moved since it.
-
-    Only the baseline's cases that `report` has run (a sample of them done) are compared: a
-    partial run (a rerun, a filter), a case since removed, or one that a run still going has
-    not reached says nothing about the others' failures, which are not `gone`. Ordered as every view shows them: new modes first, then grown, same, shrunk and
-    gone ones; within each, the most failed samples first.
+    """The failure modes of `report`, and with a `baseline` how each moved since it, new
+    first, then grown, same, shrunk and gone, most samples first. Only the baseline's cases
+    that `report` has run are compared: a partial run says nothing about the others.
     """
     current = _sign_report(report)
     if baseline is not None:
@@ -307,11 +276,6 @@ def left_out(modes: Iterable[FailureMode]) -> int:
     return sum(mode.count for mode in modes if mode.signature.kind == LEFT_OUT)
 
 
-def mode_of(modes: Iterable[FailureMode], case: str, index: int) -> FailureMode | None:
-    """The mode holding sample `index` of `case`."""
-    return next((m for m in modes if (case, index) in m.samples), None)
-
-
 def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
     """The modes as a Markdown table, new first (a CI job summary's section)."""
     shown = [m for m in modes if m.count or m.change == "gone"]
@@ -323,7 +287,7 @@ def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
     lines = [head, rule]
     for mode in shown[:limit]:
         samples = f"{mode.count} (was {mode.baseline_samples})" if compared else str(mode.count)
-        cells = [samples, str(len(mode.cases)), _cell(str(mode.signature))]
+        cells = [samples, str(len(mode.cases)), markdown_cell(str(mode.signature), 200)]
         if compared:
             cells.insert(0, f"**{mode.change}**" if mode.change == "new" else mode.change)
         lines.append("| " + " | ".join(cells) + " |")
@@ -336,24 +300,3 @@ def markdown(modes: Sequence[FailureMode], *, limit: int = 20) -> str:
             "the pass rates."
         )
     return "\n".join(lines) + "\n"
-
-
-def _cell(text: str) -> str:
-    flat = one_line(text, 200)
-    for ch in "\\`*_[]<>|":
-        flat = flat.replace(ch, "\\" + ch)
-    return flat
-
-
-__all__ = [
-    "CHANGE_ORDER",
-    "LEFT_OUT",
-    "Change",
-    "FailureMode",
-    "Signature",
-    "failure_modes",
-    "left_out",
-    "markdown",
-    "mask",
-    "mode_of",
-]

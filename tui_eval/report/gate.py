@@ -55,10 +55,8 @@ def parse_fail_on(text: str) -> frozenset[FailOn]:
 def gate_failures(
     fail_on: frozenset[FailOn], report: Report | None, diff: Diff | None
 ) -> list[str]:
-    """Why the gate fails, one reason per condition met (empty: it passes). A quarantined
-    case (`tui_eval.report.quarantine`) fails or regresses without failing the gate; an
-    undecided case (every sample left out: the user simulator's fault) neither passes nor
-    fails it (`not_gating` says which)."""
+    """Why the gate fails, one reason per condition met (empty: it passes). Quarantined and
+    undecided cases do not gate (`not_gating` lists the undecided)."""
     reasons = []
     exempt = quarantined(report) if report is not None else {}
     if FailOn.FAILURES in fail_on and report is not None and not report.passed:
@@ -81,8 +79,7 @@ def gate_failures(
 
 
 def not_gating(report: Report) -> list[str]:
-    """The cases of `report` that do not gate because the agent was not tested on them
-    (every sample left out: the user simulator's fault), one line each."""
+    """One line per case of `report` that does not gate: every sample was left out."""
     return [
         f"undecided (does not gate): {one_line(case.name, 120)} — {all_left_out(case)}"
         for case in report.cases
@@ -118,17 +115,11 @@ class Shard:
 
 
 def assign_shards(keys: Sequence[tuple[str, str]], total: int) -> dict[tuple[str, str], int]:
-    """The shard (1-based) of every (suite, case): every case in exactly one.
-
-    A pure function of the keys: each CI job computes the same split whatever it ran
-    before (a split balanced on one machine's recorded durations made shards computed on
-    machines with different histories overlap and miss cases). The keys are ordered by a
-    stable hash of their names, so a new case does not reshuffle the others' neighbours,
-    then dealt round-robin, so shard sizes differ by at most one.
+    """The shard (1-based) of every (suite, case), every case in exactly one: a pure function
+    of the keys, so every CI job computes the same split. Keys ordered by a stable hash (a
+    new case does not reshuffle the others) are dealt round-robin (sizes differ by ≤ 1).
     """
-    ordered = sorted(set(keys), key=lambda key: (_stable_hash(key), key))
+    ordered = sorted(
+        set(keys), key=lambda key: (hashlib.sha256("\0".join(key).encode()).hexdigest(), key)
+    )
     return {key: position % total + 1 for position, key in enumerate(ordered)}
-
-
-def _stable_hash(key: tuple[str, str]) -> str:
-    return hashlib.sha256("\0".join(key).encode()).hexdigest()

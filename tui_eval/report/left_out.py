@@ -1,13 +1,10 @@
 """Samples left out of the verdicts: conversations the user simulator failed.
 
-A failed `Case(user=...)` sample whose fault is the user simulator's (`SampleResult.fault`)
-says nothing about the agent, so by default it is left out (`SampleResult.excluded`) of its
-case's pass rate, pass^k and verdict, of diffs, `decide()` and the exit code — never
-silently: every summary says how many, with the words defined here. A case whose every
-sample was left out is *undecided*: it neither passes nor fails.
-`RunSettings.count_user_faults` keeps them in; a report made with it says so in its
-metadata (`COUNT_USER_FAULTS`), so that a comparison reads both of its reports under the
-same setting, whichever one the baseline was made with.
+Such a sample says nothing about the agent, so by default it is left out
+(`SampleResult.excluded`) of every rate, verdict, diff and the exit code — never silently:
+every summary says how many, in the words defined here. A case whose every sample was left
+out is *undecided*. `RunSettings.count_user_faults` keeps them in, and a report made so
+records it (`COUNT_USER_FAULTS`), so a comparison reads both reports under one setting.
 """
 
 from __future__ import annotations
@@ -26,7 +23,12 @@ COUNT_USER_FAULTS = "count_user_faults"
 """The report metadata key of a run that counted its user faults (set only then)."""
 
 
-class _HasMetadata(Protocol):
+class ReportLike(Protocol):
+    """What the comparisons read of a `Report` (the report module imports them, so it is
+    named here by its shape)."""
+
+    @property
+    def name(self) -> str: ...
     @property
     def cases(self) -> list[CaseResult]: ...
     @property
@@ -44,9 +46,9 @@ def is_left_out(sample: SampleResult, *, count_user_faults: bool) -> bool:
     return not count_user_faults and (sample.excluded or blamed_on_user(sample))
 
 
-def counts_user_faults(report: _HasMetadata) -> bool:
-    """Whether the run of `report` counted its user faults: as its metadata records, else
-    (a report from before the record) as its samples show."""
+def counts_user_faults(report: ReportLike) -> bool:
+    """Whether the run of `report` counted its user faults: as its metadata records, else as
+    its samples show."""
     recorded = report.metadata.get(COUNT_USER_FAULTS)
     if isinstance(recorded, bool):
         return recorded
@@ -64,14 +66,8 @@ def counted_user_faults(samples: Iterable[SampleResult]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Tally:
-    """A case's samples under one setting of `count_user_faults`.
-
-    Attributes:
-        passed: counted samples that passed.
-        counted: samples that count.
-        left_out: samples left out (the user simulator's fault).
-        threshold: the case's pass threshold.
-    """
+    """A case's samples under one setting of `count_user_faults`: `passed` of `counted`,
+    `left_out`, and the case's pass `threshold`."""
 
     passed: int
     counted: int
@@ -148,23 +144,3 @@ def first_fault(case: CaseResult) -> str:
     """The first left-out sample's fault, on one line ("" when none was left out)."""
     sample = next((s for s in case.samples if s.excluded and s.fault is not None), None)
     return one_line(str(sample.fault), 200) if sample is not None else ""
-
-
-__all__ = [
-    "COUNT_USER_FAULTS",
-    "WHY",
-    "Tally",
-    "all_left_out",
-    "blamed_on_user",
-    "case_count",
-    "counted_failure",
-    "counted_note",
-    "counted_user_faults",
-    "counts_user_faults",
-    "first_fault",
-    "is_left_out",
-    "left_out_note",
-    "sample_count",
-    "tally",
-    "undecided_note",
-]

@@ -1,18 +1,9 @@
 """Quarantined cases: flaky cases that still run and show, but do not gate.
 
-A quarantine lives in `<suite folder>/__baselines__/quarantine.json`, beside the baselines
-and made for git like them (indented, keys sorted, no timestamps that change per run; one
-pydantic model, `QuarantineFile`):
-
-    {"schema_version": 1, "suites": {"calculator": {"explain to a child": {
-        "reason": "flaky judge", "since": "2026-12-02", "until": "2026-12-31",
-        "release_after": 3, "passing_runs": 1}}}}
-
-A quarantined case does not fail the run (`--fail-on failures` or `regressions`): the
-run's report names it in `metadata["quarantined"]` with its reason, JUnit marks it skipped,
-and the summaries list it. It gates again the day after `until`, or once it has passed
-`release_after` full runs in a row (each finished run that passes it counts one; a failing
-one starts the count again); either way the file loses it and the run says so.
+A quarantine lives in `<suite folder>/__baselines__/quarantine.json` (`QuarantineFile`),
+made for git like the baselines. A quarantined case does not fail the run: its report names
+it in `metadata["quarantined"]`, JUnit marks it skipped, the summaries list it. It gates
+again the day after `until`, or after `release_after` passing full runs in a row.
 """
 
 from __future__ import annotations
@@ -43,15 +34,8 @@ class QuarantineFileError(TuiEvalError, ValueError):
 
 @pydantic.dataclasses.dataclass(frozen=True, config=pydantic.ConfigDict(extra="forbid"))
 class Quarantine:
-    """One quarantined case.
-
-    Attributes:
-        reason: why it is quarantined (shown in JUnit and the summaries).
-        since: the day it was quarantined.
-        until: the last day it is quarantined (None: until released).
-        release_after: passing runs in a row that lift it (None: never by itself).
-        passing_runs: passing runs in a row so far.
-    """
+    """One quarantined case: why, `since` when, `until` which day (None: until released),
+    and how many passing runs in a row lift it (`release_after`; None: none) and it has had."""
 
     reason: str
     since: dt.date
@@ -110,9 +94,8 @@ def _write(path: Path, everything: dict[str, dict[str, Quarantine]]) -> None:
 
 
 def put(path: Path, suite: str, case: str, quarantine: Quarantine) -> None:
-    """Quarantine `case` of `suite` (replacing an earlier quarantine of it). The file is
-    changed under a lock on its folder: two runs, or a run and `tui-eval quarantine`, never
-    erase each other's change."""
+    """Quarantine `case` of `suite` (replacing an earlier quarantine of it), under a lock on
+    the folder: two writers never erase each other's change."""
     with folder_lock(path.parent):
         everything = read_all(path)
         everything.setdefault(suite, {})[case] = quarantine
@@ -132,11 +115,10 @@ def release(path: Path, suite: str, case: str) -> bool:
 
 
 def apply_to(report: Report, path: Path, suite: str, today: dt.date, *, count: bool) -> list[str]:
-    """Mark the quarantined cases of `report` (`metadata["quarantined"]`: this run does not
-    gate on them) and, when the run `count`s (a finished run), move each one's count of
-    passing runs in a row. A quarantine past its `until` ends before this run is judged; one
-    that reached `release_after` ends after it. Returns what the run should say (one line
-    per quarantine ended).
+    """Mark the quarantined cases of `report` (`metadata["quarantined"]`: it does not gate on
+    them) and, when the run `count`s (a finished run), move each one's count of passing
+    runs. A quarantine past `until` ends before this run is judged, one that reached
+    `release_after` after it. Returns one line per quarantine ended.
 
     Raises:
         QuarantineFileError: the file cannot be read.
@@ -151,11 +133,10 @@ def apply_to(report: Report, path: Path, suite: str, today: dt.date, *, count: b
         by_name = {case.name: case for case in report.cases}
         notes: list[str] = []
         marked: dict[str, str] = {}
-        changed = False
+        before = dict(mine)
         for name, quarantine in sorted(mine.items()):
             if not quarantine.active(today):
                 del mine[name]
-                changed = True
                 notes.append(f"{name}: quarantine ended on {quarantine.until}; it gates again")
                 continue
             case = by_name.get(name)
@@ -173,8 +154,7 @@ def apply_to(report: Report, path: Path, suite: str, today: dt.date, *, count: b
                 )
             else:
                 mine[name] = dataclasses.replace(quarantine, passing_runs=passing)
-            changed = changed or passing != quarantine.passing_runs or name not in mine
-        if changed:
+        if mine != before:
             _write(path, everything)
     if marked:
         report.metadata = {**report.metadata, METADATA_KEY: marked}
@@ -185,19 +165,3 @@ def quarantined(report: Report) -> dict[str, str]:
     """The report's quarantined cases and their reasons."""
     found = report.metadata.get(METADATA_KEY) or {}
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
-
-
-__all__ = [
-    "FILE_NAME",
-    "METADATA_KEY",
-    "Quarantine",
-    "QuarantineFile",
-    "QuarantineFileError",
-    "apply_to",
-    "put",
-    "quarantine_path",
-    "quarantined",
-    "read",
-    "read_all",
-    "release",
-]

@@ -22,10 +22,10 @@ from tui_eval.report.left_out import (
     undecided_note,
 )
 from tui_eval.report.stored_values import (
+    output_once,
     output_twice,
     restore_output,
     storable_case,
-    with_output_once,
 )
 from tui_eval.stats.proportions import (
     clustered_rate_interval,
@@ -46,19 +46,17 @@ class ReportFileError(TuiEvalError, ValueError):
 
 @dataclass(slots=True)
 class Report:
-    """The results of one evaluation run.
-
-    `print(report)` gives the summary; `report.passed` is for asserting in CI.
+    """The results of one evaluation run: `print(report)` gives the summary, `report.passed`
+    is for asserting in CI.
 
     Attributes:
         name: the run's name (the suite's, usually).
         cases: one `CaseResult` per case, in case order.
-        started_at: when the run started (seconds since the epoch).
-        duration_s: wall time of the run.
+        started_at: when the run started (Unix time); duration_s: its wall time.
         cancelled: whether the run was stopped before every sample finished.
         priced: whether samples carry a cost.
         metadata: free-form facts about the run (suite file, git commit...).
-        stopped: why the run stopped before its end on its own (its `max_cost` reached).
+        stopped: why the run stopped early on its own (its `max_cost` reached).
     """
 
     name: str = "eval"
@@ -78,10 +76,7 @@ class Report:
             f"{counted(samples, 'sample')} · passed={self.passed}>"
         )
 
-    # -- numbers -------------------------------------------------------------------
-    # Samples the user simulator failed are left out of every rate and verdict (unless the
-    # run counted them: `tui_eval.report.left_out`); a case whose every sample was left
-    # out is undecided, neither passing nor failing.
+    # -- numbers (samples left out, `report.left_out`, are in no rate or verdict) -------
     @property
     def passed(self) -> bool:
         """Every case passed (or is undecided) and the run was not cancelled."""
@@ -94,8 +89,7 @@ class Report:
 
     @property
     def cases_undecided(self) -> int:
-        """How many cases have no verdict: every sample was left out (the user
-        simulator's fault)."""
+        """How many cases have no verdict: every sample was left out."""
         return sum(1 for case in self.cases if case.undecided)
 
     @property
@@ -127,9 +121,8 @@ class Report:
 
     @property
     def sample_pass_rate_ci(self) -> tuple[float, float]:
-        """The 95% interval of `sample_pass_rate`, its standard error clustered by case
-        (the samples of one case are not independent; Miller, arXiv 2411.00640), never
-        narrower than independent samples would give (`clustered_rate_interval`)."""
+        """The 95% interval of `sample_pass_rate`, clustered by case (the samples of one case
+        are not independent; `clustered_rate_interval`)."""
         cases = [case for case in self.cases if case.counted]
         return clustered_rate_interval(
             [case.pass_rate for case in cases], [case.counted for case in cases]
@@ -154,11 +147,7 @@ class Report:
     @property
     def usage(self) -> Usage:
         """Summed usage of every sample (judges included)."""
-        total = Usage()
-        for case in self.cases:
-            for sample in case.samples:
-                total = total + sample.usage
-        return total
+        return sum((sample.usage for case in self.cases for sample in case.samples), Usage())
 
     @property
     def cost(self) -> float | None:
@@ -169,8 +158,8 @@ class Report:
 
     @property
     def unpriced_samples(self) -> int:
-        """In a priced report, the samples that called a model yet have no cost (a model
-        with no known price): the total leaves them out."""
+        """In a priced report, the samples that called a model yet have no cost (an unknown
+        price): the total leaves them out."""
         if not self.priced:
             return 0
         return sum(1 for s in self.samples if s.cost is None and s.usage.requests)
@@ -252,16 +241,14 @@ class Report:
         return model
 
     def to_json(self) -> bytes:
-        """The report as the JSON document `save()` writes.
-
-        Values JSON cannot hold (bytes, lone surrogates, a dict containing itself...) are
-        written in their `json_safe` form; the report in memory is left as it is.
-        """
+        """The report as the JSON document `save()` writes (values JSON cannot hold in their
+        `json_safe` form; the report in memory is left as it is)."""
         for case in self.cases:
             case.definition_fingerprint()
         report = self
         if any(output_twice(s) for case in self.cases for s in case.samples):
-            report = replace(self, cases=[with_output_once(case) for case in self.cases])
+            cases = [replace(c, samples=[output_once(s) for s in c.samples]) for c in self.cases]
+            report = replace(self, cases=cases)
         try:
             document = self.file_model().model_construct(report=report)
             return document.model_dump_json(fallback=repr).encode()
@@ -304,10 +291,8 @@ class Report:
         return cls.from_json(data, source=str(target))
 
     def compare(self, baseline: Report, *, count_user_faults: bool | None = None) -> Diff:
-        """Match cases by name against `baseline`.
-
-        Both reports are read under one setting of `count_user_faults` (None: this
-        report's run's), so a baseline made under the other one compares alike.
+        """Match cases by name against `baseline`, both read under one `count_user_faults`
+        (None: this report's run's).
 
         Raises:
             ValueError: either report has two cases with the same name.
@@ -319,11 +304,8 @@ ReportT = TypeVar("ReportT", bound=Report)
 
 
 class ReportFile(pydantic.BaseModel, Generic[ReportT]):
-    """A report file: `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`.
-
-    `Report.save()` writes one and `Report.load()` is its inverse. `ReportFile[EvalReport]`
-    holds the evaluator API's `EvalReport` the same way.
-    """
+    """A report file, `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`:
+    `Report.save()` writes one, `Report.load()` reads it (`ReportFile[EvalReport]` alike)."""
 
     kind: Literal["tui-eval-report"] = REPORT_KIND
     schema_version: Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)] = SCHEMA_VERSION
@@ -331,9 +313,8 @@ class ReportFile(pydantic.BaseModel, Generic[ReportT]):
 
 
 _FILE_MODELS: dict[type[Report], type[ReportFile[Any]]] = {}
-"""`ReportFile[cls]` by report class. pydantic keeps a parametrized model only while
-something else refers to it: without this, each save or load after a garbage collection
-built it again (~10 ms)."""
+"""`ReportFile[cls]` by report class: pydantic keeps a parametrized model only while something
+refers to it, and building it again costs ~10 ms a save or load."""
 
 
 def _report_file_error(

@@ -1,6 +1,5 @@
-"""A sample as it is stored: values JSON cannot hold made safe, secrets replaced, and a long
-text output written once. Used where samples are written (journal, report) and where
-outside text enters a record (the runner)."""
+"""A sample as it is stored: values JSON cannot hold made safe, and a long text output
+written once (journal, report)."""
 
 from __future__ import annotations
 
@@ -47,14 +46,8 @@ def restore_output(sample: SampleResult) -> None:
         run.messages[-1].content = run.output if isinstance(run.output, str) else None
 
 
-def with_output_once(case: CaseResult) -> CaseResult:
-    return replace(case, samples=[output_once(s) for s in case.samples])
-
-
 def map_values(sample: SampleResult, convert: Callable[[Any], Any]) -> SampleResult:
-    """A copy of `sample` with `convert` applied to every value that came from outside:
-    the output, every message and tool call, check names and reasons, error and traceback.
-    """
+    """A copy of `sample` with `convert` applied to every value that came from outside."""
     run = sample.run
     if run is not None:
         calls = {id(call): _map_call(call, convert) for call in run.tool_calls}

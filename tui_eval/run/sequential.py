@@ -32,12 +32,11 @@ from tui_eval.run.events import EventHandler
 from tui_eval.stats.case_decisions import (
     ALPHA,
     DEFAULT_MARGIN,
-    ComparisonVerdict,
     judge_against_baseline,
     judge_pairs,
     next_batch,
 )
-from tui_eval.stats.two_sample import regression_plan
+from tui_eval.stats.two_sample import ComparisonVerdict, regression_plan
 
 RoundRunner = Callable[
     [list[Case], dict[str, list[SampleResult]], CostBudget | None], Awaitable[Report]

@@ -47,6 +47,10 @@ class SuiteSet:
         that appears there is named the same way, in rows and messages."""
         for path in self._files():
             self._folders.setdefault(real_path(path.parent), path.parent)
+        self._real_folders: dict[str, Path] = {}
+        """The absolute folders of imported modules with their links followed, resolved once
+        per suite set: an agent built on a framework has thousands of modules (LangGraph with
+        its OpenAI client: ~1,700), each reload looks at every one."""
         self._places: dict[str, int] = {}
         """Where the suites of files that went were listed: a file defining one of their
         names again (a rename, an editor's delete-and-write) takes the same place."""
@@ -108,7 +112,7 @@ class SuiteSet:
         helper_folders = {p.parent for p in helpers}
         files |= {path for key, path in known.items() if key.parent in helper_folders}
         for file in sorted(files, key=str):
-            fresh, imported = _load_with_imports(file)
+            fresh, imported = _load_with_imports(file, self._real_folders)
             if not fresh.suites and not fresh.errors:
                 continue
             error = fresh.errors[0] if fresh.errors else self._name_taken(file, fresh.suites)
@@ -239,11 +243,12 @@ def _is_edit(path: Path) -> bool:
     return path.suffix in SUITE_SUFFIXES and not path.name.startswith(".")
 
 
-def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
+def _load_with_imports(file: Path, seen: dict[str, Path]) -> tuple[LoadResult, set[Path]]:
     """Load one suite file with its folder's modules imported afresh; also returns the
-    files of the modules of that folder it imported (the helpers it depends on)."""
+    files of the modules of that folder it imported (the helpers it depends on). `seen`
+    keeps the real folders resolved so far (`_folder_of_module`)."""
     folder = real_path(file.parent)
-    _forget_modules({folder})
+    _forget_modules({folder}, seen)
     before = set(sys.modules)
     problem = not_a_suite_file(file)
     if problem is not None:
@@ -252,33 +257,26 @@ def _load_with_imports(file: Path) -> tuple[LoadResult, set[Path]]:
     imported = set()
     for name in set(sys.modules) - before:
         location = getattr(sys.modules.get(name), "__file__", None)
-        if location and _folder_of_module(location) == folder:
+        if location and _folder_of_module(location, seen) == folder:
             imported.add(_identity(Path(location)))
     return fresh, imported
 
 
-def _forget_modules(folders: set[Path]) -> None:
+def _forget_modules(folders: set[Path], seen: dict[str, Path]) -> None:
     """Drop imported modules that live in `folders`, so the next import reads the edit."""
     for name, module in list(sys.modules.items()):
         location = getattr(module, "__file__", None)
-        if location and _folder_of_module(location) in folders:
+        if location and _folder_of_module(location, seen) in folders:
             del sys.modules[name]
 
 
-def _folder_of_module(location: str) -> Path:
-    """The folder of a module's file, links followed; absolute folders resolved once per
-    process, relative ones each time (their meaning follows the working folder)."""
+def _folder_of_module(location: str, seen: dict[str, Path]) -> Path:
+    """The folder of a module's file, links followed; absolute folders resolved once
+    (`seen` keeps them), relative ones each time (their meaning follows the working
+    folder). A folder replaced by a link is seen by a new suite set."""
     if os.path.isabs(location):
-        return _real_folder(location, _REAL_FOLDERS)
+        return _real_folder(location, seen)
     return real_path(Path(location)).parent
-
-
-_REAL_FOLDERS: dict[str, Path] = {}
-"""The absolute folders of imported modules with their links followed, resolved once per
-process: an agent built on a framework has thousands of modules (LangGraph with its OpenAI
-client: ~1,700), and each reload after a save resolved all their folders again (40 ms of
-CPU with four frameworks loaded; 22 ms now, most of it checking which files are links).
-A folder replaced by a link while the app runs is seen after a restart."""
 
 
 def _real_folder(location: str, seen: dict[str, Path]) -> Path:

@@ -1,10 +1,6 @@
-"""How far two raters agree: Cohen's κ (plain and weighted), an interval for κ that holds
-at small label counts, how many labels a given precision needs, the confusion matrix,
-TPR/TNR, and Krippendorff's α for more than two raters.
-
-Pure Python (no NumPy): calibration runs in a plain install. The figures are pinned against
-scikit-learn's `cohen_kappa_score` and `confusion_matrix` in the tests, and the interval's
-coverage by seeded simulations (tests/calibration/test_agreement.py).
+"""How far two raters agree: Cohen's κ (plain and weighted) with an interval that holds at
+small label counts, the labels a precision needs, the confusion matrix, TPR/TNR, and
+Krippendorff's α for more than two raters. Pinned against scikit-learn in the tests.
 """
 
 from __future__ import annotations
@@ -16,6 +12,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from tui_eval.stats.proportions import percentile
+
 POSTERIOR_DRAWS = 4000
 """Draws behind a κ interval: its bounds move by about 0.01 from one seed to another."""
 
@@ -25,14 +23,8 @@ JEFFREYS = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Confusion:
-    """Judge verdicts against human labels, with the human "pass" as the positive class.
-
-    Attributes:
-        tp: the judge passed what the human passed.
-        fp: the judge passed what the human failed.
-        fn: the judge failed what the human passed.
-        tn: the judge failed what the human failed.
-    """
+    """Judge verdicts against human labels, the human "pass" as the positive class (`tp`:
+    the judge passed what the human passed, `fp`: passed what the human failed...)."""
 
     tp: int = 0
     fp: int = 0
@@ -84,13 +76,9 @@ class Confusion:
 
     @property
     def kappa(self) -> float:
-        """Cohen's κ of the 2×2 table; NaN when it is undefined: when the humans or the judge
-        gave one verdict only.
-
-        scikit-learn gives 0 when only one rater never varies, whatever the other did; no
-        agreement beyond chance can be measured then, so tui-eval calls it undefined (and a
-        `--min-kappa` gate fails closed). Otherwise the two agree to the last bit.
-        """
+        """Cohen's κ of the table; NaN when the humans or the judge gave one verdict only
+        (scikit-learn gives 0 there, but no agreement beyond chance can be measured, so a
+        `--min-kappa` gate fails closed)."""
         if self.one_sided:
             return math.nan
         return _kappa(self.tp, self.fp, self.fn, self.tn)
@@ -113,28 +101,17 @@ def cohen_kappa(
     weights: str | None = None,
     labels: Sequence[Hashable] | None = None,
 ) -> float:
-    """Cohen's κ between two raters' labels of the same items.
-
-    Matches `sklearn.metrics.cohen_kappa_score`: with `weights="linear"` or `"quadratic"` the
-    categories are ordered as `labels` (default: the sorted labels seen) and disagreements
-    weigh by their distance in that order. NaN when κ is undefined (no items, or chance
-    agreement is perfect).
+    """Cohen's κ between two raters' labels of the same items, as scikit-learn's
+    `cohen_kappa_score`: with `weights="linear"` or `"quadratic"` disagreements weigh by
+    their distance in the order of `labels` (default: the sorted labels seen). NaN when
+    undefined (no items, or chance agreement is perfect).
 
     Example:
         >>> round(cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]), 3)
         0.5
     """
-    if len(a) != len(b):
-        raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
-    if not a:
-        return math.nan
-    categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
-    index = {label: i for i, label in enumerate(categories)}
-    k = len(categories)
-    observed = [[0] * k for _ in range(k)]
-    for x, y in zip(a, b, strict=True):
-        if x in index and y in index:
-            observed[index[x]][index[y]] += 1
+    observed = _table(a, b, labels)
+    k = len(observed)
     total = sum(map(sum, observed))
     if not total:
         return math.nan
@@ -155,16 +132,27 @@ def cohen_kappa(
     return 1.0 - disagreement / chance
 
 
+def _table(
+    a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable] | None
+) -> list[list[int]]:
+    """The k×k counts of the pairs (a[i], b[i]) over the categories `labels` (default: the
+    sorted labels seen); pairs outside them are not counted."""
+    if len(a) != len(b):
+        raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
+    categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
+    index = {label: i for i, label in enumerate(categories)}
+    table = [[0] * len(categories) for _ in categories]
+    for x, y in zip(a, b, strict=True):
+        if x in index and y in index:
+            table[index[x]][index[y]] += 1
+    return table
+
+
 def weighted_score_kappa(human: Sequence[float], judge: Sequence[float]) -> float:
     """Quadratic weighted κ between human score labels and judge scores, on the scores
-    themselves: a disagreement weighs the square of its distance (0.8 against 0.9 costs a
-    hundredth of 0 against 1).
-
-    Equal to scikit-learn's `cohen_kappa_score(weights="quadratic")` on any evenly spaced
-    grid that holds the scores exactly (quarters for a 0-4 rubric, hundredths for scores
-    such as 0.87), given as its `labels`; and on the scores alone when every grid point
-    occurs. No score is moved: it is the closed form of the same sums over the pairs. NaN
-    when undefined (no pairs, or no spread at all).
+    themselves (a disagreement weighs the square of its distance): scikit-learn's
+    `cohen_kappa_score(weights="quadratic")` over any even grid holding the scores, in
+    closed form. NaN when undefined (no pairs, or no spread at all).
 
     Example:
         >>> round(weighted_score_kappa([0.0, 0.25, 1.0], [0.0, 0.5, 1.0]), 3)
@@ -195,14 +183,10 @@ def kappa_interval(
 ) -> tuple[float, float]:
     """An interval for Cohen's κ of pass/fail pairs that holds at small label counts.
 
-    The equal-tailed interval of κ over the posterior of the four cells' shares: a
-    Dirichlet with Jeffreys' prior (each cell's count plus ½), drawn `draws` times (seeded:
-    the same pairs always give the same interval). It always holds the estimate, so ten
-    labels in perfect agreement give about [0.4, 1] rather than the point [1, 1] of a
-    bootstrap. In seeded simulations (10 to 100 labels, 50–90% passing, κ 0.5–0.9, 2,000
-    samples each) it held the true κ in 0.93–0.98 of samples at 95%, where the percentile
-    bootstrap held it in as few as 0.31 at 20 labels; the slow tests pin ≥ 0.92 from 20
-    labels (tests/calibration/test_agreement.py).
+    The equal-tailed interval of κ over the posterior of the four cells' shares (a
+    Dirichlet with Jeffreys' prior), drawn `draws` times, seeded, widened to hold the
+    estimate: ten labels in perfect agreement give about [0.4, 1], not a bootstrap's point
+    [1, 1], whose coverage falls far below 95% at small counts (the slow tests pin it).
 
     Returns:
         (low, high); NaNs when κ is undefined (fewer than two pairs, or one side gave one
@@ -235,26 +219,18 @@ def category_kappa_interval(
     level: float = 0.95,
 ) -> tuple[float, float]:
     """`kappa_interval` for labels of any number of categories (the fault reviewer's three
-    parties): the equal-tailed interval of Cohen's κ over the posterior of the k×k table's
-    shares, a Dirichlet with Jeffreys' prior (each cell's count plus ½), drawn `draws`
-    times, seeded. It always holds the estimate (`cohen_kappa`).
+    parties), over the posterior of the k×k table's shares.
 
     Returns:
         (low, high); NaNs when κ is undefined: fewer than two pairs, or a rater who gave
         one category only.
     """
-    if len(a) != len(b):
-        raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
-    categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
-    estimate = cohen_kappa(a, b, labels=categories)
+    table = _table(a, b, labels)
+    estimate = cohen_kappa(a, b, labels=labels)
     if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2 or math.isnan(estimate):
         return (math.nan, math.nan)
-    k = len(categories)
-    index = {label: i for i, label in enumerate(categories)}
-    cells = [JEFFREYS] * (k * k)
-    for x, y in zip(a, b, strict=True):
-        if x in index and y in index:
-            cells[index[x] * k + index[y]] += 1
+    k = len(table)
+    cells = [count + JEFFREYS for row in table for count in row]
     gamma = random.Random(seed).gammavariate
     kappas: list[float] = []
     for _ in range(draws):
@@ -272,29 +248,17 @@ def category_kappa_interval(
 def _posterior_interval(kappas: list[float], estimate: float, level: float) -> tuple[float, float]:
     """The equal-tailed `level` interval of drawn κs, widened to hold the estimate, within
     [-1, 1]."""
-    kappas.sort()
-    tail = (1.0 - level) / 2
-    low = min(_quantile(kappas, tail), estimate)
-    high = max(_quantile(kappas, 1.0 - tail), estimate)
+    tail = (1.0 - level) / 2 * 100
+    low = min(percentile(kappas, tail), estimate)
+    high = max(percentile(kappas, 100 - tail), estimate)
     return (max(low, -1.0), min(high, 1.0))
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    """The `q` quantile of sorted values, interpolated linearly (NumPy's default)."""
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def labels_needed(confusion: Confusion, half_width: float = 0.1, level: float = 0.95) -> int | None:
     """About how many labelled outputs a `level` interval for κ no wider than ±`half_width`
-    needs, at the κ and pass rates of `confusion`.
-
-    From the large-sample variance of κ (Fleiss, Cohen & Everitt 1969), evaluated at the
+    needs at the κ and pass rates of `confusion`, from κ's large-sample variance at the
     cells' shares with half a label added to each (so a perfect record still needs some).
-    With balanced verdicts and κ 0.7, ±0.1 takes about 200 labels; with 90% passing and κ
-    0.55, about 750. None when κ is undefined.
+    None when κ is undefined.
     """
     if math.isnan(confusion.kappa):
         return None

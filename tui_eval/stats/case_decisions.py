@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tui_eval.stats.proportions import normal_quantile
-from tui_eval.stats.two_sample import judge_two_sample
+from tui_eval.stats.two_sample import ComparisonVerdict, judge_two_sample
 
 STAKES = tuple(i / 10 for i in range(1, 10))
 """Fractions of the largest safe stake the mixture bets with."""
@@ -25,11 +25,9 @@ BATCH = 5
 
 
 def next_batch(have: int) -> int:
-    """How many more samples an undecided case with `have` samples gets in the next round:
-    `BATCH`, or a tenth of what it has when that is more. Every round re-reads all of a
-    case's samples, so a case sampled to a long horizon takes a few dozen rounds, not
-    thousands; the tests look at every sample whatever the round's size, so a case decided
-    inside a round overshoots by at most a tenth."""
+    """How many more samples an undecided case with `have` samples gets next round: `BATCH`,
+    or a tenth of `have` when more — a long horizon takes dozens of rounds, not thousands,
+    and a case decided inside a round overshoots by at most a tenth."""
     return max(BATCH, have // 10)
 
 
@@ -67,15 +65,6 @@ class EProcess:
         return sum(math.exp(v) for v in self._logs) / len(self._logs)
 
 
-@dataclass(frozen=True, slots=True)
-class ComparisonVerdict:
-    """How a case's comparison stands."""
-
-    label: str
-    decided: bool
-    hint: str = ""
-
-
 def judge_against_baseline(
     baseline_passed: int,
     baseline_total: int,
@@ -87,18 +76,13 @@ def judge_against_baseline(
     baseline_samples: Sequence[bool] | None = None,
     horizon: int = 100,
 ) -> ComparisonVerdict:
-    """The verdict of one case of `decide()`: current samples (in order) against a fixed
-    baseline, at level `alpha` for this case (already split across cases), with at most
-    `horizon` current samples (the budget, fixed before sampling).
-
-    `baseline_samples` are the baseline's outcomes in their recorded order (the test
-    reveals them block by block); without them, an arrangement of the counts in a fixed
-    pseudo-random order stands in.
-    """
+    """The verdict of one case of `decide()` (`judge_two_sample`) at level `alpha` for the
+    case; without the baseline's outcomes in recorded order (`baseline_samples`), its
+    counts in a fixed pseudo-random order stand in."""
     if baseline_samples is None:
         baseline_samples = [True] * baseline_passed + [False] * (baseline_total - baseline_passed)
         random.Random(0).shuffle(baseline_samples)
-    found = judge_two_sample(
+    return judge_two_sample(
         baseline_samples,
         current,
         alpha=alpha,
@@ -106,7 +90,6 @@ def judge_against_baseline(
         horizon=max(horizon, len(current)),
         exhausted=exhausted,
     )
-    return ComparisonVerdict(found.label, found.decided, found.hint)
 
 
 def judge_pairs(
@@ -176,11 +159,9 @@ def simulate_decide(
     batch: int | None = None,
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[str, int]:
-    """One simulated `decide()` case: a baseline of `baseline_total` samples at
-    `p_baseline`, then current samples at `p_current` drawn as `decide()` draws them
-    (`first`, then `next_batch` at a time, or `batch` when given; `batch=1` looks after
-    every sample), judged at level `alpha` for the case. Returns the label and the current
-    samples it took."""
+    """One simulated `decide()` case: a baseline of `baseline_total` samples at `p_baseline`,
+    then current samples at `p_current` drawn as `decide()` draws them (or `batch` at a
+    time). Returns the label and the current samples it took."""
     baseline = [rng.random() < p_baseline for _ in range(baseline_total)]
     current: list[bool] = []
     step = first

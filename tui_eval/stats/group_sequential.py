@@ -12,20 +12,17 @@ The constant c is calibrated exactly. Under a null point where both agents pass 
 probability p, the chance of ever crossing is Σ_x Bin(x; n0, p) · P(∃ t ≤ N: S_t ≤ b_t(x)).
 Given S_t = s, every order of the t samples is equally likely whatever p is, so a dynamic
 programme over t and s follows, per baseline count x, the share of those C(t, s) orders
-that have not crossed yet: one pass serves every p, and as a share in [0, 1] (each step
-mixes two shares with weights (t − s)/t and s/t) it neither overflows nor loses the rare
-paths near the boundary at long horizons, as raw path counts rescaled per row did beyond
-~1,000 looks. The chance at p is then a sum over the first crossings of share · Bin(s; t, p),
-in logs. Its maximum over p (a grid on (0, 1), denser towards 0 and 1, refined around its
+that have not crossed yet: one pass serves every p, and a share in [0, 1] neither overflows
+nor loses the rare paths near the boundary at long horizons. The chance at p is then a sum
+over the first crossings of share · Bin(s; t, p), in logs. Its maximum over p (a grid on (0, 1), denser towards 0 and 1, refined around its
 peaks) is held at `SAFETY` · α by bisection on c, then checked again at the worst rates
 found by a second, independent computation (a forward recursion on the probabilities
 themselves): where the two disagree or the check exceeds α, no boundary is returned and
 the caller uses its anytime-valid e-process. A current agent that passes more often than
 the baseline only lowers that chance (crossing is "S small"), so the level holds over the
 whole null hypothesis "the current rate is at least the baseline's", however often it is
-looked at up to the horizon.
-
-numpy is imported inside the functions that calibrate, so importing tui_eval stays fast.
+looked at up to the horizon. (numpy is imported in the functions: `import tui_eval` stays
+fast.)
 """
 
 from __future__ import annotations
@@ -439,13 +436,3 @@ def null_size_forward(
         + (n0 - x) * np.log1p(-rates)[None, :]
     )
     return np.asarray((np.exp(log_weights) * crossed).sum(axis=0))
-
-
-__all__ = [
-    "RegressionBoundary",
-    "calibrated_horizon",
-    "null_rates",
-    "null_size",
-    "null_size_forward",
-    "regression_boundary",
-]

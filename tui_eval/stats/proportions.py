@@ -15,28 +15,37 @@ if TYPE_CHECKING:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator: 1 − C(n−c, k) / C(n, k).
-
-    The chance that at least one of k samples drawn without replacement from n (of which
-    c passed) passes.
+    """The unbiased pass@k estimator, 1 − C(n−c, k) / C(n, k): the chance that at least one
+    of k samples drawn without replacement from n (of which c passed) passes.
 
     Raises:
         ValueError: k is not within 1..n, or c is not within 0..n.
     """
+    _check_k("pass@k", n, c, k)
+    return 1.0 if n - c < k else 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass^k estimator, C(c, k) / C(n, k): the chance that k samples drawn
+    without replacement from n (of which c passed) *all* pass.
+
+    Raises:
+        ValueError: k is not within 1..n, or c is not within 0..n.
+    """
+    _check_k("pass^k", n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check_k(what: str, n: int, c: int, k: int) -> None:
     if not 1 <= k <= n:
-        raise ValueError(f"pass@k needs 1 <= k <= n; got k={k} with n={n} samples")
+        raise ValueError(f"{what} needs 1 <= k <= n; got k={k} with n={n} samples")
     if not 0 <= c <= n:
         raise ValueError(f"passed count c={c} must be within 0..{n}")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]].
-
-    Here: a/b are the passed/failed samples of one run, c/d of the other.
-    """
+    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]] (a/b passed/
+    failed samples of one run, c/d of the other)."""
     row1, row2, col1 = a + b, c + d, a + c
     total = row1 + row2
     if total == 0 or row1 == 0 or row2 == 0 or col1 == 0 or col1 == total:
@@ -54,14 +63,7 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
 
 def wilson_interval(passed: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The Wilson score interval of a pass rate (95% by default); (0, 1) with no samples."""
-    if n == 0:
-        return 0.0, 1.0
-    p = passed / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
-    return low, 1.0 if p >= 1.0 else min(1.0, centre + half)
+    return _wilson_rate(passed / n, n, z) if n else (0.0, 1.0)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -73,22 +75,6 @@ def percentile(values: list[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass^k estimator: C(c, k) / C(n, k).
-
-    The chance that k samples drawn without replacement from n (of which c passed) *all*
-    pass — the reliability metric agent benchmarks use beside pass@k.
-
-    Raises:
-        ValueError: k is not within 1..n, or c is not within 0..n.
-    """
-    if not 1 <= k <= n:
-        raise ValueError(f"pass^k needs 1 <= k <= n; got k={k} with n={n} samples")
-    if not 0 <= c <= n:
-        raise ValueError(f"passed count c={c} must be within 0..{n}")
-    return math.comb(c, k) / math.comb(n, k)
 
 
 # Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's).
@@ -109,13 +95,9 @@ def t975(df: int) -> float:
 
 def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[float, float]:
     """The 95% interval of the mean of per-case pass rates (`rates`, from `counts` samples
-    each), clustered by case, that never collapses to a point.
-
-    The Wilson interval on the samples' effective count (with equal counts, Wilson on the
-    pooled samples), which keeps a positive width at 0% and 100%; where the cases' rates
-    spread more than independent samples would (the clustered variance is larger), widened
-    to hold the t interval on the cases too. Never narrower than Wilson: with one or two
-    samples a case the symmetric t interval alone covered as little as 0.85.
+    each), clustered by case: Wilson on the samples' effective count (a positive width at
+    0% and 100%), widened to hold the t interval on the cases where their rates spread more
+    than independent samples would (the t interval alone undercovers at 1-2 samples a case).
     """
     cases = [(r, n) for r, n in zip(rates, counts, strict=True) if n > 0]
     m = len(cases)
@@ -134,30 +116,27 @@ def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[floa
 
 
 def _wilson_rate(p: float, n: float, z: float = Z975) -> tuple[float, float]:
+    """The Wilson interval of rate `p` over `n` (effective) samples: exact ends at 0% and 100%."""
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if p <= 0.0 else low), (1.0 if p >= 1.0 else high)
 
 
 EXACT_SIGN_FLIP_MAX = 16
 """Up to this many cases the paired test is an exact sign-flip permutation test."""
 
 
-def paired_p_value(differences: list[float], variances: list[float] | None = None) -> float:
-    """Two-sided p-value that paired `differences` (current − baseline, one per case) are
-    centred on zero: an exact sign-flip permutation test for up to 16 cases, a paired t
-    test (n − 1 degrees of freedom) beyond, its standard error never below the sampling
-    noise of the cases' rates (`variances`, one per case, when given)."""
-    return paired_test(differences, variances)[0]
-
-
 def paired_test(
     differences: list[float], variances: list[float] | None = None, *, level: float = 0.95
 ) -> tuple[float, float, float]:
-    """(p-value, low, high): the paired test of `paired_p_value` and the interval of the
-    mean difference obtained by inverting that same test (the shifts it does not reject
-    at 1 − `level`), so the interval excludes 0 exactly when p < 1 − `level`."""
+    """(p-value, low, high): the two-sided test that paired `differences` (current −
+    baseline, one per case) are centred on zero — an exact sign-flip permutation test for
+    up to 16 cases, a paired t test (n − 1 degrees of freedom) beyond, its standard error
+    never below the cases' sampling noise (`variances`, one per case, when given) — and the
+    interval of the mean difference got by inverting that same test (the shifts it does
+    not reject at 1 − `level`), so the interval excludes 0 exactly when p < 1 − `level`."""
     n = len(differences)
     if n == 0:
         return 1.0, 0.0, 0.0
@@ -237,12 +216,8 @@ def _t_test(differences: list[float], variances: list[float] | None) -> Callable
         nonzero = sum(1 for d in differences if d != 0.0)
         at_mean = 1.0 if nonzero == 0 else 2.0 / (1 << min(nonzero, 1000))
         return lambda delta: 1.0 if delta == mean or nonzero == 0 else at_mean
-    return lambda delta: 2 * _t_upper(abs(mean - delta) / se, n - 1)
-
-
-def _t_upper(t: float, df: int) -> float:
-    """P(T > t) for Student's t with `df` degrees of freedom (t ≥ 0)."""
-    return 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
+    df = n - 1  # two-sided: 2 · P(T > |t|) = I_{df / (df + t²)}(df / 2, ½)
+    return lambda delta: _betainc(df / 2, 0.5, df / (df + ((mean - delta) / se) ** 2))
 
 
 def _betainc(a: float, b: float, x: float) -> float:
@@ -342,11 +317,9 @@ def samples_needed(
     limit: int = 400,
     at_least: int = 2,
 ) -> int | None:
-    """Samples per side (for one case) at which Fisher's exact test at level `alpha` (the
-    Holm-adjusted level the label uses) has `power` to tell pass rates p1 and p2 apart:
-    found by search on the exact power, from `at_least` up. Beyond `limit` a side, the
-    normal approximation for two proportions (with the continuity correction) stands in.
-    None when the rates do not differ."""
+    """Samples per side at which Fisher's exact test at level `alpha` has `power` to tell
+    pass rates p1 and p2 apart (None: they do not differ), by search on the exact power
+    from `at_least` up; beyond `limit`, the normal approximation with continuity correction."""
     if p1 == p2:
         return None
     mean = (p1 + p2) / 2

@@ -1,28 +1,20 @@
 """`decide()`'s test of one case: the current samples against the baseline's own samples.
 
-Two claims, each at the case's whole α: they are disjoint (a regression is a false claim
-only when the current rate is at least the baseline's, "no regression within the margin"
-only when it is at least `margin` below), so at most one of them can be wrong (the
+Two claims, each at the case's whole α: they are disjoint, so at most one can be wrong (the
 partitioning principle).
 
-- **Regression**: an exact group-sequential test (`tui_eval.stats.group_sequential`) of Fisher's
-  one-sided mid-p-value, looked at after every current sample up to the horizon fixed in
-  advance (`max_samples`), calibrated so that the chance of ever calling a regression when
-  the current agent is no worse is at most α. Where the horizon is longer than the
-  baseline's size allows to calibrate (`calibrated_horizon`), the claim's α is split in two
-  (Bonferroni): the exact test over the first looks it calibrates, at α/2, and the
-  e-process below (with its own prior for a drop) over the whole horizon, at α/2 — so an
-  obvious regression is called at once whatever the horizon. Where the exact size is not
-  established, the e-process alone stands in at α (`RegressionPlan`).
-- **No regression within the margin**: an e-process, a product of e-variables, one per
-  block of samples, after Turner, Ly & Grünwald ("Generic E-variables for exact sequential
-  k-sample tests", 2023): a block holds a few baseline samples (revealed in their recorded
-  order, in proportion to the budget) and the current samples drawn meanwhile. For an
-  alternative (θb, θc) learned from earlier blocks, the block's likelihood ratio against the
-  null point closest to it in the sense of Kullback–Leibler (the reverse information
-  projection) has expectation ≤ 1 under *every* rate the null allows, so the running
-  product is a test supermartingale: by Ville's inequality it reaches 1/α with probability
-  ≤ α however often it is looked at.
+- **Regression**: the exact group-sequential test of `tui_eval.stats.group_sequential`,
+  looked at after every current sample up to the horizon fixed in advance. Where the
+  horizon is longer than the baseline allows to calibrate, α is split (Bonferroni): the
+  exact test over the first looks at α/2, the e-process below over the whole horizon at
+  α/2; where no exact size is established, the e-process alone at α (`RegressionPlan`).
+- **No regression within the margin**: an e-process, a product of one e-variable per block
+  of samples (Turner, Ly & Grünwald, "Generic E-variables for exact sequential k-sample
+  tests", 2023): a block holds a few baseline samples, revealed in proportion to the
+  budget, and the current samples drawn meanwhile. The block's likelihood ratio of an
+  alternative learned from earlier blocks against the reverse information projection onto
+  the null has expectation ≤ 1 under every null rate, so by Ville's inequality the product
+  reaches 1/α with probability ≤ α however often it is looked at.
 """
 
 from __future__ import annotations
@@ -61,10 +53,8 @@ _CLIP = 0.005
 
 def reveal_schedule(baseline_total: int, horizon: int) -> list[tuple[int, int]]:
     """The blocks of the two-sample test, as cumulative (baseline samples, current samples)
-    at each block's end: the baseline is revealed in proportion to the current budget
-    `horizon` (fixed before any sample is drawn), all of it by the last block. After t
-    current samples ⌊n0 · t / horizon⌋ baseline samples are revealed, so a block ends at
-    each t where that count grows, and at the horizon."""
+    at each block's end: after t current samples ⌊n0 · t / horizon⌋ baseline samples are
+    revealed (`horizon` fixed in advance), so a block ends where that count grows."""
     return list(_schedule(baseline_total, horizon))
 
 
@@ -110,24 +100,6 @@ def _clip(p: float) -> float:
     return min(1.0 - _CLIP, max(_CLIP, p))
 
 
-def evidence_path(
-    baseline: Sequence[bool],
-    current: Sequence[bool],
-    horizon: int,
-    *,
-    margin: float = 0.0,
-    regression: bool = True,
-) -> list[float]:
-    """The log e-value after each completed block of the two-sample test.
-
-    `regression=True` tests H0: the current rate is at least the baseline's (rejecting it
-    calls a regression); `regression=False` tests H0: the current rate is at least
-    `margin` below the baseline's (rejecting it says "no regression within the margin").
-    The e-value is the mean over `ORDERS` orders of revealing the baseline.
-    """
-    return _evidence(baseline, _passed_by(current), len(current), horizon, margin, regression)
-
-
 def _passed_by(current: Sequence[bool], then: bool | None = None, upto: int = 0) -> list[int]:
     """prefix[t] = how many of the first t current samples passed; followed, when `then`
     is given, by samples that all pass (True) or all fail (False) up to `upto`."""
@@ -147,9 +119,12 @@ def _evidence(
     margin: float,
     regression: bool,
 ) -> list[float]:
-    """`evidence_path` for current samples given by their passed counts (`prefix`, `seen`
-    samples): each block's e-value depends only on counts, and is cached (a decision
-    recomputes the path every round, and its earlier blocks are the same every time)."""
+    """The log e-value after each completed block, the mean over `ORDERS` orders of
+    revealing the baseline, for current samples given by their passed counts (`prefix`,
+    `seen` samples). `regression` tests H0 "the current rate is at least the baseline's"
+    (rejecting it calls a regression), else H0 "at least `margin` below it" (rejecting it
+    says "no regression within the margin"). Each block's e-value depends only on counts
+    and is cached: a decision recomputes the path every round."""
     paths = []
     for order in _orders(len(baseline)):
         revealed = [0, *itertools.accumulate(1 if baseline[i] else 0 for i in order)]
@@ -231,13 +206,12 @@ def _block_log_e(
     if not (bets and n_b and n_c):
         return 0.0
     r = _null_rate(theta_b, theta_c, n_b, n_c, shift)
-    c = r - shift
-    return (
-        k_b * math.log(theta_b / r)
-        + (n_b - k_b) * math.log((1 - theta_b) / (1 - r))
-        + k_c * math.log(theta_c / c)
-        + (n_c - k_c) * math.log((1 - theta_c) / (1 - c))
-    )
+    return _log_ratio(k_b, n_b - k_b, theta_b, r) + _log_ratio(k_c, n_c - k_c, theta_c, r - shift)
+
+
+def _log_ratio(passed: float, failed: float, theta: float, r: float) -> float:
+    """The log likelihood ratio of pass rate θ against r for these counts (or expectations)."""
+    return passed * math.log(theta / r) + failed * math.log((1 - theta) / (1 - r))
 
 
 def _expected_log_e(
@@ -258,21 +232,16 @@ def _expected_log_e(
         if not (n_b and n_c):
             continue
         r = _null_rate(theta_b, theta_c, n_b, n_c, shift)
-        c = r - shift
-        total += n_b * (
-            theta_b * math.log(theta_b / r) + (1 - theta_b) * math.log((1 - theta_b) / (1 - r))
-        )
-        total += n_c * (
-            theta_c * math.log(theta_c / c) + (1 - theta_c) * math.log((1 - theta_c) / (1 - c))
-        )
+        total += n_b * _log_ratio(theta_b, 1 - theta_b, theta_b, r)
+        total += n_c * _log_ratio(theta_c, 1 - theta_c, theta_c, r - shift)
     return total
 
 
 @dataclass(frozen=True, slots=True)
-class BaselineJudgement:
-    """Where the two-sample test of one case stands: `label` (regression, no regression,
-    undecided, undecided: budget, undecided: baseline too small), whether it is `decided`,
-    and for an undecided case a `hint` of what would decide it."""
+class ComparisonVerdict:
+    """Where the test of one case stands: `label` (regression, no regression, undecided,
+    undecided: budget, undecided: baseline too small), whether it is `decided`, and for an
+    undecided case a `hint` of what would decide it."""
 
     label: str
     decided: bool
@@ -287,14 +256,14 @@ def judge_two_sample(
     margin: float,
     horizon: int,
     exhausted: bool = False,
-) -> BaselineJudgement:
+) -> ComparisonVerdict:
     """The verdict of a case: current samples (in order) against the baseline's samples (in
     their recorded order), at level `alpha` for this case, with `horizon` current samples
     at most (fixed in advance). A regression crossed at any look up to `len(current)`
     counts, so a round of several samples sees crossings inside it."""
     if not any(baseline):
         # Never passed in the baseline: there is nothing to fall from.
-        return BaselineJudgement("no regression", True, "never passed in the baseline")
+        return ComparisonVerdict("no regression", True, "never passed in the baseline")
     horizon = max(horizon, len(current), 1)
     regression = _RegressionTest(baseline, horizon, alpha)
     threshold = math.log(1 / alpha)
@@ -307,21 +276,21 @@ def judge_two_sample(
         return max(path, default=0.0) >= threshold
 
     if regression.crossed(current, prefix):
-        return BaselineJudgement("regression", True)
+        return ComparisonVerdict("regression", True)
     if fine(None):
-        return BaselineJudgement("no regression", True)
+        return ComparisonVerdict("no regression", True)
     if not regression.could_cross([0], 0) and not _margin_reachable(
         tuple(baseline), horizon, margin, threshold
     ):
         # Not even a current run that failed (or passed) every sample could be told apart
         # from this baseline: more samples of the current agent cannot help.
         hint = _baseline_hint(baseline, alpha, margin)
-        return BaselineJudgement("undecided: baseline too small", False, hint)
+        return ComparisonVerdict("undecided: baseline too small", False, hint)
     if exhausted or (not regression.could_cross(prefix, len(current)) and not fine(True)):
         hint = _budget_hint(baseline, current, alpha, margin, horizon, regression.plan.boundary)
         note = _margin_note(baseline, horizon, alpha, margin)
-        return BaselineJudgement("undecided: budget", False, "; ".join(filter(None, [hint, note])))
-    return BaselineJudgement("undecided", False)
+        return ComparisonVerdict("undecided: budget", False, "; ".join(filter(None, [hint, note])))
+    return ComparisonVerdict("undecided", False)
 
 
 @lru_cache(maxsize=1024)
@@ -351,12 +320,8 @@ class RegressionPlan:
 
 def regression_plan(baseline_total: int, horizon: int, alpha: float) -> RegressionPlan:
     """The regression test of a case with a baseline of `baseline_total` samples and
-    `horizon` current samples at most, at level `alpha`: the exact boundary at α where
-    the whole horizon calibrates; else the exact boundary over the first looks it
-    calibrates cheaply (`SPLIT_WORK`) at α/2 and the e-process over the whole horizon at
-    α/2 (their union has size ≤ α); the e-process alone at α where no exact boundary is
-    established. Calibrating takes up to seconds at the largest sizes (cached):
-    `decide()` does it in a worker thread before the verdicts need it."""
+    `horizon` current samples at most, at level `alpha` (see the module). Calibrating takes
+    up to seconds (cached): `decide()` does it in a worker thread first."""
     if calibrated_horizon(baseline_total, horizon) >= horizon:
         boundary = regression_boundary(baseline_total, horizon, alpha)
         return RegressionPlan(boundary, 0.0 if boundary is not None else alpha)

@@ -12,10 +12,8 @@ from pathlib import Path
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
 FSYNC_VARIABLE = "TUI_EVAL_FSYNC"
-"""Each write is flushed to the disk before the rename, so that a crash of the machine leaves
-the old file or the new one — unless this environment variable is `0` (read at each write:
-the tests set it, since no test can crash the machine and hundreds of fsyncs were seconds of
-their waiting)."""
+"""Each write is fsynced before the rename (a crash of the machine leaves the old file or the
+new one) unless this environment variable is `0`, as the tests set it."""
 
 
 def _umask() -> int:
@@ -40,13 +38,9 @@ def private_folder(folder: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
-    """Write `data` to `path` through a temp file, fsync and `os.replace`.
-
-    The file gets ordinary permissions (0644 under the usual umask, or the mode of the
-    file it replaces) — baselines and exports are committed and shared, not private.
-    `private=True` (what tui-eval keeps in its data folder: cache, journals, reports)
-    makes it 0600, in folders it creates as 0700.
-    """
+    """Write `data` to `path` through a temp file, fsync and `os.replace`, with ordinary
+    permissions (baselines and exports are shared), or 0600 in 0700 folders with `private`
+    (what tui-eval keeps in its data folder)."""
     (error,) = atomic_write_all([(path, data)], private=private)
     if error is not None:
         raise error
@@ -55,15 +49,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> Non
 def atomic_write_all(
     files: Sequence[tuple[Path, bytes]], *, private: bool = False
 ) -> list[OSError | None]:
-    """`atomic_write_bytes` for several files at once: each is written to its temp file,
-    then all are fsynced, then each is renamed into place.
-
-    Each file is atomic on its own, as `atomic_write_bytes` makes it; together, the file
-    system can commit their new entries in fewer journal flushes (the response cache's
-    batches cost about 40% less CPU a file than the same files one after another, on
-    ext4). Each file is held open until all are fsynced: keep batches to tens of files.
-    Returns one entry per file, in order: None where the file is in place, else the error
-    that left it as it was; an error with one file does not stop the others.
+    """`atomic_write_bytes` for several files at once: all written, then all fsynced (the
+    file system commits them in fewer journal flushes), then each renamed into place; each
+    is held open until then, so keep batches to tens of files. Returns per file None (in
+    place) or the error that left it as it was; one file's error does not stop the others.
     """
     errors: list[OSError | None] = [None] * len(files)
     open_temps: dict[int, tuple[int, str]] = {}  # by the file's index: the fd and path
@@ -99,8 +88,8 @@ def atomic_write_all(
 
 
 def _temp_file(path: Path, data: bytes, private: bool) -> tuple[int, str]:
-    """A temp file beside `path` holding `data` with the mode `path` is to get (see
-    `atomic_write_bytes`), not yet fsynced: its open descriptor and its path."""
+    """A temp file beside `path` holding `data` with the mode `path` is to get, not yet
+    fsynced: its open descriptor and its path."""
     if private:
         private_folder(path.parent)
         mode = PRIVATE_FILE
@@ -136,15 +125,10 @@ def open_private(path: Path, mode: str) -> int:
 
 @contextlib.contextmanager
 def folder_lock(folder: Path, *, private: bool = False) -> Iterator[None]:
-    """Hold an exclusive lock on `folder` (created if missing: owner-only with `private`,
-    as `atomic_write_bytes` makes it) while the block runs.
-
-    For a file that several processes (or sessions of one process) update by reading it,
-    merging a change and writing it back atomically: under the lock no other writer reads
-    between this one's read and write, so neither loses the other's change. The lock is the
-    folder's own (`flock` on it), so no lock file sits beside the files people commit, and
-    the OS releases it if the process dies. Without `fcntl` (Windows) the block runs
-    unlocked.
+    """Hold an exclusive lock on `folder` (created if missing) while the block runs, for a
+    read-merge-write of a file there that several writers share. The lock is `flock` on the
+    folder itself: no lock file beside committed files, and the OS releases it if the
+    process dies. Without `fcntl` (Windows) the block runs unlocked.
     """
     if private:
         private_folder(folder)

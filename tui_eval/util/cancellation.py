@@ -1,9 +1,5 @@
-"""Telling a real cancellation from an exception that merely looks like one.
-
-An agent or a check may raise `asyncio.CancelledError` (or `KeyboardInterrupt`,
-`SystemExit`) itself. Treated as a cancellation, that would end the whole run "green"
-with its unfinished cases gone; it is an error of that sample instead. Only a
-cancellation that the task really received (a timeout, `cancel()`, Ctrl+C) cancels.
+"""Telling a real cancellation from an exception that merely looks like one: an agent that
+raises `CancelledError` itself must fail its sample, not end the whole run "green".
 """
 
 from __future__ import annotations
@@ -14,12 +10,8 @@ import anyio
 
 
 def cancelled_from_outside(exc: BaseException) -> bool:
-    """Whether `exc` is a cancellation the current task really received.
-
-    Under asyncio the task counts the cancellations requested of it; under trio only
-    trio raises `Cancelled`. Anything else (`KeyboardInterrupt`, `SystemExit`, a
-    `CancelledError` raised by user code) is an error of whatever raised it.
-    """
+    """Whether `exc` is a cancellation the current task really received (under asyncio, the
+    task counts those requested of it); anything else is an error of whatever raised it."""
     cancelled = anyio.get_cancelled_exc_class()
     if not isinstance(exc, cancelled):
         return False

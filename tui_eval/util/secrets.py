@@ -34,12 +34,8 @@ def secret_values() -> list[str]:
 
 
 def split_credentials(url: str) -> tuple[str, str | None]:
-    """`url` without its `user:password@`, and that part (None when there is none).
-
-    Read as curl reads a proxy variable: everything before the last `@` of the authority
-    is credentials, even a `#`, `/` or `?` inside the password that a URL parser would
-    take for the start of a fragment, path or query.
-    """
+    """`url` without its `user:password@`, and that part (None: none), read as curl reads
+    a proxy variable: everything before the authority's last `@`, even a `#`, `/` or `?`."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
@@ -113,24 +109,14 @@ def redact_secrets(text: str, secrets: Iterable[str]) -> str:
 
 
 def redact(text: str) -> str:
-    """`text` with every secret from the environment replaced by `***`.
-
-    Providers already redact their own keys; this also catches keys that an agent's own
-    code puts into an exception message or a traceback.
-    """
-    for value in secret_values():
-        if value in text:
-            text = text.replace(value, "***")
-    return text
+    """`text` with every secret from the environment replaced by `***` (keys an agent's own
+    code put into an exception message, say)."""
+    return redact_secrets(text, secret_values())
 
 
 def redact_value(value: Any, secrets: list[str] | None = None) -> Any:
-    """`value` with every secret replaced by `***` in every string inside it.
-
-    Containers are rebuilt only where a secret was found; an object holding one (a
-    pydantic model, a dataclass) comes back as its JSON form with the secret redacted,
-    anything else as it was.
-    """
+    """`value` with every secret replaced by `***` in every string inside it; containers are
+    rebuilt only where one was found, an object holding one comes back as its JSON form."""
     found = secret_values() if secrets is None else secrets
     if not found:
         return value

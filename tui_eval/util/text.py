@@ -1,9 +1,5 @@
-"""Text from untrusted values, written once: sanitising, one-line forms, value as text,
-and pydantic validation errors in words.
-
-Every place that shows a model's output, a check's reason or an error goes through
-these, so the rules (what a control character becomes, how a value turns into text,
-where a long line is cut) are the same in the summary, the CLI, the app and exports.
+"""Text from untrusted values, written once: sanitising, one-line forms, value as text, and
+pydantic validation errors in words — so the rules are the same in every output.
 """
 
 from __future__ import annotations
@@ -26,18 +22,14 @@ _VISIBLE.update({c: 0xFFFD for c in range(0x80, 0xA0)})
 
 
 def sanitize(text: str) -> str:
-    """Replace control characters (escape codes, BEL, NUL, CR...) with visible stand-ins.
-
-    Tabs and newlines are kept; everything else below U+0020, DEL and the C1 range
-    cannot reach the terminal.
-    """
+    """Replace control characters (escape codes, NUL, CR...; not tabs or newlines) with
+    visible stand-ins."""
     return text.translate(_VISIBLE)
 
 
 def value_text(value: Any, *, pretty: bool = False) -> str:
-    """A value as text: strings as themselves, None as "", anything else as JSON.
-
-    Values JSON cannot hold are written as their `repr`. `pretty` indents the JSON.
+    """A value as text: strings as themselves, None as "", anything else as JSON (`pretty`:
+    indented; what JSON cannot hold as its `repr`).
 
     Example:
         >>> value_text({"total": 3})
@@ -61,13 +53,9 @@ CIRCULAR = "<circular reference>"
 
 
 def json_safe(value: Any) -> Any:
-    """A form of `value` that JSON can hold, losing as little as possible.
-
-    Strings with lone surrogates get them escaped (`\\ud800`), bytes become their repr
-    (`b'\\xff'`), a container that contains itself is cut with `"<circular reference>"`,
-    and any other object becomes its JSON form or, failing that, its repr. Values JSON
-    holds already come back unchanged.
-    """
+    """A form of `value` that JSON can hold, losing as little as possible: lone surrogates
+    escaped, bytes as their repr, a container holding itself cut with `CIRCULAR`, any other
+    object as its JSON form or its repr."""
     return _json_safe(value, set())
 
 
@@ -104,6 +92,19 @@ def _json_safe(value: Any, seen: set[int]) -> Any:
     safe = _json_safe(converted, seen)
     seen.discard(id(value))
     return safe
+
+
+XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""What XML 1.0 cannot carry, whatever the escaping (kept out of Markdown cells too)."""
+
+
+def markdown_cell(text: str, limit: int = 120) -> str:
+    """`text` as one line of a Markdown table cell: at most `limit` characters, without
+    what XML cannot carry, Markdown's own characters escaped."""
+    flat = cut(" ".join(XML_INVALID.sub("", text).split()), limit)
+    for ch in "\\`*_[]<>|":
+        flat = flat.replace(ch, "\\" + ch)
+    return flat
 
 
 def counted(count: int, noun: str) -> str:
@@ -144,15 +145,9 @@ def one_line(value: Any, limit: int = 120) -> str:
 
 
 def validation_message(exc: pydantic.ValidationError, *, every: bool = False) -> str:
-    """A pydantic error in words: `field 'cases.0.samples': Input should be ...`.
-
-    Of a union's alternatives the deepest error is the one shown (`{contains: {value: 1}}`
-    is about `value`, not about not being a string), and the locations leave out the
-    union members' type labels.
-
-    Args:
-        every: all errors joined with "; " (default: the most specific one).
-    """
+    """A pydantic error in words: `field 'cases.0.samples': Input should be ...`, the most
+    specific (deepest) one, or `every` one joined with "; "; a union's member labels are
+    left out of the locations."""
     errors = exc.errors() if every else [_most_specific(exc)]
     parts = []
     for error in errors:
@@ -163,8 +158,7 @@ def validation_message(exc: pydantic.ValidationError, *, every: bool = False) ->
 
 
 def validation_error_at(exc: pydantic.ValidationError) -> tuple[list[str], str]:
-    """The most specific error of `exc`: its location (as in `validation_message`) and
-    its message, for callers that name part of the location themselves (a case)."""
+    """The most specific error of `exc`: its location and message (`validation_message`)."""
     error = _most_specific(exc)
     return _location(error["loc"]), error["msg"].removeprefix("Value error, ")
 

@@ -1,14 +1,10 @@
 """YAML from files a user did not necessarily write: PyYAML's safe loader, refusing alias bombs.
 
-YAML aliases share a node, so a few hundred bytes of nested anchors (`b: [*a, *a, …]`,
-`c: [*b, *b, …]`) describe millions of values. Loading builds them shared and cheaply;
-whatever copies them next (validation, `str()`, writing a file) expands them. The loader
-here counts, once the document is composed and before anything is built, how many values
-the aliases would expand it to, and refuses documents whose aliases expand them far
-beyond what is written — the rule of go-yaml (`yaml.v3`), which has held up against
-such files: up to 400,000 values anything goes; beyond, the share that comes from aliases
-must fall, from 99% at 400,000 values to 10% at 4,000,000. Recursive aliases (a node
-holding itself) are refused too.
+A few hundred bytes of nested anchors describe millions of values, which whatever copies
+them next expands. Once a document is composed, before anything is built, the loader counts
+the values its aliases expand it to and applies go-yaml's rule: up to 400,000 values anything
+goes; beyond, the share from aliases must fall from 99% to 10% at 4,000,000. Recursive
+aliases are refused too.
 """
 
 from __future__ import annotations
@@ -28,31 +24,19 @@ CAPPED_VALUES = 4_000_000
 
 
 class AliasExpansionError(TuiEvalError, ComposerError):
-    """A document whose aliases expand it far beyond its written size (or into itself).
-
-    A `yaml.YAMLError` with a `problem_mark`, so callers that report YAML errors with
-    their line report this one too.
-    """
+    """A document whose aliases expand it far beyond its written size (or into itself); a
+    `yaml.YAMLError` with a `problem_mark`, reported with its line as any YAML error."""
 
 
-def _bounded(base: Any) -> Any:
-    class BoundedLoader(base):  # type: ignore[misc]
-        """`base` (PyYAML's safe loader, libyaml's when built with it) that refuses alias
-        bombs before constructing anything."""
+class SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's
+    own, refusing alias bombs before constructing anything."""
 
-        def get_single_node(self) -> Node | None:
-            node: Node | None = super().get_single_node()
-            if node is not None:
-                check_expansion(node)
-            return node
-
-    BoundedLoader.__name__ = BoundedLoader.__qualname__ = f"Bounded{base.__name__}"
-    return BoundedLoader
-
-
-SafeLoader: Any = _bounded(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-"""libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's
-own; either refuses alias bombs."""
+    def get_single_node(self) -> Node | None:
+        node: Node | None = super().get_single_node()
+        if node is not None:
+            check_expansion(node)
+        return node
 
 
 def load_yaml(text: str) -> Any:

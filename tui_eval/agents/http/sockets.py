@@ -43,34 +43,28 @@ class CertificateError(TuiEvalError, httpx2.ConnectError):
     """The server's TLS certificate failed verification: never retried."""
 
 
-_contexts: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
-
-
 def ssl_context() -> ssl.SSLContext:
     """How HTTPS servers (and HTTPS proxies) are verified: httpcore2's default context —
     `SSL_CERT_FILE` or `SSL_CERT_DIR` when set, else the system's trust store — made once
-    per value of those variables (loading a CA bundle takes tens of milliseconds)."""
+    by each socket transport that needs one (loading a CA bundle takes tens of
+    milliseconds: a transport lives as long as its run's connections)."""
     import os
 
     import httpcore2
 
-    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    context = _contexts.get(key)
-    if context is None:
-        try:
-            context = httpcore2.default_ssl_context()
-        except (OSError, ssl.SSLError) as exc:
-            given = " and ".join(
-                f"{name}={value!r}"
-                for name, value in zip(("SSL_CERT_FILE", "SSL_CERT_DIR"), key, strict=True)
-                if value
-            )
-            why = getattr(exc, "strerror", None) or str(exc)
-            raise TrustStoreError(
-                f"cannot load the CA certificates {given or 'of the system'}: {why}"
-            ) from None
-        _contexts[key] = context
-    return context
+    try:
+        return httpcore2.default_ssl_context()
+    except (OSError, ssl.SSLError) as exc:
+        key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        given = " and ".join(
+            f"{name}={value!r}"
+            for name, value in zip(("SSL_CERT_FILE", "SSL_CERT_DIR"), key, strict=True)
+            if value
+        )
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise TrustStoreError(
+            f"cannot load the CA certificates {given or 'of the system'}: {why}"
+        ) from None
 
 
 class TrustStoreError(TuiEvalError, ValueError):
