@@ -12,11 +12,6 @@ from tui_eval.util.text import one_line, value_text
 
 Role = Literal["system", "user", "assistant", "tool"]
 
-StopReason = Literal["stop", "length", "content_filter", "tool_calls", "refusal"]
-"""Why the model stopped answering, in one vocabulary for every provider."""
-
-STOP_REASONS: tuple[str, ...] = ("stop", "length", "content_filter", "tool_calls", "refusal")
-
 UNKNOWN_STOP_REASON = "unknown"
 """The stop reason of a response whose server sent none (`finish_reason: null`)."""
 
@@ -190,18 +185,14 @@ class Turn:
     error: str | None = None
 
 
-ConversationEnd = Literal["user", "max_turns", "handoff", "state", "error"]
-"""Why a conversation ended: the user's stop signal (or its script ran out), the turn
-limit, the agent handing off, a check over the state, or the agent raising."""
-
-
 @dataclass(slots=True)
 class Conversation:
     """A multi-turn run with a simulated or scripted user, turn by turn.
 
     Attributes:
         turns: every turn, in order.
-        ended_by: why it ended (`ConversationEnd`).
+        ended_by: why it ended: `user` (its stop, or its script ran out), `max_turns`,
+            `handoff`, `state` (`stop_when`) or `error` (the agent raised).
         user: who played the user (`ScriptedUser`, or the simulated user's model).
         user_usage: what the simulated user's model spent over the conversation (also in
             the sample's usage, shown apart from the agent's).
@@ -322,9 +313,8 @@ def structured_input_text(value: Any) -> str:
 
 
 def to_openai(input: Any) -> list[dict[str, Any]]:
-    """A case's input as OpenAI chat-completions messages, for a plain function that calls
-    the `openai` SDK itself: a conversation's `Message`s (tool calls and results included),
-    a prompt as one user message, a structured value as one user message of JSON text.
+    """A case's input as OpenAI chat-completions messages (tool calls and results
+    included), for a plain function that calls the `openai` SDK itself.
 
     Example:
         >>> to_openai([Message("system", "Be brief."), Message("user", "Hi")])
@@ -332,8 +322,9 @@ def to_openai(input: Any) -> list[dict[str, Any]]:
     """
     converted: list[dict[str, Any]] = []
     for message in input_messages(input):
-        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        item: dict[str, Any] = {"role": message.role, "content": message.content or ""}
         if message.tool_calls:
+            item["content"] = message.content
             item["tool_calls"] = [
                 {
                     "id": call.id,
@@ -343,55 +334,46 @@ def to_openai(input: Any) -> list[dict[str, Any]]:
                 for call in message.tool_calls
             ]
         if message.role == "tool":
-            item["content"] = message.content or ""
             item["tool_call_id"] = message.tool_call_id or ""
-        elif message.role != "assistant":
-            item["content"] = message.content or ""
         converted.append(item)
     return converted
 
 
 def to_anthropic(input: Any) -> tuple[str, list[dict[str, Any]]]:
-    """A case's input as Anthropic messages-API arguments: `(system, messages)`, the system
-    messages joined into the `system` text (the API takes it apart), tool calls as
-    `tool_use` blocks and tool results as `tool_result` blocks of a user turn (consecutive
-    results in one turn, as the API requires).
+    """A case's input as Anthropic messages-API arguments: `(system, messages)`, tool calls
+    as `tool_use` blocks, consecutive tool results as `tool_result` blocks of one user turn
+    (a result starting `Error: ` marked `is_error`).
 
     Example:
-        >>> system, messages = to_anthropic([Message("system", "Be brief."), Message("user", "Hi")])
-        >>> system, messages
+        >>> to_anthropic([Message("system", "Be brief."), Message("user", "Hi")])
         ('Be brief.', [{'role': 'user', 'content': 'Hi'}])
     """
     systems: list[str] = []
     converted: list[dict[str, Any]] = []
     for message in input_messages(input):
+        content = message.content or ""
         if message.role == "system":
-            systems.append(message.content or "")
+            systems.append(content)
         elif message.role == "tool":
-            block = {
+            block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id or "",
-                "content": message.content or "",
             }
+            block["content"] = content
+            if content.startswith("Error: "):
+                block["is_error"] = True
             last = converted[-1] if converted else None
-            if last is not None and last["role"] == "user" and _is_tool_results(last):
+            if last is not None and last["role"] == "user" and isinstance(last["content"], list):
                 last["content"].append(block)
             else:
                 converted.append({"role": "user", "content": [block]})
         elif message.role == "assistant" and message.tool_calls:
-            blocks: list[dict[str, Any]] = []
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
             blocks += [
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
                 for c in message.tool_calls
             ]
             converted.append({"role": "assistant", "content": blocks})
         else:
-            converted.append({"role": message.role, "content": message.content or ""})
+            converted.append({"role": message.role, "content": content})
     return "\n\n".join(systems), converted
-
-
-def _is_tool_results(message: dict[str, Any]) -> bool:
-    content = message["content"]
-    return isinstance(content, list) and all(b.get("type") == "tool_result" for b in content)

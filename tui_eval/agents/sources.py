@@ -135,7 +135,7 @@ async def bind_conversation(call: AgentCall, spec: RunSpec) -> AgentCall:
 
 
 def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> AgentCall:
-    in_thread = not _is_async_callable(fn)
+    in_thread = not is_async_callable(fn)
 
     async def run(spec: RunSpec) -> RunResult:
         if spec.model is not None:
@@ -157,7 +157,7 @@ def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> AgentCall:
     return run
 
 
-def _is_async_callable(fn: Any) -> bool:
+def is_async_callable(fn: Any) -> bool:
     """Whether calling `fn` gives a coroutine (functions, methods, partials, `async __call__`)."""
     if inspect.iscoroutinefunction(fn):
         return True

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.http.metering import ResponseTokens
+from tui_eval.agents.messages import RunResult
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.errors import TuiEvalError
 
 
@@ -118,3 +120,37 @@ def warn_if_uncached(adapter: Any, since: int | None) -> None:
         UserWarning,
         stacklevel=2,
     )
+
+
+def field_of(raw: Any, name: str) -> Any:
+    """`raw[name]` of a mapping, else its attribute `name` (None when it has none)."""
+    return raw.get(name) if isinstance(raw, Mapping) else getattr(raw, name, None)
+
+
+class WrappedAgent:
+    """What an adapter's `wrap` returns: an agent source with an async `run(input)`."""
+
+    @property
+    def keeps_memory(self) -> bool:
+        """Whether the agent keeps its own memory of a conversation's turns."""
+        return False
+
+    async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
+        """Run the agent once and convert its result."""
+        raise NotImplementedError
+
+    async def forget_thread(self, thread: str) -> None:
+        """Let the memory of a finished conversation go."""
+
+    def sample_runner(self) -> AgentCall:
+        """The per-sample call (used by `evaluate()` instead of `run`, to pass deps). With
+        `keeps_memory`, a conversation sends it only the user's latest message, with its
+        thread, and calls `forget_thread` when it ends."""
+
+        async def run(spec: RunSpec) -> RunResult:
+            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
+
+        if self.keeps_memory:
+            run.keeps_memory = True  # type: ignore[attr-defined]
+            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
+        return run

@@ -37,8 +37,14 @@ from typing import Any
 
 import anyio
 
-from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, warn_if_uncached
-from tui_eval.agents.http.metering import ResponseTokens, token_count
+from tui_eval.agents.adapters.install import (
+    WrappedAgent,
+    charge_unmetered,
+    field_of,
+    requests_so_far,
+    warn_if_uncached,
+)
+from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import (
     Message,
     Role,
@@ -49,7 +55,7 @@ from tui_eval.agents.messages import (
     is_conversation,
 )
 from tui_eval.agents.providers.base import normalize_stop_reason
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
+from tui_eval.agents.run_spec import Input
 from tui_eval.util.text import value_text
 
 _ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -64,8 +70,8 @@ def wrap(graph: Any, *, config: Mapping[str, Any] | None = None) -> GraphAgent:
     return GraphAgent(graph, dict(config or {}))
 
 
-class GraphAgent:
-    """What `wrap` returns: an object with an async `run(input)`, like any agent source."""
+class GraphAgent(WrappedAgent):
+    """What `wrap` returns."""
 
     def __init__(self, graph: Any, config: dict[str, Any]) -> None:
         self.graph = graph
@@ -186,20 +192,6 @@ class GraphAgent:
                 UserWarning,
                 stacklevel=2,
             )
-
-    def sample_runner(self) -> AgentCall:
-        """The per-sample call (`Case(context=...)` reaches the graph as `configurable.deps`).
-
-        With a checkpointer, the call keeps its own memory (`keeps_memory`): a
-        conversation sends it only the user's latest message, with its thread."""
-
-        async def run(spec: RunSpec) -> RunResult:
-            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
-
-        if self.keeps_memory:
-            run.keeps_memory = True  # type: ignore[attr-defined]
-            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
-        return run
 
 
 def _resume(waiting: list[Any], input: Input) -> Any:
@@ -326,9 +318,9 @@ def from_messages(
         if role == "assistant" and index < own_from:
             tool_calls = [
                 ToolCall(
-                    str(_get(c, "name") or "tool"),
-                    dict(_get(c, "args") or {}),
-                    str(_get(c, "id") or ""),
+                    str(field_of(c, "name") or "tool"),
+                    dict(field_of(c, "args") or {}),
+                    str(field_of(c, "id") or ""),
                 )
                 for c in getattr(message, "tool_calls", None) or []
             ]
@@ -339,25 +331,29 @@ def from_messages(
             response_calls = []
             for raw_call in getattr(message, "tool_calls", None) or []:
                 call = ToolCall(
-                    str(_get(raw_call, "name") or "tool"),
-                    dict(_get(raw_call, "args") or {}),
-                    str(_get(raw_call, "id") or ""),
+                    str(field_of(raw_call, "name") or "tool"),
+                    dict(field_of(raw_call, "args") or {}),
+                    str(field_of(raw_call, "id") or ""),
                 )
                 calls[call.id] = call
                 ordered.append(call)
                 response_calls.append(call)
             for invalid in getattr(message, "invalid_tool_calls", None) or []:
                 call = ToolCall(
-                    str(_get(invalid, "name") or "tool"),
-                    {"_unparsed_arguments": _get(invalid, "args")},
-                    str(_get(invalid, "id") or ""),
+                    str(field_of(invalid, "name") or "tool"),
+                    {"_unparsed_arguments": field_of(invalid, "args")},
+                    str(field_of(invalid, "id") or ""),
                 )
-                call.error = f"invalid tool call: {_get(invalid, 'error') or 'arguments not JSON'}"
+                call.error = (
+                    f"invalid tool call: {field_of(invalid, 'error') or 'arguments not JSON'}"
+                )
                 ordered.append(call)
                 response_calls.append(call)
             meta = getattr(message, "usage_metadata", None) or {}
             usage = usage + Usage(
-                int(_get(meta, "input_tokens") or 0), int(_get(meta, "output_tokens") or 0), 1
+                int(field_of(meta, "input_tokens") or 0),
+                int(field_of(meta, "output_tokens") or 0),
+                1,
             )
             response_meta = getattr(message, "response_metadata", None) or {}
             if meta:
@@ -419,15 +415,17 @@ def _history_length(raw: Sequence[Any], input: Input) -> int:
 def _priced(meta: Any, response_meta: Mapping[str, Any]) -> tuple[str, str, ResponseTokens]:
     """(provider, model, tokens) of one AI message, as LangChain normalises them: its
     `input_tokens` include the cache reads and writes in `input_token_details`."""
-    details = _get(meta, "input_token_details") or {}
-    prompt = token_count(_get(meta, "input_tokens"))
-    read = min(token_count(_get(details, "cache_read")), prompt)
-    write = min(token_count(_get(details, "cache_creation")), prompt - read)
+    details = field_of(meta, "input_token_details") or {}
     model = response_meta.get("model_name") or response_meta.get("model") or ""
     provider = response_meta.get("model_provider") or (
         "anthropic" if str(model).startswith("claude") else "openai"
     )
-    tokens = ResponseTokens(prompt, token_count(_get(meta, "output_tokens")), read, write)
+    tokens = ResponseTokens.checked(
+        field_of(meta, "input_tokens"),
+        field_of(meta, "output_tokens"),
+        field_of(details, "cache_read"),
+        field_of(details, "cache_creation"),
+    )
     return str(provider), str(model), tokens
 
 
@@ -454,9 +452,3 @@ def _value(content: Any) -> Any:
         except ValueError:
             return content
     return content
-
-
-def _get(raw: Any, name: str) -> Any:
-    if isinstance(raw, Mapping):
-        return raw.get(name)
-    return getattr(raw, name, None)

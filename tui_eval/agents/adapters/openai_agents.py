@@ -45,15 +45,18 @@ from types import SimpleNamespace
 from typing import Any
 
 from tui_eval.agents.adapters.install import (
+    WrappedAgent,
     charge_unmetered,
+    field_of,
     requests_so_far,
     require,
     routed,
     warn_if_uncached,
 )
-from tui_eval.agents.http.metering import ResponseTokens, token_count
+from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
+from tui_eval.agents.providers.base import parse_arguments
+from tui_eval.agents.run_spec import Input
 from tui_eval.util.text import value_text
 
 TOOL_ERROR_PREFIX = "An error occurred while running the tool."
@@ -113,8 +116,8 @@ def wrap(agent: Any, *, memory: Memory = False, **run_options: Any) -> SampleRun
     return SampleRunnerAgent(agent, run_options, memory)
 
 
-class SampleRunnerAgent:
-    """What `wrap` returns: an object with an async `run(input)`, like any agent source."""
+class SampleRunnerAgent(WrappedAgent):
+    """What `wrap` returns."""
 
     def __init__(self, agent: Any, run_options: dict[str, Any], memory: Memory = False) -> None:
         self.agent = agent
@@ -182,19 +185,10 @@ class SampleRunnerAgent:
         if session is not None and self.memory is True:
             session.close()
 
-    def sample_runner(self) -> AgentCall:
-        """The per-sample call (used by `evaluate()` instead of `run`, to pass deps).
-
-        With `memory`, the call keeps its own memory (`keeps_memory`): a conversation
-        sends it only the user's latest message, with its thread."""
-
-        async def run(spec: RunSpec) -> RunResult:
-            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
-
-        if self.memory:
-            run.keeps_memory = True  # type: ignore[attr-defined]
-            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
-        return run
+    @property
+    def keeps_memory(self) -> bool:
+        """Whether `memory` gives each conversation a session of its own."""
+        return bool(self.memory)
 
 
 def _watch_tools(agent: Any, seen: set[int]) -> None:
@@ -287,15 +281,15 @@ def _partial(
     items: list[Any] = []
     for response in recording.responses:
         for raw in getattr(response, "output", ()) or ():
-            kind = _field(raw, "type")
+            kind = field_of(raw, "type")
             if kind == "message":
                 items.append(agents.MessageOutputItem(agent=agent, raw_item=raw))
             elif kind == "function_call":
                 items.append(agents.ToolCallItem(agent=agent, raw_item=raw))
-                call_id = str(_field(raw, "call_id") or "")
+                call_id = str(field_of(raw, "call_id") or "")
                 if call_id in recording.outputs:
                     output = recording.outputs[call_id]
-                    raw_output = {"call_id": call_id, "output": _text(output)}
+                    raw_output = {"call_id": call_id, "output": value_text(output)}
                     raw_output["type"] = "function_call_output"
                     items.append(
                         agents.ToolCallOutputItem(agent=agent, raw_item=raw_output, output=output)
@@ -306,7 +300,7 @@ def _partial(
     converted = from_result(result, input, latency_ms, recording, since=since)
     converted.output = None
     last = converted.messages[-1]
-    if last.role == "assistant" and not last.tool_calls and last.content == _text(None):
+    if last.role == "assistant" and not last.tool_calls and last.content == value_text(None):
         converted.messages.pop()  # the final answer `from_result` adds: there is none
     return converted
 
@@ -393,10 +387,10 @@ def from_result(
         kind = type(item).__name__
         raw = getattr(item, "raw_item", None)
         if kind == "ToolCallItem":
-            call_id = str(_field(raw, "call_id") or _field(raw, "id") or "")
+            call_id = str(field_of(raw, "call_id") or field_of(raw, "id") or "")
             call = ToolCall(
-                str(_field(raw, "name") or _field(raw, "type") or "tool"),
-                _arguments(_field(raw, "arguments")),
+                str(field_of(raw, "name") or field_of(raw, "type") or "tool"),
+                _arguments(field_of(raw, "arguments")),
                 call_id,
             )
             if call.id in errors:
@@ -405,11 +399,11 @@ def from_result(
             ordered.append(call)
             messages.append(Message("assistant", None, [call]))
         elif kind == "ToolCallOutputItem":
-            call_id = str(_field(raw, "call_id") or "")
+            call_id = str(field_of(raw, "call_id") or "")
             output = getattr(item, "output", None)
             if output is None:
-                output = _field(raw, "output")
-            text = output if isinstance(output, str) else _text(output)
+                output = field_of(raw, "output")
+            text = output if isinstance(output, str) else value_text(output)
             found = calls.get(call_id)
             if found is not None and found.error is None:
                 if isinstance(output, str) and output.startswith(TOOL_ERROR_PREFIX):
@@ -421,9 +415,9 @@ def from_result(
             messages.append(Message("assistant", _message_text(raw)))
         elif kind == "HandoffCallItem":
             call = ToolCall(
-                str(_field(raw, "name") or "handoff"),
-                _arguments(_field(raw, "arguments")),
-                str(_field(raw, "call_id") or ""),
+                str(field_of(raw, "name") or "handoff"),
+                _arguments(field_of(raw, "arguments")),
+                str(field_of(raw, "call_id") or ""),
             )
             calls[call.id] = call
             ordered.append(call)
@@ -441,14 +435,16 @@ def from_result(
         )
         if raw_usage is not None:
             details = getattr(raw_usage, "input_tokens_details", None)
-            prompt = token_count(getattr(raw_usage, "input_tokens", 0))
-            cached = token_count(getattr(details, "cached_tokens", 0))
-            tokens = token_count(getattr(raw_usage, "output_tokens", 0))
-            priced.append(("openai", model, ResponseTokens(prompt, tokens, min(cached, prompt))))
+            tokens = ResponseTokens.checked(
+                getattr(raw_usage, "input_tokens", 0),
+                getattr(raw_usage, "output_tokens", 0),
+                getattr(details, "cached_tokens", 0),
+            )
+            priced.append(("openai", model, tokens))
     charge_unmetered(priced, since=since)
     output = getattr(result, "final_output", None)
     if not messages or messages[-1].role != "assistant" or messages[-1].tool_calls:
-        messages.append(Message("assistant", _text(output)))
+        messages.append(Message("assistant", value_text(output)))
     return RunResult(
         output=output,
         messages=messages,
@@ -466,15 +462,15 @@ def _stop_reason(response: Any) -> str | None:
     one), `refusal`, `length` for a message cut short, `stop` for a finished message;
     None when it says nothing."""
     for raw in reversed(list(getattr(response, "output", ()) or ())):
-        kind = str(_field(raw, "type") or "")
+        kind = str(field_of(raw, "type") or "")
         if kind.endswith("_call"):
             return "tool_calls"
         if kind != "message":
             continue  # reasoning, and other items that are not the answer
-        parts = _field(raw, "content") or []
-        if not isinstance(parts, str) and any(_field(p, "type") == "refusal" for p in parts):
+        parts = field_of(raw, "content") or []
+        if not isinstance(parts, str) and any(field_of(p, "type") == "refusal" for p in parts):
             return "refusal"
-        return "length" if _field(raw, "status") == "incomplete" else "stop"
+        return "length" if field_of(raw, "status") == "incomplete" else "stop"
     return None
 
 
@@ -487,37 +483,21 @@ def _model_name(agent: Any) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _field(raw: Any, name: str) -> Any:
-    if isinstance(raw, dict):
-        return raw.get(name)
-    return getattr(raw, name, None)
-
-
 def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str) and raw.strip():
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return {"_unparsed_arguments": raw}
-        return parsed if isinstance(parsed, dict) else {"_unparsed_arguments": raw}
+    if isinstance(raw, dict) or (isinstance(raw, str) and raw.strip()):
+        return parse_arguments(raw)[0]
     return {}
 
 
 def _message_text(raw: Any) -> str:
-    parts = _field(raw, "content") or []
+    parts = field_of(raw, "content") or []
     if isinstance(parts, str):
         return parts
     texts = []
     for part in parts:
-        text = _field(part, "text")
+        text = field_of(part, "text")
         if text is None:
-            text = _field(part, "refusal")
+            text = field_of(part, "refusal")
         if text:
             texts.append(str(text))
     return "".join(texts)
-
-
-def _text(value: Any) -> str:
-    return value_text(value)

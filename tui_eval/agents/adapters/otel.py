@@ -34,14 +34,12 @@ from typing import Any
 
 import anyio.to_thread
 
-from tui_eval.agents.adapters import from_framework
 from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, require
-from tui_eval.agents.adapters.sdk_results import from_sdk
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans, span_usages
 from tui_eval.agents.http.context import current_sample
-from tui_eval.agents.messages import Message, RunResult, Usage, input_messages
+from tui_eval.agents.messages import RunResult
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
-from tui_eval.util.text import value_text
+from tui_eval.agents.sources import is_async_callable, to_run_result
 
 SAMPLE_SPAN = "tui_eval.sample"
 """The root span `capture` opens around each call (not part of the trajectory)."""
@@ -84,7 +82,7 @@ class CapturedAgent:
             trace_id = root.get_span_context().trace_id
             spans = collector.open(trace_id)
             try:
-                if _is_async(self.fn):
+                if is_async_callable(self.fn):
                     value = await self.fn(input)
                 else:
                     parent = trace.set_span_in_context(root)
@@ -99,7 +97,7 @@ class CapturedAgent:
             _warn_lost(strays)
         latency_ms = (time.perf_counter() - start) * 1000
         charge_unmetered(span_usages(spans), since=since)
-        return merge(_returned(value, input, latency_ms), spans)
+        return merge(to_run_result(value, input, latency_ms), spans)
 
     def sample_runner(self) -> AgentCall:
         """The per-sample call."""
@@ -130,20 +128,6 @@ def merge(run: RunResult, spans: list[SpanRecord]) -> RunResult:
     return run
 
 
-def _returned(value: Any, input: Input, latency_ms: float) -> RunResult:
-    """What the function returned, as a run its spans then complete."""
-    if isinstance(value, RunResult):
-        if not value.latency_ms:
-            value.latency_ms = latency_ms
-        return value
-    converted = from_sdk(value, input, latency_ms) or from_framework(value, input, latency_ms)
-    if converted is not None:
-        return converted
-    messages = [*input_messages(input), Message("assistant", value_text(value))]
-    # Its usage is the spans' to tell; without a model span it stays unknown.
-    return RunResult(output=value, messages=messages, usage=Usage.unknown(), latency_ms=latency_ms)
-
-
 def _warn_lost(count: int) -> None:
     sample = current_sample()
     where = f"case {sample.case_name!r} sample {sample.index}" if sample else "the captured call"
@@ -166,13 +150,6 @@ def _in_context(fn: Callable[[Any], Any], input: Any, parent: Any) -> Any:
         return fn(input)
     finally:
         otel_context.detach(token)
-
-
-def _is_async(fn: Any) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 class _Collector:

@@ -286,10 +286,12 @@ def _usages(history: list[Any]) -> list[tuple[str, str, ResponseTokens]]:
         if type(item).__name__ != "ModelResponse":
             continue
         raw = getattr(item, "usage", None)
-        prompt = token_count(getattr(raw, "input_tokens", 0))
-        read = min(token_count(getattr(raw, "cache_read_tokens", 0)), prompt)
-        write = min(token_count(getattr(raw, "cache_write_tokens", 0)), prompt - read)
-        tokens = ResponseTokens(prompt, token_count(getattr(raw, "output_tokens", 0)), read, write)
+        tokens = ResponseTokens.checked(
+            getattr(raw, "input_tokens", 0),
+            getattr(raw, "output_tokens", 0),
+            getattr(raw, "cache_read_tokens", 0),
+            getattr(raw, "cache_write_tokens", 0),
+        )
         provider = getattr(item, "provider_name", None) or "openai"
         found.append((str(provider), str(getattr(item, "model_name", "") or ""), tokens))
     return found

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_eval.agents.http.metering import ResponseTokens, token_count
+from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.providers.base import normalize_stop_reason
 from tui_eval.util.text import value_text
@@ -159,19 +159,15 @@ def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTok
         if span.kind != "llm":
             continue
         attrs = span.attributes
-        prompt = token_count(
-            _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt")))
-        )
-        output = token_count(
-            _int(attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion")))
-        )
-        read = token_count(
+        tokens = ResponseTokens.checked(
+            _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))),
+            _int(attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))),
             _int(
                 attrs.get(
                     "gen_ai.usage.cache_read.input_tokens",
                     attrs.get("llm.token_count.prompt_details.cache_read"),
                 )
-            )
+            ),
         )
         model = str(
             attrs.get("gen_ai.response.model")
@@ -185,7 +181,7 @@ def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTok
             or attrs.get("llm.provider")
             or ("anthropic" if model.startswith("claude") else "openai")
         )
-        found.append((provider, model, ResponseTokens(prompt, output, min(read, prompt))))
+        found.append((provider, model, tokens))
     return found
 
 

@@ -108,6 +108,16 @@ class ResponseTokens:
     cache_read: int = 0
     cache_write: int = 0
 
+    @classmethod
+    def checked(
+        cls, prompt: object, output: object, read: object = 0, write: object = 0
+    ) -> ResponseTokens:
+        """Counts a framework reports, each checked (`token_count`); cache reads and writes
+        are part of `prompt`."""
+        given = token_count(prompt)
+        cached = min(token_count(read), given)
+        return cls(given, token_count(output), cached, min(token_count(write), given - cached))
+
 
 def token_count(value: object) -> int:
     """`value` as a token count: a whole, finite number in [0, MAX_TOKENS], else 0."""

@@ -8,14 +8,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tui_eval.agents.http.metering import response_tokens
-from tui_eval.agents.messages import UNKNOWN_STOP_REASON, Completion, Message, ToolCall, Usage
+from tui_eval.agents.messages import (
+    UNKNOWN_STOP_REASON,
+    Completion,
+    Message,
+    ToolCall,
+    Usage,
+    to_openai,
+)
 from tui_eval.agents.providers.api import HTTPProvider, malformed
 from tui_eval.agents.providers.base import (
     ModelSpecError,
     ProviderError,
     ToolDef,
-    invalid_arguments_error,
     normalize_stop_reason,
+    parse_arguments,
 )
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -87,7 +94,7 @@ class OpenAIProvider(HTTPProvider):
         settings: dict[str, Any] | None = None,
     ) -> Completion:
         """One chat completion."""
-        payload: dict[str, Any] = {"model": self.model, "messages": to_wire(messages)}
+        payload: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
         if tools:
             payload["tools"] = [
                 {
@@ -146,41 +153,6 @@ def is_azure(base_url: str) -> bool:
     )
 
 
-def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
-    """Our messages as chat-completions messages."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "tool":
-            wire.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": message.tool_call_id,
-                    "content": message.content or "",
-                }
-            )
-        elif message.role == "assistant" and message.tool_calls:
-            wire.append(
-                {
-                    "role": "assistant",
-                    "content": message.content,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": json.dumps(call.arguments),
-                            },
-                        }
-                        for call in message.tool_calls
-                    ],
-                }
-            )
-        else:
-            wire.append({"role": message.role, "content": message.content or ""})
-    return wire
-
-
 def _with_instructions(messages: list[dict[str, Any]], extra: str) -> list[dict[str, Any]]:
     if messages and messages[0].get("role") == "system":
         first = dict(messages[0], content=f"{messages[0]['content']}\n\n{extra}")
@@ -200,17 +172,7 @@ def from_wire(body: dict[str, Any]) -> Completion:
     calls = []
     for raw in message.get("tool_calls") or []:
         function = raw.get("function") or {}
-        arguments = function.get("arguments") or "{}"
-        error = None
-        try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError as exc:
-            parsed, error = None, invalid_arguments_error(arguments, str(exc))
-        if error is None and not isinstance(parsed, dict):
-            error = invalid_arguments_error(arguments, "not a JSON object")
-        if error is not None:
-            # The tool is not run; the model is told why, and the raw text is kept.
-            parsed = {"_unparsed_arguments": arguments}
+        parsed, error = parse_arguments(function.get("arguments") or "{}")
         call = ToolCall(str(function.get("name", "")), parsed, str(raw.get("id") or ""))
         call.error = error
         calls.append(call)
