@@ -1,15 +1,7 @@
 """What the adapters share: an SDK client routed through tui-eval's HTTP layer with its
-own configuration kept, usage the framework reports priced when its calls did not pass
-through the layer, and the name of the extra to install when a framework is missing.
-
-`routed(client)` is an OpenAI or Anthropic SDK client's copy (the SDK's public
-`with_options(http_client=...)`) whose requests go through the layer and are then sent by
-the httpx2 client the user gave it (`http_client(send_with=...)`): the user's default
-headers, TLS, proxy, auth and event hooks still apply, and the run's shared rate limiter,
-its response cache, the sample's meter and `max_cost` too. The SDKs keep that client in
-`_client`, with no public getter: it is read there, never replaced. The layer resolves the
-sample at each request (`current_sample()`), so one routed client serves every sample of
-every run.
+own configuration kept (`routed`), usage a framework reports priced when its calls did
+not pass through the layer (`charge_unmetered`), and the extra to install when a
+framework is missing (`require`).
 """
 
 from __future__ import annotations

@@ -5,25 +5,17 @@ Example:
     >>> from tui_eval.agents.adapters.langgraph import wrap
     >>> suite = Suite("weather", agent=wrap(create_react_agent(llm, tools)), cases=[...])  # doctest: +SKIP
 
-The graph's final state becomes the `RunResult` every check reads: `AIMessage.tool_calls`
-(with their `args`) paired with their `ToolMessage` results (status `error` as the call's
-error), `usage_metadata` summed, and the last AI message's text as the output. A plain
-function returning such a state (a mapping with `messages`), a list of messages, or one
-`AIMessage` is converted the same way. No LangChain import is needed to convert: messages
-are read by their fields.
+The graph's final state (or a state, a list of messages or one `AIMessage` a plain
+function returns) becomes the `RunResult`: `AIMessage.tool_calls` paired with their
+`ToolMessage` results (status `error` as the call's error), `usage_metadata` summed, the
+last AI message's text as the output; messages are read by their fields, with no
+LangChain import. A graph's chat models are out of reach: give one
+`http_async_client=tui_eval.http_client()` for the rate limiter, cache and `max_cost` to
+apply; otherwise its usage is priced from `usage_metadata`.
 
-A graph keeps its chat models out of reach (inside its nodes), so its model calls go
-through tui-eval's HTTP layer when the chat model is given its client:
-`ChatOpenAI(..., http_async_client=tui_eval.http_client())` (with
-`http_client(send_with=yours)` to keep a client of your own). The run's rate limiter,
-cache, prices and `max_cost` then apply. Usage of calls that did not pass there is priced
-from `usage_metadata` (cached tokens included) and the model each message names.
-
-A graph compiled with a checkpointer keeps its own memory: in a conversation
-(`Case(user=...)`) it is sent only the user's latest message, on a thread of its own
-(`configurable.thread_id`), and each turn's run holds only that turn's messages, tool
-calls and usage. Outside a conversation every sample runs on a fresh thread (unless the
-`config` names one). The checkpoints of a conversation's thread are deleted when it ends.
+A graph with a checkpointer keeps its own memory: in a conversation it is sent only the
+user's latest message on a thread of its own, deleted when the conversation ends;
+outside one, every sample runs on a fresh thread (unless the `config` names one).
 """
 
 from __future__ import annotations

@@ -4,34 +4,21 @@ Example:
     >>> from tui_eval.agents.adapters.openai_agents import wrap
     >>> suite = Suite("weather", agent=wrap(weather_agent, max_turns=5), cases=[...])  # doctest: +SKIP
 
-The SDK's result becomes the `RunResult` every check reads: each tool call with its
-arguments and result (a failed tool's error text as its error), the final output, the
-summed usage and the model's messages. A plain function that returns the SDK's own
-`RunResult` is converted the same way (`from_result`), never serialised into the output.
-This module imports the SDK only inside `wrap`: converting a result needs no import.
+The SDK's result (from `wrap`, or returned by a plain function: `from_result`) becomes
+the `RunResult`: each tool call with its arguments and result or error, the output, the
+summed usage, the messages, and the stop reason of the last model response. `wrap` runs a
+copy of the agent whose models send through tui-eval's HTTP layer and then through the
+`AsyncOpenAI` client the user gave them (`install.routed`). A model named by a string is
+made by the SDK's default provider, which has no public way in: give it
+`RunConfig(model_provider=OpenAIProvider(openai_client=AsyncOpenAI(
+http_client=tui_eval.http_client())))`; its usage is still priced from the result.
 
-`wrap` runs a copy of the agent (`Agent.clone`) whose models (and its handoffs') send
-through tui-eval's HTTP layer and then through the `AsyncOpenAI` client the user gave each
-model (`install.routed`): its own httpx2 client, headers, TLS and proxy still apply, and
-the run's rate limiter, cache, prices and `max_cost` too. A model named by a string is
-made by the SDK's default provider, which offers no public way in: give it
-`run_config=RunConfig(model_provider=OpenAIProvider(openai_client=AsyncOpenAI(
-http_client=tui_eval.http_client())))` (or `set_default_openai_client(...)` with such a
-client). Usage of calls that did not pass through the layer is still priced from the
-SDK's result, cached tokens included.
-
-Facts the SDK's result drops are recorded while `wrap` runs the agent: each model
-response (through run hooks, the caller's own hooks still called), and the exception of
-each function tool that raised, so a call is failed even when a custom
-`failure_error_function` turned the error into a message for the model; a run that
-raises (a tool with `failure_error_function=None`) keeps its calls and usage up to the
-failure. The stop reason is read from the last model response: a tool call, a refusal,
-a message cut short (`incomplete`), or a finished message.
-
-`wrap(agent, memory=True)` gives the agent memory of its own in conversations
-(`Case(user=...)`): a session per conversation (the SDK's in-memory `SQLiteSession`, or
-the one `memory=` makes for a thread id), so it is sent only the user's latest message and
-each turn's run holds only that turn's items, tool calls and usage.
+While `wrap` runs the agent, run hooks record each model response and tool output (the
+caller's own hooks still called) and the exception of each tool that raised, so a call is
+failed even when a `failure_error_function` turned the error into text; a run that raises
+keeps its calls and usage up to the failure. `wrap(agent, memory=True)` gives the agent a
+session per conversation (`Case(user=...)`): each turn sends only the user's latest
+message.
 """
 
 from __future__ import annotations

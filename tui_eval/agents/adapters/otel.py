@@ -4,23 +4,14 @@ Example:
     >>> from tui_eval.agents.adapters.otel import capture
     >>> suite = Suite("support", agent=capture(my_instrumented_agent), cases=[...])  # doctest: +SKIP
 
-`capture(fn)` runs `fn(input)` inside a fresh trace of its own and collects every span that
-trace gets (the GenAI semantic conventions and OpenInference, see
-`tui_eval.agents.adapters.spans`). Samples running at the same time are in different
-traces, so they never see each other's spans. The collector is a span processor added to
-the global SDK `TracerProvider` (one is installed when the application has none), so the
-application's own exporters keep working.
-
-Model calls the spans record are priced (`gen_ai.usage.*`, cached tokens included, by
-`gen_ai.response.model`) when they did not pass through `tui_eval.http_client()`.
-
-What `fn` returns is its output (an SDK or framework result object is converted as anywhere
-else); its tool calls, usage and turns come from the spans when the return value has none.
-
-Spans a thread pool makes without the OpenTelemetry context start traces of their own and
-cannot be told apart from other code's: a model or tool span that starts a new trace while a
-sample runs is reported (a warning naming the case and the fix, context propagation), not
-collected.
+`capture(fn)` runs `fn(input)` in a fresh trace of its own and collects that trace's spans
+(`spans.py` reads them) with a span processor added to the global SDK `TracerProvider`
+(installed when the application has none), so samples never see each other's spans and
+the application's exporters keep working. What `fn` returns is its output; its tool
+calls, usage and turns come from the spans when it has none, and model calls that did not
+pass through `tui_eval.http_client()` are priced from them. A model or tool span that
+starts a trace of its own while a sample runs (a thread pool without the context) is
+reported, not collected.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """Run a pydantic-ai `Agent` under tui-eval (`pip install 'tui-eval[pydantic-ai]'`).
 
-Its output, the tool calls found in its messages, and its usage become the `RunResult`
-every check reads. A tool call whose return part's `outcome` is not `success` (pydantic-ai
-≥ 2.6 marks a call it asked the model to retry as `retried`) is a failed call; a run that
-raises keeps the trajectory up to the failure; a conversation input is sent with its
-system and assistant turns; the run's `instructions` are its system message; a case's
-`openai-compatible:MODEL@URL` model is resolved here, since pydantic-ai has no such spec.
-A conversation's earlier turns stay in the trajectory but are not the run's: only this
-run's model calls, tool calls and usage count. A plain function returning a run's result —
-`AgentRunResult`, the `StreamedRunResult` of `run_stream`, or the `AgentRun` of `iter` —
-is converted the same way (`from_result`).
+Its output, the tool calls in its messages (a return part whose `outcome` is not
+`success` is a failed call) and its usage become the `RunResult`; a conversation's earlier
+turns stay in the trajectory but only this run's model calls, tool calls and usage count;
+a run that raises keeps the trajectory up to the failure. A run's result returned by a
+plain function (`AgentRunResult`, `StreamedRunResult`, the `AgentRun` of `iter`) is
+converted the same way (`from_result`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -67,16 +64,10 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
             except Exception as exc:
                 # The trajectory up to the failure, for the failing sample's trajectory tab.
                 ran = list(captured)
-                own_from = min(len(history), len(ran))
-                messages, calls, turns = convert_messages(ran, own_from)
-                exc.partial = RunResult(  # type: ignore[attr-defined]
-                    None,
-                    messages,
-                    calls,
-                    _responses_usage(ran[own_from:]),
-                    turns,
-                    (time.perf_counter() - start) * 1000,
-                )
+                ms = (time.perf_counter() - start) * 1000
+                partial = _run(ran, min(len(history), len(ran)), ms)
+                partial.output = partial.stop_reason = None
+                exc.partial = partial  # type: ignore[attr-defined]
                 raise
         return from_result(result, (time.perf_counter() - start) * 1000, since=since)
 
@@ -96,57 +87,38 @@ def is_result(value: Any) -> bool:
 
 def from_result(value: Any, latency_ms: float, *, since: int | None = None) -> RunResult:
     """A pydantic-ai run's result as ours: the whole conversation as its trajectory, but
-    only this run's model calls, tool calls and usage (not an input history's). `since`:
-    as `charge_unmetered`'s."""
-    if type(value).__name__ == "AgentRun":
-        return _from_agent_run(value, latency_ms, since)
+    only this run's model calls, tool calls and usage (not an input history's); an
+    unfinished `AgentRun` as the run so far. `since`: as `charge_unmetered`'s."""
+    finished = getattr(value, "result", None) if type(value).__name__ == "AgentRun" else value
+    if finished is not None and finished is not value:
+        return from_result(finished, latency_ms, since=since)
     everything = list(value.all_messages())
     own_from = len(everything) - len(value.new_messages())
-    messages, calls, turns = convert_messages(everything, own_from)
-    raw_usage = value.usage
-    if not hasattr(raw_usage, "input_tokens"):  # older pydantic-ai: a method
-        raw_usage = raw_usage()
-    usage = Usage(
-        int(getattr(raw_usage, "input_tokens", 0) or 0),
-        int(getattr(raw_usage, "output_tokens", 0) or 0),
-        int(getattr(raw_usage, "requests", 0) or 0),
-    )
+    run = _run(everything, own_from, latency_ms)
     charge_unmetered(_usages(everything[own_from:]), since=since)
-    output = _output(value, messages)
-    stop = _stop_reason(everything[own_from:])
-    return RunResult(output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
+    if finished is not None:
+        raw_usage = value.usage
+        if not hasattr(raw_usage, "input_tokens"):  # older pydantic-ai: a method
+            raw_usage = raw_usage()
+        run.usage = Usage(
+            int(getattr(raw_usage, "input_tokens", 0) or 0),
+            int(getattr(raw_usage, "output_tokens", 0) or 0),
+            int(getattr(raw_usage, "requests", 0) or 0),
+        )
+        with contextlib.suppress(Exception):  # a StreamedRunResult not yet streamed to its end
+            run.output = value.output
+    return run
 
 
-def _from_agent_run(run: Any, latency_ms: float, since: int | None) -> RunResult:
-    """An `AgentRun` (from `Agent.iter`): its result once it ended, else the messages of
-    the run so far with their usage."""
-    if run.result is not None:
-        return from_result(run.result, latency_ms, since=since)
-    everything = list(run.all_messages())
-    own_from = len(everything) - len(run.new_messages())
-    messages, calls, turns = convert_messages(everything, own_from)
-    charge_unmetered(_usages(everything[own_from:]), since=since)
+def _run(history: list[Any], own_from: int, latency_ms: float) -> RunResult:
+    """The messages of a run as ours (see `convert_messages`), the last answer its output."""
+    messages, calls, turns = convert_messages(history, own_from)
     last = messages[-1] if messages else None
     output = last.content if last is not None and last.role == "assistant" else None
-    own = everything[own_from:]
-    return RunResult(
-        output,
-        messages,
-        calls,
-        _responses_usage(own),
-        turns,
-        latency_ms,
-        stop_reason=_stop_reason(own),
-    )
-
-
-def _output(value: Any, messages: list[Message]) -> Any:
-    """A result's output: `AgentRunResult.output`; a streamed result's, once streamed."""
-    try:
-        return value.output
-    except Exception:  # a StreamedRunResult not yet streamed to its end
-        last = messages[-1] if messages else None
-        return last.content if last is not None and last.role == "assistant" else None
+    own = history[own_from:]
+    usage = _responses_usage(own)
+    stop = _stop_reason(own)
+    return RunResult(output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
 
 
 def _responses_usage(history: list[Any]) -> Usage:

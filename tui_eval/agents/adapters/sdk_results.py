@@ -1,11 +1,7 @@
-"""What a plain function returns after calling the `openai` SDK itself, as a `RunResult`.
-
-A `ChatCompletion` (or its `choices[0].message`) and a Responses-API `Response` carry the
-output, the tool calls the model asked for, the usage, the stop reason and the model; they
-are told apart by their types' modules, so the SDK is not imported to check a value
-(frameworks' result objects, pydantic-ai's among them, are `from_framework`'s). Usage they
-report is priced into the sample's cost when their requests did not pass through tui-eval's
-HTTP layer (`tui_eval.http_client()`), which meters them already.
+"""What a plain function returns after calling the `openai` SDK itself (a `ChatCompletion`,
+its message, or a Responses-API `Response`), as a `RunResult`; told apart by their types'
+modules, without importing the SDK. Their usage is priced when their requests did not pass
+through tui-eval's HTTP layer.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
-"""Trajectories from OpenTelemetry spans: the GenAI semantic conventions and OpenInference.
-
-Live capture (`otel.capture`) and recorded OTLP files (`otlp`) both turn their spans into
-`SpanRecord`s, and `run_from_spans` turns one trace's records into the `RunResult` every
-check reads. Nothing here imports OpenTelemetry.
-
-Read attributes — GenAI: `gen_ai.operation.name` (`chat`, `execute_tool`, `invoke_agent`),
-`gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.arguments`,
-`gen_ai.tool.call.result`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`,
-`gen_ai.usage.output_tokens`, `gen_ai.input.messages`, `gen_ai.output.messages`,
-`gen_ai.response.finish_reasons`; OpenInference: `openinference.span.kind` (`TOOL`, `LLM`,
-`AGENT`, `CHAIN`), `tool.name`, `tool.parameters`, `input.value`, `output.value`,
-`llm.token_count.prompt`, `llm.token_count.completion`, `llm.input_messages.N.message.*`,
-`llm.output_messages.N.message.tool_calls.M.tool_call.*`. A trace with no tool spans (an
-LLM-only instrumentation) takes its tool calls from the model spans' output messages; a model
-span with no token counts makes the usage unknown.
+"""Trajectories from OpenTelemetry spans (`SpanRecord`s, from `otel.capture` or an OTLP
+file): the GenAI semantic conventions (`gen_ai.*`) and OpenInference (`openinference.*`,
+`llm.*`, `tool.*`, `input.value`, `output.value`). A trace with no tool spans takes its
+tool calls from the model spans' output messages; a model span with no token counts makes
+the usage unknown. Nothing here imports OpenTelemetry.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""`http_client()`: tui-eval's HTTP layer lent to any SDK, as an httpx2 client.
+"""`http_client()`: tui-eval's HTTP layer lent to any SDK, as an httpx2 client whose
+transport is the layer (`transport.py`), over the run's connections or a client of the
+user's own (`send_with=`); `http_client_sync()` is its twin for sync code.
 
     >>> import openai, tui_eval
     >>> async def agent(prompt: str) -> str:  # doctest: +SKIP
     ...     client = openai.AsyncOpenAI(http_client=tui_eval.http_client())
     ...     reply = await client.chat.completions.create(model="gpt-4o-mini", messages=[...])
     ...     return reply.choices[0].message.content
-
-The client is a plain `httpx2.AsyncClient` whose transport is the layer (`transport.py`):
-the run's shared rate limiter, its response cache, the sample's meter (so `max_cost`
-holds), secret checks, the retry policy and the deadline — over the run's connections,
-through the proxy the environment names for each URL (`HTTP(S)_PROXY`, `ALL_PROXY`,
-`NO_PROXY`, with credentials), or over a client of the user's own (`send_with=`: its
-headers, TLS, proxy, auth and event hooks apply). `http_client_sync()` is its twin for
-sync code (a sync agent, which tui-eval runs in a worker thread).
 """
 
 from __future__ import annotations

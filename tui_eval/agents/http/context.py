@@ -1,22 +1,15 @@
 """The runtime that runs share, the run a request counts in, and its sample.
 
-- A `Runtime` owns what outlives one run: the rate limiters (one per API quota: base URL,
-  key) and the prices looked up in the price table. Whoever starts runs owns one — the
-  CLI one per process, the app one, `evaluate()` a fresh one unless given one
-  (`RunSettings(runtime=...)`) — so runs of one runtime pace themselves as one against an
-  API, as its quota needs; a Ray worker's builds limiters the whole cluster shares.
-- A `RunContext` is one run's: its runtime, its provider options (the suite's and the
-  command line's), its response cache and its connections (`sockets`, closed when the run
-  ends). A client used outside any run has a context of its own, closed with it.
-- A `SampleContext` is one sample's: its run's context, its meter, whom to tell about a
-  retry, and which sample it is (case name, index).
+- A `Runtime` owns what outlives one run: the rate limiters and the models' places in the
+  price table. Whoever starts runs owns one (the CLI, the app; `evaluate()` a fresh one
+  unless `RunSettings(runtime=...)` gives one), so its runs pace themselves as one.
+- A `RunContext` is one run's: its runtime, provider options, response cache and
+  connections (closed when the run ends).
+- A `SampleContext` is one sample's: its run, its meter, whom to tell about a retry.
 
-While a sample's agent and checks run, its `SampleContext` is *current*
-(`current_sample()`): a provider deep inside an agent — or a user's plain-function agent —
-reaches it without being handed it. That is tui-eval's one context variable
-(`CURRENT_SAMPLE`, which only the runner sets); everything else a run needs is read from
-the object it holds. Checks get their context as an argument
-instead (`tui_eval.checks.CheckContext`).
+While a sample's agent and checks run, its `SampleContext` is current (`current_sample()`,
+tui-eval's one context variable, which only the runner sets): a provider deep inside an
+agent reaches it without being handed it.
 """
 
 from __future__ import annotations

@@ -1,31 +1,23 @@
-"""One rate limiter per (base URL, API key): every request to that quota goes through it.
+"""One rate limiter per API quota (base URL, key), shared by every worker of the runs of
+one `Runtime`, so backing off is shared too. It keeps one pace (requests per second) and
+one pause for all of them:
 
-A provider's rate limit is shared by every worker of a run (and every run of one
-runtime: limiters belong to a `Runtime`, in `context.py`; the CLI and the app have one
-each), so backing off must be shared too. The limiter keeps one *pace* (requests per
-second) and one pause for all of them:
+- **Headers first.** `x-ratelimit-limit-requests`/`-tokens` (OpenAI) and
+  `anthropic-ratelimit-requests-limit`/`-tokens-limit` set the pace before anything is
+  rejected (nonsense values ignored). A pace held to them for a while with nothing
+  rejected is probed above, doubling, until a 429 confirms or overrules them.
+- **A 429 pauses everyone** until its `retry-after-ms`/`Retry-After` has passed (one that
+  names no wait: 1 s, 2 s, 4 s... at most 30 s), and released requests leave one
+  pace-slot apart.
+- **AIMD.** The first 429 of an episode cuts the pace to just under the rate the server was
+  accepting over the last second; each second without one raises it by 3%, up to any
+  known ceiling (`rpm`, or the headers).
+- **Tokens.** With `tpm` (given or learned), a request reserves its estimated tokens,
+  corrected by the usage the server reports.
 
-- **Headers first.** OpenAI's `x-ratelimit-limit-requests` / `-tokens` and Anthropic's
-  `anthropic-ratelimit-requests-limit` / `-tokens-limit` (both per minute) set the pace
-  from the first response, before anything is rejected. Nonsense values (under one
-  request or 100 tokens a minute, NaN) are ignored. Headers can be wrong about their
-  window, so a pace held to them for a while with nothing rejected is probed above
-  (doubling) until a 429 says whether they were right (back under them) or understated
-  the limit (the pace is then learned from 429s).
-- **A 429 pauses everyone** until its `retry-after-ms` / `Retry-After` has passed, and
-  the released requests leave one pace-slot apart, so they never return all at once.
-- **AIMD on the pace.** The first 429 of a congestion episode cuts the pace to just under
-  the rate the server was accepting (measured over the last second); every second without
-  a 429 raises it by 3%, up to any known ceiling (`rpm`, or the headers). A run settles
-  just under the limit.
-- **Tokens.** With `tpm` (given or learned), each request reserves its estimated tokens
-  and the estimate is corrected by the usage the server reports.
-
-Giving up is decided by the provider with a time budget (`give_up_at`), measured from the
-later of the request's start and this limiter's last accepted response — or, while the API
-rejects everything, from its first rejection: a rate-limited request waits for as long as
-the run is making progress, and every wait (in a pause or behind the pace) ends with it.
-429s that name no wait pause 1 s, 2 s, 4 s... (at most 30 s) while they keep coming.
+A request gives up (`give_up_at`) a retry budget after the later of its start and the
+limiter's last accepted response, or, while the API rejects everything, after the first
+rejection: it waits as long as the run makes progress.
 """
 
 from __future__ import annotations

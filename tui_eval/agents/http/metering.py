@@ -1,13 +1,7 @@
-"""What one sample spent: cost from built-in prices, requests, and answers from the cache.
-
-The runner opens a `SampleMeter` for every sample (in its `SampleContext`, so the agent's
-requests and its judges' land in the same one); HTTP providers add each response to it.
-
-Usage numbers come from a server and are not trusted: a count that is not a whole,
-finite, non-negative number of plausible size (`-5`, `NaN`, `"lots"`, `1e30`) counts as
-0, so it can neither crash a sample that answered nor lower (or explode) the spend.
-Prices follow the vendor's bill through genai-prices: cached prompt tokens at the cached
-price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved.
+"""What one sample spent (`SampleMeter`), and the prices of responses (genai-prices:
+cached prompt tokens at the cached price, cache writes counted, `openai/gpt-4o-mini`
+understood). A server's usage numbers are not trusted: a count that is not a whole,
+finite, non-negative number of plausible size counts as 0.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """The sockets under tui-eval's HTTP layer: aiohttp's on asyncio, httpx2's own under trio.
 
-Nothing here speaks HTTP. `AiohttpTransport` maps an httpx2 request onto an aiohttp
-request and aiohttp's response back onto an httpx2 response (as the OpenAI SDK's
-`DefaultAioHttpClient` does): framing, TLS, proxy tunnels, happy eyeballs, connection
-limits and keep-alive are aiohttp's. Under trio (or any loop that is not asyncio) httpx2's
-own `AsyncHTTPTransport` does the same. Content decoding is httpx2's, when the response is
-read. The trust store is httpcore2's `default_ssl_context()`: `SSL_CERT_FILE` /
-`SSL_CERT_DIR` when set, else the system's (truststore on macOS and Windows), loaded by the
-first request that uses TLS on either loop, so plain HTTP to a local server never pays for
-it (tens of milliseconds, while the run's first requests wait) nor fails on a bad
-`SSL_CERT_FILE`.
-
-`Sockets` keeps one socket transport per event loop and proxy, shared by every client and
-provider of a run (or of the process, outside runs), and closes them together.
+`AiohttpTransport` maps an httpx2 request onto aiohttp and its response back (as the
+OpenAI SDK's `DefaultAioHttpClient` does); framing, TLS, proxies and keep-alive are
+aiohttp's, decoding httpx2's. The trust store (`ssl_context()`) is loaded by the first
+request that uses TLS, so plain HTTP to a local server never pays for it. `Sockets` keeps
+one transport per event loop and proxy for a run and closes them together.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
@@ -197,21 +189,17 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             await session.close()
 
 
-class _mapped_errors:
+@contextlib.contextmanager
+def _mapped_errors() -> Iterator[None]:
     """aiohttp's exceptions as httpx2's, so every caller (an SDK, the retry policy) reads
     one vocabulary; a certificate failure is a `CertificateError`."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> None:
-        if exc is None or not isinstance(exc, Exception):
-            return
+    try:
+        yield
+    except Exception as exc:
         mapped = _mapped(exc)
-        if mapped is not None:
-            raise mapped from exc
+        if mapped is None:
+            raise
+        raise mapped from exc
 
 
 def _mapped(exc: Exception) -> httpx2.TransportError | None:

@@ -1,36 +1,14 @@
-"""tui-eval's layer of the HTTP stack: a chain of small httpx2 transports, one concern each.
+"""tui-eval's layer of the HTTP stack: a chain of httpx2 transports, one concern each.
 
     CacheLayer → LimitLayer → RetryLayer → MeterLayer → WireLayer → the sockets
 
-Every model request of a run passes here as an ordinary httpx2 client's request — the
-built-in providers' and any SDK's (`tui_eval.http_client()`, or an adapter) alike:
-
-- `CacheLayer` (`--cache`) answers a sample's POST from the run's response cache, and
-  stores a 2xx answer (a JSON body, or an event stream whole); files are read and written
-  in a worker thread.
-- `LimitLayer`: each request waits for its turn in the shared rate limiter of its quota
-  (base URL, key) in the run's session; a 429 pauses every worker and the request goes
-  again when its turn comes, within the retry budget. A 429 saying the account's quota is
-  gone, or asking for a wait over 60 s, ends the request at once.
-- `RetryLayer`: 5xx, 408, timeouts, connections refused, reset or closed by the server
-  (before or during the body) are tried again at most `max_retries` times (2), after a
-  jittered backoff or the server's Retry-After; a TLS certificate failure never. A request
-  given up lists every attempt.
-- `MeterLayer`: a 2xx body is parsed once and handed on (the response's `tui_eval.json`
-  extension); its usage is priced into the sample's meter (`max_cost` settles on it), or
-  taken from a proxy's `x-litellm-response-cost`; an event stream's as it ends.
-- `WireLayer`: a header holding CR, LF or NUL is refused before anything is sent (naming
-  the header, never its value); `timeout` seconds (600) for the whole response, however the
-  server drips it; a body framed two ways, or in a coding the request did not accept, is
-  refused; a body over the size cap (decoded) too; redirects are never followed.
-- The sockets: the run's (`sockets.py`, through the proxy the environment names for the
-  URL), or the user's own httpx2 client (`send_with=`: its TLS, proxy, auth and hooks).
-
-The layers above learn what the ones below found from the response's extensions:
-`tui_eval.json` (the parsed body), `tui_eval.usage` (its tokens), `tui_eval.retries`, and
-`tui_eval.error` — why a request was given up, beside the server's last answer, which each
-caller reads as it would any answer (an SDK raises its own error; a built-in provider its
-`ProviderError`, with that text: `failure_text()`).
+Every model request of a run passes here as an ordinary httpx2 client's request (the
+built-in providers', and any SDK's through `tui_eval.http_client()` or an adapter). A
+layer tells the ones above what it found in the response's extensions: `tui_eval.json`
+(the body, parsed once), `tui_eval.usage` (its tokens), `tui_eval.retries`, and
+`tui_eval.error` (why a request was given up, beside the server's last answer, which each
+caller reads as it would any answer: an SDK raises its own error, a built-in provider a
+`ProviderError` with `failure_text()`).
 """
 
 from __future__ import annotations
@@ -184,7 +162,8 @@ class _Layer(httpx2.AsyncBaseTransport):
 
 
 class CacheLayer(_Layer):
-    """The run's response cache: a sample's POST answered from it, a 2xx answer stored."""
+    """The run's response cache (`--cache`): a sample's POST answered from it, a 2xx
+    answer stored (a JSON body, or an event stream whole)."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample, _ = self.binding.now()
@@ -232,7 +211,9 @@ class CacheLayer(_Layer):
 
 
 class LimitLayer(_Layer):
-    """Each request's turn in its quota's shared rate limiter; 429s wait there."""
+    """Each request's turn in its quota's shared rate limiter (base URL, key). A 429 pauses
+    every worker and the request goes again within the retry budget; one saying the quota
+    is gone, or asking for a wait over 60 s, ends it at once."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample, options = self.binding.now()
@@ -312,7 +293,9 @@ def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None
 
 
 class RetryLayer(_Layer):
-    """Failures worth trying again are tried again, at most `max_retries` times."""
+    """5xx, 408, timeouts and connections refused, reset or closed by the server (before or
+    during the body) tried again at most `max_retries` times, after a jittered backoff or
+    the server's Retry-After; a TLS certificate failure never."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample, options = self.binding.now()
@@ -398,7 +381,8 @@ def _too_long(wait: float, budget: float, why: str) -> str:
 
 
 class MeterLayer(_Layer):
-    """A 2xx answer's body parsed once and its usage priced into the sample's meter."""
+    """A 2xx answer's body parsed once and its usage priced into the sample's meter (or
+    taken from a proxy's `x-litellm-response-cost`); an event stream's as it ends."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self.inner.handle_async_request(request)
@@ -444,7 +428,9 @@ class MeterLayer(_Layer):
 
 
 class WireLayer(httpx2.AsyncBaseTransport):
-    """Headers checked, the deadline, framing, size and the body read, over the sockets.
+    """A header holding CR, LF or NUL refused before anything is sent; `timeout` for the
+    whole response; a body framed two ways, in a coding not asked for, or over the size
+    cap refused; redirects never followed. Over the run's sockets or the user's client.
 
     Args:
         send_with: the user's own client to send through (None: the run's sockets).

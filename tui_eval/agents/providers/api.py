@@ -1,6 +1,5 @@
 """What every HTTP provider shares: a JSON POST with an ordinary httpx2 client over
-tui-eval's HTTP layer (the shared rate limiter, the response cache, metering, retries and
-secrets: `transport.py`), over the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
+tui-eval's HTTP layer."""
 
 from __future__ import annotations
 
@@ -36,29 +35,11 @@ USER_AGENT = "tui-eval"
 
 
 class HTTPProvider:
-    """Base of the providers that speak JSON over HTTP.
-
-    - **Rate limits.** Every request goes through the one `RateLimiter` of its quota (base
-      URL and key) in the run's `Runtime`, shared with every other worker: a 429
-      pauses them all, the pace is learned from 429s and rate-limit headers (see
-      `limits.py`). A rate-limited request waits while the run makes progress; it fails
-      only when nothing was accepted for `retry_budget` seconds (queued time included),
-      when the server asks for a longer wait than that, or at once when a 429 says the
-      quota is gone (`insufficient_quota`).
-    - **Bodies.** Content encodings are decoded (httpx2); a redirect is an error (never
-      followed: the key goes to `base_url` only); a body over the size cap is refused.
-    - **Errors.** 5xx, 408, timeouts and connection errors are retried with exponential
-      backoff and jitter (honouring `Retry-After`), at most `max_retries` times (2); a TLS
-      certificate failure never; other 4xx fail at once with the server's message.
-    - **Deadlines.** `timeout` seconds (600) for a whole response, however the server
-      drips it.
-    - **Connections** are the run's (`RunContext.sockets`): aiohttp's on asyncio, httpx2's
-      under trio, proxies and the trust store from the environment.
-    - **The run** is read from the current sample (`context.current_sample()`): its
-      provider options, cache, session and meter.
-    - **Secrets.** The API key lives only in request headers and is redacted from errors;
-      a key or header holding CR, LF or NUL is refused before anything is sent;
-      credentials in `base_url` are sent as Basic auth and never shown.
+    """Base of the providers that speak JSON over HTTP: an ordinary httpx2 client over
+    tui-eval's layer (`transport.py`: the run's shared rate limiter, cache, meter, retries
+    and deadline), the run read from the current sample. The API key lives only in request
+    headers and is redacted from errors; credentials in `base_url` are sent as Basic auth
+    and never shown.
 
     Args:
         model: the model name sent to the server.
