@@ -24,6 +24,8 @@ message.
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -50,10 +52,8 @@ TOOL_ERROR_PREFIX = "An error occurred while running the tool."
 """How the SDK's default `failure_error_function` starts the text it sends back for a tool
 that raised: such a call is recorded as failed."""
 
-_WATCHED = "_tui_eval_watched"
-"""Marks a function tool's invoker whose exceptions are already recorded."""
 _RAISED = "_tui_eval_raised"
-"""Set on a tool call's context, and on the exception it raised: (call id, error text)."""
+"""Set on a tool call's context by a custom failure function: the error text."""
 
 
 @dataclass
@@ -61,6 +61,8 @@ class _Recording:
     """What one run of a wrapped agent did, as it happened."""
 
     responses: list[Any] = field(default_factory=list)
+    running: set[str] = field(default_factory=set)
+    """The tool calls started and not yet ended, by call id."""
     outputs: dict[str, Any] = field(default_factory=dict)
     """Each finished tool call's output, by call id."""
     errors: dict[str, str] = field(default_factory=dict)
@@ -122,7 +124,6 @@ class SampleRunnerAgent(WrappedAgent):
     def _route(self) -> Any:
         """The copy of the agent whose models send through tui-eval's HTTP layer, made once."""
         if self._routed is None:
-            _watch_tools(self.agent, set())
             self._routed = _routed_agent(self.agent, {})
         return self._routed
 
@@ -140,15 +141,15 @@ class SampleRunnerAgent(WrappedAgent):
         agent = self._route()
         recording = _Recording()
         options["hooks"] = _recording_hooks(agents, recording, options.get("hooks"))
+        options["run_config"] = _recording_config(agents, recording, options.get("run_config"))
         since = requests_so_far()
         start = time.perf_counter()
         try:
             result = await agents.Runner.run(agent, _sdk_input(input), **options)
         except Exception as exc:
             # The calls and usage up to the failure, for the failing sample's trajectory.
-            raised = _raised_by_tool(exc)
-            if raised is not None:
-                recording.errors[raised[0]] = raised[1]
+            for call_id in recording.running:  # a tool raised through the SDK
+                recording.errors[call_id] = _first_cause(exc)
             exc.partial = _partial(  # type: ignore[attr-defined]
                 agents, recording, self.agent, input, (time.perf_counter() - start) * 1000, since
             )
@@ -178,37 +179,43 @@ class SampleRunnerAgent(WrappedAgent):
         return bool(self.memory)
 
 
-def _watch_tools(agent: Any, seen: set[int]) -> None:
-    """Record the exception of each function tool of `agent` (and its handoffs') that
-    raises, before the SDK's `failure_error_function` turns it into text or re-raises it."""
-    if id(agent) in seen:
-        return
-    seen.add(id(agent))
-    for tool in getattr(agent, "tools", None) or ():
-        invoker = getattr(tool, "on_invoke_tool", None)
-        impl = getattr(invoker, "_invoke_tool_impl", None)
-        if impl is None or getattr(impl, _WATCHED, False):
-            continue
-        invoker._invoke_tool_impl = _recorded(impl)  # type: ignore[union-attr]
-    for handoff in getattr(agent, "handoffs", None) or ():
-        _watch_tools(getattr(handoff, "agent", handoff), seen)
+def _watched(tool: Any) -> Any:
+    """A copy of a function tool with a failure function of its own (the public
+    `failure_error_function` of `function_tool`) that records the exception on the call's
+    context before the function turns it into text; any other tool as it is. A tool with the
+    SDK's default is watched by `_recording_config`, one that re-raises by `run`."""
+    from agents import default_tool_error_function
+    from agents.tool import (
+        resolve_function_tool_failure_error_function,
+        set_function_tool_failure_error_function,
+    )
+
+    if type(tool).__name__ != "FunctionTool":
+        return tool
+    theirs = resolve_function_tool_failure_error_function(tool)
+    if theirs is None or theirs is default_tool_error_function:
+        return tool
+
+    def failure(ctx: Any, error: Exception) -> Any:
+        with contextlib.suppress(AttributeError, TypeError):  # a frozen context
+            setattr(ctx, _RAISED, f"{type(error).__name__}: {error}")
+        return theirs(ctx, error)
+
+    return set_function_tool_failure_error_function(copy.copy(tool), failure)
 
 
-def _recorded(impl: Any) -> Any:
-    async def invoke(ctx: Any, input: str) -> Any:
-        try:
-            return await impl(ctx, input)
-        except Exception as exc:
-            # Read by the run hooks' `on_tool_end` (same context), or, when the SDK re-raises,
-            # from the exception the run ends with.
-            raised = (str(getattr(ctx, "tool_call_id", "") or ""), f"{type(exc).__name__}: {exc}")
-            for holder in (ctx, exc):
-                with contextlib.suppress(AttributeError, TypeError):  # a frozen one
-                    setattr(holder, _RAISED, raised)
-            raise
+def _recording_config(agents: Any, recording: _Recording, theirs: Any) -> Any:
+    """The run's `RunConfig` with a `tool_error_formatter` that records the exception of
+    each tool whose error the SDK's default failure function answers, then asks theirs."""
+    config = theirs if theirs is not None else agents.RunConfig()
+    formatter = config.tool_error_formatter
 
-    setattr(invoke, _WATCHED, True)
-    return invoke
+    def record(args: Any) -> Any:
+        if args.kind == "tool_exception" and args.error is not None:
+            recording.errors[args.call_id] = f"{type(args.error).__name__}: {args.error}"
+        return formatter(args) if formatter is not None else None
+
+    return dataclasses.replace(config, tool_error_formatter=record)
 
 
 def _recording_hooks(agents: Any, recording: _Recording, theirs: Any) -> Any:
@@ -220,32 +227,37 @@ def _recording_hooks(agents: Any, recording: _Recording, theirs: Any) -> Any:
             if theirs is not None:
                 await theirs.on_llm_end(context, agent, response)
 
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            recording.running.add(str(getattr(context, "tool_call_id", "") or ""))
+            if theirs is not None:
+                await theirs.on_tool_start(context, agent, tool)
+
         async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
             call_id = str(getattr(context, "tool_call_id", "") or "")
+            recording.running.discard(call_id)
             recording.outputs[call_id] = result
             raised = getattr(context, _RAISED, None)
             if raised is not None:
-                recording.errors[raised[0]] = raised[1]
+                recording.errors[call_id] = raised
             if theirs is not None:
                 await theirs.on_tool_end(context, agent, tool, result)
 
-    for name in ("on_llm_start", "on_agent_start", "on_agent_end", "on_handoff", "on_tool_start"):
+    for name in ("on_llm_start", "on_agent_start", "on_agent_end", "on_handoff"):
         if theirs is not None:
             setattr(Recording, name, _forward(name, theirs))
     return Recording()
 
 
-def _raised_by_tool(exc: BaseException) -> tuple[str, str] | None:
-    """(call id, error) of the tool exception a run's exception was raised from, if any."""
-    seen: BaseException | None = exc
-    for _ in range(10):  # the SDK wraps it once or twice; never loop on a cycle
-        if seen is None:
-            return None
-        raised = getattr(seen, _RAISED, None)
-        if raised is not None:
-            return (str(raised[0]), str(raised[1]))
-        seen = seen.__cause__ or seen.__context__
-    return None
+def _first_cause(exc: BaseException) -> str:
+    """The exception a run's exception was raised from (the SDK wraps a tool's once or
+    twice), as the failed call's error."""
+    seen = exc
+    for _ in range(10):  # never loop on a cycle
+        cause = seen.__cause__ or seen.__context__
+        if cause is None:
+            break
+        seen = cause
+    return f"{type(seen).__name__}: {seen}"
 
 
 def _forward(name: str, theirs: Any) -> Any:
@@ -303,10 +315,10 @@ def _routed_agent(agent: Any, made: dict[int, Any]) -> Any:
     sending = routed(client) if type(model).__name__ in _OPENAI_MODELS else None
     if sending is not None and sending is not client:
         changes["model"] = type(model)(model=model.model, openai_client=sending)
-    copy = made[id(agent)] = agent.clone(**changes)
+    twin = made[id(agent)] = agent.clone(tools=[_watched(t) for t in agent.tools], **changes)
     if agent.handoffs:
-        copy.handoffs = [_routed_agent(h, made) for h in agent.handoffs]
-    return copy
+        twin.handoffs = [_routed_agent(h, made) for h in agent.handoffs]
+    return twin
 
 
 _OPENAI_MODELS = ("OpenAIChatCompletionsModel", "OpenAIResponsesModel")
