@@ -402,10 +402,16 @@ class Sockets:
                 connector = session.connector
                 session.detach()  # closed without awaiting: its loop may be closed
                 if connector is not None:
-                    # Dropped when a client is collected, maybe long after its loop closed
-                    # (another test's, another run's): its sockets went with that loop.
-                    with contextlib.suppress(RuntimeError):
-                        connector._close()
+                    # Its public `close()` run one step, here: that step closes the sockets
+                    # (or, its loop gone, only marks it closed); the rest would wait in
+                    # that loop for them to finish closing.
+                    closing = connector.close()
+                    try:
+                        closing.send(None)
+                    except (StopIteration, RuntimeError):
+                        pass
+                    finally:
+                        closing.close()
         self._transports = {}
 
     async def aclose(self) -> None:
