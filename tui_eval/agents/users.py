@@ -26,14 +26,12 @@ from tui_eval.agents.messages import Message, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import ModelSpecError, Provider
 
-STOP = "###STOP###"
-"""What a simulated user writes to end the conversation (tau-bench's signal)."""
+STOP = "###STOP###"  # What a simulated user writes to end the conversation (tau-bench's signal).
 
 USER_MODEL_ENV = "TUI_EVAL_USER_MODEL"
 """The simulated user's model when `SimulatedUser(model=...)` is not given."""
 
-DEFAULT_MAX_TURNS = 20
-"""A conversation's turn limit when its user sets none."""
+DEFAULT_MAX_TURNS = 20  # A conversation's turn limit when its user sets none.
 
 DEFAULT_HANDOFF_TOOLS = ("transfer_to_*",)
 """Tool names (glob patterns) that hand a conversation off to someone else: it ends there."""

@@ -17,8 +17,7 @@ from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.providers.base import normalize_stop_reason
 from tui_eval.util.text import value_text
 
-CASE_ATTRIBUTE = "tui_eval.case"
-"""A span attribute naming the case a recorded trace belongs to."""
+CASE_ATTRIBUTE = "tui_eval.case"  # A span attribute naming the case a recorded trace belongs to.
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
 

@@ -29,8 +29,7 @@ from tui_eval.util.secrets import redact_value, secret_values
 
 CacheMode = Literal["off", "on", "read-only"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "on", "read-only")
-THREADS = 4
-"""Files read or written at once."""
+THREADS = 4  # Files read or written at once.
 
 
 class ResponseCache:
@@ -73,8 +72,7 @@ class ResponseCache:
         return self.folder / key[:2] / f"{key}.json"
 
     async def get(self, key: str) -> dict[str, Any] | bytes | None:
-        """The stored response (a JSON object), or event stream (bytes), or None: a miss
-        (an unreadable entry is one too)."""
+        """The stored JSON object or event stream (bytes); None for a miss."""
         found: dict[str, Any] | bytes | None = await self._in_thread(self._read, key)
         if found is None:
             self.misses += 1
@@ -101,9 +99,8 @@ class ResponseCache:
     async def put(
         self, key: str, response: dict[str, Any] | bytes, secrets: Iterable[str] = ()
     ) -> None:
-        """Store a successful response (a JSON object, or an event stream whole), not in
-        read-only mode, with `secrets` and those of the environment redacted, readable by
-        its owner only; returns when the file is in place."""
+        """Store a 2xx answer (not in read-only mode), `secrets` and the environment's
+        redacted; returns when the file is in place."""
         if self.mode == "on":
             await self._in_thread(self._write, key, response, list(secrets))
 

@@ -24,20 +24,17 @@ from tui_eval.agents.http.transport import Binding, chain, decoded_response
 
 
 class LayeredClient(httpx2.AsyncClient):
-    """An httpx2 `AsyncClient` whose transport is tui-eval's layer (`layered_client()`): a
-    type of its own so that an adapter never routes it through the layer a second time."""
+    """An httpx2 `AsyncClient` over tui-eval's layer: an adapter never routes it twice."""
 
 
 def layered_client(
     binding: Binding, *, send_with: httpx2.AsyncClient | None = None, **kwargs: Any
 ) -> LayeredClient:
-    """An httpx2 `AsyncClient` over the layer made for `binding`. Redirects are not
-    followed; cookies are not kept from one request to the next (one sample's never reach
-    another's).
+    """An httpx2 `AsyncClient` over the layer made for `binding`: no redirects followed,
+    no cookies kept (one sample's never reach another's).
 
     Raises:
-        TypeError: `proxy=` or `mounts=`, whose transports would bypass the layer (give a
-            client of your own as `send_with=` instead).
+        TypeError: `proxy=` or `mounts=`, which would bypass the layer (pass `send_with=`).
     """
     if "proxy" in kwargs or "mounts" in kwargs:
         raise TypeError("proxy= and mounts= would bypass tui-eval's layer: pass send_with=")
@@ -104,22 +101,18 @@ def http_client(
     send_with: httpx2.AsyncClient | None = None,
     **kwargs: Any,
 ) -> LayeredClient:
-    """An httpx2 `AsyncClient` bound to the current sample: its requests are rate-limited
-    with the run's shared limiter, answered from the run's cache (`--cache`), metered and
-    priced into the sample's cost (and so held to `max_cost`), retried and bounded by
-    tui-eval's policy — streamed answers too.
-
-    Pass it wherever an SDK takes an httpx client: `openai.AsyncOpenAI(http_client=...)`,
-    `anthropic.AsyncAnthropic(http_client=...)`, pydantic-ai's providers
-    (`OpenAIProvider(http_client=...)`), langchain-openai's `http_async_client=`. Outside a
-    run it works as a plain client with the limiter of the process.
+    """An httpx2 `AsyncClient` bound to the current sample: its requests go through the
+    run's shared rate limiter and cache (`--cache`), are priced into the sample's cost
+    (held to `max_cost`), retried and bounded by tui-eval's policy. Pass it wherever an
+    SDK takes an httpx client (`openai.AsyncOpenAI(http_client=...)`, langchain-openai's
+    `http_async_client=`...). Outside a run it is a plain client with a limiter of its own.
 
     Args:
         timeout: seconds for a whole response (default: the run's, else 600).
         max_retries: retries after server errors, timeouts and connection errors (default:
-            the run's, else 2); the SDK's own retries come on top of these.
-        send_with: a client of your own to send the requests with, under the layer: its
-            default headers, TLS, proxy, auth and event hooks apply.
+            the run's, else 2), before the SDK's own.
+        send_with: a client of your own to send with: its headers, TLS, proxy, auth and
+            event hooks apply.
         **kwargs: passed to `httpx2.AsyncClient` (`headers`, `base_url`...).
 
     Example:

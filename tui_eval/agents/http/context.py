@@ -41,8 +41,7 @@ MAX_PRICED_MODELS = 1_024
 
 
 class Runtime:
-    """What the runs given this runtime share: one rate limiter per API quota, and the
-    models' places in the price table (the table is loaded when a first price is needed).
+    """What the runs given this runtime share: a rate limiter per API quota, and prices.
 
     Example:
         >>> runtime = Runtime()  # these runs pace themselves as one against each API
@@ -50,12 +49,11 @@ class Runtime:
         >>> report = await evaluate(agent, cases, settings=settings)  # doctest: +SKIP
 
     Args:
-        limiter_factory: builds a quota's limiter (default: an in-process `RateLimiter`); a
-            Ray worker's builds handles on limiters the whole cluster shares.
+        limiter_factory: builds a quota's limiter (default: a `RateLimiter`; a Ray
+            worker's shares them across the cluster).
 
     Attributes:
-        idle_workers: workers an executor left idle after a run, for this runtime's next
-            run (by the executor's pool key).
+        idle_workers: workers an executor left idle, by pool key, for the next run.
     """
 
     def __init__(self, limiter_factory: LimiterFactory | None = None) -> None:
@@ -70,8 +68,7 @@ class Runtime:
     def limiter(
         self, base_url: str, fingerprint: str, *, rpm: float | None = None, tpm: float | None = None
     ) -> RateLimiter:
-        """The limiter of the quota (base URL, key fingerprint), made on first use; `rpm`
-        and `tpm` cap it."""
+        """The quota's limiter, made on first use; `rpm` and `tpm` cap it."""
         key = (base_url, fingerprint)
         limiter = self._limiters.get(key)
         if limiter is None:
@@ -90,8 +87,7 @@ class Runtime:
         return list(self._limiters.values())
 
     def price_of(self, provider: str, model: str, tokens: ResponseTokens) -> float | None:
-        """Dollars for one response by the built-in price table, None if unknown (as
-        `metering.price_of`; where the table has `model` is looked up once per runtime)."""
+        """`metering.price_of`, each model looked up in the table once per runtime."""
         key = (provider, model)
         if key in self._prices:
             ref = self._prices[key]
@@ -107,10 +103,9 @@ class RunContext:
     """What the providers of one run share.
 
     Attributes:
-        provider: the suite's and the command line's provider options, which every HTTP
-            provider of the run applies over its own (None: none).
+        provider: the suite's and command line's provider options, over every provider's.
         cache: the response cache (None: no cache).
-        runtime: whose rate limiters and prices the run uses (by default one of its own).
+        runtime: whose rate limiters and prices the run uses.
     """
 
     provider: ProviderOptions | None = None
@@ -120,8 +115,7 @@ class RunContext:
 
     @property
     def sockets(self) -> Sockets:
-        """The run's connections (one socket transport per event loop and proxy), shared by
-        its providers and the clients `http_client()` lends; closed when the run ends."""
+        """The run's connections, shared by its providers and clients; closed with it."""
         sockets = self._sockets
         if sockets is None:
             from tui_eval.agents.http.sockets import Sockets
@@ -153,8 +147,7 @@ class RunContext:
 
 @dataclass(eq=False, slots=True)
 class SampleContext:
-    """One sample of a run, as its providers see it: current (`current_sample()`) while
-    the sample's agent and checks run.
+    """One sample of a run, current (`current_sample()`) while its agent and checks run.
 
     Attributes:
         run: the run's context.
@@ -162,8 +155,7 @@ class SampleContext:
         index: the sample's number within its case (the response cache keys on it).
         meter: what the sample has spent so far.
         on_retry: told (attempt, delay in seconds) before a provider retries a request.
-        state: the sample's environment state (`Case(state=...)`; None without one),
-            which `tui_eval.agents.state.current_state()` hands to tools.
+        state: the sample's environment state (`Case(state=...)`; None without one).
     """
 
     run: RunContext

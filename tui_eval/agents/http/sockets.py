@@ -39,9 +39,8 @@ _contexts: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
 
 
 def ssl_context() -> ssl.SSLContext:
-    """How HTTPS servers (and HTTPS proxies) are verified: httpcore2's default context —
-    `SSL_CERT_FILE` or `SSL_CERT_DIR` when set, else the system's trust store — made once
-    per value of those variables (loading a CA bundle takes tens of milliseconds)."""
+    """httpcore2's default context (`SSL_CERT_FILE`/`SSL_CERT_DIR` when set, else the
+    system's trust store), made once per value of those variables (tens of ms)."""
     import os
 
     import httpcore2
@@ -66,8 +65,7 @@ def ssl_context() -> ssl.SSLContext:
 
 
 class TrustStoreError(TuiEvalError, ValueError):
-    """The CA certificates HTTPS servers are verified with cannot be loaded (a bad
-    `SSL_CERT_FILE` or `SSL_CERT_DIR`): a setting to fix, never retried."""
+    """The CA certificates cannot be loaded (a bad `SSL_CERT_FILE`): never retried."""
 
 
 def _timeout(request: httpx2.Request) -> Any:
@@ -102,14 +100,11 @@ class AiohttpStream(httpx2.AsyncByteStream):
 
 
 class AiohttpTransport(httpx2.AsyncBaseTransport):
-    """httpx2 requests over one aiohttp `ClientSession` (made with the transport, which
-    must be in the loop that will use it).
+    """httpx2 requests over one aiohttp `ClientSession`, made in the loop that uses it.
 
     Args:
-        proxy: send every request through this proxy (its credentials as
-            `Proxy-Authorization`, never in the URL aiohttp sees).
-        verify: how servers are verified (default: `ssl_context()`, made when a request
-            first uses TLS: to an `https://` URL, or through an `https://` proxy).
+        proxy: every request's proxy (its credentials sent as `Proxy-Authorization`).
+        verify: how servers are verified (default: `ssl_context()`, at the first TLS use).
     """
 
     def __init__(
@@ -175,8 +170,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         )
 
     def _ssl(self, request: httpx2.Request) -> ssl.SSLContext | bool:
-        """How this request's TLS is verified (aiohttp uses it for the server and for an
-        HTTPS proxy); `True` for plain HTTP, which needs no trust store."""
+        """How this request's TLS is verified; `True` for plain HTTP (no trust store)."""
         if not _uses_tls(request, self._tls_proxy):
             return True
         if self._verify is None:
@@ -230,20 +224,14 @@ def _mapped(exc: Exception) -> httpx2.TransportError | None:
 
 
 def _uses_tls(request: httpx2.Request, tls_proxy: bool) -> bool:
-    """Whether `request` needs the trust store: to an `https://` URL, or through an
-    `https://` proxy."""
+    """Whether `request` needs the trust store (an `https://` URL or proxy)."""
     return request.url.scheme == "https" or tls_proxy
 
 
 class HttpxTransport(httpx2.AsyncBaseTransport):
-    """httpx2's own socket transport (under trio), with the trust store loaded as
-    `AiohttpTransport` loads it: by the first request that uses TLS.
-
-    httpx2 takes its TLS context when its transport is made, so there are two: one for
-    requests that use TLS (to an `https://` URL, or through an `https://` proxy), made at
-    the first of them with `ssl_context()` (for the server and the proxy alike), and one
-    for plain HTTP, whose context trusts nothing and is never used. A run talks to its APIs
-    over one of them, so the connection limit holds as it does on asyncio.
+    """httpx2's own socket transport (under trio), the trust store loaded by the first
+    request that uses TLS: httpx2 takes its TLS context when a transport is made, so there
+    is one for TLS and one for plain HTTP (whose context trusts nothing and is never used).
     """
 
     def __init__(self, proxy: httpx2.Proxy | None = None) -> None:
@@ -349,8 +337,7 @@ def _proxy_problem(exc: Exception) -> ProxyVariableError:
 
 
 def socket_transport(proxy: httpx2.Proxy | None) -> httpx2.AsyncBaseTransport:
-    """A new socket transport for the running event loop: aiohttp's on asyncio (uvloop
-    included), httpx2's own elsewhere (trio)."""
+    """A socket transport for the running loop: aiohttp's on asyncio, else httpx2's."""
     if sniffio.current_async_library() == "asyncio":
         return AiohttpTransport(proxy)
     return HttpxTransport(proxy)
@@ -368,11 +355,8 @@ def _running_loop() -> object:
 
 
 class Sockets:
-    """The socket transports of a run (or of the process): one per event loop and proxy.
-
-    A transport belongs to the loop it was opened in; a later loop (another
-    `asyncio.run`) gets new ones and the old loop's are dropped.
-    """
+    """The socket transports of a run, one per proxy in the running loop (a later loop's
+    `get` drops the old loop's)."""
 
     def __init__(self) -> None:
         self._loop: object | None = None
@@ -394,8 +378,7 @@ class Sockets:
         return transport
 
     def drop(self) -> None:
-        """Drop the transports of a loop that is gone (their sockets went with it),
-        without awaiting anything."""
+        """Drop the transports without awaiting anything (their loop may be gone)."""
         for transport in self._transports.values():
             session = getattr(transport, "_session", None)
             if session is not None and not session.closed:

@@ -56,18 +56,8 @@ QUOTA_GONE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "bil
 KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key")
 """Where APIs take their key: the limiter's quota is (base URL, this key)."""
 VOLATILE_HEADERS = frozenset(
-    {
-        b"user-agent",
-        b"content-length",
-        b"host",
-        b"accept-encoding",
-        b"connection",
-        b"idempotency-key",
-        b"x-request-id",
-        b"traceparent",
-        b"tracestate",
-        b"baggage",
-    }
+    b"user-agent content-length host accept-encoding connection idempotency-key x-request-id"
+    b" traceparent tracestate baggage".split()
 )
 """Headers that differ between two sends of one request: not part of a cache key (nor
 are the SDKs' `x-stainless-*`); every other header is, credentials through their hash."""
@@ -96,11 +86,9 @@ class Binding:
     Args:
         sample: the sample its requests count in when none is current.
         options: options over the defaults and under the run's (a client's `timeout=`).
-        provider: whose wire format and prices (`openai`, `anthropic`); None: told by each
-            request (an `anthropic-version` header or a `/v1/messages` path: Anthropic's).
+        provider: whose wire format and prices (`openai`, `anthropic`; None: by request).
         usable: whether a stored answer is one the caller can read (else a cache miss).
-        backoff: the first retry's delay after an error, in seconds (doubling, at most
-            30 s, plus up to 25% jitter).
+        backoff: the first retry's delay in seconds (doubling, at most 30 s, +25% jitter).
         max_bytes: the largest response body accepted (decoded).
     """
 
@@ -121,14 +109,13 @@ class Binding:
         self.backoff = backoff
         self.max_bytes = max_bytes
         self.outside = RunContext()
-        """The context of requests made outside any run: a runtime and connections of this
-        client's own, closed with it, or let go when it is collected."""
+        """Requests outside any run: a runtime and connections of this client's own."""
         weakref.finalize(self, self.outside.drop)
         self._resolved: tuple[ProviderOptions | None, ProviderOptions] = (None, self.options)
 
     def now(self) -> tuple[SampleContext | None, ProviderOptions]:
         """The sample requests count in now (the current one, else the client's) and the
-        options in force: the run's over the client's, worked out once per run."""
+        run's options over the client's (worked out once per run)."""
         sample = current_sample() or self.sample
         given = sample.run.provider if sample is not None else None
         resolved = self._resolved
@@ -275,7 +262,7 @@ class LimitLayer(_Layer):
 
 
 def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None:
-    """Tell the limiter of an answer: at once, and for an event stream its tokens at its end."""
+    """Tell the limiter of an answer (an event stream's tokens at its end)."""
     used = response.extensions.get("tui_eval.usage")
     if used is not None or not _is_stream(response):
         total = used.input + used.output if isinstance(used, ResponseTokens) else None
@@ -358,7 +345,7 @@ def _give_up(
     error: httpx2.TransportError | None,
     response: httpx2.Response | None,
 ) -> httpx2.Response:
-    """The server's last answer, saying why it is the last; or the last error, saying so."""
+    """The server's last answer, saying why it is the last; else the last error."""
     if response is None:
         raise type(error or RequestFailed(""))(_redacted(request, message)) from error
     return given_up(response, _redacted(request, message))
@@ -471,8 +458,8 @@ class WireLayer(httpx2.AsyncBaseTransport):
         raise httpx2.ReadTimeout(f"no complete response within {timeout:g}s (timeout)")
 
     def _proxy(self, url: httpx2.URL) -> httpx2.Proxy | None:
-        """The proxy for `url`, decided once per host while the proxy variables stay as
-        they are (reading the whole environment costs ~1 ms a request)."""
+        """The proxy for `url`, decided once per host and proxy variables (reading the
+        environment costs ~1 ms)."""
         key = (url.scheme, url.host, proxy_variables())
         if key not in self._proxies:
             if len(self._proxies) > 64:
@@ -487,8 +474,8 @@ class WireLayer(httpx2.AsyncBaseTransport):
 
 
 class _Passing(httpx2.AsyncByteStream):
-    """A body handed on as it arrives, refused once over `limit` bytes; `at_end(whole)` is
-    awaited once all of it has passed."""
+    """A body handed on as it arrives, refused over `limit` bytes; `at_end(whole)` awaited
+    once all of it has passed."""
 
     def __init__(
         self,
@@ -523,12 +510,8 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
-    """Refuse a request whose headers cannot be sent as they are.
-
-    Raises:
-        InvalidHeader: a header's value holds CR, LF or NUL, or its name is not a token;
-            the message names the header, never its value.
-    """
+    """Refuse (`InvalidHeader`, naming the header, never its value) a request with a
+    header value holding CR, LF or NUL, or a name that is not a token."""
     for name, value in headers:
         if _BAD_VALUE.search(value) or not _TOKEN.fullmatch(name):
             problem = header_problem(name.decode("latin-1"), value.decode("latin-1"))
@@ -536,8 +519,8 @@ def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
 
 
 def failure_text(response: httpx2.Response) -> str:
-    """Why a response that is not a 2xx is no answer, in words (a given-up request's
-    reason, with every attempt; else what the server said)."""
+    """Why a response that is not a 2xx is no answer (a given-up request's reason, else
+    what the server said)."""
     given = response.extensions.get("tui_eval.error")
     if given:
         return str(given)
@@ -565,15 +548,13 @@ def _retries(response: httpx2.Response) -> int:
 
 
 def _listed(history: list[str]) -> str:
-    """Why each attempt failed, in order."""
     if len(history) == 1:
         return history[0]
     return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(history, 1))
 
 
 def key_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
-    """The fingerprint of the key a request carries (its `Authorization`, `x-api-key` or
-    `api-key`): with the base URL, the quota whose limiter it goes through."""
+    """The fingerprint of the key a request carries: with the base URL, its quota."""
     given = {lowered: value for name, value in headers if (lowered := name.lower()) in KEY_HEADERS}
     for name in KEY_HEADERS:
         value = given.get(name)
@@ -583,7 +564,6 @@ def key_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
 
 
 def _keyed(request: httpx2.Request) -> list[tuple[bytes, bytes]]:
-    """The headers a cache key holds (volatile ones left out)."""
     return [
         (name, value)
         for name, value in request.headers.raw
@@ -601,7 +581,6 @@ def _body(request: httpx2.Request) -> bytes | None:
 
 
 def _asked_model(request: httpx2.Request) -> str:
-    """The model a request asks for ("" if its body names none)."""
     body = _body(request)
     if not body or body[:1] != b"{":
         return ""
@@ -628,8 +607,8 @@ def list_price(
 
 
 def _token_estimate(body: bytes | None) -> int:
-    """Tokens a request may use, for a tokens-per-minute limit: its prompt (a character is
-    about a quarter of a token) and the most it may write."""
+    """Tokens a request may use: its prompt (~4 characters a token) and the most it may
+    write."""
     if not body:
         return 0
     most = 0
@@ -657,16 +636,15 @@ def base_url(url: httpx2.URL) -> str:
 
 
 def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
-    """`url` (with `path` instead of its own) as errors show it: never its credentials,
-    nor its query (an `api-version`, but some APIs take a key there)."""
+    """`url` (with `path` instead of its own) as errors show it: without its credentials
+    or query (some APIs take a key there)."""
     port = f":{url.port}" if url.port is not None else ""
     host = f"[{url.host}]" if ":" in url.host else url.host
     return f"{url.scheme}://{host}{port}{url.path if path is None else path}"
 
 
 def header_map(response: httpx2.Response) -> dict[str, str]:
-    """A response's headers as a plain dict, lower-case names (read several times a
-    request: a dict lookup, not a scan of httpx2's list)."""
+    """A response's headers as a dict of lower-case names, made once a response."""
     mapped = response.extensions.get("tui_eval.headers")
     if mapped is None:
         mapped = response.extensions["tui_eval.headers"] = {
@@ -681,9 +659,8 @@ def _is_stream(response: httpx2.Response) -> bool:
 
 
 def _check_framing(response: httpx2.Response, request: httpx2.Request) -> None:
-    """Refuse a transfer coding other than chunked (`gzip, chunked`), and a content coding
-    the request did not accept (`br` where httpx2 has no brotli): their bytes must never
-    reach a JSON parser."""
+    """Refuse a body framed two ways, a transfer coding other than chunked, or a content
+    coding the request did not accept: their bytes must never reach a JSON parser."""
     headers = header_map(response)
     codings = headers.get("transfer-encoding")
     if codings is not None and "content-length" in headers:
@@ -740,8 +717,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
 def decoded_response(
     response: httpx2.Response, content: bytes, request: httpx2.Request | None = None
 ) -> httpx2.Response:
-    """`response` with its decoded body (its encoding and framing headers dropped), for
-    `request` (default: the response's own)."""
+    """`response` with its decoded body (encoding and framing headers dropped)."""
     headers = [
         (name, value)
         for name, value in response.headers.raw
@@ -758,8 +734,7 @@ def decoded_response(
 
 def _transient(exc: httpx2.TransportError) -> bool:
     """Whether trying again may help: a connection refused, reset, timed out or closed by
-    the server (before or during the body); not a malformed answer, a proxy's refusal, a
-    bad URL or a certificate."""
+    the server; not a malformed answer, a proxy's refusal, a bad URL or a certificate."""
     if _certificate_failure(exc):
         return False
     if isinstance(exc, httpx2.RemoteProtocolError):  # h11's words for a closed connection
@@ -783,15 +758,14 @@ def _certificate_failure(exc: BaseException) -> str:
 
 
 def _said(exc: BaseException) -> str:
-    """What a failed attempt says."""
     text = str(exc).strip() or type(exc).__name__
     timeout = isinstance(exc, httpx2.TimeoutException) and "(timeout)" in text
     return text if timeout else f"connection failed: {text}"
 
 
 def server_error(body: bytes) -> tuple[str, bool]:
-    """What an error response says, shortly (its `error.message`, else its text), and
-    whether it says the account's quota is gone (a 429 that no wait fixes)."""
+    """What an error response says (its `error.message`, else its text), and whether it
+    says the account's quota is gone."""
     try:
         parsed = pydantic_core.from_json(body)
     except ValueError:
