@@ -55,8 +55,7 @@ class Agent:
         max_turns: the most model responses one run may take.
         name: a label for reports.
         settings: provider settings such as `{"temperature": 0}`.
-        token_limit: the most tokens (input plus output, summed over turns) one run may
-            use; the loop stops with `TokenLimitExceeded` instead of starting another turn.
+        token_limit: the most tokens one run may use (else `TokenLimitExceeded`).
     """
 
     def __init__(
@@ -114,12 +113,9 @@ class Agent:
         output_type: Any = None,
         state: Any = None,
     ) -> RunResult:
-        """Run the loop until the model answers without calling a tool.
-
-        `input` is a prompt, a conversation, or a structured value (sent as JSON text);
-        `state` is the environment state its tools read and change (a tool parameter named
-        `state` receives it).
-        The result's `stop_reason` is the last response's.
+        """Run the loop until the model answers without calling a tool. `input` is a
+        prompt, a conversation or a structured value (sent as JSON text); `state` is what a
+        tool parameter named `state` receives.
 
         Raises:
             MaxTurnsExceeded: the model was still calling tools after `max_turns` responses.

@@ -38,11 +38,7 @@ from tui_eval.util.text import value_text
 
 
 class UserSimulatorError(TuiEvalError):
-    """The user's side of a conversation failed (its model or its script raised).
-
-    Attributes:
-        partial: the conversation up to the failure.
-    """
+    """The user's side of a conversation failed; `partial` is the conversation so far."""
 
     def __init__(self, message: str, partial: RunResult) -> None:
         super().__init__(message)
@@ -50,11 +46,9 @@ class UserSimulatorError(TuiEvalError):
 
 
 def keeps_memory(call: AgentCall) -> bool:
-    """Whether an agent call keeps its own memory between a conversation's turns (an
-    adapter's, for a framework agent with a checkpointer or session): it is then sent
-    only each new user message, with the conversation's `thread` id. When the
-    conversation ends, its async `forget_thread(thread)`, if it has one, is awaited: the
-    memory of a thread nobody will continue may go."""
+    """Whether an agent call keeps its own memory between a conversation's turns: it is
+    sent only each new user message, with the `thread` id, and its `forget_thread(thread)`
+    (if any) is awaited when the conversation ends."""
     return bool(getattr(call, "keeps_memory", False))
 
 
@@ -168,8 +162,8 @@ async def _converse(
 
 
 async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResult) -> RunResult:
-    """The agent's answer to one turn, recorded on `turn` and added to `total`; when it
-    raises, what it did is recorded and the error re-raised with `partial` = `total`."""
+    """The agent's answer to one turn, recorded on `turn` and added to `total` (also when
+    it raises: the error then carries `partial` = `total`)."""
     sample = current_sample()
     if sample is not None:
         sample.meter.new_turn()
@@ -227,8 +221,7 @@ def _add(total: RunResult, turn: Turn, run: RunResult, meter_before: Usage | Non
 
 
 def _new_messages(run: RunResult, sent: list[Message]) -> list[Message]:
-    """The messages the agent added this turn (its replies and tool messages): what follows
-    what it was sent in its run's messages, else its reply alone."""
+    """The messages the agent added this turn (after what it was sent; else its reply)."""
     messages = [m for m in run.messages if m.role != "system"]
     if len(messages) > len(sent) and all(
         _same(a, b) for a, b in zip(messages[: len(sent)], sent, strict=True)

@@ -32,11 +32,8 @@ class AgentSourceError(TuiEvalError, TypeError):
 
 
 def make_runner(source: Any) -> AgentCall:
-    """Build the per-sample call for an agent source, deciding its kind once.
-
-    Raises:
-        AgentSourceError: `source` is none of the accepted kinds.
-    """
+    """The per-sample call for an agent source, its kind decided once (else
+    `AgentSourceError`)."""
     if isinstance(source, Agent) or (
         hasattr(source, "clone") and hasattr(source, "run") and hasattr(source, "model")
     ):
@@ -62,9 +59,8 @@ def make_runner(source: Any) -> AgentCall:
 
 
 def samples_independent(source: Any, model: Any = None) -> bool:
-    """Whether each sample gets its own agent, so samples of a case may run at once: a
-    zero-arg factory is called per sample, and an `Agent` given a case's model factory
-    is cloned with a fresh model per sample."""
+    """Whether each sample gets its own agent (a factory's, or an `Agent` cloned with a
+    case's model factory), so samples of a case may run at once."""
     if isinstance(source, Agent):
         return model is not None and callable(model) and not hasattr(model, "complete")
     return callable(source) and not hasattr(source, "run") and _is_factory(source)
@@ -127,9 +123,7 @@ def _factory_runner(factory: Callable[[], Any]) -> AgentCall:
 
 
 async def bind_conversation(call: AgentCall, spec: RunSpec) -> AgentCall:
-    """The call a conversation's turns all go to: one agent for the whole conversation (a
-    factory's product, built once; an `Agent` cloned once with the case's model); `call`
-    itself for sources that keep one agent anyway."""
+    """The call a conversation's turns all go to: one agent for the whole conversation."""
     bind = getattr(call, "bind_conversation", None)
     return call if bind is None else await bind(spec)
 

@@ -57,12 +57,7 @@ class Environment:
 
     @classmethod
     def fresh(cls, template: Any, *, case: str = "") -> Environment:
-        """A sample's own copy of `template` (the case's `state`).
-
-        Raises:
-            StateError: the database file does not exist or is not SQLite, or the value
-                cannot be copied.
-        """
+        """A sample's own copy of `template` (else `StateError`, saying why)."""
         where = f"case {case!r}: " if case else ""
         if is_sqlite(template):
             source = Path(template)
@@ -101,9 +96,8 @@ class Environment:
 
 
 def current_state() -> Any:
-    """The environment state of the sample running in this task (None outside one, or for
-    a case without a state): for tools of frameworks that do not hand tui-eval's run
-    context to their tools (a LangGraph tool, an Agents SDK function tool).
+    """The environment state of the sample running in this task (None without one), for
+    tools of frameworks that do not hand them tui-eval's run context.
 
     Example:
         >>> def cancel_order(order_id: str) -> str:
@@ -165,8 +159,7 @@ def _tables(path: Path) -> list[str]:
 
 
 def _database(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every table of the database, rows as dicts in rowid order (by their values for a
-    table without rowids)."""
+    """Every table of the database, rows as dicts in rowid order."""
     tables: dict[str, list[dict[str, Any]]] = {}
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         for table in _tables(path):
@@ -216,8 +209,7 @@ def _join(path: tuple[str, ...]) -> str:
 
 
 def _ignored(path: tuple[str, ...], patterns: Sequence[tuple[str, ...]]) -> bool:
-    """Whether `path` is, or lies under, a path an `ignore` pattern names (`*` matches one
-    key or index, `**` any number of them)."""
+    """Whether `path` is, or lies under, a path an `ignore` pattern names (`*`, `**`)."""
     return any(_matches(path, pattern) for pattern in patterns)
 
 

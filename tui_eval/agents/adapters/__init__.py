@@ -13,10 +13,8 @@ from tui_eval.agents.run_spec import Input
 
 
 def from_framework(value: Any, input: Input, latency_ms: float) -> RunResult | None:
-    """An Agents SDK `RunResult`, a LangGraph state (a mapping with LangChain `messages`),
-    a list of LangChain messages, one `AIMessage`, or a pydantic-ai run's result (from
-    `run`, `run_stream` or `iter`) as our `RunResult`, trajectory and usage included; None
-    for any other value. Told apart by their types' modules."""
+    """An Agents SDK, LangGraph/LangChain or pydantic-ai result as our `RunResult` (told
+    apart by their types' modules); None for any other value."""
     module = type(value).__module__ or ""
     if module.startswith("pydantic_ai"):
         from tui_eval.agents.adapters import pydantic_ai

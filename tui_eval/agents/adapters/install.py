@@ -24,11 +24,7 @@ class MissingExtra(TuiEvalError, ImportError):
 
 
 def require(module: str, extra: str) -> ModuleType:
-    """Import `module`, or say which extra brings it.
-
-    Raises:
-        MissingExtra: `pip install 'tui-eval[EXTRA]'` brings it.
-    """
+    """Import `module`, or raise `MissingExtra` naming the extra that brings it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -41,9 +37,10 @@ def require(module: str, extra: str) -> ModuleType:
 
 
 def routed(client: Any) -> Any:
-    """An OpenAI/Anthropic SDK client's copy whose requests go through tui-eval's HTTP layer
-    and then out through the client's own httpx2 client (`client` itself when it sends
-    through the layer already); None when `client` is not an async SDK client."""
+    """An OpenAI/Anthropic SDK client's copy (its public `with_options`) whose requests go
+    through tui-eval's HTTP layer and then out through the client's own httpx2 client, its
+    configuration kept (`client` itself if it sends through the layer; None if it is not an
+    async SDK client). The SDKs keep that client in `_client`: read there, never replaced."""
     import httpx2
 
     from tui_eval.agents.http.client import LayeredClient, http_client
@@ -57,8 +54,7 @@ def routed(client: Any) -> Any:
 
 
 def requests_so_far() -> int | None:
-    """How many requests of the current sample passed through tui-eval's HTTP layer (None
-    outside a sample): an adapter reads it as its run starts, for `charge_unmetered`."""
+    """The current sample's requests through the layer so far (for `charge_unmetered`)."""
     sample = current_sample()
     return sample.meter.requests if sample is not None else None
 
@@ -67,17 +63,12 @@ def charge_unmetered(
     usages: Iterable[tuple[str, str, ResponseTokens]], *, since: int | None = None
 ) -> None:
     """Price usage a framework reported, (provider, model, tokens) per response, into the
-    current sample's meter — when none of its requests passed through tui-eval's HTTP
-    layer (which metered them already). A model not in the price table leaves the sample
-    unpriced.
+    current sample's meter, unless the layer metered those requests already.
 
     Args:
-        since: `requests_so_far()` when the agent's run began: its usage is priced unless
-            one of the requests since passed through the layer — each turn of a
-            conversation is a run of its own, and a simulated user's requests are not
-            the agent's. None (a result converted with no run around it): priced once a
-            turn (a sample's only turn, or each of a conversation's), unless any of the
-            turn's requests passed through the layer.
+        since: `requests_so_far()` when the agent's run began: priced unless a request
+            since passed through the layer. None (a result converted with no run around
+            it): priced once a turn, unless any of the turn's requests passed through it.
     """
     sample = current_sample()
     if sample is None:
@@ -96,9 +87,7 @@ def charge_unmetered(
 
 
 def warn_if_uncached(adapter: Any, since: int | None) -> None:
-    """Say once per adapter, when a run has a cache and none of the requests of the agent's
-    run since `requests_so_far()` was `since` passed through the layer, that its model
-    calls bypass the cache."""
+    """Warn once per adapter when a run has a cache that its model calls bypass."""
     sample = current_sample()
     if since is None or sample is None or sample.run.cache is None:
         return

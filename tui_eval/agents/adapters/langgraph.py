@@ -54,11 +54,8 @@ _ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system
 
 
 def wrap(graph: Any, *, config: Mapping[str, Any] | None = None) -> GraphAgent:
-    """An agent source calling `await graph.ainvoke({"messages": [...]}, config)`.
-
-    A prompt or conversation is sent as the state's `messages`; a structured input (a
-    mapping) is sent as the input state itself, unchanged.
-    """
+    """An agent source calling `await graph.ainvoke({"messages": [...]}, config)` (a
+    mapping input is the input state itself)."""
     return GraphAgent(graph, dict(config or {}))
 
 
@@ -79,12 +76,8 @@ class GraphAgent(WrappedAgent):
         return _checkpointer(self.graph) is not None
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
-        """Run the graph once and convert its final state.
-
-        With a checkpointer, `thread` is the thread the run continues (default: the
-        `config`'s, else a fresh one, deleted after the run); the run's record holds only
-        what it added to the thread.
-        """
+        """Run the graph once and convert its final state. With a checkpointer, `thread`
+        is the thread it continues (default: the `config`'s, else a fresh one)."""
         config = dict(self.config)
         configurable = dict(config.get("configurable") or {})
         if deps is not None:
@@ -168,8 +161,7 @@ class GraphAgent(WrappedAgent):
         return {str(m.id) for m in messages or () if getattr(m, "id", None)}, waiting
 
     async def forget_thread(self, thread: str) -> None:
-        """Delete a finished conversation's checkpoints (threads tui-eval made, continued
-        by nobody); a checkpointer that cannot delete keeps them."""
+        """Delete a finished conversation's checkpoints, if the checkpointer can."""
         checkpointer = _checkpointer(self.graph)
         if checkpointer is None:
             return
@@ -187,9 +179,8 @@ class GraphAgent(WrappedAgent):
 
 
 def _resume(waiting: list[Any], input: Input) -> Any:
-    """The `Command` that answers the interrupts a thread is paused at with the user's
-    latest message, or a mapping input as it is (each of them, by id, when several are
-    waiting)."""
+    """The `Command` answering the interrupts a thread is paused at with the user's latest
+    message (or a mapping input as it is)."""
     from langgraph.types import Command
 
     answer: Any
@@ -204,8 +195,7 @@ def _resume(waiting: list[Any], input: Input) -> Any:
 
 
 def _checkpointer(graph: Any) -> Any:
-    """The graph's checkpointer, if it has one of its own (not `None`, nor a subgraph's
-    `True`/`False`)."""
+    """The graph's own checkpointer (not a subgraph's `True`/`False`), if any."""
     checkpointer = getattr(graph, "checkpointer", None)
     if checkpointer is None or isinstance(checkpointer, bool):
         return None
@@ -221,8 +211,7 @@ def _added(state: Any, known: set[str] | None) -> Any:
 
 
 def _wire_message(message: Message) -> dict[str, Any]:
-    """One of our messages as LangChain takes it in a state's `messages`: an assistant's
-    tool calls and a tool message's call id included."""
+    """One of our messages as LangChain takes it in a state's `messages`."""
     wire: dict[str, Any] = {"role": message.role, "content": message.content or ""}
     if message.tool_calls:
         wire["tool_calls"] = [
@@ -237,8 +226,7 @@ def _wire_message(message: Message) -> dict[str, Any]:
 def _partial(
     state: Any, input: Input, latency_ms: float, exc: Exception, since: int | None
 ) -> RunResult:
-    """The run up to the step that raised: the last state's calls and usage, and its
-    unanswered tool calls failed with the exception (a tool node that raised)."""
+    """The run up to the step that raised, its unanswered tool calls failed with `exc`."""
     run = from_value(state, input, latency_ms, since=since) or RunResult(
         output=None, messages=input_messages(input)
     )
@@ -278,7 +266,7 @@ def from_value(
     value: Any, input: Input, latency_ms: float, *, since: int | None = None
 ) -> RunResult | None:
     """A LangGraph state, a list of LangChain messages or one `AIMessage` as our
-    `RunResult`; None when `value` is none of those. `since`: as `charge_unmetered`'s."""
+    `RunResult` (else None). `since`: as `charge_unmetered`'s."""
     if not is_result(value):
         return None
     if is_message(value):
@@ -293,9 +281,8 @@ def from_value(
 def from_messages(
     raw: Sequence[Any], input: Input, latency_ms: float, *, since: int | None = None
 ) -> RunResult:
-    """LangChain messages (the graph's whole history, or its answer alone) as a run. The
-    input conversation they start with is kept as messages, but its model turns and tool
-    calls are not the run's. `since`: as `charge_unmetered`'s."""
+    """LangChain messages as a run; an input conversation they start with is kept as
+    messages, but its turns and tool calls are not the run's."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
@@ -388,8 +375,7 @@ def from_messages(
 
 
 def _history_length(raw: Sequence[Any], input: Input) -> int:
-    """How many of `raw`'s first messages are the input conversation (0 unless the input is
-    one and they repeat it, role and text)."""
+    """How many of `raw`'s first messages repeat the input conversation (else 0)."""
     if not is_conversation(input):
         return 0
     sent = input_messages(input)
@@ -405,8 +391,7 @@ def _history_length(raw: Sequence[Any], input: Input) -> int:
 
 
 def _priced(meta: Any, response_meta: Mapping[str, Any]) -> tuple[str, str, ResponseTokens]:
-    """(provider, model, tokens) of one AI message, as LangChain normalises them: its
-    `input_tokens` include the cache reads and writes in `input_token_details`."""
+    """(provider, model, tokens) of one AI message (cache reads and writes in its input)."""
     details = field_of(meta, "input_token_details") or {}
     model = response_meta.get("model_name") or response_meta.get("model") or ""
     provider = response_meta.get("model_provider") or (

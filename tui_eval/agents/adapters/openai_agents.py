@@ -76,23 +76,19 @@ conversation's thread id (a file-backed `SQLiteSession`, a Redis or SQLAlchemy o
 
 
 def wrap(agent: Any, *, memory: Memory = False, **run_options: Any) -> SampleRunnerAgent:
-    """An agent source running `agent` with `agents.Runner.run(agent, input, **run_options)`.
-
-    A case's structured input (a mapping) or conversation is sent as the SDK's input items;
-    `Case(context=...)` becomes the run's `context` unless `run_options` sets one.
+    """An agent source running `agents.Runner.run(agent, input, **run_options)`, with
+    `Case(context=...)` as the run's `context` unless `run_options` sets one.
 
     Example:
         >>> desk = wrap(agent, memory=True)  # doctest: +SKIP
         >>> Case(user=ScriptedUser(["Weather in Tokyo?", "And in Lima?"]))  # doctest: +SKIP
 
     Args:
-        memory: whether the agent keeps its own memory of a conversation's turns (see
-            `Memory`): each conversation gets a session of its own, and each turn the
-            agent is sent only the user's latest message.
+        memory: a session per conversation (see `Memory`), each turn sending only the
+            user's latest message.
 
     Raises:
-        TypeError: `run_options` has a `session`: one session would be every sample's and
-            every conversation's memory (pass `memory=` instead).
+        TypeError: `run_options` has a `session`, which every sample would share.
     """
     if "session" in run_options:
         raise TypeError(
@@ -128,10 +124,8 @@ class SampleRunnerAgent(WrappedAgent):
         return self._routed
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
-        """Run the agent once and convert its result.
-
-        With `memory`, `thread` names the conversation the run continues: its session
-        holds the turns before, and the run's record holds only what this run added."""
+        """Run the agent once and convert its result; with `memory`, in the session of the
+        conversation `thread`."""
         agents = require("agents", "openai-agents")  # the SDK, imported only when it runs
         options = dict(self.run_options)
         if deps is not None:
@@ -167,8 +161,7 @@ class SampleRunnerAgent(WrappedAgent):
         return session
 
     async def forget_thread(self, thread: str) -> None:
-        """Let a finished conversation's session go (an in-memory one is closed; one
-        `memory=` made is left as it is)."""
+        """Let a finished conversation's session go (closing an in-memory one)."""
         session = self._sessions.pop(thread, None)
         if session is not None and self.memory is True:
             session.close()
@@ -180,10 +173,9 @@ class SampleRunnerAgent(WrappedAgent):
 
 
 def _watched(tool: Any) -> Any:
-    """A copy of a function tool with a failure function of its own (the public
-    `failure_error_function` of `function_tool`) that records the exception on the call's
-    context before the function turns it into text; any other tool as it is. A tool with the
-    SDK's default is watched by `_recording_config`, one that re-raises by `run`."""
+    """A copy of a function tool with a custom `failure_error_function` whose function
+    first records the exception on the call's context; any other tool as it is (the SDK's
+    default function is watched by `_recording_config`, a re-raising tool by `run`)."""
     from agents import default_tool_error_function
     from agents.tool import (
         resolve_function_tool_failure_error_function,
@@ -205,8 +197,8 @@ def _watched(tool: Any) -> Any:
 
 
 def _recording_config(agents: Any, recording: _Recording, theirs: Any) -> Any:
-    """The run's `RunConfig` with a `tool_error_formatter` that records the exception of
-    each tool whose error the SDK's default failure function answers, then asks theirs."""
+    """The run's `RunConfig` with a `tool_error_formatter` that records each exception the
+    SDK's default failure function answers, then asks theirs."""
     config = theirs if theirs is not None else agents.RunConfig()
     formatter = config.tool_error_formatter
 
@@ -249,8 +241,7 @@ def _recording_hooks(agents: Any, recording: _Recording, theirs: Any) -> Any:
 
 
 def _first_cause(exc: BaseException) -> str:
-    """The exception a run's exception was raised from (the SDK wraps a tool's once or
-    twice), as the failed call's error."""
+    """The exception a run's exception was raised from (a tool's, which the SDK wraps)."""
     seen = exc
     for _ in range(10):  # never loop on a cycle
         cause = seen.__cause__ or seen.__context__
@@ -275,8 +266,7 @@ def _partial(
     latency_ms: float,
     since: int | None,
 ) -> RunResult:
-    """The run up to its failure, from the model responses recorded before it: each
-    requested tool call with its output, or its error."""
+    """The run up to its failure, from the model responses and tool outputs recorded."""
     items: list[Any] = []
     for response in recording.responses:
         for raw in getattr(response, "output", ()) or ():
@@ -305,8 +295,7 @@ def _partial(
 
 
 def _routed_agent(agent: Any, made: dict[int, Any]) -> Any:
-    """A copy of `agent` (and of the agents it hands off to) whose OpenAI models send
-    through tui-eval's HTTP layer and then through their own `AsyncOpenAI` client."""
+    """A copy of `agent` (and its handoffs) whose OpenAI models send through the layer."""
     if id(agent) in made or not hasattr(agent, "clone"):
         return made.get(id(agent), agent)
     model = agent.model
@@ -325,8 +314,7 @@ _OPENAI_MODELS = ("OpenAIChatCompletionsModel", "OpenAIResponsesModel")
 
 
 def _sdk_input(input: Input) -> Any:
-    """A case's input as the SDK's input items: an assistant's tool calls as
-    `function_call` items and a tool's answer as a `function_call_output`."""
+    """A case's input as the SDK's input items (`function_call`, `function_call_output`)."""
     if isinstance(input, str):
         return input
     items: list[dict[str, Any]] = []
@@ -457,9 +445,7 @@ def from_result(
 
 def _stop_reason(response: Any) -> str | None:
     """Why a model response ended, from its last output item (the SDK keeps no finish
-    reason): `tool_calls` for a call (a hosted tool's call followed by a message is not
-    one), `refusal`, `length` for a message cut short, `stop` for a finished message;
-    None when it says nothing."""
+    reason): `tool_calls`, `refusal`, `length` (cut short), `stop`, or None."""
     for raw in reversed(list(getattr(response, "output", ()) or ())):
         kind = str(field_of(raw, "type") or "")
         if kind.endswith("_call"):

@@ -41,8 +41,7 @@ def capture(fn: Callable[[Any], Any], *, tracer_provider: Any = None) -> Capture
 
     Args:
         fn: a sync or async function of the case's input.
-        tracer_provider: an SDK `TracerProvider` to collect from (default: the global one,
-            installed if the application set none).
+        tracer_provider: an SDK `TracerProvider` to collect from (default: the global one).
     """
     return CapturedAgent(fn, tracer_provider)
 
@@ -235,10 +234,7 @@ public way to ask a provider for its processors)."""
 
 
 def _collector(provider: Any = None) -> tuple[Any, _Collector]:
-    """The tracer provider spans are collected from, with our processor added once.
-
-    It is added from the event loop's thread; were two loops to add one to a provider at
-    once, each would still collect exactly the traces opened on it."""
+    """The tracer provider spans are collected from, with our processor added once."""
     from opentelemetry import trace
 
     if provider is None:

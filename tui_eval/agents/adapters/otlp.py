@@ -27,9 +27,8 @@ def load_traces(path: Path) -> dict[str, list[SpanRecord]]:
     """Every trace in an OTLP JSON (or JSON lines) file, by trace id, in file order.
 
     Raises:
-        TraceFileError: the file is missing, not JSON, or not OTLP spans (saying what it
-            is when it is a known other format), or a value has the wrong shape; the
-            message names the file and the place.
+        TraceFileError: the file is missing, not JSON or not OTLP spans (naming a known
+            other format), or a value has the wrong shape; the message says where.
     """
     try:
         data = path.read_bytes()
@@ -94,15 +93,13 @@ def _documents(path: Path, text: str) -> list[tuple[str, Any]]:
 
 
 def _number(literal: str) -> Any:
-    """A JSON number as a float; one too large for a float keeps its digits, so a message
-    can show what the file says (`1e400`, not `inf`)."""
+    """A JSON number as a float; one too large keeps its digits for messages (`1e400`)."""
     value = float(literal)
     return value if math.isfinite(value) else literal
 
 
 def _first_of_stream(text: str) -> Any:
-    """The first of several JSON values written one after another (the console exporter's
-    indented objects), or None."""
+    """The first of JSON values written one after another (the console exporter's)."""
     try:
         value, _ = json.JSONDecoder().raw_decode(text.lstrip())
     except ValueError:

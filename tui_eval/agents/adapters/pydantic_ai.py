@@ -35,9 +35,7 @@ from tui_eval.util.text import value_text
 
 def pydantic_ai_runner(agent: Any) -> AgentCall:
     """The per-sample call for a pydantic-ai agent, run with a copy of its model whose SDK
-    client sends through tui-eval's HTTP layer and then through the client the user gave
-    it (made once: `Agent.run(model=...)`); its usage priced when its calls did not pass
-    there."""
+    client sends through tui-eval's HTTP layer (`Agent.run(model=...)`)."""
     own: list[Any] = []
 
     async def run(spec: RunSpec) -> RunResult:
@@ -75,8 +73,7 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
 
 
 def is_result(value: Any) -> bool:
-    """Whether `value` is a pydantic-ai run's result: an `AgentRunResult`, a streamed run's
-    `StreamedRunResult`, or an `AgentRun` from `Agent.iter` (told by module and fields)."""
+    """Whether `value` is a pydantic-ai run's result (told by module and fields)."""
     module = type(value).__module__ or ""
     if not module.startswith("pydantic_ai"):
         return False
@@ -136,9 +133,8 @@ def _responses_usage(history: list[Any]) -> Usage:
 
 
 def pydantic_ai_model(model: Any) -> Any:
-    """A case's model as pydantic-ai takes it: `openai-compatible:MODEL@URL` becomes an
-    OpenAI chat model on that base URL; other spec strings become pydantic-ai's model for
-    them; either way its client goes through tui-eval's HTTP layer (`http_client()`)."""
+    """A case's model as pydantic-ai takes it (`openai-compatible:MODEL@URL` an OpenAI chat
+    model on that URL), its client going through tui-eval's HTTP layer."""
     if isinstance(model, str) and not model.startswith("openai-compatible:"):
         from pydantic_ai.models import infer_model
 
@@ -172,8 +168,7 @@ def pydantic_ai_model(model: Any) -> Any:
 
 def _routed_model(model: Any) -> Any:
     """A copy of a pydantic-ai OpenAI or Anthropic model whose SDK client sends through
-    tui-eval's HTTP layer (`install.routed`), its settings and profile kept; any other
-    model (or one whose client cannot be routed) as it is."""
+    the layer (`install.routed`); any other model as it is."""
     client = getattr(model, "client", None)
     sending = routed(client) if client is not None else None
     if sending is None or sending is client:
@@ -251,8 +246,7 @@ def _tool_name(history: list[Any], call_id: str | None) -> str:
 
 
 def _usages(history: list[Any]) -> list[tuple[str, str, ResponseTokens]]:
-    """(provider, model, tokens) of each model response, for pricing: pydantic-ai's
-    `input_tokens` include its cache reads and writes."""
+    """(provider, model, tokens) of each model response, for pricing."""
     found = []
     for item in history:
         if type(item).__name__ != "ModelResponse":
@@ -282,9 +276,8 @@ def _stop_reason(history: list[Any]) -> str | None:
 def convert_messages(
     history: list[Any], own_from: int = 0
 ) -> tuple[list[Message], list[ToolCall], int]:
-    """pydantic-ai messages as ours: (messages, tool calls in order, model responses). The
-    items before `own_from` are an input history: kept as messages, but neither their
-    model responses nor their tool calls are the run's."""
+    """pydantic-ai messages as ours: (messages, tool calls, model responses); the items
+    before `own_from` (an input history) count only as messages."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []

@@ -63,9 +63,8 @@ class SpanRecord:
 
 
 def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunResult:
-    """One trace's spans as a run: tool calls (in start order, with arguments, results,
-    errors and latency), summed model usage, the conversation, and the final output (the
-    last model or agent answer unless `output` is given)."""
+    """One trace's spans as a run: tool calls in start order, summed model usage, the
+    conversation, and the last model or agent answer as output (unless `output` given)."""
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
     calls: list[ToolCall] = []
     requested: list[ToolCall] = []  # asked for in model output, for LLM-only instrumentations
@@ -139,9 +138,7 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
 
 
 def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTokens]]:
-    """(provider, model, tokens) of each model call the spans record, for pricing: GenAI's
-    `gen_ai.usage.*` (cache reads in `gen_ai.usage.cache_read.input_tokens`, part of the
-    input) or OpenInference's `llm.token_count.*`."""
+    """(provider, model, tokens) of each model call the spans record, for pricing."""
     found = []
     for span in spans:
         if span.kind != "llm":
@@ -174,9 +171,8 @@ def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTok
 
 
 def requested_calls(span: SpanRecord) -> list[ToolCall]:
-    """The tool calls a model span's output messages ask for: GenAI `tool_call` parts of
-    `gen_ai.output.messages`, chat-style `tool_calls` there, or OpenInference's
-    `llm.output_messages.N.message.tool_calls.M.tool_call.*`."""
+    """The tool calls a model span's output messages ask for (GenAI parts, chat-style
+    `tool_calls`, or OpenInference's flattened `llm.output_messages.*`)."""
     attrs = span.attributes
     raw = _json(attrs.get("gen_ai.output.messages"))
     found: list[ToolCall] = []

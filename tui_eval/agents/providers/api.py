@@ -45,14 +45,7 @@ class HTTPProvider:
         model: the model name sent to the server.
         base_url: the API's base URL.
         api_key: the key (sent as a header, never shown).
-        timeout: seconds for a whole request, from sending it to the last byte.
-        max_retries: retries after server errors, timeouts and connection errors (429s
-            are not counted).
-        retry_budget: seconds a request may keep waiting out rate limits and errors, from
-            the later of its start and the last response the API accepted.
-        rpm: requests per minute never to exceed (otherwise learned).
-        tpm: tokens per minute never to exceed (otherwise learned, if the API says).
-        headers: extra headers for every request.
+        timeout, max_retries, retry_budget, rpm, tpm, headers: as `ProviderOptions`.
         backoff: the first retry's delay in seconds (doubling each time, capped at 30 s).
         max_response_bytes: the largest response body accepted.
     """
@@ -112,11 +105,8 @@ class HTTPProvider:
         return self.options.max_retries if self.options.max_retries is not None else 0
 
     def configure(self, options: ProviderOptions) -> None:
-        """Apply `options` over this provider's own (a spec's `?rpm=...`, say).
-
-        A `base_url`'s credentials (`user:password@`) are kept apart, sent as Basic auth
-        and never shown; its `api-version` query is Azure's `api_version`.
-        """
+        """Apply `options` over this provider's own (a spec's `?rpm=...`); a `base_url`'s
+        credentials go as Basic auth, its `api-version` query as `api_version`."""
         if options.base_url is not None:
             bare, userinfo = split_credentials(options.base_url)
             bare, _, query = bare.partition("?")
@@ -135,13 +125,11 @@ class HTTPProvider:
         return {}
 
     def usable(self, body: dict[str, Any]) -> bool:
-        """Whether a stored response is one this provider can read (a cache entry that is
-        not is a miss, never a failed sample)."""
+        """Whether a stored response is one this provider can read (else a cache miss)."""
         return True
 
     def _secrets(self) -> list[str]:
-        """What errors must not show: the key, credential headers' values, the URL's
-        credentials."""
+        """What errors must not show: the key and other credentials."""
         found = credential_values(self._api_key, self._settings(_current_run()).headers.items())
         if self._api_key:
             found.append(self._api_key)  # a short (dummy) key too, as a whole word
@@ -155,8 +143,7 @@ class HTTPProvider:
         return self._settings(_current_run()).options
 
     def _settings(self, run: RunContext | None) -> _Resolved:
-        """This provider's options, headers and URL under `run`'s options, worked out once
-        for each set of run options (not for every request)."""
+        """This provider's options, headers and URL under `run`'s options (made once each)."""
         given = run.provider if run is not None else None
         resolved = self._resolved
         if resolved is None or resolved.given is not given:
@@ -185,8 +172,7 @@ class HTTPProvider:
         return resolved
 
     def limiter(self) -> RateLimiter:
-        """The rate limiter this provider's requests go through now (the current run's
-        runtime's, else, outside a run, its client's own)."""
+        """The rate limiter this provider's requests go through now."""
         run = _current_run()
         resolved = self._settings(run)
         if run is None:
@@ -219,8 +205,7 @@ class HTTPProvider:
         return client
 
     async def aclose(self) -> None:
-        """Close the client this provider routes its requests with, and the connections
-        it opened outside runs (a run's connections close when the run ends)."""
+        """Close this provider's client and the connections it opened outside runs."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -237,8 +222,7 @@ class HTTPProvider:
         """POST `payload`; returns the parsed body and how many retries it took.
 
         Raises:
-            ProviderError: the request failed (why, with every attempt), or a header
-                cannot be sent (named, its value never shown; nothing was sent).
+            ProviderError: the request failed, or a header cannot be sent (nothing sent).
         """
         resolved = self._settings(_current_run())
         request = httpx2.Request(  # as `client.post` builds it, less merging its defaults

@@ -21,10 +21,8 @@ class ToolDef:
 
 @runtime_checkable
 class Provider(Protocol):
-    """Anything that can answer a conversation.
-
-    Built in: `ScriptedProvider` (offline), the OpenAI-compatible and Anthropic providers.
-    """
+    """Anything that can answer a conversation (built in: `ScriptedProvider`, OpenAI-
+    compatible and Anthropic)."""
 
     async def complete(
         self,

@@ -46,10 +46,8 @@ def schema_instructions(schema: dict[str, Any]) -> str:
 
 
 class OpenAIProvider(HTTPProvider):
-    """Chat completions over HTTP: tools, tool calls, structured output, usage.
-
-    Structured output uses the JSON-schema response format; a server that rejects it is
-    asked again with the schema in the instructions (and is not offered it again).
+    """Chat completions over HTTP. Structured output uses the JSON-schema response format;
+    a server that rejects it is asked with the schema in the instructions from then on.
 
     Example:
         >>> OpenAIProvider("llama3.1", base_url="http://localhost:11434/v1")  # doctest: +SKIP
@@ -69,8 +67,7 @@ class OpenAIProvider(HTTPProvider):
         self.json_schema_supported: bool | None = None
 
     def headers(self) -> dict[str, str]:
-        """The headers every request of this provider carries: the key as a bearer token,
-        or, for Azure OpenAI, as its `api-key` header."""
+        """The key as a bearer token (Azure OpenAI: as its `api-key` header)."""
         if not self._api_key:
             return {}
         if self.options.api_version or is_azure(self.base_url):
