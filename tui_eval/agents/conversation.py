@@ -176,8 +176,6 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
         partial = getattr(exc, "partial", None)
         if isinstance(partial, RunResult):
             _add(total, turn, partial, before)
-        if sample is not None and sample.meter.priced:
-            turn.cost = sample.meter.cost - spent_before
         turn.error = f"{type(exc).__name__}: {exc}"
         turn.latency_ms = (time.perf_counter() - started) * 1000
         assert total.conversation is not None
@@ -186,9 +184,10 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
         with contextlib.suppress(AttributeError):  # an exception class with slots
             exc.partial = total  # type: ignore[attr-defined]
         raise
+    finally:
+        if sample is not None and sample.meter.priced:
+            turn.cost = sample.meter.cost - spent_before  # what its responses were priced at
     _add(total, turn, run, before)
-    if sample is not None and sample.meter.priced:
-        turn.cost = sample.meter.cost - spent_before  # what its responses were priced at
     turn.latency_ms = run.latency_ms or (time.perf_counter() - started) * 1000
     turn.reply = value_text(run.output) if run.output is not None else ""
     total.output = run.output

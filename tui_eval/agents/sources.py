@@ -87,16 +87,13 @@ def _agent_runner(agent: Agent) -> AgentCall:
 
     async def run(spec: RunSpec) -> RunResult:
         target = agent.clone(model=spec.model) if spec.model is not None else agent
-        if spec.state is None:  # an Agent-like object need not know of states
-            return await target.run(
-                spec.input, deps=spec.deps, max_turns=spec.max_turns, output_type=spec.output_type
-            )
+        state = {} if spec.state is None else {"state": spec.state}  # an Agent-like need not know
         return await target.run(
             spec.input,
             deps=spec.deps,
             max_turns=spec.max_turns,
             output_type=spec.output_type,
-            state=spec.state,
+            **state,
         )
 
     run.bind_conversation = bind  # type: ignore[attr-defined]

@@ -294,8 +294,10 @@ def from_messages(
     own_from = _history_length(raw, input)
     for index, message in enumerate(raw):
         role = _ROLES.get(str(getattr(message, "type", "")), "assistant")
-        if role == "assistant" and index < own_from:
-            tool_calls = [
+        content = getattr(message, "content", "")
+        text = content_text(content)
+        if role == "assistant":
+            response_calls = [
                 ToolCall(
                     str(field_of(c, "name") or "tool"),
                     dict(field_of(c, "args") or {}),
@@ -303,51 +305,35 @@ def from_messages(
                 )
                 for c in getattr(message, "tool_calls", None) or []
             ]
-            text = content_text(getattr(message, "content", ""))
-            messages.append(Message("assistant", text or None, tool_calls))
-        elif role == "assistant":
-            turns += 1
-            response_calls = []
-            for raw_call in getattr(message, "tool_calls", None) or []:
-                call = ToolCall(
-                    str(field_of(raw_call, "name") or "tool"),
-                    dict(field_of(raw_call, "args") or {}),
-                    str(field_of(raw_call, "id") or ""),
+            if index >= own_from:  # the run's own response, not the input's
+                calls.update((call.id, call) for call in response_calls)
+                for invalid in getattr(message, "invalid_tool_calls", None) or []:
+                    call = ToolCall(
+                        str(field_of(invalid, "name") or "tool"),
+                        {"_unparsed_arguments": field_of(invalid, "args")},
+                        str(field_of(invalid, "id") or ""),
+                    )
+                    why = field_of(invalid, "error") or "arguments not JSON"
+                    call.error = f"invalid tool call: {why}"
+                    response_calls.append(call)
+                ordered += response_calls
+                turns += 1
+                meta = getattr(message, "usage_metadata", None) or {}
+                usage = usage + Usage(
+                    int(field_of(meta, "input_tokens") or 0),
+                    int(field_of(meta, "output_tokens") or 0),
+                    1,
                 )
-                calls[call.id] = call
-                ordered.append(call)
-                response_calls.append(call)
-            for invalid in getattr(message, "invalid_tool_calls", None) or []:
-                call = ToolCall(
-                    str(field_of(invalid, "name") or "tool"),
-                    {"_unparsed_arguments": field_of(invalid, "args")},
-                    str(field_of(invalid, "id") or ""),
-                )
-                call.error = (
-                    f"invalid tool call: {field_of(invalid, 'error') or 'arguments not JSON'}"
-                )
-                ordered.append(call)
-                response_calls.append(call)
-            meta = getattr(message, "usage_metadata", None) or {}
-            usage = usage + Usage(
-                int(field_of(meta, "input_tokens") or 0),
-                int(field_of(meta, "output_tokens") or 0),
-                1,
-            )
-            response_meta = getattr(message, "response_metadata", None) or {}
-            if meta:
-                priced.append(_priced(meta, response_meta))
-            finish = response_meta.get("finish_reason")
-            if finish:
-                stop_reason = normalize_stop_reason(finish)
-            text = content_text(getattr(message, "content", ""))
+                response_meta = getattr(message, "response_metadata", None) or {}
+                if meta:
+                    priced.append(_priced(meta, response_meta))
+                if response_meta.get("finish_reason"):
+                    stop_reason = normalize_stop_reason(response_meta["finish_reason"])
+                if not response_calls:
+                    output = text
             messages.append(Message("assistant", text or None, response_calls))
-            if not response_calls:
-                output = text
         elif role == "tool":
             call_id = str(getattr(message, "tool_call_id", "") or "")
-            content = getattr(message, "content", "")
-            text = content_text(content)
             found = calls.get(call_id)
             if found is not None:
                 if getattr(message, "status", "success") == "error":
@@ -357,7 +343,7 @@ def from_messages(
                     found.result = artifact if artifact is not None else _value(content)
             messages.append(Message("tool", text, tool_call_id=call_id))
         else:
-            messages.append(Message(role, content_text(getattr(message, "content", ""))))
+            messages.append(Message(role, text))
     charge_unmetered(priced, since=since)
     if not any(m.role == "user" for m in messages):
         messages = [*input_messages(input), *messages]

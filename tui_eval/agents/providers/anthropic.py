@@ -82,9 +82,9 @@ class AnthropicProvider(HTTPProvider):
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
-        for key in ("temperature", "top_p", "stop_sequences"):
-            if settings and settings.get(key) is not None:
-                payload[key] = settings[key]
+        given = settings or {}
+        kept = ("temperature", "top_p", "stop_sequences")
+        payload.update({k: given[k] for k in kept if given.get(k) is not None})
         body, retries = await self.post_json("/v1/messages", payload)
         completion = from_wire(body)
         completion.retries = retries

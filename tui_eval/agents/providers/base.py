@@ -45,16 +45,10 @@ class ModelSpecError(TuiEvalError, ValueError):
 
 
 _STOP_REASONS = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "content_filter": "content_filter",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "tool_use": "tool_calls",
-    "refusal": "refusal",
+    **dict.fromkeys(("stop", "end_turn", "stop_sequence"), "stop"),
+    **dict.fromkeys(("length", "max_tokens"), "length"),
+    **dict.fromkeys(("tool_calls", "function_call", "tool_use"), "tool_calls"),
+    **{reason: reason for reason in ("content_filter", "refusal")},
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,14 +27,8 @@ from tui_eval.agents.providers.base import (
 )
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-SETTINGS = (
-    "temperature",
-    "seed",
-    "max_tokens",
-    "top_p",
-    "stop",
-    "presence_penalty",
-    "frequency_penalty",
+SETTINGS = tuple(
+    ["temperature", "seed", "max_tokens", "top_p", "stop", "presence_penalty", "frequency_penalty"]
 )
 
 
@@ -93,20 +88,9 @@ class OpenAIProvider(HTTPProvider):
         """One chat completion."""
         payload: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
         if tools:
-            payload["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in tools
-            ]
-        for key in SETTINGS:
-            if settings and settings.get(key) is not None:
-                payload[key] = settings[key]
+            payload["tools"] = [{"type": "function", "function": asdict(t)} for t in tools]
+        given = settings or {}
+        payload.update({k: given[k] for k in SETTINGS if given.get(k) is not None})
         if output_schema is not None:
             if self.json_schema_supported is False:
                 payload["messages"] = _with_instructions(

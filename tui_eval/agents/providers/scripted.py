@@ -43,10 +43,7 @@ def call(
     Example:
         >>> ScriptedProvider([call("add", {"a": 2, "b": 3}), text("2 + 3 = 5")])  # doctest: +SKIP
     """
-    completion = Completion(
-        tool_calls=[ToolCall(tool_name, dict(args or {}))], stop_reason="tool_calls"
-    )
-    return ScriptStep(completion, usage, delay)
+    return calls((tool_name, args or {}), usage=usage, delay=delay)
 
 
 def calls(
