@@ -71,47 +71,26 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
     usage = Usage()
     turns = 0
     stop_reason: str | None = None
-    first_input: list[Message] = []
-    last_answer: str | None = None
-    agent_answer: str | None = None
+    answers: dict[str, str] = {}  # the last answer of a model span, and of an agent span
     for span in ordered:
-        kind = span.kind
         attrs = span.attributes
-        if kind == "tool":
+        if span.kind == "tool":
             calls.append(_tool_call(span))
-        elif kind == "llm":
+        elif span.kind == "llm":
             turns += 1
-            usage = usage + Usage(
-                _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))),
-                _int(
-                    attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
-                ),
-                1,
-                known=any(key in attrs for key in _TOKEN_KEYS),
-            )
+            known = any(key in attrs for key in _TOKEN_KEYS)
+            usage = usage + Usage(*_token_counts(attrs), 1, known=known)
             requested += requested_calls(span)
-            if not first_input:
-                first_input = input_messages_of(span)
-            answer = _answer_text(span)
-            if answer is not None:
-                last_answer = answer
             finish = attrs.get("gen_ai.response.finish_reasons")
-            if isinstance(finish, (list, tuple)) and finish:
-                stop_reason = normalize_stop_reason(finish[-1])
-            elif isinstance(finish, str) and finish:
+            if isinstance(finish, (list, tuple)):
+                finish = finish[-1] if finish else None
+            if isinstance(finish, str) and finish:
                 stop_reason = normalize_stop_reason(finish)
-        elif kind == "agent":
-            if not first_input:
-                first_input = input_messages_of(span)
-            answer = _answer_text(span)
-            if answer is not None:
-                agent_answer = answer
-    if not first_input:
-        for span in ordered:
-            first_input = input_messages_of(span)
-            if first_input:
-                break
-    final = agent_answer if agent_answer is not None else last_answer
+        if span.kind in ("llm", "agent") and (answer := _answer_text(span)) is not None:
+            answers[span.kind] = answer
+    models_and_agents = [s for s in ordered if s.kind in ("llm", "agent")]
+    first_input = next(filter(None, map(input_messages_of, [*models_and_agents, *ordered])), [])
+    final = answers.get("agent", answers.get("llm"))
     if not calls:
         # No tool spans (openai-v2, OpenInference's LLM spans, logfire's instrument_openai):
         # the calls the model asked for are all there is; their results were not recorded.
@@ -145,8 +124,7 @@ def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTok
             continue
         attrs = span.attributes
         tokens = ResponseTokens.checked(
-            _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))),
-            _int(attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))),
+            *_token_counts(attrs),
             _int(
                 attrs.get(
                     "gen_ai.usage.cache_read.input_tokens",
@@ -359,6 +337,13 @@ def _numeric(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _token_counts(attrs: Mapping[str, Any]) -> tuple[int, int]:
+    """A model span's input and output tokens, in either convention."""
+    given = attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))
+    made = attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
+    return _int(given), _int(made)
 
 
 def _int(value: Any) -> int:
