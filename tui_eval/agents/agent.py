@@ -154,19 +154,16 @@ class Agent:
                 result.turns += 1
                 result.usage = result.usage + completion.usage
                 result.stop_reason = completion.stop_reason or None
+                messages.append(
+                    Message("assistant", completion.content, list(completion.tool_calls))
+                )
                 if self.token_limit is not None and result.usage.total_tokens > self.token_limit:
-                    messages.append(
-                        Message("assistant", completion.content, list(completion.tool_calls))
-                    )
                     raise TokenLimitExceeded(
                         f"agent used {result.usage.total_tokens:,} tokens in {result.turns} "
                         f"turn(s), over its token_limit={self.token_limit:,}",
                         finish(),
                     )
                 result.retries += completion.retries
-                messages.append(
-                    Message("assistant", completion.content, list(completion.tool_calls))
-                )
                 if not completion.tool_calls:
                     result.output = self._final_output(completion.content, adapter, finish)
                     return finish()

@@ -30,9 +30,8 @@ class Usage:
         Usage(input_tokens=15, output_tokens=3, requests=2)
 
     Attributes:
-        known: False when the agent did not report its usage (a plain function returning a
-            string): the zeros are then not a count, and token checks such as `max_tokens`
-            fail saying so. A sum is known only when every part is.
+        known: False when the agent did not report its usage: the zeros are no count
+            (token checks fail saying so); a sum is known only when every part is.
     """
 
     input_tokens: int = 0
@@ -111,7 +110,7 @@ class Completion:
     """One model response: text and/or tool calls, with its usage.
 
     Attributes:
-        retries: how many times the provider retried the request (429/5xx) before it succeeded.
+        retries: how many times the provider retried the request (429/5xx).
     """
 
     content: str | None = None
@@ -163,8 +162,7 @@ class Turn:
         reply: the agent's answer ("" when it raised).
         tool_calls: the tool calls the agent made this turn, in order.
         usage: the agent's model usage this turn.
-        cost: the price in dollars of the agent's responses this turn, when known (from
-            the built-in prices, as the sample's cost).
+        cost: the price in dollars of the agent's responses this turn, when known.
         user_usage: what producing the user's message spent (a simulated user's model).
         latency_ms: wall time of the agent's turn.
         changes: what the turn changed in the environment state.
@@ -194,8 +192,7 @@ class Conversation:
         ended_by: why it ended: `user` (its stop, or its script ran out), `max_turns`,
             `handoff`, `state` (`stop_when`) or `error` (the agent raised).
         user: who played the user (`ScriptedUser`, or the simulated user's model).
-        user_usage: what the simulated user's model spent over the conversation (also in
-            the sample's usage, shown apart from the agent's).
+        user_usage: what the simulated user's model spent (also in the sample's usage).
         user_cost: its price in dollars, when known.
         max_turns: the turn limit it ran under.
         closing: the user's last words when it ended the conversation with some.
@@ -248,14 +245,12 @@ class RunResult:
         latency_ms: wall time of the run.
         retries: provider retries (429/5xx) during the run.
         stop_reason: why the model's last response ended (`stop`, `length`,
-            `content_filter`, `tool_calls`, `refusal`); `unknown` when the model's server
-            sent none (`finish_reason: null`, as vLLM may); None when the agent does not say.
+            `content_filter`, `tool_calls`, `refusal`; `unknown` when its server sent none;
+            None when the agent does not say).
         model: the model that answered, when the agent says ("" otherwise).
-        conversation: the turns of a conversation with a simulated or scripted user
-            (`Case(user=...)`; None for a single-input case). `messages`, `tool_calls`,
-            `usage` and `turns` then cover the whole conversation (the agent's part).
-        state: the environment state after the run, as plain data (`Case(state=...)`;
-            None without one): what `state_equals` and `state_matches` grade.
+        conversation: the turns of a conversation with a user (`Case(user=...)`); the
+            other fields then cover the whole conversation (the agent's part).
+        state: the environment state after the run, as plain data (`Case(state=...)`).
     """
 
     output: Any = None
@@ -277,8 +272,7 @@ class RunResult:
 
 
 def is_conversation(input: Any) -> bool:
-    """Whether a case's input is a conversation (a non-empty list of `Message`), as opposed
-    to a prompt string or a structured value such as `{"question": ...}`."""
+    """Whether a case's input is a conversation (a non-empty list of `Message`)."""
     return (
         isinstance(input, (list, tuple))
         and bool(input)
@@ -287,8 +281,7 @@ def is_conversation(input: Any) -> bool:
 
 
 def input_messages(input: Any) -> list[Message]:
-    """A case's input as the messages a model is sent: a prompt as one user message, a
-    conversation as itself, a structured value as one user message of JSON text."""
+    """A case's input as the messages a model is sent (a structured value as JSON text)."""
     if isinstance(input, str):
         return [Message("user", input)]
     if is_conversation(input):
@@ -297,8 +290,7 @@ def input_messages(input: Any) -> list[Message]:
 
 
 def input_text(input: Any) -> str:
-    """A case's input as one text: a prompt as itself, a conversation as `role: content`
-    lines, a structured value as JSON."""
+    """A case's input as one text (a conversation as `role: content` lines)."""
     if isinstance(input, str):
         return input
     if is_conversation(input):
@@ -308,7 +300,7 @@ def input_text(input: Any) -> str:
 
 
 def structured_input_text(value: Any) -> str:
-    """A structured input as the JSON text a model reads (values JSON cannot hold as repr)."""
+    """A structured input as the JSON text a model reads."""
     return value_text(value)
 
 

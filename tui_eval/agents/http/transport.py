@@ -216,16 +216,20 @@ class LimitLayer(_Layer):
         def give_up_at() -> float:
             return limiter.give_up_at(started, budget)
 
+        def stalled() -> str:
+            waited = time.monotonic() - (give_up_at() - budget)
+            return (
+                f"request to {_shown_url(request.url)} still rate-limited after {waited:.0f}s "
+                f"with no request accepted (retry budget {budget:g}s)"
+            )
+
         waits = 0
         while True:
             try:
                 await limiter.acquire(tokens, give_up_at)
             except RateLimitWait as exc:
-                waited = time.monotonic() - (give_up_at() - budget)
                 raise RequestFailed(
-                    f"request to {_shown_url(request.url)} still rate-limited after "
-                    f"{waited:.0f}s with no request accepted (retry budget {budget:g}s): its "
-                    f"turn would come {exc.wait_s:.3g}s later ({exc.why})"
+                    f"{stalled()}: its turn would come {exc.wait_s:.3g}s later ({exc.why})"
                 ) from None
             response = await self.inner.handle_async_request(request)
             headers = header_map(response)
@@ -249,13 +253,7 @@ class LimitLayer(_Layer):
             limiter.on_limited(wait)
             now = time.monotonic()
             if now >= give_up_at() or body is None:
-                waited = now - (give_up_at() - budget)
-                return given_up(
-                    response,
-                    f"request to {_shown_url(request.url)} still rate-limited after "
-                    f"{waited:.0f}s with no request accepted (retry budget {budget:g}s); "
-                    f"last: {why}",
-                )
+                return given_up(response, f"{stalled()}; last: {why}")
             waits += 1
             if sample is not None:
                 sample.retrying(waits, max(0.0, limiter.paused_until - now))
