@@ -232,7 +232,7 @@ class LimitLayer(_Layer):
                     f"{stalled()}: its turn would come {exc.wait_s:.3g}s later ({exc.why})"
                 ) from None
             response = await self.inner.handle_async_request(request)
-            headers = header_map(response)
+            headers = response.headers
             status = response.status_code
             if status != RATE_LIMITED:
                 _learn(limiter, response, tokens)
@@ -265,10 +265,10 @@ def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None
     if used is not None or not _is_stream(response):
         total = used.input + used.output if isinstance(used, ResponseTokens) else None
         limiter.on_response(
-            response.status_code, header_map(response), tokens_reserved=tokens, tokens_used=total
+            response.status_code, response.headers, tokens_reserved=tokens, tokens_used=total
         )
         return
-    limiter.on_response(response.status_code, header_map(response))
+    limiter.on_response(response.status_code, response.headers)
 
     async def settle(_: bytes) -> None:
         found = response.extensions.get("tui_eval.usage") or ResponseTokens()
@@ -316,7 +316,7 @@ class RetryLayer(_Layer):
                     return response
                 why = f"HTTP {status}: {server_error(response.content)[0]}"
                 history.append(why)
-                wait = retry_after(header_map(response))
+                wait = retry_after(response.headers)
                 budget = options.retry_budget or 0.0
                 if wait is not None and wait > min(MAX_RETRY_AFTER_S, budget):
                     return given_up(response, _too_long(wait, budget, why))
@@ -377,7 +377,7 @@ class MeterLayer(_Layer):
         meter = sample.meter if sample is not None else None
         runtime = sample.run.runtime if sample is not None else self.binding.outside.runtime
         kind = self.binding.kind(request)
-        stated = stated_cost(header_map(response))
+        stated = stated_cost(response.headers)
         if _is_stream(response):
             readable = "content-encoding" not in response.headers
 
@@ -395,9 +395,7 @@ class MeterLayer(_Layer):
             response.stream = _Passing(response.stream, metered)
             return response
         parsed: Any = None
-        if self.binding.provider is not None or "json" in header_map(response).get(
-            "content-type", ""
-        ):
+        if self.binding.provider is not None or "json" in response.headers.get("content-type", ""):
             try:
                 parsed = pydantic_core.from_json(response.content)
             except ValueError:
@@ -524,7 +522,7 @@ def failure_text(response: httpx2.Response) -> str:
         return str(given)
     status, url = response.status_code, _shown_url(response.request.url)
     if status < 400:
-        where = header_map(response).get("location", "(no Location header)")
+        where = response.headers.get("location", "(no Location header)")
         return (
             f"answered HTTP {status} for {url}, redirecting to {where}; redirects are not "
             "followed (the API key is sent only to base_url): set base_url to where the API is"
@@ -641,25 +639,14 @@ def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
     return f"{url.scheme}://{host}{port}{url.path if path is None else path}"
 
 
-def header_map(response: httpx2.Response) -> dict[str, str]:
-    """A response's headers as a dict of lower-case names, made once a response."""
-    mapped = response.extensions.get("tui_eval.headers")
-    if mapped is None:
-        mapped = response.extensions["tui_eval.headers"] = {
-            name.decode("latin-1").lower(): value.decode("latin-1")
-            for name, value in response.headers.raw
-        }
-    return mapped
-
-
 def _is_stream(response: httpx2.Response) -> bool:
-    return header_map(response).get("content-type", "").startswith("text/event-stream")
+    return response.headers.get("content-type", "").startswith("text/event-stream")
 
 
 def _check_framing(response: httpx2.Response, request: httpx2.Request) -> None:
     """Refuse a body framed two ways, a transfer coding other than chunked, or a content
     coding the request did not accept: their bytes must never reach a JSON parser."""
-    headers = header_map(response)
+    headers = response.headers
     codings = headers.get("transfer-encoding")
     if codings is not None and "content-length" in headers:
         # aiohttp refuses it; h11 (under trio) frames by the chunks, as RFC 9112 allows. A
@@ -696,7 +683,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     """The decoded body, refused once over `limit` bytes (a gzip bomb stops early)."""
     chunks: list[bytes] = []
     size = 0
-    plain = "content-encoding" not in header_map(response)
+    plain = "content-encoding" not in response.headers
     stream: Any = response.stream  # a plain body: nothing to decode, read as it comes
     try:
         async for chunk in stream if plain else response.aiter_bytes():
@@ -705,7 +692,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
                 raise ResponseTooLarge(f"sent a response body over {limit:,} bytes; refused")
             chunks.append(chunk)
     except httpx2.DecodingError as exc:
-        encoding = header_map(response).get("content-encoding", "")
+        encoding = response.headers.get("content-encoding", "")
         raise httpx2.RemoteProtocolError(f"a corrupt {encoding} body: {exc}") from None
     finally:
         await response.aclose()
