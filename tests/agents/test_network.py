@@ -43,16 +43,6 @@ def proxy_for(url: str) -> httpx2.Proxy | None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_trust_store():
-    """Each test's own TLS context: they are made once per SSL_CERT_FILE/SSL_CERT_DIR."""
-    from tui_eval.agents.http import sockets
-
-    sockets._contexts.clear()
-    yield
-    sockets._contexts.clear()
-
-
-@pytest.fixture(autouse=True)
 def _no_proxy_from_the_machine(monkeypatch):
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)

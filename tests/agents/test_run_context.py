@@ -174,9 +174,8 @@ REGISTRIES = {
     "agents/providers/__init__.py": {"_REGISTRY"},
 }
 NOT_YET = {
-    # Module state its owners are rewriting (issue #43): the HTTP layer's sockets, the
-    # suite set's reloads. Remove an entry with the state.
-    "agents/http/sockets.py": {"_contexts"},
+    # Module state its owners are rewriting (issue #43): the suite set's reloads. Remove
+    # an entry with the state.
     "service/suite_set.py": {"_REAL_FOLDERS"},
 }
 

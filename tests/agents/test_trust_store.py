@@ -26,18 +26,12 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_trust_store(monkeypatch) -> Iterator[None]:
-    """Each test's own TLS contexts (made once per SSL_CERT_FILE/SSL_CERT_DIR) and no
-    proxy from the machine."""
-    from tui_eval.agents.http import sockets
-
+def _no_proxy_from_the_machine(monkeypatch) -> Iterator[None]:
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-    sockets._contexts.clear()
     yield
-    sockets._contexts.clear()
 
 
 async def ask(base_url: str) -> str | None:

@@ -10,8 +10,9 @@ one transport per event loop and proxy for a run and closes them together.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -35,33 +36,25 @@ class CertificateError(TuiEvalError, httpx2.ConnectError):
     """The server's TLS certificate failed verification: never retried."""
 
 
-_contexts: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
-
-
 def ssl_context() -> ssl.SSLContext:
-    """httpcore2's default context (`SSL_CERT_FILE`/`SSL_CERT_DIR` when set, else the
-    system's trust store), made once per value of those variables (tens of ms)."""
+    """httpcore2's default context: `SSL_CERT_FILE`/`SSL_CERT_DIR` when set, else the
+    system's trust store (loading it takes tens of ms: `Sockets` keeps it)."""
     import os
 
     import httpcore2
 
-    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    context = _contexts.get(key)
-    if context is None:
-        try:
-            context = httpcore2.default_ssl_context()
-        except (OSError, ssl.SSLError) as exc:
-            given = " and ".join(
-                f"{name}={value!r}"
-                for name, value in zip(("SSL_CERT_FILE", "SSL_CERT_DIR"), key, strict=True)
-                if value
-            )
-            why = getattr(exc, "strerror", None) or str(exc)
-            raise TrustStoreError(
-                f"cannot load the CA certificates {given or 'of the system'}: {why}"
-            ) from None
-        _contexts[key] = context
-    return context
+    try:
+        return httpcore2.default_ssl_context()
+    except (OSError, ssl.SSLError) as exc:
+        given = " and ".join(
+            f"{name}={value!r}"
+            for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")
+            if (value := os.environ.get(name))
+        )
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise TrustStoreError(
+            f"cannot load the CA certificates {given or 'of the system'}: {why}"
+        ) from None
 
 
 class TrustStoreError(TuiEvalError, ValueError):
@@ -104,14 +97,15 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
 
     Args:
         proxy: every request's proxy (its credentials sent as `Proxy-Authorization`).
-        verify: how servers are verified (default: `ssl_context()`, at the first TLS use).
+        trust: the trust store servers are verified with, asked at the first TLS use.
     """
 
     def __init__(
-        self, proxy: httpx2.Proxy | None = None, verify: ssl.SSLContext | None = None
+        self, proxy: httpx2.Proxy | None = None, trust: Callable[[], ssl.SSLContext] = ssl_context
     ) -> None:
         self._proxy = proxy
-        self._verify = verify
+        self._trust = trust
+        self._verify: ssl.SSLContext | None = None
         self._tls_proxy = proxy is not None and proxy.url.scheme == "https"
         self._session: aiohttp.ClientSession | None = None
         self._proxy_headers: dict[str, str] | None = None
@@ -174,7 +168,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         if not _uses_tls(request, self._tls_proxy):
             return True
         if self._verify is None:
-            self._verify = ssl_context()
+            self._verify = self._trust()
         return self._verify
 
     async def aclose(self) -> None:
@@ -234,8 +228,11 @@ class HttpxTransport(httpx2.AsyncBaseTransport):
     is one for TLS and one for plain HTTP (whose context trusts nothing and is never used).
     """
 
-    def __init__(self, proxy: httpx2.Proxy | None = None) -> None:
+    def __init__(
+        self, proxy: httpx2.Proxy | None = None, trust: Callable[[], ssl.SSLContext] = ssl_context
+    ) -> None:
         self._proxy = proxy
+        self._trust = trust
         self._tls_proxy = proxy is not None and proxy.url.scheme == "https"
         self._plain: httpx2.AsyncHTTPTransport | None = None
         self._tls: httpx2.AsyncHTTPTransport | None = None
@@ -250,7 +247,7 @@ class HttpxTransport(httpx2.AsyncBaseTransport):
     def _open(self, *, tls: bool) -> httpx2.AsyncHTTPTransport:
         proxy = self._proxy
         if tls:
-            verify = ssl_context()
+            verify = self._trust()
             if self._tls_proxy and proxy is not None:  # the proxy is verified the same way
                 proxy = httpx2.Proxy(
                     proxy.url, ssl_context=verify, auth=proxy.auth, headers=proxy.headers
@@ -336,11 +333,13 @@ def _proxy_problem(exc: Exception) -> ProxyVariableError:
     )
 
 
-def socket_transport(proxy: httpx2.Proxy | None) -> httpx2.AsyncBaseTransport:
+def socket_transport(
+    proxy: httpx2.Proxy | None, trust: Callable[[], ssl.SSLContext] = ssl_context
+) -> httpx2.AsyncBaseTransport:
     """A socket transport for the running loop: aiohttp's on asyncio, else httpx2's."""
     if sniffio.current_async_library() == "asyncio":
-        return AiohttpTransport(proxy)
-    return HttpxTransport(proxy)
+        return AiohttpTransport(proxy, trust)
+    return HttpxTransport(proxy, trust)
 
 
 def _running_loop() -> object:
@@ -361,6 +360,7 @@ class Sockets:
     def __init__(self) -> None:
         self._loop: object | None = None
         self._transports: dict[str, httpx2.AsyncBaseTransport] = {}
+        self._trust = functools.cache(ssl_context)  # loaded once for these transports
 
     def __repr__(self) -> str:
         return f"Sockets({len(self._transports)} transports)"
@@ -374,7 +374,7 @@ class Sockets:
         key = str(proxy.url) if proxy is not None else ""
         transport = self._transports.get(key)
         if transport is None:
-            transport = self._transports[key] = socket_transport(proxy)
+            transport = self._transports[key] = socket_transport(proxy, self._trust)
         return transport
 
     def drop(self) -> None:
