@@ -373,15 +373,13 @@ def from_result(
     for item in getattr(result, "new_items", ()) or ():
         kind = type(item).__name__
         raw = getattr(item, "raw_item", None)
-        if kind == "ToolCallItem":
-            call_id = str(field_of(raw, "call_id") or field_of(raw, "id") or "")
+        if kind in ("ToolCallItem", "HandoffCallItem"):  # a handoff is a call too
             call = ToolCall(
                 str(field_of(raw, "name") or field_of(raw, "type") or "tool"),
                 _arguments(field_of(raw, "arguments")),
-                call_id,
+                str(field_of(raw, "call_id") or field_of(raw, "id") or ""),
             )
-            if call.id in errors:
-                call.error = errors[call.id]
+            call.error = errors.get(call.id)
             calls[call.id] = call
             ordered.append(call)
             messages.append(Message("assistant", None, [call]))
@@ -390,25 +388,15 @@ def from_result(
             output = getattr(item, "output", None)
             if output is None:
                 output = field_of(raw, "output")
-            text = output if isinstance(output, str) else value_text(output)
             found = calls.get(call_id)
             if found is not None and found.error is None:
                 if isinstance(output, str) and output.startswith(TOOL_ERROR_PREFIX):
                     found.error = output
                 else:
                     found.result = output
-            messages.append(Message("tool", text, tool_call_id=call_id))
+            messages.append(Message("tool", value_text(output), tool_call_id=call_id))
         elif kind == "MessageOutputItem":
             messages.append(Message("assistant", _message_text(raw)))
-        elif kind == "HandoffCallItem":
-            call = ToolCall(
-                str(field_of(raw, "name") or "handoff"),
-                _arguments(field_of(raw, "arguments")),
-                str(field_of(raw, "call_id") or ""),
-            )
-            calls[call.id] = call
-            ordered.append(call)
-            messages.append(Message("assistant", None, [call]))
     usage = Usage()
     responses = list(getattr(result, "raw_responses", ()) or ())
     model = _model_name(getattr(result, "last_agent", None))
