@@ -19,7 +19,6 @@ import httpx2
 
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.http.options import DEFAULT_TIMEOUT_S, ProviderOptions
-from tui_eval.agents.http.sockets import ProxyVariableError
 from tui_eval.agents.http.transport import Binding, chain, decoded_response
 
 
@@ -143,11 +142,3 @@ def _options(timeout: float | None, max_retries: int | None) -> ProviderOptions 
         return None
     return ProviderOptions(timeout=timeout, max_retries=max_retries)
 
-
-__all__ = [
-    "LayeredClient",
-    "ProxyVariableError",
-    "http_client",
-    "http_client_sync",
-    "layered_client",
-]

@@ -94,16 +94,6 @@ class HTTPProvider:
         """Where requests go (before any run-level override)."""
         return self.options.base_url or ""
 
-    @property
-    def timeout(self) -> float:
-        """Seconds for one whole request (before any run-level override)."""
-        return self.options.timeout or DEFAULT_TIMEOUT_S
-
-    @property
-    def max_retries(self) -> int:
-        """Retries after server errors and timeouts (before any run-level override)."""
-        return self.options.max_retries if self.options.max_retries is not None else 0
-
     def configure(self, options: ProviderOptions) -> None:
         """Apply `options` over this provider's own (a spec's `?rpm=...`); a `base_url`'s
         credentials go as Basic auth, its `api-version` query as `api_version`."""
