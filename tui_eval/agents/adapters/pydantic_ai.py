@@ -200,49 +200,29 @@ def prompt_and_history(input: Input) -> tuple[str, list[Any]]:
     turns = list(input)
     last_user = max((i for i, m in enumerate(turns) if m.role == "user"), default=None)
     prompt = (turns[last_user].content or "") if last_user is not None else ""
-    earlier = [m for i, m in enumerate(turns) if i != last_user]
+    names = {c.id: c.name for m in turns for c in m.tool_calls}
+    systems: list[Any] = []  # pydantic-ai puts a history's system prompts first
     history: list[Any] = []
-    for message in earlier:
+    for index, message in enumerate(turns):
+        content = message.content or ""
+        if index == last_user:
+            continue
         if message.role == "system":
-            history.append(pm.ModelRequest(parts=[pm.SystemPromptPart(message.content or "")]))
+            systems.append(pm.ModelRequest(parts=[pm.SystemPromptPart(content)]))
         elif message.role == "user":
-            history.append(pm.ModelRequest(parts=[pm.UserPromptPart(message.content or "")]))
+            history.append(pm.ModelRequest(parts=[pm.UserPromptPart(content)]))
         elif message.role == "assistant":
-            parts: list[Any] = []
-            if message.content:
-                parts.append(pm.TextPart(message.content))
+            parts: list[Any] = [pm.TextPart(content)] if content else []
             parts += [
                 pm.ToolCallPart(c.name, dict(c.arguments), tool_call_id=c.id)
                 for c in message.tool_calls
             ]
             history.append(pm.ModelResponse(parts=parts or [pm.TextPart("")]))
         elif message.role == "tool":
-            name = _tool_name(history, message.tool_call_id)
-            history.append(
-                pm.ModelRequest(
-                    parts=[
-                        pm.ToolReturnPart(
-                            name, message.content or "", tool_call_id=message.tool_call_id or ""
-                        )
-                    ]
-                )
-            )
-    # pydantic-ai puts a history's system prompt first; keep them there.
-    systems = [h for h in history if _is_system(h)]
-    return prompt, [*systems, *[h for h in history if not _is_system(h)]]
-
-
-def _is_system(message: Any) -> bool:
-    parts = getattr(message, "parts", ())
-    return bool(parts) and all(type(p).__name__ == "SystemPromptPart" for p in parts)
-
-
-def _tool_name(history: list[Any], call_id: str | None) -> str:
-    for message in reversed(history):
-        for part in getattr(message, "parts", ()):
-            if type(part).__name__ == "ToolCallPart" and part.tool_call_id == call_id:
-                return str(part.tool_name)
-    return "tool"
+            call_id = message.tool_call_id or ""
+            part = pm.ToolReturnPart(names.get(call_id, "tool"), content, tool_call_id=call_id)
+            history.append(pm.ModelRequest(parts=[part]))
+    return prompt, [*systems, *history]
 
 
 def _usages(history: list[Any]) -> list[tuple[str, str, ResponseTokens]]:
@@ -317,10 +297,7 @@ def convert_messages(
             if part_kind == "SystemPromptPart":
                 messages.append(Message("system", str(part.content)))
             elif part_kind == "UserPromptPart":
-                content = (
-                    part.content if isinstance(part.content, str) else value_text(part.content)
-                )
-                messages.append(Message("user", content))
+                messages.append(Message("user", value_text(part.content)))
             elif part_kind == "ToolReturnPart":
                 call_id = str(part.tool_call_id or "")
                 returned = calls.get(call_id)
@@ -335,9 +312,7 @@ def convert_messages(
             elif part_kind == "RetryPromptPart":
                 call_id = str(getattr(part, "tool_call_id", "") or "")
                 retried = calls.get(call_id)
-                content = (
-                    part.content if isinstance(part.content, str) else value_text(part.content)
-                )
+                content = value_text(part.content)
                 if retried is not None:
                     retried.error = content
                 error = part.model_response() if hasattr(part, "model_response") else content

@@ -141,4 +141,3 @@ def _options(timeout: float | None, max_retries: int | None) -> ProviderOptions 
     if timeout is None and max_retries is None:
         return None
     return ProviderOptions(timeout=timeout, max_retries=max_retries)
-
