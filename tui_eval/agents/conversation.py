@@ -1,11 +1,8 @@
-"""`converse`: one conversation between a user (`tui_eval.agents.users`) and the agent.
-
-Turn by turn: the user writes (the case's `input` is its first message), the agent answers
-the conversation so far (or only the new message, if it keeps its own memory), the
-environment state is read and its changes kept. It ends on the user's stop, the turn limit,
-a hand-off tool, the user's `stop_when` over the state, or the agent raising. The result is
-one `RunResult` for the whole conversation — every check applies to it — with the turns in
-`conversation`.
+"""`converse`: one conversation between a user (`tui_eval.agents.users`) and the agent,
+turn by turn (the agent is sent the conversation so far, or only the new message if it
+keeps its own memory), the environment state read after each. It ends on the user's stop,
+the turn limit, a hand-off tool, `stop_when`, or the agent raising; the result is one
+`RunResult` for the whole conversation, with the turns in `conversation`.
 """
 
 from __future__ import annotations

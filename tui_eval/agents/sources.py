@@ -1,11 +1,8 @@
-"""Agent sources: everything `evaluate()` accepts as "the agent", normalised to one call.
-
-Accepted: an `Agent`; a zero-arg factory returning one (called per sample); any async
-(or sync) callable `f(input)`; any object with a `run(input)` method. Whatever comes back
-becomes a `RunResult` (a bare value becomes its `output`) with a measured `latency_ms`:
-an SDK's response (an `openai` `ChatCompletion` or its message, a pydantic-ai result) or
-another framework's result with its trajectory and usage; a bare value with its usage
-unknown (never a count of 0 that a token check would pass).
+"""Agent sources: everything `evaluate()` accepts as "the agent" (an `Agent`, a zero-arg
+factory of one, a sync or async `f(input)`, an object with `run(input)`, a framework's
+agent), normalised to one call. Whatever comes back becomes a `RunResult`: an SDK's or
+framework's result with its trajectory and usage; a bare value as its `output`, with its
+usage unknown (never a count of 0 that a token check would pass).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Environment state: what a case's tools read and change, fresh for every sample.
 
-A case's `state` is a dict (or any plain data), a pydantic model, or an SQLite database file
-(`Path("shop.db")`, or a string path ending in `.db`, `.sqlite` or `.sqlite3`). Each sample
-gets its own copy (`Environment.fresh`): a deep copy of the data or the model, a copy of the
-database file in a temporary folder. Its tools change that copy; tui-eval reads it as plain
-data (`snapshot`) after every turn and at the end, and compares snapshots by value
-(`differences`): `25 == 25.0`, a read changes nothing, a `True` is not a `1`.
+A case's `state` is plain data, a pydantic model, or an SQLite file (`.db`, `.sqlite`,
+`.sqlite3`). Each sample changes its own copy (`Environment.fresh`), read as plain data
+(`snapshot`) after every turn and compared by value (`differences`: `25 == 25.0`, but a
+`True` is not a `1`).
 """
 
 from __future__ import annotations

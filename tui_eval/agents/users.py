@@ -1,15 +1,8 @@
-"""The users of conversations (`Case(user=...)`): `ScriptedUser` and `SimulatedUser`.
-
-A user writes the next message of a conversation from what it has seen (`UserView`), or
-stops it. A `ScriptedUser` says fixed lines, or whatever a function of the conversation
-returns: offline and deterministic. A `SimulatedUser` is a model playing the user from its
-instructions, through tui-eval's providers: the run's shared rate limiter, response cache
-and meter count its requests, and its usage and cost are kept apart from the agent's.
-
-Both may carry `rules` their own messages must keep (a broken rule blames the user when the
-conversation fails), a `stop_when` test of the environment state that ends the conversation,
-the names of tools that hand the conversation off, and a `reviewer` model that decides who
-failed when no rule does (`tui_eval.checks.faults`).
+"""The users of conversations (`Case(user=...)`): `ScriptedUser` (fixed lines, or a
+function of the conversation: offline) and `SimulatedUser` (a model playing the user).
+Either may carry `rules` its own messages must keep, a `stop_when` test of the state, the
+tools that hand the conversation off, and a `reviewer` that decides who failed when no
+rule does (`tui_eval.checks.faults`).
 """
 
 from __future__ import annotations

@@ -82,12 +82,9 @@ class GraphAgent(WrappedAgent):
         configurable = dict(config.get("configurable") or {})
         if deps is not None:
             configurable.setdefault("deps", deps)
-        own_thread: str | None = None
-        """A thread made for this run alone: nobody continues it."""
-        known: set[str] | None = None
-        """The ids of the thread's messages before this run (None: it had none)."""
-        waiting: list[Any] = []
-        """The interrupts the thread is paused at: this run's input answers them."""
+        own_thread: str | None = None  # a thread made for this run alone
+        known: set[str] | None = None  # the ids of the thread's messages before this run
+        waiting: list[Any] = []  # the interrupts the thread is paused at: the input answers
         if self.keeps_memory:
             if thread is None and "thread_id" not in configurable:
                 own_thread = configurable["thread_id"] = f"tui-eval-{uuid.uuid4().hex[:12]}"

@@ -61,12 +61,9 @@ class _Recording:
     """What one run of a wrapped agent did, as it happened."""
 
     responses: list[Any] = field(default_factory=list)
-    running: set[str] = field(default_factory=set)
-    """The tool calls started and not yet ended, by call id."""
-    outputs: dict[str, Any] = field(default_factory=dict)
-    """Each finished tool call's output, by call id."""
-    errors: dict[str, str] = field(default_factory=dict)
-    """Each raising tool call's exception, by call id."""
+    running: set[str] = field(default_factory=set)  # tool calls started, not ended, by id
+    outputs: dict[str, Any] = field(default_factory=dict)  # each ended call's output, by id
+    errors: dict[str, str] = field(default_factory=dict)  # each raising call's error, by id
 
 
 Memory = bool | Callable[[str], Any]
@@ -109,10 +106,8 @@ class SampleRunnerAgent(WrappedAgent):
         self.run_options = run_options
         self.memory = memory
         self.name = str(getattr(agent, "name", "") or "openai-agents")
-        self._routed: Any = None
-        """The agent run: a copy whose models send through the layer."""
-        self._sessions: dict[str, Any] = {}
-        """The session of each conversation in progress, by thread id."""
+        self._routed: Any = None  # the agent run: a copy whose models send through the layer
+        self._sessions: dict[str, Any] = {}  # each conversation's session, by thread id
 
     def __repr__(self) -> str:
         return f"openai_agents.wrap({self.name!r})"
