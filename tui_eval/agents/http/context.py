@@ -15,6 +15,7 @@ agent reaches it without being handed it.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -36,9 +37,6 @@ LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimite
 RetryListener = Callable[[int, float], None]
 """Told (attempt, delay in seconds) before a provider retries a request."""
 
-MAX_PRICED_MODELS = 1_024
-"""Models whose place in the price table a runtime remembers (then it starts over)."""
-
 
 class Runtime:
     """What the runs given this runtime share: a rate limiter per API quota, and prices.
@@ -59,7 +57,7 @@ class Runtime:
     def __init__(self, limiter_factory: LimiterFactory | None = None) -> None:
         self._factory = limiter_factory
         self._limiters: dict[tuple[str, str], RateLimiter] = {}
-        self._prices: dict[tuple[str, str], tuple[str | None, str] | None] = {}
+        self._price_ref = functools.lru_cache(maxsize=1024)(price_ref)
         self.idle_workers: dict[str, list[Any]] = {}
 
     def __repr__(self) -> str:
@@ -88,13 +86,7 @@ class Runtime:
 
     def price_of(self, provider: str, model: str, tokens: ResponseTokens) -> float | None:
         """`metering.price_of`, each model looked up in the table once per runtime."""
-        key = (provider, model)
-        if key in self._prices:
-            ref = self._prices[key]
-        else:
-            if len(self._prices) >= MAX_PRICED_MODELS:
-                self._prices.clear()
-            ref = self._prices[key] = price_ref(provider, model)
+        ref = self._price_ref(provider, model)
         return None if ref is None else price_with(ref, tokens)
 
 

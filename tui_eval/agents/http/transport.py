@@ -323,14 +323,16 @@ class RetryLayer(_Layer):
             delay = wait if wait is not None else min(30.0, self.binding.backoff * 2**attempt)
             delay *= 1 + random.uniform(0, 0.25)
             last = attempt == (options.max_retries or 0) or not again
-            if not last and time.monotonic() + delay - started > (options.retry_budget or 0.0):
-                summary = f"gave up: retrying would pass the {options.retry_budget:g}s retry budget"
+            late = time.monotonic() + delay - started > (options.retry_budget or 0.0)
+            if last or late:
+                summary = (
+                    f"failed after {len(history)} attempts"
+                    if last
+                    else f"gave up: retrying would pass the {options.retry_budget:g}s retry budget"
+                )
                 return _give_up(
                     request, f"request to {url} {summary}; {_listed(history)}", error, response
                 )
-            if last:
-                summary = f"failed after {len(history)} attempts; {_listed(history)}"
-                return _give_up(request, f"request to {url} {summary}", error, response)
             if sample is not None:
                 sample.retrying(attempt + 1, delay)
             await anyio.sleep(delay)
