@@ -156,11 +156,7 @@ def _kind(value: Any) -> str:
 
 
 def span_record(raw: Any, place: str = "span") -> SpanRecord:
-    """One OTLP JSON span as a `SpanRecord`.
-
-    Raises:
-        TraceFileError: the span, or one of its values, has the wrong shape.
-    """
+    """One OTLP JSON span as a `SpanRecord` (`TraceFileError` if it has the wrong shape)."""
     if not isinstance(raw, Mapping):
         raise TraceFileError(f"{place}: a span must be an object")
     trace_id = raw.get("traceId")
@@ -191,11 +187,8 @@ def span_record(raw: Any, place: str = "span") -> SpanRecord:
 
 
 def attributes_of(raw: Any, place: str = "attributes") -> dict[str, Any]:
-    """OTLP `[{"key": ..., "value": {"stringValue": ...}}]` as a plain mapping.
-
-    Raises:
-        TraceFileError: a value has the wrong shape (the message names `place` and the key).
-    """
+    """OTLP `[{"key": ..., "value": {"stringValue": ...}}]` as a plain mapping (a value of
+    the wrong shape: `TraceFileError` naming `place` and the key)."""
     return {
         str(item["key"]): any_value(item.get("value"), f"{place}: attribute {str(item['key'])!r}")
         for item in _listed(raw, place, "attributes")
@@ -204,11 +197,7 @@ def attributes_of(raw: Any, place: str = "attributes") -> dict[str, Any]:
 
 
 def any_value(value: Any, place: str = "value") -> Any:
-    """An OTLP `AnyValue` as a Python value.
-
-    Raises:
-        TraceFileError: the value is not of its declared kind (`doubleValue: "abc"`).
-    """
+    """An OTLP `AnyValue` as a Python value (`TraceFileError` if not of its declared kind)."""
     if not isinstance(value, Mapping):
         return value
     if "stringValue" in value:

@@ -121,23 +121,19 @@ class RateLimiter:
         self.last_success = now
         self.rejected = 0
         self.last_used = -math.inf
-        self.provisional = False
-        """The pace is a guess from a 429's wait, not yet measured."""
+        self.provisional = False  # the pace is a guess from a 429's wait, not yet measured
         self.stalled_since: float | None = None
         """When the first 429 since the last accepted response came (None: none since)."""
         self.backoff_streak = 0
         """Pauses in a row for 429s that named no wait (reset by an accepted response)."""
-        self.header_since = -math.inf
-        """When the headers' request limit was last learned."""
+        self.header_since = -math.inf  # when the headers' request limit was last learned
         self.header_paced_from: float | None = None
         """Since when requests leave held to the headers' pace (moved to the end of each
         429's pause): a 429 before then answered one sent before any header was read."""
         self.header_verdict: str | None = None
         """None: headers unchecked; "probing": pacing above them; "confirmed"; "overruled"."""
-        self.learned = False
-        """The pace was set by 429s (AIMD), not only by a limit."""
-        self.repaced_at: float | None = None
-        """The pace when queued requests last took new slots."""
+        self.learned = False  # the pace was set by 429s (AIMD), not only by a limit
+        self.repaced_at: float | None = None  # the pace when queued requests last took new slots
         self._generation = 0
 
     def set_caps(self, rpm: float | None, tpm: float | None) -> None:
@@ -441,12 +437,8 @@ class RateLimiter:
 
 
 class RateLimitWait(TuiEvalError):
-    """A request's turn in the limiter would come after its retry budget ends.
-
-    Attributes:
-        wait_s: how long it would have waited.
-        why: what holds it back (a 429's pause, or the pace and where it comes from).
-    """
+    """A request's turn in the limiter would come after its retry budget ends: it would
+    have waited `wait_s`, held back by `why` (a 429's pause, or the pace and its reason)."""
 
     def __init__(self, wait_s: float, why: str) -> None:
         super().__init__(f"would wait {wait_s:.3g}s in the rate limiter ({why})")

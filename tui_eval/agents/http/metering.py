@@ -83,14 +83,8 @@ class SampleMeter:
 
 @dataclass(frozen=True, slots=True)
 class ResponseTokens:
-    """The tokens one response reports, checked.
-
-    Attributes:
-        input: every prompt token the model read (cached ones included).
-        output: tokens it wrote.
-        cache_read: prompt tokens read from the provider's prompt cache (in `input`).
-        cache_write: prompt tokens written to it (in `input`).
-    """
+    """The tokens one response reports, checked: every prompt token read (`input`, the
+    provider's prompt-cache reads and writes included), and those written (`output`)."""
 
     input: int = 0
     output: int = 0

@@ -294,13 +294,9 @@ def proxy_variables() -> tuple[str | None, ...]:
 
 
 def proxy_for(url: httpx2.URL) -> httpx2.Proxy | None:
-    """The proxy the environment names for `url` (`HTTP(S)_PROXY`, `ALL_PROXY`, lower case
-    first, and `NO_PROXY`), read as the standard library reads them; None: direct.
-
-    Raises:
-        ProxyVariableError: the variable names a proxy tui-eval cannot use (SOCKS, or a URL
-            that does not parse); the message never shows its credentials.
-    """
+    """The proxy the environment names for `url` (`HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
+    read as the standard library reads them), or None; `ProxyVariableError` (never showing
+    its credentials) for one tui-eval cannot use (SOCKS, or a URL that does not parse)."""
     import urllib.request
 
     proxies = urllib.request.getproxies_environment()

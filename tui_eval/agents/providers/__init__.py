@@ -35,11 +35,7 @@ def known_prefixes() -> list[str]:
 
 
 def resolve_model(model: ModelLike) -> Provider:
-    """Turn a provider, spec string or provider factory into a provider.
-
-    Raises:
-        ModelSpecError: the spec's prefix is unknown or the model cannot be built.
-    """
+    """A provider, spec string or provider factory as a provider (else `ModelSpecError`)."""
     if isinstance(model, str):
         return resolve_spec(model)
     if hasattr(model, "complete"):

@@ -209,11 +209,8 @@ class HTTPProvider:
         return ProviderError(self.redact(f"{self.provider_name} {message}"))
 
     async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """POST `payload`; returns the parsed body and how many retries it took.
-
-        Raises:
-            ProviderError: the request failed, or a header cannot be sent (nothing sent).
-        """
+        """POST `payload`: the parsed body and how many retries it took (`ProviderError`
+        when the request failed, or a header cannot be sent)."""
         resolved = self._settings(_current_run())
         request = httpx2.Request(  # as `client.post` builds it, less merging its defaults
             "POST",
