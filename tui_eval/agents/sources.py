@@ -15,13 +15,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from tui_eval.agents.adapters import from_framework
-from tui_eval.agents.adapters.sdk_results import from_sdk
+from tui_eval.agents.adapters import to_run_result
 from tui_eval.agents.agent import Agent
-from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
+from tui_eval.agents.messages import RunResult
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec, is_async_callable
 from tui_eval.util.errors import TuiEvalError
-from tui_eval.util.text import value_text
 
 
 class AgentSourceError(TuiEvalError, TypeError):
@@ -145,14 +143,6 @@ def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> AgentCall:
     return run
 
 
-def is_async_callable(fn: Any) -> bool:
-    """Whether calling `fn` gives a coroutine (functions, methods, partials, `async __call__`)."""
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
 def _framework_adapter(source: Any) -> AgentCall | None:
     module = type(source).__module__ or ""
     if module.startswith("pydantic_ai"):
@@ -172,72 +162,3 @@ def _framework_adapter(source: Any) -> AgentCall | None:
 
         return langgraph.wrap(source).sample_runner()
     return None
-
-
-def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
-    """Normalise whatever an agent returned into a `RunResult`."""
-    if type(value) is str:  # the common case, first
-        return RunResult(
-            value,
-            [*input_messages(input), Message("assistant", value)],
-            [],
-            Usage.unknown(),  # a string says nothing of the tokens it took
-            1,
-            latency_ms,
-        )
-    if isinstance(value, RunResult):
-        if not value.latency_ms:
-            value.latency_ms = latency_ms
-        if not value.messages:
-            value.messages = [
-                *input_messages(input),
-                Message("assistant", value_text(value.output)),
-            ]
-        return value
-    sdk = from_sdk(value, input, latency_ms)
-    if sdk is not None:
-        return sdk
-    framework = from_framework(value, input, latency_ms)
-    if framework is not None:
-        return framework
-    duck = _duck_result(value, input, latency_ms)
-    if duck is not None:
-        return duck
-    return RunResult(
-        output=value,
-        messages=[*input_messages(input), Message("assistant", value_text(value))],
-        usage=Usage.unknown(),
-        turns=1,
-        latency_ms=latency_ms,
-    )
-
-
-def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | None:
-    """Responses of other frameworks that carry content, tool calls and usage."""
-    raw_calls = getattr(value, "tool_calls", None)
-    if not isinstance(raw_calls, list) or isinstance(value, (str, bytes, dict)):
-        return None
-    content = getattr(value, "output", None)
-    if content is None:
-        content = getattr(value, "content", None)
-    calls = []
-    for raw in raw_calls:
-        name = getattr(raw, "name", None) or (raw.get("name") if isinstance(raw, dict) else None)
-        if name is None:
-            continue
-        args = getattr(raw, "arguments", None) or (
-            raw.get("arguments") if isinstance(raw, dict) else None
-        )
-        calls.append(ToolCall(str(name), dict(args or {})))
-    raw_usage = getattr(value, "usage", None)
-    usage = (
-        Usage(
-            int(getattr(raw_usage, "input_tokens", 0) or 0),
-            int(getattr(raw_usage, "output_tokens", 0) or 0),
-            int(getattr(raw_usage, "requests", 1) or 1),
-        )
-        if raw_usage is not None
-        else Usage.unknown()
-    )
-    messages = [*input_messages(input), Message("assistant", value_text(content), calls)]
-    return RunResult(content, messages, calls, usage, turns=1, latency_ms=latency_ms)

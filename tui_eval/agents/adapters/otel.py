@@ -25,12 +25,12 @@ from typing import Any
 
 import anyio.to_thread
 
+from tui_eval.agents.adapters import to_run_result
 from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, require
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans, span_usages
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.messages import RunResult
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
-from tui_eval.agents.sources import is_async_callable, to_run_result
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec, is_async_callable
 
 SAMPLE_SPAN = "tui_eval.sample"
 """The root span `capture` opens around each call (not part of the trajectory)."""
