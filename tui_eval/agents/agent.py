@@ -202,15 +202,11 @@ class Agent:
         except pydantic.ValidationError as exc:
             details = validation_message(exc, every=True)
             shown = cut(raw, 201)
+            title = adapter.json_schema().get("title", "the output type")
             raise OutputValidationError(
-                f"output did not validate as {_type_name(adapter)}: {details}; got {shown!r}",
+                f"output did not validate as {title}: {details}; got {shown!r}",
                 finish(),
             ) from None
-
-
-def _type_name(adapter: pydantic.TypeAdapter[Any]) -> str:
-    schema = adapter.json_schema()
-    return str(schema.get("title", "the output type"))
 
 
 def _strip_code_fence(raw: str) -> str:
