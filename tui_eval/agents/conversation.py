@@ -159,8 +159,8 @@ async def _converse(
 
 
 async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResult) -> RunResult:
-    """The agent's answer to one turn, recorded on `turn` and added to `total` (also when
-    it raises: the error then carries `partial` = `total`)."""
+    """The agent's answer to one turn, recorded on `turn` and added to `total` (its error's
+    `partial`, when it raises)."""
     sample = current_sample()
     if sample is not None:
         sample.meter.new_turn()

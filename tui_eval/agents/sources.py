@@ -27,8 +27,7 @@ class AgentSourceError(TuiEvalError, TypeError):
 
 
 def make_runner(source: Any) -> AgentCall:
-    """The per-sample call for an agent source, its kind decided once (else
-    `AgentSourceError`)."""
+    """The per-sample call for an agent source, its kind decided once."""
     if isinstance(source, Agent) or (
         hasattr(source, "clone") and hasattr(source, "run") and hasattr(source, "model")
     ):

@@ -54,8 +54,7 @@ _ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system
 
 
 def wrap(graph: Any, *, config: Mapping[str, Any] | None = None) -> GraphAgent:
-    """An agent source calling `await graph.ainvoke({"messages": [...]}, config)` (a
-    mapping input is the input state itself)."""
+    """An agent source calling `await graph.ainvoke({"messages": [...]}, config)`."""
     return GraphAgent(graph, dict(config or {}))
 
 
@@ -262,8 +261,7 @@ def is_result(value: Any) -> bool:
 def from_value(
     value: Any, input: Input, latency_ms: float, *, since: int | None = None
 ) -> RunResult | None:
-    """A LangGraph state, a list of LangChain messages or one `AIMessage` as our
-    `RunResult` (else None). `since`: as `charge_unmetered`'s."""
+    """A LangGraph state, LangChain messages or one `AIMessage` as a run (else None)."""
     if not is_result(value):
         return None
     if is_message(value):

@@ -119,8 +119,7 @@ class SampleRunnerAgent(WrappedAgent):
         return self._routed
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
-        """Run the agent once and convert its result; with `memory`, in the session of the
-        conversation `thread`."""
+        """Run the agent once (with `memory`, in the session of `thread`)."""
         agents = require("agents", "openai-agents")  # the SDK, imported only when it runs
         options = dict(self.run_options)
         if deps is not None:
@@ -355,8 +354,7 @@ def from_result(
     *,
     since: int | None = None,
 ) -> RunResult:
-    """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran);
-    `since`: as `charge_unmetered`'s."""
+    """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran)."""
     errors = recording.errors if recording is not None else {}
     messages: list[Message] = []
     instructions = getattr(getattr(result, "last_agent", None), "instructions", None)

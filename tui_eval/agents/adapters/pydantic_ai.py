@@ -34,8 +34,7 @@ from tui_eval.util.text import value_text
 
 
 def pydantic_ai_runner(agent: Any) -> AgentCall:
-    """The per-sample call for a pydantic-ai agent, run with a copy of its model whose SDK
-    client sends through tui-eval's HTTP layer (`Agent.run(model=...)`)."""
+    """The per-sample call for a pydantic-ai agent, its model's client routed (`routed`)."""
     own: list[Any] = []
 
     async def run(spec: RunSpec) -> RunResult:
@@ -167,8 +166,7 @@ def pydantic_ai_model(model: Any) -> Any:
 
 
 def _routed_model(model: Any) -> Any:
-    """A copy of a pydantic-ai OpenAI or Anthropic model whose SDK client sends through
-    the layer (`install.routed`); any other model as it is."""
+    """A pydantic-ai OpenAI or Anthropic model with its SDK client `routed` (else itself)."""
     client = getattr(model, "client", None)
     sending = routed(client) if client is not None else None
     if sending is None or sending is client:

@@ -125,8 +125,7 @@ def http_client(
 def http_client_sync(
     *, timeout: float | None = None, max_retries: int | None = None, **kwargs: Any
 ) -> httpx2.Client:
-    """`http_client()`'s twin for sync code: an httpx2 `Client` (for `openai.OpenAI`,
-    langchain-openai's `http_client=`...), bound to the current sample."""
+    """`http_client()`'s twin for sync code: an httpx2 `Client` (for `openai.OpenAI`...)."""
     binding = Binding(current_sample(), _options(timeout, max_retries))
     kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
     return httpx2.Client(

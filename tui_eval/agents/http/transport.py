@@ -456,8 +456,7 @@ class WireLayer(httpx2.AsyncBaseTransport):
         raise httpx2.ReadTimeout(f"no complete response within {timeout:g}s (timeout)")
 
     def _proxy(self, url: httpx2.URL) -> httpx2.Proxy | None:
-        """The proxy for `url`, decided once per host and proxy variables (reading the
-        environment costs ~1 ms)."""
+        """The proxy for `url`, decided once per host and proxy variables (~1 ms each)."""
         key = (url.scheme, url.host, proxy_variables())
         if key not in self._proxies:
             if len(self._proxies) > 64:
@@ -472,8 +471,7 @@ class WireLayer(httpx2.AsyncBaseTransport):
 
 
 class _Passing(httpx2.AsyncByteStream):
-    """A body handed on as it arrives, refused over `limit` bytes; `at_end(whole)` awaited
-    once all of it has passed."""
+    """A body handed on as it arrives (over `limit` bytes refused), then `at_end(whole)`."""
 
     def __init__(
         self,
@@ -605,8 +603,7 @@ def list_price(
 
 
 def _token_estimate(body: bytes | None) -> int:
-    """Tokens a request may use: its prompt (~4 characters a token) and the most it may
-    write."""
+    """Tokens a request may use: its prompt (~4 characters a token) and its most output."""
     if not body:
         return 0
     most = 0

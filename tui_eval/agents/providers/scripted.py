@@ -20,8 +20,7 @@ class ScriptExhausted(ProviderError):
 
 @dataclass(slots=True)
 class ScriptStep:
-    """One scripted response, with an optional latency; `usage=None` estimates tokens
-    from the text (about four characters a token)."""
+    """One scripted response and its latency; `usage=None` estimates ~4 characters a token."""
 
     completion: Completion
     usage: Usage | None = None
