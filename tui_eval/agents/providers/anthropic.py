@@ -11,7 +11,6 @@ from tui_eval.agents.messages import Completion, Message, ToolCall, Usage, to_an
 from tui_eval.agents.providers.api import HTTPProvider, malformed
 from tui_eval.agents.providers.base import (
     ModelSpecError,
-    ProviderError,
     ToolDef,
     normalize_stop_reason,
 )
@@ -50,13 +49,9 @@ class AnthropicProvider(HTTPProvider):
             headers["x-api-key"] = self._api_key
         return headers
 
-    def usable(self, body: dict[str, Any]) -> bool:
-        """Whether a stored response reads as a completion."""
-        try:
-            from_wire(body)
-        except ProviderError:
-            return False
-        return True
+    def read(self, body: dict[str, Any]) -> Completion:
+        """A response body as a `Completion`."""
+        return from_wire(body)
 
     async def complete(
         self,

@@ -28,6 +28,7 @@ from tui_eval.agents.http.transport import (
     failure_text,
     key_of,
 )
+from tui_eval.agents.messages import Completion
 from tui_eval.agents.providers.base import ProviderError
 from tui_eval.util.secrets import credential_values, redact_secrets, split_credentials
 
@@ -114,8 +115,16 @@ class HTTPProvider:
         """The headers every request of this provider carries (the key among them)."""
         return {}
 
+    def read(self, body: dict[str, Any]) -> Completion:  # pragma: no cover - overridden
+        """A response body as a `Completion` (`ProviderError` when it is not one)."""
+        raise NotImplementedError
+
     def usable(self, body: dict[str, Any]) -> bool:
         """Whether a stored response is one this provider can read (else a cache miss)."""
+        try:
+            self.read(body)
+        except ProviderError:
+            return False
         return True
 
     def _secrets(self) -> list[str]:

@@ -69,13 +69,9 @@ class OpenAIProvider(HTTPProvider):
             return {"api-key": self._api_key}
         return {"Authorization": f"Bearer {self._api_key}"}
 
-    def usable(self, body: dict[str, Any]) -> bool:
-        """Whether a stored response reads as a completion."""
-        try:
-            from_wire(body)
-        except ProviderError:
-            return False
-        return True
+    def read(self, body: dict[str, Any]) -> Completion:
+        """A response body as a `Completion`."""
+        return from_wire(body)
 
     async def complete(
         self,
