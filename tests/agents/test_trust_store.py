@@ -26,12 +26,12 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_trust_store(monkeypatch) -> Iterator[None]:
-    """No proxy from the machine."""
+def _no_proxy_from_the_machine(monkeypatch) -> Iterator[None]:
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    yield
 
 
 async def ask(base_url: str) -> str | None:

@@ -55,8 +55,7 @@ class Agent:
         max_turns: the most model responses one run may take.
         name: a label for reports.
         settings: provider settings such as `{"temperature": 0}`.
-        token_limit: the most tokens (input plus output, summed over turns) one run may
-            use; the loop stops with `TokenLimitExceeded` instead of starting another turn.
+        token_limit: the most tokens one run may use (else `TokenLimitExceeded`).
     """
 
     def __init__(
@@ -114,12 +113,9 @@ class Agent:
         output_type: Any = None,
         state: Any = None,
     ) -> RunResult:
-        """Run the loop until the model answers without calling a tool.
-
-        `input` is a prompt, a conversation, or a structured value (sent as JSON text);
-        `state` is the environment state its tools read and change (a tool parameter named
-        `state` receives it).
-        The result's `stop_reason` is the last response's.
+        """Run the loop until the model answers without calling a tool. `input` is a
+        prompt, a conversation or a structured value (sent as JSON text); `state` is what a
+        tool parameter named `state` receives.
 
         Raises:
             MaxTurnsExceeded: the model was still calling tools after `max_turns` responses.
@@ -158,19 +154,16 @@ class Agent:
                 result.turns += 1
                 result.usage = result.usage + completion.usage
                 result.stop_reason = completion.stop_reason or None
+                messages.append(
+                    Message("assistant", completion.content, list(completion.tool_calls))
+                )
                 if self.token_limit is not None and result.usage.total_tokens > self.token_limit:
-                    messages.append(
-                        Message("assistant", completion.content, list(completion.tool_calls))
-                    )
                     raise TokenLimitExceeded(
                         f"agent used {result.usage.total_tokens:,} tokens in {result.turns} "
                         f"turn(s), over its token_limit={self.token_limit:,}",
                         finish(),
                     )
                 result.retries += completion.retries
-                messages.append(
-                    Message("assistant", completion.content, list(completion.tool_calls))
-                )
                 if not completion.tool_calls:
                     result.output = self._final_output(completion.content, adapter, finish)
                     return finish()
@@ -209,15 +202,11 @@ class Agent:
         except pydantic.ValidationError as exc:
             details = validation_message(exc, every=True)
             shown = cut(raw, 201)
+            title = adapter.json_schema().get("title", "the output type")
             raise OutputValidationError(
-                f"output did not validate as {_type_name(adapter)}: {details}; got {shown!r}",
+                f"output did not validate as {title}: {details}; got {shown!r}",
                 finish(),
             ) from None
-
-
-def _type_name(adapter: pydantic.TypeAdapter[Any]) -> str:
-    schema = adapter.json_schema()
-    return str(schema.get("title", "the output type"))
 
 
 def _strip_code_fence(raw: str) -> str:

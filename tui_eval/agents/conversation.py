@@ -1,11 +1,8 @@
-"""`converse`: one conversation between a user (`tui_eval.agents.users`) and the agent.
-
-Turn by turn: the user writes (the case's `input` is its first message), the agent answers
-the conversation so far (or only the new message, if it keeps its own memory), the
-environment state is read and its changes kept. It ends on the user's stop, the turn limit,
-a hand-off tool, the user's `stop_when` over the state, or the agent raising. The result is
-one `RunResult` for the whole conversation — every check applies to it — with the turns in
-`conversation`.
+"""`converse`: one conversation between a user (`tui_eval.agents.users`) and the agent,
+turn by turn (the agent is sent the conversation so far, or only the new message if it
+keeps its own memory), the environment state read after each. It ends on the user's stop,
+the turn limit, a hand-off tool, `stop_when`, or the agent raising; the result is one
+`RunResult` for the whole conversation, with the turns in `conversation`.
 """
 
 from __future__ import annotations
@@ -38,11 +35,7 @@ from tui_eval.util.text import value_text
 
 
 class UserSimulatorError(TuiEvalError):
-    """The user's side of a conversation failed (its model or its script raised).
-
-    Attributes:
-        partial: the conversation up to the failure.
-    """
+    """The user's side of a conversation failed; `partial` is the conversation so far."""
 
     def __init__(self, message: str, partial: RunResult) -> None:
         super().__init__(message)
@@ -50,11 +43,9 @@ class UserSimulatorError(TuiEvalError):
 
 
 def keeps_memory(call: AgentCall) -> bool:
-    """Whether an agent call keeps its own memory between a conversation's turns (an
-    adapter's, for a framework agent with a checkpointer or session): it is then sent
-    only each new user message, with the conversation's `thread` id. When the
-    conversation ends, its async `forget_thread(thread)`, if it has one, is awaited: the
-    memory of a thread nobody will continue may go."""
+    """Whether an agent call keeps its own memory between a conversation's turns: it is
+    sent only each new user message, with the `thread` id, and its `forget_thread(thread)`
+    (if any) is awaited when the conversation ends."""
     return bool(getattr(call, "keeps_memory", False))
 
 
@@ -168,8 +159,8 @@ async def _converse(
 
 
 async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResult) -> RunResult:
-    """The agent's answer to one turn, recorded on `turn` and added to `total`; when it
-    raises, what it did is recorded and the error re-raised with `partial` = `total`."""
+    """The agent's answer to one turn, recorded on `turn` and added to `total` (its error's
+    `partial`, when it raises)."""
     sample = current_sample()
     if sample is not None:
         sample.meter.new_turn()
@@ -182,8 +173,6 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
         partial = getattr(exc, "partial", None)
         if isinstance(partial, RunResult):
             _add(total, turn, partial, before)
-        if sample is not None and sample.meter.priced:
-            turn.cost = sample.meter.cost - spent_before
         turn.error = f"{type(exc).__name__}: {exc}"
         turn.latency_ms = (time.perf_counter() - started) * 1000
         assert total.conversation is not None
@@ -192,9 +181,10 @@ async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResu
         with contextlib.suppress(AttributeError):  # an exception class with slots
             exc.partial = total  # type: ignore[attr-defined]
         raise
+    finally:
+        if sample is not None and sample.meter.priced:
+            turn.cost = sample.meter.cost - spent_before  # what its responses were priced at
     _add(total, turn, run, before)
-    if sample is not None and sample.meter.priced:
-        turn.cost = sample.meter.cost - spent_before  # what its responses were priced at
     turn.latency_ms = run.latency_ms or (time.perf_counter() - started) * 1000
     turn.reply = value_text(run.output) if run.output is not None else ""
     total.output = run.output
@@ -227,8 +217,7 @@ def _add(total: RunResult, turn: Turn, run: RunResult, meter_before: Usage | Non
 
 
 def _new_messages(run: RunResult, sent: list[Message]) -> list[Message]:
-    """The messages the agent added this turn (its replies and tool messages): what follows
-    what it was sent in its run's messages, else its reply alone."""
+    """The messages the agent added this turn (after what it was sent; else its reply)."""
     messages = [m for m in run.messages if m.role != "system"]
     if len(messages) > len(sent) and all(
         _same(a, b) for a, b in zip(messages[: len(sent)], sent, strict=True)

@@ -12,11 +12,6 @@ from tui_eval.util.text import one_line, value_text
 
 Role = Literal["system", "user", "assistant", "tool"]
 
-StopReason = Literal["stop", "length", "content_filter", "tool_calls", "refusal"]
-"""Why the model stopped answering, in one vocabulary for every provider."""
-
-STOP_REASONS: tuple[str, ...] = ("stop", "length", "content_filter", "tool_calls", "refusal")
-
 UNKNOWN_STOP_REASON = "unknown"
 """The stop reason of a response whose server sent none (`finish_reason: null`)."""
 
@@ -35,9 +30,8 @@ class Usage:
         Usage(input_tokens=15, output_tokens=3, requests=2)
 
     Attributes:
-        known: False when the agent did not report its usage (a plain function returning a
-            string): the zeros are then not a count, and token checks such as `max_tokens`
-            fail saying so. A sum is known only when every part is.
+        known: False when the agent did not report its usage: the zeros are no count
+            (token checks fail saying so); a sum is known only when every part is.
     """
 
     input_tokens: int = 0
@@ -116,7 +110,7 @@ class Completion:
     """One model response: text and/or tool calls, with its usage.
 
     Attributes:
-        retries: how many times the provider retried the request (429/5xx) before it succeeded.
+        retries: how many times the provider retried the request (429/5xx).
     """
 
     content: str | None = None
@@ -168,8 +162,7 @@ class Turn:
         reply: the agent's answer ("" when it raised).
         tool_calls: the tool calls the agent made this turn, in order.
         usage: the agent's model usage this turn.
-        cost: the price in dollars of the agent's responses this turn, when known (from
-            the built-in prices, as the sample's cost).
+        cost: the price in dollars of the agent's responses this turn, when known.
         user_usage: what producing the user's message spent (a simulated user's model).
         latency_ms: wall time of the agent's turn.
         changes: what the turn changed in the environment state.
@@ -190,21 +183,16 @@ class Turn:
     error: str | None = None
 
 
-ConversationEnd = Literal["user", "max_turns", "handoff", "state", "error"]
-"""Why a conversation ended: the user's stop signal (or its script ran out), the turn
-limit, the agent handing off, a check over the state, or the agent raising."""
-
-
 @dataclass(slots=True)
 class Conversation:
     """A multi-turn run with a simulated or scripted user, turn by turn.
 
     Attributes:
         turns: every turn, in order.
-        ended_by: why it ended (`ConversationEnd`).
+        ended_by: why it ended: `user` (its stop, or its script ran out), `max_turns`,
+            `handoff`, `state` (`stop_when`) or `error` (the agent raised).
         user: who played the user (`ScriptedUser`, or the simulated user's model).
-        user_usage: what the simulated user's model spent over the conversation (also in
-            the sample's usage, shown apart from the agent's).
+        user_usage: what the simulated user's model spent (also in the sample's usage).
         user_cost: its price in dollars, when known.
         max_turns: the turn limit it ran under.
         closing: the user's last words when it ended the conversation with some.
@@ -257,14 +245,12 @@ class RunResult:
         latency_ms: wall time of the run.
         retries: provider retries (429/5xx) during the run.
         stop_reason: why the model's last response ended (`stop`, `length`,
-            `content_filter`, `tool_calls`, `refusal`); `unknown` when the model's server
-            sent none (`finish_reason: null`, as vLLM may); None when the agent does not say.
+            `content_filter`, `tool_calls`, `refusal`; `unknown` when its server sent none;
+            None when the agent does not say).
         model: the model that answered, when the agent says ("" otherwise).
-        conversation: the turns of a conversation with a simulated or scripted user
-            (`Case(user=...)`; None for a single-input case). `messages`, `tool_calls`,
-            `usage` and `turns` then cover the whole conversation (the agent's part).
-        state: the environment state after the run, as plain data (`Case(state=...)`;
-            None without one): what `state_equals` and `state_matches` grade.
+        conversation: the turns of a conversation with a user (`Case(user=...)`); the
+            other fields then cover the whole conversation (the agent's part).
+        state: the environment state after the run, as plain data (`Case(state=...)`).
     """
 
     output: Any = None
@@ -286,8 +272,7 @@ class RunResult:
 
 
 def is_conversation(input: Any) -> bool:
-    """Whether a case's input is a conversation (a non-empty list of `Message`), as opposed
-    to a prompt string or a structured value such as `{"question": ...}`."""
+    """Whether a case's input is a conversation (a non-empty list of `Message`)."""
     return (
         isinstance(input, (list, tuple))
         and bool(input)
@@ -296,8 +281,7 @@ def is_conversation(input: Any) -> bool:
 
 
 def input_messages(input: Any) -> list[Message]:
-    """A case's input as the messages a model is sent: a prompt as one user message, a
-    conversation as itself, a structured value as one user message of JSON text."""
+    """A case's input as the messages a model is sent (a structured value as JSON text)."""
     if isinstance(input, str):
         return [Message("user", input)]
     if is_conversation(input):
@@ -306,8 +290,7 @@ def input_messages(input: Any) -> list[Message]:
 
 
 def input_text(input: Any) -> str:
-    """A case's input as one text: a prompt as itself, a conversation as `role: content`
-    lines, a structured value as JSON."""
+    """A case's input as one text (a conversation as `role: content` lines)."""
     if isinstance(input, str):
         return input
     if is_conversation(input):
@@ -317,14 +300,13 @@ def input_text(input: Any) -> str:
 
 
 def structured_input_text(value: Any) -> str:
-    """A structured input as the JSON text a model reads (values JSON cannot hold as repr)."""
+    """A structured input as the JSON text a model reads."""
     return value_text(value)
 
 
 def to_openai(input: Any) -> list[dict[str, Any]]:
-    """A case's input as OpenAI chat-completions messages, for a plain function that calls
-    the `openai` SDK itself: a conversation's `Message`s (tool calls and results included),
-    a prompt as one user message, a structured value as one user message of JSON text.
+    """A case's input as OpenAI chat-completions messages (tool calls and results
+    included), for a plain function that calls the `openai` SDK itself.
 
     Example:
         >>> to_openai([Message("system", "Be brief."), Message("user", "Hi")])
@@ -332,8 +314,9 @@ def to_openai(input: Any) -> list[dict[str, Any]]:
     """
     converted: list[dict[str, Any]] = []
     for message in input_messages(input):
-        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        item: dict[str, Any] = {"role": message.role, "content": message.content or ""}
         if message.tool_calls:
+            item["content"] = message.content
             item["tool_calls"] = [
                 {
                     "id": call.id,
@@ -343,55 +326,46 @@ def to_openai(input: Any) -> list[dict[str, Any]]:
                 for call in message.tool_calls
             ]
         if message.role == "tool":
-            item["content"] = message.content or ""
             item["tool_call_id"] = message.tool_call_id or ""
-        elif message.role != "assistant":
-            item["content"] = message.content or ""
         converted.append(item)
     return converted
 
 
 def to_anthropic(input: Any) -> tuple[str, list[dict[str, Any]]]:
-    """A case's input as Anthropic messages-API arguments: `(system, messages)`, the system
-    messages joined into the `system` text (the API takes it apart), tool calls as
-    `tool_use` blocks and tool results as `tool_result` blocks of a user turn (consecutive
-    results in one turn, as the API requires).
+    """A case's input as Anthropic messages-API arguments: `(system, messages)`, tool calls
+    as `tool_use` blocks, consecutive tool results as `tool_result` blocks of one user turn
+    (a result starting `Error: ` marked `is_error`).
 
     Example:
-        >>> system, messages = to_anthropic([Message("system", "Be brief."), Message("user", "Hi")])
-        >>> system, messages
+        >>> to_anthropic([Message("system", "Be brief."), Message("user", "Hi")])
         ('Be brief.', [{'role': 'user', 'content': 'Hi'}])
     """
     systems: list[str] = []
     converted: list[dict[str, Any]] = []
     for message in input_messages(input):
+        content = message.content or ""
         if message.role == "system":
-            systems.append(message.content or "")
+            systems.append(content)
         elif message.role == "tool":
-            block = {
+            block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id or "",
-                "content": message.content or "",
             }
+            block["content"] = content
+            if content.startswith("Error: "):
+                block["is_error"] = True
             last = converted[-1] if converted else None
-            if last is not None and last["role"] == "user" and _is_tool_results(last):
+            if last is not None and last["role"] == "user" and isinstance(last["content"], list):
                 last["content"].append(block)
             else:
                 converted.append({"role": "user", "content": [block]})
         elif message.role == "assistant" and message.tool_calls:
-            blocks: list[dict[str, Any]] = []
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
             blocks += [
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
                 for c in message.tool_calls
             ]
             converted.append({"role": "assistant", "content": blocks})
         else:
-            converted.append({"role": message.role, "content": message.content or ""})
+            converted.append({"role": message.role, "content": content})
     return "\n\n".join(systems), converted
-
-
-def _is_tool_results(message: dict[str, Any]) -> bool:
-    content = message["content"]
-    return isinstance(content, list) and all(b.get("type") == "tool_result" for b in content)

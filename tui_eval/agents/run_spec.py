@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,3 +37,11 @@ class RunSpec:
 AgentCall = Callable[[RunSpec], Awaitable[RunResult]]
 """The agent, normalised to one call per sample: it runs what the `RunSpec` asks and
 returns the `RunResult` (see `tui_eval.agents.sources.make_runner`)."""
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling `fn` gives a coroutine (functions, methods, partials, `async __call__`)."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
+    return call is not None and inspect.iscoroutinefunction(call)

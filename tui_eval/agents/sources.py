@@ -1,11 +1,8 @@
-"""Agent sources: everything `evaluate()` accepts as "the agent", normalised to one call.
-
-Accepted: an `Agent`; a zero-arg factory returning one (called per sample); any async
-(or sync) callable `f(input)`; any object with a `run(input)` method. Whatever comes back
-becomes a `RunResult` (a bare value becomes its `output`) with a measured `latency_ms`:
-an SDK's response (an `openai` `ChatCompletion` or its message, a pydantic-ai result) or
-another framework's result with its trajectory and usage; a bare value with its usage
-unknown (never a count of 0 that a token check would pass).
+"""Agent sources: everything `evaluate()` accepts as "the agent" (an `Agent`, a zero-arg
+factory of one, a sync or async `f(input)`, an object with `run(input)`, a framework's
+agent), normalised to one call. Whatever comes back becomes a `RunResult`: an SDK's or
+framework's result with its trajectory and usage; a bare value as its `output`, with its
+usage unknown (never a count of 0 that a token check would pass).
 """
 
 from __future__ import annotations
@@ -18,13 +15,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from tui_eval.agents.adapters import from_framework
-from tui_eval.agents.adapters.sdk_results import from_sdk
+from tui_eval.agents.adapters import to_run_result
 from tui_eval.agents.agent import Agent
-from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
+from tui_eval.agents.messages import RunResult
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec, is_async_callable
 from tui_eval.util.errors import TuiEvalError
-from tui_eval.util.text import value_text
 
 
 class AgentSourceError(TuiEvalError, TypeError):
@@ -32,11 +27,7 @@ class AgentSourceError(TuiEvalError, TypeError):
 
 
 def make_runner(source: Any) -> AgentCall:
-    """Build the per-sample call for an agent source, deciding its kind once.
-
-    Raises:
-        AgentSourceError: `source` is none of the accepted kinds.
-    """
+    """The per-sample call for an agent source, its kind decided once."""
     if isinstance(source, Agent) or (
         hasattr(source, "clone") and hasattr(source, "run") and hasattr(source, "model")
     ):
@@ -62,9 +53,8 @@ def make_runner(source: Any) -> AgentCall:
 
 
 def samples_independent(source: Any, model: Any = None) -> bool:
-    """Whether each sample gets its own agent, so samples of a case may run at once: a
-    zero-arg factory is called per sample, and an `Agent` given a case's model factory
-    is cloned with a fresh model per sample."""
+    """Whether each sample gets its own agent (a factory's, or an `Agent` cloned with a
+    case's model factory), so samples of a case may run at once."""
     if isinstance(source, Agent):
         return model is not None and callable(model) and not hasattr(model, "complete")
     return callable(source) and not hasattr(source, "run") and _is_factory(source)
@@ -91,16 +81,13 @@ def _agent_runner(agent: Agent) -> AgentCall:
 
     async def run(spec: RunSpec) -> RunResult:
         target = agent.clone(model=spec.model) if spec.model is not None else agent
-        if spec.state is None:  # an Agent-like object need not know of states
-            return await target.run(
-                spec.input, deps=spec.deps, max_turns=spec.max_turns, output_type=spec.output_type
-            )
+        state = {} if spec.state is None else {"state": spec.state}  # an Agent-like need not know
         return await target.run(
             spec.input,
             deps=spec.deps,
             max_turns=spec.max_turns,
             output_type=spec.output_type,
-            state=spec.state,
+            **state,
         )
 
     run.bind_conversation = bind  # type: ignore[attr-defined]
@@ -127,15 +114,13 @@ def _factory_runner(factory: Callable[[], Any]) -> AgentCall:
 
 
 async def bind_conversation(call: AgentCall, spec: RunSpec) -> AgentCall:
-    """The call a conversation's turns all go to: one agent for the whole conversation (a
-    factory's product, built once; an `Agent` cloned once with the case's model); `call`
-    itself for sources that keep one agent anyway."""
+    """The call a conversation's turns all go to: one agent for the whole conversation."""
     bind = getattr(call, "bind_conversation", None)
     return call if bind is None else await bind(spec)
 
 
 def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> AgentCall:
-    in_thread = not _is_async_callable(fn)
+    in_thread = not is_async_callable(fn)
 
     async def run(spec: RunSpec) -> RunResult:
         if spec.model is not None:
@@ -157,14 +142,6 @@ def _callable_runner(fn: Callable[[Input], Any], *, owner: Any) -> AgentCall:
     return run
 
 
-def _is_async_callable(fn: Any) -> bool:
-    """Whether calling `fn` gives a coroutine (functions, methods, partials, `async __call__`)."""
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
 def _framework_adapter(source: Any) -> AgentCall | None:
     module = type(source).__module__ or ""
     if module.startswith("pydantic_ai"):
@@ -184,72 +161,3 @@ def _framework_adapter(source: Any) -> AgentCall | None:
 
         return langgraph.wrap(source).sample_runner()
     return None
-
-
-def to_run_result(value: Any, input: Input, latency_ms: float) -> RunResult:
-    """Normalise whatever an agent returned into a `RunResult`."""
-    if type(value) is str:  # the common case, first
-        return RunResult(
-            value,
-            [*input_messages(input), Message("assistant", value)],
-            [],
-            Usage.unknown(),  # a string says nothing of the tokens it took
-            1,
-            latency_ms,
-        )
-    if isinstance(value, RunResult):
-        if not value.latency_ms:
-            value.latency_ms = latency_ms
-        if not value.messages:
-            value.messages = [
-                *input_messages(input),
-                Message("assistant", value_text(value.output)),
-            ]
-        return value
-    sdk = from_sdk(value, input, latency_ms)
-    if sdk is not None:
-        return sdk
-    framework = from_framework(value, input, latency_ms)
-    if framework is not None:
-        return framework
-    duck = _duck_result(value, input, latency_ms)
-    if duck is not None:
-        return duck
-    return RunResult(
-        output=value,
-        messages=[*input_messages(input), Message("assistant", value_text(value))],
-        usage=Usage.unknown(),
-        turns=1,
-        latency_ms=latency_ms,
-    )
-
-
-def _duck_result(value: Any, input: Input, latency_ms: float) -> RunResult | None:
-    """Responses of other frameworks that carry content, tool calls and usage."""
-    raw_calls = getattr(value, "tool_calls", None)
-    if not isinstance(raw_calls, list) or isinstance(value, (str, bytes, dict)):
-        return None
-    content = getattr(value, "output", None)
-    if content is None:
-        content = getattr(value, "content", None)
-    calls = []
-    for raw in raw_calls:
-        name = getattr(raw, "name", None) or (raw.get("name") if isinstance(raw, dict) else None)
-        if name is None:
-            continue
-        args = getattr(raw, "arguments", None) or (
-            raw.get("arguments") if isinstance(raw, dict) else None
-        )
-        calls.append(ToolCall(str(name), dict(args or {})))
-    raw_usage = getattr(value, "usage", None)
-    usage = (
-        Usage(
-            int(getattr(raw_usage, "input_tokens", 0) or 0),
-            int(getattr(raw_usage, "output_tokens", 0) or 0),
-            int(getattr(raw_usage, "requests", 1) or 1),
-        )
-        if raw_usage is not None
-        else Usage.unknown()
-    )
-    messages = [*input_messages(input), Message("assistant", value_text(content), calls)]
-    return RunResult(content, messages, calls, usage, turns=1, latency_ms=latency_ms)

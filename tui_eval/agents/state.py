@@ -1,11 +1,9 @@
 """Environment state: what a case's tools read and change, fresh for every sample.
 
-A case's `state` is a dict (or any plain data), a pydantic model, or an SQLite database file
-(`Path("shop.db")`, or a string path ending in `.db`, `.sqlite` or `.sqlite3`). Each sample
-gets its own copy (`Environment.fresh`): a deep copy of the data or the model, a copy of the
-database file in a temporary folder. Its tools change that copy; tui-eval reads it as plain
-data (`snapshot`) after every turn and at the end, and compares snapshots by value
-(`differences`): `25 == 25.0`, a read changes nothing, a `True` is not a `1`.
+A case's `state` is plain data, a pydantic model, or an SQLite file (`.db`, `.sqlite`,
+`.sqlite3`). Each sample changes its own copy (`Environment.fresh`), read as plain data
+(`snapshot`) after every turn and compared by value (`differences`: `25 == 25.0`, but a
+`True` is not a `1`).
 """
 
 from __future__ import annotations
@@ -57,12 +55,7 @@ class Environment:
 
     @classmethod
     def fresh(cls, template: Any, *, case: str = "") -> Environment:
-        """A sample's own copy of `template` (the case's `state`).
-
-        Raises:
-            StateError: the database file does not exist or is not SQLite, or the value
-                cannot be copied.
-        """
+        """A sample's own copy of `template` (else `StateError`, saying why)."""
         where = f"case {case!r}: " if case else ""
         if is_sqlite(template):
             source = Path(template)
@@ -101,9 +94,8 @@ class Environment:
 
 
 def current_state() -> Any:
-    """The environment state of the sample running in this task (None outside one, or for
-    a case without a state): for tools of frameworks that do not hand tui-eval's run
-    context to their tools (a LangGraph tool, an Agents SDK function tool).
+    """The environment state of the sample running in this task (None without one), for
+    tools of frameworks that do not hand them tui-eval's run context.
 
     Example:
         >>> def cancel_order(order_id: str) -> str:
@@ -165,8 +157,7 @@ def _tables(path: Path) -> list[str]:
 
 
 def _database(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every table of the database, rows as dicts in rowid order (by their values for a
-    table without rowids)."""
+    """Every table of the database, rows as dicts in rowid order."""
     tables: dict[str, list[dict[str, Any]]] = {}
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         for table in _tables(path):
@@ -216,8 +207,7 @@ def _join(path: tuple[str, ...]) -> str:
 
 
 def _ignored(path: tuple[str, ...], patterns: Sequence[tuple[str, ...]]) -> bool:
-    """Whether `path` is, or lies under, a path an `ignore` pattern names (`*` matches one
-    key or index, `**` any number of them)."""
+    """Whether `path` is, or lies under, a path an `ignore` pattern names (`*`, `**`)."""
     return any(_matches(path, pattern) for pattern in patterns)
 
 

@@ -1,15 +1,8 @@
-"""The users of conversations (`Case(user=...)`): `ScriptedUser` and `SimulatedUser`.
-
-A user writes the next message of a conversation from what it has seen (`UserView`), or
-stops it. A `ScriptedUser` says fixed lines, or whatever a function of the conversation
-returns: offline and deterministic. A `SimulatedUser` is a model playing the user from its
-instructions, through tui-eval's providers: the run's shared rate limiter, response cache
-and meter count its requests, and its usage and cost are kept apart from the agent's.
-
-Both may carry `rules` their own messages must keep (a broken rule blames the user when the
-conversation fails), a `stop_when` test of the environment state that ends the conversation,
-the names of tools that hand the conversation off, and a `reviewer` model that decides who
-failed when no rule does (`tui_eval.checks.faults`).
+"""The users of conversations (`Case(user=...)`): `ScriptedUser` (fixed lines, or a
+function of the conversation: offline) and `SimulatedUser` (a model playing the user).
+Either may carry `rules` its own messages must keep, a `stop_when` test of the state, the
+tools that hand the conversation off, and a `reviewer` that decides who failed when no
+rule does (`tui_eval.checks.faults`).
 """
 
 from __future__ import annotations
@@ -26,14 +19,12 @@ from tui_eval.agents.messages import Message, Usage
 from tui_eval.agents.providers import ModelLike, resolve_model
 from tui_eval.agents.providers.base import ModelSpecError, Provider
 
-STOP = "###STOP###"
-"""What a simulated user writes to end the conversation (tau-bench's signal)."""
+STOP = "###STOP###"  # What a simulated user writes to end the conversation (tau-bench's signal).
 
 USER_MODEL_ENV = "TUI_EVAL_USER_MODEL"
 """The simulated user's model when `SimulatedUser(model=...)` is not given."""
 
-DEFAULT_MAX_TURNS = 20
-"""A conversation's turn limit when its user sets none."""
+DEFAULT_MAX_TURNS = 20  # A conversation's turn limit when its user sets none.
 
 DEFAULT_HANDOFF_TOOLS = ("transfer_to_*",)
 """Tool names (glob patterns) that hand a conversation off to someone else: it ends there."""
@@ -101,16 +92,12 @@ class User:
     """What every user of a conversation has (see `ScriptedUser` and `SimulatedUser`).
 
     Args:
-        max_turns: the most turns (a user message and the agent's reply) the conversation
-            may take (default 20).
-        stop_when: ends the conversation once it returns True for the environment state
-            (plain data) after a turn: the goal is reached.
-        rules: rules each of the user's messages must keep; a broken one blames the user
-            for a failed conversation.
-        handoff_tools: names (glob patterns) of tools that hand the conversation off; a
-            call of one ends it.
+        max_turns: the most turns (user message and reply) it may take (default 20).
+        stop_when: ends the conversation once it returns True for the state after a turn.
+        rules: rules each of the user's messages must keep (a broken one blames the user).
+        handoff_tools: glob patterns of tools whose call hands the conversation off.
         reviewer: the model that decides who failed when no rule does (default:
-            `$TUI_EVAL_JUDGE_MODEL` when set; else a failure no rule explains is the agent's).
+            `$TUI_EVAL_JUDGE_MODEL`; without one such a failure is the agent's).
     """
 
     def __init__(
@@ -172,11 +159,10 @@ class ScriptedUser(User):
         ScriptedUser(<function <lambda> at ...>)
 
     Args:
-        script: the lines the user says after the case's `input` (the first message), in
-            order; the conversation ends when they run out. Or a function (sync or async)
-            of the `UserView` returning the next line, or None to stop.
-        **options: as `User` (`max_turns`, `stop_when`, `rules`, `handoff_tools`,
-            `reviewer`).
+        script: the lines said after the case's `input`, in order (it ends when they run
+            out); or a function (sync or async) of the `UserView` giving the next line, or
+            None to stop.
+        **options: as `User`.
     """
 
     def __init__(self, script: Script, **options: Any) -> None:
@@ -222,8 +208,7 @@ class ScriptedUser(User):
 
 
 class SimulatedUser(User):
-    """A model playing the user from its instructions: its goal, persona, what it knows and
-    when to stop.
+    """A model playing the user from its instructions (goal, persona, what it knows).
 
     Example:
         >>> SimulatedUser(
@@ -233,17 +218,14 @@ class SimulatedUser(User):
         ... )
         SimulatedUser('openai:gpt-4o-mini')
 
-    Its requests go through tui-eval's providers like the agent's and the judges': the
-    run's rate limiter, response cache and meter count them, and its usage and cost are in
-    the sample's, shown apart from the agent's. It ends the conversation by writing
-    `###STOP###`.
+    Its requests go through tui-eval's providers (limiter, cache, meter); its usage and
+    cost are shown apart from the agent's. It ends the conversation by writing `###STOP###`.
 
     Args:
         instructions: who the user is and what it wants, in plain words.
         model: a provider, spec string or factory (default: `$TUI_EVAL_USER_MODEL`).
         settings: provider settings for its requests (default `{"temperature": 0}`).
-        **options: as `User` (`max_turns`, `stop_when`, `rules`, `handoff_tools`,
-            `reviewer`: by default its own model reviews failures no rule explains).
+        **options: as `User` (by default its own model is the `reviewer`).
     """
 
     def __init__(
@@ -280,12 +262,7 @@ class SimulatedUser(User):
         return str(getattr(model, "name", "") or type(model).__name__)
 
     def provider(self) -> Provider:
-        """The user's model, resolved once.
-
-        Raises:
-            ModelSpecError: no model was given and `$TUI_EVAL_USER_MODEL` is not set, or the
-                spec cannot be resolved.
-        """
+        """The user's model, resolved once (`ModelSpecError` without one)."""
         if self._provider is None:
             model = self.model if self.model is not None else os.environ.get(USER_MODEL_ENV)
             if model is None or model == "":
@@ -299,8 +276,7 @@ class SimulatedUser(User):
         return self._provider
 
     def messages(self, view: UserView) -> list[Message]:
-        """What the user's model reads: its instructions, then the conversation with the
-        roles turned round (the agent speaks to it as the "user")."""
+        """Its instructions, then the conversation with the roles turned round."""
         prompt = USER_INSTRUCTIONS.format(instructions=self.instructions.strip(), stop=STOP)
         messages = [Message("system", prompt)]
         for message in view.messages:

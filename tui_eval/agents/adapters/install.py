@@ -1,27 +1,21 @@
 """What the adapters share: an SDK client routed through tui-eval's HTTP layer with its
-own configuration kept, usage the framework reports priced when its calls did not pass
-through the layer, and the name of the extra to install when a framework is missing.
-
-`routed(client)` is an OpenAI or Anthropic SDK client's copy (the SDK's public
-`with_options(http_client=...)`) whose requests go through the layer and are then sent by
-the httpx2 client the user gave it (`http_client(send_with=...)`): the user's default
-headers, TLS, proxy, auth and event hooks still apply, and the run's shared rate limiter,
-its response cache, the sample's meter and `max_cost` too. The SDKs keep that client in
-`_client`, with no public getter: it is read there, never replaced. The layer resolves the
-sample at each request (`current_sample()`), so one routed client serves every sample of
-every run.
+own configuration kept (`routed`), usage a framework reports priced when its calls did
+not pass through the layer (`charge_unmetered`), and the extra to install when a
+framework is missing (`require`).
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.http.metering import ResponseTokens
+from tui_eval.agents.messages import RunResult
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.errors import TuiEvalError
 
 
@@ -30,11 +24,7 @@ class MissingExtra(TuiEvalError, ImportError):
 
 
 def require(module: str, extra: str) -> ModuleType:
-    """Import `module`, or say which extra brings it.
-
-    Raises:
-        MissingExtra: `pip install 'tui-eval[EXTRA]'` brings it.
-    """
+    """Import `module`, or raise `MissingExtra` naming the extra that brings it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -47,9 +37,10 @@ def require(module: str, extra: str) -> ModuleType:
 
 
 def routed(client: Any) -> Any:
-    """An OpenAI/Anthropic SDK client's copy whose requests go through tui-eval's HTTP layer
-    and then out through the client's own httpx2 client (`client` itself when it sends
-    through the layer already); None when `client` is not an async SDK client."""
+    """An OpenAI/Anthropic SDK client's copy (its public `with_options`) whose requests go
+    through tui-eval's HTTP layer and then out through the client's own httpx2 client, its
+    configuration kept (`client` itself if it sends through the layer; None if it is not an
+    async SDK client). The SDKs keep that client in `_client`: read there, never replaced."""
     import httpx2
 
     from tui_eval.agents.http.client import LayeredClient, http_client
@@ -68,8 +59,7 @@ def routed(client: Any) -> Any:
 
 
 def requests_so_far() -> int | None:
-    """How many requests of the current sample passed through tui-eval's HTTP layer (None
-    outside a sample): an adapter reads it as its run starts, for `charge_unmetered`."""
+    """The current sample's requests through the layer so far (for `charge_unmetered`)."""
     sample = current_sample()
     return sample.meter.requests if sample is not None else None
 
@@ -78,17 +68,12 @@ def charge_unmetered(
     usages: Iterable[tuple[str, str, ResponseTokens]], *, since: int | None = None
 ) -> None:
     """Price usage a framework reported, (provider, model, tokens) per response, into the
-    current sample's meter — when none of its requests passed through tui-eval's HTTP
-    layer (which metered them already). A model not in the price table leaves the sample
-    unpriced.
+    current sample's meter, unless the layer metered those requests already.
 
     Args:
-        since: `requests_so_far()` when the agent's run began: its usage is priced unless
-            one of the requests since passed through the layer — each turn of a
-            conversation is a run of its own, and a simulated user's requests are not
-            the agent's. None (a result converted with no run around it): priced once a
-            turn (a sample's only turn, or each of a conversation's), unless any of the
-            turn's requests passed through the layer.
+        since: `requests_so_far()` when the agent's run began: priced unless a request
+            since passed through the layer. None (a result converted with no run around
+            it): priced once a turn, unless any of the turn's requests passed through it.
     """
     sample = current_sample()
     if sample is None:
@@ -107,9 +92,7 @@ def charge_unmetered(
 
 
 def warn_if_uncached(adapter: Any, since: int | None) -> None:
-    """Say once per adapter, when a run has a cache and none of the requests of the agent's
-    run since `requests_so_far()` was `since` passed through the layer, that its model
-    calls bypass the cache."""
+    """Warn once per adapter when a run has a cache that its model calls bypass."""
     sample = current_sample()
     if since is None or sample is None or sample.run.cache is None:
         return
@@ -123,3 +106,37 @@ def warn_if_uncached(adapter: Any, since: int | None) -> None:
         UserWarning,
         stacklevel=2,
     )
+
+
+def field_of(raw: Any, name: str) -> Any:
+    """`raw[name]` of a mapping, else its attribute `name` (None when it has none)."""
+    return raw.get(name) if isinstance(raw, Mapping) else getattr(raw, name, None)
+
+
+class WrappedAgent:
+    """What an adapter's `wrap` returns: an agent source with an async `run(input)`."""
+
+    @property
+    def keeps_memory(self) -> bool:
+        """Whether the agent keeps its own memory of a conversation's turns."""
+        return False
+
+    async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
+        """Run the agent once and convert its result."""
+        raise NotImplementedError
+
+    async def forget_thread(self, thread: str) -> None:
+        """Let the memory of a finished conversation go."""
+
+    def sample_runner(self) -> AgentCall:
+        """The per-sample call (used by `evaluate()` instead of `run`, to pass deps). With
+        `keeps_memory`, a conversation sends it only the user's latest message, with its
+        thread, and calls `forget_thread` when it ends."""
+
+        async def run(spec: RunSpec) -> RunResult:
+            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
+
+        if self.keeps_memory:
+            run.keeps_memory = True  # type: ignore[attr-defined]
+            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
+        return run

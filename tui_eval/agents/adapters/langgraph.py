@@ -5,25 +5,17 @@ Example:
     >>> from tui_eval.agents.adapters.langgraph import wrap
     >>> suite = Suite("weather", agent=wrap(create_react_agent(llm, tools)), cases=[...])  # doctest: +SKIP
 
-The graph's final state becomes the `RunResult` every check reads: `AIMessage.tool_calls`
-(with their `args`) paired with their `ToolMessage` results (status `error` as the call's
-error), `usage_metadata` summed, and the last AI message's text as the output. A plain
-function returning such a state (a mapping with `messages`), a list of messages, or one
-`AIMessage` is converted the same way. No LangChain import is needed to convert: messages
-are read by their fields.
+The graph's final state (or a state, a list of messages or one `AIMessage` a plain
+function returns) becomes the `RunResult`: `AIMessage.tool_calls` paired with their
+`ToolMessage` results (status `error` as the call's error), `usage_metadata` summed, the
+last AI message's text as the output; messages are read by their fields, with no
+LangChain import. A graph's chat models are out of reach: give one
+`http_async_client=tui_eval.http_client()` for the rate limiter, cache and `max_cost` to
+apply; otherwise its usage is priced from `usage_metadata`.
 
-A graph keeps its chat models out of reach (inside its nodes), so its model calls go
-through tui-eval's HTTP layer when the chat model is given its client:
-`ChatOpenAI(..., http_async_client=tui_eval.http_client())` (with
-`http_client(send_with=yours)` to keep a client of your own). The run's rate limiter,
-cache, prices and `max_cost` then apply. Usage of calls that did not pass there is priced
-from `usage_metadata` (cached tokens included) and the model each message names.
-
-A graph compiled with a checkpointer keeps its own memory: in a conversation
-(`Case(user=...)`) it is sent only the user's latest message, on a thread of its own
-(`configurable.thread_id`), and each turn's run holds only that turn's messages, tool
-calls and usage. Outside a conversation every sample runs on a fresh thread (unless the
-`config` names one). The checkpoints of a conversation's thread are deleted when it ends.
+A graph with a checkpointer keeps its own memory: in a conversation it is sent only the
+user's latest message on a thread of its own, deleted when the conversation ends;
+outside one, every sample runs on a fresh thread (unless the `config` names one).
 """
 
 from __future__ import annotations
@@ -37,8 +29,14 @@ from typing import Any
 
 import anyio
 
-from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, warn_if_uncached
-from tui_eval.agents.http.metering import ResponseTokens, token_count
+from tui_eval.agents.adapters.install import (
+    WrappedAgent,
+    charge_unmetered,
+    field_of,
+    requests_so_far,
+    warn_if_uncached,
+)
+from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import (
     Message,
     Role,
@@ -49,23 +47,19 @@ from tui_eval.agents.messages import (
     is_conversation,
 )
 from tui_eval.agents.providers.base import normalize_stop_reason
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
+from tui_eval.agents.run_spec import Input
 from tui_eval.util.text import value_text
 
 _ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
 def wrap(graph: Any, *, config: Mapping[str, Any] | None = None) -> GraphAgent:
-    """An agent source calling `await graph.ainvoke({"messages": [...]}, config)`.
-
-    A prompt or conversation is sent as the state's `messages`; a structured input (a
-    mapping) is sent as the input state itself, unchanged.
-    """
+    """An agent source calling `await graph.ainvoke({"messages": [...]}, config)`."""
     return GraphAgent(graph, dict(config or {}))
 
 
-class GraphAgent:
-    """What `wrap` returns: an object with an async `run(input)`, like any agent source."""
+class GraphAgent(WrappedAgent):
+    """What `wrap` returns."""
 
     def __init__(self, graph: Any, config: dict[str, Any]) -> None:
         self.graph = graph
@@ -81,22 +75,15 @@ class GraphAgent:
         return _checkpointer(self.graph) is not None
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
-        """Run the graph once and convert its final state.
-
-        With a checkpointer, `thread` is the thread the run continues (default: the
-        `config`'s, else a fresh one, deleted after the run); the run's record holds only
-        what it added to the thread.
-        """
+        """Run the graph once and convert its final state. With a checkpointer, `thread`
+        is the thread it continues (default: the `config`'s, else a fresh one)."""
         config = dict(self.config)
         configurable = dict(config.get("configurable") or {})
         if deps is not None:
             configurable.setdefault("deps", deps)
-        own_thread: str | None = None
-        """A thread made for this run alone: nobody continues it."""
-        known: set[str] | None = None
-        """The ids of the thread's messages before this run (None: it had none)."""
-        waiting: list[Any] = []
-        """The interrupts the thread is paused at: this run's input answers them."""
+        own_thread: str | None = None  # a thread made for this run alone
+        known: set[str] | None = None  # the ids of the thread's messages before this run
+        waiting: list[Any] = []  # the interrupts the thread is paused at: the input answers
         if self.keeps_memory:
             if thread is None and "thread_id" not in configurable:
                 own_thread = configurable["thread_id"] = f"tui-eval-{uuid.uuid4().hex[:12]}"
@@ -170,8 +157,7 @@ class GraphAgent:
         return {str(m.id) for m in messages or () if getattr(m, "id", None)}, waiting
 
     async def forget_thread(self, thread: str) -> None:
-        """Delete a finished conversation's checkpoints (threads tui-eval made, continued
-        by nobody); a checkpointer that cannot delete keeps them."""
+        """Delete a finished conversation's checkpoints, if the checkpointer can."""
         checkpointer = _checkpointer(self.graph)
         if checkpointer is None:
             return
@@ -187,25 +173,10 @@ class GraphAgent:
                 stacklevel=2,
             )
 
-    def sample_runner(self) -> AgentCall:
-        """The per-sample call (`Case(context=...)` reaches the graph as `configurable.deps`).
-
-        With a checkpointer, the call keeps its own memory (`keeps_memory`): a
-        conversation sends it only the user's latest message, with its thread."""
-
-        async def run(spec: RunSpec) -> RunResult:
-            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
-
-        if self.keeps_memory:
-            run.keeps_memory = True  # type: ignore[attr-defined]
-            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
-        return run
-
 
 def _resume(waiting: list[Any], input: Input) -> Any:
-    """The `Command` that answers the interrupts a thread is paused at with the user's
-    latest message, or a mapping input as it is (each of them, by id, when several are
-    waiting)."""
+    """The `Command` answering the interrupts a thread is paused at with the user's latest
+    message (or a mapping input as it is)."""
     from langgraph.types import Command
 
     answer: Any
@@ -220,8 +191,7 @@ def _resume(waiting: list[Any], input: Input) -> Any:
 
 
 def _checkpointer(graph: Any) -> Any:
-    """The graph's checkpointer, if it has one of its own (not `None`, nor a subgraph's
-    `True`/`False`)."""
+    """The graph's own checkpointer (not a subgraph's `True`/`False`), if any."""
     checkpointer = getattr(graph, "checkpointer", None)
     if checkpointer is None or isinstance(checkpointer, bool):
         return None
@@ -237,8 +207,7 @@ def _added(state: Any, known: set[str] | None) -> Any:
 
 
 def _wire_message(message: Message) -> dict[str, Any]:
-    """One of our messages as LangChain takes it in a state's `messages`: an assistant's
-    tool calls and a tool message's call id included."""
+    """One of our messages as LangChain takes it in a state's `messages`."""
     wire: dict[str, Any] = {"role": message.role, "content": message.content or ""}
     if message.tool_calls:
         wire["tool_calls"] = [
@@ -253,8 +222,7 @@ def _wire_message(message: Message) -> dict[str, Any]:
 def _partial(
     state: Any, input: Input, latency_ms: float, exc: Exception, since: int | None
 ) -> RunResult:
-    """The run up to the step that raised: the last state's calls and usage, and its
-    unanswered tool calls failed with the exception (a tool node that raised)."""
+    """The run up to the step that raised, its unanswered tool calls failed with `exc`."""
     run = from_value(state, input, latency_ms, since=since) or RunResult(
         output=None, messages=input_messages(input)
     )
@@ -293,8 +261,7 @@ def is_result(value: Any) -> bool:
 def from_value(
     value: Any, input: Input, latency_ms: float, *, since: int | None = None
 ) -> RunResult | None:
-    """A LangGraph state, a list of LangChain messages or one `AIMessage` as our
-    `RunResult`; None when `value` is none of those. `since`: as `charge_unmetered`'s."""
+    """A LangGraph state, LangChain messages or one `AIMessage` as a run (else None)."""
     if not is_result(value):
         return None
     if is_message(value):
@@ -309,9 +276,8 @@ def from_value(
 def from_messages(
     raw: Sequence[Any], input: Input, latency_ms: float, *, since: int | None = None
 ) -> RunResult:
-    """LangChain messages (the graph's whole history, or its answer alone) as a run. The
-    input conversation they start with is kept as messages, but its model turns and tool
-    calls are not the run's. `since`: as `charge_unmetered`'s."""
+    """LangChain messages as a run; an input conversation they start with is kept as
+    messages, but its turns and tool calls are not the run's."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
@@ -323,56 +289,46 @@ def from_messages(
     own_from = _history_length(raw, input)
     for index, message in enumerate(raw):
         role = _ROLES.get(str(getattr(message, "type", "")), "assistant")
-        if role == "assistant" and index < own_from:
-            tool_calls = [
+        content = getattr(message, "content", "")
+        text = content_text(content)
+        if role == "assistant":
+            response_calls = [
                 ToolCall(
-                    str(_get(c, "name") or "tool"),
-                    dict(_get(c, "args") or {}),
-                    str(_get(c, "id") or ""),
+                    str(field_of(c, "name") or "tool"),
+                    dict(field_of(c, "args") or {}),
+                    str(field_of(c, "id") or ""),
                 )
                 for c in getattr(message, "tool_calls", None) or []
             ]
-            text = content_text(getattr(message, "content", ""))
-            messages.append(Message("assistant", text or None, tool_calls))
-        elif role == "assistant":
-            turns += 1
-            response_calls = []
-            for raw_call in getattr(message, "tool_calls", None) or []:
-                call = ToolCall(
-                    str(_get(raw_call, "name") or "tool"),
-                    dict(_get(raw_call, "args") or {}),
-                    str(_get(raw_call, "id") or ""),
+            if index >= own_from:  # the run's own response, not the input's
+                calls.update((call.id, call) for call in response_calls)
+                for invalid in getattr(message, "invalid_tool_calls", None) or []:
+                    call = ToolCall(
+                        str(field_of(invalid, "name") or "tool"),
+                        {"_unparsed_arguments": field_of(invalid, "args")},
+                        str(field_of(invalid, "id") or ""),
+                    )
+                    why = field_of(invalid, "error") or "arguments not JSON"
+                    call.error = f"invalid tool call: {why}"
+                    response_calls.append(call)
+                ordered += response_calls
+                turns += 1
+                meta = getattr(message, "usage_metadata", None) or {}
+                usage = usage + Usage(
+                    int(field_of(meta, "input_tokens") or 0),
+                    int(field_of(meta, "output_tokens") or 0),
+                    1,
                 )
-                calls[call.id] = call
-                ordered.append(call)
-                response_calls.append(call)
-            for invalid in getattr(message, "invalid_tool_calls", None) or []:
-                call = ToolCall(
-                    str(_get(invalid, "name") or "tool"),
-                    {"_unparsed_arguments": _get(invalid, "args")},
-                    str(_get(invalid, "id") or ""),
-                )
-                call.error = f"invalid tool call: {_get(invalid, 'error') or 'arguments not JSON'}"
-                ordered.append(call)
-                response_calls.append(call)
-            meta = getattr(message, "usage_metadata", None) or {}
-            usage = usage + Usage(
-                int(_get(meta, "input_tokens") or 0), int(_get(meta, "output_tokens") or 0), 1
-            )
-            response_meta = getattr(message, "response_metadata", None) or {}
-            if meta:
-                priced.append(_priced(meta, response_meta))
-            finish = response_meta.get("finish_reason")
-            if finish:
-                stop_reason = normalize_stop_reason(finish)
-            text = content_text(getattr(message, "content", ""))
+                response_meta = getattr(message, "response_metadata", None) or {}
+                if meta:
+                    priced.append(_priced(meta, response_meta))
+                if response_meta.get("finish_reason"):
+                    stop_reason = normalize_stop_reason(response_meta["finish_reason"])
+                if not response_calls:
+                    output = text
             messages.append(Message("assistant", text or None, response_calls))
-            if not response_calls:
-                output = text
         elif role == "tool":
             call_id = str(getattr(message, "tool_call_id", "") or "")
-            content = getattr(message, "content", "")
-            text = content_text(content)
             found = calls.get(call_id)
             if found is not None:
                 if getattr(message, "status", "success") == "error":
@@ -382,7 +338,7 @@ def from_messages(
                     found.result = artifact if artifact is not None else _value(content)
             messages.append(Message("tool", text, tool_call_id=call_id))
         else:
-            messages.append(Message(role, content_text(getattr(message, "content", ""))))
+            messages.append(Message(role, text))
     charge_unmetered(priced, since=since)
     if not any(m.role == "user" for m in messages):
         messages = [*input_messages(input), *messages]
@@ -400,8 +356,7 @@ def from_messages(
 
 
 def _history_length(raw: Sequence[Any], input: Input) -> int:
-    """How many of `raw`'s first messages are the input conversation (0 unless the input is
-    one and they repeat it, role and text)."""
+    """How many of `raw`'s first messages repeat the input conversation (else 0)."""
     if not is_conversation(input):
         return 0
     sent = input_messages(input)
@@ -417,17 +372,18 @@ def _history_length(raw: Sequence[Any], input: Input) -> int:
 
 
 def _priced(meta: Any, response_meta: Mapping[str, Any]) -> tuple[str, str, ResponseTokens]:
-    """(provider, model, tokens) of one AI message, as LangChain normalises them: its
-    `input_tokens` include the cache reads and writes in `input_token_details`."""
-    details = _get(meta, "input_token_details") or {}
-    prompt = token_count(_get(meta, "input_tokens"))
-    read = min(token_count(_get(details, "cache_read")), prompt)
-    write = min(token_count(_get(details, "cache_creation")), prompt - read)
+    """(provider, model, tokens) of one AI message (cache reads and writes in its input)."""
+    details = field_of(meta, "input_token_details") or {}
     model = response_meta.get("model_name") or response_meta.get("model") or ""
     provider = response_meta.get("model_provider") or (
         "anthropic" if str(model).startswith("claude") else "openai"
     )
-    tokens = ResponseTokens(prompt, token_count(_get(meta, "output_tokens")), read, write)
+    tokens = ResponseTokens.checked(
+        field_of(meta, "input_tokens"),
+        field_of(meta, "output_tokens"),
+        field_of(details, "cache_read"),
+        field_of(details, "cache_creation"),
+    )
     return str(provider), str(model), tokens
 
 
@@ -454,9 +410,3 @@ def _value(content: Any) -> Any:
         except ValueError:
             return content
     return content
-
-
-def _get(raw: Any, name: str) -> Any:
-    if isinstance(raw, Mapping):
-        return raw.get(name)
-    return getattr(raw, name, None)

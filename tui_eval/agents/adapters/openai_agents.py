@@ -4,39 +4,28 @@ Example:
     >>> from tui_eval.agents.adapters.openai_agents import wrap
     >>> suite = Suite("weather", agent=wrap(weather_agent, max_turns=5), cases=[...])  # doctest: +SKIP
 
-The SDK's result becomes the `RunResult` every check reads: each tool call with its
-arguments and result (a failed tool's error text as its error), the final output, the
-summed usage and the model's messages. A plain function that returns the SDK's own
-`RunResult` is converted the same way (`from_result`), never serialised into the output.
-This module imports the SDK only inside `wrap`: converting a result needs no import.
+The SDK's result (from `wrap`, or returned by a plain function: `from_result`) becomes
+the `RunResult`: each tool call with its arguments and result or error, the output, the
+summed usage, the messages, and the stop reason of the last model response. `wrap` runs a
+copy of the agent whose models send through tui-eval's HTTP layer and then through the
+`AsyncOpenAI` client the user gave them (`install.routed`). A model named by a string is
+made by the SDK's default provider, which has no public way in: give it
+`RunConfig(model_provider=OpenAIProvider(openai_client=AsyncOpenAI(
+http_client=tui_eval.http_client())))`; its usage is still priced from the result.
 
-`wrap` runs a copy of the agent (`Agent.clone`) whose models (and its handoffs') send
-through tui-eval's HTTP layer and then through the `AsyncOpenAI` client the user gave each
-model (`install.routed`): its own httpx2 client, headers, TLS and proxy still apply, and
-the run's rate limiter, cache, prices and `max_cost` too. A model named by a string is
-made by the SDK's default provider, which offers no public way in: give it
-`run_config=RunConfig(model_provider=OpenAIProvider(openai_client=AsyncOpenAI(
-http_client=tui_eval.http_client())))` (or `set_default_openai_client(...)` with such a
-client). Usage of calls that did not pass through the layer is still priced from the
-SDK's result, cached tokens included.
-
-Facts the SDK's result drops are recorded while `wrap` runs the agent: each model
-response (through run hooks, the caller's own hooks still called), and the exception of
-each function tool that raised, so a call is failed even when a custom
-`failure_error_function` turned the error into a message for the model; a run that
-raises (a tool with `failure_error_function=None`) keeps its calls and usage up to the
-failure. The stop reason is read from the last model response: a tool call, a refusal,
-a message cut short (`incomplete`), or a finished message.
-
-`wrap(agent, memory=True)` gives the agent memory of its own in conversations
-(`Case(user=...)`): a session per conversation (the SDK's in-memory `SQLiteSession`, or
-the one `memory=` makes for a thread id), so it is sent only the user's latest message and
-each turn's run holds only that turn's items, tool calls and usage.
+While `wrap` runs the agent, run hooks record each model response and tool output (the
+caller's own hooks still called) and the exception of each tool that raised, so a call is
+failed even when a `failure_error_function` turned the error into text; a run that raises
+keeps its calls and usage up to the failure. `wrap(agent, memory=True)` gives the agent a
+session per conversation (`Case(user=...)`): each turn sends only the user's latest
+message.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -45,25 +34,26 @@ from types import SimpleNamespace
 from typing import Any
 
 from tui_eval.agents.adapters.install import (
+    WrappedAgent,
     charge_unmetered,
+    field_of,
     requests_so_far,
     require,
     routed,
     warn_if_uncached,
 )
-from tui_eval.agents.http.metering import ResponseTokens, token_count
+from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage, input_messages
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
+from tui_eval.agents.providers.base import parse_arguments
+from tui_eval.agents.run_spec import Input
 from tui_eval.util.text import value_text
 
 TOOL_ERROR_PREFIX = "An error occurred while running the tool."
 """How the SDK's default `failure_error_function` starts the text it sends back for a tool
 that raised: such a call is recorded as failed."""
 
-_WATCHED = "_tui_eval_watched"
-"""Marks a function tool's invoker whose exceptions are already recorded."""
 _RAISED = "_tui_eval_raised"
-"""Set on a tool call's context, and on the exception it raised: (call id, error text)."""
+"""Set on a tool call's context by a custom failure function: the error text."""
 
 
 @dataclass
@@ -71,10 +61,9 @@ class _Recording:
     """What one run of a wrapped agent did, as it happened."""
 
     responses: list[Any] = field(default_factory=list)
-    outputs: dict[str, Any] = field(default_factory=dict)
-    """Each finished tool call's output, by call id."""
-    errors: dict[str, str] = field(default_factory=dict)
-    """Each raising tool call's exception, by call id."""
+    running: set[str] = field(default_factory=set)  # tool calls started, not ended, by id
+    outputs: dict[str, Any] = field(default_factory=dict)  # each ended call's output, by id
+    errors: dict[str, str] = field(default_factory=dict)  # each raising call's error, by id
 
 
 Memory = bool | Callable[[str], Any]
@@ -84,23 +73,19 @@ conversation's thread id (a file-backed `SQLiteSession`, a Redis or SQLAlchemy o
 
 
 def wrap(agent: Any, *, memory: Memory = False, **run_options: Any) -> SampleRunnerAgent:
-    """An agent source running `agent` with `agents.Runner.run(agent, input, **run_options)`.
-
-    A case's structured input (a mapping) or conversation is sent as the SDK's input items;
-    `Case(context=...)` becomes the run's `context` unless `run_options` sets one.
+    """An agent source running `agents.Runner.run(agent, input, **run_options)`, with
+    `Case(context=...)` as the run's `context` unless `run_options` sets one.
 
     Example:
         >>> desk = wrap(agent, memory=True)  # doctest: +SKIP
         >>> Case(user=ScriptedUser(["Weather in Tokyo?", "And in Lima?"]))  # doctest: +SKIP
 
     Args:
-        memory: whether the agent keeps its own memory of a conversation's turns (see
-            `Memory`): each conversation gets a session of its own, and each turn the
-            agent is sent only the user's latest message.
+        memory: a session per conversation (see `Memory`), each turn sending only the
+            user's latest message.
 
     Raises:
-        TypeError: `run_options` has a `session`: one session would be every sample's and
-            every conversation's memory (pass `memory=` instead).
+        TypeError: `run_options` has a `session`, which every sample would share.
     """
     if "session" in run_options:
         raise TypeError(
@@ -113,18 +98,16 @@ def wrap(agent: Any, *, memory: Memory = False, **run_options: Any) -> SampleRun
     return SampleRunnerAgent(agent, run_options, memory)
 
 
-class SampleRunnerAgent:
-    """What `wrap` returns: an object with an async `run(input)`, like any agent source."""
+class SampleRunnerAgent(WrappedAgent):
+    """What `wrap` returns."""
 
     def __init__(self, agent: Any, run_options: dict[str, Any], memory: Memory = False) -> None:
         self.agent = agent
         self.run_options = run_options
         self.memory = memory
         self.name = str(getattr(agent, "name", "") or "openai-agents")
-        self._routed: Any = None
-        """The agent run: a copy whose models send through the layer."""
-        self._sessions: dict[str, Any] = {}
-        """The session of each conversation in progress, by thread id."""
+        self._routed: Any = None  # the agent run: a copy whose models send through the layer
+        self._sessions: dict[str, Any] = {}  # each conversation's session, by thread id
 
     def __repr__(self) -> str:
         return f"openai_agents.wrap({self.name!r})"
@@ -132,15 +115,11 @@ class SampleRunnerAgent:
     def _route(self) -> Any:
         """The copy of the agent whose models send through tui-eval's HTTP layer, made once."""
         if self._routed is None:
-            _watch_tools(self.agent, set())
             self._routed = _routed_agent(self.agent, {})
         return self._routed
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
-        """Run the agent once and convert its result.
-
-        With `memory`, `thread` names the conversation the run continues: its session
-        holds the turns before, and the run's record holds only what this run added."""
+        """Run the agent once (with `memory`, in the session of `thread`)."""
         agents = require("agents", "openai-agents")  # the SDK, imported only when it runs
         options = dict(self.run_options)
         if deps is not None:
@@ -150,15 +129,15 @@ class SampleRunnerAgent:
         agent = self._route()
         recording = _Recording()
         options["hooks"] = _recording_hooks(agents, recording, options.get("hooks"))
+        options["run_config"] = _recording_config(agents, recording, options.get("run_config"))
         since = requests_so_far()
         start = time.perf_counter()
         try:
             result = await agents.Runner.run(agent, _sdk_input(input), **options)
         except Exception as exc:
             # The calls and usage up to the failure, for the failing sample's trajectory.
-            raised = _raised_by_tool(exc)
-            if raised is not None:
-                recording.errors[raised[0]] = raised[1]
+            for call_id in recording.running:  # a tool raised through the SDK
+                recording.errors[call_id] = _first_cause(exc)
             exc.partial = _partial(  # type: ignore[attr-defined]
                 agents, recording, self.agent, input, (time.perf_counter() - start) * 1000, since
             )
@@ -176,58 +155,53 @@ class SampleRunnerAgent:
         return session
 
     async def forget_thread(self, thread: str) -> None:
-        """Let a finished conversation's session go (an in-memory one is closed; one
-        `memory=` made is left as it is)."""
+        """Let a finished conversation's session go (closing an in-memory one)."""
         session = self._sessions.pop(thread, None)
         if session is not None and self.memory is True:
             session.close()
 
-    def sample_runner(self) -> AgentCall:
-        """The per-sample call (used by `evaluate()` instead of `run`, to pass deps).
-
-        With `memory`, the call keeps its own memory (`keeps_memory`): a conversation
-        sends it only the user's latest message, with its thread."""
-
-        async def run(spec: RunSpec) -> RunResult:
-            return await self.run(spec.input, deps=spec.deps, thread=spec.thread)
-
-        if self.memory:
-            run.keeps_memory = True  # type: ignore[attr-defined]
-            run.forget_thread = self.forget_thread  # type: ignore[attr-defined]
-        return run
+    @property
+    def keeps_memory(self) -> bool:
+        """Whether `memory` gives each conversation a session of its own."""
+        return bool(self.memory)
 
 
-def _watch_tools(agent: Any, seen: set[int]) -> None:
-    """Record the exception of each function tool of `agent` (and its handoffs') that
-    raises, before the SDK's `failure_error_function` turns it into text or re-raises it."""
-    if id(agent) in seen:
-        return
-    seen.add(id(agent))
-    for tool in getattr(agent, "tools", None) or ():
-        invoker = getattr(tool, "on_invoke_tool", None)
-        impl = getattr(invoker, "_invoke_tool_impl", None)
-        if impl is None or getattr(impl, _WATCHED, False):
-            continue
-        invoker._invoke_tool_impl = _recorded(impl)  # type: ignore[union-attr]
-    for handoff in getattr(agent, "handoffs", None) or ():
-        _watch_tools(getattr(handoff, "agent", handoff), seen)
+def _watched(tool: Any) -> Any:
+    """A copy of a function tool with a custom `failure_error_function` whose function
+    first records the exception on the call's context; any other tool as it is (the SDK's
+    default function is watched by `_recording_config`, a re-raising tool by `run`)."""
+    from agents import default_tool_error_function
+    from agents.tool import (
+        resolve_function_tool_failure_error_function,
+        set_function_tool_failure_error_function,
+    )
+
+    if type(tool).__name__ != "FunctionTool":
+        return tool
+    theirs = resolve_function_tool_failure_error_function(tool)
+    if theirs is None or theirs is default_tool_error_function:
+        return tool
+
+    def failure(ctx: Any, error: Exception) -> Any:
+        with contextlib.suppress(AttributeError, TypeError):  # a frozen context
+            setattr(ctx, _RAISED, f"{type(error).__name__}: {error}")
+        return theirs(ctx, error)
+
+    return set_function_tool_failure_error_function(copy.copy(tool), failure)
 
 
-def _recorded(impl: Any) -> Any:
-    async def invoke(ctx: Any, input: str) -> Any:
-        try:
-            return await impl(ctx, input)
-        except Exception as exc:
-            # Read by the run hooks' `on_tool_end` (same context), or, when the SDK re-raises,
-            # from the exception the run ends with.
-            raised = (str(getattr(ctx, "tool_call_id", "") or ""), f"{type(exc).__name__}: {exc}")
-            for holder in (ctx, exc):
-                with contextlib.suppress(AttributeError, TypeError):  # a frozen one
-                    setattr(holder, _RAISED, raised)
-            raise
+def _recording_config(agents: Any, recording: _Recording, theirs: Any) -> Any:
+    """The run's `RunConfig` with a `tool_error_formatter` that records each exception the
+    SDK's default failure function answers, then asks theirs."""
+    config = theirs if theirs is not None else agents.RunConfig()
+    formatter = config.tool_error_formatter
 
-    setattr(invoke, _WATCHED, True)
-    return invoke
+    def record(args: Any) -> Any:
+        if args.kind == "tool_exception" and args.error is not None:
+            recording.errors[args.call_id] = f"{type(args.error).__name__}: {args.error}"
+        return formatter(args) if formatter is not None else None
+
+    return dataclasses.replace(config, tool_error_formatter=record)
 
 
 def _recording_hooks(agents: Any, recording: _Recording, theirs: Any) -> Any:
@@ -239,32 +213,36 @@ def _recording_hooks(agents: Any, recording: _Recording, theirs: Any) -> Any:
             if theirs is not None:
                 await theirs.on_llm_end(context, agent, response)
 
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            recording.running.add(str(getattr(context, "tool_call_id", "") or ""))
+            if theirs is not None:
+                await theirs.on_tool_start(context, agent, tool)
+
         async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
             call_id = str(getattr(context, "tool_call_id", "") or "")
+            recording.running.discard(call_id)
             recording.outputs[call_id] = result
             raised = getattr(context, _RAISED, None)
             if raised is not None:
-                recording.errors[raised[0]] = raised[1]
+                recording.errors[call_id] = raised
             if theirs is not None:
                 await theirs.on_tool_end(context, agent, tool, result)
 
-    for name in ("on_llm_start", "on_agent_start", "on_agent_end", "on_handoff", "on_tool_start"):
+    for name in ("on_llm_start", "on_agent_start", "on_agent_end", "on_handoff"):
         if theirs is not None:
             setattr(Recording, name, _forward(name, theirs))
     return Recording()
 
 
-def _raised_by_tool(exc: BaseException) -> tuple[str, str] | None:
-    """(call id, error) of the tool exception a run's exception was raised from, if any."""
-    seen: BaseException | None = exc
-    for _ in range(10):  # the SDK wraps it once or twice; never loop on a cycle
-        if seen is None:
-            return None
-        raised = getattr(seen, _RAISED, None)
-        if raised is not None:
-            return (str(raised[0]), str(raised[1]))
-        seen = seen.__cause__ or seen.__context__
-    return None
+def _first_cause(exc: BaseException) -> str:
+    """The exception a run's exception was raised from (a tool's, which the SDK wraps)."""
+    seen = exc
+    for _ in range(10):  # never loop on a cycle
+        cause = seen.__cause__ or seen.__context__
+        if cause is None:
+            break
+        seen = cause
+    return f"{type(seen).__name__}: {seen}"
 
 
 def _forward(name: str, theirs: Any) -> Any:
@@ -282,20 +260,19 @@ def _partial(
     latency_ms: float,
     since: int | None,
 ) -> RunResult:
-    """The run up to its failure, from the model responses recorded before it: each
-    requested tool call with its output, or its error."""
+    """The run up to its failure, from the model responses and tool outputs recorded."""
     items: list[Any] = []
     for response in recording.responses:
         for raw in getattr(response, "output", ()) or ():
-            kind = _field(raw, "type")
+            kind = field_of(raw, "type")
             if kind == "message":
                 items.append(agents.MessageOutputItem(agent=agent, raw_item=raw))
             elif kind == "function_call":
                 items.append(agents.ToolCallItem(agent=agent, raw_item=raw))
-                call_id = str(_field(raw, "call_id") or "")
+                call_id = str(field_of(raw, "call_id") or "")
                 if call_id in recording.outputs:
                     output = recording.outputs[call_id]
-                    raw_output = {"call_id": call_id, "output": _text(output)}
+                    raw_output = {"call_id": call_id, "output": value_text(output)}
                     raw_output["type"] = "function_call_output"
                     items.append(
                         agents.ToolCallOutputItem(agent=agent, raw_item=raw_output, output=output)
@@ -306,14 +283,13 @@ def _partial(
     converted = from_result(result, input, latency_ms, recording, since=since)
     converted.output = None
     last = converted.messages[-1]
-    if last.role == "assistant" and not last.tool_calls and last.content == _text(None):
+    if last.role == "assistant" and not last.tool_calls and last.content == value_text(None):
         converted.messages.pop()  # the final answer `from_result` adds: there is none
     return converted
 
 
 def _routed_agent(agent: Any, made: dict[int, Any]) -> Any:
-    """A copy of `agent` (and of the agents it hands off to) whose OpenAI models send
-    through tui-eval's HTTP layer and then through their own `AsyncOpenAI` client."""
+    """A copy of `agent` (and its handoffs) whose OpenAI models send through the layer."""
     if id(agent) in made or not hasattr(agent, "clone"):
         return made.get(id(agent), agent)
     model = agent.model
@@ -322,18 +298,17 @@ def _routed_agent(agent: Any, made: dict[int, Any]) -> Any:
     sending = routed(client) if type(model).__name__ in _OPENAI_MODELS else None
     if sending is not None and sending is not client:
         changes["model"] = type(model)(model=model.model, openai_client=sending)
-    copy = made[id(agent)] = agent.clone(**changes)
+    twin = made[id(agent)] = agent.clone(tools=[_watched(t) for t in agent.tools], **changes)
     if agent.handoffs:
-        copy.handoffs = [_routed_agent(h, made) for h in agent.handoffs]
-    return copy
+        twin.handoffs = [_routed_agent(h, made) for h in agent.handoffs]
+    return twin
 
 
 _OPENAI_MODELS = ("OpenAIChatCompletionsModel", "OpenAIResponsesModel")
 
 
 def _sdk_input(input: Input) -> Any:
-    """A case's input as the SDK's input items: an assistant's tool calls as
-    `function_call` items and a tool's answer as a `function_call_output`."""
+    """A case's input as the SDK's input items (`function_call`, `function_call_output`)."""
     if isinstance(input, str):
         return input
     items: list[dict[str, Any]] = []
@@ -379,8 +354,7 @@ def from_result(
     *,
     since: int | None = None,
 ) -> RunResult:
-    """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran);
-    `since`: as `charge_unmetered`'s."""
+    """An Agents SDK `RunResult` as ours (with what `wrap` recorded while it ran)."""
     errors = recording.errors if recording is not None else {}
     messages: list[Message] = []
     instructions = getattr(getattr(result, "last_agent", None), "instructions", None)
@@ -392,42 +366,30 @@ def from_result(
     for item in getattr(result, "new_items", ()) or ():
         kind = type(item).__name__
         raw = getattr(item, "raw_item", None)
-        if kind == "ToolCallItem":
-            call_id = str(_field(raw, "call_id") or _field(raw, "id") or "")
+        if kind in ("ToolCallItem", "HandoffCallItem"):  # a handoff is a call too
             call = ToolCall(
-                str(_field(raw, "name") or _field(raw, "type") or "tool"),
-                _arguments(_field(raw, "arguments")),
-                call_id,
+                str(field_of(raw, "name") or field_of(raw, "type") or "tool"),
+                _arguments(field_of(raw, "arguments")),
+                str(field_of(raw, "call_id") or field_of(raw, "id") or ""),
             )
-            if call.id in errors:
-                call.error = errors[call.id]
+            call.error = errors.get(call.id)
             calls[call.id] = call
             ordered.append(call)
             messages.append(Message("assistant", None, [call]))
         elif kind == "ToolCallOutputItem":
-            call_id = str(_field(raw, "call_id") or "")
+            call_id = str(field_of(raw, "call_id") or "")
             output = getattr(item, "output", None)
             if output is None:
-                output = _field(raw, "output")
-            text = output if isinstance(output, str) else _text(output)
+                output = field_of(raw, "output")
             found = calls.get(call_id)
             if found is not None and found.error is None:
                 if isinstance(output, str) and output.startswith(TOOL_ERROR_PREFIX):
                     found.error = output
                 else:
                     found.result = output
-            messages.append(Message("tool", text, tool_call_id=call_id))
+            messages.append(Message("tool", value_text(output), tool_call_id=call_id))
         elif kind == "MessageOutputItem":
             messages.append(Message("assistant", _message_text(raw)))
-        elif kind == "HandoffCallItem":
-            call = ToolCall(
-                str(_field(raw, "name") or "handoff"),
-                _arguments(_field(raw, "arguments")),
-                str(_field(raw, "call_id") or ""),
-            )
-            calls[call.id] = call
-            ordered.append(call)
-            messages.append(Message("assistant", None, [call]))
     usage = Usage()
     responses = list(getattr(result, "raw_responses", ()) or ())
     model = _model_name(getattr(result, "last_agent", None))
@@ -441,14 +403,16 @@ def from_result(
         )
         if raw_usage is not None:
             details = getattr(raw_usage, "input_tokens_details", None)
-            prompt = token_count(getattr(raw_usage, "input_tokens", 0))
-            cached = token_count(getattr(details, "cached_tokens", 0))
-            tokens = token_count(getattr(raw_usage, "output_tokens", 0))
-            priced.append(("openai", model, ResponseTokens(prompt, tokens, min(cached, prompt))))
+            tokens = ResponseTokens.checked(
+                getattr(raw_usage, "input_tokens", 0),
+                getattr(raw_usage, "output_tokens", 0),
+                getattr(details, "cached_tokens", 0),
+            )
+            priced.append(("openai", model, tokens))
     charge_unmetered(priced, since=since)
     output = getattr(result, "final_output", None)
     if not messages or messages[-1].role != "assistant" or messages[-1].tool_calls:
-        messages.append(Message("assistant", _text(output)))
+        messages.append(Message("assistant", value_text(output)))
     return RunResult(
         output=output,
         messages=messages,
@@ -462,19 +426,17 @@ def from_result(
 
 def _stop_reason(response: Any) -> str | None:
     """Why a model response ended, from its last output item (the SDK keeps no finish
-    reason): `tool_calls` for a call (a hosted tool's call followed by a message is not
-    one), `refusal`, `length` for a message cut short, `stop` for a finished message;
-    None when it says nothing."""
+    reason): `tool_calls`, `refusal`, `length` (cut short), `stop`, or None."""
     for raw in reversed(list(getattr(response, "output", ()) or ())):
-        kind = str(_field(raw, "type") or "")
+        kind = str(field_of(raw, "type") or "")
         if kind.endswith("_call"):
             return "tool_calls"
         if kind != "message":
             continue  # reasoning, and other items that are not the answer
-        parts = _field(raw, "content") or []
-        if not isinstance(parts, str) and any(_field(p, "type") == "refusal" for p in parts):
+        parts = field_of(raw, "content") or []
+        if not isinstance(parts, str) and any(field_of(p, "type") == "refusal" for p in parts):
             return "refusal"
-        return "length" if _field(raw, "status") == "incomplete" else "stop"
+        return "length" if field_of(raw, "status") == "incomplete" else "stop"
     return None
 
 
@@ -487,37 +449,21 @@ def _model_name(agent: Any) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _field(raw: Any, name: str) -> Any:
-    if isinstance(raw, dict):
-        return raw.get(name)
-    return getattr(raw, name, None)
-
-
 def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str) and raw.strip():
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return {"_unparsed_arguments": raw}
-        return parsed if isinstance(parsed, dict) else {"_unparsed_arguments": raw}
+    if isinstance(raw, dict) or (isinstance(raw, str) and raw.strip()):
+        return parse_arguments(raw)[0]
     return {}
 
 
 def _message_text(raw: Any) -> str:
-    parts = _field(raw, "content") or []
+    parts = field_of(raw, "content") or []
     if isinstance(parts, str):
         return parts
     texts = []
     for part in parts:
-        text = _field(part, "text")
+        text = field_of(part, "text")
         if text is None:
-            text = _field(part, "refusal")
+            text = field_of(part, "refusal")
         if text:
             texts.append(str(text))
     return "".join(texts)
-
-
-def _text(value: Any) -> str:
-    return value_text(value)

@@ -4,23 +4,14 @@ Example:
     >>> from tui_eval.agents.adapters.otel import capture
     >>> suite = Suite("support", agent=capture(my_instrumented_agent), cases=[...])  # doctest: +SKIP
 
-`capture(fn)` runs `fn(input)` inside a fresh trace of its own and collects every span that
-trace gets (the GenAI semantic conventions and OpenInference, see
-`tui_eval.agents.adapters.spans`). Samples running at the same time are in different
-traces, so they never see each other's spans. The collector is a span processor added to
-the global SDK `TracerProvider` (one is installed when the application has none), so the
-application's own exporters keep working.
-
-Model calls the spans record are priced (`gen_ai.usage.*`, cached tokens included, by
-`gen_ai.response.model`) when they did not pass through `tui_eval.http_client()`.
-
-What `fn` returns is its output (an SDK or framework result object is converted as anywhere
-else); its tool calls, usage and turns come from the spans when the return value has none.
-
-Spans a thread pool makes without the OpenTelemetry context start traces of their own and
-cannot be told apart from other code's: a model or tool span that starts a new trace while a
-sample runs is reported (a warning naming the case and the fix, context propagation), not
-collected.
+`capture(fn)` runs `fn(input)` in a fresh trace of its own and collects that trace's spans
+(`spans.py` reads them) with a span processor added to the global SDK `TracerProvider`
+(installed when the application has none), so samples never see each other's spans and
+the application's exporters keep working. What `fn` returns is its output; its tool
+calls, usage and turns come from the spans when it has none, and model calls that did not
+pass through `tui_eval.http_client()` are priced from them. A model or tool span that
+starts a trace of its own while a sample runs (a thread pool without the context) is
+reported, not collected.
 """
 
 from __future__ import annotations
@@ -34,14 +25,12 @@ from typing import Any
 
 import anyio.to_thread
 
-from tui_eval.agents.adapters import from_framework
+from tui_eval.agents.adapters import to_run_result
 from tui_eval.agents.adapters.install import charge_unmetered, requests_so_far, require
-from tui_eval.agents.adapters.sdk_results import from_sdk
 from tui_eval.agents.adapters.spans import SpanRecord, run_from_spans, span_usages
 from tui_eval.agents.http.context import current_sample
-from tui_eval.agents.messages import Message, RunResult, Usage, input_messages
-from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
-from tui_eval.util.text import value_text
+from tui_eval.agents.messages import RunResult
+from tui_eval.agents.run_spec import AgentCall, Input, RunSpec, is_async_callable
 
 SAMPLE_SPAN = "tui_eval.sample"
 """The root span `capture` opens around each call (not part of the trajectory)."""
@@ -52,8 +41,7 @@ def capture(fn: Callable[[Any], Any], *, tracer_provider: Any = None) -> Capture
 
     Args:
         fn: a sync or async function of the case's input.
-        tracer_provider: an SDK `TracerProvider` to collect from (default: the global one,
-            installed if the application set none).
+        tracer_provider: an SDK `TracerProvider` to collect from (default: the global one).
     """
     return CapturedAgent(fn, tracer_provider)
 
@@ -84,7 +72,7 @@ class CapturedAgent:
             trace_id = root.get_span_context().trace_id
             spans = collector.open(trace_id)
             try:
-                if _is_async(self.fn):
+                if is_async_callable(self.fn):
                     value = await self.fn(input)
                 else:
                     parent = trace.set_span_in_context(root)
@@ -99,7 +87,7 @@ class CapturedAgent:
             _warn_lost(strays)
         latency_ms = (time.perf_counter() - start) * 1000
         charge_unmetered(span_usages(spans), since=since)
-        return merge(_returned(value, input, latency_ms), spans)
+        return merge(to_run_result(value, input, latency_ms), spans)
 
     def sample_runner(self) -> AgentCall:
         """The per-sample call."""
@@ -130,20 +118,6 @@ def merge(run: RunResult, spans: list[SpanRecord]) -> RunResult:
     return run
 
 
-def _returned(value: Any, input: Input, latency_ms: float) -> RunResult:
-    """What the function returned, as a run its spans then complete."""
-    if isinstance(value, RunResult):
-        if not value.latency_ms:
-            value.latency_ms = latency_ms
-        return value
-    converted = from_sdk(value, input, latency_ms) or from_framework(value, input, latency_ms)
-    if converted is not None:
-        return converted
-    messages = [*input_messages(input), Message("assistant", value_text(value))]
-    # Its usage is the spans' to tell; without a model span it stays unknown.
-    return RunResult(output=value, messages=messages, usage=Usage.unknown(), latency_ms=latency_ms)
-
-
 def _warn_lost(count: int) -> None:
     sample = current_sample()
     where = f"case {sample.case_name!r} sample {sample.index}" if sample else "the captured call"
@@ -166,13 +140,6 @@ def _in_context(fn: Callable[[Any], Any], input: Any, parent: Any) -> Any:
         return fn(input)
     finally:
         otel_context.detach(token)
-
-
-def _is_async(fn: Any) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 class _Collector:
@@ -267,10 +234,7 @@ public way to ask a provider for its processors)."""
 
 
 def _collector(provider: Any = None) -> tuple[Any, _Collector]:
-    """The tracer provider spans are collected from, with our processor added once.
-
-    It is added from the event loop's thread; were two loops to add one to a provider at
-    once, each would still collect exactly the traces opened on it."""
+    """The tracer provider spans are collected from, with our processor added once."""
     from opentelemetry import trace
 
     if provider is None:

@@ -27,9 +27,8 @@ def load_traces(path: Path) -> dict[str, list[SpanRecord]]:
     """Every trace in an OTLP JSON (or JSON lines) file, by trace id, in file order.
 
     Raises:
-        TraceFileError: the file is missing, not JSON, or not OTLP spans (saying what it
-            is when it is a known other format), or a value has the wrong shape; the
-            message names the file and the place.
+        TraceFileError: the file is missing, not JSON or not OTLP spans (naming a known
+            other format), or a value has the wrong shape; the message says where.
     """
     try:
         data = path.read_bytes()
@@ -94,15 +93,13 @@ def _documents(path: Path, text: str) -> list[tuple[str, Any]]:
 
 
 def _number(literal: str) -> Any:
-    """A JSON number as a float; one too large for a float keeps its digits, so a message
-    can show what the file says (`1e400`, not `inf`)."""
+    """A JSON number as a float; one too large keeps its digits for messages (`1e400`)."""
     value = float(literal)
     return value if math.isfinite(value) else literal
 
 
 def _first_of_stream(text: str) -> Any:
-    """The first of several JSON values written one after another (the console exporter's
-    indented objects), or None."""
+    """The first of JSON values written one after another (the console exporter's)."""
     try:
         value, _ = json.JSONDecoder().raw_decode(text.lstrip())
     except ValueError:
@@ -159,11 +156,7 @@ def _kind(value: Any) -> str:
 
 
 def span_record(raw: Any, place: str = "span") -> SpanRecord:
-    """One OTLP JSON span as a `SpanRecord`.
-
-    Raises:
-        TraceFileError: the span, or one of its values, has the wrong shape.
-    """
+    """One OTLP JSON span as a `SpanRecord` (`TraceFileError` if it has the wrong shape)."""
     if not isinstance(raw, Mapping):
         raise TraceFileError(f"{place}: a span must be an object")
     trace_id = raw.get("traceId")
@@ -194,11 +187,8 @@ def span_record(raw: Any, place: str = "span") -> SpanRecord:
 
 
 def attributes_of(raw: Any, place: str = "attributes") -> dict[str, Any]:
-    """OTLP `[{"key": ..., "value": {"stringValue": ...}}]` as a plain mapping.
-
-    Raises:
-        TraceFileError: a value has the wrong shape (the message names `place` and the key).
-    """
+    """OTLP `[{"key": ..., "value": {"stringValue": ...}}]` as a plain mapping (a value of
+    the wrong shape: `TraceFileError` naming `place` and the key)."""
     return {
         str(item["key"]): any_value(item.get("value"), f"{place}: attribute {str(item['key'])!r}")
         for item in _listed(raw, place, "attributes")
@@ -207,11 +197,7 @@ def attributes_of(raw: Any, place: str = "attributes") -> dict[str, Any]:
 
 
 def any_value(value: Any, place: str = "value") -> Any:
-    """An OTLP `AnyValue` as a Python value.
-
-    Raises:
-        TraceFileError: the value is not of its declared kind (`doubleValue: "abc"`).
-    """
+    """An OTLP `AnyValue` as a Python value (`TraceFileError` if not of its declared kind)."""
     if not isinstance(value, Mapping):
         return value
     if "stringValue" in value:

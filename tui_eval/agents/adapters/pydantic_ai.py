@@ -1,19 +1,16 @@
 """Run a pydantic-ai `Agent` under tui-eval (`pip install 'tui-eval[pydantic-ai]'`).
 
-Its output, the tool calls found in its messages, and its usage become the `RunResult`
-every check reads. A tool call whose return part's `outcome` is not `success` (pydantic-ai
-≥ 2.6 marks a call it asked the model to retry as `retried`) is a failed call; a run that
-raises keeps the trajectory up to the failure; a conversation input is sent with its
-system and assistant turns; the run's `instructions` are its system message; a case's
-`openai-compatible:MODEL@URL` model is resolved here, since pydantic-ai has no such spec.
-A conversation's earlier turns stay in the trajectory but are not the run's: only this
-run's model calls, tool calls and usage count. A plain function returning a run's result —
-`AgentRunResult`, the `StreamedRunResult` of `run_stream`, or the `AgentRun` of `iter` —
-is converted the same way (`from_result`).
+Its output, the tool calls in its messages (a return part whose `outcome` is not
+`success` is a failed call) and its usage become the `RunResult`; a conversation's earlier
+turns stay in the trajectory but only this run's model calls, tool calls and usage count;
+a run that raises keeps the trajectory up to the failure. A run's result returned by a
+plain function (`AgentRunResult`, `StreamedRunResult`, the `AgentRun` of `iter`) is
+converted the same way (`from_result`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -37,10 +34,7 @@ from tui_eval.util.text import value_text
 
 
 def pydantic_ai_runner(agent: Any) -> AgentCall:
-    """The per-sample call for a pydantic-ai agent, run with a copy of its model whose SDK
-    client sends through tui-eval's HTTP layer and then through the client the user gave
-    it (made once: `Agent.run(model=...)`); its usage priced when its calls did not pass
-    there."""
+    """The per-sample call for a pydantic-ai agent, its model's client routed (`routed`)."""
     own: list[Any] = []
 
     async def run(spec: RunSpec) -> RunResult:
@@ -67,16 +61,10 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
             except Exception as exc:
                 # The trajectory up to the failure, for the failing sample's trajectory tab.
                 ran = list(captured)
-                own_from = min(len(history), len(ran))
-                messages, calls, turns = convert_messages(ran, own_from)
-                exc.partial = RunResult(  # type: ignore[attr-defined]
-                    None,
-                    messages,
-                    calls,
-                    _responses_usage(ran[own_from:]),
-                    turns,
-                    (time.perf_counter() - start) * 1000,
-                )
+                ms = (time.perf_counter() - start) * 1000
+                partial = _run(ran, min(len(history), len(ran)), ms)
+                partial.output = partial.stop_reason = None
+                exc.partial = partial  # type: ignore[attr-defined]
                 raise
         return from_result(result, (time.perf_counter() - start) * 1000, since=since)
 
@@ -84,8 +72,7 @@ def pydantic_ai_runner(agent: Any) -> AgentCall:
 
 
 def is_result(value: Any) -> bool:
-    """Whether `value` is a pydantic-ai run's result: an `AgentRunResult`, a streamed run's
-    `StreamedRunResult`, or an `AgentRun` from `Agent.iter` (told by module and fields)."""
+    """Whether `value` is a pydantic-ai run's result (told by module and fields)."""
     module = type(value).__module__ or ""
     if not module.startswith("pydantic_ai"):
         return False
@@ -96,57 +83,38 @@ def is_result(value: Any) -> bool:
 
 def from_result(value: Any, latency_ms: float, *, since: int | None = None) -> RunResult:
     """A pydantic-ai run's result as ours: the whole conversation as its trajectory, but
-    only this run's model calls, tool calls and usage (not an input history's). `since`:
-    as `charge_unmetered`'s."""
-    if type(value).__name__ == "AgentRun":
-        return _from_agent_run(value, latency_ms, since)
+    only this run's model calls, tool calls and usage (not an input history's); an
+    unfinished `AgentRun` as the run so far. `since`: as `charge_unmetered`'s."""
+    finished = getattr(value, "result", None) if type(value).__name__ == "AgentRun" else value
+    if finished is not None and finished is not value:
+        return from_result(finished, latency_ms, since=since)
     everything = list(value.all_messages())
     own_from = len(everything) - len(value.new_messages())
-    messages, calls, turns = convert_messages(everything, own_from)
-    raw_usage = value.usage
-    if not hasattr(raw_usage, "input_tokens"):  # older pydantic-ai: a method
-        raw_usage = raw_usage()
-    usage = Usage(
-        int(getattr(raw_usage, "input_tokens", 0) or 0),
-        int(getattr(raw_usage, "output_tokens", 0) or 0),
-        int(getattr(raw_usage, "requests", 0) or 0),
-    )
+    run = _run(everything, own_from, latency_ms)
     charge_unmetered(_usages(everything[own_from:]), since=since)
-    output = _output(value, messages)
-    stop = _stop_reason(everything[own_from:])
-    return RunResult(output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
+    if finished is not None:
+        raw_usage = value.usage
+        if not hasattr(raw_usage, "input_tokens"):  # older pydantic-ai: a method
+            raw_usage = raw_usage()
+        run.usage = Usage(
+            int(getattr(raw_usage, "input_tokens", 0) or 0),
+            int(getattr(raw_usage, "output_tokens", 0) or 0),
+            int(getattr(raw_usage, "requests", 0) or 0),
+        )
+        with contextlib.suppress(Exception):  # a StreamedRunResult not yet streamed to its end
+            run.output = value.output
+    return run
 
 
-def _from_agent_run(run: Any, latency_ms: float, since: int | None) -> RunResult:
-    """An `AgentRun` (from `Agent.iter`): its result once it ended, else the messages of
-    the run so far with their usage."""
-    if run.result is not None:
-        return from_result(run.result, latency_ms, since=since)
-    everything = list(run.all_messages())
-    own_from = len(everything) - len(run.new_messages())
-    messages, calls, turns = convert_messages(everything, own_from)
-    charge_unmetered(_usages(everything[own_from:]), since=since)
+def _run(history: list[Any], own_from: int, latency_ms: float) -> RunResult:
+    """The messages of a run as ours (see `convert_messages`), the last answer its output."""
+    messages, calls, turns = convert_messages(history, own_from)
     last = messages[-1] if messages else None
     output = last.content if last is not None and last.role == "assistant" else None
-    own = everything[own_from:]
-    return RunResult(
-        output,
-        messages,
-        calls,
-        _responses_usage(own),
-        turns,
-        latency_ms,
-        stop_reason=_stop_reason(own),
-    )
-
-
-def _output(value: Any, messages: list[Message]) -> Any:
-    """A result's output: `AgentRunResult.output`; a streamed result's, once streamed."""
-    try:
-        return value.output
-    except Exception:  # a StreamedRunResult not yet streamed to its end
-        last = messages[-1] if messages else None
-        return last.content if last is not None and last.role == "assistant" else None
+    own = history[own_from:]
+    usage = _responses_usage(own)
+    stop = _stop_reason(own)
+    return RunResult(output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
 
 
 def _responses_usage(history: list[Any]) -> Usage:
@@ -164,9 +132,8 @@ def _responses_usage(history: list[Any]) -> Usage:
 
 
 def pydantic_ai_model(model: Any) -> Any:
-    """A case's model as pydantic-ai takes it: `openai-compatible:MODEL@URL` becomes an
-    OpenAI chat model on that base URL; other spec strings become pydantic-ai's model for
-    them; either way its client goes through tui-eval's HTTP layer (`http_client()`)."""
+    """A case's model as pydantic-ai takes it (`openai-compatible:MODEL@URL` an OpenAI chat
+    model on that URL), its client going through tui-eval's HTTP layer."""
     if isinstance(model, str) and not model.startswith("openai-compatible:"):
         from pydantic_ai.models import infer_model
 
@@ -199,9 +166,7 @@ def pydantic_ai_model(model: Any) -> Any:
 
 
 def _routed_model(model: Any) -> Any:
-    """A copy of a pydantic-ai OpenAI or Anthropic model whose SDK client sends through
-    tui-eval's HTTP layer (`install.routed`), its settings and profile kept; any other
-    model (or one whose client cannot be routed) as it is."""
+    """A pydantic-ai OpenAI or Anthropic model with its SDK client `routed` (else itself)."""
     client = getattr(model, "client", None)
     sending = routed(client) if client is not None else None
     if sending is None or sending is client:
@@ -233,63 +198,44 @@ def prompt_and_history(input: Input) -> tuple[str, list[Any]]:
     turns = list(input)
     last_user = max((i for i, m in enumerate(turns) if m.role == "user"), default=None)
     prompt = (turns[last_user].content or "") if last_user is not None else ""
-    earlier = [m for i, m in enumerate(turns) if i != last_user]
+    names = {c.id: c.name for m in turns for c in m.tool_calls}
+    systems: list[Any] = []  # pydantic-ai puts a history's system prompts first
     history: list[Any] = []
-    for message in earlier:
+    for index, message in enumerate(turns):
+        content = message.content or ""
+        if index == last_user:
+            continue
         if message.role == "system":
-            history.append(pm.ModelRequest(parts=[pm.SystemPromptPart(message.content or "")]))
+            systems.append(pm.ModelRequest(parts=[pm.SystemPromptPart(content)]))
         elif message.role == "user":
-            history.append(pm.ModelRequest(parts=[pm.UserPromptPart(message.content or "")]))
+            history.append(pm.ModelRequest(parts=[pm.UserPromptPart(content)]))
         elif message.role == "assistant":
-            parts: list[Any] = []
-            if message.content:
-                parts.append(pm.TextPart(message.content))
+            parts: list[Any] = [pm.TextPart(content)] if content else []
             parts += [
                 pm.ToolCallPart(c.name, dict(c.arguments), tool_call_id=c.id)
                 for c in message.tool_calls
             ]
             history.append(pm.ModelResponse(parts=parts or [pm.TextPart("")]))
         elif message.role == "tool":
-            name = _tool_name(history, message.tool_call_id)
-            history.append(
-                pm.ModelRequest(
-                    parts=[
-                        pm.ToolReturnPart(
-                            name, message.content or "", tool_call_id=message.tool_call_id or ""
-                        )
-                    ]
-                )
-            )
-    # pydantic-ai puts a history's system prompt first; keep them there.
-    systems = [h for h in history if _is_system(h)]
-    return prompt, [*systems, *[h for h in history if not _is_system(h)]]
-
-
-def _is_system(message: Any) -> bool:
-    parts = getattr(message, "parts", ())
-    return bool(parts) and all(type(p).__name__ == "SystemPromptPart" for p in parts)
-
-
-def _tool_name(history: list[Any], call_id: str | None) -> str:
-    for message in reversed(history):
-        for part in getattr(message, "parts", ()):
-            if type(part).__name__ == "ToolCallPart" and part.tool_call_id == call_id:
-                return str(part.tool_name)
-    return "tool"
+            call_id = message.tool_call_id or ""
+            part = pm.ToolReturnPart(names.get(call_id, "tool"), content, tool_call_id=call_id)
+            history.append(pm.ModelRequest(parts=[part]))
+    return prompt, [*systems, *history]
 
 
 def _usages(history: list[Any]) -> list[tuple[str, str, ResponseTokens]]:
-    """(provider, model, tokens) of each model response, for pricing: pydantic-ai's
-    `input_tokens` include its cache reads and writes."""
+    """(provider, model, tokens) of each model response, for pricing."""
     found = []
     for item in history:
         if type(item).__name__ != "ModelResponse":
             continue
         raw = getattr(item, "usage", None)
-        prompt = token_count(getattr(raw, "input_tokens", 0))
-        read = min(token_count(getattr(raw, "cache_read_tokens", 0)), prompt)
-        write = min(token_count(getattr(raw, "cache_write_tokens", 0)), prompt - read)
-        tokens = ResponseTokens(prompt, token_count(getattr(raw, "output_tokens", 0)), read, write)
+        tokens = ResponseTokens.checked(
+            getattr(raw, "input_tokens", 0),
+            getattr(raw, "output_tokens", 0),
+            getattr(raw, "cache_read_tokens", 0),
+            getattr(raw, "cache_write_tokens", 0),
+        )
         provider = getattr(item, "provider_name", None) or "openai"
         found.append((str(provider), str(getattr(item, "model_name", "") or ""), tokens))
     return found
@@ -308,9 +254,8 @@ def _stop_reason(history: list[Any]) -> str | None:
 def convert_messages(
     history: list[Any], own_from: int = 0
 ) -> tuple[list[Message], list[ToolCall], int]:
-    """pydantic-ai messages as ours: (messages, tool calls in order, model responses). The
-    items before `own_from` are an input history: kept as messages, but neither their
-    model responses nor their tool calls are the run's."""
+    """pydantic-ai messages as ours: (messages, tool calls, model responses); the items
+    before `own_from` (an input history) count only as messages."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
@@ -350,10 +295,7 @@ def convert_messages(
             if part_kind == "SystemPromptPart":
                 messages.append(Message("system", str(part.content)))
             elif part_kind == "UserPromptPart":
-                content = (
-                    part.content if isinstance(part.content, str) else value_text(part.content)
-                )
-                messages.append(Message("user", content))
+                messages.append(Message("user", value_text(part.content)))
             elif part_kind == "ToolReturnPart":
                 call_id = str(part.tool_call_id or "")
                 returned = calls.get(call_id)
@@ -368,9 +310,7 @@ def convert_messages(
             elif part_kind == "RetryPromptPart":
                 call_id = str(getattr(part, "tool_call_id", "") or "")
                 retried = calls.get(call_id)
-                content = (
-                    part.content if isinstance(part.content, str) else value_text(part.content)
-                )
+                content = value_text(part.content)
                 if retried is not None:
                     retried.error = content
                 error = part.model_response() if hasattr(part, "model_response") else content

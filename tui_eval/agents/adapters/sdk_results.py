@@ -1,16 +1,11 @@
-"""What a plain function returns after calling the `openai` SDK itself, as a `RunResult`.
-
-A `ChatCompletion` (or its `choices[0].message`) and a Responses-API `Response` carry the
-output, the tool calls the model asked for, the usage, the stop reason and the model; they
-are told apart by their types' modules, so the SDK is not imported to check a value
-(frameworks' result objects, pydantic-ai's among them, are `from_framework`'s). Usage they
-report is priced into the sample's cost when their requests did not pass through tui-eval's
-HTTP layer (`tui_eval.http_client()`), which meters them already.
+"""What a plain function returns after calling the `openai` SDK itself (a `ChatCompletion`,
+its message, or a Responses-API `Response`), as a `RunResult`; told apart by their types'
+modules, without importing the SDK. Their usage is priced when their requests did not pass
+through tui-eval's HTTP layer.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,43 +20,33 @@ from tui_eval.agents.messages import (
     Usage,
     input_messages,
 )
-from tui_eval.agents.providers.base import invalid_arguments_error, normalize_stop_reason
+from tui_eval.agents.providers.base import normalize_stop_reason, parse_arguments
 from tui_eval.agents.run_spec import Input
 
 
 def from_sdk(value: Any, input: Input, latency_ms: float) -> RunResult | None:
     """`value` as a `RunResult` when it is an `openai` SDK response; else None."""
-    module = type(value).__module__ or ""
-    if module.startswith("openai."):
-        return _from_openai(value, input, latency_ms)
-    return None
-
-
-def _from_openai(value: Any, input: Input, latency_ms: float) -> RunResult | None:
+    dump = getattr(value, "model_dump", None)
+    if not (type(value).__module__ or "").startswith("openai.") or dump is None:
+        return None
     from tui_eval.agents.providers.openai import from_wire
 
-    dump = getattr(value, "model_dump", None)
-    if dump is None:
-        return None
     body = dump(mode="json")
     if not isinstance(body, dict):
         return None
+    alone = False
     if isinstance(body.get("choices"), list) and body["choices"]:  # a ChatCompletion
         completion = from_wire(body)
-        reported = isinstance(body.get("usage"), Mapping)
-        stop: str | None = completion.stop_reason
-        if reported:
-            charge_unmetered([("openai", completion.model, response_tokens(body))])
     elif body.get("object") == "response" and isinstance(body.get("output"), list):
         completion = _from_responses(body)
-        reported, stop = isinstance(body.get("usage"), Mapping), completion.stop_reason
-        if reported:
-            charge_unmetered([("openai", completion.model, response_tokens(body))])
     elif body.get("role") == "assistant" and "content" in body:  # its message alone
         completion = from_wire({"choices": [{"message": body, "finish_reason": "stop"}]})
-        reported, stop = False, None  # a message says neither
+        alone = True  # a message says neither its usage nor why it ended
     else:
         return None
+    reported = not alone and isinstance(body.get("usage"), Mapping)
+    if reported:
+        charge_unmetered([("openai", completion.model, response_tokens(body))])
     usage = completion.usage if reported else Usage.unknown()
     calls = list(completion.tool_calls)
     messages = [*input_messages(input), Message("assistant", completion.content, calls)]
@@ -72,7 +57,7 @@ def _from_openai(value: Any, input: Input, latency_ms: float) -> RunResult | Non
         usage,
         turns=1,
         latency_ms=latency_ms,
-        stop_reason=stop,
+        stop_reason=None if alone else completion.stop_reason,
         model=completion.model,
     )
 
@@ -91,18 +76,9 @@ def _from_responses(body: dict[str, Any]) -> Completion:
                 elif isinstance(part, Mapping) and part.get("type") == "refusal":
                     texts.append(str(part.get("refusal") or ""))
         elif item.get("type") == "function_call":
-            raw = item.get("arguments") or "{}"
-            error: str | None
-            try:
-                arguments = json.loads(raw) if isinstance(raw, str) else raw
-            except ValueError as exc:
-                arguments, error = {"_unparsed_arguments": raw}, str(exc)
-            else:
-                error = None
-            if not isinstance(arguments, dict):
-                arguments, error = {"_unparsed_arguments": raw}, "not a JSON object"
+            arguments, error = parse_arguments(item.get("arguments") or "{}")
             call = ToolCall(str(item.get("name") or ""), arguments, str(item.get("call_id") or ""))
-            call.error = invalid_arguments_error(raw, error) if error else None
+            call.error = error
             calls.append(call)
     details = body.get("incomplete_details")
     reason = str(details.get("reason") or "") if isinstance(details, Mapping) else ""

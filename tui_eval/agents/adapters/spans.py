@@ -1,19 +1,8 @@
-"""Trajectories from OpenTelemetry spans: the GenAI semantic conventions and OpenInference.
-
-Live capture (`otel.capture`) and recorded OTLP files (`otlp`) both turn their spans into
-`SpanRecord`s, and `run_from_spans` turns one trace's records into the `RunResult` every
-check reads. Nothing here imports OpenTelemetry.
-
-Read attributes — GenAI: `gen_ai.operation.name` (`chat`, `execute_tool`, `invoke_agent`),
-`gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.arguments`,
-`gen_ai.tool.call.result`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`,
-`gen_ai.usage.output_tokens`, `gen_ai.input.messages`, `gen_ai.output.messages`,
-`gen_ai.response.finish_reasons`; OpenInference: `openinference.span.kind` (`TOOL`, `LLM`,
-`AGENT`, `CHAIN`), `tool.name`, `tool.parameters`, `input.value`, `output.value`,
-`llm.token_count.prompt`, `llm.token_count.completion`, `llm.input_messages.N.message.*`,
-`llm.output_messages.N.message.tool_calls.M.tool_call.*`. A trace with no tool spans (an
-LLM-only instrumentation) takes its tool calls from the model spans' output messages; a model
-span with no token counts makes the usage unknown.
+"""Trajectories from OpenTelemetry spans (`SpanRecord`s, from `otel.capture` or an OTLP
+file): the GenAI semantic conventions (`gen_ai.*`) and OpenInference (`openinference.*`,
+`llm.*`, `tool.*`, `input.value`, `output.value`). A trace with no tool spans takes its
+tool calls from the model spans' output messages; a model span with no token counts makes
+the usage unknown. Nothing here imports OpenTelemetry.
 """
 
 from __future__ import annotations
@@ -23,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_eval.agents.http.metering import ResponseTokens, token_count
+from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import Message, RunResult, ToolCall, Usage
 from tui_eval.agents.providers.base import normalize_stop_reason
 from tui_eval.util.text import value_text
 
-CASE_ATTRIBUTE = "tui_eval.case"
-"""A span attribute naming the case a recorded trace belongs to."""
+CASE_ATTRIBUTE = "tui_eval.case"  # A span attribute naming the case a recorded trace belongs to.
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
 
@@ -75,56 +63,34 @@ class SpanRecord:
 
 
 def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunResult:
-    """One trace's spans as a run: tool calls (in start order, with arguments, results,
-    errors and latency), summed model usage, the conversation, and the final output (the
-    last model or agent answer unless `output` is given)."""
+    """One trace's spans as a run: tool calls in start order, summed model usage, the
+    conversation, and the last model or agent answer as output (unless `output` given)."""
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
     calls: list[ToolCall] = []
     requested: list[ToolCall] = []  # asked for in model output, for LLM-only instrumentations
     usage = Usage()
     turns = 0
     stop_reason: str | None = None
-    first_input: list[Message] = []
-    last_answer: str | None = None
-    agent_answer: str | None = None
+    answers: dict[str, str] = {}  # the last answer of a model span, and of an agent span
     for span in ordered:
-        kind = span.kind
         attrs = span.attributes
-        if kind == "tool":
+        if span.kind == "tool":
             calls.append(_tool_call(span))
-        elif kind == "llm":
+        elif span.kind == "llm":
             turns += 1
-            usage = usage + Usage(
-                _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))),
-                _int(
-                    attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
-                ),
-                1,
-                known=any(key in attrs for key in _TOKEN_KEYS),
-            )
+            known = any(key in attrs for key in _TOKEN_KEYS)
+            usage = usage + Usage(*_token_counts(attrs), 1, known=known)
             requested += requested_calls(span)
-            if not first_input:
-                first_input = input_messages_of(span)
-            answer = _answer_text(span)
-            if answer is not None:
-                last_answer = answer
             finish = attrs.get("gen_ai.response.finish_reasons")
-            if isinstance(finish, (list, tuple)) and finish:
-                stop_reason = normalize_stop_reason(finish[-1])
-            elif isinstance(finish, str) and finish:
+            if isinstance(finish, (list, tuple)):
+                finish = finish[-1] if finish else None
+            if isinstance(finish, str) and finish:
                 stop_reason = normalize_stop_reason(finish)
-        elif kind == "agent":
-            if not first_input:
-                first_input = input_messages_of(span)
-            answer = _answer_text(span)
-            if answer is not None:
-                agent_answer = answer
-    if not first_input:
-        for span in ordered:
-            first_input = input_messages_of(span)
-            if first_input:
-                break
-    final = agent_answer if agent_answer is not None else last_answer
+        if span.kind in ("llm", "agent") and (answer := _answer_text(span)) is not None:
+            answers[span.kind] = answer
+    models_and_agents = [s for s in ordered if s.kind in ("llm", "agent")]
+    first_input = next(filter(None, map(input_messages_of, [*models_and_agents, *ordered])), [])
+    final = answers.get("agent", answers.get("llm"))
     if not calls:
         # No tool spans (openai-v2, OpenInference's LLM spans, logfire's instrument_openai):
         # the calls the model asked for are all there is; their results were not recorded.
@@ -151,27 +117,20 @@ def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunRes
 
 
 def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTokens]]:
-    """(provider, model, tokens) of each model call the spans record, for pricing: GenAI's
-    `gen_ai.usage.*` (cache reads in `gen_ai.usage.cache_read.input_tokens`, part of the
-    input) or OpenInference's `llm.token_count.*`."""
+    """(provider, model, tokens) of each model call the spans record, for pricing."""
     found = []
     for span in spans:
         if span.kind != "llm":
             continue
         attrs = span.attributes
-        prompt = token_count(
-            _int(attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt")))
-        )
-        output = token_count(
-            _int(attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion")))
-        )
-        read = token_count(
+        tokens = ResponseTokens.checked(
+            *_token_counts(attrs),
             _int(
                 attrs.get(
                     "gen_ai.usage.cache_read.input_tokens",
                     attrs.get("llm.token_count.prompt_details.cache_read"),
                 )
-            )
+            ),
         )
         model = str(
             attrs.get("gen_ai.response.model")
@@ -185,14 +144,13 @@ def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTok
             or attrs.get("llm.provider")
             or ("anthropic" if model.startswith("claude") else "openai")
         )
-        found.append((provider, model, ResponseTokens(prompt, output, min(read, prompt))))
+        found.append((provider, model, tokens))
     return found
 
 
 def requested_calls(span: SpanRecord) -> list[ToolCall]:
-    """The tool calls a model span's output messages ask for: GenAI `tool_call` parts of
-    `gen_ai.output.messages`, chat-style `tool_calls` there, or OpenInference's
-    `llm.output_messages.N.message.tool_calls.M.tool_call.*`."""
+    """The tool calls a model span's output messages ask for (GenAI parts, chat-style
+    `tool_calls`, or OpenInference's flattened `llm.output_messages.*`)."""
     attrs = span.attributes
     raw = _json(attrs.get("gen_ai.output.messages"))
     found: list[ToolCall] = []
@@ -379,6 +337,13 @@ def _numeric(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _token_counts(attrs: Mapping[str, Any]) -> tuple[int, int]:
+    """A model span's input and output tokens, in either convention."""
+    given = attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))
+    made = attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
+    return _int(given), _int(made)
 
 
 def _int(value: Any) -> int:

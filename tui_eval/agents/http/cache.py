@@ -1,25 +1,13 @@
 """The opt-in response cache: replay a run's model answers at zero cost.
 
-A response is stored under a key made of the provider, its base URL, the whole request
-body, the **sample index** and the request's headers — those that select a tenant
-(`OpenAI-Project`, `OpenAI-Organization`, `anthropic-version`...) and the API key, which
-enters only through the key's one-way hash — so the samples of a case never collapse
-into one answer, and an answer goes back only to the project and key that asked for it.
-Only successful responses are stored (a JSON body as `KEY.json`, an event stream whole as
-`KEY.sse`); errors and rate limits always go to the API. Files
-live under `$TUI_EVAL_HOME/cache/responses/`, one JSON file per response, owner-only
-(0600, in 0700 folders), with every secret of the request (and of the environment)
-replaced by `***`: a model that echoes the key leaves no key on disk.
-
-Modes: `"on"` reads and writes; `"read-only"` reads, and sends misses to the API without
-storing them (replaying a CI run without growing the cache).
-
-Entries are read and written in a worker thread (its own, not those sync agents run in:
-a request of an agent waiting for a thread its own run holds would never end), never on
-the event loop; a request's answer waits for its file to be in place, so a run that has
-ended has stored everything. The environment's secrets are read once per cache (a run's
-cache is made when the run starts), at its first write; the request's own credentials
-are read from each request.
+A response is keyed by the provider, base URL, request body, **sample index** and the
+headers that select a tenant (the API key only through its hash), so a case's samples
+never collapse into one answer and an answer goes back only to the key that asked. Only
+2xx answers are stored (`KEY.json`, or an event stream whole as `KEY.sse`) under
+`$TUI_EVAL_HOME/cache/responses/`, owner-only, with the request's and the environment's
+secrets replaced by `***`. Mode `"read-only"` sends misses to the API without storing
+them. Files are read and written in the cache's own worker threads (not those sync agents
+run in, which a run may hold), never on the event loop.
 """
 
 from __future__ import annotations
@@ -41,8 +29,7 @@ from tui_eval.util.secrets import redact_value, secret_values
 
 CacheMode = Literal["off", "on", "read-only"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "on", "read-only")
-THREADS = 4
-"""Files read or written at once."""
+THREADS = 4  # Files read or written at once.
 
 
 class ResponseCache:
@@ -85,8 +72,7 @@ class ResponseCache:
         return self.folder / key[:2] / f"{key}.json"
 
     async def get(self, key: str) -> dict[str, Any] | bytes | None:
-        """The stored response (a JSON object), or event stream (bytes), or None: a miss
-        (an unreadable entry is one too)."""
+        """The stored JSON object or event stream (bytes); None for a miss."""
         found: dict[str, Any] | bytes | None = await self._in_thread(self._read, key)
         if found is None:
             self.misses += 1
@@ -113,9 +99,8 @@ class ResponseCache:
     async def put(
         self, key: str, response: dict[str, Any] | bytes, secrets: Iterable[str] = ()
     ) -> None:
-        """Store a successful response (a JSON object, or an event stream whole), not in
-        read-only mode, with `secrets` and those of the environment redacted, readable by
-        its owner only; returns when the file is in place."""
+        """Store a 2xx answer (not in read-only mode), `secrets` and the environment's
+        redacted; returns when the file is in place."""
         if self.mode == "on":
             await self._in_thread(self._write, key, response, list(secrets))
 

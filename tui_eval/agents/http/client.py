@@ -1,18 +1,12 @@
-"""`http_client()`: tui-eval's HTTP layer lent to any SDK, as an httpx2 client.
+"""`http_client()`: tui-eval's HTTP layer lent to any SDK, as an httpx2 client whose
+transport is the layer (`transport.py`), over the run's connections or a client of the
+user's own (`send_with=`); `http_client_sync()` is its twin for sync code.
 
     >>> import openai, tui_eval
     >>> async def agent(prompt: str) -> str:  # doctest: +SKIP
     ...     client = openai.AsyncOpenAI(http_client=tui_eval.http_client())
     ...     reply = await client.chat.completions.create(model="gpt-4o-mini", messages=[...])
     ...     return reply.choices[0].message.content
-
-The client is a plain `httpx2.AsyncClient` whose transport is the layer (`transport.py`):
-the run's shared rate limiter, its response cache, the sample's meter (so `max_cost`
-holds), secret checks, the retry policy and the deadline — over the run's connections,
-through the proxy the environment names for each URL (`HTTP(S)_PROXY`, `ALL_PROXY`,
-`NO_PROXY`, with credentials), or over a client of the user's own (`send_with=`: its
-headers, TLS, proxy, auth and event hooks apply). `http_client_sync()` is its twin for
-sync code (a sync agent, which tui-eval runs in a worker thread).
 """
 
 from __future__ import annotations
@@ -25,25 +19,21 @@ import httpx2
 
 from tui_eval.agents.http.context import current_sample
 from tui_eval.agents.http.options import DEFAULT_TIMEOUT_S, ProviderOptions
-from tui_eval.agents.http.sockets import ProxyVariableError
 from tui_eval.agents.http.transport import Binding, chain, decoded_response
 
 
 class LayeredClient(httpx2.AsyncClient):
-    """An httpx2 `AsyncClient` whose transport is tui-eval's layer (`layered_client()`): a
-    type of its own so that an adapter never routes it through the layer a second time."""
+    """An httpx2 `AsyncClient` over tui-eval's layer: an adapter never routes it twice."""
 
 
 def layered_client(
     binding: Binding, *, send_with: httpx2.AsyncClient | None = None, **kwargs: Any
 ) -> LayeredClient:
-    """An httpx2 `AsyncClient` over the layer made for `binding`. Redirects are not
-    followed; cookies are not kept from one request to the next (one sample's never reach
-    another's).
+    """An httpx2 `AsyncClient` over the layer made for `binding`: no redirects followed,
+    no cookies kept (one sample's never reach another's).
 
     Raises:
-        TypeError: `proxy=` or `mounts=`, whose transports would bypass the layer (give a
-            client of your own as `send_with=` instead).
+        TypeError: `proxy=` or `mounts=`, which would bypass the layer (pass `send_with=`).
     """
     if "proxy" in kwargs or "mounts" in kwargs:
         raise TypeError("proxy= and mounts= would bypass tui-eval's layer: pass send_with=")
@@ -110,22 +100,18 @@ def http_client(
     send_with: httpx2.AsyncClient | None = None,
     **kwargs: Any,
 ) -> LayeredClient:
-    """An httpx2 `AsyncClient` bound to the current sample: its requests are rate-limited
-    with the run's shared limiter, answered from the run's cache (`--cache`), metered and
-    priced into the sample's cost (and so held to `max_cost`), retried and bounded by
-    tui-eval's policy — streamed answers too.
-
-    Pass it wherever an SDK takes an httpx client: `openai.AsyncOpenAI(http_client=...)`,
-    `anthropic.AsyncAnthropic(http_client=...)`, pydantic-ai's providers
-    (`OpenAIProvider(http_client=...)`), langchain-openai's `http_async_client=`. Outside a
-    run it works as a plain client with the limiter of the process.
+    """An httpx2 `AsyncClient` bound to the current sample: its requests go through the
+    run's shared rate limiter and cache (`--cache`), are priced into the sample's cost
+    (held to `max_cost`), retried and bounded by tui-eval's policy. Pass it wherever an
+    SDK takes an httpx client (`openai.AsyncOpenAI(http_client=...)`, langchain-openai's
+    `http_async_client=`...). Outside a run it is a plain client with a limiter of its own.
 
     Args:
         timeout: seconds for a whole response (default: the run's, else 600).
         max_retries: retries after server errors, timeouts and connection errors (default:
-            the run's, else 2); the SDK's own retries come on top of these.
-        send_with: a client of your own to send the requests with, under the layer: its
-            default headers, TLS, proxy, auth and event hooks apply.
+            the run's, else 2), before the SDK's own.
+        send_with: a client of your own to send with: its headers, TLS, proxy, auth and
+            event hooks apply.
         **kwargs: passed to `httpx2.AsyncClient` (`headers`, `base_url`...).
 
     Example:
@@ -139,8 +125,7 @@ def http_client(
 def http_client_sync(
     *, timeout: float | None = None, max_retries: int | None = None, **kwargs: Any
 ) -> httpx2.Client:
-    """`http_client()`'s twin for sync code: an httpx2 `Client` (for `openai.OpenAI`,
-    langchain-openai's `http_client=`...), bound to the current sample."""
+    """`http_client()`'s twin for sync code: an httpx2 `Client` (for `openai.OpenAI`...)."""
     binding = Binding(current_sample(), _options(timeout, max_retries))
     kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
     return httpx2.Client(
@@ -155,12 +140,3 @@ def _options(timeout: float | None, max_retries: int | None) -> ProviderOptions 
     if timeout is None and max_retries is None:
         return None
     return ProviderOptions(timeout=timeout, max_retries=max_retries)
-
-
-__all__ = [
-    "LayeredClient",
-    "ProxyVariableError",
-    "http_client",
-    "http_client_sync",
-    "layered_client",
-]

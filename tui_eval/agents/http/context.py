@@ -1,27 +1,21 @@
 """The runtime that runs share, the run a request counts in, and its sample.
 
-- A `Runtime` owns what outlives one run: the rate limiters (one per API quota: base URL,
-  key) and the prices looked up in the price table. Whoever starts runs owns one — the
-  CLI one per process, the app one, `evaluate()` a fresh one unless given one
-  (`RunSettings(runtime=...)`) — so runs of one runtime pace themselves as one against an
-  API, as its quota needs; a Ray worker's builds limiters the whole cluster shares.
-- A `RunContext` is one run's: its runtime, its provider options (the suite's and the
-  command line's), its response cache and its connections (`sockets`, closed when the run
-  ends). A client used outside any run has a context of its own, closed with it.
-- A `SampleContext` is one sample's: its run's context, its meter, whom to tell about a
-  retry, and which sample it is (case name, index).
+- A `Runtime` owns what outlives one run: the rate limiters and the models' places in the
+  price table. Whoever starts runs owns one (the CLI, the app; `evaluate()` a fresh one
+  unless `RunSettings(runtime=...)` gives one), so its runs pace themselves as one.
+- A `RunContext` is one run's: its runtime, provider options, response cache and
+  connections (closed when the run ends).
+- A `SampleContext` is one sample's: its run, its meter, whom to tell about a retry.
 
-While a sample's agent and checks run, its `SampleContext` is *current*
-(`current_sample()`): a provider deep inside an agent — or a user's plain-function agent —
-reaches it without being handed it. That is tui-eval's one context variable
-(`CURRENT_SAMPLE`, which only the runner sets); everything else a run needs is read from
-the object it holds. Checks get their context as an argument
-instead (`tui_eval.checks.CheckContext`).
+While a sample's agent and checks run, its `SampleContext` is current (`current_sample()`,
+tui-eval's one context variable, which only the runner sets): a provider deep inside an
+agent reaches it without being handed it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -43,13 +37,9 @@ LimiterFactory = Callable[[str, str, "float | None", "float | None"], RateLimite
 RetryListener = Callable[[int, float], None]
 """Told (attempt, delay in seconds) before a provider retries a request."""
 
-MAX_PRICED_MODELS = 1_024
-"""Models whose place in the price table a runtime remembers (then it starts over)."""
-
 
 class Runtime:
-    """What the runs given this runtime share: one rate limiter per API quota, and the
-    models' places in the price table (the table is loaded when a first price is needed).
+    """What the runs given this runtime share: a rate limiter per API quota, and prices.
 
     Example:
         >>> runtime = Runtime()  # these runs pace themselves as one against each API
@@ -57,18 +47,17 @@ class Runtime:
         >>> report = await evaluate(agent, cases, settings=settings)  # doctest: +SKIP
 
     Args:
-        limiter_factory: builds a quota's limiter (default: an in-process `RateLimiter`); a
-            Ray worker's builds handles on limiters the whole cluster shares.
+        limiter_factory: builds a quota's limiter (default: a `RateLimiter`; a Ray
+            worker's shares them across the cluster).
 
     Attributes:
-        idle_workers: workers an executor left idle after a run, for this runtime's next
-            run (by the executor's pool key).
+        idle_workers: workers an executor left idle, by pool key, for the next run.
     """
 
     def __init__(self, limiter_factory: LimiterFactory | None = None) -> None:
         self._factory = limiter_factory
         self._limiters: dict[tuple[str, str], RateLimiter] = {}
-        self._prices: dict[tuple[str, str], tuple[str | None, str] | None] = {}
+        self._price_ref = functools.lru_cache(maxsize=1024)(price_ref)
         self.idle_workers: dict[str, list[Any]] = {}
 
     def __repr__(self) -> str:
@@ -77,8 +66,7 @@ class Runtime:
     def limiter(
         self, base_url: str, fingerprint: str, *, rpm: float | None = None, tpm: float | None = None
     ) -> RateLimiter:
-        """The limiter of the quota (base URL, key fingerprint), made on first use; `rpm`
-        and `tpm` cap it."""
+        """The quota's limiter, made on first use; `rpm` and `tpm` cap it."""
         key = (base_url, fingerprint)
         limiter = self._limiters.get(key)
         if limiter is None:
@@ -97,15 +85,8 @@ class Runtime:
         return list(self._limiters.values())
 
     def price_of(self, provider: str, model: str, tokens: ResponseTokens) -> float | None:
-        """Dollars for one response by the built-in price table, None if unknown (as
-        `metering.price_of`; where the table has `model` is looked up once per runtime)."""
-        key = (provider, model)
-        if key in self._prices:
-            ref = self._prices[key]
-        else:
-            if len(self._prices) >= MAX_PRICED_MODELS:
-                self._prices.clear()
-            ref = self._prices[key] = price_ref(provider, model)
+        """`metering.price_of`, each model looked up in the table once per runtime."""
+        ref = self._price_ref(provider, model)
         return None if ref is None else price_with(ref, tokens)
 
 
@@ -114,10 +95,9 @@ class RunContext:
     """What the providers of one run share.
 
     Attributes:
-        provider: the suite's and the command line's provider options, which every HTTP
-            provider of the run applies over its own (None: none).
+        provider: the suite's and command line's provider options, over every provider's.
         cache: the response cache (None: no cache).
-        runtime: whose rate limiters and prices the run uses (by default one of its own).
+        runtime: whose rate limiters and prices the run uses.
     """
 
     provider: ProviderOptions | None = None
@@ -127,8 +107,7 @@ class RunContext:
 
     @property
     def sockets(self) -> Sockets:
-        """The run's connections (one socket transport per event loop and proxy), shared by
-        its providers and the clients `http_client()` lends; closed when the run ends."""
+        """The run's connections, shared by its providers and clients; closed with it."""
         sockets = self._sockets
         if sockets is None:
             from tui_eval.agents.http.sockets import Sockets
@@ -160,8 +139,7 @@ class RunContext:
 
 @dataclass(eq=False, slots=True)
 class SampleContext:
-    """One sample of a run, as its providers see it: current (`current_sample()`) while
-    the sample's agent and checks run.
+    """One sample of a run, current (`current_sample()`) while its agent and checks run.
 
     Attributes:
         run: the run's context.
@@ -169,8 +147,7 @@ class SampleContext:
         index: the sample's number within its case (the response cache keys on it).
         meter: what the sample has spent so far.
         on_retry: told (attempt, delay in seconds) before a provider retries a request.
-        state: the sample's environment state (`Case(state=...)`; None without one),
-            which `tui_eval.agents.state.current_state()` hands to tools.
+        state: the sample's environment state (`Case(state=...)`; None without one).
     """
 
     run: RunContext

@@ -1,31 +1,23 @@
-"""One rate limiter per (base URL, API key): every request to that quota goes through it.
+"""One rate limiter per API quota (base URL, key), shared by every worker of the runs of
+one `Runtime`, so backing off is shared too. It keeps one pace (requests per second) and
+one pause for all of them:
 
-A provider's rate limit is shared by every worker of a run (and every run of one
-runtime: limiters belong to a `Runtime`, in `context.py`; the CLI and the app have one
-each), so backing off must be shared too. The limiter keeps one *pace* (requests per
-second) and one pause for all of them:
+- **Headers first.** `x-ratelimit-limit-requests`/`-tokens` (OpenAI) and
+  `anthropic-ratelimit-requests-limit`/`-tokens-limit` set the pace before anything is
+  rejected (nonsense values ignored). A pace held to them for a while with nothing
+  rejected is probed above, doubling, until a 429 confirms or overrules them.
+- **A 429 pauses everyone** until its `retry-after-ms`/`Retry-After` has passed (one that
+  names no wait: 1 s, 2 s, 4 s... at most 30 s), and released requests leave one
+  pace-slot apart.
+- **AIMD.** The first 429 of an episode cuts the pace to just under the rate the server was
+  accepting over the last second; each second without one raises it by 3%, up to any
+  known ceiling (`rpm`, or the headers).
+- **Tokens.** With `tpm` (given or learned), a request reserves its estimated tokens,
+  corrected by the usage the server reports.
 
-- **Headers first.** OpenAI's `x-ratelimit-limit-requests` / `-tokens` and Anthropic's
-  `anthropic-ratelimit-requests-limit` / `-tokens-limit` (both per minute) set the pace
-  from the first response, before anything is rejected. Nonsense values (under one
-  request or 100 tokens a minute, NaN) are ignored. Headers can be wrong about their
-  window, so a pace held to them for a while with nothing rejected is probed above
-  (doubling) until a 429 says whether they were right (back under them) or understated
-  the limit (the pace is then learned from 429s).
-- **A 429 pauses everyone** until its `retry-after-ms` / `Retry-After` has passed, and
-  the released requests leave one pace-slot apart, so they never return all at once.
-- **AIMD on the pace.** The first 429 of a congestion episode cuts the pace to just under
-  the rate the server was accepting (measured over the last second); every second without
-  a 429 raises it by 3%, up to any known ceiling (`rpm`, or the headers). A run settles
-  just under the limit.
-- **Tokens.** With `tpm` (given or learned), each request reserves its estimated tokens
-  and the estimate is corrected by the usage the server reports.
-
-Giving up is decided by the provider with a time budget (`give_up_at`), measured from the
-later of the request's start and this limiter's last accepted response — or, while the API
-rejects everything, from its first rejection: a rate-limited request waits for as long as
-the run is making progress, and every wait (in a pause or behind the pace) ends with it.
-429s that name no wait pause 1 s, 2 s, 4 s... (at most 30 s) while they keep coming.
+A request gives up (`give_up_at`) a retry budget after the later of its start and the
+limiter's last accepted response, or, while the API rejects everything, after the first
+rejection: it waits as long as the run makes progress.
 """
 
 from __future__ import annotations
@@ -42,39 +34,22 @@ import anyio
 from tui_eval.agents.http.rate_headers import header_number
 from tui_eval.util.errors import TuiEvalError
 
-INCREASE_PER_S = 0.03
-"""How much faster the pace gets for every second without a 429."""
-CUT_TO_MEASURED = 0.97
-"""After a 429 the pace is at most this share of the rate the server was accepting."""
-CUT = 0.9
-"""...and at most this share of the pace that drew the 429."""
-SLOW_START_DOUBLING_S = 0.25
-"""While the pace is only a guess, it doubles this often until a 429 measures the real rate."""
-HEADROOM = 0.99
-"""The pace stays at this share of a known limit at most."""
-NEAR_CEILING = 0.98
-"""With a known ceiling, a 429 steps the pace down to this share of it, no lower."""
-WINDOW_S = 1.0
-"""Accepted requests are counted over this window to measure the server's rate."""
-LIMITED_SHOWN_S = 2.0
-"""How long after a 429 (or a paced wait) the limiter still reports itself as limiting."""
-PROBE_AFTER_S = 1.0
-"""Held to a header-derived pace this long with nothing rejected, the limiter probes above it."""
-PROBE_DOUBLING_S = 0.25
-"""While probing above a header-derived pace, it doubles this often until a 429."""
-HEADER_CONFIRMED = 1.25
-"""A 429 while probing, at an accepted rate under this multiple of the headers' limit,
-confirms the headers (the pace goes back under them); above it they are overruled."""
-MIN_HEADER_REQUESTS_PER_MIN = 1.0
-"""Header request limits under this (`0.001`, `1e-9`) are nonsense, not a limit: ignored."""
+INCREASE_PER_S = 0.03  # the pace grows this much a second without a 429
+CUT_TO_MEASURED = 0.97  # after a 429, at most this share of the rate the server accepted...
+CUT = 0.9  # ...and of the pace that drew it
+SLOW_START_DOUBLING_S = 0.25  # a guessed pace doubles this often until a 429 measures it
+HEADROOM = 0.99  # the pace stays at most at this share of a known limit
+NEAR_CEILING = 0.98  # with a known ceiling, a 429 steps the pace down to this share of it
+WINDOW_S = 1.0  # the server's rate is measured over this window
+LIMITED_SHOWN_S = 2.0  # "limiting" is reported this long after a 429 or a paced wait
+PROBE_AFTER_S = 1.0  # held to the headers' pace this long with no 429: probe above it
+PROBE_DOUBLING_S = 0.25  # while probing, the pace doubles this often
+HEADER_CONFIRMED = 1.25  # a probe's 429 at an accepted rate under this × the headers' confirms them
+MIN_HEADER_REQUESTS_PER_MIN = 1.0  # header limits under these are nonsense: ignored
 MIN_HEADER_TOKENS_PER_MIN = 100.0
-"""Header token limits under this (`1`) are ignored: no API answers a request in so few."""
-RECHECK_S = 0.25
-"""A request waiting for a later slot looks this often whether the pace went up."""
-BACKOFF_BASE_S = 1.0
-"""The first pause for a 429 that names no wait, before any pace is known."""
+RECHECK_S = 0.25  # a request waiting for a later slot looks this often for a faster pace
+BACKOFF_BASE_S = 1.0  # 429s naming no wait pause 1 s, 2 s, 4 s... at most BACKOFF_MAX_S
 BACKOFF_MAX_S = 30.0
-"""Consecutive 429s that name no wait pause for 1 s, 2 s, 4 s... at most this long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +63,7 @@ class LimitStatus:
         rate: requests per second the server accepted over the last second.
         pace: the pace the limiter keeps (None: not pacing).
         rejected: 429s seen so far.
-        reason: why it keeps that pace ("" when not pacing), e.g.
-            `x-ratelimit-limit-requests: 600/min` or `probing above the headers' 60/min`.
+        reason: why it keeps that pace ("" when not pacing).
     """
 
     name: str
@@ -147,24 +121,19 @@ class RateLimiter:
         self.last_success = now
         self.rejected = 0
         self.last_used = -math.inf
-        self.provisional = False
-        """The pace is a guess from a 429's wait, not yet measured."""
+        self.provisional = False  # the pace is a guess from a 429's wait, not yet measured
         self.stalled_since: float | None = None
         """When the first 429 since the last accepted response came (None: none since)."""
         self.backoff_streak = 0
         """Pauses in a row for 429s that named no wait (reset by an accepted response)."""
-        self.header_since = -math.inf
-        """When the headers' request limit was last learned."""
+        self.header_since = -math.inf  # when the headers' request limit was last learned
         self.header_paced_from: float | None = None
-        """Since when requests leave held to the headers' pace: the first held request's
-        slot, moved to the end of each 429's pause. A 429 before then answered a request
-        that did not keep that pace (the first wave, sent before any header was read)."""
+        """Since when requests leave held to the headers' pace (moved to the end of each
+        429's pause): a 429 before then answered one sent before any header was read."""
         self.header_verdict: str | None = None
         """None: headers unchecked; "probing": pacing above them; "confirmed"; "overruled"."""
-        self.learned = False
-        """The pace was set by 429s (AIMD), not only by a limit."""
-        self.repaced_at: float | None = None
-        """The pace when queued requests last took new slots."""
+        self.learned = False  # the pace was set by 429s (AIMD), not only by a limit
+        self.repaced_at: float | None = None  # the pace when queued requests last took new slots
         self._generation = 0
 
     def set_caps(self, rpm: float | None, tpm: float | None) -> None:
@@ -179,14 +148,11 @@ class RateLimiter:
 
     # -- asking ------------------------------------------------------------------------
     async def acquire(self, tokens: int = 0, deadline: Callable[[], float] | None = None) -> None:
-        """Wait for this request's turn: after any pause, one pace-slot after the last.
-
-        A request queued behind a slow pace queues anew when the pace doubles (probing
-        above wrong headers, or growing from a guess), so old slots never hold a run back.
+        """Wait for this request's turn: after any pause, one pace-slot after the last (anew
+        when the pace doubles, so old slots never hold a run back).
 
         Raises:
-            RateLimitWait: `deadline()` (monotonic seconds, asked again as the request
-                waits: progress moves it) passed before the request's turn came.
+            RateLimitWait: `deadline()` (asked again as the request waits) passed first.
         """
         while True:
             wait = self.reserve(tokens)
@@ -241,12 +207,10 @@ class RateLimiter:
         return slot - now
 
     def give_up_at(self, started: float, budget: float) -> float:
-        """When a request that started at `started` stops waiting, for a retry budget of
-        `budget` seconds: `budget` after the later of its start and the last accepted
-        response — but while the API is rejecting everything, `budget` after the first
-        rejection, whenever the request joined (a queue of later requests must not each
-        wait a whole budget again). A rejection streak older than the budget with nothing
-        rejected since is stale (the API was idle, not stalling)."""
+        """When a request that started at `started` stops waiting: `budget` after the later
+        of its start and the last accepted response, or, while the API rejects everything,
+        after the first rejection (later requests must not each wait a whole budget). A
+        streak with nothing rejected for `budget` is stale."""
         stall = self.stalled_since
         stalled = stall is not None and stall >= self.last_success
         if stall is not None and stalled and self.clock() - self.last_limited <= budget:
@@ -305,16 +269,14 @@ class RateLimiter:
                 self.settle_tokens(tokens_reserved, tokens_used)
 
     def settle_tokens(self, reserved: int, used: int) -> None:
-        """Correct a request's token estimate by what it used (a stream's usage comes at
-        its end, after `on_response`)."""
+        """Correct a request's token estimate by what it used."""
         token_pace = self._token_pace()
         if token_pace:
             self.next_token_slot += (used - reserved) / token_pace
 
     def _maybe_probe(self, now: float) -> None:
-        """Start probing above the headers' limit: the pace has sat at it for a while,
-        requests are being held for it, and the API rejected nothing meanwhile — some
-        servers send a per-second or per-day figure under a per-minute name."""
+        """Probe above the headers' limit once the pace has held requests to it a while with
+        nothing rejected: some servers send a per-second or per-day figure as per-minute."""
         header = self.header_request_cap
         if header is None or self.header_verdict is not None or self.pace is None:
             return
@@ -387,14 +349,12 @@ class RateLimiter:
             self.provisional = True
 
     def _ceiling(self) -> float | None:
-        """The highest pace allowed: just under the lowest known limit, leaving the API's
-        bucket a little slack for the jitter of requests in flight."""
+        """The highest pace allowed: just under the lowest known limit."""
         caps = [c for c in (self.request_cap, self._header_cap()) if c]
         return min(caps) * HEADROOM if caps else None
 
     def _header_cap(self) -> float | None:
-        """The headers' request limit, while it binds (not while probing above it, nor
-        once a probe showed the API accepting well over it)."""
+        """The headers' request limit, unless a probe is testing or overruled it."""
         if self.header_verdict in ("probing", "overruled"):
             return None
         return self.header_request_cap
@@ -477,12 +437,8 @@ class RateLimiter:
 
 
 class RateLimitWait(TuiEvalError):
-    """A request's turn in the limiter would come after its retry budget ends.
-
-    Attributes:
-        wait_s: how long it would have waited.
-        why: what holds it back (a 429's pause, or the pace and where it comes from).
-    """
+    """A request's turn in the limiter would come after its retry budget ends: it would
+    have waited `wait_s`, held back by `why` (a 429's pause, or the pace and its reason)."""
 
     def __init__(self, wait_s: float, why: str) -> None:
         super().__init__(f"would wait {wait_s:.3g}s in the rate limiter ({why})")

@@ -1,13 +1,7 @@
-"""What one sample spent: cost from built-in prices, requests, and answers from the cache.
-
-The runner opens a `SampleMeter` for every sample (in its `SampleContext`, so the agent's
-requests and its judges' land in the same one); HTTP providers add each response to it.
-
-Usage numbers come from a server and are not trusted: a count that is not a whole,
-finite, non-negative number of plausible size (`-5`, `NaN`, `"lots"`, `1e30`) counts as
-0, so it can neither crash a sample that answered nor lower (or explode) the spend.
-Prices follow the vendor's bill through genai-prices: cached prompt tokens at the cached
-price, Anthropic's cache reads and writes counted, `openai/gpt-4o-mini` resolved.
+"""What one sample spent (`SampleMeter`), and the prices of responses (genai-prices:
+cached prompt tokens at the cached price, cache writes counted, `openai/gpt-4o-mini`
+understood). A server's usage numbers are not trusted: a count that is not a whole,
+finite, non-negative number of plausible size counts as 0.
 """
 
 from __future__ import annotations
@@ -33,17 +27,14 @@ class SampleMeter:
     """The running totals of one sample.
 
     Attributes:
-        input_tokens: prompt tokens of every response (the cache's included): what a
-            `price=` function prices for a sample cut off before its run returned.
+        input_tokens: prompt tokens of every response (the cache's included).
         output_tokens: their completion tokens.
         cost: dollars, from the built-in prices of every priced response.
         priced: whether any response had a known price.
         requests: model requests made (answered by the API or the cache).
         cached: requests answered by the response cache.
-        external: usage a framework reported (its calls did not pass through tui-eval's
-            HTTP layer) was priced in, in this turn of the agent's.
-        turn_start: `requests` when the agent's current turn began (a conversation has
-            one per user message; any other sample, one from 0).
+        external: usage a framework reported was priced in this turn (`charge_unmetered`).
+        turn_start: `requests` when the agent's current turn began.
     """
 
     input_tokens: int = 0
@@ -56,8 +47,7 @@ class SampleMeter:
     turn_start: int = 0
 
     def new_turn(self) -> None:
-        """The agent starts another turn of a conversation: the usage its framework
-        reports for it is priced afresh (`charge_unmetered`)."""
+        """The agent starts another turn of a conversation (priced afresh)."""
         self.turn_start = self.requests
         self.external = False
 
@@ -73,8 +63,7 @@ class SampleMeter:
         *,
         cached: bool = False,
     ) -> None:
-        """Count one response: its (checked) tokens, and its cost when its price is known
-        (an answer from the cache has a known price and costs nothing)."""
+        """Count one response (one from the cache has a known price and costs nothing)."""
         self.requests += 1
         if cached:
             self.cached += 1
@@ -94,19 +83,23 @@ class SampleMeter:
 
 @dataclass(frozen=True, slots=True)
 class ResponseTokens:
-    """The tokens one response reports, checked.
-
-    Attributes:
-        input: every prompt token the model read (cached ones included).
-        output: tokens it wrote.
-        cache_read: prompt tokens served from the provider's prompt cache (part of `input`).
-        cache_write: prompt tokens written to it (part of `input`).
-    """
+    """The tokens one response reports, checked: every prompt token read (`input`, the
+    provider's prompt-cache reads and writes included), and those written (`output`)."""
 
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+
+    @classmethod
+    def checked(
+        cls, prompt: object, output: object, read: object = 0, write: object = 0
+    ) -> ResponseTokens:
+        """Counts a framework reports, each checked (`token_count`); cache reads and writes
+        are part of `prompt`."""
+        given = token_count(prompt)
+        cached = min(token_count(read), given)
+        return cls(given, token_count(output), cached, min(token_count(write), given - cached))
 
 
 def token_count(value: object) -> int:
@@ -121,12 +114,8 @@ def token_count(value: object) -> int:
 
 def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
     """The checked token counts of a chat-completions, Responses-API or messages-API
-    response.
-
-    OpenAI's `prompt_tokens` (`input_tokens` in the Responses API) include the cached ones
-    (`prompt_tokens_details.cached_tokens`, `input_tokens_details.cached_tokens`);
-    Anthropic's `input_tokens` exclude its cache reads and writes, which are added here.
-    """
+    response. OpenAI's prompt tokens include the cached ones; Anthropic's `input_tokens`
+    exclude its cache reads and writes, which are added here."""
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return ResponseTokens()
@@ -153,13 +142,9 @@ def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
 
 
 def stream_usage(stream: bytes) -> tuple[str, ResponseTokens, bool]:
-    """The model and usage an event stream (server-sent events) reports, and whether any
-    event reported usage at all.
-
-    OpenAI's chat chunks carry it in the last chunk (`stream_options.include_usage`), the
-    Responses API in `response.completed`, Anthropic's in `message_start` (input) and the
-    last `message_delta` (output). The events are httpx2's reading of the stream.
-    """
+    """The model and usage an event stream reports (OpenAI's last chat chunk, the Responses
+    API's `response.completed`, Anthropic's `message_start` and last `message_delta`), and
+    whether any event reported usage."""
     import httpx2
 
     response = httpx2.Response(
@@ -215,13 +200,9 @@ def stated_cost(headers: Mapping[str, str]) -> float | None:
 
 
 def price_of(provider: str, model: str, tokens: ResponseTokens) -> float | None:
-    """Dollars for one response by the built-in price table (genai-prices), None if unknown.
-
-    The model decides, not the host: `gpt-4o-mini` behind a proxy on localhost is priced.
-    A provider prefix (`openai/gpt-4o-mini`, as proxies write it) is understood. Each call
-    looks the model up in the table (a few milliseconds): a run prices through its
-    runtime (`Runtime.price_of`), which looks each model up once.
-    """
+    """Dollars for one response by the built-in price table, None if unknown. The model
+    decides, not the host; a provider prefix (`openai/gpt-4o-mini`) is understood. A run
+    prices through `Runtime.price_of`, which looks each model up once."""
     ref = price_ref(provider, model)
     return None if ref is None else price_with(ref, tokens)
 
@@ -245,10 +226,7 @@ def price_with(ref: tuple[str | None, str], tokens: ResponseTokens) -> float | N
 
 
 def price_ref(provider: str, model: str) -> tuple[str | None, str] | None:
-    """(provider id, model ref) under which genai-prices knows `model`, None if it does not.
-
-    The first call in a process imports the price table (0.1-0.4 s of CPU).
-    """
+    """(provider id, model ref) under which genai-prices knows `model`, None if it does not."""
     if not model:
         return None
     from genai_prices import Usage, calc_price

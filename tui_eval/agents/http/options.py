@@ -1,14 +1,7 @@
-"""`ProviderOptions`: how HTTP providers talk to their API, settable wherever users are.
-
-The same options come from four places; later ones win, field by field:
-
-1. the provider's constructor in code (`OpenAIProvider(..., rpm=600)`);
-2. the model spec string: `openai:gpt-4o-mini?rpm=600&timeout=30&header.OpenAI-Project=p1`;
-3. a suite's `provider:` block (YAML) or `Suite(provider=...)`;
-4. the command line: `--rpm`, `--tpm`, `--request-timeout`, `--retry-budget`,
-   `--max-retries`, `--base-url`, `--header 'Name: value'`.
-
-(3) and (4) apply to every HTTP provider of the run, judges included.
+"""`ProviderOptions`: how HTTP providers talk to their API. Later sources win, field by
+field: the provider's constructor; the model spec (`openai:gpt-4o-mini?rpm=600&timeout=30&
+header.OpenAI-Project=p1`); a suite's `provider:` block; the command line (`--rpm`,
+`--request-timeout`, `--header`...). The last two apply to every HTTP provider of the run.
 """
 
 from __future__ import annotations
@@ -50,9 +43,8 @@ def header_problem(name: str, value: str) -> str | None:
 
 
 def merged_headers(*layers: Mapping[str, str]) -> dict[str, str]:
-    """The headers of `layers`, a later layer's header replacing an earlier one of the same
-    name in any letter case (`authorization` replaces `Authorization`): one header per
-    name, never two values of one (two keys, two user agents) on the wire."""
+    """The headers of `layers`, a later one replacing an earlier one of the same name in
+    any letter case: never two values of one header on the wire."""
     merged: dict[str, tuple[str, str]] = {}
     for layer in layers:
         for name, value in layer.items():

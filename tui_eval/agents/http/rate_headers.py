@@ -29,15 +29,15 @@ def retry_after(headers: Mapping[str, str], now: float | None = None) -> float |
     (seconds or an HTTP-date), each also under a proxy's `llm_provider-` prefix (LiteLLM
     passes the upstream API's headers on that way). `now`: the wall clock (tests)."""
     for prefix in ("", "llm_provider-"):
-        millis = _seconds(headers.get(f"{prefix}retry-after-ms"))
+        millis = header_number(headers, f"{prefix}retry-after-ms")
         if millis is not None:
-            return millis / 1000
+            return max(0.0, millis) / 1000
+        seconds = header_number(headers, f"{prefix}retry-after")
+        if seconds is not None:
+            return max(0.0, seconds)
         value = headers.get(f"{prefix}retry-after")
         if value is None:
             continue
-        seconds = _seconds(value)
-        if seconds is not None:
-            return seconds
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
@@ -46,13 +46,3 @@ def retry_after(headers: Mapping[str, str], now: float | None = None) -> float |
             when = when.replace(tzinfo=datetime.UTC)
         return max(0.0, when.timestamp() - (time.time() if now is None else now))
     return None
-
-
-def _seconds(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return max(0.0, number) if math.isfinite(number) else None

@@ -1,25 +1,18 @@
 """The sockets under tui-eval's HTTP layer: aiohttp's on asyncio, httpx2's own under trio.
 
-Nothing here speaks HTTP. `AiohttpTransport` maps an httpx2 request onto an aiohttp
-request and aiohttp's response back onto an httpx2 response (as the OpenAI SDK's
-`DefaultAioHttpClient` does): framing, TLS, proxy tunnels, happy eyeballs, connection
-limits and keep-alive are aiohttp's. Under trio (or any loop that is not asyncio) httpx2's
-own `AsyncHTTPTransport` does the same. Content decoding is httpx2's, when the response is
-read. The trust store is httpcore2's `default_ssl_context()`: `SSL_CERT_FILE` /
-`SSL_CERT_DIR` when set, else the system's (truststore on macOS and Windows), loaded by the
-first request that uses TLS on either loop, so plain HTTP to a local server never pays for
-it (tens of milliseconds, while the run's first requests wait) nor fails on a bad
-`SSL_CERT_FILE`.
-
-`Sockets` keeps one socket transport per event loop and proxy, shared by every client and
-provider of a run (or of the process, outside runs), and closes them together.
+`AiohttpTransport` maps an httpx2 request onto aiohttp and its response back (as the
+OpenAI SDK's `DefaultAioHttpClient` does); framing, TLS, proxies and keep-alive are
+aiohttp's, decoding httpx2's. The trust store (`ssl_context()`) is loaded by the first
+request that uses TLS, so plain HTTP to a local server never pays for it. `Sockets` keeps
+one transport per event loop and proxy for a run and closes them together.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -44,10 +37,8 @@ class CertificateError(TuiEvalError, httpx2.ConnectError):
 
 
 def ssl_context() -> ssl.SSLContext:
-    """How HTTPS servers (and HTTPS proxies) are verified: httpcore2's default context —
-    `SSL_CERT_FILE` or `SSL_CERT_DIR` when set, else the system's trust store — made once
-    by each socket transport that needs one (loading a CA bundle takes tens of
-    milliseconds: a transport lives as long as its run's connections)."""
+    """httpcore2's default context: `SSL_CERT_FILE`/`SSL_CERT_DIR` when set, else the
+    system's trust store (loading it takes tens of ms: `Sockets` keeps it)."""
     import os
 
     import httpcore2
@@ -55,11 +46,10 @@ def ssl_context() -> ssl.SSLContext:
     try:
         return httpcore2.default_ssl_context()
     except (OSError, ssl.SSLError) as exc:
-        key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
         given = " and ".join(
             f"{name}={value!r}"
-            for name, value in zip(("SSL_CERT_FILE", "SSL_CERT_DIR"), key, strict=True)
-            if value
+            for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")
+            if (value := os.environ.get(name))
         )
         why = getattr(exc, "strerror", None) or str(exc)
         raise TrustStoreError(
@@ -68,8 +58,7 @@ def ssl_context() -> ssl.SSLContext:
 
 
 class TrustStoreError(TuiEvalError, ValueError):
-    """The CA certificates HTTPS servers are verified with cannot be loaded (a bad
-    `SSL_CERT_FILE` or `SSL_CERT_DIR`): a setting to fix, never retried."""
+    """The CA certificates cannot be loaded (a bad `SSL_CERT_FILE`): never retried."""
 
 
 def _timeout(request: httpx2.Request) -> Any:
@@ -104,21 +93,19 @@ class AiohttpStream(httpx2.AsyncByteStream):
 
 
 class AiohttpTransport(httpx2.AsyncBaseTransport):
-    """httpx2 requests over one aiohttp `ClientSession` (made with the transport, which
-    must be in the loop that will use it).
+    """httpx2 requests over one aiohttp `ClientSession`, made in the loop that uses it.
 
     Args:
-        proxy: send every request through this proxy (its credentials as
-            `Proxy-Authorization`, never in the URL aiohttp sees).
-        verify: how servers are verified (default: `ssl_context()`, made when a request
-            first uses TLS: to an `https://` URL, or through an `https://` proxy).
+        proxy: every request's proxy (its credentials sent as `Proxy-Authorization`).
+        trust: the trust store servers are verified with, asked at the first TLS use.
     """
 
     def __init__(
-        self, proxy: httpx2.Proxy | None = None, verify: ssl.SSLContext | None = None
+        self, proxy: httpx2.Proxy | None = None, trust: Callable[[], ssl.SSLContext] = ssl_context
     ) -> None:
         self._proxy = proxy
-        self._verify = verify
+        self._trust = trust
+        self._verify: ssl.SSLContext | None = None
         self._tls_proxy = proxy is not None and proxy.url.scheme == "https"
         self._session: aiohttp.ClientSession | None = None
         self._proxy_headers: dict[str, str] | None = None
@@ -177,12 +164,11 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         )
 
     def _ssl(self, request: httpx2.Request) -> ssl.SSLContext | bool:
-        """How this request's TLS is verified (aiohttp uses it for the server and for an
-        HTTPS proxy); `True` for plain HTTP, which needs no trust store."""
+        """How this request's TLS is verified; `True` for plain HTTP (no trust store)."""
         if not _uses_tls(request, self._tls_proxy):
             return True
         if self._verify is None:
-            self._verify = ssl_context()
+            self._verify = self._trust()
         return self._verify
 
     async def aclose(self) -> None:
@@ -191,21 +177,17 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             await session.close()
 
 
-class _mapped_errors:
+@contextlib.contextmanager
+def _mapped_errors() -> Iterator[None]:
     """aiohttp's exceptions as httpx2's, so every caller (an SDK, the retry policy) reads
     one vocabulary; a certificate failure is a `CertificateError`."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> None:
-        if exc is None or not isinstance(exc, Exception):
-            return
+    try:
+        yield
+    except Exception as exc:
         mapped = _mapped(exc)
-        if mapped is not None:
-            raise mapped from exc
+        if mapped is None:
+            raise
+        raise mapped from exc
 
 
 def _mapped(exc: Exception) -> httpx2.TransportError | None:
@@ -236,24 +218,21 @@ def _mapped(exc: Exception) -> httpx2.TransportError | None:
 
 
 def _uses_tls(request: httpx2.Request, tls_proxy: bool) -> bool:
-    """Whether `request` needs the trust store: to an `https://` URL, or through an
-    `https://` proxy."""
+    """Whether `request` needs the trust store (an `https://` URL or proxy)."""
     return request.url.scheme == "https" or tls_proxy
 
 
 class HttpxTransport(httpx2.AsyncBaseTransport):
-    """httpx2's own socket transport (under trio), with the trust store loaded as
-    `AiohttpTransport` loads it: by the first request that uses TLS.
-
-    httpx2 takes its TLS context when its transport is made, so there are two: one for
-    requests that use TLS (to an `https://` URL, or through an `https://` proxy), made at
-    the first of them with `ssl_context()` (for the server and the proxy alike), and one
-    for plain HTTP, whose context trusts nothing and is never used. A run talks to its APIs
-    over one of them, so the connection limit holds as it does on asyncio.
+    """httpx2's own socket transport (under trio), the trust store loaded by the first
+    request that uses TLS: httpx2 takes its TLS context when a transport is made, so there
+    is one for TLS and one for plain HTTP (whose context trusts nothing and is never used).
     """
 
-    def __init__(self, proxy: httpx2.Proxy | None = None) -> None:
+    def __init__(
+        self, proxy: httpx2.Proxy | None = None, trust: Callable[[], ssl.SSLContext] = ssl_context
+    ) -> None:
         self._proxy = proxy
+        self._trust = trust
         self._tls_proxy = proxy is not None and proxy.url.scheme == "https"
         self._plain: httpx2.AsyncHTTPTransport | None = None
         self._tls: httpx2.AsyncHTTPTransport | None = None
@@ -268,7 +247,7 @@ class HttpxTransport(httpx2.AsyncBaseTransport):
     def _open(self, *, tls: bool) -> httpx2.AsyncHTTPTransport:
         proxy = self._proxy
         if tls:
-            verify = ssl_context()
+            verify = self._trust()
             if self._tls_proxy and proxy is not None:  # the proxy is verified the same way
                 proxy = httpx2.Proxy(
                     proxy.url, ssl_context=verify, auth=proxy.auth, headers=proxy.headers
@@ -315,13 +294,9 @@ def proxy_variables() -> tuple[str | None, ...]:
 
 
 def proxy_for(url: httpx2.URL) -> httpx2.Proxy | None:
-    """The proxy the environment names for `url` (`HTTP(S)_PROXY`, `ALL_PROXY`, lower case
-    first, and `NO_PROXY`), read as the standard library reads them; None: direct.
-
-    Raises:
-        ProxyVariableError: the variable names a proxy tui-eval cannot use (SOCKS, or a URL
-            that does not parse); the message never shows its credentials.
-    """
+    """The proxy the environment names for `url` (`HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
+    read as the standard library reads them), or None; `ProxyVariableError` (never showing
+    its credentials) for one tui-eval cannot use (SOCKS, or a URL that does not parse)."""
     import urllib.request
 
     proxies = urllib.request.getproxies_environment()
@@ -354,12 +329,13 @@ def _proxy_problem(exc: Exception) -> ProxyVariableError:
     )
 
 
-def socket_transport(proxy: httpx2.Proxy | None) -> httpx2.AsyncBaseTransport:
-    """A new socket transport for the running event loop: aiohttp's on asyncio (uvloop
-    included), httpx2's own elsewhere (trio)."""
+def socket_transport(
+    proxy: httpx2.Proxy | None, trust: Callable[[], ssl.SSLContext] = ssl_context
+) -> httpx2.AsyncBaseTransport:
+    """A socket transport for the running loop: aiohttp's on asyncio, else httpx2's."""
     if sniffio.current_async_library() == "asyncio":
-        return AiohttpTransport(proxy)
-    return HttpxTransport(proxy)
+        return AiohttpTransport(proxy, trust)
+    return HttpxTransport(proxy, trust)
 
 
 def _running_loop() -> object:
@@ -374,15 +350,13 @@ def _running_loop() -> object:
 
 
 class Sockets:
-    """The socket transports of a run (or of the process): one per event loop and proxy.
-
-    A transport belongs to the loop it was opened in; a later loop (another
-    `asyncio.run`) gets new ones and the old loop's are dropped.
-    """
+    """The socket transports of a run, one per proxy in the running loop (a later loop's
+    `get` drops the old loop's)."""
 
     def __init__(self) -> None:
         self._loop: object | None = None
         self._transports: dict[str, httpx2.AsyncBaseTransport] = {}
+        self._trust = functools.cache(ssl_context)  # loaded once for these transports
 
     def __repr__(self) -> str:
         return f"Sockets({len(self._transports)} transports)"
@@ -396,22 +370,27 @@ class Sockets:
         key = str(proxy.url) if proxy is not None else ""
         transport = self._transports.get(key)
         if transport is None:
-            transport = self._transports[key] = socket_transport(proxy)
+            transport = self._transports[key] = socket_transport(proxy, self._trust)
         return transport
 
     def drop(self) -> None:
-        """Drop the transports of a loop that is gone (their sockets went with it),
-        without awaiting anything."""
+        """Drop the transports without awaiting anything (their loop may be gone)."""
         for transport in self._transports.values():
             session = getattr(transport, "_session", None)
             if session is not None and not session.closed:
                 connector = session.connector
                 session.detach()  # closed without awaiting: its loop may be closed
                 if connector is not None:
-                    # Dropped when a client is collected, maybe long after its loop closed
-                    # (another test's, another run's): its sockets went with that loop.
-                    with contextlib.suppress(RuntimeError):
-                        connector._close()
+                    # Its public `close()` run one step, here: that step closes the sockets
+                    # (or, its loop gone, only marks it closed); the rest would wait in
+                    # that loop for them to finish closing.
+                    closing = connector.close()
+                    try:
+                        closing.send(None)
+                    except (StopIteration, RuntimeError):
+                        pass
+                    finally:
+                        closing.close()
         self._transports = {}
 
     async def aclose(self) -> None:

@@ -1,36 +1,14 @@
-"""tui-eval's layer of the HTTP stack: a chain of small httpx2 transports, one concern each.
+"""tui-eval's layer of the HTTP stack: a chain of httpx2 transports, one concern each.
 
     CacheLayer → LimitLayer → RetryLayer → MeterLayer → WireLayer → the sockets
 
-Every model request of a run passes here as an ordinary httpx2 client's request — the
-built-in providers' and any SDK's (`tui_eval.http_client()`, or an adapter) alike:
-
-- `CacheLayer` (`--cache`) answers a sample's POST from the run's response cache, and
-  stores a 2xx answer (a JSON body, or an event stream whole); files are read and written
-  in a worker thread.
-- `LimitLayer`: each request waits for its turn in the shared rate limiter of its quota
-  (base URL, key) in the run's session; a 429 pauses every worker and the request goes
-  again when its turn comes, within the retry budget. A 429 saying the account's quota is
-  gone, or asking for a wait over 60 s, ends the request at once.
-- `RetryLayer`: 5xx, 408, timeouts, connections refused, reset or closed by the server
-  (before or during the body) are tried again at most `max_retries` times (2), after a
-  jittered backoff or the server's Retry-After; a TLS certificate failure never. A request
-  given up lists every attempt.
-- `MeterLayer`: a 2xx body is parsed once and handed on (the response's `tui_eval.json`
-  extension); its usage is priced into the sample's meter (`max_cost` settles on it), or
-  taken from a proxy's `x-litellm-response-cost`; an event stream's as it ends.
-- `WireLayer`: a header holding CR, LF or NUL is refused before anything is sent (naming
-  the header, never its value); `timeout` seconds (600) for the whole response, however the
-  server drips it; a body framed two ways, or in a coding the request did not accept, is
-  refused; a body over the size cap (decoded) too; redirects are never followed.
-- The sockets: the run's (`sockets.py`, through the proxy the environment names for the
-  URL), or the user's own httpx2 client (`send_with=`: its TLS, proxy, auth and hooks).
-
-The layers above learn what the ones below found from the response's extensions:
-`tui_eval.json` (the parsed body), `tui_eval.usage` (its tokens), `tui_eval.retries`, and
-`tui_eval.error` — why a request was given up, beside the server's last answer, which each
-caller reads as it would any answer (an SDK raises its own error; a built-in provider its
-`ProviderError`, with that text: `failure_text()`).
+Every model request of a run passes here as an ordinary httpx2 client's request (the
+built-in providers', and any SDK's through `tui_eval.http_client()` or an adapter). A
+layer tells the ones above what it found in the response's extensions: `tui_eval.json`
+(the body, parsed once), `tui_eval.usage` (its tokens), `tui_eval.retries`, and
+`tui_eval.error` (why a request was given up, beside the server's last answer, which each
+caller reads as it would any answer: an SDK raises its own error, a built-in provider a
+`ProviderError` with `failure_text()`).
 """
 
 from __future__ import annotations
@@ -78,18 +56,8 @@ QUOTA_GONE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "bil
 KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key")
 """Where APIs take their key: the limiter's quota is (base URL, this key)."""
 VOLATILE_HEADERS = frozenset(
-    {
-        b"user-agent",
-        b"content-length",
-        b"host",
-        b"accept-encoding",
-        b"connection",
-        b"idempotency-key",
-        b"x-request-id",
-        b"traceparent",
-        b"tracestate",
-        b"baggage",
-    }
+    b"user-agent content-length host accept-encoding connection idempotency-key x-request-id"
+    b" traceparent tracestate baggage".split()
 )
 """Headers that differ between two sends of one request: not part of a cache key (nor
 are the SDKs' `x-stainless-*`); every other header is, credentials through their hash."""
@@ -118,11 +86,9 @@ class Binding:
     Args:
         sample: the sample its requests count in when none is current.
         options: options over the defaults and under the run's (a client's `timeout=`).
-        provider: whose wire format and prices (`openai`, `anthropic`); None: told by each
-            request (an `anthropic-version` header or a `/v1/messages` path: Anthropic's).
+        provider: whose wire format and prices (`openai`, `anthropic`; None: by request).
         usable: whether a stored answer is one the caller can read (else a cache miss).
-        backoff: the first retry's delay after an error, in seconds (doubling, at most
-            30 s, plus up to 25% jitter).
+        backoff: the first retry's delay in seconds (doubling, at most 30 s, +25% jitter).
         max_bytes: the largest response body accepted (decoded).
     """
 
@@ -143,14 +109,13 @@ class Binding:
         self.backoff = backoff
         self.max_bytes = max_bytes
         self.outside = RunContext()
-        """The context of requests made outside any run: a runtime and connections of this
-        client's own, closed with it, or let go when it is collected."""
+        """Requests outside any run: a runtime and connections of this client's own."""
         weakref.finalize(self, self.outside.drop)
         self._resolved: tuple[ProviderOptions | None, ProviderOptions] = (None, self.options)
 
     def now(self) -> tuple[SampleContext | None, ProviderOptions]:
         """The sample requests count in now (the current one, else the client's) and the
-        options in force: the run's over the client's, worked out once per run."""
+        run's options over the client's (worked out once per run)."""
         sample = current_sample() or self.sample
         given = sample.run.provider if sample is not None else None
         resolved = self._resolved
@@ -184,7 +149,8 @@ class _Layer(httpx2.AsyncBaseTransport):
 
 
 class CacheLayer(_Layer):
-    """The run's response cache: a sample's POST answered from it, a 2xx answer stored."""
+    """The run's response cache (`--cache`): a sample's POST answered from it, a 2xx
+    answer stored (a JSON body, or an event stream whole)."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample, _ = self.binding.now()
@@ -232,7 +198,9 @@ class CacheLayer(_Layer):
 
 
 class LimitLayer(_Layer):
-    """Each request's turn in its quota's shared rate limiter; 429s wait there."""
+    """Each request's turn in its quota's shared rate limiter (base URL, key). A 429 pauses
+    every worker and the request goes again within the retry budget; one saying the quota
+    is gone, or asking for a wait over 60 s, ends it at once."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample, options = self.binding.now()
@@ -248,19 +216,23 @@ class LimitLayer(_Layer):
         def give_up_at() -> float:
             return limiter.give_up_at(started, budget)
 
+        def stalled() -> str:
+            waited = time.monotonic() - (give_up_at() - budget)
+            return (
+                f"request to {_shown_url(request.url)} still rate-limited after {waited:.0f}s "
+                f"with no request accepted (retry budget {budget:g}s)"
+            )
+
         waits = 0
         while True:
             try:
                 await limiter.acquire(tokens, give_up_at)
             except RateLimitWait as exc:
-                waited = time.monotonic() - (give_up_at() - budget)
                 raise RequestFailed(
-                    f"request to {_shown_url(request.url)} still rate-limited after "
-                    f"{waited:.0f}s with no request accepted (retry budget {budget:g}s): its "
-                    f"turn would come {exc.wait_s:.3g}s later ({exc.why})"
+                    f"{stalled()}: its turn would come {exc.wait_s:.3g}s later ({exc.why})"
                 ) from None
             response = await self.inner.handle_async_request(request)
-            headers = header_map(response)
+            headers = response.headers
             status = response.status_code
             if status != RATE_LIMITED:
                 _learn(limiter, response, tokens)
@@ -281,28 +253,22 @@ class LimitLayer(_Layer):
             limiter.on_limited(wait)
             now = time.monotonic()
             if now >= give_up_at() or body is None:
-                waited = now - (give_up_at() - budget)
-                return given_up(
-                    response,
-                    f"request to {_shown_url(request.url)} still rate-limited after "
-                    f"{waited:.0f}s with no request accepted (retry budget {budget:g}s); "
-                    f"last: {why}",
-                )
+                return given_up(response, f"{stalled()}; last: {why}")
             waits += 1
             if sample is not None:
                 sample.retrying(waits, max(0.0, limiter.paused_until - now))
 
 
 def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None:
-    """Tell the limiter of an answer: at once, and for an event stream its tokens at its end."""
+    """Tell the limiter of an answer (an event stream's tokens at its end)."""
     used = response.extensions.get("tui_eval.usage")
     if used is not None or not _is_stream(response):
         total = used.input + used.output if isinstance(used, ResponseTokens) else None
         limiter.on_response(
-            response.status_code, header_map(response), tokens_reserved=tokens, tokens_used=total
+            response.status_code, response.headers, tokens_reserved=tokens, tokens_used=total
         )
         return
-    limiter.on_response(response.status_code, header_map(response))
+    limiter.on_response(response.status_code, response.headers)
 
     async def settle(_: bytes) -> None:
         found = response.extensions.get("tui_eval.usage") or ResponseTokens()
@@ -312,7 +278,9 @@ def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None
 
 
 class RetryLayer(_Layer):
-    """Failures worth trying again are tried again, at most `max_retries` times."""
+    """5xx, 408, timeouts and connections refused, reset or closed by the server (before or
+    during the body) tried again at most `max_retries` times, after a jittered backoff or
+    the server's Retry-After; a TLS certificate failure never."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sample, options = self.binding.now()
@@ -348,21 +316,23 @@ class RetryLayer(_Layer):
                     return response
                 why = f"HTTP {status}: {server_error(response.content)[0]}"
                 history.append(why)
-                wait = retry_after(header_map(response))
+                wait = retry_after(response.headers)
                 budget = options.retry_budget or 0.0
                 if wait is not None and wait > min(MAX_RETRY_AFTER_S, budget):
                     return given_up(response, _too_long(wait, budget, why))
             delay = wait if wait is not None else min(30.0, self.binding.backoff * 2**attempt)
             delay *= 1 + random.uniform(0, 0.25)
             last = attempt == (options.max_retries or 0) or not again
-            if not last and time.monotonic() + delay - started > (options.retry_budget or 0.0):
-                summary = f"gave up: retrying would pass the {options.retry_budget:g}s retry budget"
+            late = time.monotonic() + delay - started > (options.retry_budget or 0.0)
+            if last or late:
+                summary = (
+                    f"failed after {len(history)} attempts"
+                    if last
+                    else f"gave up: retrying would pass the {options.retry_budget:g}s retry budget"
+                )
                 return _give_up(
                     request, f"request to {url} {summary}; {_listed(history)}", error, response
                 )
-            if last:
-                summary = f"failed after {len(history)} attempts; {_listed(history)}"
-                return _give_up(request, f"request to {url} {summary}", error, response)
             if sample is not None:
                 sample.retrying(attempt + 1, delay)
             await anyio.sleep(delay)
@@ -375,7 +345,7 @@ def _give_up(
     error: httpx2.TransportError | None,
     response: httpx2.Response | None,
 ) -> httpx2.Response:
-    """The server's last answer, saying why it is the last; or the last error, saying so."""
+    """The server's last answer, saying why it is the last; else the last error."""
     if response is None:
         raise type(error or RequestFailed(""))(_redacted(request, message)) from error
     return given_up(response, _redacted(request, message))
@@ -398,7 +368,8 @@ def _too_long(wait: float, budget: float, why: str) -> str:
 
 
 class MeterLayer(_Layer):
-    """A 2xx answer's body parsed once and its usage priced into the sample's meter."""
+    """A 2xx answer's body parsed once and its usage priced into the sample's meter (or
+    taken from a proxy's `x-litellm-response-cost`); an event stream's as it ends."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self.inner.handle_async_request(request)
@@ -408,7 +379,7 @@ class MeterLayer(_Layer):
         meter = sample.meter if sample is not None else None
         runtime = sample.run.runtime if sample is not None else self.binding.outside.runtime
         kind = self.binding.kind(request)
-        stated = stated_cost(header_map(response))
+        stated = stated_cost(response.headers)
         if _is_stream(response):
             readable = "content-encoding" not in response.headers
 
@@ -426,9 +397,7 @@ class MeterLayer(_Layer):
             response.stream = _Passing(response.stream, metered)
             return response
         parsed: Any = None
-        if self.binding.provider is not None or "json" in header_map(response).get(
-            "content-type", ""
-        ):
+        if self.binding.provider is not None or "json" in response.headers.get("content-type", ""):
             try:
                 parsed = pydantic_core.from_json(response.content)
             except ValueError:
@@ -444,7 +413,9 @@ class MeterLayer(_Layer):
 
 
 class WireLayer(httpx2.AsyncBaseTransport):
-    """Headers checked, the deadline, framing, size and the body read, over the sockets.
+    """A header holding CR, LF or NUL refused before anything is sent; `timeout` for the
+    whole response; a body framed two ways, in a coding not asked for, or over the size
+    cap refused; redirects never followed. Over the run's sockets or the user's client.
 
     Args:
         send_with: the user's own client to send through (None: the run's sockets).
@@ -485,8 +456,7 @@ class WireLayer(httpx2.AsyncBaseTransport):
         raise httpx2.ReadTimeout(f"no complete response within {timeout:g}s (timeout)")
 
     def _proxy(self, url: httpx2.URL) -> httpx2.Proxy | None:
-        """The proxy for `url`, decided once per host while the proxy variables stay as
-        they are (reading the whole environment costs ~1 ms a request)."""
+        """The proxy for `url`, decided once per host and proxy variables (~1 ms each)."""
         key = (url.scheme, url.host, proxy_variables())
         if key not in self._proxies:
             if len(self._proxies) > 64:
@@ -501,8 +471,7 @@ class WireLayer(httpx2.AsyncBaseTransport):
 
 
 class _Passing(httpx2.AsyncByteStream):
-    """A body handed on as it arrives, refused once over `limit` bytes; `at_end(whole)` is
-    awaited once all of it has passed."""
+    """A body handed on as it arrives (over `limit` bytes refused), then `at_end(whole)`."""
 
     def __init__(
         self,
@@ -537,12 +506,8 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
-    """Refuse a request whose headers cannot be sent as they are.
-
-    Raises:
-        InvalidHeader: a header's value holds CR, LF or NUL, or its name is not a token;
-            the message names the header, never its value.
-    """
+    """Refuse (`InvalidHeader`, naming the header, never its value) a request with a
+    header value holding CR, LF or NUL, or a name that is not a token."""
     for name, value in headers:
         if _BAD_VALUE.search(value) or not _TOKEN.fullmatch(name):
             problem = header_problem(name.decode("latin-1"), value.decode("latin-1"))
@@ -550,14 +515,14 @@ def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
 
 
 def failure_text(response: httpx2.Response) -> str:
-    """Why a response that is not a 2xx is no answer, in words (a given-up request's
-    reason, with every attempt; else what the server said)."""
+    """Why a response that is not a 2xx is no answer (a given-up request's reason, else
+    what the server said)."""
     given = response.extensions.get("tui_eval.error")
     if given:
         return str(given)
     status, url = response.status_code, _shown_url(response.request.url)
     if status < 400:
-        where = header_map(response).get("location", "(no Location header)")
+        where = response.headers.get("location", "(no Location header)")
         return (
             f"answered HTTP {status} for {url}, redirecting to {where}; redirects are not "
             "followed (the API key is sent only to base_url): set base_url to where the API is"
@@ -579,15 +544,13 @@ def _retries(response: httpx2.Response) -> int:
 
 
 def _listed(history: list[str]) -> str:
-    """Why each attempt failed, in order."""
     if len(history) == 1:
         return history[0]
     return "; ".join(f"attempt {i}: {why}" for i, why in enumerate(history, 1))
 
 
 def key_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
-    """The fingerprint of the key a request carries (its `Authorization`, `x-api-key` or
-    `api-key`): with the base URL, the quota whose limiter it goes through."""
+    """The fingerprint of the key a request carries: with the base URL, its quota."""
     given = {lowered: value for name, value in headers if (lowered := name.lower()) in KEY_HEADERS}
     for name in KEY_HEADERS:
         value = given.get(name)
@@ -597,7 +560,6 @@ def key_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
 
 
 def _keyed(request: httpx2.Request) -> list[tuple[bytes, bytes]]:
-    """The headers a cache key holds (volatile ones left out)."""
     return [
         (name, value)
         for name, value in request.headers.raw
@@ -615,7 +577,6 @@ def _body(request: httpx2.Request) -> bytes | None:
 
 
 def _asked_model(request: httpx2.Request) -> str:
-    """The model a request asks for ("" if its body names none)."""
     body = _body(request)
     if not body or body[:1] != b"{":
         return ""
@@ -642,8 +603,7 @@ def list_price(
 
 
 def _token_estimate(body: bytes | None) -> int:
-    """Tokens a request may use, for a tokens-per-minute limit: its prompt (a character is
-    about a quarter of a token) and the most it may write."""
+    """Tokens a request may use: its prompt (~4 characters a token) and its most output."""
     if not body:
         return 0
     most = 0
@@ -671,34 +631,21 @@ def base_url(url: httpx2.URL) -> str:
 
 
 def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
-    """`url` (with `path` instead of its own) as errors show it: never its credentials,
-    nor its query (an `api-version`, but some APIs take a key there)."""
+    """`url` (with `path` instead of its own) as errors show it: without its credentials
+    or query (some APIs take a key there)."""
     port = f":{url.port}" if url.port is not None else ""
     host = f"[{url.host}]" if ":" in url.host else url.host
     return f"{url.scheme}://{host}{port}{url.path if path is None else path}"
 
 
-def header_map(response: httpx2.Response) -> dict[str, str]:
-    """A response's headers as a plain dict, lower-case names (read several times a
-    request: a dict lookup, not a scan of httpx2's list)."""
-    mapped = response.extensions.get("tui_eval.headers")
-    if mapped is None:
-        mapped = response.extensions["tui_eval.headers"] = {
-            name.decode("latin-1").lower(): value.decode("latin-1")
-            for name, value in response.headers.raw
-        }
-    return mapped
-
-
 def _is_stream(response: httpx2.Response) -> bool:
-    return header_map(response).get("content-type", "").startswith("text/event-stream")
+    return response.headers.get("content-type", "").startswith("text/event-stream")
 
 
 def _check_framing(response: httpx2.Response, request: httpx2.Request) -> None:
-    """Refuse a transfer coding other than chunked (`gzip, chunked`), and a content coding
-    the request did not accept (`br` where httpx2 has no brotli): their bytes must never
-    reach a JSON parser."""
-    headers = header_map(response)
+    """Refuse a body framed two ways, a transfer coding other than chunked, or a content
+    coding the request did not accept: their bytes must never reach a JSON parser."""
+    headers = response.headers
     codings = headers.get("transfer-encoding")
     if codings is not None and "content-length" in headers:
         # aiohttp refuses it; h11 (under trio) frames by the chunks, as RFC 9112 allows. A
@@ -735,7 +682,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     """The decoded body, refused once over `limit` bytes (a gzip bomb stops early)."""
     chunks: list[bytes] = []
     size = 0
-    plain = "content-encoding" not in header_map(response)
+    plain = "content-encoding" not in response.headers
     stream: Any = response.stream  # a plain body: nothing to decode, read as it comes
     try:
         async for chunk in stream if plain else response.aiter_bytes():
@@ -744,7 +691,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
                 raise ResponseTooLarge(f"sent a response body over {limit:,} bytes; refused")
             chunks.append(chunk)
     except httpx2.DecodingError as exc:
-        encoding = header_map(response).get("content-encoding", "")
+        encoding = response.headers.get("content-encoding", "")
         raise httpx2.RemoteProtocolError(f"a corrupt {encoding} body: {exc}") from None
     finally:
         await response.aclose()
@@ -754,8 +701,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
 def decoded_response(
     response: httpx2.Response, content: bytes, request: httpx2.Request | None = None
 ) -> httpx2.Response:
-    """`response` with its decoded body (its encoding and framing headers dropped), for
-    `request` (default: the response's own)."""
+    """`response` with its decoded body (encoding and framing headers dropped)."""
     headers = [
         (name, value)
         for name, value in response.headers.raw
@@ -772,8 +718,7 @@ def decoded_response(
 
 def _transient(exc: httpx2.TransportError) -> bool:
     """Whether trying again may help: a connection refused, reset, timed out or closed by
-    the server (before or during the body); not a malformed answer, a proxy's refusal, a
-    bad URL or a certificate."""
+    the server; not a malformed answer, a proxy's refusal, a bad URL or a certificate."""
     if _certificate_failure(exc):
         return False
     if isinstance(exc, httpx2.RemoteProtocolError):  # h11's words for a closed connection
@@ -797,15 +742,14 @@ def _certificate_failure(exc: BaseException) -> str:
 
 
 def _said(exc: BaseException) -> str:
-    """What a failed attempt says."""
     text = str(exc).strip() or type(exc).__name__
     timeout = isinstance(exc, httpx2.TimeoutException) and "(timeout)" in text
     return text if timeout else f"connection failed: {text}"
 
 
 def server_error(body: bytes) -> tuple[str, bool]:
-    """What an error response says, shortly (its `error.message`, else its text), and
-    whether it says the account's quota is gone (a 429 that no wait fixes)."""
+    """What an error response says (its `error.message`, else its text), and whether it
+    says the account's quota is gone."""
     try:
         parsed = pydantic_core.from_json(body)
     except ValueError:

@@ -35,12 +35,7 @@ def known_prefixes() -> list[str]:
 
 
 def resolve_model(model: ModelLike) -> Provider:
-    """Turn a provider, spec string or provider factory into a provider.
-
-    Raises:
-        ModelSpecError: the spec's prefix is unknown or the model cannot be built
-            (for example a missing API key; the message names the variable to set).
-    """
+    """A provider, spec string or provider factory as a provider (else `ModelSpecError`)."""
     if isinstance(model, str):
         return resolve_spec(model)
     if hasattr(model, "complete"):
@@ -58,11 +53,8 @@ def resolve_model(model: ModelLike) -> Provider:
 
 
 def from_python_spec(reference: str) -> Provider:
-    """`python:module:attribute` — a provider (or a zero-arg factory of one) defined in code.
-
-    This is how a declarative suite names an offline judge, e.g. a `ScriptedProvider`
-    factory in a module beside the suite (the suite's folder is importable).
-    """
+    """`python:module:attribute`: a provider (or a factory of one) defined in code, such
+    as an offline judge beside a declarative suite."""
     return resolve_model(python_target(reference))
 
 
@@ -84,12 +76,8 @@ def python_target(reference: str) -> Any:
 
 
 def resolve_spec(spec: str) -> Provider:
-    """Resolve `"prefix:model"` through the registry.
-
-    Options for HTTP providers may follow a `?`:
-    `openai:gpt-4o-mini?rpm=600&timeout=30&retry_budget=300&header.OpenAI-Project=p1`
-    (see `ProviderOptions`).
-    """
+    """Resolve `"prefix:model"` through the registry; `ProviderOptions` may follow a `?`
+    (`openai:gpt-4o-mini?rpm=600&header.OpenAI-Project=p1`)."""
     spec, has_query, query = spec.partition("?")
     options = None
     if has_query:
@@ -106,11 +94,7 @@ def resolve_spec(spec: str) -> Provider:
 
 
 def _options_of(query: str, spec: str) -> ProviderOptions:
-    """Options written after `?` in a model spec; `header.NAME=value` adds a header.
-
-    Raises:
-        ModelSpecError: an unknown option or a bad value, naming the spec.
-    """
+    """Options written after `?` in a model spec (`header.NAME=value` adds a header)."""
     import pydantic
 
     from tui_eval.agents.http.options import ProviderOptions

@@ -7,11 +7,10 @@ import os
 from typing import Any
 
 from tui_eval.agents.http.metering import response_tokens
-from tui_eval.agents.messages import Completion, Message, ToolCall, Usage
+from tui_eval.agents.messages import Completion, Message, ToolCall, Usage, to_anthropic
 from tui_eval.agents.providers.api import HTTPProvider, malformed
 from tui_eval.agents.providers.base import (
     ModelSpecError,
-    ProviderError,
     ToolDef,
     normalize_stop_reason,
 )
@@ -50,13 +49,9 @@ class AnthropicProvider(HTTPProvider):
             headers["x-api-key"] = self._api_key
         return headers
 
-    def usable(self, body: dict[str, Any]) -> bool:
-        """Whether a stored response reads as a completion."""
-        try:
-            from_wire(body)
-        except ProviderError:
-            return False
-        return True
+    def read(self, body: dict[str, Any]) -> Completion:
+        """A response body as a `Completion`."""
+        return from_wire(body)
 
     async def complete(
         self,
@@ -67,7 +62,7 @@ class AnthropicProvider(HTTPProvider):
         settings: dict[str, Any] | None = None,
     ) -> Completion:
         """One messages-API call."""
-        system, wire = to_wire(messages)
+        system, wire = to_anthropic(messages)
         if output_schema is not None:
             system = "\n\n".join(p for p in (system, schema_instructions(output_schema)) if p)
         payload: dict[str, Any] = {
@@ -82,47 +77,13 @@ class AnthropicProvider(HTTPProvider):
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
-        for key in ("temperature", "top_p", "stop_sequences"):
-            if settings and settings.get(key) is not None:
-                payload[key] = settings[key]
+        given = settings or {}
+        kept = ("temperature", "top_p", "stop_sequences")
+        payload.update({k: given[k] for k in kept if given.get(k) is not None})
         body, retries = await self.post_json("/v1/messages", payload)
         completion = from_wire(body)
         completion.retries = retries
         return completion
-
-
-def to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
-    """The system prompt and the messages as content blocks (tool results merged per turn)."""
-    system_parts: list[str] = []
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            system_parts.append(message.content or "")
-            continue
-        if message.role == "tool":
-            block = {
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": message.content or "",
-                "is_error": (message.content or "").startswith("Error: "),
-            }
-            if wire and wire[-1]["role"] == "user" and isinstance(wire[-1]["content"], list):
-                wire[-1]["content"].append(block)
-            else:
-                wire.append({"role": "user", "content": [block]})
-            continue
-        if message.role == "assistant":
-            blocks: list[dict[str, Any]] = []
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
-            blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                for c in message.tool_calls
-            ]
-            wire.append({"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]})
-            continue
-        wire.append({"role": "user", "content": message.content or ""})
-    return "\n\n".join(system_parts), wire
 
 
 def from_wire(body: dict[str, Any]) -> Completion:

@@ -1,6 +1,5 @@
 """What every HTTP provider shares: a JSON POST with an ordinary httpx2 client over
-tui-eval's HTTP layer (the shared rate limiter, the response cache, metering, retries and
-secrets: `transport.py`), over the run's connections (aiohttp's or httpx2's: `sockets.py`)."""
+tui-eval's HTTP layer."""
 
 from __future__ import annotations
 
@@ -29,6 +28,7 @@ from tui_eval.agents.http.transport import (
     failure_text,
     key_of,
 )
+from tui_eval.agents.messages import Completion
 from tui_eval.agents.providers.base import ProviderError
 from tui_eval.util.secrets import credential_values, redact_secrets, split_credentials
 
@@ -36,42 +36,17 @@ USER_AGENT = "tui-eval"
 
 
 class HTTPProvider:
-    """Base of the providers that speak JSON over HTTP.
-
-    - **Rate limits.** Every request goes through the one `RateLimiter` of its quota (base
-      URL and key) in the run's `Runtime`, shared with every other worker: a 429
-      pauses them all, the pace is learned from 429s and rate-limit headers (see
-      `limits.py`). A rate-limited request waits while the run makes progress; it fails
-      only when nothing was accepted for `retry_budget` seconds (queued time included),
-      when the server asks for a longer wait than that, or at once when a 429 says the
-      quota is gone (`insufficient_quota`).
-    - **Bodies.** Content encodings are decoded (httpx2); a redirect is an error (never
-      followed: the key goes to `base_url` only); a body over the size cap is refused.
-    - **Errors.** 5xx, 408, timeouts and connection errors are retried with exponential
-      backoff and jitter (honouring `Retry-After`), at most `max_retries` times (2); a TLS
-      certificate failure never; other 4xx fail at once with the server's message.
-    - **Deadlines.** `timeout` seconds (600) for a whole response, however the server
-      drips it.
-    - **Connections** are the run's (`RunContext.sockets`): aiohttp's on asyncio, httpx2's
-      under trio, proxies and the trust store from the environment.
-    - **The run** is read from the current sample (`context.current_sample()`): its
-      provider options, cache, session and meter.
-    - **Secrets.** The API key lives only in request headers and is redacted from errors;
-      a key or header holding CR, LF or NUL is refused before anything is sent;
-      credentials in `base_url` are sent as Basic auth and never shown.
+    """Base of the providers that speak JSON over HTTP: an ordinary httpx2 client over
+    tui-eval's layer (`transport.py`: the run's shared rate limiter, cache, meter, retries
+    and deadline), the run read from the current sample. The API key lives only in request
+    headers and is redacted from errors; credentials in `base_url` are sent as Basic auth
+    and never shown.
 
     Args:
         model: the model name sent to the server.
         base_url: the API's base URL.
         api_key: the key (sent as a header, never shown).
-        timeout: seconds for a whole request, from sending it to the last byte.
-        max_retries: retries after server errors, timeouts and connection errors (429s
-            are not counted).
-        retry_budget: seconds a request may keep waiting out rate limits and errors, from
-            the later of its start and the last response the API accepted.
-        rpm: requests per minute never to exceed (otherwise learned).
-        tpm: tokens per minute never to exceed (otherwise learned, if the API says).
-        headers: extra headers for every request.
+        timeout, max_retries, retry_budget, rpm, tpm, headers: as `ProviderOptions`.
         backoff: the first retry's delay in seconds (doubling each time, capped at 30 s).
         max_response_bytes: the largest response body accepted.
     """
@@ -120,22 +95,9 @@ class HTTPProvider:
         """Where requests go (before any run-level override)."""
         return self.options.base_url or ""
 
-    @property
-    def timeout(self) -> float:
-        """Seconds for one whole request (before any run-level override)."""
-        return self.options.timeout or DEFAULT_TIMEOUT_S
-
-    @property
-    def max_retries(self) -> int:
-        """Retries after server errors and timeouts (before any run-level override)."""
-        return self.options.max_retries if self.options.max_retries is not None else 0
-
     def configure(self, options: ProviderOptions) -> None:
-        """Apply `options` over this provider's own (a spec's `?rpm=...`, say).
-
-        A `base_url`'s credentials (`user:password@`) are kept apart, sent as Basic auth
-        and never shown; its `api-version` query is Azure's `api_version`.
-        """
+        """Apply `options` over this provider's own (a spec's `?rpm=...`); a `base_url`'s
+        credentials go as Basic auth, its `api-version` query as `api_version`."""
         if options.base_url is not None:
             bare, userinfo = split_credentials(options.base_url)
             bare, _, query = bare.partition("?")
@@ -153,14 +115,20 @@ class HTTPProvider:
         """The headers every request of this provider carries (the key among them)."""
         return {}
 
+    def read(self, body: dict[str, Any]) -> Completion:  # pragma: no cover - overridden
+        """A response body as a `Completion` (`ProviderError` when it is not one)."""
+        raise NotImplementedError
+
     def usable(self, body: dict[str, Any]) -> bool:
-        """Whether a stored response is one this provider can read (a cache entry that is
-        not is a miss, never a failed sample)."""
+        """Whether a stored response is one this provider can read (else a cache miss)."""
+        try:
+            self.read(body)
+        except ProviderError:
+            return False
         return True
 
     def _secrets(self) -> list[str]:
-        """What errors must not show: the key, credential headers' values, the URL's
-        credentials."""
+        """What errors must not show: the key and other credentials."""
         found = credential_values(self._api_key, self._settings(_current_run()).headers.items())
         if self._api_key:
             found.append(self._api_key)  # a short (dummy) key too, as a whole word
@@ -174,8 +142,7 @@ class HTTPProvider:
         return self._settings(_current_run()).options
 
     def _settings(self, run: RunContext | None) -> _Resolved:
-        """This provider's options, headers and URL under `run`'s options, worked out once
-        for each set of run options (not for every request)."""
+        """This provider's options, headers and URL under `run`'s options (made once each)."""
         given = run.provider if run is not None else None
         resolved = self._resolved
         if resolved is None or resolved.given is not given:
@@ -204,8 +171,7 @@ class HTTPProvider:
         return resolved
 
     def limiter(self) -> RateLimiter:
-        """The rate limiter this provider's requests go through now (the current run's
-        runtime's, else, outside a run, its client's own)."""
+        """The rate limiter this provider's requests go through now."""
         run = _current_run()
         resolved = self._settings(run)
         if run is None:
@@ -238,8 +204,7 @@ class HTTPProvider:
         return client
 
     async def aclose(self) -> None:
-        """Close the client this provider routes its requests with, and the connections
-        it opened outside runs (a run's connections close when the run ends)."""
+        """Close this provider's client and the connections it opened outside runs."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -253,12 +218,8 @@ class HTTPProvider:
         return ProviderError(self.redact(f"{self.provider_name} {message}"))
 
     async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """POST `payload`; returns the parsed body and how many retries it took.
-
-        Raises:
-            ProviderError: the request failed (why, with every attempt), or a header
-                cannot be sent (named, its value never shown; nothing was sent).
-        """
+        """POST `payload`: the parsed body and how many retries it took (`ProviderError`
+        when the request failed, or a header cannot be sent)."""
         resolved = self._settings(_current_run())
         request = httpx2.Request(  # as `client.post` builds it, less merging its defaults
             "POST",

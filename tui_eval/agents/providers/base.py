@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,10 +21,8 @@ class ToolDef:
 
 @runtime_checkable
 class Provider(Protocol):
-    """Anything that can answer a conversation.
-
-    Built in: `ScriptedProvider` (offline), the OpenAI-compatible and Anthropic providers.
-    """
+    """Anything that can answer a conversation (built in: `ScriptedProvider`, OpenAI-
+    compatible and Anthropic)."""
 
     async def complete(
         self,
@@ -46,16 +45,10 @@ class ModelSpecError(TuiEvalError, ValueError):
 
 
 _STOP_REASONS = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "content_filter": "content_filter",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "tool_use": "tool_calls",
-    "refusal": "refusal",
+    **dict.fromkeys(("stop", "end_turn", "stop_sequence"), "stop"),
+    **dict.fromkeys(("length", "max_tokens"), "length"),
+    **dict.fromkeys(("tool_calls", "function_call", "tool_use"), "tool_calls"),
+    **{reason: reason for reason in ("content_filter", "refusal")},
 }
 
 
@@ -66,9 +59,17 @@ def normalize_stop_reason(raw: Any) -> str:
     return _STOP_REASONS.get(text, text)
 
 
-def invalid_arguments_error(raw: Any, problem: str) -> str:
-    """The error of a tool call whose arguments are not a JSON object."""
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments (JSON text, or a mapping already) as a dict, with the error when
+    they are not a JSON object: the tool is not run, the text is kept as
+    `_unparsed_arguments` and the model is told why."""
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str | bytes) else raw
+        problem = None if isinstance(parsed, dict) else "not a JSON object"
+    except ValueError as exc:
+        problem = str(exc)
+    if problem is None:
+        return parsed, None
     shown = raw if isinstance(raw, str) else repr(raw)
-    if len(shown) > 200:
-        shown = shown[:199] + "…"
-    return f"invalid JSON in tool arguments: {problem}; got {shown!r}"
+    shown = shown[:199] + "…" if len(shown) > 200 else shown
+    return {"_unparsed_arguments": raw}, f"invalid JSON in tool arguments: {problem}; got {shown!r}"

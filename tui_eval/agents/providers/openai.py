@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
 from tui_eval.agents.http.metering import response_tokens
-from tui_eval.agents.messages import UNKNOWN_STOP_REASON, Completion, Message, ToolCall, Usage
+from tui_eval.agents.messages import (
+    UNKNOWN_STOP_REASON,
+    Completion,
+    Message,
+    ToolCall,
+    Usage,
+    to_openai,
+)
 from tui_eval.agents.providers.api import HTTPProvider, malformed
 from tui_eval.agents.providers.base import (
     ModelSpecError,
     ProviderError,
     ToolDef,
-    invalid_arguments_error,
     normalize_stop_reason,
+    parse_arguments,
 )
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-SETTINGS = (
-    "temperature",
-    "seed",
-    "max_tokens",
-    "top_p",
-    "stop",
-    "presence_penalty",
-    "frequency_penalty",
+SETTINGS = tuple(
+    ["temperature", "seed", "max_tokens", "top_p", "stop", "presence_penalty", "frequency_penalty"]
 )
 
 
@@ -39,10 +41,8 @@ def schema_instructions(schema: dict[str, Any]) -> str:
 
 
 class OpenAIProvider(HTTPProvider):
-    """Chat completions over HTTP: tools, tool calls, structured output, usage.
-
-    Structured output uses the JSON-schema response format; a server that rejects it is
-    asked again with the schema in the instructions (and is not offered it again).
+    """Chat completions over HTTP. Structured output uses the JSON-schema response format;
+    a server that rejects it is asked with the schema in the instructions from then on.
 
     Example:
         >>> OpenAIProvider("llama3.1", base_url="http://localhost:11434/v1")  # doctest: +SKIP
@@ -62,21 +62,16 @@ class OpenAIProvider(HTTPProvider):
         self.json_schema_supported: bool | None = None
 
     def headers(self) -> dict[str, str]:
-        """The headers every request of this provider carries: the key as a bearer token,
-        or, for Azure OpenAI, as its `api-key` header."""
+        """The key as a bearer token (Azure OpenAI: as its `api-key` header)."""
         if not self._api_key:
             return {}
         if self.options.api_version or is_azure(self.base_url):
             return {"api-key": self._api_key}
         return {"Authorization": f"Bearer {self._api_key}"}
 
-    def usable(self, body: dict[str, Any]) -> bool:
-        """Whether a stored response reads as a completion."""
-        try:
-            from_wire(body)
-        except ProviderError:
-            return False
-        return True
+    def read(self, body: dict[str, Any]) -> Completion:
+        """A response body as a `Completion`."""
+        return from_wire(body)
 
     async def complete(
         self,
@@ -87,22 +82,11 @@ class OpenAIProvider(HTTPProvider):
         settings: dict[str, Any] | None = None,
     ) -> Completion:
         """One chat completion."""
-        payload: dict[str, Any] = {"model": self.model, "messages": to_wire(messages)}
+        payload: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
         if tools:
-            payload["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in tools
-            ]
-        for key in SETTINGS:
-            if settings and settings.get(key) is not None:
-                payload[key] = settings[key]
+            payload["tools"] = [{"type": "function", "function": asdict(t)} for t in tools]
+        given = settings or {}
+        payload.update({k: given[k] for k in SETTINGS if given.get(k) is not None})
         if output_schema is not None:
             if self.json_schema_supported is False:
                 payload["messages"] = _with_instructions(
@@ -146,41 +130,6 @@ def is_azure(base_url: str) -> bool:
     )
 
 
-def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
-    """Our messages as chat-completions messages."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "tool":
-            wire.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": message.tool_call_id,
-                    "content": message.content or "",
-                }
-            )
-        elif message.role == "assistant" and message.tool_calls:
-            wire.append(
-                {
-                    "role": "assistant",
-                    "content": message.content,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": json.dumps(call.arguments),
-                            },
-                        }
-                        for call in message.tool_calls
-                    ],
-                }
-            )
-        else:
-            wire.append({"role": message.role, "content": message.content or ""})
-    return wire
-
-
 def _with_instructions(messages: list[dict[str, Any]], extra: str) -> list[dict[str, Any]]:
     if messages and messages[0].get("role") == "system":
         first = dict(messages[0], content=f"{messages[0]['content']}\n\n{extra}")
@@ -200,17 +149,7 @@ def from_wire(body: dict[str, Any]) -> Completion:
     calls = []
     for raw in message.get("tool_calls") or []:
         function = raw.get("function") or {}
-        arguments = function.get("arguments") or "{}"
-        error = None
-        try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError as exc:
-            parsed, error = None, invalid_arguments_error(arguments, str(exc))
-        if error is None and not isinstance(parsed, dict):
-            error = invalid_arguments_error(arguments, "not a JSON object")
-        if error is not None:
-            # The tool is not run; the model is told why, and the raw text is kept.
-            parsed = {"_unparsed_arguments": arguments}
+        parsed, error = parse_arguments(function.get("arguments") or "{}")
         call = ToolCall(str(function.get("name", "")), parsed, str(raw.get("id") or ""))
         call.error = error
         calls.append(call)

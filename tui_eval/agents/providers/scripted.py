@@ -20,11 +20,7 @@ class ScriptExhausted(ProviderError):
 
 @dataclass(slots=True)
 class ScriptStep:
-    """One scripted response, with an optional simulated latency.
-
-    `usage=None` estimates tokens from the text (about four characters a token), so
-    offline runs show realistic token counts.
-    """
+    """One scripted response and its latency; `usage=None` estimates ~4 characters a token."""
 
     completion: Completion
     usage: Usage | None = None
@@ -46,10 +42,7 @@ def call(
     Example:
         >>> ScriptedProvider([call("add", {"a": 2, "b": 3}), text("2 + 3 = 5")])  # doctest: +SKIP
     """
-    completion = Completion(
-        tool_calls=[ToolCall(tool_name, dict(args or {}))], stop_reason="tool_calls"
-    )
-    return ScriptStep(completion, usage, delay)
+    return calls((tool_name, args or {}), usage=usage, delay=delay)
 
 
 def calls(
@@ -84,9 +77,8 @@ def _estimate_usage(messages: list[Message], completion: Completion) -> Usage:
 class ScriptedProvider:
     """A provider that replays `call(...)` and `text(...)` steps in order.
 
-    Running out of script raises `ScriptExhausted` ("script exhausted after N
-    responses"); it never hangs. A script is consumed once: to run several samples, give
-    each its own with `ScriptedProvider.factory(steps)`.
+    Running out of script raises `ScriptExhausted`. A script is consumed once: give each
+    sample its own with `ScriptedProvider.factory(steps)`.
 
     Attributes:
         requests: the conversations the provider was asked to answer, in order.
