@@ -182,13 +182,13 @@ class CacheLayer(_Layer):
                 extensions={"tui_eval.json": stored, "tui_eval.usage": used, "tui_eval.retries": 0},
             )
         response = await self.inner.handle_async_request(request)
-        secrets = credential_values(None, _text_headers(request))
         parsed = response.extensions.get("tui_eval.json")
         if response.status_code >= 300:
             pass
         elif isinstance(parsed, dict):
-            await cache.put(key, parsed, secrets)
+            await cache.put(key, parsed, credential_values(None, _text_headers(request)))
         elif _is_stream(response) and "content-encoding" not in response.headers:
+            secrets = credential_values(None, _text_headers(request))
 
             async def store(whole: bytes) -> None:
                 await cache.put(key, whole, secrets)
@@ -597,9 +597,11 @@ def list_price(
 ) -> float | None:
     """The built-in price of an answer, by the model it names (else the one asked for)."""
     named = parsed.get("model")
-    asked = _asked_model(request)
     cost = runtime.price_of(kind, named, used) if isinstance(named, str) and named else None
-    return cost if cost is not None or named == asked else runtime.price_of(kind, asked, used)
+    if cost is not None:
+        return cost
+    asked = _asked_model(request)  # parses the request's body: only when the answer's is unpriced
+    return None if named == asked else runtime.price_of(kind, asked, used)
 
 
 def _token_estimate(body: bytes | None) -> int:
