@@ -7,10 +7,11 @@ are written all at once.
 
 from __future__ import annotations
 
+import collections
 import enum
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,8 @@ class BaselinePlan:
     written: list[str]
     dropped: list[str]
     problem: BaselineOutcome | None = None
+    existing: Report | None = field(default=None, repr=False)
+    """The baseline as the plan read it (what a merge goes into)."""
 
     @property
     def needs_confirmation(self) -> bool:
@@ -168,8 +171,8 @@ class BaselineStore:
             baseline = Report.load(path)
         except ReportFileError as exc:
             return _corrupt(path, f"baseline {exc} — not replaced; fix or delete it")
-        names = [case.name for case in baseline.cases]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
+        counts = collections.Counter(case.name for case in baseline.cases)
+        duplicates = sorted(name for name, count in counts.items() if count > 1)
         if duplicates:
             return _corrupt(
                 path,
@@ -221,7 +224,13 @@ class BaselineStore:
         if existing.baseline is None:
             merge = False  # nothing to merge into: the run becomes the baseline
         dropped = [] if merge else [name for name in kept if name not in set(written)]
-        return BaselinePlan(path=self.path, merge=merge, written=written, dropped=dropped)
+        return BaselinePlan(
+            path=self.path,
+            merge=merge,
+            written=written,
+            dropped=dropped,
+            existing=existing.baseline,
+        )
 
     def save(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselineOutcome:
         """Write `report` as the baseline, unless that would lose something (see the module);
@@ -231,9 +240,8 @@ class BaselineStore:
             return plan.problem
         assert report is not None
         if plan.merge:
-            existing = self.read().baseline
-            assert existing is not None
-            self._write(merge_cases(existing, report.cases, removed=[]))
+            assert plan.existing is not None
+            self._write(merge_cases(plan.existing, report.cases, removed=[]))
             message = f"{len(plan.written)} case(s) merged into the baseline {self.path}"
         else:
             self._write(report)
