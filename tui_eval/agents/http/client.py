@@ -87,7 +87,7 @@ class _BridgeTransport(httpx2.BaseTransport):
         return decoded_response(response, content, request=request)
 
     def close(self) -> None:
-        self._binding.outside.drop()  # the loop its connections were made in may be gone
+        self._binding.drop()  # the loop its connections were made in may be gone
         if self._portal_cm is not None:
             self._portal_cm.__exit__(None, None, None)
             self._portal = self._portal_cm = None

@@ -108,10 +108,28 @@ class Binding:
         self.usable = usable
         self.backoff = backoff
         self.max_bytes = max_bytes
-        self.outside = RunContext()
-        """Requests outside any run: a runtime and connections of this client's own."""
-        weakref.finalize(self, self.outside.drop)
+        self._outside: RunContext | None = None
         self._resolved: tuple[ProviderOptions | None, ProviderOptions] = (None, self.options)
+
+    @property
+    def outside(self) -> RunContext:
+        """Requests outside any run: a runtime and connections of this client's own, made
+        at the first such request (a client used only inside runs never needs one), let
+        go when the client is collected."""
+        if self._outside is None:
+            self._outside = RunContext()
+            weakref.finalize(self, self._outside.drop)
+        return self._outside
+
+    async def aclose(self) -> None:
+        """Close the connections opened outside any run, if any were."""
+        if self._outside is not None:
+            await self._outside.aclose()
+
+    def drop(self) -> None:
+        """Let go of the connections opened outside any run without awaiting."""
+        if self._outside is not None:
+            self._outside.drop()
 
     def now(self) -> tuple[SampleContext | None, ProviderOptions]:
         """The sample requests count in now (the current one, else the client's) and the
@@ -376,8 +394,6 @@ class MeterLayer(_Layer):
         if response.status_code >= 300:
             return response
         sample, _ = self.binding.now()
-        meter = sample.meter if sample is not None else None
-        runtime = sample.run.runtime if sample is not None else self.binding.outside.runtime
         kind = self.binding.kind(request)
         stated = stated_cost(response.headers)
         if _is_stream(response):
@@ -388,11 +404,12 @@ class MeterLayer(_Layer):
                     stream_usage(whole) if readable else ("", ResponseTokens(), False)
                 )
                 response.extensions["tui_eval.usage"] = used
-                if meter is not None:
+                if sample is not None:
                     cost = stated
                     if cost is None and seen:
-                        cost = runtime.price_of(kind, model or _asked_model(request), used)
-                    meter.add(used, cost)
+                        asked = model or _asked_model(request)
+                        cost = sample.run.runtime.price_of(kind, asked, used)
+                    sample.meter.add(used, cost)
 
             response.stream = _Passing(response.stream, metered)
             return response
@@ -405,10 +422,10 @@ class MeterLayer(_Layer):
         response.extensions["tui_eval.json"] = parsed
         if isinstance(parsed, dict):
             used = response.extensions["tui_eval.usage"] = response_tokens(parsed)
-            if meter is not None:  # a sample cut off by its timeout is priced by these
+            if sample is not None:  # a sample cut off by its timeout is priced by these
                 if stated is None:
-                    stated = list_price(runtime, kind, parsed, request, used)
-                meter.add(used, stated)
+                    stated = list_price(sample.run.runtime, kind, parsed, request, used)
+                sample.meter.add(used, stated)
         return response
 
 
@@ -467,7 +484,7 @@ class WireLayer(httpx2.AsyncBaseTransport):
     async def aclose(self) -> None:
         # A run's sockets close with the run, the user's client with the user; only the
         # connections this client opened outside any run are its own.
-        await self.binding.outside.aclose()
+        await self.binding.aclose()
 
 
 class _Passing(httpx2.AsyncByteStream):
