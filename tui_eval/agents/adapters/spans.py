@@ -193,10 +193,15 @@ def requested_calls(span: SpanRecord) -> list[ToolCall]:
 
 
 def _requested(name: Any, raw_arguments: Any, call_id: Any) -> ToolCall:
-    arguments = _json(raw_arguments)
-    if not isinstance(arguments, dict):
-        arguments = {} if raw_arguments in (None, "") else {"input": arguments}
-    return ToolCall(str(name or ""), arguments, str(call_id or ""))
+    return ToolCall(str(name or ""), _arguments(raw_arguments), str(call_id or ""))
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments: a JSON object as itself, any other value as `{"input": value}`."""
+    arguments = _json(raw)
+    if isinstance(arguments, dict):
+        return arguments
+    return {} if raw in (None, "") else {"input": arguments}
 
 
 def first_user_message(spans: Sequence[SpanRecord]) -> str | None:
@@ -223,19 +228,15 @@ def _tool_call(span: SpanRecord) -> ToolCall:
     raw_args = attrs.get("gen_ai.tool.call.arguments")
     if raw_args is None:
         raw_args = attrs.get("tool.parameters", attrs.get("input.value"))
-    arguments = _json(raw_args)
-    if not isinstance(arguments, dict):
-        arguments = {} if raw_args in (None, "") else {"input": arguments}
     raw_result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
-    call = ToolCall(
+    return ToolCall(
         str(name),
-        arguments,
+        _arguments(raw_args),
         str(attrs.get("gen_ai.tool.call.id") or attrs.get("tool_call.id") or span.span_id),
         result=_json(raw_result),
         error=span.error,
         latency_ms=span.duration_ms,
     )
-    return call
 
 
 def input_messages_of(span: SpanRecord) -> list[Message]:
@@ -263,12 +264,9 @@ def input_messages_of(span: SpanRecord) -> list[Message]:
 def _answer_text(span: SpanRecord) -> str | None:
     attrs = span.attributes
     raw = attrs.get("gen_ai.output.messages")
-    if raw is not None:
-        texts = [m.content for m in _messages(_json(raw)) if m.content]
-        return "".join(texts) if texts else None
-    indexed = _indexed_messages(attrs, "llm.output_messages")
-    if indexed:
-        texts = [m.content for m in indexed if m.content]
+    indexed = _indexed_messages(attrs, "llm.output_messages") if raw is None else []
+    if raw is not None or indexed:
+        texts = [m.content for m in (indexed or _messages(_json(raw))) if m.content]
         return "".join(texts) if texts else None
     value = attrs.get("output.value")
     if value is not None:
@@ -321,22 +319,13 @@ def _indexed_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
 
 
 def _json(value: Any) -> Any:
+    """A string holding JSON as its value; anything else as it is."""
     if isinstance(value, str):
-        text = value.strip()
-        if text[:1] in ("{", "[", '"') or text in ("true", "false", "null") or _numeric(text):
-            try:
-                return json.loads(text)
-            except ValueError:
-                return value
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
     return value
-
-
-def _numeric(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _token_counts(attrs: Mapping[str, Any]) -> tuple[int, int]:
