@@ -1,21 +1,14 @@
 """Run a LangGraph graph (or any LangChain runnable over messages) under tui-eval
-(`pip install 'tui-eval[langgraph]'`).
+(`pip install 'tui-eval[langgraph]'`; README: "Agents from other frameworks").
 
 Example:
     >>> from tui_eval.agents.adapters.langgraph import wrap
     >>> suite = Suite("weather", agent=wrap(create_react_agent(llm, tools)), cases=[...])  # doctest: +SKIP
 
-The graph's final state (or a state, a list of messages or one `AIMessage` a plain
-function returns) becomes the `RunResult`: `AIMessage.tool_calls` paired with their
-`ToolMessage` results (status `error` as the call's error), `usage_metadata` summed, the
-last AI message's text as the output; messages are read by their fields, with no
-LangChain import. A graph's chat models are out of reach: give one
-`http_async_client=tui_eval.http_client()` for the rate limiter, cache and `max_cost` to
-apply; otherwise its usage is priced from `usage_metadata`.
-
-A graph with a checkpointer keeps its own memory: in a conversation it is sent only the
-user's latest message on a thread of its own, deleted when the conversation ends;
-outside one, every sample runs on a fresh thread (unless the `config` names one).
+The graph's final state (or the state, messages or `AIMessage` a plain function returns)
+becomes the `RunResult`, its messages read by their fields with no LangChain import. A
+graph with a checkpointer keeps its own memory: a conversation sends it only the user's
+latest message, on a thread of its own deleted when the conversation ends.
 """
 
 from __future__ import annotations
