@@ -166,8 +166,8 @@ class _Converter:
             value = kwargs.get("value")
             if isinstance(value, Mapping):
                 return {"matches": dict(value)}
-            if kwargs.get("as_strings") or not isinstance(value, str):
-                value = str(value) if not isinstance(value, str) else value
+            if not isinstance(value, str):  # `as_strings` or not, a str is compared
+                value = str(value)
             if kwargs.get("case_sensitive", True) is False:
                 return {"contains": {"value": value, "ignore_case": True}}
             return {"contains": value}

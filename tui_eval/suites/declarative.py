@@ -257,13 +257,8 @@ def _validate(model: type[Any], raw: Any, path: Path, raw_cases: Any, prefix: st
         where = prefix
         if len(loc) >= 2 and loc[0] == "cases" and loc[1].isdigit():
             index = int(loc[1])
-            name = None
-            if (
-                isinstance(raw_cases, list)
-                and index < len(raw_cases)
-                and isinstance(raw_cases[index], dict)
-            ):
-                name = raw_cases[index].get("name")
+            case = raw_cases[index] if isinstance(raw_cases, list) else None
+            name = case.get("name") if isinstance(case, dict) else None
             where = f"case {index + 1}" + (f" ({name!r})" if name else "")
             loc = loc[2:]
         field_path = ".".join(loc)

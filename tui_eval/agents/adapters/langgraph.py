@@ -13,7 +13,6 @@ latest message, on a thread of its own deleted when the conversation ends.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 import warnings
@@ -29,6 +28,7 @@ from tui_eval.agents.adapters.install import (
     requests_so_far,
     warn_if_uncached,
 )
+from tui_eval.agents.adapters.spans import json_value
 from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import (
     Message,
@@ -328,7 +328,7 @@ def from_messages(
                     found.error = text
                 else:
                     artifact = getattr(message, "artifact", None)
-                    found.result = artifact if artifact is not None else _value(content)
+                    found.result = artifact if artifact is not None else json_value(content)
             messages.append(Message("tool", text, tool_call_id=call_id))
         else:
             messages.append(Message(role, text))
@@ -393,13 +393,3 @@ def content_text(content: Any) -> str:
                 parts.append(block["text"])
         return "".join(parts)
     return value_text(content)
-
-
-def _value(content: Any) -> Any:
-    """A tool message's content as the value the tool returned, where it is JSON text."""
-    if isinstance(content, str):
-        try:
-            return json.loads(content)
-        except ValueError:
-            return content
-    return content
