@@ -16,11 +16,6 @@ UNKNOWN_STOP_REASON = "unknown"
 """The stop reason of a response whose server sent none (`finish_reason: null`)."""
 
 
-def new_call_id() -> str:
-    """A unique tool-call id for providers that do not supply one."""
-    return f"call_{uuid.uuid4().hex[:24]}"
-
-
 @dataclass(slots=True, repr=False)
 class Usage:
     """Token and request counts of one model call, or summed over many.
@@ -91,8 +86,8 @@ class ToolCall:
     latency_ms: float = 0.0
 
     def __post_init__(self) -> None:
-        if not self.id:
-            self.id = new_call_id()
+        if not self.id:  # a provider that gave none: a unique one
+            self.id = f"call_{uuid.uuid4().hex[:24]}"
 
 
 @dataclass(slots=True)
@@ -286,7 +281,7 @@ def input_messages(input: Any) -> list[Message]:
         return [Message("user", input)]
     if is_conversation(input):
         return list(input)
-    return [Message("user", structured_input_text(input))]
+    return [Message("user", value_text(input))]
 
 
 def input_text(input: Any) -> str:
@@ -296,12 +291,7 @@ def input_text(input: Any) -> str:
     if is_conversation(input):
         messages: Sequence[Message] = input
         return "\n".join(f"{m.role}: {m.content or ''}" for m in messages)
-    return structured_input_text(input)
-
-
-def structured_input_text(value: Any) -> str:
-    """A structured input as the JSON text a model reads."""
-    return value_text(value)
+    return value_text(input)
 
 
 def to_openai(input: Any) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ call is closest (a score near its threshold).
 from __future__ import annotations
 
 import getpass
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -19,22 +19,27 @@ from tui_eval.core.results import CaseResult, SampleResult
 
 
 @dataclass(frozen=True, slots=True)
-class LabelItem:
-    """One judged output of a run to label: a sample (at `sample_index` of the case
-    `case`, at `case_index`) and the judge's verdict on it (`check`); `flaky` when its
-    case's samples disagree."""
+class _Item:
+    """A sample of a run to label: sample `sample_index` of the case `case` (at
+    `case_index`); `flaky` when its case's samples disagree."""
 
     case_index: int
     sample_index: int
     case: str
-    check: CheckResult
     sample: SampleResult
-    flaky: bool = False
+    flaky: bool
 
     @property
     def output(self) -> Any:
         """The agent's output the label is about."""
         return self.sample.output
+
+
+@dataclass(frozen=True, slots=True)
+class LabelItem(_Item):
+    """One judged output of a run to label, with the judge's verdict on it (`check`)."""
+
+    check: CheckResult
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -66,22 +71,12 @@ class LabelItem:
 
 
 @dataclass(frozen=True, slots=True)
-class FaultItem:
-    """One failed conversation of a run to label with who failed it: as `LabelItem`, with
-    the `fault` the run found and the sample's `conversation`."""
+class FaultItem(_Item):
+    """One failed conversation of a run to label with who failed it: the `fault` the run
+    found and the sample's `conversation`."""
 
-    case_index: int
-    sample_index: int
-    case: str
-    sample: SampleResult
     fault: Fault
     conversation: Conversation
-    flaky: bool = False
-
-    @property
-    def output(self) -> Any:
-        """The agent's final output."""
-        return self.sample.output
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -115,43 +110,39 @@ def current_labeler() -> str | None:
         return None
 
 
-def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
-    """Every judged check of every finished sample with an output, in run order."""
-    items: list[LabelItem] = []
+_Where: TypeAlias = tuple[int, int, str, SampleResult, bool]
+
+
+def _samples(cases: Sequence[CaseResult]) -> Iterator[tuple[_Where, SampleResult]]:
+    """Every sample in run order, with the fields an item labelling it starts with."""
     for case_index, case in enumerate(cases):
         flaky = _flaky(case)
         for sample_index, sample in enumerate(case.samples):
-            if sample.run is None or sample.status not in ("passed", "failed"):
-                continue
-            for check in sample.checks:
-                if check.threshold is not None or check.verdicts is not None:  # a judge's
-                    items.append(
-                        LabelItem(case_index, sample_index, case.name, check, sample, flaky)
-                    )
-    return items
+            yield (case_index, sample_index, case.name, sample, flaky), sample
+
+
+def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
+    """Every judged check of every finished sample with an output, in run order."""
+    return [
+        LabelItem(*where, check)
+        for where, sample in _samples(cases)
+        if sample.run is not None and sample.status in ("passed", "failed")
+        for check in sample.checks
+        if check.threshold is not None or check.verdicts is not None  # a judge's
+    ]
 
 
 def fault_items(cases: Sequence[CaseResult]) -> list[FaultItem]:
     """Every failed conversation with a fault, in run order: only samples whose checks
     failed, since the rules, not the reviewer, blame an error or a timeout."""
-    items: list[FaultItem] = []
-    for case_index, case in enumerate(cases):
-        flaky = _flaky(case)
-        for sample_index, sample in enumerate(case.samples):
-            run, fault = sample.run, sample.fault
-            if (
-                sample.status != "failed"
-                or fault is None
-                or run is None
-                or run.conversation is None
-            ):
-                continue
-            items.append(
-                FaultItem(
-                    case_index, sample_index, case.name, sample, fault, run.conversation, flaky
-                )
-            )
-    return items
+    return [
+        FaultItem(*where, sample.fault, sample.run.conversation)
+        for where, sample in _samples(cases)
+        if sample.status == "failed"
+        and sample.fault is not None
+        and sample.run is not None
+        and sample.run.conversation is not None
+    ]
 
 
 def _flaky(case: CaseResult) -> bool:

@@ -18,34 +18,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, get
 
 import pydantic
 
+from tui_eval.checks import combinators, conversations, expected, judge, matchers
 from tui_eval.checks.base import Check, Declared
 from tui_eval.checks.choice import choice
-from tui_eval.checks.combinators import all_of, any_of, weighted
-from tui_eval.checks.conversations import at_turn, every_turn, goal_reached, state_equals
-from tui_eval.checks.expected import equals_expected, matches_expected, stop_reason
-from tui_eval.checks.judge import llm_judge
-from tui_eval.checks.matchers import (
-    contains,
-    equals,
-    is_instance,
-    matches,
-    max_latency,
-    max_tokens,
-    max_turns,
-    no_error,
-    not_contains,
-    regex,
-    tool_called,
-    tool_not_called,
-    tool_sequence,
-)
 from tui_eval.util.errors import TuiEvalError
 
 BUILT_IN_CHECKS: tuple[type, ...] = (
-    contains, not_contains, regex, equals, matches, equals_expected, matches_expected,
-    stop_reason, is_instance, choice, tool_called, tool_not_called, tool_sequence, max_turns,
-    max_tokens, max_latency, no_error, llm_judge, all_of, any_of, weighted, state_equals,
-    goal_reached, every_turn, at_turn,
+    matchers.contains, matchers.not_contains, matchers.regex, matchers.equals, matchers.matches,
+    expected.equals_expected, expected.matches_expected, expected.stop_reason,
+    matchers.is_instance, choice, matchers.tool_called, matchers.tool_not_called,
+    matchers.tool_sequence, matchers.max_turns, matchers.max_tokens, matchers.max_latency,
+    matchers.no_error, judge.llm_judge, combinators.all_of, combinators.any_of,
+    combinators.weighted, conversations.state_equals, conversations.goal_reached,
+    conversations.every_turn, conversations.at_turn,
 )  # fmt: skip
 """Every check a declarative suite can name (by its class name)."""
 

@@ -4,7 +4,6 @@ the sample's `CheckContext` for those that take one)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,55 +57,28 @@ class CasePlan:
         case = self.case
         return CheckContext(case.label, case.input, case.expected, case.metadata, sample_index)
 
-    def run_checks(
+    async def run_checks(
         self, run: RunResult, context: CheckContext | None = None
-    ) -> Awaitable[list[CheckResult]]:
+    ) -> list[CheckResult]:
         """Every check of the case, each called exactly once (with `context` if it takes
-        one); async ones run concurrently. A plain function returning the awaitable: one
-        coroutine frame less per sample."""
-        return self._run_checks(run, context)
-
-    async def _run_checks(self, run: RunResult, context: CheckContext | None) -> list[CheckResult]:
-        called: dict[int, CheckResult | Awaitable[Any]] = {}
-        if not self.async_checks:
-            # The common case: free matchers, answered inline with no task group.
-            answered: list[CheckResult] = []
-            for position, check, with_context in self.sync_checks:
-                outcome = call_check(check, run, context, with_context=with_context)
-                if not isinstance(outcome, CheckResult):
-                    # It returned an awaitable after all: finish the rest on the general path.
-                    called = dict(enumerate(answered))
-                    called[position] = outcome
-                    break
-                answered.append(outcome)
-            else:
-                return answered
+        one): the synchronous ones inline, in order, then whatever is left to await
+        concurrently."""
+        results: list[Any] = [None] * len(self.case.checks)
         for position, check, with_context in self.sync_checks:
-            if position not in called:
-                called[position] = call_check(check, run, context, with_context=with_context)
-        results: list[CheckResult | None] = [None] * len(self.case.checks)
-        waiting: list[tuple[int, Check, bool, Awaitable[Any] | None]] = []
-        for position, outcome in called.items():
-            if isinstance(outcome, CheckResult):
-                results[position] = outcome
-            else:
-                waiting.append((position, self.case.checks[position], False, outcome))
-        waiting += [
-            (position, check, with_context, None)
-            for position, check, with_context in self.async_checks
+            results[position] = call_check(check, run, context, with_context=with_context)
+        waiting = [
+            item
+            for item in (*self.sync_checks, *self.async_checks)
+            if not isinstance(results[item[0]], CheckResult)
         ]
 
-        async def finish(
-            position: int, check: Check, with_context: bool, pending: Awaitable[Any] | None
-        ) -> None:
-            outcome = (
-                call_check(check, run, context, with_context=with_context)
-                if pending is None
-                else pending
-            )
-            results[position] = (
-                outcome if isinstance(outcome, CheckResult) else await settle_check(check, outcome)
-            )
+        async def finish(position: int, check: Check, with_context: bool) -> None:
+            outcome = results[position]
+            if outcome is None:
+                outcome = call_check(check, run, context, with_context=with_context)
+            if not isinstance(outcome, CheckResult):
+                outcome = await settle_check(check, outcome)
+            results[position] = outcome
 
         if len(waiting) == 1:
             await finish(*waiting[0])
@@ -114,4 +86,4 @@ class CasePlan:
             async with anyio.create_task_group() as group:
                 for item in waiting:
                     group.start_soon(finish, *item)
-        return [r for r in results if r is not None]
+        return results

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_eval.agents.messages import Message, is_conversation, structured_input_text
+from tui_eval.agents.messages import Message, is_conversation
 from tui_eval.agents.providers import ModelLike
 from tui_eval.agents.users import ScriptedUser, User
 from tui_eval.checks.base import Check
 from tui_eval.checks.judge import name_unnamed_judges
+from tui_eval.util.text import value_text
 
 NAME_LIMIT = 200
 
@@ -30,7 +31,7 @@ def name_from_input(input: str | Sequence[Message] | Any) -> str:
         users = [m.content for m in input if m.role == "user" and m.content]
         text = users[-1] if users else ""
     else:
-        text = structured_input_text(input)
+        text = value_text(input)
     line = " ".join(text.split())
     return line if len(line) <= NAME_LIMIT else line[: NAME_LIMIT - 1] + "…"
 

@@ -1,13 +1,8 @@
 """`RunSettings`: how a run runs — the one description of it that the engine accepts.
 
-Every setting (`concurrency`, `max_cost`, `cache`, provider options, samples, …) is defined
-here once, with its one default and its one validator. The front-ends build a
-`RunSettings`: `evaluate()`, `evaluate_iter()`, `recheck()`, `decide()` and
-`compare_agents()` from their `settings=` and keyword arguments, a `Suite` (and its YAML)
-from its own fields, the CLI and the app from their flags and actions (`RunRequest.settings`).
-A setting that is not given is not *set*: layers combine with `over()`, so a suite's
-`concurrency` applies unless the command line gives one, and the default applies unless
-either does.
+Every setting is defined here once, with its one default and its one validator; the entry
+points, a `Suite` (and its YAML), the CLI and the app all build a `RunSettings`, and layers
+combine with `over()`: a setting that is not given is not *set*.
 """
 
 from __future__ import annotations

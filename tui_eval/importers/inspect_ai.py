@@ -1,23 +1,11 @@
-"""`tui-eval import inspect FILE -o SUITE.yaml`: Inspect datasets and eval logs as suites.
+"""`tui-eval import inspect FILE -o SUITE.yaml`: Inspect datasets and eval logs as suites
+(README: "Agents from other frameworks, traces and datasets").
 
-The file is a dataset (JSON lines, a JSON array or CSV) or an eval log (`.eval` or `.json`;
-see `tui_eval.importers.inspect_files`). Each sample becomes a case: `input` (a string or
-chat messages), `target` (the case's `expected`), `id` (its name) and `metadata`.
-
-How a case is checked keeps the sample's meaning:
-
-- **Multiple choice** (`choices` and a target of choice letters): the input shows the
-  choices lettered `A) …` with the instruction to reply `ANSWER: <letter>`, as Inspect's
-  `multiple_choice()` solver does, and the check is `choice` — the letters on the reply's
-  `ANSWER:` line must be exactly the target's, as Inspect's `choice()` scorer reads them.
-- **Otherwise** a target becomes a check like Inspect's `includes()` scorer: `contains`
-  ignoring case, or `any_of` those for a list target.
-- **An eval log** says how its samples were scored: `choice` and `includes` (with its
-  `ignore_case`) carry over; any other scorer adds no check and is listed.
-
-Whatever has no tui-eval form — images and other non-text content, an assistant message's
-tool calls, a tool message's `tool_call_id`, `files`, `setup`, `sandbox`, other solvers,
-the log's outputs and scores — is listed as not imported.
+Each sample becomes a case (`input`, `target` as `expected`, `id` as its name,
+`metadata`), checked as Inspect would: a multiple-choice sample gets its choices in the
+input, as `multiple_choice()` shows them, and a `choice` check; another target an
+`includes()`-like `contains`; an eval log's own `choice` or `includes` scorer decides
+instead. Whatever has no tui-eval form is listed as not imported.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""`tui-eval import pydantic-evals DATASET.yaml -o SUITE.yaml`.
-
-A pydantic-evals dataset (YAML or JSON: `cases` with `name`, `inputs`, `expected_output`,
-`metadata`, `evaluators`, plus dataset-level `evaluators`) as a tui-eval suite. Evaluators
-become checks — `EqualsExpected` → `equals_expected`, `Equals` → `equals`, `Contains` →
-`contains` (a mapping value → `matches`), `IsInstance` → `is_instance`, `MaxDuration` →
-`max_latency`, `LLMJudge` → `llm_judge`; dataset-level ones become the suite's `checks`.
-
-An `LLMJudge` keeps its meaning: with its `assertion` (the default) it gates; with only a
-`score` (`assertion: false`) it is a judge at threshold 0, a score that never fails a
-sample; with neither it reports nothing and is listed. A judge model tui-eval cannot call
-(`google-gla:…`) is not copied: the suite's header says to set `judge_model:`. Any other
-evaluator (or option with no equivalent) is listed as not imported.
+"""`tui-eval import pydantic-evals DATASET.yaml -o SUITE.yaml` (README: "Agents from other
+frameworks, traces and datasets"): cases and their evaluators as checks, dataset-level
+evaluators as the suite's `checks`. An `LLMJudge` with only a `score` becomes a judge at
+threshold 0 (it never fails a sample); one with neither output, any other evaluator, and
+options with no equivalent are listed as not imported.
 """
 
 from __future__ import annotations
@@ -174,8 +166,8 @@ class _Converter:
             value = kwargs.get("value")
             if isinstance(value, Mapping):
                 return {"matches": dict(value)}
-            if kwargs.get("as_strings") or not isinstance(value, str):
-                value = str(value) if not isinstance(value, str) else value
+            if not isinstance(value, str):  # `as_strings` or not, a str is compared
+                value = str(value)
             if kwargs.get("case_sensitive", True) is False:
                 return {"contains": {"value": value, "ignore_case": True}}
             return {"contains": value}

@@ -1,30 +1,6 @@
-"""Declarative suites: YAML (and JSONL for large datasets) validated with pydantic.
-
-A YAML suite::
-
-    name: geography
-    agent: my_agents:make_agent          # module:attribute, or
-    # recorded: traces.json              # OTLP JSON traces to check, no agent call, or
-    # model: openai:gpt-4o-mini          # a provider spec (with optional instructions)
-    concurrency: 4
-    judge_model: openai:gpt-4o-mini      # default model for llm_judge checks
-    provider: {rpm: 500, timeout: 30}    # API settings (also in the spec: openai:m?rpm=500)
-    max_cost: 2.50                       # dollars; no new sample starts past it
-    cache: on                            # replay stored responses (or read-only)
-    count_user_faults: false             # count user-simulator failures (default: left out)
-    checks: [{no_error: true}]           # checks every case must meet, besides its own
-    cases:
-      - name: capital
-        input: What is the capital of France?
-        checks:
-          - contains: Paris
-          - tool_called: {name: search, args: {query: France}}
-          - llm_judge: {rubric: "Answers in one sentence", threshold: 0.8}
-        samples: 4
-        pass_threshold: 0.75
-
-A JSONL suite has one case per line, optionally preceded by a line `{"suite": {...}}`
-holding the suite's settings (the same keys as a YAML suite, without `cases`).
+"""Declarative suites: YAML (and JSONL for large datasets) validated with pydantic; the
+format is README's "Suites" and the generated `suite.schema.json`. A JSONL suite has one
+case per line, optionally after a `{"suite": {...}}` line of the YAML suite's settings.
 """
 
 from __future__ import annotations
@@ -281,13 +257,8 @@ def _validate(model: type[Any], raw: Any, path: Path, raw_cases: Any, prefix: st
         where = prefix
         if len(loc) >= 2 and loc[0] == "cases" and loc[1].isdigit():
             index = int(loc[1])
-            name = None
-            if (
-                isinstance(raw_cases, list)
-                and index < len(raw_cases)
-                and isinstance(raw_cases[index], dict)
-            ):
-                name = raw_cases[index].get("name")
+            case = raw_cases[index] if isinstance(raw_cases, list) else None
+            name = case.get("name") if isinstance(case, dict) else None
             where = f"case {index + 1}" + (f" ({name!r})" if name else "")
             loc = loc[2:]
         field_path = ".".join(loc)

@@ -69,14 +69,10 @@ def find_suite_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Load
                 )
         else:
             errors.append(LoadError(path, f"{path}: no such file or folder"))
-    seen: set[Path] = set()
-    unique = []
+    unique: dict[Path, Path] = {}
     for file in files:
-        key = file.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(file)
-    return unique, errors
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values()), errors
 
 
 def _walk(folder: Path, visited: set[Path]) -> Iterator[Path]:
@@ -93,12 +89,7 @@ def _walk(folder: Path, visited: set[Path]) -> Iterator[Path]:
             continue
         if entry.is_dir():
             yield from _walk(entry, visited)
-        elif not entry.is_file():
-            continue  # FIFOs, sockets, devices, dangling links: never opened
-        elif entry.suffix in (".yaml", ".yml", ".jsonl"):
-            yield entry
-        elif entry.suffix == ".py" and not entry.name.startswith("_") and _mentions_suite(entry):
-            # Helper modules beside suites are not imported: only files that build a Suite.
+        elif entry.is_file() and is_suite_file(entry):  # never a FIFO, socket or device
             yield entry
 
 
@@ -250,10 +241,7 @@ def real_path(path: Path) -> Path:
 
 def load_python_suites(path: Path) -> list[Suite]:
     """Import a Python file and collect its module-level `Suite` objects."""
-    resolved = path.resolve()
-    folder = str(resolved.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    resolved = path.resolve()  # its folder is importable: `load_file` put it first
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
     module_name = f"tui_eval_suite_{resolved.stem}_{digest}"
     spec = importlib.util.spec_from_file_location(module_name, resolved)

@@ -1,17 +1,8 @@
-"""Suites over recorded traces: YAML `recorded: FILE` in place of `agent:`.
-
-Every agent run of the OTLP JSON file is one sample of the case whose `input` equals the
-run's first user message, or whose `name` is its `tui_eval.case` attribute. A run is a
-trace — or, where one root span holds several agent runs (`invoke_agent` / OpenInference
-`AGENT` spans that are not inside another one, with different inputs or the same input
-asked again), each of them: an agent handing over to another inside one run reads the same
-first user message with a longer history, and stays one run. The samples' runs are built
-from the spans; checks and judges run on them and no agent is ever called.
-
-A trace that has no user message and no case name is no run. When it started during
-another trace, it is most likely work that ran in a thread pool (or another task) without
-the run's OpenTelemetry context: such spans start a trace of their own, and the error (or
-the importer's note) says so.
+"""Suites over recorded traces: YAML `recorded: FILE` in place of `agent:` (README:
+"Recorded traces"). Every agent run of the OTLP JSON file is one sample of the case whose
+`input` equals its first user message, or whose `name` is its `tui_eval.case` attribute: a
+trace, or each of several agent runs under one root span (a handoff inside a run reads the
+same first message with a longer history, and stays one run). No agent is ever called.
 """
 
 from __future__ import annotations

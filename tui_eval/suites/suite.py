@@ -41,14 +41,12 @@ _FOLDER_FILES = frozenset({"quarantine"})
 
 def suite_file_stem(name: str) -> str:
     """The stem of a suite's files (its baseline, its labels): distinct for every suite
-    name, at most `STEM_BYTES` UTF-8 bytes, and a name every file system takes — Windows
-    included — that stays inside its folder.
+    name, at most `STEM_BYTES` UTF-8 bytes, and a name every file system takes (Windows
+    included) that stays inside its folder.
 
-    A simple name (letters, digits, `_`, `-`, `.` and inner spaces, not a Windows device
-    name nor `quarantine`, the name of a file beside baselines) is its own stem: the files earlier versions wrote keep their place. Any other
-    name is shown as it is with every other character made `_`, cut to fit, and followed
-    by `~` and a hash of the whole name — `~` is in no simple stem, so no two names share a
-    file.
+    A simple name is its own stem, so files earlier versions wrote keep their place. Any
+    other name is shown with every unsafe character made `_`, cut to fit, and followed by
+    `~` and a hash of the whole name: `~` is in no simple stem, so no two names share a file.
 
     Example:
         >>> suite_file_stem("support bot"), suite_file_stem("chat/en")[:8]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 PRIVATE_FILE = 0o600
@@ -38,58 +38,9 @@ def private_folder(folder: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
-    """Write `data` to `path` through a temp file, fsync and `os.replace`, with ordinary
-    permissions (baselines and exports are shared), or 0600 in 0700 folders with `private`
-    (what tui-eval keeps in its data folder)."""
-    (error,) = atomic_write_all([(path, data)], private=private)
-    if error is not None:
-        raise error
-
-
-def atomic_write_all(
-    files: Sequence[tuple[Path, bytes]], *, private: bool = False
-) -> list[OSError | None]:
-    """`atomic_write_bytes` for several files at once: all written, then all fsynced (the
-    file system commits them in fewer journal flushes), then each renamed into place; each
-    is held open until then, so keep batches to tens of files. Returns per file None (in
-    place) or the error that left it as it was; one file's error does not stop the others.
-    """
-    errors: list[OSError | None] = [None] * len(files)
-    open_temps: dict[int, tuple[int, str]] = {}  # by the file's index: the fd and path
-    try:
-        for index, (path, data) in enumerate(files):
-            try:
-                open_temps[index] = _temp_file(path, data, private)
-            except OSError as error:
-                errors[index] = error
-        if os.environ.get(FSYNC_VARIABLE) != "0":
-            for index, (fd, _) in open_temps.items():
-                try:
-                    os.fsync(fd)
-                except OSError as error:
-                    errors[index] = error
-        for index in list(open_temps):
-            fd, tmp = open_temps.pop(index)
-            try:
-                os.close(fd)
-                if errors[index] is None:
-                    os.replace(tmp, files[index][0])
-                    continue
-            except OSError as error:
-                errors[index] = error
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    finally:
-        for fd, tmp in open_temps.values():  # left by an error that cut the batch short
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    return errors
-
-
-def _temp_file(path: Path, data: bytes, private: bool) -> tuple[int, str]:
-    """A temp file beside `path` holding `data` with the mode `path` is to get, not yet
-    fsynced: its open descriptor and its path."""
+    """Write `data` to `path` through a temp file beside it, fsync and `os.replace`, with
+    ordinary permissions (baselines and exports are shared), or 0600 in 0700 folders with
+    `private` (what tui-eval keeps in its data folder)."""
     if private:
         private_folder(path.parent)
         mode = PRIVATE_FILE
@@ -101,16 +52,20 @@ def _temp_file(path: Path, data: bytes, private: bool) -> tuple[int, str]:
             mode = 0o666 & ~_UMASK
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if os.environ.get(FSYNC_VARIABLE) != "0":
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
     except BaseException:
-        os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return fd, tmp
 
 
 def open_private(path: Path, mode: str) -> int:

@@ -1,26 +1,18 @@
 """Run a LangGraph graph (or any LangChain runnable over messages) under tui-eval
-(`pip install 'tui-eval[langgraph]'`).
+(`pip install 'tui-eval[langgraph]'`; README: "Agents from other frameworks").
 
 Example:
     >>> from tui_eval.agents.adapters.langgraph import wrap
     >>> suite = Suite("weather", agent=wrap(create_react_agent(llm, tools)), cases=[...])  # doctest: +SKIP
 
-The graph's final state (or a state, a list of messages or one `AIMessage` a plain
-function returns) becomes the `RunResult`: `AIMessage.tool_calls` paired with their
-`ToolMessage` results (status `error` as the call's error), `usage_metadata` summed, the
-last AI message's text as the output; messages are read by their fields, with no
-LangChain import. A graph's chat models are out of reach: give one
-`http_async_client=tui_eval.http_client()` for the rate limiter, cache and `max_cost` to
-apply; otherwise its usage is priced from `usage_metadata`.
-
-A graph with a checkpointer keeps its own memory: in a conversation it is sent only the
-user's latest message on a thread of its own, deleted when the conversation ends;
-outside one, every sample runs on a fresh thread (unless the `config` names one).
+The graph's final state (or the state, messages or `AIMessage` a plain function returns)
+becomes the `RunResult`, its messages read by their fields with no LangChain import. A
+graph with a checkpointer keeps its own memory: a conversation sends it only the user's
+latest message, on a thread of its own deleted when the conversation ends.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 import warnings
@@ -36,6 +28,7 @@ from tui_eval.agents.adapters.install import (
     requests_so_far,
     warn_if_uncached,
 )
+from tui_eval.agents.adapters.spans import json_value
 from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import (
     Message,
@@ -335,7 +328,7 @@ def from_messages(
                     found.error = text
                 else:
                     artifact = getattr(message, "artifact", None)
-                    found.result = artifact if artifact is not None else _value(content)
+                    found.result = artifact if artifact is not None else json_value(content)
             messages.append(Message("tool", text, tool_call_id=call_id))
         else:
             messages.append(Message(role, text))
@@ -400,13 +393,3 @@ def content_text(content: Any) -> str:
                 parts.append(block["text"])
         return "".join(parts)
     return value_text(content)
-
-
-def _value(content: Any) -> Any:
-    """A tool message's content as the value the tool returned, where it is JSON text."""
-    if isinstance(content, str):
-        try:
-            return json.loads(content)
-        except ValueError:
-            return content
-    return content

@@ -1,24 +1,15 @@
-"""Run an OpenAI Agents SDK agent under tui-eval (`pip install 'tui-eval[openai-agents]'`).
+"""Run an OpenAI Agents SDK agent under tui-eval (`pip install 'tui-eval[openai-agents]'`;
+README: "Agents from other frameworks").
 
 Example:
     >>> from tui_eval.agents.adapters.openai_agents import wrap
     >>> suite = Suite("weather", agent=wrap(weather_agent, max_turns=5), cases=[...])  # doctest: +SKIP
 
-The SDK's result (from `wrap`, or returned by a plain function: `from_result`) becomes
-the `RunResult`: each tool call with its arguments and result or error, the output, the
-summed usage, the messages, and the stop reason of the last model response. `wrap` runs a
-copy of the agent whose models send through tui-eval's HTTP layer and then through the
-`AsyncOpenAI` client the user gave them (`install.routed`). A model named by a string is
-made by the SDK's default provider, which has no public way in: give it
-`RunConfig(model_provider=OpenAIProvider(openai_client=AsyncOpenAI(
-http_client=tui_eval.http_client())))`; its usage is still priced from the result.
-
-While `wrap` runs the agent, run hooks record each model response and tool output (the
-caller's own hooks still called) and the exception of each tool that raised, so a call is
-failed even when a `failure_error_function` turned the error into text; a run that raises
-keeps its calls and usage up to the failure. `wrap(agent, memory=True)` gives the agent a
-session per conversation (`Case(user=...)`): each turn sends only the user's latest
-message.
+`wrap` runs a copy of the agent whose OpenAI models send through tui-eval's HTTP layer and
+then through the user's own `AsyncOpenAI` client (`install.routed`). Run hooks record each
+model response, tool output and raising tool while it runs (the caller's hooks still
+called), so a call is failed even when a `failure_error_function` turned its error into
+text, and a run that raises keeps its calls and usage up to the failure.
 """
 
 from __future__ import annotations

@@ -5,13 +5,10 @@ Example:
     >>> suite = Suite("support", agent=capture(my_instrumented_agent), cases=[...])  # doctest: +SKIP
 
 `capture(fn)` runs `fn(input)` in a fresh trace of its own and collects that trace's spans
-(`spans.py` reads them) with a span processor added to the global SDK `TracerProvider`
-(installed when the application has none), so samples never see each other's spans and
-the application's exporters keep working. What `fn` returns is its output; its tool
-calls, usage and turns come from the spans when it has none, and model calls that did not
-pass through `tui_eval.http_client()` are priced from them. A model or tool span that
-starts a trace of its own while a sample runs (a thread pool without the context) is
-reported, not collected.
+(`spans.py` reads them) with a span processor added to the global SDK `TracerProvider`, so
+samples never see each other's spans and the application's exporters keep working. Model
+or tool spans that start a trace of their own while a sample runs (a thread pool without
+the context) are reported, not collected.
 """
 
 from __future__ import annotations

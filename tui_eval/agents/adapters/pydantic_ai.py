@@ -20,14 +20,13 @@ from tui_eval.agents.adapters.install import (
     require,
     routed,
 )
-from tui_eval.agents.http.metering import ResponseTokens, token_count
+from tui_eval.agents.http.metering import ResponseTokens
 from tui_eval.agents.messages import (
     Message,
     RunResult,
     ToolCall,
     Usage,
     is_conversation,
-    structured_input_text,
 )
 from tui_eval.agents.run_spec import AgentCall, Input, RunSpec
 from tui_eval.util.text import value_text
@@ -112,23 +111,9 @@ def _run(history: list[Any], own_from: int, latency_ms: float) -> RunResult:
     last = messages[-1] if messages else None
     output = last.content if last is not None and last.role == "assistant" else None
     own = history[own_from:]
-    usage = _responses_usage(own)
+    usage = sum((Usage(t.input, t.output, 1) for _, _, t in _usages(own)), Usage())
     stop = _stop_reason(own)
     return RunResult(output, messages, calls, usage, turns, latency_ms, stop_reason=stop)
-
-
-def _responses_usage(history: list[Any]) -> Usage:
-    """The usage of the model responses among `history`."""
-    usage = Usage()
-    for item in history:
-        if type(item).__name__ == "ModelResponse":
-            raw = getattr(item, "usage", None)
-            usage = usage + Usage(
-                token_count(getattr(raw, "input_tokens", 0)),
-                token_count(getattr(raw, "output_tokens", 0)),
-                1,
-            )
-    return usage
 
 
 def pydantic_ai_model(model: Any) -> Any:
@@ -138,7 +123,7 @@ def pydantic_ai_model(model: Any) -> Any:
         from pydantic_ai.models import infer_model
 
         return _routed_model(infer_model(model))
-    if isinstance(model, str) and model.startswith("openai-compatible:"):
+    if isinstance(model, str):
         import os
 
         from pydantic_ai.models.openai import OpenAIChatModel
@@ -192,7 +177,7 @@ def prompt_and_history(input: Input) -> tuple[str, list[Any]]:
     if isinstance(input, str):
         return input, []
     if not is_conversation(input):
-        return structured_input_text(input), []
+        return value_text(input), []
     from pydantic_ai import messages as pm
 
     turns = list(input)

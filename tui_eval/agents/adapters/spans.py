@@ -152,7 +152,7 @@ def requested_calls(span: SpanRecord) -> list[ToolCall]:
     """The tool calls a model span's output messages ask for (GenAI parts, chat-style
     `tool_calls`, or OpenInference's flattened `llm.output_messages.*`)."""
     attrs = span.attributes
-    raw = _json(attrs.get("gen_ai.output.messages"))
+    raw = json_value(attrs.get("gen_ai.output.messages"))
     found: list[ToolCall] = []
     if isinstance(raw, list):
         for message in raw:
@@ -193,10 +193,15 @@ def requested_calls(span: SpanRecord) -> list[ToolCall]:
 
 
 def _requested(name: Any, raw_arguments: Any, call_id: Any) -> ToolCall:
-    arguments = _json(raw_arguments)
-    if not isinstance(arguments, dict):
-        arguments = {} if raw_arguments in (None, "") else {"input": arguments}
-    return ToolCall(str(name or ""), arguments, str(call_id or ""))
+    return ToolCall(str(name or ""), _arguments(raw_arguments), str(call_id or ""))
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments: a JSON object as itself, any other value as `{"input": value}`."""
+    arguments = json_value(raw)
+    if isinstance(arguments, dict):
+        return arguments
+    return {} if raw in (None, "") else {"input": arguments}
 
 
 def first_user_message(spans: Sequence[SpanRecord]) -> str | None:
@@ -223,19 +228,15 @@ def _tool_call(span: SpanRecord) -> ToolCall:
     raw_args = attrs.get("gen_ai.tool.call.arguments")
     if raw_args is None:
         raw_args = attrs.get("tool.parameters", attrs.get("input.value"))
-    arguments = _json(raw_args)
-    if not isinstance(arguments, dict):
-        arguments = {} if raw_args in (None, "") else {"input": arguments}
     raw_result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
-    call = ToolCall(
+    return ToolCall(
         str(name),
-        arguments,
+        _arguments(raw_args),
         str(attrs.get("gen_ai.tool.call.id") or attrs.get("tool_call.id") or span.span_id),
-        result=_json(raw_result),
+        result=json_value(raw_result),
         error=span.error,
         latency_ms=span.duration_ms,
     )
-    return call
 
 
 def input_messages_of(span: SpanRecord) -> list[Message]:
@@ -243,13 +244,13 @@ def input_messages_of(span: SpanRecord) -> list[Message]:
     attrs = span.attributes
     raw = attrs.get("gen_ai.input.messages")
     if raw is not None:
-        return _messages(_json(raw))
+        return _messages(json_value(raw))
     indexed = _indexed_messages(attrs, "llm.input_messages")
     if indexed:
         return indexed
     value = attrs.get("input.value")
     if value is not None and span.kind in ("agent", "llm"):
-        parsed = _json(value)
+        parsed = json_value(value)
         if isinstance(parsed, Mapping) and isinstance(parsed.get("messages"), list):
             return _messages(parsed["messages"])
         if isinstance(parsed, list):
@@ -263,12 +264,9 @@ def input_messages_of(span: SpanRecord) -> list[Message]:
 def _answer_text(span: SpanRecord) -> str | None:
     attrs = span.attributes
     raw = attrs.get("gen_ai.output.messages")
-    if raw is not None:
-        texts = [m.content for m in _messages(_json(raw)) if m.content]
-        return "".join(texts) if texts else None
-    indexed = _indexed_messages(attrs, "llm.output_messages")
-    if indexed:
-        texts = [m.content for m in indexed if m.content]
+    indexed = _indexed_messages(attrs, "llm.output_messages") if raw is None else []
+    if raw is not None or indexed:
+        texts = [m.content for m in (indexed or _messages(json_value(raw))) if m.content]
         return "".join(texts) if texts else None
     value = attrs.get("output.value")
     if value is not None:
@@ -320,23 +318,14 @@ def _indexed_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
     return _messages([found[i] for i in sorted(found)])
 
 
-def _json(value: Any) -> Any:
+def json_value(value: Any) -> Any:
+    """A string holding JSON as its value; anything else as it is."""
     if isinstance(value, str):
-        text = value.strip()
-        if text[:1] in ("{", "[", '"') or text in ("true", "false", "null") or _numeric(text):
-            try:
-                return json.loads(text)
-            except ValueError:
-                return value
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
     return value
-
-
-def _numeric(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _token_counts(attrs: Mapping[str, Any]) -> tuple[int, int]:
