@@ -221,4 +221,8 @@ def test_labels_of_a_suite_an_earlier_version_named_are_kept(tmp_path):
     other.cases = [Case("r", name="r", checks=[contains("a")])]
     assert len(LabelStore.of(other)) == 0 and legacy.exists()
     assert labels_path(suite) != legacy
-    assert len(LabelStore.of(suite)) == 1 and not legacy.exists()
+    store = LabelStore.of(suite)
+    assert len(store) == 1 and legacy.exists()  # reading moves nothing
+    store.put(new_label("q", "judge", "another output", "fail", labelled_at=2.0))
+    assert not legacy.exists()  # the first write moves it, keeping the earlier label
+    assert len(LabelStore.of(suite)) == 2 and labels_path(suite).exists()

@@ -23,7 +23,7 @@ from tui_eval.agents.messages import Conversation, RunResult
 from tui_eval.checks.base import SCORE_PASS, CheckResult
 from tui_eval.checks.faults import FAULT_CHECK, PARTIES, Party
 from tui_eval.suites import Suite
-from tui_eval.suites.suite import suite_file
+from tui_eval.suites.suite import suite_file, suite_file_stem
 from tui_eval.util.atomic import atomic_write_bytes, folder_lock
 from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.text import json_safe, validation_message
@@ -161,19 +161,26 @@ def new_label(
 
 
 def labels_path(suite: Suite) -> Path:
-    """Where `suite`'s labels live: `<suite folder>/__labels__/<suite name>.jsonl` (a file
-    an earlier version named for the suite is moved there first)."""
+    """Where `suite`'s labels are written: `<suite folder>/__labels__/<stem>.jsonl`."""
+    folder = suite.path.parent if suite.path is not None else Path.cwd()
+    return folder / LABELS_FOLDER / f"{suite_file_stem(suite.name)}.jsonl"
+
+
+def earlier_labels_path(suite: Suite) -> Path | None:
+    """`suite`'s labels file as an earlier version named it (`chat_en.jsonl` for `chat/en`),
+    while there is none at `labels_path`: read in place, moved by the first write."""
+    path = labels_path(suite)
     cases = {case.label for case in suite.cases}
 
-    def owned(path: Path) -> bool:  # the file holds labels of this suite's cases only
+    def owned(file: Path) -> bool:  # the file holds labels of this suite's cases only
         try:
-            records = read_labels(path)
+            records = read_labels(file)
         except (LabelsFileError, OSError):
             return False
         return bool(records) and all(record.case in cases for record in records)
 
-    folder = suite.path.parent if suite.path is not None else Path.cwd()
-    return suite_file(folder / LABELS_FOLDER, suite.name, ".jsonl", owned=owned)
+    found = suite_file(path.parent, suite.name, ".jsonl", owned=owned)
+    return found if found != path else None
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:
@@ -247,8 +254,13 @@ class LabelStore:
         path: the labels file.
     """
 
-    def __init__(self, path: str | Path, records: Iterable[LabelRecord] = ()) -> None:
+    def __init__(
+        self, path: str | Path, records: Iterable[LabelRecord] = (), earlier: Path | None = None
+    ) -> None:
         self.path = Path(path)
+        self.earlier = earlier
+        """The file an earlier version named for the suite, read while `path` does not
+        exist and removed by the first write."""
         self._records: dict[tuple[str, str, str], LabelRecord] = {r.key: r for r in records}
         self._unsaved: dict[tuple[str, str, str], LabelRecord | None] = {}
         self._synced: bytes | None = None
@@ -270,8 +282,12 @@ class LabelStore:
 
     @classmethod
     def of(cls, suite: Suite) -> LabelStore:
-        """The labels of `suite`, from its labels file."""
-        return cls.load(labels_path(suite))
+        """The labels of `suite`, from its labels file (or an earlier version's, `earlier`)."""
+        earlier = earlier_labels_path(suite)
+        if earlier is None:
+            return cls.load(labels_path(suite))
+        store = cls(labels_path(suite), read_labels(earlier), earlier=earlier)
+        return store
 
     def __len__(self) -> int:
         return len(self._records)
@@ -335,7 +351,9 @@ class LabelStore:
             if self._synced is not None and _digest(self.path) == self._synced:
                 merged = dict(self._records)  # nobody wrote since: it holds our changes
             else:
-                merged = {record.key: record for record in read_labels(self.path)}
+                moving = self.earlier is not None and not self.path.exists()
+                source = self.earlier if moving and self.earlier else self.path
+                merged = {record.key: record for record in read_labels(source)}
                 for key, record in self._unsaved.items():
                     if record is None:
                         merged.pop(key, None)
@@ -345,6 +363,9 @@ class LabelStore:
             data = ("\n".join(lines) + "\n" if lines else "").encode()
             atomic_write_bytes(self.path, data)
             self._synced = hashlib.sha256(data).digest()
+            if self.earlier is not None:
+                self.earlier.unlink(missing_ok=True)
+                self.earlier = None
         self._unsaved.clear()
         self._records = merged
 

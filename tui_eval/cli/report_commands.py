@@ -105,7 +105,7 @@ def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Rep
                 f"no baseline for suite {suite!r}: give BASELINE or --baseline-dir DIR"
             )
         # A comparison only reads: a file an earlier version named is read where it is.
-        path = suite_file(where, suite, ".json", owned=holds_report_of(suite), move=False)
+        path = suite_file(where, suite, ".json", owned=holds_report_of(suite))
         if not path.exists():
             missing.append((suite, path))
             continue

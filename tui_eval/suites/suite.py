@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import unicodedata
 from collections import Counter
@@ -94,35 +93,19 @@ def _legacy_stem(name: str, limit: int | None = 120) -> str:
     return (stem[:limit] if limit is not None else stem) or "suite"
 
 
-def suite_file(
-    folder: Path, name: str, suffix: str, *, owned: Callable[[Path], bool], move: bool = True
-) -> Path:
-    """The file of suite `name` in `folder`: `<stem><suffix>` (`suite_file_stem`).
-
-    A file an earlier version named for it (before stems were distinct: `chat_en.json` for
-    `chat/en`, a name cut at 120 characters, `con.json`) is moved there the first time,
-    when the new file does not exist yet and `owned` says the old one is this suite's —
-    the old name may be another suite's, or have been shared by several. Where it cannot be
-    moved (or not `move`: a command that only reads), it is used where it is.
+def suite_file(folder: Path, name: str, suffix: str, *, owned: Callable[[Path], bool]) -> Path:
+    """The file of suite `name` in `folder`: `<stem><suffix>` (`suite_file_stem`), or the
+    file an earlier version named for it (before stems were distinct: `chat_en.json` for
+    `chat/en`, a name cut at 120 characters, `con.json`) while there is none at the new name
+    and `owned` says the old one is this suite's (the old name may be another suite's, or
+    have been shared by several). Nothing is moved here: the stores move an earlier file on
+    their first write.
     """
     path = folder / f"{suite_file_stem(name)}{suffix}"
     legacy = folder / f"{_legacy_stem(name)}{suffix}"
     if legacy == path or path.exists() or not legacy.is_file() or not owned(legacy):
         return path
-    if not move:
-        return legacy
-    try:
-        os.link(legacy, path)  # never over a file made meanwhile
-    except FileExistsError:
-        return path
-    except OSError:  # no hard links on this file system: a plain rename
-        try:
-            legacy.rename(path)
-        except OSError:
-            return legacy
-        return path
-    legacy.unlink(missing_ok=True)
-    return path
+    return legacy
 
 
 def holds_report_of(name: str) -> Callable[[Path], bool]:
@@ -250,9 +233,7 @@ class Suite:
         path = self.baseline_path
         if self.baseline is not None:
             return None
-        found = suite_file(
-            path.parent, self.name, ".json", owned=holds_report_of(self.name), move=False
-        )
+        found = suite_file(path.parent, self.name, ".json", owned=holds_report_of(self.name))
         return found if found != path else None
 
     def duplicate_names(self) -> list[str]:
