@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,7 +37,7 @@ from tui_eval.run.events import (
     RunStatus,
     SampleFinished,
 )
-from tui_eval.run.sample_runner import Pacer, Pacing, SampleRunner, SampleSource
+from tui_eval.run.sample_runner import Pacing, SampleRunner, SampleSource
 from tui_eval.run.sample_sources import AgentRuns
 
 STATUS_EVERY_S = 0.5
@@ -128,10 +128,7 @@ class Evaluation:
             # with earlier runs, decide()'s rounds, has seen them already: its owner seeds it.)
             for result in self.results:
                 for done_sample in result.samples:
-                    if self.budget is not None:
-                        self.budget.observe(done_sample)
-                    else:
-                        self.ledger.add(done_sample)
+                    self._spend(done_sample)
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self._cancelled = False
@@ -266,84 +263,55 @@ class Evaluation:
                 self._scope = scope
                 if self._cancel_requested:
                     scope.cancel()
-                settings = self.settings
                 if self._executor is not None:
                     await self._executor.execute(self, self.missing_units())
-                elif settings.fail_fast:
-                    await self._until_first_failure()
-                elif settings.parallel_samples:
-                    await self._sample_pool()
                 else:
-                    await self._case_pool()
+                    await self._run_here()
         finally:
             self._scope = None
         self._cancel_caught = scope.cancelled_caught
 
     # -- scheduling in this process ----------------------------------------------------
-    async def _run_case(self, index: int, pacer: Pacer) -> None:
-        """Run the missing samples of case `index`, one after another."""
-        result = self.results[index]
-        samples, record, turn_due, gated = (
+    async def _run_here(self) -> None:
+        """`concurrency` workers take the cases in order, a case's samples one after another;
+        with `parallel_samples` each missing sample is a unit of its own (samples of one case
+        run concurrently: only for agents built fresh for each sample); `fail_fast` runs one
+        case at a time and stops after the first failing case."""
+        settings, samples, record, turn_due = (
+            self.settings,
             self.samples,
-            self.record,
+            self.record_unit,
             self.pacing.turn_due,
-            self.gated,
         )
-        for sample_index in range(len(result.samples), samples.plan_of(index).case.samples):
-            if gated and not await self.may_start(index, sample_index):
-                return
-            started = time.perf_counter()
-            record(index, await samples.run(index, sample_index, pacer))
-            if turn_due(pacer, started):
-                await anyio.lowlevel.checkpoint()
-        self.case_finished(index)
-
-    async def _until_first_failure(self) -> None:
-        """One case at a time; stop after the first failing case."""
-
-        async def serial() -> None:  # its own task, so its context stays its own
-            pacer = self.pacing.new_pacer()
-            for index in range(len(self.results)):
-                await self._run_case(index, pacer)
-                if not self.results[index].passed or self.stopped:
-                    break
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(serial)
-
-    async def _case_pool(self) -> None:
-        """`concurrency` workers take the cases in order; a case's samples run one after
-        another."""
-        pending = iter(range(len(self.results)))
-
-        async def worker() -> None:
-            pacer = self.pacing.new_pacer()
-            for index in pending:
-                await self._run_case(index, pacer)
-                if self.gated and self.stopped:
-                    return
-
-        async with anyio.create_task_group() as group:
-            await _start_staggered(group, worker, min(self.settings.concurrency, len(self.results)))
-
-    async def _sample_pool(self) -> None:
-        """Every missing sample of every case as its own unit of work (samples of one case
-        run concurrently: only for agents built fresh for each sample)."""
+        fail_fast, gated = settings.fail_fast, self.gated
         units = self.missing_units()
-        pending = iter(units)
+        work: list[tuple[int, list[tuple[int, int]]]]
+        if settings.parallel_samples and not fail_fast:
+            work = [(unit[0], [unit]) for unit in units]
+        else:
+            work = [(index, []) for index in range(len(self.cases))]
+            for unit in units:
+                work[unit[0]][1].append(unit)
+        pending = iter(work)
 
         async def worker() -> None:
             pacer = self.pacing.new_pacer()
-            for index, sample_index in pending:
-                if self.gated and not await self.may_start(index, sample_index):
+            for index, group in pending:
+                for _, sample_index in group:
+                    if gated and not await self.may_start(index, sample_index):
+                        return
+                    started = time.perf_counter()
+                    record(index, await samples.run(index, sample_index, pacer))
+                    if turn_due(pacer, started):
+                        await anyio.lowlevel.checkpoint()
+                if not group:
+                    self.case_finished(index)  # resumed whole
+                if (fail_fast and not self.results[index].passed) or (gated and self.stopped):
                     return
-                started = time.perf_counter()
-                self.record_unit(index, await self.samples.run(index, sample_index, pacer))
-                if self.pacing.turn_due(pacer, started):
-                    await anyio.lowlevel.checkpoint()
 
         async with anyio.create_task_group() as group:
-            await _start_staggered(group, worker, min(self.settings.concurrency, len(units)))
+            count = 1 if fail_fast else min(settings.concurrency, len(work))
+            await _start_staggered(group, worker, count)
 
     def _finish(self, *, cancelled: bool) -> Report:
         self._duration = time.perf_counter() - self._t0
@@ -411,11 +379,16 @@ class Evaluation:
             samples.append(sample)
         else:  # samples of one case running concurrently finish in any order
             bisect.insort(samples, sample, key=lambda s: s.index)
-        self.ledger.add(sample)
-        if self.budget is not None:
-            self.budget.settle((id(self), index, sample.index), sample)
+        self._spend(sample, (id(self), index, sample.index))
         if self._on_event is not None:
             self._on_event(SampleFinished(index, sample))
+
+    def _spend(self, sample: SampleResult, key: Hashable = None) -> None:
+        """Count a sample's cost in the ledger, through the budget when there is one."""
+        if self.budget is None:
+            self.ledger.add(sample)
+        else:
+            self.budget.settle(sample, key)
 
 
 async def _start_staggered(

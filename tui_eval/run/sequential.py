@@ -333,7 +333,7 @@ def _shared_budget(
     for side in done:
         for samples in (side or {}).values():
             for sample in samples:
-                budget.observe(sample)
+                budget.settle(sample)
     return budget
 
 
