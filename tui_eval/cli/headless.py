@@ -122,12 +122,12 @@ def _can_watch_signals() -> bool:
 
 
 def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
-    title = service.suite.name
+    title = service.plan.suite.name
     kind = service.kind
     if isinstance(kind, ABRun):
         title = f"{title}: A = {kind.a}, B = {kind.b}"
-    outcome = SuiteOutcome(suite=service.suite, report=report, kind=kind, title=title)
-    budget = service.settings.max_cost
+    outcome = SuiteOutcome(suite=service.plan.suite, report=report, kind=kind, title=title)
+    budget = service.plan.settings.max_cost
     if budget is not None and report.samples and not report.priced:
         outcome.notes.append(
             f"warning: max_cost ${budget:g} was not enforced: no sample had a price (give the "
@@ -143,12 +143,12 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     if compared.status is BaselineStatus.COMPARED:
         outcome.diff = compared.diff
         outcome.baseline = compared.baseline
-    elif compared.status is BaselineStatus.MISSING and not service.request.save_baseline:
+    elif compared.status is BaselineStatus.MISSING and not service.plan.request.save_baseline:
         outcome.baseline_missing = str(compared.path)
     elif compared.is_error:
         outcome.baseline_error = compared.message
         print_error(f"error: {compared.message}")
-    if service.request.save_baseline:
+    if service.plan.request.save_baseline:
         outcome.notes.append(service.baseline_store.save(report, service.coverage).message)
     return outcome
 
@@ -361,7 +361,7 @@ async def _execute_all(
         if resuming:
             print(
                 f"resuming {service.run_id}: {service.resumed_samples:,} of "
-                f"{service.suite.total_samples:,} samples already done"
+                f"{service.plan.suite.total_samples:,} samples already done"
             )
         outcome = await execute(service, signals=signals)
         print_outcome(outcome)
@@ -371,7 +371,7 @@ async def _execute_all(
             for rest in left:
                 rest.close()  # not started: its journal stays resumable
             if left:
-                names = ", ".join(one_line(s.suite.name, 60) for s in left)
+                names = ", ".join(one_line(s.plan.suite.name, 60) for s in left)
                 print(f"not run: {names}; `tui-eval resume` runs them\n")
             break
     return outcomes
