@@ -103,7 +103,7 @@ class Evaluation:
         """Runs single samples of this run (what schedulers and executors call)."""
         self.cache = self.samples.context.cache
         self.pacing = Pacing(on_event)
-        self._on_event = on_event
+        self._emit = on_event
         self.gated = self.budget is not None or settings.time_budget is not None
         """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
         schedulers skip the call otherwise."""
@@ -139,14 +139,6 @@ class Evaluation:
         self._out_of_time = False
         self.finished = False
         """Whether `run()` has ended (completely or cancelled): `report` is then final."""
-
-    @property
-    def _emit(self) -> EventHandler | None:
-        return self._on_event
-
-    @_emit.setter
-    def _emit(self, emit: EventHandler | None) -> None:
-        self._on_event = self.samples.emit = self.pacing.emit = emit
 
     # -- control ---------------------------------------------------------------------
     @property
@@ -347,8 +339,8 @@ class Evaluation:
 
     def case_finished(self, index: int) -> None:
         """Announce a case whose samples all ran."""
-        if self._on_event is not None:
-            self._on_event(CaseFinished(index, self.results[index]))
+        if self._emit is not None:
+            self._emit(CaseFinished(index, self.results[index]))
 
     def accept(self, index: int, sample: SampleResult) -> bool:
         """Record a sample another executor ran (False: that sample was already recorded,
@@ -380,8 +372,8 @@ class Evaluation:
         else:  # samples of one case running concurrently finish in any order
             bisect.insort(samples, sample, key=lambda s: s.index)
         self._spend(sample, (id(self), index, sample.index))
-        if self._on_event is not None:
-            self._on_event(SampleFinished(index, sample))
+        if self._emit is not None:
+            self._emit(SampleFinished(index, sample))
 
     def _spend(self, sample: SampleResult, key: Hashable = None) -> None:
         """Count a sample's cost in the ledger, through the budget when there is one."""
