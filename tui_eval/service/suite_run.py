@@ -426,6 +426,3 @@ class SuiteRun:
             return []
         ran = {case.name for case in report.cases}
         return [case.label for case in self.plan.suite.cases if case.label not in ran]
-
-
-__all__ = ["ResumeError", "SuiteRun"]
