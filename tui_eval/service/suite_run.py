@@ -223,7 +223,7 @@ class SuiteRun:
                 "definitions. Start a new run, or `tui-eval resume --force` to mix them"
             )
         try:
-            journal = history.reopen(record)
+            journal = RunJournal(record)
         except RunLockedError as exc:
             raise ResumeError(str(exc)) from None
         done = read_journal_samples(record.journal_path)
