@@ -1,13 +1,7 @@
 """`Evaluation`: one run of cases — its results, budget, cancellation, events, and how its
-samples are spread over workers.
-
-A `SampleRunner` (`tui_eval.run.sample_runner`) runs each sample from the run's
-`SampleSource`. In this process one of three strategies, chosen by `RunSettings`, spreads
-them: a pool of `concurrency` workers over the cases (the default: a case's samples one
-after another), one case at a time stopping after the first failing case (`fail_fast`), or
-a pool over every missing sample (`parallel_samples`); an `Executor` schedules its own.
-`tui_eval.run.runner` holds the entry points built on it (`evaluate`, `evaluate_iter`,
-`recheck`).
+samples are spread over workers (in this process, or by an `Executor`). Each sample is run
+by a `SampleRunner` (`tui_eval.run.sample_runner`); the entry points built on it are in
+`tui_eval.run.runner`.
 """
 
 from __future__ import annotations
@@ -47,17 +41,12 @@ class Evaluation:
     """One evaluation run, with a handle to cancel it and read its partial report.
 
     `evaluate()` is `Evaluation(...).run()`. The app and the CLI keep the object to call
-    `cancel()`: the run then stops, and `run()` returns a report of every finished sample
-    marked `cancelled=True`. Its samples are run by `samples` (a `SampleRunner`), spread
-    over workers by one of its strategies or by an `Executor`; the run records them, keeps
-    the budget and emits the events.
+    `cancel()`: `run()` then returns a report of every finished sample, `cancelled=True`.
 
     Args:
-        settings: how the run runs (`RunSettings`: concurrency, budget, cache, provider
-            options, executor...); the front-ends (`evaluate()` and friends, `SuiteRun`)
-            build it.
-        done: samples already finished in an earlier, interrupted run, by case name; only
-            the missing samples of each case run (this is how `resume` works).
+        settings: how the run runs (`RunSettings`); the front-ends build it.
+        done: samples an earlier, interrupted run finished, by case name; only the missing
+            samples of each case run (this is how `resume` works).
         source: where the samples come from (default: `AgentRuns(agent)`, calling the
             agent); `SavedRuns` checks an earlier report's runs again (`recheck`).
     """
