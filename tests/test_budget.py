@@ -118,9 +118,9 @@ async def test_a_run_without_prices_is_not_serialised_by_a_budget():
 
 async def test_nonsense_prices_never_lower_the_spend():
     budget = CostBudget(1.0)
-    budget.observe(SampleResult("a", 0, "passed", cost=0.5))
-    budget.observe(SampleResult("a", 1, "passed", cost=-10.0))
-    budget.observe(SampleResult("a", 2, "passed", cost=float("nan")))
+    budget.settle(SampleResult("a", 0, "passed", cost=0.5))
+    budget.settle(SampleResult("a", 1, "passed", cost=-10.0))
+    budget.settle(SampleResult("a", 2, "passed", cost=float("nan")))
     assert budget.spent == 0.5
     with pytest.raises(ValueError, match="max_cost"):
         CostBudget(float("nan"))

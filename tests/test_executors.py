@@ -161,12 +161,6 @@ def test_samples_stream_in_completion_order(kind, tmp_path, runtime):
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
     suite = write_suite(tmp_path, cases=40, samples=5, latency=0.02, concurrency=4)
-    evaluation = Evaluation(
-        suite.agent,
-        suite.cases,
-        settings=RunSettings(concurrency=4, executor=executor_for(kind, suite)),
-        name=suite.name,
-    )
     seen = []
 
     def on_event(event):
@@ -175,7 +169,13 @@ def test_cancel_keeps_finished_samples(kind, tmp_path, runtime):
             if len(seen) == 20:
                 evaluation.cancel()
 
-    evaluation._emit = on_event
+    evaluation = Evaluation(
+        suite.agent,
+        suite.cases,
+        settings=RunSettings(concurrency=4, executor=executor_for(kind, suite)),
+        name=suite.name,
+        on_event=on_event,
+    )
     report = run(evaluation)
     assert report.cancelled
     assert 20 <= len(report.samples) < 200

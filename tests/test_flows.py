@@ -358,7 +358,7 @@ def test_decide_against_a_baseline_report_passed_in_is_journaled(tmp_path):
         return service, await service.run()
 
     service, report = anyio.run(decide)
-    assert service.baseline is previous and service.decision is not None
+    assert service.plan.baseline is previous and service.decision is not None
     assert [c.name for c in service.decision.diff.changes] == [c.name for c in previous.cases]
     record = history.runs()[0]
     assert isinstance(record.request.kind, DecideRun) and record.finished

@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from tui_eval.service.suite_set import _forget_modules, _real_folder
+from tui_eval.service.suite_set import _folder_of_module, _forget_modules
 from tui_eval.suites.discovery import real_path
 
 
@@ -48,7 +48,7 @@ def test_each_modules_folder_is_the_folder_of_its_resolved_file(tmp_path, monkey
     for module in list(sys.modules.values()):
         location = getattr(module, "__file__", None)
         if location:
-            assert _real_folder(location, seen) == real_path(Path(location)).parent, location
+            assert _folder_of_module(location, seen) == real_path(Path(location)).parent, location
 
     _forget_modules({real_path(suites)}, {})
     forgotten = {name for name in names if name not in sys.modules}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -521,38 +522,28 @@ BATCH_FLAGS = (
 """`run`'s flags that make it a headless job (files for CI, baseline work), as `--fail-on` does."""
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    from tui_eval.cli import headless, report_commands
+HANDLERS = {
+    "compare": "report_commands:compare_command",
+    "merge": "report_commands:merge_command",
+    "history": "report_commands:history_command",
+    "resume": "headless:resume_command",
+    "failures": "failures:failures_command",
+    "quarantine": "failures:quarantine_command",
+    "calibrate": "calibrate:calibrate_command",
+    "import": "imports:import_command",
+}
+"""The module of `tui_eval.cli` and the function that runs each other command (imported
+when it runs: `--help` stays fast)."""
 
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "ab", "recheck"):
         return _run(args)
-    if args.command == "compare":
-        return report_commands.compare_command(args)
-    if args.command == "merge":
-        return report_commands.merge_command(args)
     if args.command == "show":
         return _open_report(args.report)
-    if args.command == "history":
-        return report_commands.history_command(args.limit)
-    if args.command == "resume":
-        return headless.resume_command(args)
-    if args.command == "failures":
-        from tui_eval.cli.failures import failures_command
-
-        return failures_command(args)
-    if args.command == "quarantine":
-        from tui_eval.cli.failures import quarantine_command
-
-        return quarantine_command(args)
-    if args.command == "calibrate":
-        from tui_eval.cli.calibrate import calibrate_command
-
-        return calibrate_command(args)
-    if args.command == "import":
-        from tui_eval.cli.imports import import_command
-
-        return import_command(args)
-    raise AssertionError(args.command)
+    module, _, function = HANDLERS[args.command].partition(":")
+    handler = getattr(importlib.import_module(f"tui_eval.cli.{module}"), function)
+    return cast(int, handler(args))
 
 
 def _run(args: argparse.Namespace) -> int:

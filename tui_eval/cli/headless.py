@@ -122,12 +122,12 @@ def _can_watch_signals() -> bool:
 
 
 def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
-    title = service.suite.name
+    title = service.plan.suite.name
     kind = service.kind
     if isinstance(kind, ABRun):
         title = f"{title}: A = {kind.a}, B = {kind.b}"
-    outcome = SuiteOutcome(suite=service.suite, report=report, kind=kind, title=title)
-    budget = service.settings.max_cost
+    outcome = SuiteOutcome(suite=service.plan.suite, report=report, kind=kind, title=title)
+    budget = service.plan.settings.max_cost
     if budget is not None and report.samples and not report.priced:
         outcome.notes.append(
             f"warning: max_cost ${budget:g} was not enforced: no sample had a price (give the "
@@ -143,12 +143,12 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
     if compared.status is BaselineStatus.COMPARED:
         outcome.diff = compared.diff
         outcome.baseline = compared.baseline
-    elif compared.status is BaselineStatus.MISSING and not service.request.save_baseline:
+    elif compared.status is BaselineStatus.MISSING and not service.plan.request.save_baseline:
         outcome.baseline_missing = str(compared.path)
     elif compared.is_error:
         outcome.baseline_error = compared.message
         print_error(f"error: {compared.message}")
-    if service.request.save_baseline:
+    if service.plan.request.save_baseline:
         outcome.notes.append(service.baseline_store.save(report, service.coverage).message)
     return outcome
 
@@ -198,8 +198,6 @@ def run_command(args: argparse.Namespace, request: RunRequest) -> int:
         plans = [(s, _last_failed_request(s, o), r) for s, o, r in plans]
     exports = exports_from_args(args)
     outcomes, failed = anyio.run(_run_suites, plans, exports)
-    if rechecked is not None and outcomes:
-        print_recheck(outcomes)
     if not outcomes and not failed:
         return _nothing_ran(exports, loaded, shard, selected)
     exported = write_exports(
@@ -275,7 +273,7 @@ def _recheck_plans(
     parts = suite_parts(report)
     plans: list[Plan] = []
     for name in parts:
-        suite = _find_suite(suites, name)
+        suite = next((s for s in suites if s.name == name), None)
         if suite is None and len(suites) == 1 and len(parts) == 1:
             suite = suites[0]
         if suite is None:
@@ -361,7 +359,7 @@ async def _execute_all(
         if resuming:
             print(
                 f"resuming {service.run_id}: {service.resumed_samples:,} of "
-                f"{service.suite.total_samples:,} samples already done"
+                f"{service.plan.suite.total_samples:,} samples already done"
             )
         outcome = await execute(service, signals=signals)
         print_outcome(outcome)
@@ -371,9 +369,11 @@ async def _execute_all(
             for rest in left:
                 rest.close()  # not started: its journal stays resumable
             if left:
-                names = ", ".join(one_line(s.suite.name, 60) for s in left)
+                names = ", ".join(one_line(s.plan.suite.name, 60) for s in left)
                 print(f"not run: {names}; `tui-eval resume` runs them\n")
             break
+    if outcomes and all(isinstance(o.kind, RecheckRun) for o in outcomes):
+        print_recheck(outcomes)  # their merged summary, at the end
     return outcomes
 
 
@@ -459,11 +459,7 @@ async def _rerun_edited(
     return False
 
 
-# -- resume, recheck, compare, history ------------------------------------------------------
-def _find_suite(suites: list[Suite], name: str) -> Suite | None:
-    return next((s for s in suites if s.name == name), None)
-
-
+# -- resume ---------------------------------------------------------------------------------
 def resume_command(args: argparse.Namespace | None = None) -> int:
     """`tui-eval resume`: finish the interrupted runs of the last invocation."""
     force = bool(getattr(args, "force", False))
@@ -491,10 +487,7 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
             except (ResumeError, JournalFileError) as exc:
                 print_error(f"error: {exc}")
                 failed = True
-        outcomes = await _execute_all(services, resuming=True)
-        if outcomes and all(isinstance(o.kind, RecheckRun) for o in outcomes):
-            print_recheck(outcomes)
-        return outcomes, failed
+        return await _execute_all(services, resuming=True), failed
 
     outcomes, failed = anyio.run(resume_all)
     exported = _write_invocation_exports(history, records, outcomes)

@@ -233,13 +233,8 @@ def write_exports(
 
 def exports_from_args(args: argparse.Namespace) -> Exports:
     """The report files a command's flags ask for."""
-    return Exports(
-        json_report=getattr(args, "json", None),
-        junit=getattr(args, "junit", None),
-        markdown=getattr(args, "markdown", None),
-        csv=getattr(args, "csv", None),
-        samples_jsonl=getattr(args, "samples_jsonl", None),
-    )
+    flags = {"json_report": "json"}  # the other files' flags are named as their fields
+    return Exports(**{k: getattr(args, flags.get(k, k), None) for k in Exports.model_fields})
 
 
 def nothing_ran_report(

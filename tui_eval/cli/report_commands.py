@@ -163,10 +163,10 @@ def merge_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def history_command(limit: int) -> int:
+def history_command(args: argparse.Namespace) -> int:
     """`tui-eval history`: the project's past runs, newest first."""
     history = RunHistory()
-    records = history.runs()[:limit]
+    records = history.runs()[: args.limit]
     if not records:
         print(f"no runs recorded yet for {history.project_root}")
         return EXIT_OK

@@ -58,14 +58,15 @@ class Ledger:
         self.priced = 0
         self.unpriced = 0
 
-    def add(self, sample: SampleResult) -> None:
-        """Count a recorded sample's cost."""
+    def add(self, sample: SampleResult) -> float | None:
+        """Count a recorded sample's cost; returns it (None: unknown, `known_cost`)."""
         cost = known_cost(sample.cost)
         if cost is not None:
             self.spent += cost
             self.priced += 1
         elif sample.status in ("passed", "failed") and not sample.cached:
             self.unpriced += 1  # it ran, and nothing says what it cost
+        return cost
 
 
 class CostBudget:
@@ -163,11 +164,20 @@ class CostBudget:
                 self._changed = anyio.Event()
             await self._changed.wait()  # a sample in flight settles: maybe there is room
 
-    def settle(self, key: Hashable, sample: SampleResult) -> None:
-        """Replace `key`'s reservation (if any) by what `sample` really cost (the ledger
-        has counted it: the run records it there)."""
+    def settle(self, sample: SampleResult, key: Hashable = None) -> None:
+        """Count a recorded sample in the ledger (a resumed run's too, with no `key`) and
+        replace `key`'s reservation, if any, by what it really cost."""
         self._reserved.pop(key, None)
-        self._learn(sample)
+        cost = self.ledger.add(sample)
+        if (
+            cost is not None
+            and not sample.cached
+            and (cost or sample.status in ("passed", "failed"))
+        ):
+            # Else it says nothing of what a sample costs (an error before any call).
+            case = sample.case_name
+            self._dearest[case] = max(cost, self._dearest.get(case, 0.0))
+            self._dearest_any = max(cost, self._dearest_any or 0.0)
         self._wake()
 
     def release(self, owner: object) -> None:
@@ -178,24 +188,6 @@ class CostBudget:
             del self._reserved[key]
         if stale:
             self._wake()
-
-    def observe(self, sample: SampleResult) -> None:
-        """Count a sample recorded before the budget existed (a resumed run's): spent,
-        and what a sample costs."""
-        self.ledger.add(sample)
-        self._learn(sample)
-
-    def _learn(self, sample: SampleResult) -> None:
-        cost = known_cost(sample.cost)
-        if (
-            cost is None
-            or sample.cached
-            or (cost == 0 and sample.status not in ("passed", "failed"))
-        ):
-            return  # says nothing of what a sample costs (an error before any call)
-        case = sample.case_name
-        self._dearest[case] = max(cost, self._dearest.get(case, 0.0))
-        self._dearest_any = max(cost, self._dearest_any or 0.0)
 
     def exhausted(self) -> bool:
         """Whether the spend has reached the budget (a run without reservations, on an

@@ -16,6 +16,7 @@ from tui_eval.core.results import CaseResult, SampleResult
 from tui_eval.report.diff import SUITE_SEPARATOR, UNCOMPARED, Diff, case_name, case_suite
 from tui_eval.report.failure_modes import failure_modes
 from tui_eval.report.failure_modes import markdown as failure_markdown
+from tui_eval.report.gate import RUN_DEFAULT, gate_failures
 from tui_eval.report.left_out import (
     COUNT_USER_FAULTS,
     WHY,
@@ -177,17 +178,6 @@ def _all_errors(case: CaseResult) -> bool:
     return bool(failing) and all(s.status in ("error", "timeout") for s in failing)
 
 
-def _gate_passes(report: Report, diff: Diff | None) -> bool:
-    """Whether the suite's heading is a pass: not cancelled, and no failing case or
-    regression but quarantined ones."""
-    if report.cancelled:
-        return False
-    held = quarantined(report)
-    if any(not c.passed and not c.undecided and c.name not in held for c in report.cases):
-        return False
-    return diff is None or not any(c.name not in held for c in diff.regressions)
-
-
 def markdown_summary(
     reports: Sequence[Report],
     diffs: Sequence[Diff | None] = (),
@@ -205,7 +195,7 @@ def markdown_summary(
             )
             parts.append(f"## ⚠️ {_md_cell(report.name)}: nothing ran\n\n{_md_cell(why)}\n")
             continue
-        mark = "✅" if _gate_passes(report, diff) else "❌"
+        mark = "❌" if gate_failures(RUN_DEFAULT, report, diff) else "✅"
         parts.append(f"## {mark} {_md_cell(report.name)}\n\n{_md_cell(report.header(), 300)}\n")
         parts.append(
             "| | case | samples | pass rate | tokens | first failure |\n|---|---|---|---|---|---|"

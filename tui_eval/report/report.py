@@ -376,10 +376,3 @@ def render_summary(report: Report, *, max_passing: int | None = None) -> str:
     if hidden:
         lines.append(f"  … and {hidden:,} more passing cases")
     return "\n".join(lines)
-
-
-__all__ = [
-    "Report",
-    "ReportFileError",
-    "render_summary",
-]

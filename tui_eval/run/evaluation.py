@@ -1,20 +1,14 @@
 """`Evaluation`: one run of cases — its results, budget, cancellation, events, and how its
-samples are spread over workers.
-
-A `SampleRunner` (`tui_eval.run.sample_runner`) runs each sample from the run's
-`SampleSource`. In this process one of three strategies, chosen by `RunSettings`, spreads
-them: a pool of `concurrency` workers over the cases (the default: a case's samples one
-after another), one case at a time stopping after the first failing case (`fail_fast`), or
-a pool over every missing sample (`parallel_samples`); an `Executor` schedules its own.
-`tui_eval.run.runner` holds the entry points built on it (`evaluate`, `evaluate_iter`,
-`recheck`).
+samples are spread over workers (in this process, or by an `Executor`). Each sample is run
+by a `SampleRunner` (`tui_eval.run.sample_runner`); the entry points built on it are in
+`tui_eval.run.runner`.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,7 +31,7 @@ from tui_eval.run.events import (
     RunStatus,
     SampleFinished,
 )
-from tui_eval.run.sample_runner import Pacer, Pacing, SampleRunner, SampleSource
+from tui_eval.run.sample_runner import Pacing, SampleRunner, SampleSource
 from tui_eval.run.sample_sources import AgentRuns
 
 STATUS_EVERY_S = 0.5
@@ -47,17 +41,12 @@ class Evaluation:
     """One evaluation run, with a handle to cancel it and read its partial report.
 
     `evaluate()` is `Evaluation(...).run()`. The app and the CLI keep the object to call
-    `cancel()`: the run then stops, and `run()` returns a report of every finished sample
-    marked `cancelled=True`. Its samples are run by `samples` (a `SampleRunner`), spread
-    over workers by one of its strategies or by an `Executor`; the run records them, keeps
-    the budget and emits the events.
+    `cancel()`: `run()` then returns a report of every finished sample, `cancelled=True`.
 
     Args:
-        settings: how the run runs (`RunSettings`: concurrency, budget, cache, provider
-            options, executor...); the front-ends (`evaluate()` and friends, `SuiteRun`)
-            build it.
-        done: samples already finished in an earlier, interrupted run, by case name; only
-            the missing samples of each case run (this is how `resume` works).
+        settings: how the run runs (`RunSettings`); the front-ends build it.
+        done: samples an earlier, interrupted run finished, by case name; only the missing
+            samples of each case run (this is how `resume` works).
         source: where the samples come from (default: `AgentRuns(agent)`, calling the
             agent); `SavedRuns` checks an earlier report's runs again (`recheck`).
     """
@@ -103,7 +92,7 @@ class Evaluation:
         """Runs single samples of this run (what schedulers and executors call)."""
         self.cache = self.samples.context.cache
         self.pacing = Pacing(on_event)
-        self._on_event = on_event
+        self._emit = on_event
         self.gated = self.budget is not None or settings.time_budget is not None
         """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
         schedulers skip the call otherwise."""
@@ -128,10 +117,7 @@ class Evaluation:
             # with earlier runs, decide()'s rounds, has seen them already: its owner seeds it.)
             for result in self.results:
                 for done_sample in result.samples:
-                    if self.budget is not None:
-                        self.budget.observe(done_sample)
-                    else:
-                        self.ledger.add(done_sample)
+                    self._spend(done_sample)
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self._cancelled = False
@@ -142,14 +128,6 @@ class Evaluation:
         self._out_of_time = False
         self.finished = False
         """Whether `run()` has ended (completely or cancelled): `report` is then final."""
-
-    @property
-    def _emit(self) -> EventHandler | None:
-        return self._on_event
-
-    @_emit.setter
-    def _emit(self, emit: EventHandler | None) -> None:
-        self._on_event = self.samples.emit = self.pacing.emit = emit
 
     # -- control ---------------------------------------------------------------------
     @property
@@ -266,84 +244,55 @@ class Evaluation:
                 self._scope = scope
                 if self._cancel_requested:
                     scope.cancel()
-                settings = self.settings
                 if self._executor is not None:
                     await self._executor.execute(self, self.missing_units())
-                elif settings.fail_fast:
-                    await self._until_first_failure()
-                elif settings.parallel_samples:
-                    await self._sample_pool()
                 else:
-                    await self._case_pool()
+                    await self._run_here()
         finally:
             self._scope = None
         self._cancel_caught = scope.cancelled_caught
 
     # -- scheduling in this process ----------------------------------------------------
-    async def _run_case(self, index: int, pacer: Pacer) -> None:
-        """Run the missing samples of case `index`, one after another."""
-        result = self.results[index]
-        samples, record, turn_due, gated = (
+    async def _run_here(self) -> None:
+        """`concurrency` workers take the cases in order, a case's samples one after another;
+        with `parallel_samples` each missing sample is a unit of its own (samples of one case
+        run concurrently: only for agents built fresh for each sample); `fail_fast` runs one
+        case at a time and stops after the first failing case."""
+        settings, samples, record, turn_due = (
+            self.settings,
             self.samples,
-            self.record,
+            self.record_unit,
             self.pacing.turn_due,
-            self.gated,
         )
-        for sample_index in range(len(result.samples), samples.plan_of(index).case.samples):
-            if gated and not await self.may_start(index, sample_index):
-                return
-            started = time.perf_counter()
-            record(index, await samples.run(index, sample_index, pacer))
-            if turn_due(pacer, started):
-                await anyio.lowlevel.checkpoint()
-        self.case_finished(index)
-
-    async def _until_first_failure(self) -> None:
-        """One case at a time; stop after the first failing case."""
-
-        async def serial() -> None:  # its own task, so its context stays its own
-            pacer = self.pacing.new_pacer()
-            for index in range(len(self.results)):
-                await self._run_case(index, pacer)
-                if not self.results[index].passed or self.stopped:
-                    break
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(serial)
-
-    async def _case_pool(self) -> None:
-        """`concurrency` workers take the cases in order; a case's samples run one after
-        another."""
-        pending = iter(range(len(self.results)))
-
-        async def worker() -> None:
-            pacer = self.pacing.new_pacer()
-            for index in pending:
-                await self._run_case(index, pacer)
-                if self.gated and self.stopped:
-                    return
-
-        async with anyio.create_task_group() as group:
-            await _start_staggered(group, worker, min(self.settings.concurrency, len(self.results)))
-
-    async def _sample_pool(self) -> None:
-        """Every missing sample of every case as its own unit of work (samples of one case
-        run concurrently: only for agents built fresh for each sample)."""
+        fail_fast, gated = settings.fail_fast, self.gated
         units = self.missing_units()
-        pending = iter(units)
+        work: list[tuple[int, list[tuple[int, int]]]]
+        if settings.parallel_samples and not fail_fast:
+            work = [(unit[0], [unit]) for unit in units]
+        else:
+            work = [(index, []) for index in range(len(self.cases))]
+            for unit in units:
+                work[unit[0]][1].append(unit)
+        pending = iter(work)
 
         async def worker() -> None:
             pacer = self.pacing.new_pacer()
-            for index, sample_index in pending:
-                if self.gated and not await self.may_start(index, sample_index):
+            for index, group in pending:
+                for _, sample_index in group:
+                    if gated and not await self.may_start(index, sample_index):
+                        return
+                    started = time.perf_counter()
+                    record(index, await samples.run(index, sample_index, pacer))
+                    if turn_due(pacer, started):
+                        await anyio.lowlevel.checkpoint()
+                if not group:
+                    self.case_finished(index)  # resumed whole
+                if (fail_fast and not self.results[index].passed) or (gated and self.stopped):
                     return
-                started = time.perf_counter()
-                self.record_unit(index, await self.samples.run(index, sample_index, pacer))
-                if self.pacing.turn_due(pacer, started):
-                    await anyio.lowlevel.checkpoint()
 
         async with anyio.create_task_group() as group:
-            await _start_staggered(group, worker, min(self.settings.concurrency, len(units)))
+            count = 1 if fail_fast else min(settings.concurrency, len(work))
+            await _start_staggered(group, worker, count)
 
     def _finish(self, *, cancelled: bool) -> Report:
         self._duration = time.perf_counter() - self._t0
@@ -379,8 +328,8 @@ class Evaluation:
 
     def case_finished(self, index: int) -> None:
         """Announce a case whose samples all ran."""
-        if self._on_event is not None:
-            self._on_event(CaseFinished(index, self.results[index]))
+        if self._emit is not None:
+            self._emit(CaseFinished(index, self.results[index]))
 
     def accept(self, index: int, sample: SampleResult) -> bool:
         """Record a sample another executor ran (False: that sample was already recorded,
@@ -411,11 +360,16 @@ class Evaluation:
             samples.append(sample)
         else:  # samples of one case running concurrently finish in any order
             bisect.insort(samples, sample, key=lambda s: s.index)
-        self.ledger.add(sample)
-        if self.budget is not None:
-            self.budget.settle((id(self), index, sample.index), sample)
-        if self._on_event is not None:
-            self._on_event(SampleFinished(index, sample))
+        self._spend(sample, (id(self), index, sample.index))
+        if self._emit is not None:
+            self._emit(SampleFinished(index, sample))
+
+    def _spend(self, sample: SampleResult, key: Hashable = None) -> None:
+        """Count a sample's cost in the ledger, through the budget when there is one."""
+        if self.budget is None:
+            self.ledger.add(sample)
+        else:
+            self.budget.settle(sample, key)
 
 
 async def _start_staggered(

@@ -321,14 +321,3 @@ class PerformanceEval(_Evaluator):
     def check_for(self, example: EvalExample) -> _LatencyCheck:
         """The check this evaluator puts on the example's case."""
         return _LatencyCheck(self.max_latency_ms)
-
-
-__all__ = [
-    "AccuracyEval",
-    "EvalDataset",
-    "EvalExample",
-    "EvalReport",
-    "EvalResult",
-    "PerformanceEval",
-    "TrajectoryEval",
-]

@@ -1,20 +1,13 @@
-"""Run a suite's samples on a Ray cluster; the driver stays the only writer of the journal.
+"""Run a suite's samples on a Ray cluster (`pip install 'tui-eval[ray]'`, then
+`tui-eval run PATH --executor ray`); the driver stays the only writer of the journal.
 
-`pip install 'tui-eval[ray]'`, then `tui-eval run PATH --executor ray` (or
-`Evaluation(..., executor=RayExecutor(suite_path, suite_name))`). It connects to
-`RAY_ADDRESS` / `--ray-address` when given, else starts a local runtime.
-
-- Units name suites by file and cases by index: each worker (an async Ray actor) loads the
-  suite from the same checkout; no agent is pickled and no key travels in a unit.
-- Workers stream finished samples back in micro-batches; the driver records them and emits
-  the usual events. A dead worker's unsent samples are queued again (the driver keeps the
-  first result of each); a killed driver resumes from its journal.
-- A finished run leaves its workers idle in its runtime (`Runtime.idle_workers`) for the
-  next run of that runtime (about a second saved per worker); `release_workers` stops them.
-- Workers see only an allow-list of environment variables (provider keys, `TUI_EVAL_*`,
-  the suite's `skip_unless_env`).
-
-This module is the driver's side; what runs inside the workers is `tui_eval.run.ray_worker`.
+- Units name suites by file and cases by index: each worker (an async Ray actor,
+  `tui_eval.run.ray_worker`) loads the suite from the same checkout; no agent is pickled
+  and no key travels in a unit. Workers see only an allow-list of environment variables.
+- Workers stream finished samples back in micro-batches; a dead worker's unsent samples
+  are queued again (the driver keeps the first result of each).
+- A finished run leaves its workers idle in its `Runtime` for the next run (about a second
+  saved per worker); `release_workers` stops them.
 
 Importing this module never imports Ray; `RayExecutor()` does, with a clear error when the
 extra is missing.

@@ -125,6 +125,3 @@ async def evaluate_iter(
                     # The consumer left early: stop the run, let the task group drain, end quietly.
                     evaluation.cancel()
                     break
-
-
-__all__ = ["evaluate", "evaluate_iter", "recheck"]

@@ -1,14 +1,9 @@
 """`SampleRunner`: one sample of one case, the normal way — the agent call or a saved run,
 timeouts, checks and judges, metering, pricing and redaction — without recording it.
 
-It holds the run's `RunContext` (provider options, cache, the runtime of its rate
-limiters) and makes each sample a `SampleContext`, current while the sample's agent and
-checks run, and a `CheckContext` for the checks that take one.
-
-The run's schedulers (`tui_eval.run.evaluation`) and executors (`tui_eval.run.ray_executor`'s workers) call
-it; where a sample's run comes from is its `SampleSource` (`tui_eval.run.sample_sources`: the
-agent, or the saved runs a recheck checks again). Recording, events of whole cases,
-budget and cancellation belong to the run (`tui_eval.run.evaluation.Evaluation`).
+It holds the run's `RunContext` (provider options, cache, rate limiters) and makes each
+sample a `SampleContext`, current while its agent and checks run. The run's schedulers and
+executors call it; recording, budget and cancellation belong to the run (`Evaluation`).
 """
 
 from __future__ import annotations

@@ -333,7 +333,7 @@ def _shared_budget(
     for side in done:
         for samples in (side or {}).values():
             for sample in samples:
-                budget.observe(sample)
+                budget.settle(sample)
     return budget
 
 
@@ -445,14 +445,3 @@ def _labelled_diff(
             change.decided = found.decided
             change.hint = found.hint
     return diff
-
-
-__all__ = [
-    "Decision",
-    "RoundRunner",
-    "compare_agents",
-    "compare_in_rounds",
-    "decide",
-    "decide_in_rounds",
-    "paired_concurrency",
-]

@@ -59,6 +59,3 @@ def settle(diff: Diff, decided: Diff) -> list[CaseChange]:
 def verdicts_line(decided: Diff, width: int = 300) -> str:
     """One line of the decision's verdicts, case by case."""
     return one_line(", ".join(f"{c.name}: {c.label}" for c in decided.changes), width)
-
-
-__all__ = ["cases_to_decide", "decide_request", "settle", "verdicts_line"]

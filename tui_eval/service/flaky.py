@@ -105,6 +105,3 @@ def case_histories(
         if seen >= limit:
             break
     return found
-
-
-__all__ = ["MIN_FLIPS", "MIN_RUNS", "CaseHistory", "RunOutcome", "case_histories"]

@@ -164,6 +164,3 @@ class Exports(pydantic.BaseModel):
                 for key, path in self.model_dump().items()
             }
         )
-
-
-__all__ = ["ABRun", "DecideRun", "Exports", "PlainRun", "RecheckRun", "RunKind", "RunRequest"]

@@ -281,19 +281,3 @@ def _executor(suite: Suite, spec: Executor | RaySpec | None) -> Executor | None:
     return RayExecutor(
         suite.path, suite.name, address=spec.address, workers=spec.workers, env=suite.required_env
     )
-
-
-__all__ = [
-    "EmptySelection",
-    "PlanError",
-    "RunPlan",
-    "agent_for",
-    "changed_definitions",
-    "definitions",
-    "last_failed",
-    "plan_run",
-    "recheck_part",
-    "select",
-    "shard_metadata",
-    "shown_path",
-]

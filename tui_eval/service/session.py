@@ -132,7 +132,7 @@ class RunSession:
     @property
     def suite(self) -> Suite | None:
         """The suite as run (None for a saved report)."""
-        return self.service.suite if self.service is not None else None
+        return self.service.plan.suite if self.service is not None else None
 
     async def run(self) -> Report:
         """Run the suite to the end (or until `cancel()`), journaling every sample."""

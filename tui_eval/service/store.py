@@ -291,15 +291,11 @@ class RunJournal:
             private_subfolder("projects")  # a folder an older tui-eval left 0755 included
         private_folder(record.folder)  # the data folder is its owner's only (0700/0600)
         self._lock = _lock_run(record)
-        path = record.journal_path
-        torn = path.exists() and path.stat().st_size > 0 and not _ends_with_newline(path)
-        self._handle = os.fdopen(open_private(path, "ab"), "ab")
-        if torn:  # a killed writer left half a line: start ours on a fresh one
-            self._write(b"")
-
-    def write_header(self) -> None:
-        """Record what is needed to list and resume the run."""
-        self._write(self.record.header().model_dump_json().encode())
+        self._handle = os.fdopen(open_private(record.journal_path, "a+b"), "a+b")
+        if self._handle.seek(0, os.SEEK_END):
+            self._handle.seek(-1, os.SEEK_END)
+            if self._handle.read(1) != b"\n":  # a killed writer left half a line
+                self._write(b"")  # ours start on a fresh one
 
     def append(self, sample: SampleResult, *, arm: Literal["a"] | None = None) -> None:
         """Journal one finished sample (flushed to the OS, so a killed process keeps it);
@@ -377,12 +373,6 @@ def _lock_run(record: RunRecord) -> IO[bytes]:
     return handle
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
-
-
 class RunHistory:
     """The runs of one project, under `<data root>/projects/<project>/runs/`."""
 
@@ -418,12 +408,8 @@ class RunHistory:
             exports=(exports or Exports()).absolute(),
         )
         journal = RunJournal(record)
-        journal.write_header()
+        journal._write(record.header().model_dump_json().encode())
         return journal
-
-    def reopen(self, record: RunRecord) -> RunJournal:
-        """Append to the journal of an interrupted run."""
-        return RunJournal(record)
 
     def runs(self) -> list[RunRecord]:
         """Every recorded run, newest first (unreadable folders are skipped)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -76,10 +77,8 @@ class SuiteRun:
     run, a decide run, an A/B run or a recheck; each is journaled and resumes the same way.
 
     Attributes:
-        plan: the run as planned (`plan_run()`).
-        suite: the suite as run (the request's selection and sample count applied).
-        request: what the run was asked to do (journaled).
-        settings: how its samples run (the request's settings over the suite's).
+        plan: the run as planned (`plan_run()`): its suite as run, its request (journaled),
+            its settings (with the front-end's runtime, unless the suite's give one).
         journal: where samples are appended (None: nothing kept on disk).
         evaluation: the runner's handle on the samples running now (for `decide` and
             `ab`, the current round's).
@@ -96,10 +95,9 @@ class SuiteRun:
         on_event: Callable[[Event], None] | None = None,
         runtime: Runtime | None = None,
     ) -> None:
+        if runtime is not None and plan.settings.runtime is None:
+            plan = dataclasses.replace(plan, settings=plan.settings.replace(runtime=runtime))
         self.plan = plan
-        self.suite = plan.suite
-        self.request = plan.request
-        self.settings = plan.settings
         self.journal = journal
         self.on_event = on_event
         metadata: dict[str, object] = {"suite_path": str(plan.suite.path or ""), **plan.metadata}
@@ -107,15 +105,11 @@ class SuiteRun:
             metadata["run_id"] = journal.record.run_id
         if done is not None:
             metadata["resumed"] = True
-        if runtime is not None and self.settings.runtime is None:
-            self.settings = self.settings.replace(runtime=runtime)
-        if self.settings.count_user_faults:  # every report of the run says it counted them
+        if plan.settings.count_user_faults:  # every report of the run says it counted them
             metadata[COUNT_USER_FAULTS] = True
         if plan.rechecked is not None:
             metadata = {**recheck_metadata(plan.rechecked), **metadata}
         self.metadata = metadata
-        self.baseline = plan.baseline
-        self.rechecked = plan.rechecked
         self.decision: Decision | None = None
         self._done = done or {}
         self._done_a = done_a or {}
@@ -128,12 +122,12 @@ class SuiteRun:
         agent = None if plan.rechecked is not None else plan.suite.agent
         if plan.agents is not None:
             agent = plan.agents[1]
-        self.evaluation = self._evaluation(agent, plan.suite.cases, self._done, self.settings)
+        self.evaluation = self._evaluation(agent, plan.suite.cases, self._done, plan.settings)
 
     @property
     def kind(self) -> RunKind:
         """What kind of run this is."""
-        return self.request.kind
+        return self.plan.request.kind
 
     def _evaluation(
         self,
@@ -143,14 +137,15 @@ class SuiteRun:
         settings: RunSettings,
         arm: Literal["a"] | None = None,
     ) -> Evaluation:
+        rechecked = self.plan.rechecked
         return Evaluation(
             agent,
             cases,
             settings=settings,
-            name=self.suite.name,
-            on_event=self._dispatch if arm is None else self._journal_only(arm),
+            name=self.plan.suite.name,
+            on_event=self._dispatch if arm is None else functools.partial(self._journal, arm=arm),
             done=done or None,
-            source=SavedRuns.of(self.rechecked) if self.rechecked is not None else None,
+            source=SavedRuns.of(rechecked) if rechecked is not None else None,
             metadata=self.metadata,
         )
 
@@ -228,7 +223,7 @@ class SuiteRun:
                 "definitions. Start a new run, or `tui-eval resume --force` to mix them"
             )
         try:
-            journal = history.reopen(record)
+            journal = RunJournal(record)
         except RunLockedError as exc:
             raise ResumeError(str(exc)) from None
         done = read_journal_samples(record.journal_path)
@@ -257,14 +252,11 @@ class SuiteRun:
         return str(error) if error is not None else None
 
     def _dispatch(self, event: Event) -> None:
-        self._journal(event, None)
+        self._journal(event)
         if self.on_event is not None:
             self.on_event(event)
 
-    def _journal_only(self, arm: Literal["a"]) -> Callable[[Event], None]:
-        return lambda event: self._journal(event, arm)
-
-    def _journal(self, event: Event, arm: Literal["a"] | None) -> None:
+    def _journal(self, event: Event, arm: Literal["a"] | None = None) -> None:
         journal = self.journal
         if journal is not None and isinstance(event, SampleFinished):
             journal.append(event.sample, arm=arm)
@@ -281,10 +273,8 @@ class SuiteRun:
         """Run every missing sample; the journal is finished even when cancelled."""
         report: Report | None = None
         try:
-            if isinstance(self.kind, DecideRun):
+            if isinstance(self.kind, DecideRun | ABRun):
                 report = await self._decide()
-            elif isinstance(self.kind, ABRun):
-                report = await self._ab()
             else:
                 report = await self.evaluation.run()
             self._quarantine(report)
@@ -305,7 +295,7 @@ class SuiteRun:
         arm: Literal["a"] | None = None,
     ) -> Report:
         # Every round shares the decision's budget; an A/B round runs both sides at once.
-        settings = self.settings.replace(max_cost=budget)
+        settings = self.plan.settings.replace(max_cost=budget)
         if isinstance(self.kind, ABRun):
             settings = settings.replace(concurrency=paired_concurrency(settings.concurrency))
         evaluation = self.evaluation = self._evaluation(agent, cases, done, settings, arm)
@@ -318,49 +308,35 @@ class SuiteRun:
             self._running.discard(evaluation)
 
     async def _decide(self) -> Report:
-        assert self.baseline is not None
-
-        async def run_round(
-            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
-        ) -> Report:
-            return await self._round(self.suite.agent, cases, done, budget)
-
-        self.decision = await decide_in_rounds(
-            run_round,
-            list(self.suite.cases),
-            self.baseline,
-            self.settings,
-            alpha=ALPHA,
-            margin=DEFAULT_MARGIN,
-            done=self._done,
+        """A decide run against its baseline, or an A/B run of its two agents."""
+        plan, cases = self.plan, list(self.plan.suite.cases)
+        if plan.agents is None:
+            assert plan.baseline is not None
+            self.decision = await decide_in_rounds(
+                functools.partial(self._round, plan.suite.agent),
+                cases,
+                plan.baseline,
+                plan.settings,
+                alpha=ALPHA,
+                margin=DEFAULT_MARGIN,
+                done=self._done,
+            )
+        else:
+            agent_a, agent_b = plan.agents
+            self.decision = await compare_in_rounds(
+                functools.partial(self._round, agent_a, arm="a"),
+                functools.partial(self._round, agent_b),
+                cases,
+                plan.settings,
+                alpha=ALPHA,
+                margin=DEFAULT_MARGIN,
+                done_a=self._done_a,
+                done_b=self._done,
+            )
+        cancelled = self.decision.report.cancelled or self._cancel_requested
+        return dataclasses.replace(
+            self.decision.report, metadata=self.metadata, cancelled=cancelled
         )
-        return self._ended(self.decision.report)
-
-    async def _ab(self) -> Report:
-        assert self.plan.agents is not None
-        agent_a, agent_b = self.plan.agents
-
-        async def run_a(
-            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
-        ) -> Report:
-            return await self._round(agent_a, cases, done, budget, arm="a")
-
-        async def run_b(
-            cases: list[Case], done: dict[str, list[SampleResult]], budget: CostBudget | None
-        ) -> Report:
-            return await self._round(agent_b, cases, done, budget)
-
-        self.decision = await compare_in_rounds(
-            run_a,
-            run_b,
-            list(self.suite.cases),
-            self.settings,
-            alpha=ALPHA,
-            margin=DEFAULT_MARGIN,
-            done_a=self._done_a,
-            done_b=self._done,
-        )
-        return self._ended(self.decision.report)
 
     def _quarantine(self, report: Report) -> None:
         """Mark the suite's quarantined cases on the report (they do not gate) and count a
@@ -371,16 +347,12 @@ class SuiteRun:
             self.quarantine_notes = quarantine.apply_to(
                 report,
                 quarantine.quarantine_path(self.baseline_store.path),
-                self.suite.name,
+                self.plan.suite.name,
                 datetime.date.today(),
                 count=isinstance(self.kind, PlainRun) and not report.cancelled,
             )
         except (quarantine.QuarantineFileError, OSError) as exc:
             self.quarantine_notes = [f"warning: no case is quarantined: {exc}"]
-
-    def _ended(self, report: Report) -> Report:
-        cancelled = report.cancelled or self._cancel_requested
-        return dataclasses.replace(report, metadata=self.metadata, cancelled=cancelled)
 
     def cancel(self) -> None:
         """Stop the run; finished samples are kept and the report is marked cancelled."""
@@ -406,13 +378,14 @@ class SuiteRun:
     @property
     def baseline_store(self) -> BaselineStore:
         """Where this run compares and saves: `--baseline FILE`, else the suite's baseline."""
-        return BaselineStore.for_suite(self.suite, self.request.baseline)
+        return BaselineStore.for_suite(self.plan.suite, self.plan.request.baseline)
 
     @property
     def coverage(self) -> Coverage:
         """The baseline cases this run speaks for: a partial run (a filter, a rerun, a
         shard) only those it ran, and none it never reached (cut short, `fail_fast`)."""
-        only = tuple(case.label for case in self.suite.cases) if self.request.is_partial else None
+        plan = self.plan
+        only = tuple(case.label for case in plan.suite.cases) if plan.request.is_partial else None
         return Coverage(only, tuple(self.not_reached))
 
     def compare(self) -> BaselineOutcome:
@@ -430,16 +403,17 @@ class SuiteRun:
                 path=path,
                 message="decided" if path is None else f"decided against {path}",
                 diff=self.decision.diff,
-                baseline=self.decision.other or self.baseline,
+                baseline=self.decision.other or self.plan.baseline,
             )
         report = self.report
-        if isinstance(self.kind, RecheckRun) and self.rechecked is not None and report is not None:
+        rechecked = self.plan.rechecked
+        if isinstance(self.kind, RecheckRun) and rechecked is not None and report is not None:
             return BaselineOutcome(
                 status=BaselineStatus.COMPARED,
                 path=None,
                 message=f"compared with {shown_path(self.kind.report)}",
-                diff=report.compare(self.rechecked),
-                baseline=self.rechecked,
+                diff=report.compare(rechecked),
+                baseline=rechecked,
             )
         return self.baseline_store.compare(self.report, self.coverage)
 
@@ -451,7 +425,4 @@ class SuiteRun:
         if report is None:
             return []
         ran = {case.name for case in report.cases}
-        return [case.label for case in self.suite.cases if case.label not in ran]
-
-
-__all__ = ["ResumeError", "SuiteRun"]
+        return [case.label for case in self.plan.suite.cases if case.label not in ran]

@@ -273,16 +273,9 @@ def _forget_modules(folders: set[Path], seen: dict[str, Path]) -> None:
 def _folder_of_module(location: str, seen: dict[str, Path]) -> Path:
     """The folder of a module's file, links followed; absolute folders resolved once
     (`seen` keeps them), relative ones each time (their meaning follows the working
-    folder). A folder replaced by a link is seen by a new suite set."""
-    if os.path.isabs(location):
-        return _real_folder(location, seen)
-    return real_path(Path(location)).parent
-
-
-def _real_folder(location: str, seen: dict[str, Path]) -> Path:
-    """`real_path(Path(location)).parent`, resolving each folder once (`seen` keeps them). A
-    file that is itself a link is followed, as `real_path` would."""
-    if os.path.islink(location):
+    folder), and a file that is itself a link is followed each time. A folder replaced by a
+    link is seen by a new suite set."""
+    if not os.path.isabs(location) or os.path.islink(location):
         return real_path(Path(location)).parent
     folder = os.path.dirname(location)
     real = seen.get(folder)
