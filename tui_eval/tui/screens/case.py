@@ -6,11 +6,10 @@ import datetime
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_eval.checks.faults import PARTIES
 from tui_eval.core.results import CaseResult, SampleResult
@@ -76,7 +75,7 @@ class CaseScreen(Screen[None]):
     TITLE = "Case"
     BINDINGS = [
         Binding("q,escape", "app.back", "Back", id="back"),
-        Binding("enter", "open_sample", "Open sample", show=False, id="open"),
+        Binding("enter", "open", "Open sample", show=False, id="open"),
         Binding("m", "more_samples", "More samples", id="more-samples"),
         Binding("r", "rerun_case", "Rerun case", id="rerun"),
         Binding("e", "edit", "Edit", id="edit"),
@@ -125,7 +124,7 @@ class CaseScreen(Screen[None]):
         self.history_line = self._history_line()
         self._ticks = self.set_interval(0.25, self.refresh_view)
         self.refresh_view()
-        self.query_one("#samples", DataTable).focus()
+        self.query_one(Table).focus()
 
     def on_screen_suspend(self) -> None:
         self._ticks.pause()
@@ -308,23 +307,17 @@ class CaseScreen(Screen[None]):
         text.append(f"   before: {describe_rate(self.case)}")
         _show(widget, text)
 
-    @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open_sample()
-
-    def action_open_sample(self) -> None:
-        table = self.query_one("#samples", DataTable)
-        rows = self._rows()
-        if not rows or not 0 <= table.cursor_row < len(rows):
+    def action_open(self) -> None:
+        row = self.query_one(Table).selected()
+        if row is None or row >= len(self._rows()):
             return
         from tui_eval.tui.screens.sample import SampleScreen
 
         own = len(self.case.samples)
-        if table.cursor_row < own:
-            session, case, sample = self.session, self.case_index, table.cursor_row
+        if row < own:
+            session, case, sample = self.session, self.case_index, row
         elif self.rerun is not None:  # a sample of the `m` rerun: its own run, case 0
-            session, case, sample = self.rerun, 0, table.cursor_row - own
+            session, case, sample = self.rerun, 0, row - own
         else:
             return
 
@@ -340,7 +333,7 @@ class CaseScreen(Screen[None]):
             self.show_case(case_index)
         own = len(self.case.samples)
         row = sample_index if session is self.session else own + sample_index
-        table = self.query_one("#samples", DataTable)
+        table = self.query_one(Table)
         if 0 <= row < table.row_count:
             table.move_cursor(row=row, animate=False)
 

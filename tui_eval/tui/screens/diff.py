@@ -7,11 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_eval.report.baselines import BaselineStatus, Decision, Review, review_items
 from tui_eval.report.diff import CaseChange, Diff, points
@@ -134,11 +133,6 @@ class DiffScreen(Screen[None]):
         """Whether decisions can be written (a baseline file and a current run)."""
         return self.baseline_path is not None and self.session is not None
 
-    @property
-    def accepted(self) -> set[str]:
-        """Cases accepted into the baseline file (written)."""
-        return set(self.review.written)
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Reviewing needs a baseline file and a current run (not two past runs)."""
         if action in ("decide", "accept_all", "undo", "write"):
@@ -173,7 +167,7 @@ class DiffScreen(Screen[None]):
         empty.display = not self._names
         if not self._names:
             empty.update(f"no changes ({len(self.diff.unchanged)} cases unchanged)")
-        table = self.query_one(DataTable)
+        table = self.query_one(Table)
         table.display = bool(self._names)
         table.focus()
         self._show_header()
@@ -247,20 +241,12 @@ class DiffScreen(Screen[None]):
         self._show_header()
         self.refresh_bindings()
 
-    @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
-
     def _cursor_name(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not self._names or not 0 <= table.cursor_row < len(self._names):
-            return None
-        return self._names[table.cursor_row]
+        row = self.query_one(Table).selected()
+        return self._names[row] if row is not None else None
 
-    def _move_to(self, name: str | None) -> None:
-        if name is not None:
-            self.query_one(DataTable).move_cursor(row=self._names.index(name), animate=False)
+    def _move_to(self, name: str) -> None:
+        self.query_one(Table).move_cursor(row=self._names.index(name), animate=False)
 
     def action_open(self) -> None:
         self._open(self._cursor_name())

@@ -16,7 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_eval.report.failure_modes import FailureMode, failure_modes
 from tui_eval.report.report import Report
@@ -94,7 +94,7 @@ class FailuresScreen(Screen[None]):
         self._read_flaky()
         self.refresh_modes()
         self._ticks = self.set_interval(self.REFRESH_EVERY_S, self._tick)
-        self.query_one(DataTable).focus()
+        self.query_one(Table).focus()
 
     def _tick(self) -> None:
         """Group again while samples arrive; once the run has ended and is drawn, stop."""
@@ -184,9 +184,9 @@ class FailuresScreen(Screen[None]):
         return text
 
     def current_mode(self) -> FailureMode | None:
-        table = self.query_one(Table)
-        row = table.cursor_row
-        return self.modes[row] if self.modes and 0 <= row < len(self.modes) else None
+        """The mode under the cursor."""
+        row = self.query_one(Table).selected()
+        return self.modes[row] if row is not None and row < len(self.modes) else None
 
     def positions(self, mode: FailureMode) -> list[tuple[int, int]]:
         """Where the mode's samples are in the run's state: (case index, sample position)."""
@@ -201,10 +201,6 @@ class FailuresScreen(Screen[None]):
             if position is not None:
                 found.append((case_index, position))
         return found
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
 
     def action_open(self) -> None:
         mode = self.current_mode()

@@ -261,14 +261,8 @@ class SuitesScreen(Screen[None]):
         return self.workspace.loaded
 
     def _current(self) -> Suite | None:
-        table = self.query_one(DataTable)
-        suites = self.loaded.suites
-        return suites[table.cursor_row] if suites and 0 <= table.cursor_row < len(suites) else None
-
-    @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
+        row, suites = self.query_one(Table).selected(), self.loaded.suites
+        return suites[row] if row is not None and row < len(suites) else None
 
     def action_open_run(self) -> None:
         self.action_open()
