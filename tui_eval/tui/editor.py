@@ -84,7 +84,7 @@ def edit_case(app: App[object], path: Path, name: str) -> None:
     try:
         try:
             with app.suspend():
-                _run(command)
+                subprocess.run(command, check=False)
         except SuspendNotSupported:
             if not app.is_headless:
                 app.notify(
@@ -92,10 +92,6 @@ def edit_case(app: App[object], path: Path, name: str) -> None:
                     severity="warning",
                 )
                 return
-            _run(command)  # tests: no terminal to hand over
+            subprocess.run(command, check=False)  # tests: no terminal to hand over
     except OSError as exc:
         app.notify(f"cannot start the editor {command[0]!r}: {exc}", severity="error")
-
-
-def _run(command: list[str]) -> None:
-    subprocess.run(command, check=False)

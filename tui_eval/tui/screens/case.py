@@ -26,6 +26,8 @@ from tui_eval.service.session import RunSession
 from tui_eval.stats.proportions import wilson_interval
 from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import start_run, suite_to_rerun
+from tui_eval.tui.screens.prompt import ConfirmScreen, Prompt
+from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.conversation import LEFT_OUT, PARTY_STYLE
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
@@ -172,7 +174,6 @@ class CaseScreen(Screen[None]):
             self.notify("this run has no baseline folder to keep a quarantine in", timeout=3)
             return
         suite, name = self.session.state.name, self.case.name
-        from tui_eval.tui.screens.prompt import ConfirmScreen, Prompt
 
         def done(message: str) -> None:
             self.history_line = self._history_line()
@@ -260,26 +261,8 @@ class CaseScreen(Screen[None]):
                 s.fault is not None or (s.run is not None and s.run.conversation is not None)
                 for _, s in rows
             )
-            cells = []
-            for label, sample in rows:
-                score = sample.score
-                marks = (" ⟲" if sample.cached else "") + (
-                    f" {LEFT_OUT}" if sample.excluded else ""
-                )
-                row = {
-                    "n": Text(label, justify="right"),
-                    "status": Text(
-                        sample.status + marks, style="green" if sample.passed else "red"
-                    ),
-                    "latency": Text(format_ms(sample.latency_ms), justify="right"),
-                    "tokens": Text(f"{sample.usage.total_tokens:,}", justify="right"),
-                    "score": Text(f"{score:.2f}" if score is not None else "–", justify="right"),
-                    "fault": _fault_cell(sample),
-                    "failure": cell(sample.first_failure, 300, style="red"),
-                }
-                cells.append((label, row))
             columns = [c for c in self.COLUMNS if with_faults or c.key != "fault"]
-            self.query_one(Table).show(columns, cells)
+            self.query_one(Table).show(columns, [(n, _sample_cells(n, s)) for n, s in rows])
 
     def _rows(self) -> list[tuple[str, SampleResult]]:
         """The case's samples, then those of its `m` rerun (labelled m1, m2, ...)."""
@@ -311,8 +294,6 @@ class CaseScreen(Screen[None]):
         row = self.query_one(Table).selected()
         if row is None or row >= len(self._rows()):
             return
-        from tui_eval.tui.screens.sample import SampleScreen
-
         own = len(self.case.samples)
         if row < own:
             session, case, sample = self.session, self.case_index, row
@@ -347,8 +328,6 @@ class CaseScreen(Screen[None]):
     def action_more_samples(self) -> None:
         if suite_to_rerun(self, self.workspace, self.session) is None:
             return
-        from tui_eval.tui.screens.prompt import Prompt
-
         default = max(10, 2 * max(1, len(self.case.samples)))
         name = self.case.name
 
@@ -391,13 +370,22 @@ class CaseScreen(Screen[None]):
         edit_case(self.app, suite.path, self.case.name)
 
 
-def _fault_cell(sample: SampleResult) -> Text:
-    """`agent t3`: whose fault a failed conversation was, and its first critical turn."""
-    fault = sample.fault
-    if fault is None:
-        return Text("")
-    where = f" t{fault.turn}" if fault.turn is not None else ""
-    return Text(f"{fault.party}{where}", style=PARTY_STYLE.get(fault.party, ""))
+def _sample_cells(label: str, sample: SampleResult) -> dict[str, Text]:
+    """A sample's row; its fault `agent t3`: whose fault and its first critical turn."""
+    marks = (" ⟲" if sample.cached else "") + (f" {LEFT_OUT}" if sample.excluded else "")
+    score, fault = sample.score, sample.fault
+    where = f" t{fault.turn}" if fault is not None and fault.turn is not None else ""
+    return {
+        "n": Text(label, justify="right"),
+        "status": Text(sample.status + marks, style="green" if sample.passed else "red"),
+        "latency": Text(format_ms(sample.latency_ms), justify="right"),
+        "tokens": Text(f"{sample.usage.total_tokens:,}", justify="right"),
+        "score": Text(f"{score:.2f}" if score is not None else "–", justify="right"),
+        "fault": Text(f"{fault.party}{where}", style=PARTY_STYLE.get(fault.party, ""))
+        if fault is not None
+        else Text(""),
+        "failure": cell(sample.first_failure, 300, style="red"),
+    }
 
 
 def _show(widget: Static, text: Text) -> None:

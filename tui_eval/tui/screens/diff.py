@@ -12,12 +12,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tui_eval.core.results import CaseResult
 from tui_eval.report.baselines import BaselineStatus, Decision, Review, review_items
 from tui_eval.report.diff import CaseChange, Diff, points
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.service.deciding import cases_to_decide, decide_request, settle, verdicts_line
+from tui_eval.service.run_plan import EmptySelection, PlanError
 from tui_eval.service.session import RunSession
+from tui_eval.tui.screens.failures import FailuresScreen
+from tui_eval.tui.screens.prompt import ConfirmScreen
 from tui_eval.tui.screens.side_by_side import DECISION_KEYS, SideBySideScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
@@ -45,10 +49,8 @@ LEGEND = (
 )
 
 
-def suite_line(diff: Diff) -> str:
-    """The suite-level comparison, saying what its rate is: the mean over the cases in both
-    runs of each case's share of passing samples (not the share of cases that passed)."""
-    return diff.suite_line(label="mean pass rate of the cases", sep=" · ")
+def _case(report: Report | None, name: str) -> CaseResult | None:
+    return next((c for c in report.cases if c.name == name), None) if report else None
 
 
 def noise_text(change: CaseChange) -> Text:
@@ -162,12 +164,12 @@ class DiffScreen(Screen[None]):
 
     def on_mount(self) -> None:
         columns = self.COLUMNS if self.reviewing else self.COLUMNS[1:]
-        self.query_one(Table).show(columns, [(name, self._cells(name)) for name in self._names])
+        table = self.query_one(Table)
+        table.show(columns, [(name, self._cells(name)) for name in self._names])
         empty = self.query_one("#no-changes", Static)
         empty.display = not self._names
         if not self._names:
             empty.update(f"no changes ({len(self.diff.unchanged)} cases unchanged)")
-        table = self.query_one(Table)
         table.display = bool(self._names)
         table.focus()
         self._show_header()
@@ -186,8 +188,7 @@ class DiffScreen(Screen[None]):
             )
             cells["noise"] = noise_text(change)
         elif kind in ("added", "removed"):
-            report = self.current if kind == "added" else self.baseline
-            found = next((c for c in report.cases if c.name == name), None) if report else None
+            found = _case(self.current if kind == "added" else self.baseline, name)
             rate = f"{found.pass_rate:.0%}" if found is not None and found.samples else "?"
             cells["rates"] = Text(f"– → {rate}" if kind == "added" else f"{rate} → –")
         if name in self.diff.definition_changed:
@@ -228,7 +229,9 @@ class DiffScreen(Screen[None]):
             if unwritten:
                 line.append(f" — w writes {unwritten} change(s) to the baseline", style="yellow")
             status.update(line)
-        self.query_one("#suite-line", Static).update(Text(suite_line(d), style="bold"))
+        # The suite's rate is the mean of the cases' rates (not the share of cases passed).
+        line = d.suite_line(label="mean pass rate of the cases", sep=" · ")
+        self.query_one("#suite-line", Static).update(Text(line, style="bold"))
 
     def _decided(self, name: str) -> None:
         """Repaint after a decision about `name`: its row, the header, the footer."""
@@ -254,22 +257,14 @@ class DiffScreen(Screen[None]):
     def _open(self, name: str | None) -> None:
         if name is None:
             return
-        now = (
-            next((c for c in self.current.cases if c.name == name), None) if self.current else None
-        )
-        before = (
-            next((c for c in self.baseline.cases if c.name == name), None)
-            if self.baseline
-            else None
-        )
+        before, now = _case(self.baseline, name), _case(self.current, name)
         screen = SideBySideScreen.of_cases(
             name, before, now, reviewing=self.reviewing, pending=self.review.status()
         )
 
         def decided(decision: Decision | None) -> None:
-            if decision is None:
-                return
-            self._record(name, decision, then=self._open_next)
+            if decision is not None:
+                self._record(name, decision, then=self._open_next)
 
         self.app.push_screen(screen, decided)
 
@@ -285,15 +280,13 @@ class DiffScreen(Screen[None]):
     def action_decide(self, decision: str) -> None:
         name = self._cursor_name()
         if name is not None and name not in self.review.written:
-            self._record(name, Decision(decision), then=self._after_row_decision)
+            self._record(name, Decision(decision), then=self._move_to_next)
 
-    def _after_row_decision(self, name: str) -> None:
+    def _move_to_next(self, name: str) -> None:
         self._move_to(self.review.next_pending(name) or name)
 
-    def _record(
-        self, name: str, decision: Decision, *, then: Callable[[str], None] | None = None
-    ) -> None:
-        """Record `decision`; accepting a regression is confirmed first."""
+    def _record(self, name: str, decision: Decision, *, then: Callable[[str], None]) -> None:
+        """Record `decision`, then `then(name)`; accepting a regression is confirmed first."""
 
         def record(confirmed: bool | None = True) -> None:
             if not confirmed:
@@ -301,12 +294,9 @@ class DiffScreen(Screen[None]):
                 return
             self.review.decide(name, decision)
             self._decided(name)
-            if then is not None:
-                then(name)
+            then(name)
 
         if decision is Decision.ACCEPT and self.review.kind(name) == "regressed":
-            from tui_eval.tui.screens.prompt import ConfirmScreen
-
             change = next(c for c in self.diff.regressions if c.name == name)
             question = (
                 f"Accept the regression of {name!r}? It passed before and fails now "
@@ -342,8 +332,6 @@ class DiffScreen(Screen[None]):
 
         regressed = [n for n in pending if self.review.kind(n) == "regressed"]
         if regressed:
-            from tui_eval.tui.screens.prompt import ConfirmScreen
-
             named = ", ".join(repr(n) for n in regressed[:6])
             more = f" and {len(regressed) - 6} more" if len(regressed) > 6 else ""
             question = (
@@ -376,8 +364,6 @@ class DiffScreen(Screen[None]):
         if self.session is None:
             self.notify("no run to group the failures of", timeout=2)
             return
-        from tui_eval.tui.screens.failures import FailuresScreen
-
         self.app.push_screen(FailuresScreen(self.session, baseline=self.baseline))
 
     def action_sample_more(self) -> None:
@@ -392,8 +378,6 @@ class DiffScreen(Screen[None]):
         self.run_worker(self._decide(changed), exclusive=True, group="decide")
 
     async def _decide(self, names: list[str]) -> None:
-        from tui_eval.service.run_plan import EmptySelection, PlanError
-
         assert self.suite is not None and self.baseline is not None
         assert self.workspace is not None
         drawn = dict.fromkeys(names, 0)
@@ -460,7 +444,6 @@ class DiffScreen(Screen[None]):
         if not changed and not removed:
             self.app.pop_screen()
             return
-        from tui_eval.tui.screens.prompt import ConfirmScreen
 
         def leave(confirmed: bool | None) -> None:
             if confirmed:

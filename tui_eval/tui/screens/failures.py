@@ -23,6 +23,7 @@ from tui_eval.report.report import Report
 from tui_eval.service.flaky import CaseHistory
 from tui_eval.service.session import RunSession
 from tui_eval.tui.messages import RunEnded
+from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
@@ -207,8 +208,6 @@ class FailuresScreen(Screen[None]):
         if mode is None or not mode.count:
             self.notify("this mode has no sample in this run", timeout=2)
             return
-        from tui_eval.tui.screens.sample import SampleScreen
-
         walk = self.positions(mode)
         case_index, position = walk[0]
         self.app.push_screen(SampleScreen(self.session, case_index, position, walk=walk))

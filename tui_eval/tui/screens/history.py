@@ -14,6 +14,7 @@ from tui_eval.report.baselines import covered
 from tui_eval.report.report import Report
 from tui_eval.service.store import RunRecord, RunSummary
 from tui_eval.tui.messages import ResumeRun, ShowReport
+from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
@@ -151,8 +152,6 @@ class HistoryScreen(Screen[None]):
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
-        from tui_eval.tui.screens.diff import DiffScreen
-
         suite = self.records[newer].suite
         title = f"{suite} · {_when(self.records[newer])} vs {_when(self.records[older])}"
         self.app.push_screen(DiffScreen(diff, current, baseline, title=title))

@@ -16,7 +16,9 @@ from tui_eval.report.baselines import BaselineStatus, BaselineStore
 from tui_eval.service.store import RunSummary
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, SuitesReloaded, WatchRerun, start_run
+from tui_eval.tui.screens.history import HistoryScreen
 from tui_eval.tui.screens.prompt import quit_asking
+from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
@@ -277,8 +279,6 @@ class SuitesScreen(Screen[None]):
             return
         session = self.workspace.sessions.get(suite.name)
         if session is not None:
-            from tui_eval.tui.screens.run import RunScreen
-
             self.app.push_screen(RunScreen(session, self.workspace))
             return
         self._start(suite, show=True)
@@ -318,8 +318,6 @@ class SuitesScreen(Screen[None]):
         )
 
     def action_history(self) -> None:
-        from tui_eval.tui.screens.history import HistoryScreen
-
         self.app.push_screen(HistoryScreen(self.workspace))
 
     def action_quit(self) -> None:

@@ -47,11 +47,7 @@ class KeyFooter(Widget):
     """
 
     ALLOW_SELECT = False
-    COMPONENT_CLASSES = {
-        "footer-key--key",
-        "footer-key--description",
-        "footer-key--hover",
-    }
+    COMPONENT_CLASSES = {"footer-key--key", "footer-key--description", "footer-key--hover"}
     DEFAULT_CSS = """
     KeyFooter {
         dock: bottom;
@@ -146,20 +142,11 @@ class KeyFooter(Widget):
             more = f"+{len(self.hidden)} more" if self.hidden else help_key.binding.description
             keys.append((help_key, more))
         placed, column = [], 0
-        for active, description in keys:
-            binding, end = active.binding, column + self._width_of(active, description)
-            display = self.app.get_key_display(binding)
+        for active, text in keys:
+            b, end = active.binding, column + self._width_of(active, text)
+            shown = self.app.get_key_display(b)
             placed.append(
-                FooterKey(
-                    binding.key,
-                    display,
-                    description,
-                    binding.action,
-                    active.enabled,
-                    active.tooltip,
-                    column,
-                    end,
-                )
+                FooterKey(b.key, shown, text, b.action, active.enabled, active.tooltip, column, end)
             )
             column = end
         return placed

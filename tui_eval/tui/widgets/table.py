@@ -141,6 +141,7 @@ def fit_columns(columns: Sequence[Column], width: int, need: Mapping[str, int]) 
         used += column.width + 2
     spare = room - used
     widths = {column.key: column.width for column in keep}
+
     def short(column: Column) -> int:
         return max(0, need.get(column.key, 0) - widths[column.key])
 
@@ -159,4 +160,3 @@ def fit_columns(columns: Sequence[Column], width: int, need: Mapping[str, int]) 
             widths[other.key] -= extra
             widths[column.key] += extra
     return [replace(c, width=widths[c.key]) for c in columns if c.key in widths]
-
