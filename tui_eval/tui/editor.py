@@ -43,11 +43,9 @@ class EditorError(TuiEvalError):
 
 
 def editor_command(path: Path, line: int) -> list[str]:
-    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`.
-
-    The command comes from the user's variable only; the file goes in as an absolute path
-    (after `--` where the editor reads it), so no file name — `-c!touch x.yaml` — can
-    reach the editor as an option or a command.
+    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`. The file goes in
+    as an absolute path (after `--` where the editor reads it): no file name — `-c!touch
+    x.yaml` — can reach the editor as an option or a command.
 
     Raises:
         EditorError: the variable is not a command line; the message names it.

@@ -1,11 +1,8 @@
 """The Calibration screen: is the judge right? κ, agreement, TPR/TNR and the disagreements.
 
-It runs the same `calibrate()` as `tui-eval calibrate` (the agent is never called; judge
-answers come from the response cache when it has them), so it shows the same figures.
-The table lists where the humans and the judges disagree, then where they and the fault
-reviewer disagree on whose fault a conversation was. `enter` on one opens it with both
-verdicts: the output (or the transcript) with the human's label and the judge's verdict
-(or the reviewer's party, turn and reason).
+It runs the same `calibrate()` as `tui-eval calibrate` (judge answers come from the response
+cache when it has them), so it shows the same figures. The table lists where humans and
+judges disagree, then where humans and the fault reviewer do; `enter` opens one with both.
 """
 
 from __future__ import annotations

@@ -69,13 +69,10 @@ def noise_text(change: CaseChange) -> Text:
 
 
 class DiffScreen(Screen[None]):
-    """The current run against its baseline, as a review queue.
-
-    For each changed case: `a` accept its new result, `k` reject it (the baseline keeps
-    its own), `s` skip, `u` undo the last decision; `A` accepts every pending case. Nothing
-    is written until `w`, which writes every decision to the baseline file at once; leaving
-    with decisions not written asks first. `enter` opens the case side by side, where
-    `a`/`k`/`s` decide it too and the next pending case opens.
+    """The current run against its baseline, as a review queue: `a` accept a case's new
+    result, `k` reject it, `s` skip, `u` undo, `A` accept every pending case; `w` writes the
+    decisions to the baseline file at once (leaving without writing asks first). `enter`
+    opens the case side by side, where `a`/`k`/`s` decide it and the next pending case opens.
     """
 
     TITLE = "Diff"
@@ -230,8 +227,8 @@ class DiffScreen(Screen[None]):
                 line.append(f" — w writes {unwritten} change(s) to the baseline", style="yellow")
             status.update(line)
         # The suite's rate is the mean of the cases' rates (not the share of cases passed).
-        line = d.suite_line(label="mean pass rate of the cases", sep=" · ")
-        self.query_one("#suite-line", Static).update(Text(line, style="bold"))
+        rate = d.suite_line(label="mean pass rate of the cases", sep=" · ")
+        self.query_one("#suite-line", Static).update(Text(rate, style="bold"))
 
     def _decided(self, name: str) -> None:
         """Repaint after a decision about `name`: its row, the header, the footer."""

@@ -1,10 +1,7 @@
-"""The Failures screen: a run's failed samples grouped into failure modes, new ones first.
-
-It draws what `tui_eval.report.failure_modes` computes from the run's `RunState` (again
-while the run streams), against the baseline when there is one; `enter` opens a mode's
-samples (`n`/`p` walk them), `m` shows only its cases on the Run screen. Flaky cases (their
-recorded runs disagree beyond sampling noise) are listed under the modes, read again from
-the history whenever a run of the suite ends.
+"""The Failures screen: a run's failed samples grouped into failure modes
+(`tui_eval.report.failure_modes`, again while the run streams), new ones first against the
+baseline; `enter` walks a mode's samples, `f` shows its cases on the Run screen. Flaky cases
+are listed under the modes, read again from the history whenever a run of the suite ends.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The Label screen: judged outputs one at a time, labelled with one key each — blind.
-
-The judge's verdict and reasoning stay hidden until the output is labelled (`b` shows them
-for the output on screen, and only that one); then they appear beside the label given, and
-the next output comes up, hidden again. Failed conversations come after the judged
-outputs: their transcript is shown, `h`, `g` or `e` says whose fault the failure is (the
-user's, the agent's, the environment's), and the fault reviewer's verdict stays hidden the
-same way. Labels are written at once to `<suite folder>/__labels__/<suite>.jsonl`
+"""The Label screen: judged outputs, then failed conversations, one at a time, each labelled
+with one key — blind: the judge's (or the fault reviewer's) verdict stays hidden until the
+item is labelled (`b` shows it for that item only). For a conversation `h`, `g` or `e` says
+whose fault it failed by. Labels are written at once to `<suite folder>/__labels__/<suite>.jsonl`
 (`LabelStore`), merged with what other sessions wrote there.
 """
 
@@ -169,13 +165,13 @@ class LabelScreen(Screen[None]):
         if isinstance(item, FaultItem):  # its transcript and failed checks
             body.append("Conversation\n", style="bold")
             body.append_text(plain(item.conversation.transcript()))
-            failed = [check for check in item.sample.checks if not check.passed]
+            failed = [result for result in item.sample.checks if not result.passed]
             if failed:
                 body.append("\n\nFailed checks\n", style="bold")
-            for check in failed:
-                body.append_text(cell(check.name, 60))
+            for result in failed:
+                body.append_text(cell(result.name, 60))
                 body.append(": ")
-                body.append_text(plain(check.reason, limit=600))
+                body.append_text(plain(result.reason, limit=600))
                 body.append("\n")
             labelled = f": the {existing.label}'s fault" if existing else ""
             hint = (

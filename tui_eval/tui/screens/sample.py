@@ -35,12 +35,9 @@ FAULT_LINES = 4
 
 
 class SampleScreen(Screen[None]):
-    """One sample, in tabs. `n`/`p` walk the failing samples of the whole run (the screen
-    that opened it reads `case_index` once it closes, to show that case).
-
-    A conversation's sample shows its turns in the second tab (opened first), the first
-    critical turn marked and scrolled to, and whose fault its failure was above the tabs.
-    """
+    """One sample, in tabs; a conversation's turns in the second (opened first, scrolled to
+    its critical turn) and its fault above them. `n`/`p` walk the run's failing samples (the
+    screen that opened it reads `case_index` once it closes, to show that case)."""
 
     TITLE = "Sample"
     BINDINGS = [

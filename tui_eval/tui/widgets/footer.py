@@ -33,13 +33,11 @@ class FooterKey(NamedTuple):
 
 
 class KeyFooter(Widget):
-    """A footer that shows the keys that fit, then `? +N more` (the help key) when some do
-    not. Keys appear in the order the screen declares them; `?` always comes last.
+    """The keys that fit, in the screen's order, then `?` (as `? +N more` when some do not).
 
-    It looks like Textual's `Footer`, but is one line of text rather than a widget per key:
-    a footer's keys change with every state of its screen (a run starting, finishing), and
-    mounting new key widgets laid the whole screen out again (about a third of the app's
-    CPU while a run was shown). A click on a key presses it, as in Textual's footer.
+    One line of text, not Textual's widget per key: the keys change with every state of the
+    screen, and mounting key widgets laid the whole screen out again (a third of the app's
+    CPU while a run was shown). A click on a key presses it.
 
     Attributes:
         shown: the keys shown at the current width, in order, with their columns.

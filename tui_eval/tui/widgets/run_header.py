@@ -1,8 +1,5 @@
-"""The top of the Run screen: overall progress, counters, and what is running now.
-
-One widget that renders itself from the `RunState`: a frame repaints it without a layout
-pass (updating child `Static`s would re-layout the whole screen at every frame).
-"""
+"""The top of the Run screen: progress, counters, and what is running now — one widget
+rendered from the `RunState`, so a frame repaints it without a layout pass."""
 
 from __future__ import annotations
 
