@@ -141,35 +141,29 @@ class CaseScreen(Screen[None]):
             return ""
         name = self.case.name
         past = case_histories(history, suite.name, {name: self.case.pass_threshold}, limit=8)
-        runs = past[name].runs if name in past else []
-        line = (
-            "past runs (newest first): " + " · ".join(f"{r.passed / r.total:.0%}" for r in runs)
-            if runs
-            else "past runs: none recorded"
-        )
-        if runs:
-            line += f" · {past[name].flips} flip(s)"
+        line = "past runs: none recorded"
+        if name in past and past[name].runs:
+            rates = " · ".join(f"{r.passed / r.total:.0%}" for r in past[name].runs)
+            line = f"past runs (newest first): {rates} · {past[name].flips} flip(s)"
             if past[name].flaky:
                 line += " · flaky (its runs disagree beyond noise; Q quarantines it)"
-        held = self._quarantine()
+        held = self._quarantine()[1]
         if held is not None:
             line += f" · quarantined: {held.reason} (Q releases)"
         return line
 
-    def _quarantine_file(self) -> Path | None:
-        return quarantine_path(self.session.baseline_path) if self.session.baseline_path else None
-
-    def _quarantine(self) -> Quarantine | None:
-        path = self._quarantine_file()
-        if path is None:
-            return None
+    def _quarantine(self) -> tuple[Path | None, Quarantine | None]:
+        """The run's quarantine file (None: no baseline folder), and the case's entry in it."""
+        baseline = self.session.baseline_path
+        path = quarantine_path(baseline) if baseline else None
         try:
-            return read(path, self.session.state.name).get(self.case.name)
+            held = read(path, self.session.state.name).get(self.case.name) if path else None
         except (QuarantineFileError, OSError):
-            return None
+            held = None
+        return path, held
 
     def action_quarantine(self) -> None:
-        path = self._quarantine_file()
+        path, held = self._quarantine()
         if path is None:
             self.notify("this run has no baseline folder to keep a quarantine in", timeout=3)
             return
@@ -180,7 +174,7 @@ class CaseScreen(Screen[None]):
             self.refresh_view()
             self.notify(message, timeout=4)
 
-        if self._quarantine() is not None:
+        if held is not None:
 
             def lift(confirmed: bool | None) -> None:
                 if confirmed:
