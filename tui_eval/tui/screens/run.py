@@ -173,16 +173,15 @@ class RunScreen(Screen[None]):
         else:
             verdict = "all passed" if report.passed else "some cases failed"
             undecided = report.cases_undecided
-            message = f"{report.cases_passed}/{planned - undecided} cases passed · {verdict}"
+            message = f"{report.cases_passed}/{report.cases_decided} cases passed · {verdict}"
             if undecided:
                 message += f" · ⊘ {undecided} undecided (the user simulator's fault)"
         self.notify(message, title=self.session.title)
 
-    # -- watch mode --------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only the keys that apply show: no cancel or rerun on a finished or saved run."""
         state = self.session.state
-        if action in ("cancel_run",):
+        if action == "cancel_run":
             return state.running
         if action in ("rerun_failed", "watch"):
             return self.session.suite is not None and (action == "watch" or not state.running)
@@ -192,6 +191,7 @@ class RunScreen(Screen[None]):
             return self.since_previous is not None
         return True
 
+    # -- watch mode --------------------------------------------------------------------
     def action_watch(self) -> None:
         """Toggle watch mode: each save of the suite's files reruns it, failing cases first."""
         name = self.session.state.name
