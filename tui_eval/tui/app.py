@@ -36,6 +36,9 @@ from tui_eval.tui.messages import (
     SuitesReloaded,
     WatchRerun,
 )
+from tui_eval.tui.screens.help import HelpScreen, screen_keys
+from tui_eval.tui.screens.run import RunScreen
+from tui_eval.tui.screens.suites import SuitesScreen
 from tui_eval.tui.workspace import Workspace
 from tui_eval.util.home import data_root
 
@@ -114,10 +117,8 @@ class TuiEvalApp(App[int]):
         if problem:
             self.notify(f"keys not remapped: {problem}", severity="error")
         if self.report is not None:
-            self._show_report(self.report, title=f"{self.report.name} (saved report)")
+            self._show_report(ShowReport(self.report, f"{self.report.name} (saved report)"))
             return
-        from tui_eval.tui.screens.suites import SuitesScreen
-
         self.push_screen(SuitesScreen(self.workspace))
         if self.autorun:
             self.call_after_refresh(self.run_all)
@@ -189,8 +190,6 @@ class TuiEvalApp(App[int]):
 
     def start(self, session: RunSession, *, show: bool, watch: bool = False) -> None:
         """Run `session` in a worker of the app (so it outlives any screen)."""
-        from tui_eval.tui.screens.run import RunScreen
-
         worker = self.run_worker(
             session.run(), name=f"run {session.title}", group="runs", exit_on_error=False
         )
@@ -239,26 +238,20 @@ class TuiEvalApp(App[int]):
         self.start(session, show=True)
 
     @on(ShowReport)
-    def _show_report_message(self, message: ShowReport) -> None:
-        self._show_report(message.report, title=message.title)
-
-    def _show_report(self, report: Report, *, title: str = "") -> None:
-        from tui_eval.tui.screens.run import RunScreen
-
+    def _show_report(self, message: ShowReport) -> None:
+        report = message.report
         suite = self.workspace.suite(report.name)
         suite_path = report.metadata.get("suite_path")
         if suite is None and suite_path:  # not loaded now: its file's default place
             suite = Suite(report.name, path=Path(str(suite_path)))
         baseline = BaselineStore.for_suite(suite) if suite is not None else None
         session = RunSession.for_report(
-            report, clock=self.workspace.clock, baseline=baseline, title=title
+            report, clock=self.workspace.clock, baseline=baseline, title=message.title
         )
         self.push_screen(RunScreen(session, self.workspace))
 
     def action_help(self) -> None:
         """Show every key of the current screen (`?`)."""
-        from tui_eval.tui.screens.help import HelpScreen, screen_keys
-
         if isinstance(self.screen, HelpScreen):
             return
         title = self.screen.TITLE or type(self.screen).__name__.removesuffix("Screen")
@@ -274,10 +267,7 @@ class TuiEvalApp(App[int]):
         markup: bool = False,
     ) -> None:
         """Show a notification; at most `MAX_NOTIFICATIONS` stay up, the newest kept.
-
-        Messages quote names and model output, so they are never parsed as markup
-        (`markup` is accepted for compatibility and ignored).
-        """
+        Messages quote names and model output: never parsed as markup (`markup` is ignored)."""
         notification = Notification(
             message,
             title,

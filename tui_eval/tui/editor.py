@@ -43,11 +43,9 @@ class EditorError(TuiEvalError):
 
 
 def editor_command(path: Path, line: int) -> list[str]:
-    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`.
-
-    The command comes from the user's variable only; the file goes in as an absolute path
-    (after `--` where the editor reads it), so no file name — `-c!touch x.yaml` — can
-    reach the editor as an option or a command.
+    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`. The file goes in
+    as an absolute path (after `--` where the editor reads it): no file name — `-c!touch
+    x.yaml` — can reach the editor as an option or a command.
 
     Raises:
         EditorError: the variable is not a command line; the message names it.
@@ -84,7 +82,7 @@ def edit_case(app: App[object], path: Path, name: str) -> None:
     try:
         try:
             with app.suspend():
-                _run(command)
+                subprocess.run(command, check=False)
         except SuspendNotSupported:
             if not app.is_headless:
                 app.notify(
@@ -92,10 +90,6 @@ def edit_case(app: App[object], path: Path, name: str) -> None:
                     severity="warning",
                 )
                 return
-            _run(command)  # tests: no terminal to hand over
+            subprocess.run(command, check=False)  # tests: no terminal to hand over
     except OSError as exc:
         app.notify(f"cannot start the editor {command[0]!r}: {exc}", severity="error")
-
-
-def _run(command: list[str]) -> None:
-    subprocess.run(command, check=False)

@@ -1,10 +1,6 @@
-"""`Workspace`: what every screen of one app session shares — the suites (a `SuiteSet`,
-reloaded after edits by the core), the run history, the launch request and the runs
-started so far. Plain Python: no widgets in it.
-
-Screens get it as a constructor argument ("attributes down") and ask the app to start,
-show or resume things with messages ("messages up"); they never reach into the app.
-"""
+"""`Workspace`: what every screen of one app session shares — its suites, run history,
+launch request and runs. Plain Python, no widgets: screens get it as a constructor argument
+("attributes down") and ask the app for things with messages ("messages up")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """The Calibration screen: is the judge right? κ, agreement, TPR/TNR and the disagreements.
 
-It runs the same `calibrate()` as `tui-eval calibrate` (the agent is never called; judge
-answers come from the response cache when it has them), so it shows the same figures.
-The table lists where the humans and the judges disagree, then where they and the fault
-reviewer disagree on whose fault a conversation was. `enter` on one opens it with both
-verdicts: the output (or the transcript) with the human's label and the judge's verdict
-(or the reviewer's party, turn and reason).
+It runs the same `calibrate()` as `tui-eval calibrate` (judge answers come from the response
+cache when it has them), so it shows the same figures. The table lists where humans and
+judges disagree, then where humans and the fault reviewer do; `enter` opens one with both.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_eval.calibration.calibrate import CalibrationError, calibrate
 from tui_eval.calibration.results import Calibration, JudgedLabel, ReviewedLabel
@@ -138,14 +135,16 @@ class CalibrationScreen(Screen[None]):
         reviewer = self.calibration.reviewer if self.calibration is not None else None
         return reviewer.reviewer_disagreements if reviewer is not None else []
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if self.calibration is None or event.row_key.value is None:
+    def action_open(self) -> None:
+        """Open the disagreement under the cursor with both verdicts."""
+        row = self.query_one(Table).selected()
+        if self.calibration is None or row is None:
             return
-        kind, _, position = event.row_key.value.partition(":")
-        if kind == "fault":
-            shown = fault_verdicts(self.fault_disagreements[int(position)])
+        judged = self.calibration.disagreements
+        if row < len(judged):
+            shown = judge_verdicts(judged[row])
         else:
-            shown = judge_verdicts(self.calibration.disagreements[int(position)])
+            shown = fault_verdicts(self.fault_disagreements[row - len(judged)])
         self.app.push_screen(VerdictsScreen(shown))
 
     def action_recalibrate(self) -> None:

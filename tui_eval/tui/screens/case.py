@@ -6,11 +6,10 @@ import datetime
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_eval.checks.faults import PARTIES
 from tui_eval.core.results import CaseResult, SampleResult
@@ -27,6 +26,8 @@ from tui_eval.service.session import RunSession
 from tui_eval.stats.proportions import wilson_interval
 from tui_eval.tui.editor import edit_case
 from tui_eval.tui.messages import start_run, suite_to_rerun
+from tui_eval.tui.screens.prompt import ConfirmScreen, Prompt
+from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.conversation import LEFT_OUT, PARTY_STYLE
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.latency_chart import LatencyChart, scale_text
@@ -76,7 +77,7 @@ class CaseScreen(Screen[None]):
     TITLE = "Case"
     BINDINGS = [
         Binding("q,escape", "app.back", "Back", id="back"),
-        Binding("enter", "open_sample", "Open sample", show=False, id="open"),
+        Binding("enter", "open", "Open sample", show=False, id="open"),
         Binding("m", "more_samples", "More samples", id="more-samples"),
         Binding("r", "rerun_case", "Rerun case", id="rerun"),
         Binding("e", "edit", "Edit", id="edit"),
@@ -125,7 +126,7 @@ class CaseScreen(Screen[None]):
         self.history_line = self._history_line()
         self._ticks = self.set_interval(0.25, self.refresh_view)
         self.refresh_view()
-        self.query_one("#samples", DataTable).focus()
+        self.query_one(Table).focus()
 
     def on_screen_suspend(self) -> None:
         self._ticks.pause()
@@ -140,47 +141,40 @@ class CaseScreen(Screen[None]):
             return ""
         name = self.case.name
         past = case_histories(history, suite.name, {name: self.case.pass_threshold}, limit=8)
-        runs = past[name].runs if name in past else []
-        line = (
-            "past runs (newest first): " + " · ".join(f"{r.passed / r.total:.0%}" for r in runs)
-            if runs
-            else "past runs: none recorded"
-        )
-        if runs:
-            line += f" · {past[name].flips} flip(s)"
+        line = "past runs: none recorded"
+        if name in past and past[name].runs:
+            rates = " · ".join(f"{r.passed / r.total:.0%}" for r in past[name].runs)
+            line = f"past runs (newest first): {rates} · {past[name].flips} flip(s)"
             if past[name].flaky:
                 line += " · flaky (its runs disagree beyond noise; Q quarantines it)"
-        held = self._quarantine()
+        held = self._quarantine()[1]
         if held is not None:
             line += f" · quarantined: {held.reason} (Q releases)"
         return line
 
-    def _quarantine_file(self) -> Path | None:
-        return quarantine_path(self.session.baseline_path) if self.session.baseline_path else None
-
-    def _quarantine(self) -> Quarantine | None:
-        path = self._quarantine_file()
-        if path is None:
-            return None
+    def _quarantine(self) -> tuple[Path | None, Quarantine | None]:
+        """The run's quarantine file (None: no baseline folder), and the case's entry in it."""
+        baseline = self.session.baseline_path
+        path = quarantine_path(baseline) if baseline else None
         try:
-            return read(path, self.session.state.name).get(self.case.name)
+            held = read(path, self.session.state.name).get(self.case.name) if path else None
         except (QuarantineFileError, OSError):
-            return None
+            held = None
+        return path, held
 
     def action_quarantine(self) -> None:
-        path = self._quarantine_file()
+        path, held = self._quarantine()
         if path is None:
             self.notify("this run has no baseline folder to keep a quarantine in", timeout=3)
             return
         suite, name = self.session.state.name, self.case.name
-        from tui_eval.tui.screens.prompt import ConfirmScreen, Prompt
 
         def done(message: str) -> None:
             self.history_line = self._history_line()
             self.refresh_view()
             self.notify(message, timeout=4)
 
-        if self._quarantine() is not None:
+        if held is not None:
 
             def lift(confirmed: bool | None) -> None:
                 if confirmed:
@@ -261,26 +255,8 @@ class CaseScreen(Screen[None]):
                 s.fault is not None or (s.run is not None and s.run.conversation is not None)
                 for _, s in rows
             )
-            cells = []
-            for label, sample in rows:
-                score = sample.score
-                marks = (" ⟲" if sample.cached else "") + (
-                    f" {LEFT_OUT}" if sample.excluded else ""
-                )
-                row = {
-                    "n": Text(label, justify="right"),
-                    "status": Text(
-                        sample.status + marks, style="green" if sample.passed else "red"
-                    ),
-                    "latency": Text(format_ms(sample.latency_ms), justify="right"),
-                    "tokens": Text(f"{sample.usage.total_tokens:,}", justify="right"),
-                    "score": Text(f"{score:.2f}" if score is not None else "–", justify="right"),
-                    "fault": _fault_cell(sample),
-                    "failure": cell(sample.first_failure, 300, style="red"),
-                }
-                cells.append((label, row))
             columns = [c for c in self.COLUMNS if with_faults or c.key != "fault"]
-            self.query_one(Table).show(columns, cells)
+            self.query_one(Table).show(columns, [(n, _sample_cells(n, s)) for n, s in rows])
 
     def _rows(self) -> list[tuple[str, SampleResult]]:
         """The case's samples, then those of its `m` rerun (labelled m1, m2, ...)."""
@@ -308,23 +284,15 @@ class CaseScreen(Screen[None]):
         text.append(f"   before: {describe_rate(self.case)}")
         _show(widget, text)
 
-    @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open_sample()
-
-    def action_open_sample(self) -> None:
-        table = self.query_one("#samples", DataTable)
-        rows = self._rows()
-        if not rows or not 0 <= table.cursor_row < len(rows):
+    def action_open(self) -> None:
+        row = self.query_one(Table).selected()
+        if row is None or row >= len(self._rows()):
             return
-        from tui_eval.tui.screens.sample import SampleScreen
-
         own = len(self.case.samples)
-        if table.cursor_row < own:
-            session, case, sample = self.session, self.case_index, table.cursor_row
+        if row < own:
+            session, case, sample = self.session, self.case_index, row
         elif self.rerun is not None:  # a sample of the `m` rerun: its own run, case 0
-            session, case, sample = self.rerun, 0, table.cursor_row - own
+            session, case, sample = self.rerun, 0, row - own
         else:
             return
 
@@ -340,7 +308,7 @@ class CaseScreen(Screen[None]):
             self.show_case(case_index)
         own = len(self.case.samples)
         row = sample_index if session is self.session else own + sample_index
-        table = self.query_one("#samples", DataTable)
+        table = self.query_one(Table)
         if 0 <= row < table.row_count:
             table.move_cursor(row=row, animate=False)
 
@@ -354,8 +322,6 @@ class CaseScreen(Screen[None]):
     def action_more_samples(self) -> None:
         if suite_to_rerun(self, self.workspace, self.session) is None:
             return
-        from tui_eval.tui.screens.prompt import Prompt
-
         default = max(10, 2 * max(1, len(self.case.samples)))
         name = self.case.name
 
@@ -398,13 +364,22 @@ class CaseScreen(Screen[None]):
         edit_case(self.app, suite.path, self.case.name)
 
 
-def _fault_cell(sample: SampleResult) -> Text:
-    """`agent t3`: whose fault a failed conversation was, and its first critical turn."""
-    fault = sample.fault
-    if fault is None:
-        return Text("")
-    where = f" t{fault.turn}" if fault.turn is not None else ""
-    return Text(f"{fault.party}{where}", style=PARTY_STYLE.get(fault.party, ""))
+def _sample_cells(label: str, sample: SampleResult) -> dict[str, Text]:
+    """A sample's row; its fault `agent t3`: whose fault and its first critical turn."""
+    marks = (" ⟲" if sample.cached else "") + (f" {LEFT_OUT}" if sample.excluded else "")
+    score, fault = sample.score, sample.fault
+    where = f" t{fault.turn}" if fault is not None and fault.turn is not None else ""
+    return {
+        "n": Text(label, justify="right"),
+        "status": Text(sample.status + marks, style="green" if sample.passed else "red"),
+        "latency": Text(format_ms(sample.latency_ms), justify="right"),
+        "tokens": Text(f"{sample.usage.total_tokens:,}", justify="right"),
+        "score": Text(f"{score:.2f}" if score is not None else "–", justify="right"),
+        "fault": Text(f"{fault.party}{where}", style=PARTY_STYLE.get(fault.party, ""))
+        if fault is not None
+        else Text(""),
+        "failure": cell(sample.first_failure, 300, style="red"),
+    }
 
 
 def _show(widget: Static, text: Text) -> None:

@@ -7,18 +7,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
+from tui_eval.core.results import CaseResult
 from tui_eval.report.baselines import BaselineStatus, Decision, Review, review_items
 from tui_eval.report.diff import CaseChange, Diff, points
 from tui_eval.report.report import Report
 from tui_eval.run.events import Event, SampleFinished
 from tui_eval.service.deciding import cases_to_decide, decide_request, settle, verdicts_line
+from tui_eval.service.run_plan import EmptySelection, PlanError
 from tui_eval.service.session import RunSession
+from tui_eval.tui.screens.failures import FailuresScreen
+from tui_eval.tui.screens.prompt import ConfirmScreen
 from tui_eval.tui.screens.side_by_side import DECISION_KEYS, SideBySideScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
@@ -46,10 +49,8 @@ LEGEND = (
 )
 
 
-def suite_line(diff: Diff) -> str:
-    """The suite-level comparison, saying what its rate is: the mean over the cases in both
-    runs of each case's share of passing samples (not the share of cases that passed)."""
-    return diff.suite_line(label="mean pass rate of the cases", sep=" · ")
+def _case(report: Report | None, name: str) -> CaseResult | None:
+    return next((c for c in report.cases if c.name == name), None) if report else None
 
 
 def noise_text(change: CaseChange) -> Text:
@@ -68,13 +69,10 @@ def noise_text(change: CaseChange) -> Text:
 
 
 class DiffScreen(Screen[None]):
-    """The current run against its baseline, as a review queue.
-
-    For each changed case: `a` accept its new result, `k` reject it (the baseline keeps
-    its own), `s` skip, `u` undo the last decision; `A` accepts every pending case. Nothing
-    is written until `w`, which writes every decision to the baseline file at once; leaving
-    with decisions not written asks first. `enter` opens the case side by side, where
-    `a`/`k`/`s` decide it too and the next pending case opens.
+    """The current run against its baseline, as a review queue: `a` accept a case's new
+    result, `k` reject it, `s` skip, `u` undo, `A` accept every pending case; `w` writes the
+    decisions to the baseline file at once (leaving without writing asks first). `enter`
+    opens the case side by side, where `a`/`k`/`s` decide it and the next pending case opens.
     """
 
     TITLE = "Diff"
@@ -134,11 +132,6 @@ class DiffScreen(Screen[None]):
         """Whether decisions can be written (a baseline file and a current run)."""
         return self.baseline_path is not None and self.session is not None
 
-    @property
-    def accepted(self) -> set[str]:
-        """Cases accepted into the baseline file (written)."""
-        return set(self.review.written)
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Reviewing needs a baseline file and a current run (not two past runs)."""
         if action in ("decide", "accept_all", "undo", "write"):
@@ -168,12 +161,12 @@ class DiffScreen(Screen[None]):
 
     def on_mount(self) -> None:
         columns = self.COLUMNS if self.reviewing else self.COLUMNS[1:]
-        self.query_one(Table).show(columns, [(name, self._cells(name)) for name in self._names])
+        table = self.query_one(Table)
+        table.show(columns, [(name, self._cells(name)) for name in self._names])
         empty = self.query_one("#no-changes", Static)
         empty.display = not self._names
         if not self._names:
             empty.update(f"no changes ({len(self.diff.unchanged)} cases unchanged)")
-        table = self.query_one(DataTable)
         table.display = bool(self._names)
         table.focus()
         self._show_header()
@@ -192,8 +185,7 @@ class DiffScreen(Screen[None]):
             )
             cells["noise"] = noise_text(change)
         elif kind in ("added", "removed"):
-            report = self.current if kind == "added" else self.baseline
-            found = next((c for c in report.cases if c.name == name), None) if report else None
+            found = _case(self.current if kind == "added" else self.baseline, name)
             rate = f"{found.pass_rate:.0%}" if found is not None and found.samples else "?"
             cells["rates"] = Text(f"– → {rate}" if kind == "added" else f"{rate} → –")
         if name in self.diff.definition_changed:
@@ -234,7 +226,9 @@ class DiffScreen(Screen[None]):
             if unwritten:
                 line.append(f" — w writes {unwritten} change(s) to the baseline", style="yellow")
             status.update(line)
-        self.query_one("#suite-line", Static).update(Text(suite_line(d), style="bold"))
+        # The suite's rate is the mean of the cases' rates (not the share of cases passed).
+        rate = d.suite_line(label="mean pass rate of the cases", sep=" · ")
+        self.query_one("#suite-line", Static).update(Text(rate, style="bold"))
 
     def _decided(self, name: str) -> None:
         """Repaint after a decision about `name`: its row, the header, the footer."""
@@ -247,20 +241,12 @@ class DiffScreen(Screen[None]):
         self._show_header()
         self.refresh_bindings()
 
-    @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
-
     def _cursor_name(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not self._names or not 0 <= table.cursor_row < len(self._names):
-            return None
-        return self._names[table.cursor_row]
+        row = self.query_one(Table).selected()
+        return self._names[row] if row is not None else None
 
-    def _move_to(self, name: str | None) -> None:
-        if name is not None:
-            self.query_one(DataTable).move_cursor(row=self._names.index(name), animate=False)
+    def _move_to(self, name: str) -> None:
+        self.query_one(Table).move_cursor(row=self._names.index(name), animate=False)
 
     def action_open(self) -> None:
         self._open(self._cursor_name())
@@ -268,22 +254,14 @@ class DiffScreen(Screen[None]):
     def _open(self, name: str | None) -> None:
         if name is None:
             return
-        now = (
-            next((c for c in self.current.cases if c.name == name), None) if self.current else None
-        )
-        before = (
-            next((c for c in self.baseline.cases if c.name == name), None)
-            if self.baseline
-            else None
-        )
+        before, now = _case(self.baseline, name), _case(self.current, name)
         screen = SideBySideScreen.of_cases(
             name, before, now, reviewing=self.reviewing, pending=self.review.status()
         )
 
         def decided(decision: Decision | None) -> None:
-            if decision is None:
-                return
-            self._record(name, decision, then=self._open_next)
+            if decision is not None:
+                self._record(name, decision, then=self._open_next)
 
         self.app.push_screen(screen, decided)
 
@@ -299,15 +277,13 @@ class DiffScreen(Screen[None]):
     def action_decide(self, decision: str) -> None:
         name = self._cursor_name()
         if name is not None and name not in self.review.written:
-            self._record(name, Decision(decision), then=self._after_row_decision)
+            self._record(name, Decision(decision), then=self._move_to_next)
 
-    def _after_row_decision(self, name: str) -> None:
+    def _move_to_next(self, name: str) -> None:
         self._move_to(self.review.next_pending(name) or name)
 
-    def _record(
-        self, name: str, decision: Decision, *, then: Callable[[str], None] | None = None
-    ) -> None:
-        """Record `decision`; accepting a regression is confirmed first."""
+    def _record(self, name: str, decision: Decision, *, then: Callable[[str], None]) -> None:
+        """Record `decision`, then `then(name)`; accepting a regression is confirmed first."""
 
         def record(confirmed: bool | None = True) -> None:
             if not confirmed:
@@ -315,12 +291,9 @@ class DiffScreen(Screen[None]):
                 return
             self.review.decide(name, decision)
             self._decided(name)
-            if then is not None:
-                then(name)
+            then(name)
 
         if decision is Decision.ACCEPT and self.review.kind(name) == "regressed":
-            from tui_eval.tui.screens.prompt import ConfirmScreen
-
             change = next(c for c in self.diff.regressions if c.name == name)
             question = (
                 f"Accept the regression of {name!r}? It passed before and fails now "
@@ -356,8 +329,6 @@ class DiffScreen(Screen[None]):
 
         regressed = [n for n in pending if self.review.kind(n) == "regressed"]
         if regressed:
-            from tui_eval.tui.screens.prompt import ConfirmScreen
-
             named = ", ".join(repr(n) for n in regressed[:6])
             more = f" and {len(regressed) - 6} more" if len(regressed) > 6 else ""
             question = (
@@ -390,8 +361,6 @@ class DiffScreen(Screen[None]):
         if self.session is None:
             self.notify("no run to group the failures of", timeout=2)
             return
-        from tui_eval.tui.screens.failures import FailuresScreen
-
         self.app.push_screen(FailuresScreen(self.session, baseline=self.baseline))
 
     def action_sample_more(self) -> None:
@@ -406,8 +375,6 @@ class DiffScreen(Screen[None]):
         self.run_worker(self._decide(changed), exclusive=True, group="decide")
 
     async def _decide(self, names: list[str]) -> None:
-        from tui_eval.service.run_plan import EmptySelection, PlanError
-
         assert self.suite is not None and self.baseline is not None
         assert self.workspace is not None
         drawn = dict.fromkeys(names, 0)
@@ -474,7 +441,6 @@ class DiffScreen(Screen[None]):
         if not changed and not removed:
             self.app.pop_screen()
             return
-        from tui_eval.tui.screens.prompt import ConfirmScreen
 
         def leave(confirmed: bool | None) -> None:
             if confirmed:

@@ -1,10 +1,7 @@
-"""The Failures screen: a run's failed samples grouped into failure modes, new ones first.
-
-It draws what `tui_eval.report.failure_modes` computes from the run's `RunState` (again
-while the run streams), against the baseline when there is one; `enter` opens a mode's
-samples (`n`/`p` walk them), `m` shows only its cases on the Run screen. Flaky cases (their
-recorded runs disagree beyond sampling noise) are listed under the modes, read again from
-the history whenever a run of the suite ends.
+"""The Failures screen: a run's failed samples grouped into failure modes
+(`tui_eval.report.failure_modes`, again while the run streams), new ones first against the
+baseline; `enter` walks a mode's samples, `f` shows its cases on the Run screen. Flaky cases
+are listed under the modes, read again from the history whenever a run of the suite ends.
 """
 
 from __future__ import annotations
@@ -16,13 +13,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_eval.report.failure_modes import FailureMode, failure_modes
 from tui_eval.report.report import Report
 from tui_eval.service.flaky import CaseHistory
 from tui_eval.service.session import RunSession
 from tui_eval.tui.messages import RunEnded
+from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
@@ -94,7 +92,7 @@ class FailuresScreen(Screen[None]):
         self._read_flaky()
         self.refresh_modes()
         self._ticks = self.set_interval(self.REFRESH_EVERY_S, self._tick)
-        self.query_one(DataTable).focus()
+        self.query_one(Table).focus()
 
     def _tick(self) -> None:
         """Group again while samples arrive; once the run has ended and is drawn, stop."""
@@ -184,9 +182,9 @@ class FailuresScreen(Screen[None]):
         return text
 
     def current_mode(self) -> FailureMode | None:
-        table = self.query_one(Table)
-        row = table.cursor_row
-        return self.modes[row] if self.modes and 0 <= row < len(self.modes) else None
+        """The mode under the cursor."""
+        row = self.query_one(Table).selected()
+        return self.modes[row] if row is not None and row < len(self.modes) else None
 
     def positions(self, mode: FailureMode) -> list[tuple[int, int]]:
         """Where the mode's samples are in the run's state: (case index, sample position)."""
@@ -202,17 +200,11 @@ class FailuresScreen(Screen[None]):
                 found.append((case_index, position))
         return found
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
-
     def action_open(self) -> None:
         mode = self.current_mode()
         if mode is None or not mode.count:
             self.notify("this mode has no sample in this run", timeout=2)
             return
-        from tui_eval.tui.screens.sample import SampleScreen
-
         walk = self.positions(mode)
         case_index, position = walk[0]
         self.app.push_screen(SampleScreen(self.session, case_index, position, walk=walk))

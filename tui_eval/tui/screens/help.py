@@ -11,15 +11,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 SPECIAL_KEYS = {
-    "enter": "enter",
-    "escape": "escape",
     "slash": "/",
     "question_mark": "?",
     "asterisk": "*",
-    "space": "space",
     "pageup": "page up",
     "pagedown": "page down",
-    "ctrl+c": "ctrl+c",
 }
 
 

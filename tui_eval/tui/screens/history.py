@@ -5,16 +5,16 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui_eval.report.baselines import covered
 from tui_eval.report.report import Report
 from tui_eval.service.store import RunRecord, RunSummary
 from tui_eval.tui.messages import ResumeRun, ShowReport
+from tui_eval.tui.screens.diff import DiffScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
@@ -68,7 +68,7 @@ class HistoryScreen(Screen[None]):
         self.query_one(Table).show(self.COLUMNS, rows)
         if not self.records:
             self.notify("no runs recorded yet", timeout=3)
-        self.query_one(DataTable).focus()
+        self.query_one(Table).focus()
 
     @staticmethod
     def _cells(record: RunRecord) -> dict[str, Text]:
@@ -104,19 +104,8 @@ class HistoryScreen(Screen[None]):
                 return None
         return self._reports[record.run_id]
 
-    def _cursor(self) -> int | None:
-        table = self.query_one(DataTable)
-        return (
-            table.cursor_row if self.records and 0 <= table.cursor_row < len(self.records) else None
-        )
-
-    @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
-
     def action_open(self) -> None:
-        index = self._cursor()
+        index = self.query_one(Table).selected()
         if index is None:
             return
         report = self._report(self.records[index])
@@ -126,7 +115,7 @@ class HistoryScreen(Screen[None]):
         self.post_message(ShowReport(report, f"{report.name} · {self.records[index].run_id}"))
 
     def action_resume(self) -> None:
-        index = self._cursor()
+        index = self.query_one(Table).selected()
         if index is None:
             return
         record = self.records[index]
@@ -136,7 +125,7 @@ class HistoryScreen(Screen[None]):
         self.post_message(ResumeRun(record))
 
     def action_mark(self) -> None:
-        index = self._cursor()
+        index = self.query_one(Table).selected()
         if index is None:
             return
         table = self.query_one(Table)
@@ -147,7 +136,7 @@ class HistoryScreen(Screen[None]):
             table.set_cell(self.records[index].run_id, "mark", Text("●", style="bold yellow"))
 
     def action_compare(self) -> None:
-        index = self._cursor()
+        index = self.query_one(Table).selected()
         if index is None or self.marked is None or index == self.marked:
             self.notify("mark a run with space, move to another, then press c", timeout=3)
             return
@@ -163,8 +152,6 @@ class HistoryScreen(Screen[None]):
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
-        from tui_eval.tui.screens.diff import DiffScreen
-
         suite = self.records[newer].suite
         title = f"{suite} · {_when(self.records[newer])} vs {_when(self.records[older])}"
         self.app.push_screen(DiffScreen(diff, current, baseline, title=title))

@@ -1,11 +1,7 @@
-"""The Label screen: judged outputs one at a time, labelled with one key each — blind.
-
-The judge's verdict and reasoning stay hidden until the output is labelled (`b` shows them
-for the output on screen, and only that one); then they appear beside the label given, and
-the next output comes up, hidden again. Failed conversations come after the judged
-outputs: their transcript is shown, `h`, `g` or `e` says whose fault the failure is (the
-user's, the agent's, the environment's), and the fault reviewer's verdict stays hidden the
-same way. Labels are written at once to `<suite folder>/__labels__/<suite>.jsonl`
+"""The Label screen: judged outputs, then failed conversations, one at a time, each labelled
+with one key — blind: the judge's (or the fault reviewer's) verdict stays hidden until the
+item is labelled (`b` shows it for that item only). For a conversation `h`, `g` or `e` says
+whose fault it failed by. Labels are written at once to `<suite folder>/__labels__/<suite>.jsonl`
 (`LabelStore`), merged with what other sessions wrote there.
 """
 
@@ -34,6 +30,7 @@ from tui_eval.calibration.labels import Label, LabelRecord, LabelsFileError, Lab
 from tui_eval.checks.faults import FAULT_CHECK, Party
 from tui_eval.service.session import RunSession
 from tui_eval.suites import Suite
+from tui_eval.tui.screens.calibration import CalibrationScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.sample_text import verdict_text
 from tui_eval.tui.widgets.text import cell, plain
@@ -163,60 +160,44 @@ class LabelScreen(Screen[None]):
         check = FAULT_CHECK if isinstance(item, FaultItem) else item.check.name
         title.append(f" · sample {item.sample_index + 1} · {check}")
         self.query_one("#screen-title", Static).update(title)
-        if isinstance(item, FaultItem):
-            self._show_conversation(item, output, verdict)
-            return
         body = Text()
-        task = _task(item)
-        if task:
-            body.append("Task\n", style="bold")
-            body.append_text(plain(task, limit=4000))
-            body.append("\n\n")
-        body.append("Output\n", style="bold")
-        body.append_text(plain(value_text(item.output, pretty=True)))
         existing = self.store.find(item.key)
-        if existing is not None:
-            body.append(f"\n\nlabelled {_label_text(existing.label)}", style="bold cyan")
-        output.update(body)
-        shown = Text()
-        if self.blind and existing is None and self.revealed != self.position:
-            shown.append(
-                "judge's verdict hidden until you label (blind) · y pass · x fail · "
-                "0–5 score · s skip · b show",
-                style="dim",
-            )
-        else:
-            shown.append_text(verdict_text(item.check))
-        verdict.update(shown)
-
-    def _show_conversation(self, item: FaultItem, output: Static, verdict: Static) -> None:
-        """A failed conversation: its transcript and failed checks, and who the run blamed
-        unless blind and unlabelled."""
-        body = Text()
-        body.append("Conversation\n", style="bold")
-        body.append_text(plain(item.conversation.transcript()))
-        failed = [check for check in item.sample.checks if not check.passed]
-        if failed:
-            body.append("\n\nFailed checks\n", style="bold")
-            for check in failed:
-                body.append_text(cell(check.name, 60))
+        if isinstance(item, FaultItem):  # its transcript and failed checks
+            body.append("Conversation\n", style="bold")
+            body.append_text(plain(item.conversation.transcript()))
+            failed = [result for result in item.sample.checks if not result.passed]
+            if failed:
+                body.append("\n\nFailed checks\n", style="bold")
+            for result in failed:
+                body.append_text(cell(result.name, 60))
                 body.append(": ")
-                body.append_text(plain(check.reason, limit=600))
+                body.append_text(plain(result.reason, limit=600))
                 body.append("\n")
-        existing = self.store.find(item.key)
-        if existing is not None:
-            body.append(f"\n\nlabelled: the {existing.label}'s fault", style="bold cyan")
-        output.update(body)
-        if self.blind and existing is None and self.revealed != self.position:
-            verdict.update(
-                Text(
-                    "the verdict on whose fault it is stays hidden until you label (blind) · "
-                    "h user · g agent · e environment · s skip · b show",
-                    style="dim",
-                )
+            labelled = f": the {existing.label}'s fault" if existing else ""
+            hint = (
+                "the verdict on whose fault it is stays hidden until you label (blind) · "
+                "h user · g agent · e environment · s skip · b show"
             )
+            shown = fault_text(item)
         else:
-            verdict.update(fault_text(item))
+            task = _task(item)
+            if task:
+                body.append("Task\n", style="bold")
+                body.append_text(plain(task, limit=4000))
+                body.append("\n\n")
+            body.append("Output\n", style="bold")
+            body.append_text(plain(value_text(item.output, pretty=True)))
+            labelled = f" {_label_text(existing.label)}" if existing else ""
+            hint = (
+                "judge's verdict hidden until you label (blind) · y pass · x fail · "
+                "0–5 score · s skip · b show"
+            )
+            shown = verdict_text(item.check)
+        if existing is not None:
+            body.append(f"\n\nlabelled{labelled}", style="bold cyan")
+        output.update(body)
+        blind = self.blind and existing is None and self.revealed != self.position
+        verdict.update(Text(hint, style="dim") if blind else shown)
 
     def _last_verdict(self) -> Text:
         if self._last is None:
@@ -310,8 +291,6 @@ class LabelScreen(Screen[None]):
         self.show_item()
 
     def action_calibrate(self) -> None:
-        from tui_eval.tui.screens.calibration import CalibrationScreen
-
         self.app.push_screen(CalibrationScreen(self.suite, title=self.session.title))
 
     def action_back(self) -> None:

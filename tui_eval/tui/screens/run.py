@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
@@ -13,9 +11,15 @@ from textual.widgets import Input, Static
 
 from tui_eval.report.baselines import BaselineOutcome, BaselineStatus
 from tui_eval.report.diff import Diff
+from tui_eval.service.flaky import CaseHistory, case_histories
 from tui_eval.service.session import RunSession
 from tui_eval.tui.messages import WatchRerun, start_run, suite_to_rerun
-from tui_eval.tui.screens.prompt import quit_asking
+from tui_eval.tui.screens.case import CaseScreen
+from tui_eval.tui.screens.diff import DiffScreen
+from tui_eval.tui.screens.failures import FailuresScreen
+from tui_eval.tui.screens.labels import open_label_screen
+from tui_eval.tui.screens.prompt import ConfirmScreen, quit_asking
+from tui_eval.tui.screens.sample import SampleScreen
 from tui_eval.tui.widgets.case_table import (
     COLUMNS,
     SORT_ARROW,
@@ -28,9 +32,6 @@ from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.run_header import RunHeader
 from tui_eval.tui.widgets.text import cell
 from tui_eval.tui.workspace import Workspace
-
-if TYPE_CHECKING:
-    from tui_eval.service.flaky import CaseHistory
 
 FRAME_SECONDS = 0.1
 FAILING_CASES = "the failing cases: below their pass threshold"
@@ -172,16 +173,15 @@ class RunScreen(Screen[None]):
         else:
             verdict = "all passed" if report.passed else "some cases failed"
             undecided = report.cases_undecided
-            message = f"{report.cases_passed}/{planned - undecided} cases passed · {verdict}"
+            message = f"{report.cases_passed}/{report.cases_decided} cases passed · {verdict}"
             if undecided:
                 message += f" · ⊘ {undecided} undecided (the user simulator's fault)"
         self.notify(message, title=self.session.title)
 
-    # -- watch mode --------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only the keys that apply show: no cancel or rerun on a finished or saved run."""
         state = self.session.state
-        if action in ("cancel_run",):
+        if action == "cancel_run":
             return state.running
         if action in ("rerun_failed", "watch"):
             return self.session.suite is not None and (action == "watch" or not state.running)
@@ -191,6 +191,7 @@ class RunScreen(Screen[None]):
             return self.since_previous is not None
         return True
 
+    # -- watch mode --------------------------------------------------------------------
     def action_watch(self) -> None:
         """Toggle watch mode: each save of the suite's files reruns it, failing cases first."""
         name = self.session.state.name
@@ -260,8 +261,6 @@ class RunScreen(Screen[None]):
     def action_since_previous(self) -> None:
         if self.since_previous is None or self.previous is None:
             return
-        from tui_eval.tui.screens.diff import DiffScreen
-
         self.app.push_screen(
             DiffScreen(
                 self.since_previous,
@@ -283,8 +282,6 @@ class RunScreen(Screen[None]):
         index = self.query_one(CaseTable).current_case()
         if index is None:
             return
-        from tui_eval.tui.screens.case import CaseScreen
-
         self.app.push_screen(CaseScreen(self.session, index, self.workspace))
 
     def show_mode(self, cases: frozenset[str], label: str) -> None:
@@ -297,8 +294,6 @@ class RunScreen(Screen[None]):
         self._show_notes()
 
     def action_failures(self) -> None:
-        from tui_eval.tui.screens.failures import FailuresScreen
-
         self.app.push_screen(
             FailuresScreen(
                 self.session,
@@ -311,8 +306,6 @@ class RunScreen(Screen[None]):
 
     def _flaky_cases(self) -> list[CaseHistory]:
         """The run's cases that are flaky over the suite's recorded runs."""
-        from tui_eval.service.flaky import case_histories
-
         history = self.workspace.history
         if history is None:
             return []
@@ -374,8 +367,6 @@ class RunScreen(Screen[None]):
         if not failing:
             self.notify("no failing samples", timeout=2)
             return
-        from tui_eval.tui.screens.sample import SampleScreen
-
         case_index, sample_index = failing[0]
         screen = SampleScreen(self.session, case_index, sample_index)
         # Back from it, the cursor is on the case of the sample shown last.
@@ -391,8 +382,6 @@ class RunScreen(Screen[None]):
         if not plan.needs_confirmation:
             self._save_baseline(True)
             return
-        from tui_eval.tui.screens.prompt import ConfirmScreen
-
         self.app.push_screen(ConfirmScreen(plan.question()), self._save_baseline)
 
     def _save_baseline(self, confirmed: bool | None) -> None:
@@ -408,8 +397,6 @@ class RunScreen(Screen[None]):
         if outcome.diff is None or outcome.baseline is None:
             self.notify(outcome.message, severity="warning")
             return
-        from tui_eval.tui.screens.diff import DiffScreen
-
         self.app.push_screen(
             DiffScreen(
                 outcome.diff,
@@ -451,8 +438,6 @@ class RunScreen(Screen[None]):
 
     def action_label_queue(self) -> None:
         """Label the run's judged outputs, the most useful first (blind)."""
-        from tui_eval.tui.screens.labels import open_label_screen
-
         open_label_screen(self, self.session, self.workspace.suite(self.session.state.name))
 
     def action_back(self) -> None:

@@ -11,7 +11,11 @@ from textual.screen import Screen
 from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
 from tui_eval.core.results import SampleResult
+from tui_eval.report.divergence import closest_passing
 from tui_eval.service.session import RunSession
+from tui_eval.tui.screens.full_text import FullTextScreen
+from tui_eval.tui.screens.labels import open_label_screen
+from tui_eval.tui.screens.side_by_side import SideBySideScreen
 from tui_eval.tui.widgets.clamped_text import ClampedText
 from tui_eval.tui.widgets.conversation import LEFT_OUT, TurnList, fault_text
 from tui_eval.tui.widgets.footer import KeyFooter
@@ -31,12 +35,9 @@ FAULT_LINES = 4
 
 
 class SampleScreen(Screen[None]):
-    """One sample, in tabs. `n`/`p` walk the failing samples of the whole run (the screen
-    that opened it reads `case_index` once it closes, to show that case).
-
-    A conversation's sample shows its turns in the second tab (opened first), the first
-    critical turn marked and scrolled to, and whose fault its failure was above the tabs.
-    """
+    """One sample, in tabs; a conversation's turns in the second (opened first, scrolled to
+    its critical turn) and its fault above them. `n`/`p` walk the run's failing samples (the
+    screen that opened it reads `case_index` once it closes, to show that case)."""
 
     TITLE = "Sample"
     BINDINGS = [
@@ -235,8 +236,6 @@ class SampleScreen(Screen[None]):
         self.notify(f"{which} {position + 1}/{len(failing)}", timeout=1.5)
 
     def action_view_full(self) -> None:
-        from tui_eval.tui.screens.full_text import FullTextScreen
-
         self.app.push_screen(
             FullTextScreen(
                 value_text(self.sample.output, pretty=True),
@@ -246,9 +245,6 @@ class SampleScreen(Screen[None]):
 
     def action_beside_passing(self) -> None:
         """Open this (failing) sample beside the closest passing sample of its case."""
-        from tui_eval.report.divergence import closest_passing
-        from tui_eval.tui.screens.side_by_side import SideBySideScreen
-
         sample = self.sample
         case = self.session.state.cases[self.case_index]
         if sample.passed:
@@ -262,6 +258,4 @@ class SampleScreen(Screen[None]):
 
     def action_label(self) -> None:
         """Label this sample's judged checks (blind: the verdict shows once labelled)."""
-        from tui_eval.tui.screens.labels import open_label_screen
-
         open_label_screen(self, self.session, None, only=(self.case_index, self.sample_index))

@@ -16,7 +16,9 @@ from tui_eval.report.baselines import BaselineStatus, BaselineStore
 from tui_eval.service.store import RunSummary
 from tui_eval.suites import LoadResult, Suite
 from tui_eval.tui.messages import ResumeRun, SuitesReloaded, WatchRerun, start_run
+from tui_eval.tui.screens.history import HistoryScreen
 from tui_eval.tui.screens.prompt import quit_asking
+from tui_eval.tui.screens.run import RunScreen
 from tui_eval.tui.widgets.footer import KeyFooter
 from tui_eval.tui.widgets.table import Column, Table
 from tui_eval.tui.widgets.text import cell
@@ -261,14 +263,8 @@ class SuitesScreen(Screen[None]):
         return self.workspace.loaded
 
     def _current(self) -> Suite | None:
-        table = self.query_one(DataTable)
-        suites = self.loaded.suites
-        return suites[table.cursor_row] if suites and 0 <= table.cursor_row < len(suites) else None
-
-    @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open()
+        row, suites = self.query_one(Table).selected(), self.loaded.suites
+        return suites[row] if row is not None and row < len(suites) else None
 
     def action_open_run(self) -> None:
         self.action_open()
@@ -283,8 +279,6 @@ class SuitesScreen(Screen[None]):
             return
         session = self.workspace.sessions.get(suite.name)
         if session is not None:
-            from tui_eval.tui.screens.run import RunScreen
-
             self.app.push_screen(RunScreen(session, self.workspace))
             return
         self._start(suite, show=True)
@@ -324,8 +318,6 @@ class SuitesScreen(Screen[None]):
         )
 
     def action_history(self) -> None:
-        from tui_eval.tui.screens.history import HistoryScreen
-
         self.app.push_screen(HistoryScreen(self.workspace))
 
     def action_quit(self) -> None:

@@ -1,12 +1,9 @@
 """The live table of cases, virtualised: only the rows on screen are ever rendered.
 
-A suite can hold 10,000 cases. A `DataTable` measures every cell of every row it holds,
-which costs seconds at that size and steals the event loop from the run. This table keeps
-no cells at all: each visible line is rendered on demand from the `RunState`, and a
-frame with changes repaints only the lines that are on screen. Column widths are fixed
-(the case name takes what its longest name needs of the room the fixed ones leave, the
-first failure the rest), so rows updating never make the table jump, and the cursor
-follows its case, not its position.
+A `DataTable` measures every cell of every row it holds, which costs seconds at 10,000 cases
+and steals the event loop from the run. This table keeps no cells: each visible line is
+rendered on demand from the `RunState`. Column widths are fixed, so updating rows never make
+the table jump; the cursor follows its case, not its position.
 """
 
 from __future__ import annotations

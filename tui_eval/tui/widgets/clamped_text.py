@@ -1,9 +1,5 @@
-"""`ClampedText`: a text wrapped to its width and cut after a few lines, saying so with "…".
-
-A `Static` with a `max-height` cuts what does not fit without a sign; CSS's `text-overflow`
-only marks a single line. This widget wraps the text itself (as Rich would), keeps its
-first `max_lines` lines and ends the last with "…" when the text went on.
-"""
+"""`ClampedText`: a text wrapped to its width and cut after a few lines, saying so with "…"
+(a `Static` with a `max-height` cuts without a sign; CSS's `text-overflow` marks one line)."""
 
 from __future__ import annotations
 

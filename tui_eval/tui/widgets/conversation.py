@@ -1,10 +1,6 @@
-"""A conversation as the app shows it: turn by turn (the user's message, the agent's tool
-calls with their results or errors, the state changes, the reply, each turn's tokens), how
-it ended, and whose fault a failure was, with the first critical turn marked.
-
-Every message, argument, result and reason is the model's, the user's or a tool's: shown
-as plain text (`plain`), never as markup.
-"""
+"""A conversation as the app shows it: turn by turn, how it ended, and whose fault a failure
+was, the first critical turn marked. Every message, argument, result and reason is shown as
+plain text (`plain`), never as markup."""
 
 from __future__ import annotations
 

@@ -33,13 +33,11 @@ class FooterKey(NamedTuple):
 
 
 class KeyFooter(Widget):
-    """A footer that shows the keys that fit, then `? +N more` (the help key) when some do
-    not. Keys appear in the order the screen declares them; `?` always comes last.
+    """The keys that fit, in the screen's order, then `?` (as `? +N more` when some do not).
 
-    It looks like Textual's `Footer`, but is one line of text rather than a widget per key:
-    a footer's keys change with every state of its screen (a run starting, finishing), and
-    mounting new key widgets laid the whole screen out again (about a third of the app's
-    CPU while a run was shown). A click on a key presses it, as in Textual's footer.
+    One line of text, not Textual's widget per key: the keys change with every state of the
+    screen, and mounting key widgets laid the whole screen out again (a third of the app's
+    CPU while a run was shown). A click on a key presses it.
 
     Attributes:
         shown: the keys shown at the current width, in order, with their columns.
@@ -47,11 +45,7 @@ class KeyFooter(Widget):
     """
 
     ALLOW_SELECT = False
-    COMPONENT_CLASSES = {
-        "footer-key--key",
-        "footer-key--description",
-        "footer-key--hover",
-    }
+    COMPONENT_CLASSES = {"footer-key--key", "footer-key--description", "footer-key--hover"}
     DEFAULT_CSS = """
     KeyFooter {
         dock: bottom;
@@ -146,20 +140,11 @@ class KeyFooter(Widget):
             more = f"+{len(self.hidden)} more" if self.hidden else help_key.binding.description
             keys.append((help_key, more))
         placed, column = [], 0
-        for active, description in keys:
-            binding, end = active.binding, column + self._width_of(active, description)
-            display = self.app.get_key_display(binding)
+        for active, text in keys:
+            b, end = active.binding, column + self._width_of(active, text)
+            shown = self.app.get_key_display(b)
             placed.append(
-                FooterKey(
-                    binding.key,
-                    display,
-                    description,
-                    binding.action,
-                    active.enabled,
-                    active.tooltip,
-                    column,
-                    end,
-                )
+                FooterKey(b.key, shown, text, b.action, active.enabled, active.tooltip, column, end)
             )
             column = end
         return placed

@@ -1,9 +1,5 @@
 """`LatencyChart`: each sample's latency as a bar drawn from zero, failed samples in red.
-
-Textual's `Sparkline` scales its bars from the smallest value to the largest, so four
-samples of 251, 251, 252 and 251 ms looked like a sixteen-fold spread. Here a bar's height
-is its latency over the largest, from zero: equal latencies look equal.
-"""
+(Textual's `Sparkline` scales from the smallest value: 251 and 252 ms looked far apart.)"""
 
 from __future__ import annotations
 

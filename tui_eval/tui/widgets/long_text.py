@@ -1,9 +1,6 @@
-"""`LongText`: a read-only view of a text of any size (10 MB opens at once).
-
-Only the rows on screen are ever rendered: the text is cut into rows of the view's width
-by offsets computed once (a few milliseconds for 10 MB), each visible row is sanitised as
-it is drawn, and search uses `str.find` over the whole text.
-"""
+"""`LongText`: a read-only view of a text of any size (10 MB opens at once): only the rows
+on screen are rendered (sanitised as drawn), from row offsets computed once; search is
+`str.find` over the whole text."""
 
 from __future__ import annotations
 

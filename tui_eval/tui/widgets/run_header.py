@@ -1,8 +1,5 @@
-"""The top of the Run screen: overall progress, counters, and what is running now.
-
-One widget that renders itself from the `RunState`: a frame repaints it without a layout
-pass (updating child `Static`s would re-layout the whole screen at every frame).
-"""
+"""The top of the Run screen: progress, counters, and what is running now — one widget
+rendered from the `RunState`, so a frame repaints it without a layout pass."""
 
 from __future__ import annotations
 
@@ -12,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
+from tui_eval.report.report import Report
 from tui_eval.run.state import RunState
-from tui_eval.stats.proportions import wilson_interval
 from tui_eval.tui.widgets.text import format_duration
 from tui_eval.util.text import counted, one_line
 
@@ -98,19 +95,19 @@ class RunHeader(Widget):
             counters.append(f" · {state.samples_cached:,} cached")
         counters.append("\n")
         counters.append("cases    ", style="bold")
-        ended = [c for c in state.cases if c.samples and len(c.samples) >= c.planned]
-        # A case whose every sample was left out was not tested: no verdict to count.
-        finished = [c for c in ended if not c.undecided]
-        if finished:
-            passed = sum(1 for c in finished if c.passed)
-            low, high = wilson_interval(passed, len(finished))
+        ended = [c for c in state.cases if c.samples and c.complete]
+        # The verdicts of the cases that ended, as the report will count them (an undecided
+        # case, every sample left out, was not tested: no verdict to count).
+        so_far = Report(state.name, ended)
+        if so_far.cases_decided:
+            low, high = so_far.pass_rate_ci
             counters.append(
-                f"{passed:,}/{len(finished):,} passed · {passed / len(finished):.0%} "
-                f"(95% CI {low * 100:.0f}–{high * 100:.0f}%)"
+                f"{so_far.cases_passed:,}/{so_far.cases_decided:,} passed · "
+                f"{so_far.pass_rate:.0%} (95% CI {low * 100:.0f}–{high * 100:.0f}%)"
             )
-        if len(ended) > len(finished):
-            counters.append(" · " if finished else "")
-            counters.append(f"⊘ {len(ended) - len(finished):,} undecided", style="yellow")
+        if so_far.cases_undecided:
+            counters.append(" · " if so_far.cases_decided else "")
+            counters.append(f"⊘ {so_far.cases_undecided:,} undecided", style="yellow")
         if not ended:
             counters.append(f"0/{len(state.cases):,} finished", style="dim")
         elif len(ended) < len(state.cases):

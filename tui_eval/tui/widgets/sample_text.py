@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tui_eval.agents.messages import RunResult
+from tui_eval.agents.messages import RunResult, Usage
 from tui_eval.checks import CheckResult
 from tui_eval.core.results import SampleResult
 from tui_eval.service.session import RunSession
@@ -136,19 +136,14 @@ def render_usage(session: RunSession, sample: SampleResult) -> Text:
         f"retries       {run.retries if run else 0}",
     ]
     if agent is not None:
-        lines.append(
-            f"agent tokens  {agent.total_tokens:,}  (in {agent.input_tokens:,} · out {agent.output_tokens:,} · {agent.requests} requests)"
-        )
-    judge = sample.judge_usage
-    lines.append(
-        f"judge tokens  {judge.total_tokens:,}  (in {judge.input_tokens:,} · out {judge.output_tokens:,} · {judge.requests} requests)"
-    )
+        lines.append(f"agent tokens  {_tokens(agent)}")
+    lines.append(f"judge tokens  {_tokens(sample.judge_usage)}")
     if conversation is not None:
         # A simulated user's model spends too: apart from the agent's, inside the total.
         user = conversation.user_usage
         who = one_line(conversation.user or "the user", 60)
         if user.requests or user.total_tokens:
-            spent = f"user tokens   {user.total_tokens:,}  (in {user.input_tokens:,} · out {user.output_tokens:,} · {user.requests} requests)"
+            spent = f"user tokens   {_tokens(user)}"
             if conversation.user_cost is not None:
                 spent += f" · ${conversation.user_cost:.6f}"
             lines.append(f"{spent} · {who}")
@@ -163,3 +158,10 @@ def render_usage(session: RunSession, sample: SampleResult) -> Text:
     if sample.cached:
         lines.append("cached        ⟲ every model response came from the response cache ($0)")
     return Text("\n".join(lines))
+
+
+def _tokens(usage: Usage) -> str:
+    return (
+        f"{usage.total_tokens:,}  (in {usage.input_tokens:,} · out {usage.output_tokens:,} · "
+        f"{usage.requests} requests)"
+    )

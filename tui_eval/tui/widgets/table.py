@@ -13,13 +13,12 @@ from textual.widgets import DataTable
 
 
 class Table(DataTable[Any]):
-    """A row-cursor table; `enter` selects the row (and says so in the footer).
+    """A row-cursor table; `enter` (or a click on the cursor's row) runs its screen's
+    `open` action, and the footer says so.
 
-    Given its columns with priorities (`show`), it keeps the ones that fit its width,
-    laying itself out again when a resize (or a longer text) changes which fit; the room
-    left goes to the columns whose text needs it, and a text still too long ends with
-    "…". `home`/`end` move the cursor to the first/last row, as on the Run screen (not
-    sideways).
+    Given its columns with priorities (`show`), it keeps the ones that fit its width, laid
+    out again when a resize (or a longer text) changes which fit. `home`/`end` move the
+    cursor to the first/last row, as on the Run screen (not sideways).
     """
 
     BINDINGS = [
@@ -65,6 +64,14 @@ class Table(DataTable[Any]):
         if any(c.key == column for c in self.shown_columns):
             self.update_cell(row, column, value)
 
+    def selected(self) -> int | None:
+        """The row under the cursor (None: no rows)."""
+        return self.cursor_row if 0 <= self.cursor_row < self.row_count else None
+
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        await self.run_action("screen.open")
+
     def action_cursor_to(self, row: int) -> None:
         """Put the cursor on row `row` (-1: the last), scrolling it into view."""
         if self.row_count:
@@ -78,8 +85,16 @@ class Table(DataTable[Any]):
         return fit_columns(self._all_columns, self.size.width, self._need)
 
     def _lay_out(self) -> None:
-        self.shown_columns = self._fitting()
-        fill(self, self.shown_columns, self._rows)
+        """Replace the columns and rows, keeping the cursor on the same row."""
+        self.shown_columns = columns = self._fitting()
+        cursor = self.cursor_row
+        self.clear(columns=True)
+        for column in columns:
+            self.add_column(column.label, width=column.width, key=column.key)
+        for key, cells in self._rows:
+            self.add_row(*[cells.get(c.key, Text("")) for c in columns], key=key)
+        if self._rows and 0 <= cursor < len(self._rows):
+            self.move_cursor(row=cursor)
 
 
 def _cut(text: Text) -> Text:
@@ -106,18 +121,15 @@ class Column:
     grow: int = 0
 
 
-def fit_columns(
-    columns: Sequence[Column], width: int, need: Mapping[str, int] | None = None
-) -> list[Column]:
+def fit_columns(columns: Sequence[Column], width: int, need: Mapping[str, int]) -> list[Column]:
     """The columns that fit `width` cells, in their own order: when the terminal is narrow,
     the least important go first, instead of every column being cut.
 
     Columns are kept strictly by priority: once one does not fit, no less important one is
-    shown in its place (a narrow column of little use never pushes out a useful one).
-    Without `need`, growing columns take their whole `grow`. Given `need` (the width each
-    column's text needs, its label included), the room left goes first to the growing
-    columns, up to what their text needs and their `grow`, then to any column still too
-    narrow for its text; if one still is, columns wider than their text give it theirs.
+    shown in its place (a narrow column of little use never pushes out a useful one). The
+    room left goes first to the growing columns, up to what their text (`need`, its label
+    included) needs and their `grow`, then to any column still too narrow for its text; if
+    one still is, columns wider than their text give it theirs.
     """
     room = max(width, 40) - 4
     keep: list[Column] = []
@@ -129,12 +141,6 @@ def fit_columns(
         used += column.width + 2
     spare = room - used
     widths = {column.key: column.width for column in keep}
-    if need is None:
-        for column in keep:
-            extra = min(column.grow, spare)
-            widths[column.key] += extra
-            spare -= extra
-        return [replace(c, width=widths[c.key]) for c in columns if c.key in widths]
 
     def short(column: Column) -> int:
         return max(0, need.get(column.key, 0) - widths[column.key])
@@ -154,18 +160,3 @@ def fit_columns(
             widths[other.key] -= extra
             widths[column.key] += extra
     return [replace(c, width=widths[c.key]) for c in columns if c.key in widths]
-
-
-def fill(
-    table: DataTable[Any], columns: Sequence[Column], rows: Sequence[tuple[str, dict[str, Text]]]
-) -> None:
-    """Replace `table`'s columns and rows (each row: its key and its cells by column key),
-    keeping the cursor on the same row."""
-    cursor = table.cursor_row
-    table.clear(columns=True)
-    for column in columns:
-        table.add_column(column.label, width=column.width, key=column.key)
-    for key, cells in rows:
-        table.add_row(*[cells.get(c.key, Text("")) for c in columns], key=key)
-    if rows and 0 <= cursor < len(rows):
-        table.move_cursor(row=cursor)

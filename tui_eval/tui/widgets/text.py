@@ -1,7 +1,5 @@
-"""Showing untrusted text in widgets: never as markup, never as terminal escape sequences.
-
-The rules themselves live in `tui_eval.util.text`; these wrap them in Rich `Text`.
-"""
+"""Untrusted text in widgets, as Rich `Text`: never markup, never terminal escapes (the
+rules live in `tui_eval.util.text`)."""
 
 from __future__ import annotations
 
