@@ -31,8 +31,7 @@ class AgentRuns:
 
 
 class SavedRuns:
-    """The saved samples of each case (by case name) are checked again instead of calling
-    the agent; cases without saved samples are skipped."""
+    """The saved samples of each case are checked again instead of calling the agent."""
 
     def __init__(self, saved: Mapping[str, Sequence[SampleResult]]) -> None:
         self.saved = saved
