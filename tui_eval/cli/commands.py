@@ -2,8 +2,7 @@
 runs where. Imports stay inside the commands so `--help` is fast.
 
 A run-settings flag, its help and its `RunSettings` field are written once, in one table
-(`add_settings_flags` writes the flags, `request_from_args` reads them back).
-"""
+(`add_settings_flags` writes the flags, `request_from_args` reads them back)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ A sample reserves an estimate (the dearest sample of its case so far, else of th
 and starts only while spend + reservations + estimate fit; it settles with its real cost.
 Until a sample has a price, samples run one at a time, so a first wave cannot overspend
 (README "Guarantees" states the bound). An unknown cost makes the budget unenforceable:
-the run goes on at full concurrency and the CLI warns.
-"""
+the run goes on at full concurrency and the CLI warns."""
 
 from __future__ import annotations
 

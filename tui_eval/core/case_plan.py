@@ -26,10 +26,8 @@ class CasePlan:
     """One case, ready to run many times.
 
     Attributes:
-        case: the case.
         spec: what each sample asks of the agent.
-        sync_checks: (position, check, whether it takes a `CheckContext`) of the checks
-            that answer at once.
+        sync_checks: (position, check, takes a `CheckContext`) of the checks that answer at once.
         async_checks: the same, of the checks to await.
         takes_context: whether any check takes a `CheckContext` (else the runner makes none).
     """

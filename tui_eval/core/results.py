@@ -1,7 +1,6 @@
 """What a run produced, sample by sample and case by case: `SampleResult`, `CaseResult`.
 
-Kept below `tui_eval.report.report` so `stored_values` and `diff` import these without a cycle.
-"""
+Kept below `tui_eval.report.report` so `stored_values` and `diff` import these without a cycle."""
 
 from __future__ import annotations
 
@@ -180,8 +179,7 @@ class CaseResult:
 
     @property
     def undecided(self) -> bool:
-        """Whether every sample was left out: the agent was not tested, so the case neither
-        passes nor gates."""
+        """Whether every sample was left out (untested: the case neither passes nor gates)."""
         return bool(self.samples) and self.counted == 0
 
     @property

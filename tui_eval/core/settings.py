@@ -1,7 +1,6 @@
 """`RunSettings`: how a run runs, each setting with its one default and validator.
 
-Entry points, suites, the CLI and the app all build one; layers combine with `over()`.
-"""
+Entry points, suites, the CLI and the app all build one; layers combine with `over()`."""
 
 from __future__ import annotations
 
@@ -152,8 +151,7 @@ class RunSettings(pydantic.BaseModel):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
     def over(self, *layers: RunSettings | None) -> RunSettings:
-        """These settings with each of `layers`' given settings over them, in order
-        (provider options combine field by field)."""
+        """These settings with each of `layers`' given settings over them, in order."""
         merged = self.given()
         for layer in layers:
             if layer is None:

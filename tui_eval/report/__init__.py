@@ -2,5 +2,4 @@
 failure modes, quarantine.
 
 May import `core`, `checks`, `agents`, `stats` and `util`; never the engine (`run`), the
-services, the CLI or the app.
-"""
+services, the CLI or the app."""

@@ -1,7 +1,6 @@
 """`BaselineStore`: the one baseline policy. A partial run never turns the cases it did not
 run into "removed"; a corrupt baseline is never replaced; a cancelled run is never saved;
-reading renames nothing. A `Review` keeps the Diff's decisions until written all at once.
-"""
+reading renames nothing. A `Review` keeps the Diff's decisions until written all at once."""
 
 from __future__ import annotations
 
@@ -87,8 +86,7 @@ def covered(
 
 
 def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Sequence[str]) -> Report:
-    """`baseline` with `cases` replacing (or added after) those of the same name, less the
-    cases named in `removed`."""
+    """`baseline` with `cases` put in by name, less the cases named in `removed`."""
     by_name = {case.name: case for case in cases}
     gone = set(removed)
     merged = [by_name.pop(c.name, c) for c in baseline.cases if c.name not in gone]
@@ -226,8 +224,7 @@ class BaselineStore:
         )
 
     def save(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselineOutcome:
-        """Write `report` as the baseline (merged, for a partial run), unless that would lose
-        something."""
+        """Write `report` as the baseline (merged, if partial) unless that would lose any."""
         plan = self.plan(report, coverage)
         if plan.problem is not None:
             return plan.problem
@@ -394,8 +391,7 @@ class Review:
         return " · ".join(parts)
 
     def preview(self, current: Report, baseline: Report, scope: set[str]) -> Diff:
-        """The comparison once the accepted decisions are written, over the baseline's
-        cases in `scope`."""
+        """The comparison once the accepted decisions are written, over the cases in `scope`."""
         changed, removed = self.accepted()
         chosen = [c for c in current.cases if c.name in set(changed)]
         return current.compare(merge_cases(covered(baseline, only=scope), chosen, removed=removed))

@@ -90,8 +90,7 @@ def first_differing_turn(left: Conversation, right: Conversation) -> Divergence:
 
 
 def _action_difference(a: Turn, b: Turn) -> str:
-    """What differs in what happened on two turns ("" if nothing): the user's message, a
-    tool call, a state change."""
+    """What differs in what happened on two turns ("" if nothing)."""
     if a.user != b.user:
         return f"the user said {_quote(a.user)} vs {_quote(b.user)}"
     calls = _calls_differ(a.tool_calls, b.tool_calls)

@@ -3,8 +3,7 @@
 A failed sample's *signature* is the failing check (or error type), its reason with what
 varies masked, and the first tool call where it departs from its case's passing samples.
 Samples with one signature form a *mode*, across cases, with no model. Against a baseline
-each mode is `new`, `grown`, `shrunk`, `gone` or `same`.
-"""
+each mode is `new`, `grown`, `shrunk`, `gone` or `same`."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Such a sample says nothing about the agent, so by default it is left out of every rate,
 verdict and exit code, never silently: every summary says how many, in the words defined
-here. A report that counted them records it, so a comparison reads both alike.
-"""
+here. A report that counted them records it, so a comparison reads both alike."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Quarantined cases: flaky cases that still run and show, but do not gate.
 
 Kept in `<suite folder>/__baselines__/quarantine.json`, for git like the baselines. A case
-gates again the day after `until`, or after `release_after` passing full runs in a row.
-"""
+gates again the day after `until`, or after `release_after` passing full runs in a row."""
 
 from __future__ import annotations
 

@@ -121,8 +121,7 @@ class Report:
 
     @property
     def sample_pass_rate_ci(self) -> tuple[float, float]:
-        """The 95% interval of `sample_pass_rate`, clustered by case (one case's samples
-        are not independent)."""
+        """The 95% interval of `sample_pass_rate`, clustered by case (samples are not i.i.d.)."""
         cases = [case for case in self.cases if case.counted]
         return clustered_rate_interval(
             [case.pass_rate for case in cases], [case.counted for case in cases]

@@ -1,5 +1,4 @@
-"""A sample as it is stored: values JSON cannot hold made safe, and a long text output
-written once (journal, report)."""
+"""A sample as stored: values JSON cannot hold made safe, a long text output written once."""
 
 from __future__ import annotations
 

@@ -2,5 +2,4 @@
 the Ray executor, the evaluator-style API).
 
 May import `report`, `suites`, `core`, `checks`, `agents`, `stats` and `util`; never the
-services, the CLI or the app.
-"""
+services, the CLI or the app."""

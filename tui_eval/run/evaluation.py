@@ -1,6 +1,4 @@
-"""`Evaluation`: one run of cases: its results, budget, cancellation, events, and how its
-samples are spread over workers (in this process, or by an `Executor`).
-"""
+"""`Evaluation`: one run of cases: its results, budget, cancellation, events and scheduling."""
 
 from __future__ import annotations
 
@@ -246,8 +244,7 @@ class Evaluation:
 
     # -- scheduling in this process ----------------------------------------------------
     async def _run_here(self) -> None:
-        """`concurrency` workers take the cases in order, a case's samples one after another
-        (each sample a unit of its own with `parallel_samples`)."""
+        """`concurrency` workers take the cases in order, a case's samples one by one."""
         settings, samples, record, turn_due = (
             self.settings,
             self.samples,
@@ -363,8 +360,7 @@ class Evaluation:
 async def _start_staggered(
     group: anyio.abc.TaskGroup, worker: Callable[[], Coroutine[Any, Any, None]], count: int
 ) -> None:
-    """Start `count` workers, letting the loop turn after each: 200 first steps in one turn
-    kept the app's keys waiting ~0.1 s."""
+    """Start `count` workers, letting the loop turn after each (200 at once stall the app)."""
     for _ in range(count):
         group.start_soon(worker)
         await anyio.lowlevel.checkpoint()

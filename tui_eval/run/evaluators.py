@@ -106,12 +106,8 @@ class EvalResult:
 
 @dataclass(slots=True, repr=False)
 class EvalReport(Report):
-    """The report every evaluator returns: a `Report` with `results` per example.
-
-    Attributes:
-        evaluator: the evaluator's name (`accuracy`, `trajectory`, `latency`...).
-        dataset: the dataset's name.
-    """
+    """The report every evaluator returns: a `Report` with `results` per example, and the
+    `evaluator`'s and `dataset`'s names."""
 
     evaluator: str = ""
     dataset: str = ""
@@ -253,7 +249,6 @@ class _Evaluator:
         Args:
             agent_client: an `AgentTestClient`, an `Agent`, an async callable `f(message)`,
                 a zero-arg factory, or any object with an async `run(message)`.
-            dataset: the examples.
             concurrency: how many examples run at once.
         """
         data = dataset if isinstance(dataset, EvalDataset) else EvalDataset(dataset)

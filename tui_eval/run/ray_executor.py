@@ -4,8 +4,7 @@ stays the only writer of the journal.
 Workers load the suite from the same checkout (no agent is pickled, no key travels) and
 see only an allow-list of environment variables; a dead worker's unsent samples are
 queued again. Idle workers stay in the `Runtime` for the next run (`release_workers`
-stops them). Importing this module never imports Ray; `RayExecutor()` does.
-"""
+stops them). Importing this module never imports Ray; `RayExecutor()` does."""
 
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ def allowed_environment(extra: Iterable[str] = ()) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _without_secrets(allowed: Iterable[str]) -> Iterator[None]:
-    """The environment without disallowed secret-looking variables, which a local Ray
-    runtime's processes would inherit."""
+    """The environment without disallowed secrets, which local Ray processes would inherit."""
     keep = set(allowed)
     hidden = {
         name: value

@@ -1,7 +1,6 @@
 """The worker side of `tui_eval.run.ray_executor`: the `SampleWorker` actor, the batches'
 wire format, and the cluster-wide rate limiter (a `LimiterActor` per API quota, reached
-through a `SharedLimiter`). Importing this module never imports Ray.
-"""
+through a `SharedLimiter`). Importing this module never imports Ray."""
 
 from __future__ import annotations
 

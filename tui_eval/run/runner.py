@@ -1,6 +1,4 @@
-"""`evaluate()`, `evaluate_iter()` and `recheck()`: run cases against an agent and stream
-typed events; `Evaluation` is the handle behind them (cancel, partial report).
-"""
+"""`evaluate()`, `evaluate_iter()` and `recheck()`: run cases against an agent."""
 
 from __future__ import annotations
 
@@ -41,8 +39,6 @@ async def evaluate(
     Args:
         agent: an `Agent`, a zero-arg factory (called per sample), an async callable
             `f(input)`, or an object with an async `run(input)`.
-        cases: the cases to run.
-        settings: how the run runs (`RunSettings`).
         name: the report's name.
         on_event: called with every `Event`.
         **given: any `RunSettings` field by name, over `settings` (`concurrency=8`...).

@@ -1,7 +1,6 @@
 """`SampleRunner`: one sample of one case (agent call or saved run, timeouts, checks,
 metering, pricing, redaction), without recording it: recording, budget and cancellation
-belong to the run (`Evaluation`).
-"""
+belong to the run (`Evaluation`)."""
 
 from __future__ import annotations
 
@@ -184,9 +183,7 @@ class SampleRunner:
         return self.redacted(await self.run(index, sample_index, Pacer()))
 
     def run(self, index: int, sample_index: int, pacer: Pacer) -> Awaitable[SampleResult]:
-        """Run one sample of case `index`, unredacted (the run redacts what it records).
-
-        A plain function: a coroutine frame per layer is measurable (bench/README.md)."""
+        """Run one sample of case `index`, unredacted; a plain function (bench/README.md)."""
         plan = self._plans[index] or self.plan_of(index)
         return self.source.produce(self, index, sample_index, plan, pacer)
 
@@ -395,8 +392,7 @@ class SampleRunner:
         sample.status = "passed" if all(check.passed for check in checks) else "failed"
 
     def _price(self, sample: SampleResult, meter: SampleMeter) -> None:
-        """Price a finished sample once: by the run's `price=` (a conversation's turns and
-        user too), else by the built-in table's prices of its responses."""
+        """Price a finished sample once: by the run's `price=`, else by the built-in table."""
         price = self.price
         if price is None:
             if meter.priced:

@@ -223,8 +223,7 @@ async def compare_in_rounds(
     done_a: Mapping[str, Sequence[SampleResult]] | None = None,
     done_b: Mapping[str, Sequence[SampleResult]] | None = None,
 ) -> Decision:
-    """`compare_agents()` over any way of running rounds; samples in `done_a`/`done_b`
-    count. A pair with a user-fault sample is left out unless `settings.count_user_faults`."""
+    """`compare_agents()` over any way of running rounds; samples in `done_a`/`done_b` count."""
     max_samples, count_user_faults = settings.max_samples, settings.count_user_faults
     per_case = alpha / max(1, len(cases))
     budget = _shared_budget(settings.max_cost, done_a, done_b)
@@ -286,8 +285,7 @@ def paired_concurrency(concurrency: int) -> int:
 
 
 async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
-    """Calibrate (and cache) the regression tests in a worker thread while the first round
-    samples: it takes seconds at the largest sizes."""
+    """Calibrate the regression tests off the event loop while the first round samples."""
     for baseline_total, horizon in sorted(sizes):
         await anyio.to_thread.run_sync(regression_plan, baseline_total, horizon, alpha)
 

@@ -1,6 +1,4 @@
-"""`RunState`: what a run looks like right now, the one fold of its events every front-end
-shows; the app's timer repaints only the cases `take_dirty()` names.
-"""
+"""`RunState`: what a run looks like right now, the one fold of its events front-ends show."""
 
 from __future__ import annotations
 
@@ -59,8 +57,7 @@ class RunState:
     samples_resumed: int = 0
     """Samples an earlier, interrupted run had finished (they do not count in the rate)."""
     samples_left_out: int = 0
-    """Samples left out of the pass rates (the user simulator's fault), not in the agent's
-    failure counters."""
+    """Samples left out of the pass rates (not in the agent's failure counters)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None

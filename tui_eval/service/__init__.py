@@ -2,5 +2,4 @@
 run store, `RunSession`, `SuiteSet` and the Diff's decisions.
 
 The one way front-ends reach the engine: may import `run`, `calibration`, `importers` and
-everything below; never the CLI or the app.
-"""
+everything below; never the CLI or the app."""

@@ -1,6 +1,4 @@
-"""Deciding a Diff's changed cases (the `m` of the app's Diff screen): which cases, the
-journaled decide request, and how its verdicts settle the Diff. The app only draws them.
-"""
+"""Deciding a Diff's changed cases (the `m` of the app's Diff screen); the app only draws."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 A case is *flaky* when its verdict changed at least twice over its last runs (once is a
 regression or a fix) and the 95% Wilson interval of its pass rate over all their samples
-excludes both 0 and 1.
-"""
+excludes both 0 and 1."""
 
 from __future__ import annotations
 

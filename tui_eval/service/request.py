@@ -1,6 +1,5 @@
-"""`RunRequest`: what a front-end asks of a suite run, journaled so a resume does the same:
-its *kind* (a typed value, not flags resolved by precedence), its cases and its settings.
-"""
+"""`RunRequest`: what a front-end asks of a suite run, journaled so a resume does the same;
+its *kind* is a typed value, not flags resolved by precedence."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ class DecideRun(_Kind):
 
 
 class ABRun(_Kind):
-    """An A/B run of two agents or models (`tui-eval ab`): each a model spec
-    (`openai:gpt-4o-mini`) or `module:attribute`."""
+    """An A/B run (`tui-eval ab`): each side a model spec or `module:attribute`."""
 
     kind: Literal["ab"] = "ab"
     a: str
@@ -45,8 +43,7 @@ class ABRun(_Kind):
 
 
 class RecheckRun(_Kind):
-    """Judge the saved outputs of the `report` file with the suite's current checks
-    (`tui-eval recheck`)."""
+    """Judge the saved outputs of the `report` file with the current checks (`recheck`)."""
 
     kind: Literal["recheck"] = "recheck"
     report: str

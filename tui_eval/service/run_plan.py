@@ -1,6 +1,5 @@
 """Planning a suite run before anything runs or is journaled: `plan_run()` selects the
-cases, combines the settings and gets what the kind of run needs, or says why it cannot.
-"""
+cases, combines the settings and gets what the kind of run needs, or says why it cannot."""
 
 from __future__ import annotations
 
@@ -130,8 +129,7 @@ def _rechecked(suite: Suite, kind: RecheckRun, rechecked: Report | None) -> Repo
 
 
 def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
-    """The cases of `suite` that did not pass in its last run (`--last-failed`); None when
-    it has no readable run yet."""
+    """The cases of `suite` that failed in its last run (`--last-failed`; None: no run)."""
     names = {case.label for case in suite.cases}
     for record in history.runs():
         if (

@@ -1,5 +1,4 @@
-"""`RunSession`: one suite run as the app shows it: its `SuiteRun` and live `RunState`, or
-a saved report shown read-only."""
+"""`RunSession`: one suite run as the app shows it (or a saved report, read-only)."""
 
 from __future__ import annotations
 

@@ -291,8 +291,7 @@ class RunJournal:
                 self._write(b"")  # ours start on a fresh one
 
     def append(self, sample: SampleResult, *, arm: Literal["a"] | None = None) -> None:
-        """Journal one finished sample, flushed so a killed process keeps it (`arm`: as in
-        `JournalSample`)."""
+        """Journal one finished sample, flushed so a killed process keeps it."""
         sample = output_once(sample)
         try:
             data = JournalSample.model_construct(sample=sample, arm=arm).model_dump_json(

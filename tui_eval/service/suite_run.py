@@ -2,8 +2,7 @@
 
 The CLI and the app are thin callers of it, so a run started in either resumes in either.
 Every way of running a suite (plain, rerun, `--decide`, A/B, recheck) is a kind of
-`SuiteRun`, journaled and resumable alike.
-"""
+`SuiteRun`, journaled and resumable alike."""
 
 from __future__ import annotations
 
@@ -156,8 +155,7 @@ class SuiteRun:
         exports: Exports | None = None,
         runtime: Runtime | None = None,
     ) -> SuiteRun:
-        """A new run as `plan` says, journaled in `history` (if given) with `exports`, the
-        report files its invocation writes at the end (so that a resume writes them too)."""
+        """A new run as `plan` says, journaled in `history` (if given) with its `exports`."""
         journal = None
         if history is not None:
             journal = history.start(
@@ -371,8 +369,7 @@ class SuiteRun:
 
     @property
     def coverage(self) -> Coverage:
-        """The baseline cases this run speaks for: a partial run only those it ran, and
-        none it never reached."""
+        """The baseline cases this run speaks for (a partial run: only those it ran)."""
         plan = self.plan
         only = tuple(case.label for case in plan.suite.cases) if plan.request.is_partial else None
         return Coverage(only, tuple(self.not_reached))

@@ -1,6 +1,4 @@
-"""`SuiteSet`: the suites a front-end has loaded, reloaded after their files are edited
-(the app's watch mode and `--headless --watch`), and `file_changes()`, the edits as saved.
-"""
+"""`SuiteSet`: the suites a front-end has loaded, reloaded after their files are edited."""
 
 from __future__ import annotations
 
@@ -125,8 +123,7 @@ class SuiteSet:
         return result
 
     def _drop_gone(self, changed: set[Path], result: Reload) -> None:
-        """Forget the suites of every file no longer there, and the load errors of the
-        `changed` ones."""
+        """Forget the suites (and `changed` files' load errors) of files no longer there."""
         changed_keys = {_identity(path) for path in changed}
         gone = {
             path
