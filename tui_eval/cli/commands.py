@@ -1,11 +1,8 @@
 """`tui-eval` entry point: the parser, the command line as a `RunRequest`, and which command
 runs where. Imports stay inside the commands so `--help` is fast.
 
-Every command that runs suites (`run`, `ab`, `recheck`, and the app's launch) takes its run
-settings from the one table here (`add_settings_flags`), and `request_from_args` reads the
-same table back: a flag, its help and its `RunSettings` field are written once. Argument
-parsing stays in the CLI: the request and its settings know nothing of argparse.
-"""
+A run-settings flag, its help and its `RunSettings` field are written once, in one table
+(`add_settings_flags` writes the flags, `request_from_args` reads them back)."""
 
 from __future__ import annotations
 
@@ -65,8 +62,7 @@ regressions) or an interrupted run · 2 usage, load or file errors · 3 nothing 
 
 
 def setting(name: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse `type=` for the run setting `name`: `parse` reads the text, and
-    `RunSettings` — the setting's one validator — says whether the value will do."""
+    """An argparse `type=` for the run setting `name`, validated by `RunSettings`."""
 
     def convert(text: str) -> Any:
         from tui_eval.core.settings import RunSettings, settings_problem
@@ -200,8 +196,7 @@ def add_settings_flags(parser: argparse.ArgumentParser, exclude: Iterable[str] =
 
 
 def request_from_args(args: argparse.Namespace) -> RunRequest:
-    """The request the command line makes (flags not given are not set): its kind from the
-    command (`run --decide`, `ab`, `recheck`), its settings from `SETTINGS_FLAGS`.
+    """The request the command line makes (flags not given are not set).
 
     Raises:
         ValueError: a flag's value is not valid (a header without a colon).
@@ -243,12 +238,10 @@ def _kind(args: argparse.Namespace) -> RunKind:
 
 
 def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | None:
-    """The API flags (`PROVIDER_FLAGS` and `--header 'Name: value'`) as provider options
-    (None when none given).
+    """The API flags (`PROVIDER_FLAGS`, `--header`) as provider options (None if none given).
 
     Raises:
-        ValueError: a header without a colon, with a name that is not a header name, or
-            with CR, LF or NUL in its value (the message never shows the value).
+        ValueError: a malformed header (the message never shows the value).
     """
     from tui_eval.agents.http.options import ProviderOptions, header_problem
 
@@ -272,9 +265,8 @@ def provider_options_from_args(args: argparse.Namespace) -> ProviderOptions | No
 
 
 class _CommandParser(argparse.ArgumentParser):
-    """A command's parser: it takes `--debug` (unlisted), and an argument it does not know
-    is an error under the command's own usage (`tui-eval run --bogus` shows `run`'s), not
-    under the top level's."""
+    """A command's parser: takes `--debug` (unlisted), and reports an unknown argument under
+    the command's own usage, not the top level's."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -547,9 +539,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """`run`, `ab` and `recheck`. A plain `run` opens the app in a terminal, unless it writes
-    files or gates CI (`BATCH_FLAGS`, `--fail-on`) or is told `--headless`; `--decide`, `ab`
-    and `recheck` always run headless."""
+    """`run`, `ab` and `recheck`: a plain `run` opens the app in a terminal unless it writes
+    files, gates CI or is told `--headless`; the rest always run headless."""
     from tui_eval.cli import headless
     from tui_eval.core.settings import ExecutorError, RaySpec
     from tui_eval.run.ray_executor import import_ray
@@ -636,10 +627,8 @@ def _guard(action: Callable[[], int], debug: bool) -> int:
 
 
 def _reader_left() -> int:
-    """Whoever read stdout has gone (`tui-eval run … | head -1`): stop quietly, as Unix tools
-    do when the reader of a pipe leaves. What is still buffered goes to the null device, so
-    the interpreter's last flush raises nothing either; a run stopped here is journaled as
-    interrupted, so the exit code is the interrupted run's."""
+    """Whoever read stdout has gone (`… | head -1`): stop quietly, as Unix tools do; what is
+    still buffered goes to the null device, so the last flush raises nothing either."""
     with contextlib.suppress(OSError, ValueError):
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())

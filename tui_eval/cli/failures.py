@@ -82,8 +82,7 @@ def failures_command(args: argparse.Namespace) -> int:
 
 
 def render(modes: list[Any], *, report_name: str, against: str | None) -> str:
-    """The modes for a terminal: one line each, new first, with an example reason; the
-    samples left out of the pass rates (the user simulator's fault) are said apart."""
+    """The modes for a terminal: one line each, new first, with an example reason."""
     from tui_eval.report.failure_modes import left_out
     from tui_eval.report.left_out import left_out_note
     from tui_eval.util.text import one_line

@@ -1,6 +1,5 @@
-"""The headless commands that run suites — run (`--decide` too), ab, recheck and resume —
-for terminals and CI. Each builds `SuiteRun`s and runs them the same way: journaled,
-resumable, with the same exports and exit codes (`tui_eval.cli.outcomes` says what they did)."""
+"""The headless commands that run suites (run, ab, recheck, resume) for terminals and CI,
+each through `SuiteRun`s: journaled, resumable, with the same exports and exit codes."""
 
 from __future__ import annotations
 
@@ -102,9 +101,8 @@ async def _watch_interrupt(service: SuiteRun) -> None:
 async def execute(
     service: SuiteRun, progress: Progress | None = None, *, signals: bool = True
 ) -> SuiteOutcome:
-    """Run one suite to its end with a progress display, then apply the baseline policy.
-    With `signals`, Ctrl+C and SIGTERM stop the run keeping its samples (the watch mode
-    listens for them itself, for all its runs)."""
+    """Run one suite to its end with a progress display, then apply the baseline policy;
+    with `signals`, Ctrl+C and SIGTERM stop the run keeping its samples."""
     display = progress or Progress()
     service.on_event = display.on_event
     async with anyio.create_task_group() as group:
@@ -154,8 +152,7 @@ def _finish_suite(service: SuiteRun, report: Report) -> SuiteOutcome:
 
 
 def run_command(args: argparse.Namespace, request: RunRequest) -> int:
-    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`): run what `request`
-    (the command line's) asks."""
+    """`tui-eval run --headless` (and `run --decide`, `ab`, `recheck`)."""
     try:
         fail_on = (
             parse_fail_on(args.fail_on)
@@ -226,10 +223,8 @@ def _nothing_ran(
     shard: Shard | None,
     selected: list[tuple[str, str]] | None,
 ) -> int:
-    """End a run that ran no case: the files asked for are written, empty, and the exit
-    code is 5 (a filter that matches nothing must not pass a CI gate) — except for a shard
-    whose share of the selected cases is empty: the other shards run them, so it exits 0
-    and its empty report lets `tui-eval merge` find every shard."""
+    """End a run that ran no case: write the files asked for, empty, and exit 5 (a filter
+    that matches nothing must not pass a CI gate); an empty shard exits 0."""
     if shard is not None and selected:
         why = f"shard {shard} holds none of the {len(selected):,} selected cases"
     else:
@@ -251,8 +246,8 @@ Plan = tuple[Suite, RunRequest, "Report | None"]
 
 
 def _last_failed_request(suite: Suite, request: RunRequest) -> RunRequest:
-    """`--last-failed`: the request running only the cases of `suite` that failed in its
-    last run (all of them when none did, or when it has never run), and say which."""
+    """`--last-failed`: the request running only the cases that failed last time (else
+    all), and say which."""
     if suite.skip:
         return request
     failed = last_failed(suite, RunHistory())
@@ -297,8 +292,7 @@ def _selection(suites: list[Suite], request: RunRequest) -> list[tuple[str, str]
 def _shard_plans(
     suites: list[Suite], request: RunRequest, shard: Shard, selected: list[tuple[str, str]]
 ) -> list[tuple[Suite, RunRequest]]:
-    """Each suite with the request of this shard: its share of the `selected` cases (a
-    function of the suites and the filter alone, so every CI job computes the same split)."""
+    """Each suite with the request of this shard: its share of the `selected` cases."""
     shard_of = assign_shards(selected, shard.total)
     plans: list[tuple[Suite, RunRequest]] = []
     for suite in suites:
@@ -322,8 +316,7 @@ def _shard_plans(
 async def _run_suites(
     plans: list[Plan], exports: Exports | None = None, *, signals: bool = True
 ) -> tuple[list[SuiteOutcome], bool]:
-    """Run every plan's suite; also whether a plan could not start (a usage error).
-    `exports` (the files written at the end) are journaled, for a resume to write."""
+    """Run every plan's suite; also whether a plan could not start (a usage error)."""
     history = RunHistory()
     invocation = uuid.uuid4().hex[:12]
     runtime = Runtime()  # the suites' runs pace themselves as one against each API
@@ -379,10 +372,8 @@ async def _execute_all(
 
 # -- watch ------------------------------------------------------------------------------------
 def watch_command(args: argparse.Namespace, request: RunRequest) -> int:
-    """`tui-eval run --headless --watch PATH` (and `tui-eval --watch PATH` without a
-    terminal): run every suite as `request` asks, then rerun whichever suite a save touches
-    — its file, or a helper module beside it — failing cases first, until Ctrl+C. Exit as
-    `run` would for the latest run of each suite."""
+    """`tui-eval run --headless --watch PATH`: run every suite, then rerun whichever suite a
+    save touches, failing cases first, until Ctrl+C; exit as `run` would for the latest runs."""
     loaded = _load(default_paths(args.paths), args.debug)
     if loaded is None:
         return EXIT_USAGE
@@ -396,8 +387,7 @@ def watch_command(args: argparse.Namespace, request: RunRequest) -> int:
 
 
 async def _watch(suites: SuiteSet, request: RunRequest, latest: dict[str, SuiteOutcome]) -> bool:
-    """Run every suite, then each suite an edit reloads; `latest` keeps each suite's last
-    outcome. Returns whether a run could not start (a usage error)."""
+    """Run every suite, then each suite an edit reloads; whether a run could not start."""
     outcomes, failed = await _run_suites([(s, request, None) for s in suites.loaded.suites])
     latest.update((o.suite.name, o) for o in outcomes)
     folders = suites.watched_folders()
@@ -433,8 +423,7 @@ async def _stop_watching_on_signal(scope: anyio.CancelScope) -> None:
 async def _rerun_edited(
     suites: SuiteSet, changed: set[Path], request: RunRequest, latest: dict[str, SuiteOutcome]
 ) -> bool:
-    """Reload what `changed` touches and rerun those suites, failing cases first; whether
-    the watch should end (a run was interrupted)."""
+    """Rerun the suites `changed` touches, failing cases first; whether the watch should end."""
     result = suites.reload(changed)
     for name in sorted(result.removed):
         print(f"{one_line(name, 200)}: its file is gone; no longer watched", flush=True)
@@ -497,10 +486,8 @@ def resume_command(args: argparse.Namespace | None = None) -> int:
 def _write_invocation_exports(
     history: RunHistory, resumed: list[RunRecord], outcomes: list[SuiteOutcome]
 ) -> bool:
-    """Write the files the resumed invocation was started with (`--json`, `--junit`...),
-    over every suite it ran: the ones just resumed, and those that had finished before it
-    stopped (from their saved reports; without a baseline comparison). False when one
-    could not be written."""
+    """Write the files the resumed invocation was started with, over every suite it ran
+    (finished ones from their saved reports); False when one could not be written."""
     exports = resumed[0].exports
     if not exports.asked:
         return True

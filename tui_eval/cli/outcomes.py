@@ -1,6 +1,5 @@
-"""What a headless run says once its suites have run, for terminals and CI: each suite's
-outcome printed (its summary, or a decide or A/B run's verdicts), the files exported, and
-the exit code the `--fail-on` gate gives. `tui_eval.cli.headless` drives the runs."""
+"""What a headless run says once its suites have run: each suite's outcome, the files
+exported, and the exit code the `--fail-on` gate gives."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ SUMMARY_PASSING_LIMIT = 20
 
 def print_outcome(outcome: SuiteOutcome) -> None:
     """Print one suite's outcome as it ends: its summary (or verdicts), the cases that do
-    not gate (quarantined, or undecided: every sample left out), notes, and whether it
-    stopped early."""
+    not gate, notes, and whether it stopped early."""
     if isinstance(outcome.kind, DecideRun | ABRun) and outcome.diff is not None:
         print_decisions(outcome.title or outcome.suite.name, outcome.diff)
         left_out = outcome.report.samples_left_out
@@ -105,8 +103,8 @@ def exit_code(
 
 
 def outcome_failures(outcome: SuiteOutcome, fail_on: frozenset[FailOn]) -> list[str]:
-    """Why one suite's outcome fails the gate. A decide or A/B run fails on a case
-    *decided* a regression (its whole point: a noisy drop is not one)."""
+    """Why one suite's outcome fails the gate (a decide or A/B run: only on a case
+    *decided* a regression)."""
     if isinstance(outcome.kind, DecideRun | ABRun):
         decided = [
             c for c in (outcome.diff.changes if outcome.diff else []) if c.label == "regression"
@@ -139,13 +137,8 @@ BASELINE_CONDITIONS = frozenset({FailOn.REGRESSIONS, FailOn.REMOVED, FailOn.DEFI
 def missing_baselines(
     outcomes: list[SuiteOutcome], fail_on: frozenset[FailOn], *, explicit: bool, shard: bool
 ) -> list[str]:
-    """Say which suites had no baseline to gate on; the gate's reason when it fails closed.
-
-    A suite without a baseline is new: its cases cannot regress, and the run says so
-    rather than passing in silence. When `--fail-on` explicitly asks for a condition that
-    needs a baseline and no suite of the run has one (a forgotten commit, a wrong
-    `--baseline`), the gate fails closed. A shard never does: the merged report is gated.
-    """
+    """Say which suites had no baseline to gate on; the gate's reason when it fails closed:
+    `--fail-on` asked for a baseline condition and no suite (not a shard) has one."""
     needed = fail_on & BASELINE_CONDITIONS
     missing = [o for o in outcomes if o.baseline_missing and isinstance(o.kind, PlainRun)]
     if not needed or not missing:
@@ -180,13 +173,8 @@ def write_exports(
     diffs: list[Diff | None],
     baselines: list[Report | None],
 ) -> bool:
-    """Write the files asked for, of `reports` (with each one's diff and the baseline it
-    was compared with); each file that cannot be written is named. True if all were.
-
-    A run that ran nothing writes them too, from an empty report (`nothing_ran_report`),
-    so a CI step that reads them finds them. When `$GITHUB_STEP_SUMMARY` is set (a GitHub
-    Actions job), the Markdown summary is appended to it as well.
-    """
+    """Write the files asked for, of `reports` (with their diffs and baselines), and the
+    Markdown summary to `$GITHUB_STEP_SUMMARY` when set; True if all were written."""
     from tui_eval.report.exporters import (
         junit_xml,
         markdown_summary,
@@ -240,8 +228,7 @@ def exports_from_args(args: argparse.Namespace) -> Exports:
 def nothing_ran_report(
     suites: list[Suite], why: str, shard: tuple[int, int] | None = None
 ) -> Report:
-    """The empty report of a run that ran no case (`why`), for the files it still writes;
-    a shard with no case records its shard, so `tui-eval merge` finds every shard."""
+    """The empty report of a run that ran no case, recording its shard for `tui-eval merge`."""
     metadata: dict[str, object] = {"suites": [], "suite_paths": {}, "nothing_ran": why}
     if shard is not None:
         metadata.update(shards=[list(shard)], planned_cases={})

@@ -21,10 +21,7 @@ def _left_out(count: int) -> str:
 
 
 class Progress:
-    """A live progress bar on a terminal; plain periodic lines otherwise (CI logs).
-
-    It only draws: the run's events are folded by `RunState`, as in the app.
-    """
+    """A live progress bar on a terminal, plain periodic lines otherwise; it only draws."""
 
     def __init__(self, live: bool | None = None) -> None:
         self.live = sys.stderr.isatty() if live is None else live
@@ -38,8 +35,7 @@ class Progress:
         self._budget_said = False
 
     def _counts(self) -> tuple[int, int, int, int]:
-        """Samples done, passed, not passed (failed, errored or timed out), and left out
-        (failed by the user simulator's fault: not counted as the agent's failures)."""
+        """Samples done, passed, not passed, and left out (the user simulator's fault)."""
         state = self.state
         left_out = state.samples_left_out
         failed = state.samples_done - state.samples_passed - left_out

@@ -76,11 +76,8 @@ def _user_faults_note(current: Report, baselines: list[Report], given: bool | No
 
 
 def _suite_baselines(current: Report, folder: str | None) -> list[tuple[str, Report]]:
-    """Each suite's baseline for a (multi-suite) report: `folder/<suite>.json`, or the
-    suites' own `__baselines__/` beside their files.
-
-    A suite without a baseline file (a new suite) is left out, with a note: its cases
-    cannot regress. Only when no suite has one is that an error.
+    """Each suite's baseline for a report: `folder/<suite>.json`, or the suites' own; a new
+    suite without one is left out with a note.
 
     Raises:
         ValueError: no suite has a baseline to compare with (or a suite has no path).

@@ -1,20 +1,10 @@
 """`max_cost`: a run's spending limit, enforced before each sample starts.
 
-A sample reserves an estimate of its cost before it starts and settles with its real cost
-when it ends. It starts only while the dollars spent, the reservations of the samples in
-flight and its own estimate together stay within the budget; when that is not so and
-nothing is in flight, the run stops (nothing that is still running could make room).
-
-The estimate of a sample is the dearest sample of its case seen so far, or of the whole
-run for a case not seen yet (a resumed run's samples count as seen, and as spent). Until
-the first sample has a price, samples run one at a time: nothing is known yet of what
-they cost, and a wave of `concurrency` samples could spend many times the budget. The
-README's "Guarantees" states the bound this gives.
-
-A sample whose cost is unknown (`known_cost`: a model not in the price table, an agent
-that reports no usage, a `price=` function's nonsense) makes the budget unenforceable: the
-run then goes on at full concurrency, and the CLI warns that `max_cost` was not enforced.
-"""
+A sample reserves an estimate (the dearest sample of its case so far, else of the run)
+and starts only while spend + reservations + estimate fit; it settles with its real cost.
+Until a sample has a price, samples run one at a time, so a first wave cannot overspend
+(README "Guarantees" states the bound). An unknown cost makes the budget unenforceable:
+the run goes on at full concurrency and the CLI warns."""
 
 from __future__ import annotations
 
@@ -27,13 +17,9 @@ from tui_eval.core.results import SampleResult
 
 
 def known_cost(cost: object) -> float | None:
-    """The one rule for what a sample cost: a finite number of dollars ≥ 0 is believed;
-    anything else (None: nothing priced it; NaN, infinity, a negative number, not a number:
-    a price function's or a server's nonsense) is unknown, None.
+    """The one rule for what a sample cost: a finite number of dollars ≥ 0, else None.
 
-    An unknown cost is never counted as 0 nor allowed to lower the spend: the sample is
-    unpriced (`Report.unpriced` counts it), and once a sample that called its model is
-    unpriced the budget cannot be held to (`CostBudget.enforced`).
+    An unknown cost is never counted as 0, so it can never lower the spend.
     """
     if isinstance(cost, bool) or not isinstance(cost, int | float):
         return None
@@ -41,9 +27,7 @@ def known_cost(cost: object) -> float | None:
 
 
 class Ledger:
-    """What a run spent: the sum of its samples' costs, each counted once, when the run
-    records it (`Evaluation.record`). Runs that share a `CostBudget` (`decide()`'s rounds)
-    share its ledger. Costs are priced once, as a sample finishes, under `known_cost`.
+    """What a run spent: its samples' costs, each counted once as it is recorded.
 
     Attributes:
         spent: dollars of the samples counted so far.
@@ -70,8 +54,7 @@ class Ledger:
 
 
 class CostBudget:
-    """The spending limit of one run, or of several runs that share it (`decide()`'s
-    rounds pass the same budget to every round).
+    """The spending limit of one run, or of several runs that share it.
 
     Example:
         >>> budget = CostBudget(3.0)
@@ -165,8 +148,7 @@ class CostBudget:
             await self._changed.wait()  # a sample in flight settles: maybe there is room
 
     def settle(self, sample: SampleResult, key: Hashable = None) -> None:
-        """Count a recorded sample in the ledger (a resumed run's too, with no `key`) and
-        replace `key`'s reservation, if any, by what it really cost."""
+        """Count a recorded sample (no `key` for a resumed one) and drop `key`'s reservation."""
         self._reserved.pop(key, None)
         cost = self.ledger.add(sample)
         if (
@@ -181,8 +163,7 @@ class CostBudget:
         self._wake()
 
     def release(self, owner: object) -> None:
-        """Drop the reservations of samples that never finished, of a run that ended
-        (cancelled): keys are tuples whose first item is `owner`."""
+        """Drop the reservations (keys `(owner, ...)`) of an ended run's unfinished samples."""
         stale = [k for k in self._reserved if isinstance(k, tuple) and k and k[0] == owner]
         for key in stale:
             del self._reserved[key]
@@ -190,8 +171,7 @@ class CostBudget:
             self._wake()
 
     def exhausted(self) -> bool:
-        """Whether the spend has reached the budget (a run without reservations, on an
-        executor, stops there)."""
+        """Whether the spend has reached the budget (for executors, which do not reserve)."""
         if self.enforced and self.spent >= self.max_cost:
             self.stopped = True
         return self.stopped

@@ -1,6 +1,4 @@
-"""`CasePlan`: what the runner works out once per case — the agent call's spec and how to run
-its checks (synchronous ones inline, asynchronous ones concurrently, each exactly once, with
-the sample's `CheckContext` for those that take one)."""
+"""`CasePlan`: what the runner works out once per case: the agent call and how to run its checks."""
 
 from __future__ import annotations
 
@@ -28,10 +26,8 @@ class CasePlan:
     """One case, ready to run many times.
 
     Attributes:
-        case: the case.
         spec: what each sample asks of the agent.
-        sync_checks: (position, check, whether it takes a `CheckContext`) of the checks
-            that answer at once.
+        sync_checks: (position, check, takes a `CheckContext`) of the checks that answer at once.
         async_checks: the same, of the checks to await.
         takes_context: whether any check takes a `CheckContext` (else the runner makes none).
     """
@@ -44,8 +40,7 @@ class CasePlan:
 
     @classmethod
     def of(cls, case: Case) -> CasePlan:
-        """Plan `case`: its run spec, and its checks sorted by whether they are async and
-        marked by whether they take a `CheckContext` (decided once, not per sample)."""
+        """Plan `case` (sorting its checks once, not per sample)."""
         spec = RunSpec(case.input, case.context, case.max_turns, case.output_type, case.model)
         planned = [(i, c, takes_context(c)) for i, c in enumerate(case.checks)]
         sync_checks = [item for item in planned if not is_async_check(item[1])]
@@ -60,9 +55,8 @@ class CasePlan:
     async def run_checks(
         self, run: RunResult, context: CheckContext | None = None
     ) -> list[CheckResult]:
-        """Every check of the case, each called exactly once (with `context` if it takes
-        one): the synchronous ones inline, in order, then whatever is left to await
-        concurrently."""
+        """Every check, each called exactly once: synchronous ones inline, in order, then
+        whatever is left to await concurrently."""
         results: list[Any] = [None] * len(self.case.checks)
         for position, check, with_context in self.sync_checks:
             results[position] = call_check(check, run, context, with_context=with_context)

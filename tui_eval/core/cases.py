@@ -46,28 +46,23 @@ class Case:
 
     Attributes:
         input: a string, a list of `Message` for a conversation, or a structured value
-            (such as `{"question": ...}`): a plain-function agent receives it unchanged,
-            an `Agent` sends it to the model as JSON text.
+            (a plain-function agent receives it unchanged, an `Agent` sends it as JSON).
         checks: every sample must meet all of them to pass.
         name: the report label and the key `compare()` matches on; defaults to the input.
         samples: run the case this many times, to measure its variance.
         pass_threshold: the fraction of passing samples the case needs to pass.
         context: passed to the run as its deps.
         output_type: a per-case structured output type (None: the agent's own).
-        max_turns: the most model responses a run may take; None (the default) leaves
-            the agent's own limit (`Agent(max_turns=...)`, 50 unless set) in force.
-        model: run this case with another model (a provider, spec string or factory);
-            the agent is cloned per sample.
+        max_turns: the most model responses a run may take (None: the agent's own limit).
+        model: run this case with another model; the agent is cloned per sample.
         timeout: seconds of wall time per sample; a sample past it is a `timeout`.
         metadata: carried unchanged into the results.
         expected: the expected answer, for evaluators and checks that read it.
         expected_tools: the expected tool names, likewise.
-        user: a simulated or scripted user (`SimulatedUser`, `ScriptedUser`) that carries
-            on a conversation with the agent; `input` is then its first message (None:
-            the user opens).
-        state: the environment state the agent's tools read and change — a dict, a
-            pydantic model or an SQLite file path — copied fresh for every sample; checks
-            such as `state_equals` grade what the run leaves.
+        user: a `SimulatedUser` or `ScriptedUser` that converses with the agent; `input`
+            is then its first message (None: the user opens).
+        state: the environment state the agent's tools read and change (a dict, a pydantic
+            model or an SQLite path), copied fresh for every sample.
     """
 
     input: str | list[Message] | Any = None
@@ -126,12 +121,8 @@ class Case:
 
 
 def fingerprint(case: Case) -> str:
-    """A short, stable hash of what defines a case: its input, checks, expected values,
-    threshold, sample count and turn limit (not its name, model or metadata).
-
-    Two runs whose case of the same name has different fingerprints are not comparing
-    like with like: the diff lists such cases as "definition changed".
-    """
+    """A short, stable hash of what defines a case (not its name, model or metadata): the
+    diff lists a case whose fingerprint changed as "definition changed"."""
     definition = {
         "input": _describe(case.input),
         "checks": [_describe(check) for check in case.checks],

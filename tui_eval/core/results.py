@@ -1,8 +1,6 @@
 """What a run produced, sample by sample and case by case: `SampleResult`, `CaseResult`.
 
-Below `tui_eval.report.report` (the `Report`, its file and its comparison), so the modules that
-store and compare results (`stored_values`, `diff`) import these without a cycle.
-"""
+Kept below `tui_eval.report.report` so `stored_values` and `diff` import these without a cycle."""
 
 from __future__ import annotations
 
@@ -33,7 +31,7 @@ class SampleResult:
         status: `passed`, `failed` (a check failed), `error` (the agent raised),
             `timeout`, or `cancelled`.
         checks: every check's result.
-        run: the agent's `RunResult` (the trajectory up to the failure for errors, if known).
+        run: the agent's `RunResult` (for errors, the trajectory up to the failure, if known).
         usage: the agent's usage plus the judge's.
         judge_usage: the part of `usage` spent by judging checks.
         latency_ms: wall time of the agent run.
@@ -41,10 +39,9 @@ class SampleResult:
         error: what went wrong for `error` and `timeout` samples.
         traceback: the agent's traceback for `error` samples.
         cached: every model response of the sample came from the response cache.
-        fault: who failed a conversation (`Case(user=...)`): the user simulator, the
-            agent or the environment, with the first critical turn and a reason.
-        excluded: left out of the case's pass rate, pass^k and verdict — a failure the
-            user simulator caused (unless `RunSettings.count_user_faults`).
+        fault: who failed a conversation (`Case(user=...)`), with the turn and a reason.
+        excluded: left out of the case's pass rate and verdict: a failure the user
+            simulator caused (unless `RunSettings.count_user_faults`).
     """
 
     case_name: str
@@ -119,13 +116,10 @@ class CaseResult:
         planned: how many samples were asked for (more than `len(samples)` in a cancelled run).
         input: the case's input as text.
         expected / expected_tools / metadata: carried from the `Case`.
-        suite: the suite the case belongs to (with `name`, what `compare()` matches on
-            when a report spans several suites).
-        fingerprint: a hash of the case's definition (input, checks, expected values,
-            threshold, samples), so a comparison can tell a changed case from a regressed
-            one; "" when unknown. Computed when first needed (see `definition_fingerprint`).
-        definition: the `Case` itself, while the run that made this result is in memory
-            (never saved).
+        suite: the case's suite (with `name`, the key when a report spans suites).
+        fingerprint: a hash of the case's definition, so a comparison can tell a changed
+            case from a regressed one ("" when unknown).
+        definition: the `Case` itself, while its run is in memory (never saved).
     """
 
     name: str
@@ -164,8 +158,7 @@ class CaseResult:
 
     @property
     def counted(self) -> int:
-        """How many samples count towards the pass rate (all but the `excluded` ones: the
-        failures a user simulator caused)."""
+        """How many samples count towards the pass rate (all but the `excluded` ones)."""
         return len(self.samples) - self.left_out
 
     @property
@@ -186,8 +179,7 @@ class CaseResult:
 
     @property
     def undecided(self) -> bool:
-        """Whether every sample was left out (the user simulator failed each): the agent
-        was not tested, so the case neither passes nor gates."""
+        """Whether every sample was left out (untested: the case neither passes nor gates)."""
         return bool(self.samples) and self.counted == 0
 
     @property
@@ -232,8 +224,7 @@ class CaseResult:
 
     @property
     def first_failure(self) -> str:
-        """The first failing sample's reason ("" when all passed): of a counted sample when
-        one failed (a left-out sample's failure is not why the case failed)."""
+        """The first failing counted sample's reason, else any failing one's ("" if none)."""
         failing = [s for s in self.samples if not s.passed]
         first = next((s for s in failing if not s.excluded), failing[0] if failing else None)
         return first.first_failure if first is not None else ""

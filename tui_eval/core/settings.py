@@ -1,9 +1,6 @@
-"""`RunSettings`: how a run runs — the one description of it that the engine accepts.
+"""`RunSettings`: how a run runs, each setting with its one default and validator.
 
-Every setting is defined here once, with its one default and its one validator; the entry
-points, a `Suite` (and its YAML), the CLI and the app all build a `RunSettings`, and layers
-combine with `over()`: a setting that is not given is not *set*.
-"""
+Entry points, suites, the CLI and the app all build one; layers combine with `over()`."""
 
 from __future__ import annotations
 
@@ -23,10 +20,9 @@ from tui_eval.util.errors import TuiEvalError
 class Executor(Protocol):
     """Where an evaluation's samples run, when not in this process.
 
-    `execute` runs every (case index, sample index) unit somewhere and hands each finished
-    sample to `evaluation.accept(index, sample)` (`evaluation` is the run's
-    `tui_eval.run.evaluation.Evaluation`), on the driver's event loop, as it arrives: the
-    driver stays the one place that records, journals and emits events.
+    `execute` runs every (case index, sample index) unit and hands each finished sample to
+    `evaluation.accept(index, sample)` on the driver's event loop, so the driver stays the
+    one place that records, journals and emits events.
     """
 
     async def execute(self, evaluation: Any, units: Sequence[tuple[int, int]]) -> None: ...
@@ -37,8 +33,7 @@ class ExecutorError(TuiEvalError, RuntimeError):
 
 
 class RaySpec(pydantic.BaseModel):
-    """Run a suite's samples on a Ray cluster (`--executor ray`): the executor as a value a
-    journal keeps; a suite run builds its `RayExecutor` from it and the suite's file.
+    """Run a suite's samples on a Ray cluster (`--executor ray`), as a value a journal keeps.
 
     Attributes:
         address: the cluster to join (default: `RAY_ADDRESS`, else a local one).
@@ -92,39 +87,28 @@ class RunSettings(pydantic.BaseModel):
     Example:
         >>> settings = RunSettings(concurrency=16, max_cost=2.0, cache="on")
         >>> report = await evaluate(agent, cases, settings=settings)  # doctest: +SKIP
-        >>> diff = await decide(agent, cases, baseline, settings=settings)  # doctest: +SKIP
 
-    Only the fields given are *set* (`given()`); `over()` layers settings, so a front-end
-    combines the suite's settings with the command line's without a second default.
+    Only the fields given are *set* (`given()`), so `over()` layers a suite's settings
+    and the command line's without a second default.
 
     Attributes:
         concurrency: how many cases run at once.
         samples: every case's sample count (None: each case's own).
         fail_fast: run cases one at a time and stop after the first failing case.
-        price: turns a sample's `Usage` into dollars; without it, responses of known models
-            are priced by the built-in table.
-        provider: `ProviderOptions` every HTTP provider of the run applies over its own
-            (rate limits, timeouts, retry budget, headers, base URL).
-        max_cost: dollars (or a `CostBudget` shared between runs): a sample starts only
-            while the spend, the estimates of the samples in flight and its own fit in it
-            (see `tui_eval.core.budget`); the report then says the run stopped on budget.
-        cache: replay stored model responses (`True`/`"on"`, or `"read-only"`), keyed by
-            the request and the sample index.
-        executor: where samples run; None is this process. An `Executor` of one's own,
-            or a `RaySpec` (a suite run builds the `RayExecutor` for its suite file from
-            it, which runs them on a Ray cluster and streams them back).
-        parallel_samples: let the samples of one case run concurrently too (only safe for
+        price: turns a sample's `Usage` into dollars (default: the built-in price table).
+        provider: `ProviderOptions` every HTTP provider of the run applies over its own.
+        max_cost: dollars (or a shared `CostBudget`): a sample starts only while the spend,
+            the samples in flight and its own estimate fit (`tui_eval.core.budget`).
+        cache: replay stored model responses (`True`/`"on"`, or `"read-only"`).
+        executor: where samples run (None: this process): an `Executor`, or a `RaySpec`.
+        parallel_samples: let one case's samples run concurrently too (only safe for
             agents built fresh for every sample).
-        time_budget: seconds; no new sample starts once the run has taken this long, and
-            the report says the run stopped on time.
-        max_samples: `decide()` and `compare_agents()`: at most this many samples per case
-            (and side) before a case is left undecided.
-        runtime: the `Runtime` whose rate limiters (one per API quota) and prices the run
-            uses; runs given one runtime pace themselves as one against an API. None: a
-            runtime of the run's own (the CLI and the app give every run theirs).
-        count_user_faults: count the conversations a user simulator failed (`Case(user=...)`
-            samples whose fault is the user's) in pass rates, pass^k, `decide()` and the
-            exit code; by default they are left out, and every summary says how many.
+        time_budget: seconds after which no new sample starts.
+        max_samples: `decide()`/`compare_agents()`: the most samples per case and side.
+        runtime: the `Runtime` whose rate limiters and prices the run uses; runs sharing
+            one pace themselves as one against an API (None: the run's own).
+        count_user_faults: count samples whose failure was the user simulator's in pass
+            rates, `decide()` and the exit code; by default they are left out.
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -167,8 +151,7 @@ class RunSettings(pydantic.BaseModel):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
     def over(self, *layers: RunSettings | None) -> RunSettings:
-        """These settings with each of `layers`' given settings over them, in order
-        (provider options combine field by field: a layer's `rpm` keeps a lower `timeout`)."""
+        """These settings with each of `layers`' given settings over them, in order."""
         merged = self.given()
         for layer in layers:
             if layer is None:
@@ -181,8 +164,7 @@ class RunSettings(pydantic.BaseModel):
         return RunSettings(**merged)
 
     def but(self, **changes: Any) -> RunSettings:
-        """These settings with the `changes` that are not None (an entry point's keyword
-        arguments over its `settings=`)."""
+        """These settings with the `changes` that are not None."""
         given = {name: value for name, value in changes.items() if value is not None}
         return self.replace(**given) if given else self
 
@@ -191,8 +173,7 @@ class RunSettings(pydantic.BaseModel):
         return RunSettings(**{**self.given(), **changes})
 
     def journaled(self) -> dict[str, Any]:
-        """The given settings a journal keeps, as JSON values (a shared `CostBudget` as
-        its limit)."""
+        """The given settings a journal keeps, as JSON values."""
         kept: dict[str, Any] = {}
         for name in JOURNALED:
             if name not in self.model_fields_set:
@@ -211,11 +192,8 @@ class RunSettings(pydantic.BaseModel):
 
 
 class SettingKeywords(TypedDict, total=False):
-    """`RunSettings`' fields as the keyword arguments of the entry points (`evaluate`,
-    `evaluate_iter`, `recheck`, `decide`, `compare_agents`): `evaluate(agent, cases,
-    concurrency=8, max_cost=2.0)`. Each means what the field of its name means and is set
-    over the entry point's `settings=`; None is "not given". A test keeps them the fields'.
-    """
+    """`RunSettings`' fields as the entry points' keyword arguments, set over `settings=`;
+    None is "not given". A test keeps them in step with the fields."""
 
     concurrency: int | None
     samples: int | None
@@ -246,8 +224,7 @@ _PHRASES = {
 
 
 def settings_problem(exc: ValueError) -> str:
-    """A `RunSettings` validation error in words a suite's author reads, one problem per
-    setting: "concurrency must be at least 1, got 0"."""
+    """A `RunSettings` validation error in plain words, one problem per setting."""
     if not isinstance(exc, pydantic.ValidationError):
         return str(exc)
     problems: dict[str, str] = {}

@@ -1,9 +1,6 @@
-"""`BaselineStore`: a suite's baseline file — read, compared, saved, accepted into, migrated —
-the one baseline policy for the CLI, the app and the service. A partial run never turns the
-cases it did not run into "removed"; a corrupt baseline is never replaced; a cancelled run
-is never saved; reading renames nothing. A `Review` keeps the Diff's decisions until they
-are written all at once.
-"""
+"""`BaselineStore`: the one baseline policy. A partial run never turns the cases it did not
+run into "removed"; a corrupt baseline is never replaced; a cancelled run is never saved;
+reading renames nothing. A `Review` keeps the Diff's decisions until written all at once."""
 
 from __future__ import annotations
 
@@ -47,9 +44,8 @@ class BaselineStatus(enum.Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaselineOutcome:
-    """The typed result of reading or saving a baseline: its `status`, the `path` concerned
-    (None: the run has none), a `message` for people, the `diff` when `COMPARED`, and the
-    `baseline` report, when one was read."""
+    """The typed result of reading or saving a baseline (`diff` when `COMPARED`; `baseline`
+    when one was read)."""
 
     status: BaselineStatus
     path: Path | None
@@ -80,8 +76,7 @@ class Coverage:
 def covered(
     baseline: Report, *, only: Collection[str] | None = None, not_run: Collection[str] = ()
 ) -> Report:
-    """`baseline` restricted to the cases a run covered: those in `only`, when given, less
-    those in `not_run` (the others are not "removed" by that run)."""
+    """`baseline` restricted to the cases in `only` (if given), less those in `not_run`."""
     wanted = None if only is None else set(only)
     skipped = set(not_run)
     cases = [
@@ -91,8 +86,7 @@ def covered(
 
 
 def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Sequence[str]) -> Report:
-    """`baseline` with `cases` replacing (or added after) those of the same name, and the
-    cases named in `removed` dropped. Case order follows the baseline."""
+    """`baseline` with `cases` put in by name, less the cases named in `removed`."""
     by_name = {case.name: case for case in cases}
     gone = set(removed)
     merged = [by_name.pop(c.name, c) for c in baseline.cases if c.name not in gone]
@@ -102,9 +96,8 @@ def merge_cases(baseline: Report, cases: Sequence[CaseResult], *, removed: Seque
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaselinePlan:
-    """What saving a run as the baseline would do, for a front-end to confirm first: `merge`
-    the run's `written` cases into it (a partial run) or replace it, dropping the `dropped`
-    cases; or the `problem` that stops it."""
+    """What saving a run as the baseline would do, to confirm first: `merge` the `written`
+    cases or replace it, dropping `dropped`; or the `problem` that stops it."""
 
     path: Path
     merge: bool
@@ -139,9 +132,8 @@ def _names(names: list[str], shown: int = 6) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BaselineStore:
-    """One suite's baseline file (`path`) and every rule about it; `earlier` is the file an
-    earlier version named for the suite, read while `path` does not exist and removed by
-    the first save or accept."""
+    """One suite's baseline file (`path`); `earlier` is an earlier version's file, read
+    while `path` does not exist and removed by the first save or accept."""
 
     path: Path
     earlier: Path | None = None
@@ -204,8 +196,7 @@ class BaselineStore:
         )
 
     def plan(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselinePlan:
-        """What `save` would do with `report` (nothing is written): a partial run is merged
-        into the baseline, a full one replaces it."""
+        """What `save` would do with `report` (nothing is written)."""
         merge = coverage.partial
         if report is None or report.cancelled:
             why = "the run was cancelled" if report is not None else "the run has not finished yet"
@@ -233,8 +224,7 @@ class BaselineStore:
         )
 
     def save(self, report: Report | None, coverage: Coverage = Coverage()) -> BaselineOutcome:
-        """Write `report` as the baseline, unless that would lose something (see the module);
-        a partial run's cases are merged, keeping every other case."""
+        """Write `report` as the baseline (merged, if partial) unless that would lose any."""
         plan = self.plan(report, coverage)
         if plan.problem is not None:
             return plan.problem
@@ -251,11 +241,9 @@ class BaselineStore:
     def accept(
         self, report: Report | None, accepted: Sequence[str], coverage: Coverage = Coverage()
     ) -> BaselineOutcome:
-        """Write a review's decisions: the run's result of every `accepted` case it ran
-        replaces the baseline's; after a whole-suite run, an accepted case it neither ran
-        nor reached is dropped. Done under the folder's lock: concurrent accepts keep each
-        other's cases.
-        """
+        """Write a review's `accepted` cases into the baseline (after a whole-suite run, one
+        it neither ran nor reached is dropped), under the folder's lock so concurrent
+        accepts keep each other's cases."""
         if report is None:
             return _refused(self.path, "not accepted: the run has not finished yet")
         ran = {case.name for case in report.cases}
@@ -277,8 +265,7 @@ class BaselineStore:
         )
 
     def _write(self, report: Report) -> None:
-        """Write `report` at `path` (an unchanged file is left alone, so no watcher sees a
-        change), moving an earlier version's file there."""
+        """Write `report` at `path` unless unchanged (so no watcher fires); drop `earlier`."""
         data = baseline_json(report)
         try:
             unchanged = self.path.read_bytes() == data
@@ -325,8 +312,7 @@ def review_items(diff: Diff) -> list[ReviewItem]:
 
 
 class Review:
-    """The decisions of one review over `items`, in review order: made, undone, and written
-    together (`written`: cases whose acceptance is in the file)."""
+    """The decisions of one review over `items`: made, undone, and written together."""
 
     def __init__(self, items: list[ReviewItem]) -> None:
         self.items = items
@@ -405,8 +391,7 @@ class Review:
         return " · ".join(parts)
 
     def preview(self, current: Report, baseline: Report, scope: set[str]) -> Diff:
-        """The comparison as it will be once the accepted decisions are written, over the
-        baseline's cases in `scope` (outside it, none counts as removed)."""
+        """The comparison once the accepted decisions are written, over the cases in `scope`."""
         changed, removed = self.accepted()
         chosen = [c for c in current.cases if c.name in set(changed)]
         return current.compare(merge_cases(covered(baseline, only=scope), chosen, removed=removed))
@@ -421,10 +406,8 @@ def _corrupt(path: Path, message: str) -> BaselineOutcome:
 
 
 def baseline_json(report: Report) -> bytes:
-    """`report` as a baseline file people commit and review in git: pretty, in a stable
-    order, without what changes from run to run when the results do not (latencies, costs,
-    timestamps, run ids, tool call ids, paths). `Report.load()` reads it.
-    """
+    """`report` as a baseline file to commit and review in git: pretty, in a stable order,
+    without what changes when the results do not (latencies, costs, timestamps, ids)."""
     document = json.loads(report.to_json())
     body = document["report"]
     for key in VOLATILE_REPORT_FIELDS:

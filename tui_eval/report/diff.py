@@ -38,10 +38,9 @@ class CaseChange:
 
     Attributes:
         p_value: Fisher's exact test on (passed, failed) sample counts of both runs.
-        adjusted_p_value: `p_value` adjusted (Holm) across every case compared, so the
-            chance that any case is called significant by luck stays under 5%.
-        label: `significant` (adjusted p < 0.05), `too few samples` (the test has less than
-            80% power, at `power_level`, to tell a change this large from noise), or `noise`.
+        adjusted_p_value: `p_value` adjusted (Holm) across every case compared.
+        label: `significant` (adjusted p < 0.05), `too few samples` (under 80% power at
+            `power_level` to tell a change this large from noise), or `noise`.
         power_level: the strictest Holm level, 0.05 / cases compared.
         decided: whether the comparison of this case is settled.
         hint: for a case `decide()` left undecided, roughly what would decide it.
@@ -66,9 +65,8 @@ class CaseChange:
 
     @property
     def samples_needed(self) -> int | None:
-        """Samples per side at which Fisher's exact test at `power_level` has 80% power to
-        detect the observed change (None: no change), searched when first read: it takes a
-        while, and only a "too few samples" line shows it."""
+        """Samples per side for 80% power at `power_level` to detect the observed change
+        (None: no change); searched when first read, as it takes a while."""
         if not self._searched:
             fewest = min(self.baseline_total, self.current_total)
             self._needed = samples_needed(
@@ -147,16 +145,13 @@ class Diff:
     changes: list[CaseChange] = field(default_factory=list)
     """Every case in both reports, moved or not, with its test, adjusted p-value and label."""
     delta: float = 0.0
-    """The paired difference of the cases' sample pass rates, current − baseline, over the
-    cases in both (−0.09: nine points worse on average)."""
+    """The mean paired difference of the cases' sample pass rates, current − baseline."""
     delta_ci: tuple[float, float] = (0.0, 0.0)
-    """The 95% interval of `delta`, from inverting the test of `p_value` (so it excludes 0
-    exactly when `p_value` < 0.05)."""
+    """The 95% interval of `delta`, inverting `p_value`'s test (excludes 0 iff p < 0.05)."""
     p_value: float = 1.0
     """The paired test of `delta` across cases (`stats.proportions.paired_test`)."""
     definition_changed: list[str] = field(default_factory=list)
-    """Cases in both reports whose definition (input, checks, expected values, threshold,
-    samples) changed: their verdicts compare different things (listed where they moved too)."""
+    """Cases in both reports whose definition changed: their verdicts compare different things."""
     undecided: list[str] = field(default_factory=list)
     """Cases in both reports not compared: one side has every sample left out."""
 
@@ -198,8 +193,7 @@ class Diff:
         return "\n".join(lines)
 
     def suite_line(self, *, label: str = "pass rate", sep: str = ", ") -> str:
-        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`: the compared cases' mean
-        sample pass rate in both runs, their paired difference and its test."""
+        """`pass rate 81% → 72%, Δ −9 pts [−15, −3], p=0.004`."""
         if not self.changes:
             return "no case in both runs"
         n = len(self.changes)
@@ -217,8 +211,8 @@ SUITE_SEPARATOR = " / "
 
 
 def case_suite(report: ReportLike, case: CaseResult) -> str:
-    """The suite a case belongs to: recorded on it, else (an older merged report) the prefix
-    of its `suite / case` name, else the report's name."""
+    """The suite a case belongs to: recorded on it, else its legacy `suite / ` prefix, else
+    the report's name."""
     if case.suite:
         return case.suite
     suites = report.metadata.get("suites")
@@ -268,10 +262,8 @@ def compare_reports(
 ) -> Diff:
     """The `Diff` of `current` against `baseline` (see `Report.compare`).
 
-    Cases are matched by (suite, case) when either report spans several suites (so a run of
-    several compares with one suite's baseline, and same-named cases of two suites never
-    collide), else by name. Both sides are counted under one `count_user_faults` (None: as
-    `current`'s run did); a case with no counted sample on one side is `undecided`.
+    Cases are matched by (suite, case) when either report spans several suites, else by
+    name; both sides are counted under one `count_user_faults` (None: as `current`'s run did).
     """
     policy = counts_user_faults(current) if count_user_faults is None else count_user_faults
     by_suite = spans_suites(current) or spans_suites(baseline)
@@ -351,8 +343,8 @@ def _settle_statistics(diff: Diff) -> None:
 
 
 def _noise(change: CaseChange) -> float:
-    """The sampling variance of a case's rate difference (each rate shrunk half a sample
-    towards 1/2, so a case at 0% or 100% still counts as uncertain)."""
+    """The sampling variance of a case's rate difference (rates shrunk half a sample towards
+    1/2, so 0% or 100% still counts as uncertain)."""
     variance = 0.0
     for passed, total in (
         (change.baseline_passed, change.baseline_total),

@@ -1,6 +1,5 @@
 """Where two samples of one case part ways: the closest passing sample to a failing one,
-and the first tool call, argument or output line at which they differ — for two
-conversations, the first turn."""
+and the first tool call, output line or turn at which they differ."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ def output_lines(sample: SampleResult) -> list[str]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Divergence:
     """The first place two samples differ: `where` (`conversation`, `trajectory`, `output`;
-    None: nowhere), the index of the first differing `line` (or turn) there, and a
-    `description` in words."""
+    None: nowhere), the `line` (or turn) there, and a `description`."""
 
     where: str | None
     line: int
@@ -48,8 +46,7 @@ class Divergence:
 
 
 def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
-    """The first differing tool call (name or arguments), else the first differing output
-    line; for two conversations, the first differing turn (`first_differing_turn`)."""
+    """The first differing tool call, else output line (for conversations: turn)."""
     left_talk = left.run.conversation if left.run is not None else None
     right_talk = right.run.conversation if right.run is not None else None
     if left_talk is not None and right_talk is not None:
@@ -71,9 +68,8 @@ def first_divergence(left: SampleResult, right: SampleResult) -> Divergence:
 
 
 def first_differing_turn(left: Conversation, right: Conversation) -> Divergence:
-    """The first turn at which two conversations differ, and how: what happened (the user's
-    message, a tool call, a state change) before how a reply was worded, which differs on
-    every sample and would hide the turn where the two did different things."""
+    """The first turn at which two conversations differ, and how: what happened before how
+    a reply was worded, which differs on every sample and would hide the real turn."""
     pairs = list(zip(left.turns, right.turns, strict=False))
     for index, (a, b) in enumerate(pairs):
         what = _action_difference(a, b)
@@ -94,8 +90,7 @@ def first_differing_turn(left: Conversation, right: Conversation) -> Divergence:
 
 
 def _action_difference(a: Turn, b: Turn) -> str:
-    """What differs in what happened on two turns ("" if nothing): the user's message, a
-    tool call, a state change."""
+    """What differs in what happened on two turns ("" if nothing)."""
     if a.user != b.user:
         return f"the user said {_quote(a.user)} vs {_quote(b.user)}"
     calls = _calls_differ(a.tool_calls, b.tool_calls)

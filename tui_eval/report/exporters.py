@@ -51,10 +51,9 @@ def _sample_line(sample: SampleResult) -> str:
 def junit_xml(reports: Sequence[Report], diffs: Sequence[Diff | None] = ()) -> bytes:
     """JUnit XML: one `<testsuite>` per suite, one `<testcase>` per case.
 
-    Each case's pass rate, samples and flakiness are properties of its suite (`CASE:pass_rate`:
-    the common schema has no properties on testcases); a failing case is a `<failure>` (a
-    check failed) or an `<error>` (every failing sample errored or timed out); a quarantined
-    or undecided case is `<skipped>` with its reason.
+    Case statistics are suite properties (`CASE:pass_rate`: the common schema has none on
+    testcases); a failing case is a `<failure>`, or an `<error>` when every failing sample
+    errored or timed out; a quarantined or undecided case is `<skipped>`.
     """
     root = ET.Element("testsuites", name="tui-eval")
     groups: dict[str, list[CaseResult]] = {}
@@ -183,8 +182,7 @@ def markdown_summary(
     diffs: Sequence[Diff | None] = (),
     baselines: Sequence[Report | None] = (),
 ) -> str:
-    """A Markdown summary for a CI job page: per suite a table, its samples left out, its
-    regressions, quarantined cases and failure modes (against each suite's `baselines`)."""
+    """A Markdown summary for a CI job page, suite by suite (against each's `baselines`)."""
     parts = []
     for position, report in enumerate(reports):
         diff = diffs[position] if position < len(diffs) else None
@@ -243,8 +241,7 @@ def markdown_summary(
 
 
 def _markdown_left_out(report: Report) -> list[str]:
-    """The Markdown lines saying which samples were left out, case by case, or that the run
-    counted its user faults."""
+    """The Markdown lines saying which samples were left out (or that they were counted)."""
     cases = [case for case in report.cases if case.left_out]
     if not cases:
         kept = counted_user_faults(report.samples)
@@ -264,8 +261,7 @@ class MergeError(TuiEvalError, ValueError):
 
 
 def merge_reports(reports: Sequence[Report]) -> Report:
-    """One report of several (suites, or the shards of one run): every case keeps its name
-    and records its suite; shard facts (`shards`, `planned_cases`) are carried, so missing
+    """One report of several (suites, or one run's shards), carrying shard facts so missing
     shards and cases can be reported.
 
     Raises:
@@ -391,8 +387,8 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value: Any) -> Any:
-    """A value for a CSV cell: text a spreadsheet would run as a formula gets a leading
-    `'`, and control characters (but line breaks and tabs) become visible stand-ins."""
+    """A value for a CSV cell: a would-be formula gets a leading `'`, and control characters
+    (but line breaks and tabs) become visible stand-ins."""
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -1,13 +1,9 @@
 """Why a run fails: its failed samples grouped into failure modes, compared with a baseline.
 
-Every failed sample gets a *signature*: the failing check's name (or the error's type) and
-its reason with what varies masked (numbers, ids, quoted output, paths), and the first tool
-call where it departs from its case's passing samples. Failed samples with one signature
-form a *mode*, across cases, with no model: "scored 3 because the total 41 is wrong" and
-"scored 2 because the total 17 is wrong" are one mode. Against a baseline each mode is
-`new`, `grown`, `shrunk`, `gone` or `same`, new ones first. Left-out samples (the user
-simulator's fault) form modes of their own, of kind `left out`.
-"""
+A failed sample's *signature* is the failing check (or error type), its reason with what
+varies masked, and the first tool call where it departs from its case's passing samples.
+Samples with one signature form a *mode*, across cases, with no model. Against a baseline
+each mode is `new`, `grown`, `shrunk`, `gone` or `same`."""
 
 from __future__ import annotations
 
@@ -53,8 +49,7 @@ _PATTERN_LIMIT = 160
 
 
 def mask(text: str) -> str:
-    """`text` with what varies between reports of one problem masked: quoted output,
-    paths, timestamps, ids and numbers ("expected 'Paris', got 'Lyon' after 3 calls" →
+    """`text` with what varies masked ("expected 'Paris', got 'Lyon' after 3 calls" →
     "expected ‹…›, got ‹…› after # calls")."""
     if "'" in text or '"' in text or "`" in text or "«" in text or "“" in text or "‘" in text:
         text = _QUOTED.sub("‹…›", text)
@@ -98,8 +93,7 @@ class FailureMode:
     Attributes:
         samples: (case name, sample index) of each failed sample of the run, in run order.
         example: one of their reasons in full (one line), to read.
-        baseline_samples, baseline_cases: the baseline's failed samples with the signature,
-            and its cases with one.
+        baseline_samples, baseline_cases: the baseline's samples and cases in this mode.
         change: how the mode moved since the baseline (`same` when none was given).
         total, baseline_total: each run's samples.
     """
@@ -171,8 +165,7 @@ def _example(sample: SampleResult) -> str:
 
 
 def _departure(sample: SampleResult, passing: Sequence[SampleResult]) -> str:
-    """The first tool call at which `sample` leaves every passing sample of its case:
-    "leaves at call 2: search (passing: book)" ("" when there is none to leave)."""
+    """The first tool call at which `sample` leaves every passing sample of its case."""
     if not passing:
         return ""
     calls = sample.run.tool_calls if sample.run is not None else []
@@ -228,10 +221,8 @@ def _sign_report(report: Report) -> dict[Signature, FailureMode]:
 
 
 def failure_modes(report: Report, baseline: Report | None = None) -> list[FailureMode]:
-    """The failure modes of `report`, and with a `baseline` how each moved since it, new
-    first, then grown, same, shrunk and gone, most samples first. Only the baseline's cases
-    that `report` has run are compared: a partial run says nothing about the others.
-    """
+    """The failure modes of `report` (with a `baseline`: how each moved), in `CHANGE_ORDER`,
+    most samples first; only the baseline cases `report` ran are compared."""
     current = _sign_report(report)
     if baseline is not None:
         held = {case.name for case in report.cases if case.samples}

@@ -35,8 +35,8 @@ def parse_fail_on(text: str) -> frozenset[FailOn]:
     """`failures,regressions` → the set of conditions.
 
     Raises:
-        ValueError: an unknown condition, or none at all (`,` or a blank CI variable would
-            otherwise switch the gate off); the message lists the known ones.
+        ValueError: an unknown condition, or none at all (a blank CI variable must not
+            switch the gate off).
     """
     known = ", ".join(c.value for c in FailOn)
     chosen = set()
@@ -55,8 +55,8 @@ def parse_fail_on(text: str) -> frozenset[FailOn]:
 def gate_failures(
     fail_on: frozenset[FailOn], report: Report | None, diff: Diff | None
 ) -> list[str]:
-    """Why the gate fails, one reason per condition met (empty: it passes). Quarantined and
-    undecided cases do not gate (`not_gating` lists the undecided)."""
+    """Why the gate fails, one reason per condition met (empty: it passes); quarantined and
+    undecided cases do not gate."""
     reasons = []
     exempt = quarantined(report) if report is not None else {}
     if FailOn.FAILURES in fail_on and report is not None and not report.passed:
@@ -115,10 +115,8 @@ class Shard:
 
 
 def assign_shards(keys: Sequence[tuple[str, str]], total: int) -> dict[tuple[str, str], int]:
-    """The shard (1-based) of every (suite, case), every case in exactly one: a pure function
-    of the keys, so every CI job computes the same split. Keys ordered by a stable hash (a
-    new case does not reshuffle the others) are dealt round-robin (sizes differ by ≤ 1).
-    """
+    """The shard (1-based) of every (suite, case): a pure function of the keys, so every CI
+    job computes the same split; a stable hash order means a new case reshuffles nothing."""
     ordered = sorted(
         set(keys), key=lambda key: (hashlib.sha256("\0".join(key).encode()).hexdigest(), key)
     )

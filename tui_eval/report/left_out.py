@@ -1,11 +1,8 @@
 """Samples left out of the verdicts: conversations the user simulator failed.
 
-Such a sample says nothing about the agent, so by default it is left out
-(`SampleResult.excluded`) of every rate, verdict, diff and the exit code — never silently:
-every summary says how many, in the words defined here. A case whose every sample was left
-out is *undecided*. `RunSettings.count_user_faults` keeps them in, and a report made so
-records it (`COUNT_USER_FAULTS`), so a comparison reads both reports under one setting.
-"""
+Such a sample says nothing about the agent, so by default it is left out of every rate,
+verdict and exit code, never silently: every summary says how many, in the words defined
+here. A report that counted them records it, so a comparison reads both alike."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ COUNT_USER_FAULTS = "count_user_faults"
 
 
 class ReportLike(Protocol):
-    """What the comparisons read of a `Report` (the report module imports them, so it is
-    named here by its shape)."""
+    """What the comparisons read of a `Report` (named by its shape to avoid a cycle)."""
 
     @property
     def name(self) -> str: ...
@@ -47,8 +43,7 @@ def is_left_out(sample: SampleResult, *, count_user_faults: bool) -> bool:
 
 
 def counts_user_faults(report: ReportLike) -> bool:
-    """Whether the run of `report` counted its user faults: as its metadata records, else as
-    its samples show."""
+    """Whether the run of `report` counted its user faults (metadata, else its samples)."""
     recorded = report.metadata.get(COUNT_USER_FAULTS)
     if isinstance(recorded, bool):
         return recorded
@@ -66,8 +61,7 @@ def counted_user_faults(samples: Iterable[SampleResult]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Tally:
-    """A case's samples under one setting of `count_user_faults`: `passed` of `counted`,
-    `left_out`, and the case's pass `threshold`."""
+    """A case's samples under one setting of `count_user_faults`."""
 
     passed: int
     counted: int
@@ -129,14 +123,12 @@ def all_left_out(case: CaseResult) -> str:
 
 
 def undecided_note(case: CaseResult) -> str:
-    """Why an undecided case has no verdict:
-    `undecided: every sample left out (2 of 2): the user simulator's fault`."""
+    """`undecided: every sample left out (2 of 2): the user simulator's fault`."""
     return f"undecided: {all_left_out(case)}"
 
 
 def counted_failure(case: CaseResult) -> str:
-    """The first counted failing sample's reason ("" when none failed: a case whose only
-    failures were left out shows none)."""
+    """The first counted failing sample's reason ("" when none failed)."""
     return next((s.first_failure for s in case.samples if not s.passed and not s.excluded), "")
 
 

@@ -1,10 +1,7 @@
 """Quarantined cases: flaky cases that still run and show, but do not gate.
 
-A quarantine lives in `<suite folder>/__baselines__/quarantine.json` (`QuarantineFile`),
-made for git like the baselines. A quarantined case does not fail the run: its report names
-it in `metadata["quarantined"]`, JUnit marks it skipped, the summaries list it. It gates
-again the day after `until`, or after `release_after` passing full runs in a row.
-"""
+Kept in `<suite folder>/__baselines__/quarantine.json`, for git like the baselines. A case
+gates again the day after `until`, or after `release_after` passing full runs in a row."""
 
 from __future__ import annotations
 
@@ -34,8 +31,8 @@ class QuarantineFileError(TuiEvalError, ValueError):
 
 @pydantic.dataclasses.dataclass(frozen=True, config=pydantic.ConfigDict(extra="forbid"))
 class Quarantine:
-    """One quarantined case: why, `since` when, `until` which day (None: until released),
-    and how many passing runs in a row lift it (`release_after`; None: none) and it has had."""
+    """One quarantined case: why, since and until when, and the passing runs in a row that
+    lift it (`release_after`) and that it has had (`passing_runs`)."""
 
     reason: str
     since: dt.date
@@ -94,8 +91,7 @@ def _write(path: Path, everything: dict[str, dict[str, Quarantine]]) -> None:
 
 
 def put(path: Path, suite: str, case: str, quarantine: Quarantine) -> None:
-    """Quarantine `case` of `suite` (replacing an earlier quarantine of it), under a lock on
-    the folder: two writers never erase each other's change."""
+    """Quarantine `case` of `suite`, under the folder's lock so writers keep each other's."""
     with folder_lock(path.parent):
         everything = read_all(path)
         everything.setdefault(suite, {})[case] = quarantine
@@ -115,10 +111,8 @@ def release(path: Path, suite: str, case: str) -> bool:
 
 
 def apply_to(report: Report, path: Path, suite: str, today: dt.date, *, count: bool) -> list[str]:
-    """Mark the quarantined cases of `report` (`metadata["quarantined"]`: it does not gate on
-    them) and, when the run `count`s (a finished run), move each one's count of passing
-    runs. A quarantine past `until` ends before this run is judged, one that reached
-    `release_after` after it. Returns one line per quarantine ended.
+    """Mark the quarantined cases of `report` (`metadata["quarantined"]`) and, if `count`,
+    move each one's count of passing runs; returns one line per quarantine ended.
 
     Raises:
         QuarantineFileError: the file cannot be read.

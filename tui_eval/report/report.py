@@ -1,4 +1,4 @@
-"""Results: `SampleResult`, `CaseResult`, `Report`, and `Diff` against a baseline."""
+"""`Report`: the results of one run, its file (`ReportFile`) and its printed summary."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class Report:
         cancelled: whether the run was stopped before every sample finished.
         priced: whether samples carry a cost.
         metadata: free-form facts about the run (suite file, git commit...).
-        stopped: why the run stopped early on its own (its `max_cost` reached).
+        stopped: why the run stopped early on its own (budget or time budget).
     """
 
     name: str = "eval"
@@ -121,8 +121,7 @@ class Report:
 
     @property
     def sample_pass_rate_ci(self) -> tuple[float, float]:
-        """The 95% interval of `sample_pass_rate`, clustered by case (the samples of one case
-        are not independent; `clustered_rate_interval`)."""
+        """The 95% interval of `sample_pass_rate`, clustered by case (samples are not i.i.d.)."""
         cases = [case for case in self.cases if case.counted]
         return clustered_rate_interval(
             [case.pass_rate for case in cases], [case.counted for case in cases]
@@ -158,8 +157,7 @@ class Report:
 
     @property
     def unpriced_samples(self) -> int:
-        """In a priced report, the samples that called a model yet have no cost (an unknown
-        price): the total leaves them out."""
+        """In a priced report, the samples that called a model yet have no cost."""
         if not self.priced:
             return 0
         return sum(1 for s in self.samples if s.cost is None and s.usage.requests)
@@ -241,8 +239,7 @@ class Report:
         return model
 
     def to_json(self) -> bytes:
-        """The report as the JSON document `save()` writes (values JSON cannot hold in their
-        `json_safe` form; the report in memory is left as it is)."""
+        """The report as the JSON document `save()` writes."""
         for case in self.cases:
             case.definition_fingerprint()
         report = self
@@ -291,8 +288,7 @@ class Report:
         return cls.from_json(data, source=str(target))
 
     def compare(self, baseline: Report, *, count_user_faults: bool | None = None) -> Diff:
-        """Match cases by name against `baseline`, both read under one `count_user_faults`
-        (None: this report's run's).
+        """Match cases by name against `baseline`, both read under one `count_user_faults`.
 
         Raises:
             ValueError: either report has two cases with the same name.
@@ -304,8 +300,7 @@ ReportT = TypeVar("ReportT", bound=Report)
 
 
 class ReportFile(pydantic.BaseModel, Generic[ReportT]):
-    """A report file, `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`:
-    `Report.save()` writes one, `Report.load()` reads it (`ReportFile[EvalReport]` alike)."""
+    """A report file, `{"kind": "tui-eval-report", "schema_version": N, "report": {...}}`."""
 
     kind: Literal["tui-eval-report"] = REPORT_KIND
     schema_version: Annotated[int, pydantic.Field(ge=1, le=SCHEMA_VERSION)] = SCHEMA_VERSION
@@ -313,8 +308,7 @@ class ReportFile(pydantic.BaseModel, Generic[ReportT]):
 
 
 _FILE_MODELS: dict[type[Report], type[ReportFile[Any]]] = {}
-"""`ReportFile[cls]` by report class: pydantic keeps a parametrized model only while something
-refers to it, and building it again costs ~10 ms a save or load."""
+"""`ReportFile[cls]` by report class: pydantic does not keep them, and each costs ~10 ms."""
 
 
 def _report_file_error(

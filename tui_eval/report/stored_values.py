@@ -1,5 +1,4 @@
-"""A sample as it is stored: values JSON cannot hold made safe, and a long text output
-written once (journal, report)."""
+"""A sample as stored: values JSON cannot hold made safe, a long text output written once."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ def output_twice(sample: SampleResult) -> bool:
 
 
 def output_once(sample: SampleResult) -> SampleResult:
-    """`sample` as it is stored: a long text output is not written a second time as the
-    last message (a 10 MB answer is 10 MB on disk, not 20). `restore_output` reverses it."""
+    """`sample` as stored: a long text output is not written again as the last message."""
     if not output_twice(sample):
         return sample
     assert sample.run is not None

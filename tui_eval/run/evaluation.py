@@ -1,8 +1,4 @@
-"""`Evaluation`: one run of cases — its results, budget, cancellation, events, and how its
-samples are spread over workers (in this process, or by an `Executor`). Each sample is run
-by a `SampleRunner` (`tui_eval.run.sample_runner`); the entry points built on it are in
-`tui_eval.run.runner`.
-"""
+"""`Evaluation`: one run of cases: its results, budget, cancellation, events and scheduling."""
 
 from __future__ import annotations
 
@@ -40,15 +36,13 @@ STATUS_EVERY_S = 0.5
 class Evaluation:
     """One evaluation run, with a handle to cancel it and read its partial report.
 
-    `evaluate()` is `Evaluation(...).run()`. The app and the CLI keep the object to call
-    `cancel()`: `run()` then returns a report of every finished sample, `cancelled=True`.
+    `evaluate()` is `Evaluation(...).run()`; after `cancel()`, `run()` returns a report of
+    every finished sample, `cancelled=True`.
 
     Args:
-        settings: how the run runs (`RunSettings`); the front-ends build it.
-        done: samples an earlier, interrupted run finished, by case name; only the missing
-            samples of each case run (this is how `resume` works).
-        source: where the samples come from (default: `AgentRuns(agent)`, calling the
-            agent); `SavedRuns` checks an earlier report's runs again (`recheck`).
+        done: samples an interrupted run finished, by case name; only the missing ones run.
+        source: where the samples come from (default: `AgentRuns(agent)`; `SavedRuns`
+            rechecks an earlier report's runs).
     """
 
     def __init__(
@@ -75,8 +69,7 @@ class Evaluation:
         self._executor = settings.executor
         self.budget = CostBudget.of(settings.max_cost)
         self.ledger = self.budget.ledger if self.budget is not None else Ledger()
-        """What the run spent: the sum of its recorded samples' costs (a shared budget's
-        ledger counts its other runs' too)."""
+        """What the run spent (a shared budget's ledger counts its other runs' too)."""
         self._accepted: set[tuple[int, int]] = set()
         self._left: list[int] = []
         self.name = name or "eval"
@@ -89,13 +82,12 @@ class Evaluation:
             source = AgentRuns(agent)
         self.cases = source.cases(self.cases)
         self.samples = SampleRunner(self.cases, source, settings, emit=on_event)
-        """Runs single samples of this run (what schedulers and executors call)."""
+        """Runs single samples of this run."""
         self.cache = self.samples.context.cache
         self.pacing = Pacing(on_event)
         self._emit = on_event
         self.gated = self.budget is not None or settings.time_budget is not None
-        """Whether `may_start()` can refuse a sample (a budget or a time budget is set);
-        schedulers skip the call otherwise."""
+        """Whether `may_start()` can refuse a sample; schedulers skip the call otherwise."""
         self.results = [
             CaseResult(
                 case.label,
@@ -143,8 +135,7 @@ class Evaluation:
 
     @property
     def _stopped(self) -> str | None:
-        """Why the run stopped on its own: its budget was spent (with the final spend), or
-        its time budget."""
+        """Why the run stopped on its own (budget or time budget spent)."""
         budget = self.budget
         if budget is not None and budget.stopped:
             return budget.reason()
@@ -228,8 +219,7 @@ class Evaluation:
                 emit(RunStatus(used, spent, None if self.budget is None else self.budget.max_cost))
 
     async def may_start(self, index: int, sample_index: int) -> bool:
-        """Reserve the budget for a sample before it starts (False: the budget is spent, or
-        the run has taken its `time_budget`)."""
+        """Reserve the budget for a sample before it starts (False: budget or time spent)."""
         time_budget = self.settings.time_budget
         if time_budget is not None and time.perf_counter() - self._t0 >= time_budget:
             self._out_of_time = True
@@ -254,10 +244,7 @@ class Evaluation:
 
     # -- scheduling in this process ----------------------------------------------------
     async def _run_here(self) -> None:
-        """`concurrency` workers take the cases in order, a case's samples one after another;
-        with `parallel_samples` each missing sample is a unit of its own (samples of one case
-        run concurrently: only for agents built fresh for each sample); `fail_fast` runs one
-        case at a time and stops after the first failing case."""
+        """`concurrency` workers take the cases in order, a case's samples one by one."""
         settings, samples, record, turn_due = (
             self.settings,
             self.samples,
@@ -307,8 +294,7 @@ class Evaluation:
 
     # -- recording --------------------------------------------------------------------
     def missing_units(self) -> list[tuple[int, int]]:
-        """Every (case, sample) still to run, one unit each; counts them per case, so
-        `record_unit` knows when a case is done."""
+        """Every (case, sample) still to run; counts them per case for `record_unit`."""
         units = [
             (index, sample_index)
             for index, case in enumerate(self.cases)
@@ -332,8 +318,8 @@ class Evaluation:
             self._emit(CaseFinished(index, self.results[index]))
 
     def accept(self, index: int, sample: SampleResult) -> bool:
-        """Record a sample another executor ran (False: that sample was already recorded,
-        by a worker that died after running it but before it was requeued)."""
+        """Record a sample another executor ran (False: already recorded, by a worker that
+        died after running it but before it was requeued)."""
         key = (index, sample.index)
         if key in self._accepted:
             return False
@@ -344,8 +330,7 @@ class Evaluation:
         return True
 
     async def sample(self, index: int, sample_index: int) -> SampleResult:
-        """Run one sample of case `index` the normal way (timeouts, checks, judges,
-        redaction) without recording it: what an executor's worker does."""
+        """Run one redacted sample of case `index` without recording it (an executor's worker)."""
         return await self.samples.sample(index, sample_index)
 
     def record(self, index: int, sample: SampleResult) -> None:
@@ -375,9 +360,7 @@ class Evaluation:
 async def _start_staggered(
     group: anyio.abc.TaskGroup, worker: Callable[[], Coroutine[Any, Any, None]], count: int
 ) -> None:
-    """Start `count` workers, letting the loop turn after each: every worker's first step
-    (building its agent, its first request) would otherwise run in one turn of the loop,
-    and 200 of them kept the app's keys and timers waiting ~0.1 s at a run's start."""
+    """Start `count` workers, letting the loop turn after each (200 at once stall the app)."""
     for _ in range(count):
         group.start_soon(worker)
         await anyio.lowlevel.checkpoint()

@@ -1,7 +1,5 @@
-"""The evaluator-style API (`AccuracyEval`, `TrajectoryEval`, `PerformanceEval`), as presets over `evaluate()` and its checks.
-
-An `EvalExample` becomes a `Case`; an evaluator becomes one check on it; the
-`EvalReport` is a `Report` with a per-example view on top.
+"""The evaluator-style API (`AccuracyEval`, `TrajectoryEval`, `PerformanceEval`): presets
+over `evaluate()`; an example is a `Case`, an evaluator one check on it.
 
 Example:
     >>> dataset = EvalDataset([EvalExample("6 * 7?", expected="42")], name="qa")
@@ -108,12 +106,8 @@ class EvalResult:
 
 @dataclass(slots=True, repr=False)
 class EvalReport(Report):
-    """The report every evaluator returns: a `Report` with `results` per example.
-
-    Attributes:
-        evaluator: the evaluator's name (`accuracy`, `trajectory`, `latency`...).
-        dataset: the dataset's name.
-    """
+    """The report every evaluator returns: a `Report` with `results` per example, and the
+    `evaluator`'s and `dataset`'s names."""
 
     evaluator: str = ""
     dataset: str = ""
@@ -255,7 +249,6 @@ class _Evaluator:
         Args:
             agent_client: an `AgentTestClient`, an `Agent`, an async callable `f(message)`,
                 a zero-arg factory, or any object with an async `run(message)`.
-            dataset: the examples.
             concurrency: how many examples run at once.
         """
         data = dataset if isinstance(dataset, EvalDataset) else EvalDataset(dataset)
@@ -272,8 +265,8 @@ class AccuracyEval(_Evaluator):
     """Does the output match the expected answer?
 
     Args:
-        exact_match: True compares the whole output with `expected`, ignoring case and
-            surrounding whitespace; False passes when `expected` is a substring of the output.
+        exact_match: compare the whole output with `expected` (ignoring case and surrounding
+            whitespace) instead of looking for it as a substring.
         name: the label for the report.
     """
 
@@ -306,8 +299,6 @@ class TrajectoryEval(_Evaluator):
 
 class PerformanceEval(_Evaluator):
     """How long does the agent take? A sample passes when its latency is within the limit.
-
-    `EvalResult.score` is the run's total token count when known.
 
     Args:
         max_latency_ms: the limit per example; None collects latency without enforcing one.

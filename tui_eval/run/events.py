@@ -1,8 +1,4 @@
-"""The runner's events: every state change of a run, as typed, cheap dataclasses.
-
-The app and the CLI's progress bar are built only on these (`evaluate(on_event=...)`, or
-`evaluate_iter()` to pull them).
-"""
+"""The runner's events: every state change of a run, as typed, cheap dataclasses."""
 
 from __future__ import annotations
 
@@ -70,8 +66,7 @@ class RunFinished:
 
 @dataclass(slots=True)
 class RunStatus:
-    """Twice a second while the run calls APIs: their rate limiters, and spend against
-    the budget.
+    """Twice a second while the run calls APIs: their rate limiters and the spend.
 
     Attributes:
         limits: one status per API quota the run used.

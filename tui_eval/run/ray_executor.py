@@ -1,17 +1,10 @@
-"""Run a suite's samples on a Ray cluster (`pip install 'tui-eval[ray]'`, then
-`tui-eval run PATH --executor ray`); the driver stays the only writer of the journal.
+"""Run a suite's samples on a Ray cluster (`tui-eval run PATH --executor ray`); the driver
+stays the only writer of the journal.
 
-- Units name suites by file and cases by index: each worker (an async Ray actor,
-  `tui_eval.run.ray_worker`) loads the suite from the same checkout; no agent is pickled
-  and no key travels in a unit. Workers see only an allow-list of environment variables.
-- Workers stream finished samples back in micro-batches; a dead worker's unsent samples
-  are queued again (the driver keeps the first result of each).
-- A finished run leaves its workers idle in its `Runtime` for the next run (about a second
-  saved per worker); `release_workers` stops them.
-
-Importing this module never imports Ray; `RayExecutor()` does, with a clear error when the
-extra is missing.
-"""
+Workers load the suite from the same checkout (no agent is pickled, no key travels) and
+see only an allow-list of environment variables; a dead worker's unsent samples are
+queued again. Idle workers stay in the `Runtime` for the next run (`release_workers`
+stops them). Importing this module never imports Ray; `RayExecutor()` does."""
 
 from __future__ import annotations
 
@@ -35,8 +28,7 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "pip install 'tui-eval[ray]'"
 MAX_CALLS = 16
-"""Calls a worker serves at once: two streams, `prepare`, `take_unsent` (samples run
-inside a stream, bounded by the run's concurrency, not by this)."""
+"""Calls a worker serves at once: two streams, `prepare`, `take_unsent`."""
 CHUNK = 8192
 """The most units handed to a worker at a time (its unsent ones are requeued if it dies)."""
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
@@ -46,8 +38,7 @@ Unit = tuple[int, int]
 
 
 def release_workers(runtime: Runtime) -> int:
-    """Stop the idle workers the runs of `runtime` left (they also stop when the driver
-    exits); returns how many."""
+    """Stop the idle workers the runs of `runtime` left; returns how many."""
     idle = [actor for actors in runtime.idle_workers.values() for actor in actors]
     runtime.idle_workers.clear()
     if idle:
@@ -80,8 +71,7 @@ def allowed_environment(extra: Iterable[str] = ()) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _without_secrets(allowed: Iterable[str]) -> Iterator[None]:
-    """The environment without secret-looking variables (`*_KEY`, `*_TOKEN`...) that are
-    not allowed: a local Ray runtime's processes inherit the environment they start in."""
+    """The environment without disallowed secrets, which local Ray processes would inherit."""
     keep = set(allowed)
     hidden = {
         name: value
@@ -98,8 +88,7 @@ def _without_secrets(allowed: Iterable[str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _real_standard_streams() -> Iterator[None]:
-    """Standard streams with file descriptors while Ray starts: the app (Textual) replaces
-    them with objects that have none, and Ray needs them. Ray's output goes nowhere."""
+    """Standard streams with file descriptors while Ray starts (Textual's have none)."""
     import sys
 
     saved = sys.stdout, sys.stderr
@@ -127,9 +116,6 @@ def start_ray(
 ) -> None:
     """Join the cluster at `address` (shipping `working_dir`), or start a local runtime.
 
-    Workers see only the allowed variables (`allowed_environment`): other secret-looking
-    variables are hidden from a local runtime's processes while they start.
-
     Raises:
         ExecutorError: Ray is missing, or the cluster cannot be reached.
     """
@@ -153,7 +139,7 @@ def start_ray(
 
 
 class RayExecutor:
-    """Runs an `Evaluation`'s missing samples on Ray workers (see the module docstring).
+    """Runs an `Evaluation`'s missing samples on Ray workers.
 
     Args:
         suite_path: the suite's file (workers load it from the same checkout).

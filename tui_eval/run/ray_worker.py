@@ -1,16 +1,6 @@
-"""The worker side of `tui_eval.run.ray_executor`: what runs inside the Ray worker processes.
-
-- `SampleWorker`, one async actor per worker: loads the run's suite from its file, runs
-  units through the normal per-sample path, and streams finished samples back in
-  micro-batches (every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait).
-- The batches' wire format (`encode` / `decode`), which the driver decodes.
-- The cluster-wide rate limiter: a `LimiterActor` per API quota, reached from each
-  worker's providers through a `SharedLimiter` (the limiters of the worker's
-  `Runtime`).
-
-The driver (`RayExecutor`) schedules units onto these workers and records what they send.
-Importing this module never imports Ray.
-"""
+"""The worker side of `tui_eval.run.ray_executor`: the `SampleWorker` actor, the batches'
+wire format, and the cluster-wide rate limiter (a `LimiterActor` per API quota, reached
+through a `SharedLimiter`). Importing this module never imports Ray."""
 
 from __future__ import annotations
 
@@ -30,14 +20,12 @@ FLUSH_EVERY_S = 0.05
 FLUSH_AT = 256
 
 Work = tuple[str, int]
-"""(case label, sample index): a unit as a worker knows it (the driver may have filtered
-the suite's cases, so indexes differ; labels do not)."""
+"""(case label, sample index): labels, as the driver may have filtered the suite's cases."""
 
 
 class LimiterActor:
-    """One API quota's `RateLimiter`, as a named Ray actor every worker shares: 20 workers
-    do not each think they own the quota. Requests reserve their slot here and wait for it
-    in their own process."""
+    """One API quota's `RateLimiter` as a named Ray actor every worker shares; requests
+    reserve their slot here and wait for it in their own process."""
 
     def __init__(self, name: str, rpm: float | None, tpm: float | None) -> None:
         from tui_eval.agents.http.limits import RateLimiter
@@ -70,9 +58,8 @@ class LimiterActor:
 class SharedLimiter:
     """A worker's handle on a `LimiterActor`, shaped like a `RateLimiter` for the providers.
 
-    It answers everything the HTTP layer asks of a limiter, with a `RateLimiter`'s
-    arguments (`tests/test_ray_worker.py` fails when the two drift): what changes the
-    quota's pace goes to the actor, what only reads it is answered from `local`.
+    What changes the quota's pace goes to the actor; reads are answered from `local`
+    (`tests/test_ray_worker.py` fails when the two shapes drift).
     """
 
     def __init__(self, actor: Any, name: str) -> None:
@@ -138,8 +125,7 @@ class SharedLimiter:
         self.actor.on_response.remote(status, lower, tokens_reserved, tokens_used)
 
     def settle_tokens(self, reserved: int, used: int) -> None:
-        """Correct a request's token estimate by what it used, on the cluster's limiter (a
-        stream's usage comes at its end, after `on_response`)."""
+        """Correct a request's token estimate by what it used, on the cluster's limiter."""
         self.actor.settle_tokens.remote(reserved, used)
 
     def on_limited(self, retry_after: float | None) -> None:
@@ -152,8 +138,7 @@ class SharedLimiter:
 
 
 def shared_limiter_factory(ray: Any) -> Any:
-    """The limiter factory of a worker's `Runtime`: one named actor per (base URL,
-    key), shared by every worker of the cluster."""
+    """The limiter factory of a worker's `Runtime`: one named actor per (base URL, key)."""
 
     def build(base_url: str, fingerprint: str, rpm: float | None, tpm: float | None) -> Any:
         actor = (
@@ -174,8 +159,7 @@ def shared_limiter_factory(ray: Any) -> Any:
 _BATCH: pydantic.TypeAdapter[list[tuple[str, SampleResult]]] = pydantic.TypeAdapter(
     list[tuple[str, SampleResult]]
 )
-"""Batches travel as JSON made by pydantic-core: half the cost of pickling the dataclasses,
-and any output travels (a value JSON cannot hold arrives as its text, as in the journal)."""
+"""Batches travel as pydantic-core JSON: half the cost of pickling the dataclasses."""
 
 
 def encode(batch: list[tuple[str, SampleResult]]) -> bytes:
@@ -211,8 +195,7 @@ class SampleWorker:
         provider: dict[str, Any] | None = None,
         cache: str = "off",
     ) -> None:
-        """Load the run's suite from its file, before each run: a worker serves one run
-        after another for its driver, and the suite may have been edited in between."""
+        """Load the run's suite from its file before each run (it may have been edited)."""
         from tui_eval.agents.http.options import ProviderOptions
         from tui_eval.core.settings import RunSettings
         from tui_eval.run.sample_runner import SampleRunner
@@ -247,10 +230,8 @@ class SampleWorker:
         """Run `units` (at most `concurrency` at once across this worker's streams), yielding
         finished samples in batches: every `FLUSH_EVERY_S`, or as soon as `FLUSH_AT` wait.
 
-        The connections the run opens (its `RunContext`'s, shared by the worker's streams
-        of that run) close when its last stream here ends — whatever streams of the
-        driver's next run are running by then — as a run in one process closes them when it
-        ends (`RunContext.closing_clients`): no session is left open in an idle worker.
+        The run's connections close when its last stream here ends, so no session is left
+        open in an idle worker.
         """
         unknown = sorted({label for label, _ in units if label not in self.positions})
         if unknown:

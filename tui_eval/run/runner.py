@@ -1,11 +1,4 @@
-"""`evaluate()`, `evaluate_iter()` and `recheck()`: run cases against an agent and stream
-typed events; `Evaluation` is the handle behind them (cancel, partial report).
-
-By default concurrency is across cases (a pool of `concurrency` workers), the samples of
-one case run one after another, and the checks of one sample run concurrently;
-`RunSettings` changes how (samples of a case in parallel, a budget, an executor
-elsewhere). Everything the app and the CLI show is built from the events emitted here.
-"""
+"""`evaluate()`, `evaluate_iter()` and `recheck()`: run cases against an agent."""
 
 from __future__ import annotations
 
@@ -46,13 +39,9 @@ async def evaluate(
     Args:
         agent: an `Agent`, a zero-arg factory (called per sample), an async callable
             `f(input)`, or an object with an async `run(input)`.
-        cases: the cases to run.
-        settings: how the run runs (`RunSettings`: concurrency, price, provider options,
-            cache, max_cost, executor, time budget...).
         name: the report's name.
-        on_event: called with every `Event` (run/sample/case started, changed, finished).
-        **given: any `RunSettings` field by name, over `settings` (`concurrency=8`,
-            `price=fn`, `max_cost=2.0`, `cache="on"`...; see `RunSettings` for each).
+        on_event: called with every `Event`.
+        **given: any `RunSettings` field by name, over `settings` (`concurrency=8`...).
     """
     evaluation = Evaluation(
         agent, cases, settings=resolve(settings, **given), name=name, on_event=on_event
@@ -70,10 +59,8 @@ async def recheck(
 ) -> Report:
     """Run the current checks of `cases` on the saved outputs of `report`, without the agent.
 
-    A new rubric, a new judge or a fixed check costs no agent calls (a judge's calls follow
-    `settings` and the `RunSettings` fields `given` over them: its provider options, cache
-    and price). Samples that errored or timed out stay as they were; cases not in `report`
-    are skipped.
+    A new rubric, judge or fixed check costs no agent calls (judges follow `settings`).
+    Samples that errored or timed out stay as they were; cases not in `report` are skipped.
     """
     evaluation = Evaluation(
         None,
@@ -97,8 +84,7 @@ async def evaluate_iter(
 ) -> AsyncIterator[Event]:
     """The events of `evaluate()` as an async generator; the last one is `RunFinished`.
 
-    Takes the same `settings` and keyword arguments as `evaluate()`. Leaving the loop
-    early cancels the run.
+    Leaving the loop early cancels the run.
     """
     send, receive = anyio.create_memory_object_stream[Event](math.inf)
 

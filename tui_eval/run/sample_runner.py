@@ -1,10 +1,6 @@
-"""`SampleRunner`: one sample of one case, the normal way — the agent call or a saved run,
-timeouts, checks and judges, metering, pricing and redaction — without recording it.
-
-It holds the run's `RunContext` (provider options, cache, rate limiters) and makes each
-sample a `SampleContext`, current while its agent and checks run. The run's schedulers and
-executors call it; recording, budget and cancellation belong to the run (`Evaluation`).
-"""
+"""`SampleRunner`: one sample of one case (agent call or saved run, timeouts, checks,
+metering, pricing, redaction), without recording it: recording, budget and cancellation
+belong to the run (`Evaluation`)."""
 
 from __future__ import annotations
 
@@ -63,7 +59,7 @@ class Pacer:
 
 class Pacing:
     """The run's time slices: workers give the event loop a turn every few milliseconds,
-    even if the agent never blocks, so the app's keys and Ctrl+C (cancellation) get in."""
+    even if the agent never blocks, so the app's keys and Ctrl+C get in."""
 
     def __init__(self, emit: EventHandler | None) -> None:
         self.emit = emit
@@ -71,8 +67,7 @@ class Pacing:
         self._slice_ends = 0.0
 
     def new_pacer(self) -> Pacer:
-        """A worker's pacer; with a listener, its samples' provider retries are reported
-        (while their agents run)."""
+        """A worker's pacer, reporting its samples' provider retries to the listener."""
         pacer = Pacer()
         emit = self.emit
         if emit is not None:
@@ -85,15 +80,12 @@ class Pacing:
         return pacer
 
     def turn_due(self, pacer: Pacer, sample_started: float) -> bool:
-        """Whether the worker of `pacer` gives the event loop a turn now (the caller then
-        awaits a checkpoint), so that it gets one every few milliseconds even if the agent
-        never blocks.
+        """Whether the worker of `pacer` yields to the event loop now (the caller awaits a
+        checkpoint); a plain function, as a coroutine per sample costs (bench/README.md).
 
-        A plain function (bench/README.md: a coroutine per sample costs). When a time slice ends, every worker whose last sample was quick (it never waited
-        on anything) yields once, so the loop really turns instead of passing from worker
-        to worker. A worker whose samples wait on I/O already gives the loop its turns;
-        forcing a yield on it would only delay its next request, so it is forced at most
-        every `MAX_UNYIELDED_S`.
+        When a slice ends, every worker whose last sample was quick yields once, so the loop
+        really turns. A worker waiting on I/O already yields; forcing it would only delay
+        its next request, so it is forced at most every `MAX_UNYIELDED_S`.
         """
         now = time.perf_counter()
         if now >= self._slice_ends:
@@ -109,8 +101,7 @@ class Pacing:
 
 @dataclass(slots=True)
 class _Progress:
-    """How far a sample with a timeout got: its meter, and the meter's usage when its
-    checks began (None: they had not)."""
+    """How far a sample with a timeout got: its meter, and its usage when checks began."""
 
     meter: SampleMeter
     before_checks: Usage | None = None
@@ -126,8 +117,7 @@ class SampleSource(Protocol):
     def produce(
         self, runner: SampleRunner, index: int, sample_index: int, plan: CasePlan, pacer: Pacer
     ) -> Awaitable[SampleResult]:
-        """One finished (unredacted) sample of case `index`, through `runner` (a plain
-        function returning the awaitable: no coroutine frame of its own on the hot path)."""
+        """One finished (unredacted) sample of case `index`, through `runner`."""
         ...
 
 
@@ -148,8 +138,7 @@ class SampleRunner:
     Args:
         cases: the run's cases, by index (as the source planned them).
         source: where the samples' runs come from.
-        settings: the run's settings; a runner reads `price`, `provider`, `cache` and
-            `runtime` (None: one of its own).
+        settings: the run's settings (`price`, `provider`, `cache`, `runtime` are read).
         emit: receives the samples' `SampleStateChanged` events.
     """
 
@@ -184,22 +173,17 @@ class SampleRunner:
         return plan
 
     def redacted(self, sample: SampleResult) -> SampleResult:
-        """`sample` with every secret from the environment replaced by `***`: the one place
-        outside text enters a record (an agent, tool, model or check that echoed a key)."""
+        """`sample` with every secret from the environment replaced by `***`."""
         if not self._secrets:
             return sample
         return map_values(sample, lambda value: redact_value(value, self._secrets))
 
     async def sample(self, index: int, sample_index: int) -> SampleResult:
-        """Run one sample of case `index` the normal way (timeouts, checks, judges,
-        redaction) without recording it: what an executor's worker does, in `scope()`."""
+        """Run one redacted sample of case `index` without recording it (an executor's worker)."""
         return self.redacted(await self.run(index, sample_index, Pacer()))
 
     def run(self, index: int, sample_index: int, pacer: Pacer) -> Awaitable[SampleResult]:
-        """Run one sample of case `index` (unredacted: the run redacts what it records).
-
-        A plain function returning the source's awaitable: every sample passes here, and a
-        coroutine frame per layer is measurable on a zero-latency run (bench/README.md)."""
+        """Run one sample of case `index`, unredacted; a plain function (bench/README.md)."""
         plan = self._plans[index] or self.plan_of(index)
         return self.source.produce(self, index, sample_index, plan, pacer)
 
@@ -292,9 +276,7 @@ class SampleRunner:
         *,
         environment: Environment | None = None,
     ) -> None:
-        """Run the agent, then the checks, recording everything on `sample` (and in
-        `progress`, for a sample its timeout may cut off, what the meter had counted when
-        the checks began)."""
+        """Run the agent, then the checks, recording everything on `sample` (and `progress`)."""
         case = plan.case
         run: RunResult | None = None
         failure: BaseException | None = None
@@ -353,8 +335,7 @@ class SampleRunner:
     async def _attribute(
         self, sample: SampleResult, case: Case, failure: BaseException | None
     ) -> None:
-        """A conversation's user usage in the sample's; a failed one's fault (the reviewer
-        is a judge: what it spends is judge usage)."""
+        """Add a conversation's user usage; attribute a failed one's fault (as judge usage)."""
         run = sample.run
         if run is not None and run.conversation is not None:
             conversation = run.conversation
@@ -379,13 +360,9 @@ class SampleRunner:
         sample.judge_usage = Usage()
 
     def _settle_cut_off(self, sample: SampleResult, progress: _Progress) -> None:
-        """Usage of a sample its timeout cancelled: what its responses used.
-
-        Cut off in the agent, its run never returned, so the sample's meter (every
-        response its providers received) says what it used; cut off in its checks, the
-        agent's run plus what the judges' responses had used by then (the meter's count
-        since the checks began). A `price=` function prices that: the API billed it, and
-        `max_cost` must count it."""
+        """Usage of a sample its timeout cancelled: what its responses used (the API billed
+        it, so `max_cost` must count it): the meter's, if cut off in the agent; else the
+        run's plus the judges' since the checks began."""
         spent = progress.meter.usage
         if sample.run is None:
             sample.usage, sample.judge_usage = spent, Usage()
@@ -415,9 +392,7 @@ class SampleRunner:
         sample.status = "passed" if all(check.passed for check in checks) else "failed"
 
     def _price(self, sample: SampleResult, meter: SampleMeter) -> None:
-        """Price a finished sample, once: the run's `price=` function over its usage (a
-        conversation's turns and user too), else what its responses were priced at by the
-        built-in table (None when none was). `known_cost` says what counts as a cost."""
+        """Price a finished sample once: by the run's `price=`, else by the built-in table."""
         price = self.price
         if price is None:
             if meter.priced:
@@ -433,9 +408,8 @@ class SampleRunner:
 
 
 def error_text(exc: BaseException) -> str:
-    """A sample's error line: the exception, and — when an SDK wrapped one of tui-eval's own
-    errors in its own ("APIConnectionError: Connection error.") — tui-eval's, which says
-    what is wrong (a header that cannot be sent, a trust store that cannot be loaded)."""
+    """A sample's error line: the exception, and the tui-eval error an SDK wrapped in it
+    ("APIConnectionError: Connection error."), which says what is really wrong."""
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, TuiEvalError):
         return text
@@ -450,8 +424,7 @@ def error_text(exc: BaseException) -> str:
 
 
 def _cause(exc: BaseException) -> BaseException | None:
-    """What `exc` was raised from, as its traceback shows it: not an error it replaced
-    with `raise ... from None`."""
+    """What `exc` was raised from, as its traceback shows it (respecting `from None`)."""
     if exc.__cause__ is not None or exc.__suppress_context__:
         return exc.__cause__
     return exc.__context__

@@ -31,8 +31,7 @@ class AgentRuns:
 
 
 class SavedRuns:
-    """The saved samples of each case (by case name) are checked again instead of calling
-    the agent; cases without saved samples are skipped."""
+    """The saved samples of each case are checked again instead of calling the agent."""
 
     def __init__(self, saved: Mapping[str, Sequence[SampleResult]]) -> None:
         self.saved = saved
@@ -40,7 +39,7 @@ class SavedRuns:
     @classmethod
     def of(cls, report: Report) -> SavedRuns:
         """The saved samples of `report`."""
-        return cls(replay_of(report))
+        return cls({case.name: case.samples for case in report.cases})
 
     def cases(self, cases: list[Case]) -> list[Case]:
         saved = self.saved
@@ -51,11 +50,6 @@ class SavedRuns:
     ) -> Awaitable[SampleResult]:
         stored = self.saved[plan.case.label][sample_index]
         return runner.recheck(stored, index, sample_index, plan)
-
-
-def replay_of(report: Report) -> dict[str, list[SampleResult]]:
-    """The saved samples of `report` by case name, for `SavedRuns`."""
-    return {case.name: case.samples for case in report.cases}
 
 
 def recheck_metadata(report: Report) -> dict[str, Any]:

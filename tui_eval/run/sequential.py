@@ -1,14 +1,9 @@
 """Run until decided: sample a case until a test that may be looked at after every sample
 settles "regression" or "no regression", or the budget runs out.
 
-`compare_agents()` bets on the paired differences (an e-process: Waudby-Smith & Ramdas, a
-mixture over a grid of stakes). `decide()` tests the current samples against the
-baseline's own samples (`tui_eval.stats.two_sample`): an exact group-sequential test for a
-regression, calibrated for looks after every sample up to `max_samples` (the horizon,
-fixed before sampling), and an e-process for "no regression within the margin". The
-per-case tests live in `tui_eval.stats.case_decisions`. Error control is family-wise over the
-run: each case gets α/n (Bonferroni); a regression and "no regression within the margin"
-are disjoint claims, so each gets the case's whole share."""
+The per-case tests live in `tui_eval.stats.case_decisions`. Error control is family-wise:
+each case gets α/n (Bonferroni); "regression" and "no regression within the margin" are
+disjoint claims, so each gets the case's whole share."""
 
 from __future__ import annotations
 
@@ -41,10 +36,8 @@ from tui_eval.stats.two_sample import ComparisonVerdict, regression_plan
 RoundRunner = Callable[
     [list[Case], dict[str, list[SampleResult]], CostBudget | None], Awaitable[Report]
 ]
-"""Runs one round of samples: `(cases, done, budget)` → the report of `cases` at their
-sample counts, where the samples in `done` (by case name) are kept and only the missing
-ones run, within `budget` (one `CostBudget` shared by every round). `decide()` runs rounds with a plain
-`Evaluation`; the suite-run layer runs them journaled, so a killed run resumes."""
+"""Runs one round: `(cases, done, budget)` → the report of `cases` at their sample counts,
+keeping the samples in `done` (by case name) and running only the missing ones."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -94,27 +87,18 @@ async def decide(
 ) -> Diff:
     """Sample each case until its comparison with `baseline` is decided.
 
-    Every case first runs its own samples; then the cases whose comparison is undecided get
-    more samples, a few at a time, until a test says "regression" or "no regression"
-    (within `margin` of the baseline's rate), or the case reaches `max_samples` (counting
-    its first samples), or the spent cost reaches `max_cost`. Both tests stay valid when
-    looked at after every sample: the regression test is calibrated exactly for looks up
-    to `max_samples` (the horizon, fixed before sampling). The chance that any case of an
-    A/A run is called a regression is at most `alpha`. An undecided case's `hint` says
-    roughly what budget or baseline would decide it, and how close to the baseline's rate
-    "no regression" can be shown with this baseline when `margin` is out of reach.
+    Every case first runs its own samples; undecided cases then get a few more at a time
+    until a test says "regression" or "no regression" (within `margin` of the baseline's
+    rate), or the case reaches `max_samples`, or the spend reaches `max_cost`. The chance
+    that any case of an A/A run is called a regression is at most `alpha`.
 
     Args:
-        settings: how the rounds of samples run (`RunSettings`, and any of its fields
-            `given` by name over it: `concurrency=8`, `max_samples=200`...). `max_cost`
-            bounds the whole decision, its first round included.
-        on_event: receives the runner's events of every round of samples, as they happen
-            (each round is a run of its own: `RunStarted` ... `RunFinished`).
+        settings: how the rounds run; any field may be `given` by name over it.
+        on_event: receives the events of every round (each round is a run of its own).
 
     Returns:
-        The `Diff` against `baseline`; every `CaseChange` in `changes` says how it stands
-        (`label`: regression, no regression, undecided: budget, undecided: baseline too
-        small) and whether it is `decided`.
+        The `Diff` against `baseline`; each `CaseChange` has its `label`, `decided` and a
+        `hint` of what budget or baseline would decide an undecided case.
     """
     chosen = resolve(settings, **given)
     decision = await decide_in_rounds(
@@ -138,13 +122,9 @@ async def decide_in_rounds(
     margin: float,
     done: Mapping[str, Sequence[SampleResult]] | None = None,
 ) -> Decision:
-    """`decide()` over any way of running rounds: samples already in `done` (a resumed
-    run) count, and only what is missing runs. Every round shares one `CostBudget`, of
-    `settings.max_cost`; `settings.max_samples` caps each case.
-
-    The samples the user simulator failed are left out of both sides' tests unless
-    `settings.count_user_faults` (the baseline's read under the same setting as the run's);
-    they still take their place under `max_samples` (they were run, and paid for)."""
+    """`decide()` over any way of running rounds; samples already in `done` (a resumed run)
+    count. User-fault samples are left out of both sides' tests unless
+    `settings.count_user_faults`, but still count under `max_samples` (they were paid for)."""
     max_samples, count_user_faults = settings.max_samples, settings.count_user_faults
     if not 0 < alpha < 1:
         raise ValueError(f"decide() needs 0 < alpha < 1; got alpha={alpha}")
@@ -212,16 +192,12 @@ async def compare_agents(
     on_event: EventHandler | None = None,
     **given: Unpack[SettingKeywords],
 ) -> Diff:
-    """A/B two agents (two models, two prompts), sampling both until decided.
+    """A/B two agents, sampling both until decided, with `decide()`'s error control.
 
-    `agent_a` plays the baseline and `agent_b` the current: `Diff.delta` is b − a, and a
-    case is a "regression" when B is worse. Samples are paired per case (sample i of A with
-    sample i of B), and each round runs A's and B's samples side by side, each side at
-    half the concurrency (`paired_concurrency`), so sample i of A and sample i of B run at
-    about the same time: drift in the API (load, a model update, a rate limit) falls on
-    both. The same error control as `decide()`. `settings` (and its fields `given` by name
-    over it) apply to both sides; `max_cost` bounds both together. `on_event` receives the events
-    of B's rounds of samples.
+    `agent_a` plays the baseline: `Diff.delta` is b − a. Sample i of A is paired with sample
+    i of B and both run at about the same time (each side at half the concurrency), so
+    drift in the API falls on both. `max_cost` bounds both sides together; `on_event`
+    receives the events of B's rounds.
     """
     chosen = resolve(settings, **given)
     side = chosen.replace(concurrency=paired_concurrency(chosen.concurrency))
@@ -247,12 +223,7 @@ async def compare_in_rounds(
     done_a: Mapping[str, Sequence[SampleResult]] | None = None,
     done_b: Mapping[str, Sequence[SampleResult]] | None = None,
 ) -> Decision:
-    """`compare_agents()` over any way of running rounds (A's and B's of each round at
-    once, sharing one `CostBudget` of `settings.max_cost`); samples already in
-    `done_a`/`done_b` count; `settings.max_samples` caps each case and side.
-
-    A pair whose A or B sample the user simulator failed is left out of the test unless
-    `settings.count_user_faults` (pairs stay pairs: sample i of A with sample i of B)."""
+    """`compare_agents()` over any way of running rounds; samples in `done_a`/`done_b` count."""
     max_samples, count_user_faults = settings.max_samples, settings.count_user_faults
     per_case = alpha / max(1, len(cases))
     budget = _shared_budget(settings.max_cost, done_a, done_b)
@@ -309,15 +280,12 @@ def _outcomes(samples: Sequence[SampleResult], count_user_faults: bool) -> list[
 
 
 def paired_concurrency(concurrency: int) -> int:
-    """Each side's concurrency in an A/B run, whose rounds run both sides at once: half
-    the run's (at least one), so the two together run about as many samples at once."""
+    """Each side's concurrency in an A/B run: half the run's (at least one)."""
     return max(1, concurrency // 2)
 
 
 async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
-    """Calibrate the regression tests the verdicts will need (cached), in a worker thread
-    while the first round samples: up to seconds at the largest sizes, during which the
-    event loop (and the app) stays free."""
+    """Calibrate the regression tests off the event loop while the first round samples."""
     for baseline_total, horizon in sorted(sizes):
         await anyio.to_thread.run_sync(regression_plan, baseline_total, horizon, alpha)
 
@@ -325,8 +293,7 @@ async def _calibrate(sizes: set[tuple[int, int]], alpha: float) -> None:
 def _shared_budget(
     max_cost: MaxCost | None, *done: Mapping[str, Sequence[SampleResult]] | None
 ) -> CostBudget | None:
-    """One budget for every round; a new one has seen the samples already `done` (a
-    resumed decision spent them). A `CostBudget` given is its owner's, used as it is."""
+    """One budget for every round; a new one is charged for the samples already `done`."""
     if max_cost is None or isinstance(max_cost, CostBudget):
         return max_cost
     budget = CostBudget(max_cost)
@@ -381,8 +348,7 @@ class _Rounds:
     async def more(
         self, pending: list[Case], max_samples: int, *, pair: _Rounds | None = None
     ) -> None:
-        """A batch more samples of each `pending` case (`next_batch`; up to the pair's
-        count first)."""
+        """A batch more samples of each `pending` case (first up to the pair's count)."""
         if not self.can_go_on():
             return
         cases = []

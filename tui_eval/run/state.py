@@ -1,9 +1,4 @@
-"""`RunState`: what a run looks like right now — the one fold of a run's events.
-
-Every front-end shows a run from one of these: the app's screens and the CLI's progress
-bar. `apply()` takes each runner event (cheaply: nothing is drawn here); the app's timer
-asks `take_dirty()` which cases changed since the last frame and repaints only those.
-"""
+"""`RunState`: what a run looks like right now, the one fold of its events front-ends show."""
 
 from __future__ import annotations
 
@@ -62,8 +57,7 @@ class RunState:
     samples_resumed: int = 0
     """Samples an earlier, interrupted run had finished (they do not count in the rate)."""
     samples_left_out: int = 0
-    """Samples left out of the pass rates (the user simulator's fault); not counted in
-    `samples_failed`, `samples_errored` or `samples_timed_out`, which are the agent's."""
+    """Samples left out of the pass rates (not in the agent's failure counters)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
@@ -245,8 +239,8 @@ class RunState:
         return (self.samples_total - self.samples_done) / rate if rate > 0 else None
 
     def case_status(self, index: int) -> str:
-        """`queued`, `running`, `judging`, `retrying`, `passed`, `failed`, `undecided`
-        (every sample left out: the user simulator's fault) or `incomplete`."""
+        """`queued`, `running`, `judging`, `retrying`, `passed`, `failed`, `undecided`,
+        `incomplete` or `not run`."""
         case = self.cases[index]
         for (case_index, _), flight in self.in_flight.items():
             if case_index == index:

@@ -1,9 +1,4 @@
-"""Deciding a Diff's changed cases: the `m` of the app's Diff screen, as the core does it.
-
-Which cases a decision samples, the request of that journaled decide run (against the
-baseline shown: its file, or a previous run's report), and how the decision's verdicts
-settle the changes of the Diff it started from. The app only draws the outcome.
-"""
+"""Deciding a Diff's changed cases (the `m` of the app's Diff screen); the app only draws."""
 
 from __future__ import annotations
 
@@ -17,8 +12,7 @@ from tui_eval.util.text import one_line
 
 
 def cases_to_decide(diff: Diff) -> list[str]:
-    """The changed cases a decision samples: regressions, improvements, and the cases
-    with too few samples to tell, by name."""
+    """The changed cases a decision samples (also those with too few samples to tell)."""
     changed = {c.name for c in diff.regressions + diff.improvements}
     changed |= {c.name for c in diff.changes if c.label == "too few samples"}
     return sorted(changed)
@@ -31,9 +25,8 @@ def decide_request(
     baseline_path: Path | None,
     against: Path | None,
 ) -> RunRequest:
-    """The decide run of `names`, with the launch request's settings: against the baseline
-    file at `baseline_path`, or (without one) the report file `against` — a resume reads
-    the same file again. It runs in this process, case by case as the decision needs."""
+    """The decide run of `names` with the launch request's settings, against the baseline
+    file at `baseline_path`, else the report file `against`; always in this process."""
     return launch.but(
         kind=DecideRun(against=str(against) if against is not None else None),
         cases=tuple(names),
@@ -44,8 +37,7 @@ def decide_request(
 
 
 def settle(diff: Diff, decided: Diff) -> list[CaseChange]:
-    """Give each change of `diff` its verdict from the decision `decided` (label and
-    whether it is decided); the changes settled, in `diff`'s order."""
+    """Give each change of `diff` its verdict from `decided`; returns the changes settled."""
     verdicts = {change.name: change for change in decided.changes}
     settled = []
     for change in diff.changes:

@@ -1,13 +1,8 @@
 """A case's history across the runs of its suite, and whether it is flaky.
 
-A case is *flaky* when its runs disagree beyond sampling noise: among its last runs its
-verdict went back and forth (it changed at least twice: passed, failed, passed again, or
-the other way), and all its samples of those runs put its pass rate, at 95% confidence,
-strictly between never and always (a Wilson interval that excludes both 0 and 1). So a
-case that failed once in one run is not flaky, nor is one that always passes or always
-fails, nor one that a change broke (or fixed) and that has kept its new verdict since: its
-verdict changed once. A case passing about half its runs is flaky once it has three or more.
-"""
+A case is *flaky* when its verdict changed at least twice over its last runs (once is a
+regression or a fix) and the 95% Wilson interval of its pass rate over all their samples
+excludes both 0 and 1."""
 
 from __future__ import annotations
 
@@ -60,15 +55,14 @@ class CaseHistory:
 
     @property
     def flaky(self) -> bool:
-        """Whether its runs disagree beyond sampling noise (see the module's docstring)."""
+        """Whether its runs disagree beyond sampling noise (see the module docstring)."""
         if len(self.runs) < MIN_RUNS or self.flips < MIN_FLIPS:
             return False
         low, high = self.interval
         return low > 0.0 and high < 1.0
 
     def describe(self) -> str:
-        """One line, its pass rate run by run: "5 run(s), newest first: 100% · 0% · 100% ·
-        0% · 0% · 3 flip(s)"."""
+        """One line, its pass rate run by run, newest first, and its flips."""
         if not self.runs:
             return "no recorded run"
         rates = " · ".join(f"{run.passed / run.total:.0%}" for run in self.runs)
@@ -78,9 +72,8 @@ class CaseHistory:
 def case_histories(
     history: RunHistory, suite: str, thresholds: dict[str, float], *, limit: int = 20
 ) -> dict[str, CaseHistory]:
-    """Every case's history over the last `limit` finished plain runs of `suite` (read from
-    the runs' summaries, not their reports); `thresholds` are the cases' pass thresholds
-    (1.0 for a case not given)."""
+    """Every case's history over the last `limit` finished plain runs of `suite`, from the
+    runs' summaries; `thresholds` are the cases' pass thresholds (default 1.0)."""
     found: dict[str, CaseHistory] = {}
     seen = 0
     for record in history.runs():

@@ -1,11 +1,5 @@
-"""`RunRequest`: what a front-end asks of a suite run, journaled so a resume does the same.
-
-A request says three things, each once: what *kind* of run to do (`PlainRun`, `DecideRun`,
-`ABRun`, `RecheckRun` — a typed value, not flags resolved by precedence), which of the
-suite's cases it covers (filter, names, shard), and the run settings it gives over the
-suite's (`settings`: a `RunSettings` whose given fields are the front-end's). How a setting
-is defined, defaulted and validated lives in `RunSettings` alone.
-"""
+"""`RunRequest`: what a front-end asks of a suite run, journaled so a resume does the same;
+its *kind* is a typed value, not flags resolved by precedence."""
 
 from __future__ import annotations
 
@@ -32,9 +26,8 @@ class DecideRun(_Kind):
     """Sample each case until its comparison with a baseline is decided (`run --decide`).
 
     Attributes:
-        against: the report file compared with instead of the baseline file (the app's
-            diff since the previous run: that run's report), so a resume compares with the
-            same report.
+        against: the report file compared with instead of the baseline file (journaled,
+            so a resume compares with the same report).
     """
 
     kind: Literal["decide"] = "decide"
@@ -42,8 +35,7 @@ class DecideRun(_Kind):
 
 
 class ABRun(_Kind):
-    """An A/B run of two agents or models (`tui-eval ab`): each a model spec
-    (`openai:gpt-4o-mini`) or `module:attribute`."""
+    """An A/B run (`tui-eval ab`): each side a model spec or `module:attribute`."""
 
     kind: Literal["ab"] = "ab"
     a: str
@@ -51,8 +43,7 @@ class ABRun(_Kind):
 
 
 class RecheckRun(_Kind):
-    """Judge the saved outputs of `report` (a report file) with the suite's current checks
-    (`tui-eval recheck`), instead of calling the agent."""
+    """Judge the saved outputs of the `report` file with the current checks (`recheck`)."""
 
     kind: Literal["recheck"] = "recheck"
     report: str
@@ -64,14 +55,10 @@ RunKind = Annotated[PlainRun | DecideRun | ABRun | RecheckRun, pydantic.Field(di
 class RunRequest(pydantic.BaseModel):
     """What one run of a suite was asked to do, whichever front-end asked.
 
-    The CLI's flags and the app's actions both become one of these; it is written in the
-    run's journal, so `tui-eval resume` (or `R` in the app) finishes the same run.
-
     Attributes:
-        kind: what kind of run: `PlainRun()`, `DecideRun()`, `ABRun(a, b)`,
-            `RecheckRun(report)`.
-        settings: the run settings the front-end gives (`--concurrency`, `--max-cost`,
-            provider flags...) over the suite's; only its given fields count.
+        kind: `PlainRun()`, `DecideRun()`, `ABRun(a, b)` or `RecheckRun(report)`.
+        settings: the run settings the front-end gives over the suite's (only its given
+            fields count).
         filter: only cases whose name contains this text (case-insensitive).
         cases: only these cases, by name (a rerun of the failing ones).
         baseline: compare with (and save to) this file instead of the suite's baseline.
@@ -99,8 +86,7 @@ class RunRequest(pydantic.BaseModel):
         return settings.journaled()
 
     def but(self, **changes: Any) -> RunRequest:
-        """This request with `changes` (fields of the request; `settings` given here are
-        set over the request's own)."""
+        """This request with `changes` (`settings` are set over the request's own)."""
         settings = changes.pop("settings", None)
         if isinstance(settings, RunSettings):
             changes["settings"] = self.settings.over(settings)
@@ -111,8 +97,7 @@ class RunRequest(pydantic.BaseModel):
         return self.but(kind=PlainRun(), cases=cases, shard=None, settings=RunSettings(**settings))
 
     def for_disk(self) -> RunRequest:
-        """This request as the journal keeps it: without request headers whose names mark
-        them as credentials (Authorization, *key*, *token*, *secret*, cookies)."""
+        """This request as the journal keeps it: without credential headers."""
         provider = self.settings.provider
         if provider is None or not provider.headers:
             return self
@@ -129,11 +114,8 @@ class RunRequest(pydantic.BaseModel):
 
 
 class Exports(pydantic.BaseModel):
-    """The report files an invocation writes once its suites have run (`--json`,
-    `--junit`...), each a path or None.
-
-    A headless run journals them with each suite's run, so `tui-eval resume` writes them
-    when it finishes the run, covering every suite of the invocation.
+    """The report files an invocation writes once its suites have run (journaled, so
+    `tui-eval resume` writes them too).
 
     Attributes:
         json_report: the report (of every suite) as JSON (`--json`).

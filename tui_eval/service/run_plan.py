@@ -1,7 +1,5 @@
-"""Planning a suite run, before anything runs or is journaled: `plan_run()` selects the
-cases, combines the settings, and gets what the kind of run needs beside them (a baseline
-to decide against, two agents to A/B, a saved report to recheck) — or says why it cannot.
-"""
+"""Planning a suite run before anything runs or is journaled: `plan_run()` selects the
+cases, combines the settings and gets what the kind of run needs, or says why it cannot."""
 
 from __future__ import annotations
 
@@ -30,8 +28,7 @@ class EmptySelection(TuiEvalError, ValueError):
 
 
 class PlanError(TuiEvalError, ValueError):
-    """A run cannot start as asked (no baseline to decide against, an A/B agent that
-    cannot be built, a report to recheck that has none of the suite's cases)."""
+    """A run cannot start as asked (no baseline to decide against, say)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +38,7 @@ class RunPlan:
     Attributes:
         suite: the suite with only the cases the request selects, at their sample counts.
         request: what was asked (journaled).
-        settings: how its samples run: the request's settings over the suite's, with the
-            executor built (the sample count is the cases' own by now).
+        settings: the request's settings over the suite's, with the executor built.
         metadata: what its reports record beside the settings (a shard's plan).
         baseline: a decide run's baseline.
         agents: an A/B run's two agents, A then B.
@@ -67,10 +63,7 @@ def plan_run(
 ) -> RunPlan:
     """Plan a run of `suite` as `request` asks.
 
-    A recheck checks `rechecked` (read from the request's report file when not given). A
-    decide run compares with `baseline` when given (a report the caller holds, such as the
-    previous run's), else with the report file its kind names, else with the baseline file
-    of the request or the suite.
+    `rechecked` and `baseline` override the report files the request names.
 
     Raises:
         EmptySelection: the request selects no case.
@@ -136,9 +129,7 @@ def _rechecked(suite: Suite, kind: RecheckRun, rechecked: Report | None) -> Repo
 
 
 def last_failed(suite: Suite, history: RunHistory) -> tuple[str, ...] | None:
-    """The cases of `suite` that did not pass in its last run (`--last-failed`, like
-    pytest's `--lf`); None when it has no readable run yet. A case gone from the suite is
-    left out."""
+    """The cases of `suite` that failed in its last run (`--last-failed`; None: no run)."""
     names = {case.label for case in suite.cases}
     for record in history.runs():
         if (
@@ -194,8 +185,7 @@ def definitions(suite: Suite) -> dict[str, str]:
 
 
 def changed_definitions(recorded: Mapping[str, str], suite: Suite) -> str:
-    """How the suite's cases differ from the fingerprints a run recorded ("" when they do
-    not, or when the run recorded none: a journal older than version 3)."""
+    """How the suite's cases differ from the fingerprints a run recorded ("" if they do not)."""
     if not recorded:
         return ""
     now = definitions(suite)
@@ -212,7 +202,7 @@ def changed_definitions(recorded: Mapping[str, str], suite: Suite) -> str:
 
 def agent_for(suite: Suite, spec: str) -> object:
     """The suite's agent with model `spec` (`openai:gpt-4o-mini`), or the agent that
-    `module:attribute` names (importable from the suite's folder).
+    `module:attribute` names.
 
     Raises:
         ValueError: the spec names neither.

@@ -1,9 +1,4 @@
-"""`RunSession`: one suite run as a front-end shows it — the `SuiteRun` service behind it,
-and its live `RunState` (the one fold of its events), or a saved report shown read-only.
-
-The app keeps one per run it shows; its baseline actions (plan, save, compare, accept) are
-the `BaselineStore`'s, over the cases the run covers.
-"""
+"""`RunSession`: one suite run as the app shows it (or a saved report, read-only)."""
 
 from __future__ import annotations
 
@@ -38,9 +33,8 @@ class RunSession:
         service: the run itself (None for a report opened from disk).
         baseline: where `w` saves and `c` compares (None: the run has no baseline).
         title: the Run screen's title.
-        more_samples: each case's latest "more samples" rerun (`m` on the Case screen), by
-            case name: it stays with the run when the Case screen closes.
-        announced: whether its end was announced (reopening the run does not repeat it).
+        more_samples: each case's latest "more samples" rerun (`m` on the Case screen).
+        announced: whether its end was announced.
     """
 
     state: RunState
@@ -64,15 +58,12 @@ class RunSession:
         baseline: Report | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> RunSession:
-        """Prepare a new run of `suite` (call `run()` in a worker to start it).
-
-        Every run one app session starts belongs to its `invocation` (resumed together)
-        and shares its `runtime`. A decide run compares with `baseline` when given (else
-        the baseline file); `on_event` sees each event after the state has.
+        """Prepare a new run of `suite` (call `run()` in a worker to start it); `on_event`
+        sees each event after the state has.
 
         Raises:
             EmptySelection: the request selects no case.
-            PlanError: the request's kind of run cannot start (a decide run without a baseline).
+            PlanError: the request's kind of run cannot start.
         """
         state = RunState(suite.name, clock=clock)
 
@@ -162,8 +153,7 @@ class RunSession:
 
     @property
     def coverage(self) -> Coverage:
-        """The baseline cases the run speaks for (a saved report: only its own cases, as
-        its coverage of the suite is not known)."""
+        """The baseline cases the run speaks for (a saved report: only its own cases)."""
         if self.service is not None:
             return self.service.coverage
         return Coverage(tuple(case.name for case in self.report.cases) if self.report else ())
@@ -203,9 +193,8 @@ class RunSession:
         return outcome
 
     def compared_baseline(self) -> Report | None:
-        """The report this run is compared with — while a plain run still goes too, its
-        baseline file as it is (the Failures screen shows what is new while samples stream).
-        None: no baseline, or one that cannot be read."""
+        """The report this run is compared with, also while a plain run still goes (so the
+        Failures screen shows what is new as samples stream); None if there is none."""
         compared = self.compare()
         if compared.status is BaselineStatus.COMPARED:
             return compared.baseline
@@ -220,8 +209,7 @@ class RunSession:
         return None
 
     def write_baseline(self, accepted: Collection[str]) -> BaselineOutcome:
-        """Write a review's accepted cases into the baseline (`BaselineStore.accept`),
-        keeping every other case (rejected, skipped, or not covered by this run)."""
+        """Write a review's accepted cases into the baseline, keeping every other case."""
         if self.baseline is None:
             return self._no_path("accept into")
         return self.baseline.accept(self.report, list(accepted), self.coverage)

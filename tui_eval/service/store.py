@@ -23,9 +23,8 @@ from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.home import data_root, in_data_root, private_subfolder
 
 JOURNAL_SCHEMA_VERSION = 5
-"""The version of the journal lines this tui-eval writes and reads; a journal of any other
-(an earlier tui-eval's: lines keyed by `"t"`, a request without `kind`) is listed in the
-history with a message naming it, and is never resumed."""
+"""The journal line version this tui-eval reads and writes; a journal of another is listed
+in the history with a message, never resumed."""
 
 
 def project_dir(project_root: Path) -> Path:
@@ -67,10 +66,9 @@ class JournalHeader(_JournalLine):
     request: RunRequest = RunRequest()
     """What the run was asked to do."""
     definitions: dict[str, str] = {}
-    """Per case run: the fingerprint of its definition when the run started (a resume
-    refuses to mix samples of a case whose checks or input changed since)."""
+    """Each case's fingerprint at the start (a resume refuses a case changed since)."""
     exports: Exports = Exports()
-    """The report files its invocation writes at the end (a resume writes them)."""
+    """The report files its invocation writes at the end (a resume writes them too)."""
 
 
 class JournalSample(_JournalLine):
@@ -79,7 +77,7 @@ class JournalSample(_JournalLine):
     kind: Literal["sample"] = "sample"
     sample: SampleResult
     arm: Literal["a"] | None = None
-    """`"a"`: a sample of agent A of an A/B run (`tui-eval ab`); None: of the agent run."""
+    """`"a"`: a sample of agent A of an A/B run (`tui-eval ab`)."""
 
 
 class JournalEnd(_JournalLine):
@@ -136,15 +134,14 @@ def parse_journal_line(
 @dataclass(slots=True)
 class RunSummary:
     """The few numbers lists of runs show, kept beside each report so that listing runs
-    never parses whole reports (a 10,000-sample report is ~20 MB)."""
+    never parses whole reports (~20 MB at 10,000 samples)."""
 
     cases_passed: int
     cases_total: int
     samples: int
     tokens: int
     case_rates: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Per case: (passed samples, counted samples: all but those left out, the user
-    simulator's fault)."""
+    """Per case: (passed samples, counted samples)."""
     resumed: bool = False
     """Whether the run was finished by a resume."""
     case_seconds: dict[str, float] = field(default_factory=dict)
@@ -152,7 +149,7 @@ class RunSummary:
     samples_left_out: int = 0
     """Samples left out of the pass rates (the user simulator's fault)."""
     cases_undecided: int = 0
-    """Cases whose every sample was left out: no verdict, in neither count."""
+    """Cases whose every sample was left out (no verdict)."""
 
     @property
     def cases_decided(self) -> int:
@@ -184,14 +181,13 @@ _SUMMARY = pydantic.TypeAdapter(RunSummary)
 
 
 class RunRecord(JournalHeader):
-    """One past run of a suite, as listed by `tui-eval history`: its journal's header, where
-    it lives, and how it ended."""
+    """One past run of a suite (`tui-eval history`): its journal's header, folder and end."""
 
     folder: Path
     finished: bool = False
     cancelled: bool = False
     problem: str | None = None
-    """Why the journal cannot be used by this version (another version wrote it)."""
+    """Why this version cannot use the journal (another version wrote it)."""
 
     @property
     def journal_path(self) -> Path:
@@ -242,11 +238,9 @@ class RunRecord(JournalHeader):
 
 
 def read_journal_samples(path: Path, *, arm: str | None = None) -> dict[str, list[SampleResult]]:
-    """The samples a journal recorded, by case name, in order (of agent A of an A/B run,
-    with `arm="a"`).
+    """The samples a journal recorded, by case name, in order (agent A's with `arm="a"`).
 
-    A torn last line (the process died mid-write) and lines that are not journal lines
-    are skipped; a sample recorded twice counts once.
+    A torn last line and non-journal lines are skipped; a sample recorded twice counts once.
 
     Raises:
         JournalFileError: another version of tui-eval wrote the journal.
@@ -275,10 +269,9 @@ class JournalWriteError(TuiEvalError, OSError):
 class RunJournal:
     """Appends each finished sample of one run to its JSONL journal as it finishes.
 
-    Opening it locks the run (a lock file beside the journal, released when the journal
-    closes or the process dies), so two processes never run the same samples. A write
-    that fails (disk full) is kept in `error` instead of raised: the run's owner stops
-    the run, and the journal stays resumable.
+    Opening it locks the run (released when it closes or the process dies), so two
+    processes never run the same samples. A failed write is kept in `error`, not raised:
+    the owner stops the run, and the journal stays resumable.
 
     Raises:
         RunLockedError: another process holds the run.
@@ -298,8 +291,7 @@ class RunJournal:
                 self._write(b"")  # ours start on a fresh one
 
     def append(self, sample: SampleResult, *, arm: Literal["a"] | None = None) -> None:
-        """Journal one finished sample (flushed to the OS, so a killed process keeps it);
-        `arm="a"` marks a sample of agent A of an A/B run."""
+        """Journal one finished sample, flushed so a killed process keeps it."""
         sample = output_once(sample)
         try:
             data = JournalSample.model_construct(sample=sample, arm=arm).model_dump_json(
@@ -312,11 +304,8 @@ class RunJournal:
         self._write(data.encode())
 
     def finish(self, report: Report) -> None:
-        """Write the run's report and end the journal: finished, or cancelled (resumable).
-
-        After a failed write nothing more is written: the journal as it stands is what a
-        resume continues from.
-        """
+        """Write the run's report and end the journal (finished, or cancelled: resumable);
+        after a failed write, nothing more is written."""
         if self.error is None:
             try:
                 report.save(self.record.report_path)
@@ -390,8 +379,7 @@ class RunHistory:
         definitions: dict[str, str] | None = None,
         exports: Exports | None = None,
     ) -> RunJournal:
-        """Open the journal of a new run (`definitions`: each case's fingerprint; `exports`:
-        the files its invocation writes at the end)."""
+        """Open the journal of a new run (the arguments are `JournalHeader`'s)."""
         started = time.time()
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in suite)[:40]
@@ -419,8 +407,7 @@ class RunHistory:
         return sorted(records, key=lambda r: (r.started_at, r.run_id), reverse=True)
 
     def interrupted(self) -> list[RunRecord]:
-        """The resumable runs (killed, or cancelled with Ctrl+C, SIGTERM or `x`) of the
-        most recent invocation that left any."""
+        """The resumable runs of the most recent invocation that left any."""
         unfinished = [r for r in self.runs() if r.resumable]
         if not unfinished:
             return []
@@ -428,8 +415,7 @@ class RunHistory:
         return sorted((r for r in unfinished if r.invocation == latest), key=lambda r: r.started_at)
 
     def invocation(self, invocation: str) -> list[RunRecord]:
-        """Every run of one invocation (the suites one command ran), in the order it
-        started them: finished ones too."""
+        """Every run of one invocation (finished ones too), in the order it started them."""
         return sorted(
             (r for r in self.runs() if r.invocation == invocation), key=lambda r: r.started_at
         )

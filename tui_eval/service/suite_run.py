@@ -1,12 +1,8 @@
 """`SuiteRun`: the one way a suite run is started, journaled, resumed and finished.
 
-The headless CLI and the app are thin callers of this service, so both record the same
-request and metadata, resume from either honours them, and the baseline policy (compare,
-save, refuse to replace a corrupt file; `tui_eval.report.baselines`) is written once. Every way
-of running a suite is a kind of `SuiteRun`, journaled and resumable alike: a plain run,
-a rerun of some cases, `--decide` (rounds of samples until each comparison with the
-baseline is decided), an A/B run of two agents, and a recheck of saved outputs.
-"""
+The CLI and the app are thin callers of it, so a run started in either resumes in either.
+Every way of running a suite (plain, rerun, `--decide`, A/B, recheck) is a kind of
+`SuiteRun`, journaled and resumable alike."""
 
 from __future__ import annotations
 
@@ -71,14 +67,12 @@ class ResumeError(TuiEvalError):
 class SuiteRun:
     """One run of one suite: its samples, its journal, and its baseline.
 
-    Create it with `SuiteRun.start(plan_run(suite, request))` (a new run) or
-    `SuiteRun.resume()` (finish an interrupted one), then `await run()`. `cancel()` stops
-    it keeping finished samples. What kind of run it is is its request's `kind`: a plain
-    run, a decide run, an A/B run or a recheck; each is journaled and resumes the same way.
+    Create it with `SuiteRun.start(plan_run(suite, request))` or `SuiteRun.resume()`, then
+    `await run()`; `cancel()` stops it keeping finished samples.
 
     Attributes:
-        plan: the run as planned (`plan_run()`): its suite as run, its request (journaled),
-            its settings (with the front-end's runtime, unless the suite's give one).
+        plan: the run as planned (`plan_run()`), with the front-end's runtime unless the
+            suite's settings give one.
         journal: where samples are appended (None: nothing kept on disk).
         evaluation: the runner's handle on the samples running now (for `decide` and
             `ab`, the current round's).
@@ -161,12 +155,7 @@ class SuiteRun:
         exports: Exports | None = None,
         runtime: Runtime | None = None,
     ) -> SuiteRun:
-        """A new run as `plan` (`plan_run()`) says, journaled in `history` (if given).
-
-        `exports` are the report files the invocation writes once its suites have run:
-        journaled, so that a resume writes them too. `runtime` is the front-end's (its
-        runs share its rate limiters), unless the suite's settings give one.
-        """
+        """A new run as `plan` says, journaled in `history` (if given) with its `exports`."""
         journal = None
         if history is not None:
             journal = history.start(
@@ -189,9 +178,7 @@ class SuiteRun:
         force: bool = False,
         runtime: Runtime | None = None,
     ) -> SuiteRun:
-        """Finish the interrupted run `record` as its request asked.
-
-        Only the samples missing from its journal run; new ones are appended to it.
+        """Finish the interrupted run `record` as its request asked, appending to its journal.
 
         Raises:
             ResumeError: the run already ended, its suite cannot be loaded any more, or
@@ -339,8 +326,8 @@ class SuiteRun:
         )
 
     def _quarantine(self, report: Report) -> None:
-        """Mark the suite's quarantined cases on the report (they do not gate) and count a
-        finished plain run towards their release; what ended is in `quarantine_notes`."""
+        """Mark the suite's quarantined cases on the report and count a finished plain run
+        towards their release (notes in `quarantine_notes`)."""
         if isinstance(self.kind, RecheckRun):
             return
         try:
@@ -382,17 +369,14 @@ class SuiteRun:
 
     @property
     def coverage(self) -> Coverage:
-        """The baseline cases this run speaks for: a partial run (a filter, a rerun, a
-        shard) only those it ran, and none it never reached (cut short, `fail_fast`)."""
+        """The baseline cases this run speaks for (a partial run: only those it ran)."""
         plan = self.plan
         only = tuple(case.label for case in plan.suite.cases) if plan.request.is_partial else None
         return Coverage(only, tuple(self.not_reached))
 
     def compare(self) -> BaselineOutcome:
-        """Compare the finished run with its baseline (`BaselineStore.compare`, over the
-        cases it covers). A decide or A/B run gives its decision, a recheck its comparison
-        with the outputs' first verdicts.
-        """
+        """Compare the finished run with its baseline over the cases it covers (a decide or
+        A/B run: its decision; a recheck: against the rechecked report)."""
         if self.decision is not None:
             kind = self.kind
             path = self.baseline_store.path if isinstance(kind, DecideRun) else None
@@ -419,8 +403,7 @@ class SuiteRun:
 
     @property
     def not_reached(self) -> list[str]:
-        """The cases of the finished run that never ran a sample: it was cut short (Ctrl+C,
-        SIGTERM, its budget) or stopped at its first failure (`fail_fast`)."""
+        """The cases of the finished run that never ran a sample (cut short, `fail_fast`)."""
         report = self.report
         if report is None:
             return []

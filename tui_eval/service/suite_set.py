@@ -1,10 +1,4 @@
-"""`SuiteSet`: the suites a front-end has loaded, reloaded after their files are edited.
-
-The app's watch mode and `tui-eval run --headless --watch` share it: which files an edit
-touches (a suite file, or a helper module beside it), loading them afresh with their
-folder's modules, keeping the last good version of a file whose edit does not load, and
-`file_changes()`, the edits of the suites' folders as they are saved.
-"""
+"""`SuiteSet`: the suites a front-end has loaded, reloaded after their files are edited."""
 
 from __future__ import annotations
 
@@ -29,8 +23,8 @@ class SuiteSet:
 
     Attributes:
         loaded: the suites found (and the files that failed to load).
-        edit_errors: suite files whose latest edit does not load (the previous version of
-            their suites stays in use), with the error.
+        edit_errors: suite files whose latest edit does not load (the previous version
+            stays in use), with the error.
         reloaded: suites reloaded after an edit and not yet run since.
     """
 
@@ -40,20 +34,16 @@ class SuiteSet:
 
     def __post_init__(self) -> None:
         self._contents: dict[Path, str | None] = {}
-        """What each edited file held when last seen: saving it again unchanged (a burst
-        of saves of one content) is not another edit."""
+        """Each edited file's content hash: saving it again unchanged is not an edit."""
         self._folders: dict[Path, Path] = {}
-        """Each suite folder (links followed) as the user named it (`suites`, `.`): a file
-        that appears there is named the same way, in rows and messages."""
+        """Each suite folder (links followed) as the user named it, for new files' names."""
         for path in self._files():
             self._folders.setdefault(real_path(path.parent), path.parent)
         self._real_folders: dict[str, Path] = {}
-        """The absolute folders of imported modules with their links followed, resolved once
-        per suite set: an agent built on a framework has thousands of modules (LangGraph with
-        its OpenAI client: ~1,700), each reload looks at every one."""
+        """Imported modules' folders with links followed, resolved once: a framework agent
+        has thousands of modules, and each reload looks at every one."""
         self._places: dict[str, int] = {}
-        """Where the suites of files that went were listed: a file defining one of their
-        names again (a rename, an editor's delete-and-write) takes the same place."""
+        """Where the suites of gone files were listed: a rename takes the same place."""
 
     def _files(self) -> list[Path]:
         """The suite files loaded, and those that failed to load."""
@@ -88,13 +78,10 @@ class SuiteSet:
     def reload(self, changed: set[Path]) -> Reload:
         """Reload the suite files affected by `changed` files.
 
-        A suite file that is gone (deleted, or renamed: its new name is a new file) takes
-        its suites with it, whichever batch of changes reports it. A suite file that
-        changed is loaded again, and so is every suite file of a folder where a helper
-        module changed (its helpers are imported afresh); only the suites that changed or
-        import a changed helper count as reloaded. Baselines, labels, caches and other
-        files are not edits. A file whose new version does not load keeps its previous
-        suites in use, with the error in `edit_errors`.
+        A gone file takes its suites with it. A changed suite file is loaded again, and so
+        is every suite file beside a changed helper module; only the suites that changed
+        or import a changed helper count as reloaded. A file whose new version does not
+        load keeps its previous suites, with the error in `edit_errors`.
         """
         result = Reload()
         self._drop_gone(changed, result)
@@ -136,9 +123,7 @@ class SuiteSet:
         return result
 
     def _drop_gone(self, changed: set[Path], result: Reload) -> None:
-        """Forget the suites of every file no longer there, and the load errors of the
-        `changed` files no longer there (an error about a path given at launch that never
-        existed stays)."""
+        """Forget the suites (and `changed` files' load errors) of files no longer there."""
         changed_keys = {_identity(path) for path in changed}
         gone = {
             path
@@ -169,8 +154,7 @@ class SuiteSet:
         return None
 
     def _replace(self, file: Path, suites: list[Suite]) -> None:
-        """Put `file`'s new suites where its old ones were; a new file's suites go where a
-        gone file listed one of their names, else at the end."""
+        """Put `file`'s new suites where its old ones (or a gone file's of a name) were."""
         self._folders.setdefault(real_path(file.parent), file.parent)
         old = [i for i, s in enumerate(self.loaded.suites) if s.path == file]
         places = [self._places.pop(s.name) for s in suites if s.name in self._places]
@@ -215,11 +199,9 @@ class Reload:
     """What a reload after an edit did.
 
     Attributes:
-        names: the suites reloaded (their file, or a helper they import, changed; a
-            renamed file's suites too).
+        names: the suites reloaded.
         errors: the files whose new version does not load.
-        removed: the suites whose file is gone (deleted, or renamed to a file that does
-            not define them), with that file.
+        removed: the suites whose file is gone, with that file.
     """
 
     names: set[str] = field(default_factory=set)
@@ -232,8 +214,7 @@ NOT_EDITS = {"__baselines__", "__labels__", "__pycache__", ".git"}
 
 
 def _identity(path: Path) -> Path:
-    """One name per file, however it was given (relative, absolute, through a linked
-    folder); the file itself is not followed, so a link loop is still its own name."""
+    """One name per file, however given; the file itself is not followed (a link loop)."""
     return real_path(path.parent) / path.name
 
 
@@ -245,8 +226,7 @@ def _is_edit(path: Path) -> bool:
 
 def _load_with_imports(file: Path, seen: dict[str, Path]) -> tuple[LoadResult, set[Path]]:
     """Load one suite file with its folder's modules imported afresh; also returns the
-    files of the modules of that folder it imported (the helpers it depends on). `seen`
-    keeps the real folders resolved so far (`_folder_of_module`)."""
+    helper files of that folder it imported."""
     folder = real_path(file.parent)
     _forget_modules({folder}, seen)
     before = set(sys.modules)
@@ -271,10 +251,8 @@ def _forget_modules(folders: set[Path], seen: dict[str, Path]) -> None:
 
 
 def _folder_of_module(location: str, seen: dict[str, Path]) -> Path:
-    """The folder of a module's file, links followed; absolute folders resolved once
-    (`seen` keeps them), relative ones each time (their meaning follows the working
-    folder), and a file that is itself a link is followed each time. A folder replaced by a
-    link is seen by a new suite set."""
+    """The folder of a module's file, links followed; only absolute folders are cached in
+    `seen` (a relative one follows the working folder, a linked file may change)."""
     if not os.path.isabs(location) or os.path.islink(location):
         return real_path(Path(location)).parent
     folder = os.path.dirname(location)
