@@ -21,8 +21,8 @@ class RunSpec:
 
     Attributes:
         state: the sample's environment state (`Case(state=...)`), for the agent's tools.
-        thread: the conversation's id, for an agent that keeps its own memory between the
-            turns of a conversation (then `input` is the user's latest message alone).
+        thread: the conversation's id, for an agent that keeps its own memory (then
+            `input` is the user's latest message alone).
     """
 
     input: Input

@@ -1,9 +1,5 @@
 """The users of conversations (`Case(user=...)`): `ScriptedUser` (fixed lines, or a
-function of the conversation: offline) and `SimulatedUser` (a model playing the user).
-Either may carry `rules` its own messages must keep, a `stop_when` test of the state, the
-tools that hand the conversation off, and a `reviewer` that decides who failed when no
-rule does (`tui_eval.checks.faults`).
-"""
+function of the conversation: offline) and `SimulatedUser` (a model playing the user)."""
 
 from __future__ import annotations
 
@@ -60,7 +56,6 @@ class UserView:
         turn: the number of the turn the message opens (from 1).
         asked: how many messages this user has written before this one.
         reply: the agent's last reply (None before the agent has spoken).
-        messages: the conversation so far (user, assistant and tool messages).
         state: the environment state now, as plain data (None without one).
     """
 
@@ -77,8 +72,6 @@ class UserMessage:
 
     Attributes:
         text: the message (None: the user ends the conversation).
-        usage: what writing it spent (a simulated user's model).
-        cost: its price in dollars, when known.
         closing: the user's last words when it stopped with some.
     """
 
@@ -96,8 +89,8 @@ class User:
         stop_when: ends the conversation once it returns True for the state after a turn.
         rules: rules each of the user's messages must keep (a broken one blames the user).
         handoff_tools: glob patterns of tools whose call hands the conversation off.
-        reviewer: the model that decides who failed when no rule does (default:
-            `$TUI_EVAL_JUDGE_MODEL`; without one such a failure is the agent's).
+        reviewer: the model that decides who failed when no rule does
+            (`tui_eval.checks.faults`; default `$TUI_EVAL_JUDGE_MODEL`).
     """
 
     def __init__(
@@ -159,9 +152,8 @@ class ScriptedUser(User):
         ScriptedUser(<function <lambda> at ...>)
 
     Args:
-        script: the lines said after the case's `input`, in order (it ends when they run
-            out); or a function (sync or async) of the `UserView` giving the next line, or
-            None to stop.
+        script: the lines said after the case's `input` (it ends when they run out); or a
+            function (sync or async) of the `UserView` giving the next line, None to stop.
         **options: as `User`.
     """
 
@@ -218,11 +210,10 @@ class SimulatedUser(User):
         ... )
         SimulatedUser('openai:gpt-4o-mini')
 
-    Its requests go through tui-eval's providers (limiter, cache, meter); its usage and
-    cost are shown apart from the agent's. It ends the conversation by writing `###STOP###`.
+    Its requests go through tui-eval's providers; its usage and cost are shown apart from
+    the agent's. It ends the conversation by writing `###STOP###`.
 
     Args:
-        instructions: who the user is and what it wants, in plain words.
         model: a provider, spec string or factory (default: `$TUI_EVAL_USER_MODEL`).
         settings: provider settings for its requests (default `{"temperature": 0}`).
         **options: as `User` (by default its own model is the `reviewer`).
