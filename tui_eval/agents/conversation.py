@@ -39,8 +39,7 @@ class UserSimulatorError(TuiEvalError):
 
 
 def keeps_memory(call: AgentCall) -> bool:
-    """Whether an agent call keeps its own memory between turns: it is sent only each new
-    user message with the `thread` id, and its `forget_thread(thread)` awaited at the end."""
+    """Whether an agent call keeps its own memory: it gets each new message and a `thread`."""
     return bool(getattr(call, "keeps_memory", False))
 
 

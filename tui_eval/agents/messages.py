@@ -149,7 +149,6 @@ class Turn:
 
     Attributes:
         index: the turn's number, from 1.
-        user: what the (simulated or scripted) user said.
         reply: the agent's answer ("" when it raised).
         cost: the price in dollars of the agent's responses this turn, when known.
         user_usage: what producing the user's message spent (a simulated user's model).
@@ -179,8 +178,8 @@ class Conversation:
         ended_by: why it ended: `user` (its stop, or its script ran out), `max_turns`,
             `handoff`, `state` (`stop_when`) or `error` (the agent raised).
         user: who played the user (`ScriptedUser`, or the simulated user's model).
-        user_usage: what the simulated user's model spent (also in the sample's usage).
-        user_cost: its price in dollars, when known.
+        user_usage, user_cost: what the simulated user's model spent (also in the sample's
+            usage), and its price in dollars, when known.
         closing: the user's last words when it ended the conversation with some.
         user_error: how the user's side failed, if it did (an empty message).
         broken_rule: the first of the user's rules its messages broke ("" if none) ...

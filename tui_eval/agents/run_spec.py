@@ -35,8 +35,7 @@ class RunSpec:
 
 
 AgentCall = Callable[[RunSpec], Awaitable[RunResult]]
-"""The agent, normalised to one call per sample: it runs what the `RunSpec` asks and
-returns the `RunResult` (see `tui_eval.agents.sources.make_runner`)."""
+"""The agent normalised to one call per sample (`tui_eval.agents.sources.make_runner`)."""
 
 
 def is_async_callable(fn: Any) -> bool:

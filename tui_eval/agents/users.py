@@ -44,8 +44,7 @@ Rules:
 """
 
 Rule = Callable[[str], "bool | str | None"]
-"""A rule a user's message must keep: given the message, True or None when it does, False
-or the reason (a string) when it breaks it."""
+"""A rule a user's message must keep: True or None when it does, else False or the reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +144,6 @@ class ScriptedUser(User):
     """A user that says fixed lines, or what a function of the conversation returns.
 
     Example:
-        >>> ScriptedUser(["My order is A-17.", "Yes, cancel it.", "Thanks!"])
-        ScriptedUser(3 lines)
         >>> ScriptedUser(lambda view: "yes" if view.reply and "confirm" in view.reply else None)
         ... # doctest: +ELLIPSIS
         ScriptedUser(<function <lambda> at ...>)
@@ -200,18 +197,8 @@ class ScriptedUser(User):
 
 
 class SimulatedUser(User):
-    """A model playing the user from its instructions (goal, persona, what it knows).
-
-    Example:
-        >>> SimulatedUser(
-        ...     "You want to cancel order A-17 (you know its number). Be brief; confirm only "
-        ...     "if the agent names the order.",
-        ...     model="openai:gpt-4o-mini",
-        ... )
-        SimulatedUser('openai:gpt-4o-mini')
-
-    Its requests go through tui-eval's providers; its usage and cost are shown apart from
-    the agent's. It ends the conversation by writing `###STOP###`.
+    """A model playing the user from its instructions (goal, persona, what it knows). Its
+    usage and cost are shown apart from the agent's; it ends by writing `###STOP###`.
 
     Args:
         model: a provider, spec string or factory (default: `$TUI_EVAL_USER_MODEL`).

@@ -1,10 +1,6 @@
 """Run a LangGraph graph (or any LangChain runnable over messages) under tui-eval
 (`pip install 'tui-eval[langgraph]'`; README: "Agents from other frameworks").
 
-Example:
-    >>> from tui_eval.agents.adapters.langgraph import wrap
-    >>> suite = Suite("weather", agent=wrap(create_react_agent(llm, tools)), cases=[...])  # doctest: +SKIP
-
 The graph's final state (or the state, messages or `AIMessage` a plain function returns)
 becomes the `RunResult`, read by field with no LangChain import. A graph with a checkpointer
 keeps its own memory: a conversation gets a thread of its own, deleted when it ends.
@@ -67,8 +63,7 @@ class GraphAgent(WrappedAgent):
         return _checkpointer(self.graph) is not None
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
-        """Run the graph once and convert its final state, on `thread` (with a checkpointer;
-        default: the `config`'s, else a fresh one)."""
+        """Run the graph once (on `thread`, with a checkpointer) and convert its final state."""
         config = dict(self.config)
         configurable = dict(config.get("configurable") or {})
         if deps is not None:

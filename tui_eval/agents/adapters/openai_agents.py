@@ -1,10 +1,6 @@
 """Run an OpenAI Agents SDK agent under tui-eval (`pip install 'tui-eval[openai-agents]'`;
 README: "Agents from other frameworks").
 
-Example:
-    >>> from tui_eval.agents.adapters.openai_agents import wrap
-    >>> suite = Suite("weather", agent=wrap(weather_agent, max_turns=5), cases=[...])  # doctest: +SKIP
-
 `wrap` runs a copy of the agent whose OpenAI models send through tui-eval's HTTP layer, then
 the user's own `AsyncOpenAI` client (`install.routed`). Run hooks (the caller's still called)
 record each model response, tool output and raising tool as it runs, so a call fails even
@@ -40,8 +36,7 @@ from tui_eval.agents.run_spec import Input
 from tui_eval.util.text import value_text
 
 TOOL_ERROR_PREFIX = "An error occurred while running the tool."
-"""How the SDK's default `failure_error_function` starts the text it sends back for a tool
-that raised: such a call is recorded as failed."""
+"""How the SDK's default `failure_error_function` text starts: such a call failed."""
 
 _RAISED = "_tui_eval_raised"
 """Set on a tool call's context by a custom failure function: the error text."""
@@ -154,8 +149,8 @@ class SampleRunnerAgent(WrappedAgent):
 
 
 def _watched(tool: Any) -> Any:
-    """A function tool with a custom `failure_error_function` copied to record the exception
-    first; any other tool as it is (the default one: `_recording_config`)."""
+    """A function tool with its own `failure_error_function` copied to record the exception
+    first; any other tool as it is (the default function: `_recording_config`)."""
     from agents import default_tool_error_function
     from agents.tool import (
         resolve_function_tool_failure_error_function,
@@ -410,8 +405,7 @@ def from_result(
 
 
 def _stop_reason(response: Any) -> str | None:
-    """Why a model response ended, from its last output item (the SDK keeps no finish
-    reason)."""
+    """Why a model response ended, from its last output item (the SDK keeps no reason)."""
     for raw in reversed(list(getattr(response, "output", ()) or ())):
         kind = str(field_of(raw, "type") or "")
         if kind.endswith("_call"):

@@ -1,8 +1,5 @@
-"""Trajectories from OpenTelemetry spans, collected in process (`pip install 'tui-eval[otel]'`).
-
-Example:
-    >>> from tui_eval.agents.adapters.otel import capture
-    >>> suite = Suite("support", agent=capture(my_instrumented_agent), cases=[...])  # doctest: +SKIP
+"""Trajectories from OpenTelemetry spans, collected in process (`pip install 'tui-eval[otel]'`;
+README: "Agents from other frameworks").
 
 `capture(fn)` runs `fn(input)` in a fresh trace and collects its spans with a processor added
 to the global `TracerProvider`: samples never see each other's spans, the application's
@@ -225,8 +222,7 @@ def record(span: Any) -> SpanRecord:
 
 
 COLLECTOR_ATTRIBUTE = "tui_eval_collector"
-"""Where a tracer provider keeps the processor tui-eval added to it (OpenTelemetry has no
-public way to ask a provider for its processors)."""
+"""Where a tracer provider keeps tui-eval's processor (OpenTelemetry cannot list them)."""
 
 
 def _collector(provider: Any = None) -> tuple[Any, _Collector]:

@@ -237,8 +237,7 @@ def _stop_reason(history: list[Any]) -> str | None:
 def convert_messages(
     history: list[Any], own_from: int = 0
 ) -> tuple[list[Message], list[ToolCall], int]:
-    """pydantic-ai messages as ours: (messages, tool calls, model responses); the items
-    before `own_from` (an input history) count only as messages."""
+    """pydantic-ai messages as ours; those before `own_from` (a history) only as messages."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []
