@@ -325,8 +325,7 @@ async def _judge_suite(
     max_cost: float | None,
     into: _Judging,
 ) -> None:
-    """Judge one suite's labelled outputs and conversations once, as a recheck of saved
-    runs, `into` one record."""
+    """Judge one suite's labels once, as a recheck of saved runs, `into` one record."""
     cases_by_name = {case.label: case for case in suite.cases}
     planned: list[tuple[LabelRecord, _GuardedJudge | _GuardedReviewer, Case]] = []
     skipped = into.skipped

@@ -80,7 +80,7 @@ class FaultItem(_Item):
         return label_key(self.case, FAULT_CHECK, self.output, self.conversation)
 
     def label(self, party: Party, *, note: str | None = None) -> LabelRecord:
-        """A fault label of this conversation (with its run and checks), by the current user, now."""
+        """A fault label of this conversation (with its run and checks), by the current user."""
         return new_label(
             self.case,
             FAULT_CHECK,

@@ -242,13 +242,11 @@ class LabelStore:
     ) -> None:
         self.path = Path(path)
         self.earlier = earlier
-        """The file an earlier version named for the suite, read while `path` does not
-        exist and removed by the first write."""
+        """The file an earlier version named for the suite, removed by the first write."""
         self._records: dict[tuple[str, str, str], LabelRecord] = {r.key: r for r in records}
         self._unsaved: dict[tuple[str, str, str], LabelRecord | None] = {}
         self._synced: bytes | None = None
-        """A digest of the file as this store last read or wrote it (None: read it again
-        before writing)."""
+        """A digest of the file as this store last read or wrote it (None: unknown)."""
 
     @classmethod
     def load(cls, path: str | Path) -> LabelStore:

@@ -77,8 +77,7 @@ class UnjudgedLabel:
 
 @dataclass(frozen=True, slots=True)
 class ReviewedLabel:
-    """One labelled conversation with who is blamed for it now (`fault.by == "rule"`: the
-    rules, left out of the reviewer's figures)."""
+    """One labelled conversation with who is blamed now (by the rules: not the reviewer's)."""
 
     record: LabelRecord
     fault: Fault
@@ -119,9 +118,8 @@ class Calibration:
         errors: labelled outputs without a verdict: out of every figure, failing the gate.
         judge_requests, cached_requests: judge requests made, and those the cache answered.
         stopped: why judging stopped early (`max_cost`), if it did.
-        kind: `"judge"` or `"fault"`. A fault calibration's κ is over the three parties; it
-            has no interval, `labels_needed`, TPR/TNR or `confusion` (NaN, None, `{}`), and
-            `party_confusion`, `{human's party: {reviewer's party: count}}`, instead.
+        kind: `"judge"` or `"fault"`: κ over the three parties, `party_confusion` (`{human's
+            party: {reviewer's: count}}`) instead of an interval, TPR/TNR and `confusion`.
         rule_decided: the labelled conversations the rules decided (counted apart).
     """
 
@@ -271,8 +269,7 @@ class Calibration:
         return document
 
     def summary(self) -> str:
-        """A few lines for a terminal: the figures, the labels the judge erred on, then the
-        fault reviewer's figures, when it was calibrated."""
+        """A few lines for a terminal: figures, the labels the judge erred on, the reviewer's."""
         if self.kind == "fault":
             return self._reviewer_summary()
         c = self.confusion
