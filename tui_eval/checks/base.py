@@ -29,8 +29,7 @@ SCORE_PASS = 0.5
 
 @dataclass(slots=True)
 class JudgeVerdict:
-    """One juror's verdict within a jury (`llm_judge(..., model=[m1, m2, m3])`); `score`
-    None: no valid verdict."""
+    """One juror's verdict within a jury; `score` None: no valid verdict."""
 
     judge: str
     passed: bool
@@ -158,8 +157,7 @@ def _second_parameter_required(check: Any) -> bool:
 
 
 def normalise(name: str, value: Any) -> CheckResult:
-    """What a check returned as a `CheckResult`: a bool, or a score in 0..1 passing from
-    `SCORE_PASS`; anything else ("false", None, a score outside 0..1) fails, never passes."""
+    """What a check returned as a `CheckResult`; anything but a bool or a score in 0..1 fails."""
     if isinstance(value, CheckResult):
         if value.score is not None and not _in_unit_range(value.score):
             return _misused(name, f"a CheckResult with score {value.score!r}, outside 0..1")
@@ -212,8 +210,7 @@ def call_check(
     *,
     with_context: bool | None = None,
 ) -> CheckResult | Awaitable[Any]:
-    """Call a check exactly once: its result, or the awaitable it returned (for
-    `settle_check`). `with_context`: `takes_context`, when the caller decided it already."""
+    """Call a check exactly once: its result, or the awaitable it returned (`settle_check`)."""
     if with_context is None:
         with_context = takes_context(check)
     call: Callable[..., Any] = check

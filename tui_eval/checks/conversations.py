@@ -149,8 +149,7 @@ class goal_reached(llm_judge):
 
 
 def turn_run(run: RunResult, turn: Turn) -> RunResult:
-    """One turn of a conversation as a run of its own: the reply as the output, the turn's
-    tool calls and usage, the conversation up to and including it as the messages."""
+    """One turn as a run of its own: its reply, tool calls, usage, and the messages so far."""
     messages: list[Message] = []
     assert run.conversation is not None
     users_seen = 0

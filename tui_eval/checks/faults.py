@@ -160,8 +160,8 @@ def default_fault(
     checks: Sequence[CheckResult],
     expected_states: Sequence[state_equals] = (),
 ) -> Fault:
-    """The agent's fault, at the first turn that changed a path where the final state
-    differs from one of `expected_states` (the case's `state_equals`), else the last."""
+    """The agent's fault, at the first turn changing a path that ends unlike `expected_states`
+    (else the last turn)."""
     conversation = run.conversation if run is not None else None
     failing = [c for c in checks if not c.passed]
     reason = (

@@ -59,8 +59,7 @@ AGGREGATES: tuple[Aggregate, ...] = ("majority", "mean", "min")
 
 @dataclass(frozen=True, slots=True)
 class JudgeAnswer:
-    """One judge's answer: `verdict` None (no valid verdict, or no model set) with
-    `reasoning` saying why."""
+    """One judge's answer; `verdict` None (no valid verdict or model): `reasoning` says why."""
 
     judge: str
     verdict: Verdict | None
@@ -212,8 +211,7 @@ class llm_judge:
         return JudgeAnswer(name, verdict, verdict.reasoning, result.usage)
 
     async def answers(self, run: RunResult) -> list[JudgeAnswer]:
-        """Every judge's answer on `run`, in order (a jury's asked concurrently), for
-        `decide()`, or calibration (where no verdict is an error, never a "fail")."""
+        """Every judge's answer on `run`, in order (a jury's asked concurrently)."""
         prompt = self.prompt(run)
         if not self.is_jury:
             return [await self._answer(0, prompt)]
@@ -276,8 +274,7 @@ class llm_judge:
 async def ask_judge(
     model: ModelLike, instructions: str, output_type: type[Any], name: str, prompt: str
 ) -> RunResult:
-    """One reply of `model` as a judge, in one turn at temperature 0, validated as
-    `output_type` (else `AgentRunError`)."""
+    """One reply of `model` as a judge at temperature 0, validated as `output_type`."""
     agent = Agent(
         model,
         instructions=instructions,
