@@ -236,8 +236,7 @@ def category_kappa_interval(
 
 
 def _posterior_interval(kappas: list[float], estimate: float, level: float) -> tuple[float, float]:
-    """The equal-tailed `level` interval of drawn κs, widened to hold the estimate, within
-    [-1, 1]."""
+    """The equal-tailed `level` interval of drawn κs, widened to hold the estimate."""
     tail = (1.0 - level) / 2 * 100
     low = min(percentile(kappas, tail), estimate)
     high = max(percentile(kappas, 100 - tail), estimate)

@@ -108,8 +108,7 @@ def judge_pairs(
 
 
 def _pairs_hint(a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: float) -> str:
-    """Roughly the samples a side to decide a paired comparison at these rates: a fixed
-    design's count for 80% power, doubled for looking all along."""
+    """Roughly the samples a side to decide at these rates: 80% power, doubled for peeking."""
     n = min(len(a), len(b))
     if n == 0:
         return ""
@@ -127,8 +126,7 @@ def _pairs_hint(a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: f
 def simulate_pairs(
     p_a: float, p_b: float, rng: random.Random, *, alpha: float = 0.05, max_samples: int = 100
 ) -> tuple[str, int]:
-    """One simulated `compare_agents()` case (A, B passing at p_a, p_b) in the real rounds:
-    the label and the samples a side it took."""
+    """One simulated `compare_agents()` case: its label and the samples a side it took."""
     a: list[bool] = []
     b: list[bool] = []
     while len(b) < max_samples:
@@ -153,8 +151,7 @@ def simulate_decide(
     batch: int | None = None,
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[str, int]:
-    """One simulated `decide()` case (current samples drawn as `decide()` does, or `batch` at
-    a time): the label and the current samples it took."""
+    """One simulated `decide()` case: its label and the current samples it took."""
     baseline = [rng.random() < p_baseline for _ in range(baseline_total)]
     current: list[bool] = []
     step = first

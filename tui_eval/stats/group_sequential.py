@@ -46,8 +46,7 @@ MAX_WORK = 12_000_000
 """The largest (n0 + 1) · N · (N + 1) calibrated exactly (a few seconds at most); beyond it
 `regression_boundary` returns None (`calibrated_horizon`)."""
 CHECK_TOLERANCE = 1e-7
-"""How far (relative) the independent re-check of the size may differ before the boundary
-is refused."""
+"""How far (relative) the independent re-check of the size may differ from the calibration."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +83,7 @@ class RegressionBoundary:
         return None
 
     def can_cross(self, baseline_passed: int, passed: int, seen: int) -> bool:
-        """Whether a later look could call a regression (if every later sample failed),
-        after `passed` of `seen` current samples passed."""
+        """Whether a later look could call a regression if every sample after `seen` failed."""
         if seen >= self.horizon:
             return False
         return self.reachable[baseline_passed][seen] >= passed
@@ -201,8 +199,7 @@ def _p_values(n0: int, horizon: int) -> NDArray[np.float64]:
 
 
 def _hypergeometric(logfact: Any, k: Any, share: Any, size: int, other: int) -> Any:
-    """P(a group of `size` holds `share` of k passes | k passes among size + other), for
-    every k (rows) and share (columns); 0 where impossible."""
+    """P(a group of `size` holds `share` of k passes | k among size + other), per k, share."""
     import numpy as np
 
     kk, jj = np.broadcast_arrays(k, share)
@@ -238,8 +235,7 @@ def _limits(table: NDArray[np.float64], scale: float, horizon: int) -> NDArray[n
 
 @dataclass(frozen=True, slots=True)
 class _Crossings:
-    """Per first crossing: baseline count x, look t, passed count s, and the log of the
-    number of current paths that first cross there."""
+    """Per first crossing: baseline count x, look t, passed s, log(current paths crossing)."""
 
     x: Any
     t: Any

@@ -36,8 +36,7 @@ from tui_eval.stats.proportions import normal_quantile
 BASELINE_PRIOR = (4.0, 1.0)
 """Pseudo-counts (passed, failed) of the baseline rate's estimate before any block."""
 CURRENT_PRIOR = (1.0, 2.0)
-"""Pseudo-counts of the current rate's estimate for the regression test: a little below the
-baseline's, since a regression is what it looks for."""
+"""Pseudo-counts of the current rate's estimate for the regression test: below the baseline's."""
 FINE_PRIOR = (1.0, 1.0)
 """Pseudo-counts of both estimates for the "no regression" test."""
 ORDERS = 4
@@ -97,8 +96,7 @@ def _clip(p: float) -> float:
 
 
 def _passed_by(current: Sequence[bool], then: bool | None = None, upto: int = 0) -> list[int]:
-    """prefix[t]: passes among the first t current samples; then, up to `upto`, samples
-    that all pass (`then` True) or all fail (False)."""
+    """prefix[t]: passes among the first t samples; then, up to `upto`, all `then`."""
     prefix = [0, *itertools.accumulate(1 if x else 0 for x in current)]
     if then is not None and upto > len(current):
         last = prefix[-1]
@@ -132,8 +130,7 @@ def _evidence(
 
 @lru_cache(maxsize=64)
 def _orders(n: int) -> tuple[tuple[int, ...], ...]:
-    """The recorded order and ORDERS − 1 seeded shuffles (never chosen by the data), so each
-    order of an i.i.d. baseline is i.i.d."""
+    """The recorded order and ORDERS − 1 seeded shuffles (never chosen by the data)."""
     orders = [tuple(range(n))]
     for seed in range(1, ORDERS):
         order = list(range(n))
@@ -150,8 +147,7 @@ def _one_order(
     margin: float,
     regression: bool,
 ) -> list[float]:
-    """The log e-value after each block within `seen` current samples, for one baseline
-    order (`revealed[i]`: passes among its first i)."""
+    """The log e-value after each block within `seen` samples, for one baseline order."""
     log_e = 0.0
     path: list[float] = []
     seen_b = seen_c = 0
@@ -307,8 +303,7 @@ class RegressionPlan:
 
 
 def regression_plan(baseline_total: int, horizon: int, alpha: float) -> RegressionPlan:
-    """A case's regression test (see the module); calibrating takes up to seconds
-    (cached): `decide()` does it in a worker thread first."""
+    """A case's regression test; calibrating takes seconds, so `decide()` does it first."""
     if calibrated_horizon(baseline_total, horizon) >= horizon:
         boundary = regression_boundary(baseline_total, horizon, alpha)
         return RegressionPlan(boundary, 0.0 if boundary is not None else alpha)
@@ -362,7 +357,7 @@ def _budget_hint(
     horizon: int,
     boundary: RegressionBoundary | None,
 ) -> str:
-    """Roughly what budget would decide a case at its current rates: for a regression a
+    """Roughly the budget that would decide a case at its current rates: for a regression a
     normal approximation at the last look (80% power), else the expected evidence."""
     n0 = len(baseline)
     p_b = (sum(baseline) + 0.5) / (n0 + 1)
@@ -392,8 +387,7 @@ def _baseline_hint(baseline: Sequence[bool], alpha: float, margin: float) -> str
 
 
 def _margin_note(baseline: Sequence[bool], horizon: int, alpha: float, margin: float) -> str:
-    """The margin "no regression" can be shown within, when the one asked for is out of
-    reach ("" when in reach)."""
+    """The margin "no regression" can be shown within, if the one asked is out of reach."""
     reachable = reachable_margin(baseline, horizon, alpha=alpha)
     if reachable is not None and reachable <= margin + 1e-9:
         return ""
