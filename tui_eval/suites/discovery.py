@@ -91,16 +91,14 @@ def _walk(folder: Path, visited: set[Path]) -> Iterator[Path]:
 
 
 def is_suite_file(path: Path) -> bool:
-    """Whether discovery loads `path` from a folder: YAML, JSONL, or Python not named `_*`
-    that builds a `Suite`."""
+    """Whether discovery loads `path` from a folder (Python files named `_*` are helpers)."""
     if path.suffix in (".yaml", ".yml", ".jsonl"):
         return True
     return path.suffix == ".py" and not path.name.startswith("_") and _mentions_suite(path)
 
 
 def not_a_suite_file(path: Path) -> str | None:
-    """Why `path`, though there, cannot be read as a suite file (a folder, a link loop, a
-    FIFO...); None for a regular file or none at all."""
+    """Why `path`, though there, is no readable suite file (a folder, a FIFO...), or None."""
     try:
         mode = path.stat().st_mode
     except RuntimeError:
@@ -184,8 +182,7 @@ def load_file(path: Path) -> list[Suite]:
 
 
 def import_from_folder_of(path: Path) -> None:
-    """Make `path`'s folder the first place imports look, forgetting namesakes imported from
-    elsewhere (another folder's `helpers.py`), so `import helpers` gets the one beside it."""
+    """Make `path`'s folder the first place imports look (`import helpers`: the one beside)."""
     folder = real_path(path).parent
     entry = str(folder)
     if sys.path[:1] != [entry]:
@@ -196,8 +193,7 @@ def import_from_folder_of(path: Path) -> None:
 
 
 def _forget_namesakes(folder: Path) -> None:
-    """Drop modules named like one of `folder`'s but imported from elsewhere (and their
-    submodules); installed packages are never dropped."""
+    """Drop modules named like one of `folder`'s but imported from elsewhere (not installed)."""
     try:
         names = {
             entry.stem if entry.suffix == ".py" else entry.name

@@ -34,8 +34,7 @@ _WINDOWS_DEVICES = frozenset(
 )
 """Names Windows reserves for devices, whatever the extension (`con.json` included)."""
 _FOLDER_FILES = frozenset({"quarantine"})
-"""Stems of other files in `__baselines__/` (`quarantine`), in any case (macOS and Windows
-ignore it)."""
+"""Stems of other files in `__baselines__/`, in any case (macOS and Windows ignore it)."""
 
 
 def suite_file_stem(name: str) -> str:
@@ -227,8 +226,7 @@ class Suite:
         samples: int | None = None,
         names: Iterable[str] | None = None,
     ) -> Suite:
-        """A copy with the cases whose name contains `filter` (any case) or is in `names`,
-        `samples` overriding each case's count."""
+        """A copy with the cases matching `filter` (any case) or in `names`, at `samples`."""
         cases = self.cases
         if filter:
             needle = filter.casefold()
