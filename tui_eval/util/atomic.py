@@ -67,8 +67,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> Non
 
 
 def open_private(path: Path, mode: str) -> int:
-    """Open `path` for appending (`"ab"`) or locking (`"a+b"`) as an owner-only file (0600,
-    even if it existed with wider permissions)."""
+    """Open `path` (`"ab"` or `"a+b"`) as an owner-only file (0600, even if it was wider)."""
     flags = os.O_CREAT | os.O_APPEND | (os.O_RDWR if "+" in mode else os.O_WRONLY)
     fd = os.open(path, flags, PRIVATE_FILE)
     with contextlib.suppress(OSError):

@@ -9,8 +9,7 @@ import anyio
 
 
 def cancelled_from_outside(exc: BaseException) -> bool:
-    """Whether `exc` is a cancellation the current task really received (asyncio counts
-    those requested of a task)."""
+    """Whether `exc` is a cancellation the current task really received."""
     cancelled = anyio.get_cancelled_exc_class()
     if not isinstance(exc, cancelled):
         return False

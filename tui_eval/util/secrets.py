@@ -19,8 +19,7 @@ URL_VARIABLES = ("_PROXY", "_BASE_URL")
 
 
 def secret_values() -> list[str]:
-    """Secret environment variables' values and proxy and base-URL credentials, longest
-    first."""
+    """Secret environment variables' values and proxy and base-URL credentials, longest first."""
     values = {
         value
         for name, value in os.environ.items()

@@ -27,12 +27,7 @@ def sanitize(text: str) -> str:
 
 def value_text(value: Any, *, pretty: bool = False) -> str:
     """A value as text: strings as themselves, None as "", anything else as JSON (`pretty`:
-    indented; what JSON cannot hold as its `repr`).
-
-    Example:
-        >>> value_text({"total": 3})
-        '{"total": 3}'
-    """
+    indented; what JSON cannot hold as its `repr`)."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -104,12 +99,7 @@ def markdown_cell(text: str, limit: int = 120) -> str:
 
 
 def counted(count: int, noun: str) -> str:
-    """`count` and `noun`, in the plural unless it is one (thousands separated).
-
-    Example:
-        >>> counted(1, "sample"), counted(1200, "sample")
-        ('1 sample', '1,200 samples')
-    """
+    """`count` and `noun`, plural unless it is one: `1,200 samples`."""
     return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
@@ -140,8 +130,7 @@ def one_line(value: Any, limit: int = 120) -> str:
 
 
 def validation_message(exc: pydantic.ValidationError, *, every: bool = False) -> str:
-    """A pydantic error in words (`field 'cases.0.samples': Input should be ...`): the
-    deepest one, or `every` one joined with "; "."""
+    """A pydantic error in words (`field 'cases.0.samples': ...`): the deepest, or `every`."""
     errors = exc.errors() if every else [_most_specific(exc)]
     parts = []
     for error in errors:

@@ -22,13 +22,11 @@ CAPPED_VALUES = 4_000_000
 
 
 class AliasExpansionError(TuiEvalError, ComposerError):
-    """A document whose aliases expand it far beyond its size (or into itself); reported with
-    its line (`problem_mark`) as any YAML error."""
+    """Aliases expanding a document far beyond its size (or into itself); a YAML error."""
 
 
 class SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's safe loader if PyYAML has it (about 5x faster), else PyYAML's, refusing alias
-    bombs."""
+    """libyaml's safe loader if PyYAML has it (about 5x faster), refusing alias bombs."""
 
     def get_single_node(self) -> Node | None:
         node: Node | None = super().get_single_node()
