@@ -21,8 +21,7 @@ def suite_from_dataset(source: Path) -> ImportedSuite:
     """The suite a pydantic-evals dataset file describes.
 
     Raises:
-        ImportSourceError: the file cannot be read, is not a dataset, or holds a value of
-            the wrong shape.
+        ImportSourceError: the file cannot be read, is not a dataset, or has a wrong shape.
     """
     raw = _read(source)
     if not isinstance(raw, Mapping) or not isinstance(raw.get("cases"), list):
