@@ -1,7 +1,6 @@
 """tui-eval: evaluate LLM agents with cases and checks, live in the terminal and in CI.
 
-The public names load on first use (PEP 562), so `import tui_eval` and `tui-eval --help`
-stay fast; `from tui_eval import Case` works as usual.
+Public names load on first use (PEP 562): `import tui_eval` and `tui-eval --help` stay fast.
 """
 
 from __future__ import annotations

@@ -50,11 +50,8 @@ class Agent:
         model: a provider, a spec string such as `"openai:gpt-4o-mini"`, or a zero-arg
             factory of providers (resolved when the agent first runs).
         tools: plain sync or async functions.
-        instructions: the system prompt.
         output_type: `str` or a pydantic model the final answer must validate against.
         max_turns: the most model responses one run may take.
-        name: a label for reports.
-        settings: provider settings such as `{"temperature": 0}`.
         token_limit: the most tokens one run may use (else `TokenLimitExceeded`).
     """
 
@@ -113,9 +110,8 @@ class Agent:
         output_type: Any = None,
         state: Any = None,
     ) -> RunResult:
-        """Run the loop until the model answers without calling a tool. `input` is a
-        prompt, a conversation or a structured value (sent as JSON text); `state` is what a
-        tool parameter named `state` receives.
+        """Run the loop until the model answers without calling a tool. `input`: a prompt, a
+        conversation or a structured value (sent as JSON); `state`: for tools' `state`.
 
         Raises:
             MaxTurnsExceeded: the model was still calling tools after `max_turns` responses.

@@ -1,9 +1,5 @@
-"""`converse`: one conversation between a user (`tui_eval.agents.users`) and the agent,
-turn by turn (the agent is sent the conversation so far, or only the new message if it
-keeps its own memory), the environment state read after each. It ends on the user's stop,
-the turn limit, a hand-off tool, `stop_when`, or the agent raising; the result is one
-`RunResult` for the whole conversation, with the turns in `conversation`.
-"""
+"""`converse`: one conversation between a user and the agent, turn by turn, as one
+`RunResult` with the turns in `conversation`."""
 
 from __future__ import annotations
 
@@ -43,9 +39,7 @@ class UserSimulatorError(TuiEvalError):
 
 
 def keeps_memory(call: AgentCall) -> bool:
-    """Whether an agent call keeps its own memory between a conversation's turns: it is
-    sent only each new user message, with the `thread` id, and its `forget_thread(thread)`
-    (if any) is awaited when the conversation ends."""
+    """Whether an agent call keeps its own memory: it gets each new message and a `thread`."""
     return bool(getattr(call, "keeps_memory", False))
 
 
@@ -56,7 +50,8 @@ async def converse(
     environment: Environment | None = None,
 ) -> RunResult:
     """Run one conversation of `user` with the agent `call`; `spec.input` opens it (None: the
-    user does). A conversation input (a list of messages) is the history it continues.
+    user does; a list of messages: the history it continues). It ends on the user's stop,
+    the turn limit, a hand-off tool, `stop_when`, or the agent raising.
 
     Raises:
         UserSimulatorError: the user's model or script raised (`partial` holds the turns).
@@ -159,8 +154,7 @@ async def _converse(
 
 
 async def _agent_turn(call: AgentCall, spec: RunSpec, turn: Turn, total: RunResult) -> RunResult:
-    """The agent's answer to one turn, recorded on `turn` and added to `total` (its error's
-    `partial`, when it raises)."""
+    """The agent's answer to one turn, recorded on `turn` and added to `total`."""
     sample = current_sample()
     if sample is not None:
         sample.meter.new_turn()

@@ -61,8 +61,7 @@ class Usage:
 
 
 Price = Callable[[Usage], float]
-"""Turns a sample's `Usage` into dollars (its `known` is False when the agent reported no
-usage: a price by the token then has nothing to count)."""
+"""Turns a sample's `Usage` into dollars (`known` False: the agent reported no usage)."""
 
 
 @dataclass(slots=True)
@@ -71,11 +70,9 @@ class ToolCall:
 
     Attributes:
         name: the tool's name as the model wrote it.
-        arguments: the arguments the model sent.
         id: the provider's id for the call, used to pair it with its result.
         result: what the tool returned (the real Python value).
         error: the error text when the tool raised, was unknown, or got invalid arguments.
-        latency_ms: how long the tool took.
     """
 
     name: str
@@ -142,8 +139,7 @@ class StateChange:
 
 
 def state_value_text(value: Any) -> str:
-    """A state value as a diff shows it: strings quoted (`'25'` is not `25`), the rest as
-    compact JSON."""
+    """A state value as a diff shows it: strings quoted (`'25'` is not `25`), else JSON."""
     return repr(value) if isinstance(value, str) else one_line(value_text(value), 200)
 
 
@@ -153,13 +149,9 @@ class Turn:
 
     Attributes:
         index: the turn's number, from 1.
-        user: what the (simulated or scripted) user said.
         reply: the agent's answer ("" when it raised).
-        tool_calls: the tool calls the agent made this turn, in order.
-        usage: the agent's model usage this turn.
         cost: the price in dollars of the agent's responses this turn, when known.
         user_usage: what producing the user's message spent (a simulated user's model).
-        latency_ms: wall time of the agent's turn.
         changes: what the turn changed in the environment state.
         stop_reason: why the agent's last response of the turn ended, when it says.
         error: the agent's error, when it raised on this turn.
@@ -183,13 +175,11 @@ class Conversation:
     """A multi-turn run with a simulated or scripted user, turn by turn.
 
     Attributes:
-        turns: every turn, in order.
         ended_by: why it ended: `user` (its stop, or its script ran out), `max_turns`,
             `handoff`, `state` (`stop_when`) or `error` (the agent raised).
         user: who played the user (`ScriptedUser`, or the simulated user's model).
-        user_usage: what the simulated user's model spent (also in the sample's usage).
-        user_cost: its price in dollars, when known.
-        max_turns: the turn limit it ran under.
+        user_usage, user_cost: what the simulated user's model spent (also in the sample's
+            usage), and its price in dollars, when known.
         closing: the user's last words when it ended the conversation with some.
         user_error: how the user's side failed, if it did (an empty message).
         broken_rule: the first of the user's rules its messages broke ("" if none) ...
@@ -233,11 +223,7 @@ class RunResult:
 
     Attributes:
         output: the final output (a string, a validated model, or whatever the agent returned).
-        messages: the whole conversation in order.
-        tool_calls: every tool call in the order it was made.
-        usage: the run's summed model usage.
         turns: how many model responses the run took.
-        latency_ms: wall time of the run.
         retries: provider retries (429/5xx) during the run.
         stop_reason: why the model's last response ended (`stop`, `length`,
             `content_filter`, `tool_calls`, `refusal`; `unknown` when its server sent none;

@@ -21,8 +21,8 @@ class RunSpec:
 
     Attributes:
         state: the sample's environment state (`Case(state=...)`), for the agent's tools.
-        thread: the conversation's id, for an agent that keeps its own memory between the
-            turns of a conversation (then `input` is the user's latest message alone).
+        thread: the conversation's id, for an agent that keeps its own memory (then
+            `input` is the user's latest message alone).
     """
 
     input: Input
@@ -35,8 +35,7 @@ class RunSpec:
 
 
 AgentCall = Callable[[RunSpec], Awaitable[RunResult]]
-"""The agent, normalised to one call per sample: it runs what the `RunSpec` asks and
-returns the `RunResult` (see `tui_eval.agents.sources.make_runner`)."""
+"""The agent normalised to one call per sample (`tui_eval.agents.sources.make_runner`)."""
 
 
 def is_async_callable(fn: Any) -> bool:

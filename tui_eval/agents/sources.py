@@ -1,8 +1,7 @@
-"""Agent sources: everything `evaluate()` accepts as "the agent" (an `Agent`, a zero-arg
-factory of one, a sync or async `f(input)`, an object with `run(input)`, a framework's
-agent), normalised to one call. Whatever comes back becomes a `RunResult`: an SDK's or
-framework's result with its trajectory and usage; a bare value as its `output`, with its
-usage unknown (never a count of 0 that a token check would pass).
+"""Agent sources: all `evaluate()` accepts as "the agent" (an `Agent`, a factory of one, a
+sync or async `f(input)`, an object with `run(input)`, a framework's agent) as one call. A
+bare value it returns is the `RunResult`'s `output`, its usage unknown (never a 0 that a
+token check would pass).
 """
 
 from __future__ import annotations
@@ -53,8 +52,7 @@ def make_runner(source: Any) -> AgentCall:
 
 
 def samples_independent(source: Any, model: Any = None) -> bool:
-    """Whether each sample gets its own agent (a factory's, or an `Agent` cloned with a
-    case's model factory), so samples of a case may run at once."""
+    """Whether each sample gets its own agent, so samples of a case may run at once."""
     if isinstance(source, Agent):
         return model is not None and callable(model) and not hasattr(model, "complete")
     return callable(source) and not hasattr(source, "run") and _is_factory(source)

@@ -1,9 +1,6 @@
-"""Environment state: what a case's tools read and change, fresh for every sample.
-
-A case's `state` is plain data, a pydantic model, or an SQLite file (`.db`, `.sqlite`,
-`.sqlite3`). Each sample changes its own copy (`Environment.fresh`), read as plain data
-(`snapshot`) after every turn and compared by value (`differences`: `25 == 25.0`, but a
-`True` is not a `1`).
+"""Environment state: what a case's tools read and change (plain data, a pydantic model, or
+an SQLite file), a fresh copy per sample, read as plain data after every turn and compared
+by value (`25 == 25.0`, but `True` is not `1`).
 """
 
 from __future__ import annotations
@@ -179,8 +176,7 @@ _SEGMENT = re.compile(r"[^.\[\]]+|\[[^\]]*\]")
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """Whether two plain values are equal by value: numbers by value (`25 == 25.0`, NaN
-    equals NaN), but a bool is not a number; containers element by element."""
+    """Whether two plain values are equal by value (NaN equals NaN; a bool is no number)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -223,8 +219,7 @@ def _matches(path: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
 def differences(
     before: Any, after: Any, *, ignore: Sequence[str] = (), path: tuple[str, ...] = ()
 ) -> list[StateChange]:
-    """What changed from `before` to `after` (plain data), compared by value, skipping the
-    paths `ignore` names (`"orders.*.updated_at"`, `"log"`, `"**.timestamp"`)."""
+    """What changed from `before` to `after`, by value, skipping the paths `ignore` names."""
     patterns = [path_segments(p) for p in ignore]
     changes: list[StateChange] = []
     _diff(before, after, path, patterns, changes)

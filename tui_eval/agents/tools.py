@@ -24,10 +24,7 @@ class RunContext:
 
     Attributes:
         deps: the run's dependencies (`Case(context=...)`, `agent.run(deps=...)`).
-        messages: the conversation so far.
-        turn: the current turn number (1-based).
-        state: the sample's environment state (`Case(state=...)`), which the tool may
-            read and change; None without one.
+        state: the sample's environment state (`Case(state=...)`), to read and change.
     """
 
     deps: Any = None
@@ -37,13 +34,10 @@ class RunContext:
 
 
 class Tool:
-    """A Python function the model can call.
-
-    The argument schema comes from the signature and type hints (through pydantic); the
-    description from the docstring's first paragraph. A first parameter annotated
-    `RunContext` (or named `ctx`) receives the run context; one named `deps` receives
-    the run's deps, one named `state` the sample's environment state (`Case(state=...)`).
-    None of them is shown to the model.
+    """A Python function the model can call: its argument schema from the type hints (through
+    pydantic), its description from the docstring's first paragraph. A first parameter
+    annotated `RunContext` (or named `ctx`), and parameters named `deps` or `state`, receive
+    the run context, deps and environment state, hidden from the model.
     """
 
     def __init__(self, function: Callable[..., Any], *, name: str | None = None) -> None:

@@ -1,9 +1,5 @@
 """The users of conversations (`Case(user=...)`): `ScriptedUser` (fixed lines, or a
-function of the conversation: offline) and `SimulatedUser` (a model playing the user).
-Either may carry `rules` its own messages must keep, a `stop_when` test of the state, the
-tools that hand the conversation off, and a `reviewer` that decides who failed when no
-rule does (`tui_eval.checks.faults`).
-"""
+function of the conversation: offline) and `SimulatedUser` (a model playing the user)."""
 
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ Rules:
 """
 
 Rule = Callable[[str], "bool | str | None"]
-"""A rule a user's message must keep: given the message, True or None when it does, False
-or the reason (a string) when it breaks it."""
+"""A rule a user's message must keep: True or None when it does, else False or the reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +55,6 @@ class UserView:
         turn: the number of the turn the message opens (from 1).
         asked: how many messages this user has written before this one.
         reply: the agent's last reply (None before the agent has spoken).
-        messages: the conversation so far (user, assistant and tool messages).
         state: the environment state now, as plain data (None without one).
     """
 
@@ -77,8 +71,6 @@ class UserMessage:
 
     Attributes:
         text: the message (None: the user ends the conversation).
-        usage: what writing it spent (a simulated user's model).
-        cost: its price in dollars, when known.
         closing: the user's last words when it stopped with some.
     """
 
@@ -96,8 +88,8 @@ class User:
         stop_when: ends the conversation once it returns True for the state after a turn.
         rules: rules each of the user's messages must keep (a broken one blames the user).
         handoff_tools: glob patterns of tools whose call hands the conversation off.
-        reviewer: the model that decides who failed when no rule does (default:
-            `$TUI_EVAL_JUDGE_MODEL`; without one such a failure is the agent's).
+        reviewer: the model that decides who failed when no rule does
+            (`tui_eval.checks.faults`; default `$TUI_EVAL_JUDGE_MODEL`).
     """
 
     def __init__(
@@ -152,16 +144,13 @@ class ScriptedUser(User):
     """A user that says fixed lines, or what a function of the conversation returns.
 
     Example:
-        >>> ScriptedUser(["My order is A-17.", "Yes, cancel it.", "Thanks!"])
-        ScriptedUser(3 lines)
         >>> ScriptedUser(lambda view: "yes" if view.reply and "confirm" in view.reply else None)
         ... # doctest: +ELLIPSIS
         ScriptedUser(<function <lambda> at ...>)
 
     Args:
-        script: the lines said after the case's `input`, in order (it ends when they run
-            out); or a function (sync or async) of the `UserView` giving the next line, or
-            None to stop.
+        script: the lines said after the case's `input` (it ends when they run out); or a
+            function (sync or async) of the `UserView` giving the next line, None to stop.
         **options: as `User`.
     """
 
@@ -208,21 +197,10 @@ class ScriptedUser(User):
 
 
 class SimulatedUser(User):
-    """A model playing the user from its instructions (goal, persona, what it knows).
-
-    Example:
-        >>> SimulatedUser(
-        ...     "You want to cancel order A-17 (you know its number). Be brief; confirm only "
-        ...     "if the agent names the order.",
-        ...     model="openai:gpt-4o-mini",
-        ... )
-        SimulatedUser('openai:gpt-4o-mini')
-
-    Its requests go through tui-eval's providers (limiter, cache, meter); its usage and
-    cost are shown apart from the agent's. It ends the conversation by writing `###STOP###`.
+    """A model playing the user from its instructions (goal, persona, what it knows). Its
+    usage and cost are shown apart from the agent's; it ends by writing `###STOP###`.
 
     Args:
-        instructions: who the user is and what it wants, in plain words.
         model: a provider, spec string or factory (default: `$TUI_EVAL_USER_MODEL`).
         settings: provider settings for its requests (default `{"temperature": 0}`).
         **options: as `User` (by default its own model is the `reviewer`).

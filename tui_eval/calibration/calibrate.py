@@ -1,10 +1,8 @@
-"""`calibrate()`: is the judge right? Re-judge every human-labelled output and measure the
-agreement between judge and humans (and, for a jury, between the judges).
+"""`calibrate()`: re-judge every human-labelled output and measure judge–human agreement.
 
-The agent is never called: each labelled output is judged again from its stored run through
-the runner's saved-runs source, so the suite's provider options, rate limiter, cache and
-`max_cost` apply to the judges as in a run. The fault reviewer is a judge like any other:
-each fault-labelled conversation is reviewed again as a run reviews it (the rules first).
+The agent is never called: labelled outputs are judged from their stored runs through the
+runner's saved-runs source, so the suite's provider options, limiter, cache and `max_cost`
+apply to the judges as in a run. Fault labels re-run the fault review (the rules first).
 """
 
 from __future__ import annotations
@@ -50,8 +48,7 @@ from tui_eval.util.secrets import redact
 
 
 class CalibrationError(TuiEvalError, ValueError):
-    """Calibration cannot start: no labels (for the check), an unknown check, a bad labels
-    file or suite. The message says which; the CLI exits 2."""
+    """Calibration cannot start (no labels, an unknown check, a bad labels file or suite)."""
 
 
 def check_threshold(check: Check) -> float:
@@ -61,9 +58,8 @@ def check_threshold(check: Check) -> float:
 
 
 def _judge_for(check: Check, judge: Any, where: str) -> Check:
-    """The check to judge with (`judge`'s model instead of its own, when given), its models
-    resolved now: one that cannot be is a usage error before any judging, not a verdict on
-    every label."""
+    """The check to judge with (with `judge`'s model, if given), its models resolved now: a
+    bad one is a usage error before any judging, not an error on every label."""
     if judge is not None:
         if not isinstance(check, llm_judge):
             raise CalibrationError(
@@ -81,8 +77,7 @@ def _judge_for(check: Check, judge: Any, where: str) -> Check:
 
 
 def _reviewer_for(user: User, judge: Any, where: str) -> ModelLike:
-    """The model that reviews the faults of `where` (`judge`, when given), resolved now: no
-    reviewer, or one that cannot be resolved, is a usage error before any reviewing."""
+    """The fault reviewer of `where` (`judge`, if given), resolved now, as `_judge_for`."""
     if judge is not None and isinstance(judge, (list, tuple)):
         raise CalibrationError(
             "--judge: the fault reviewer is one model, not a jury (calibrate a jury of "
@@ -104,7 +99,7 @@ def _reviewer_for(user: User, judge: Any, where: str) -> ModelLike:
 
 class _Guarded:
     """A judge (or the fault reviewer) on one labelled output within its case's `timeout`;
-    anything but a verdict is kept as `error` (None: a verdict came), never as a "fail"."""
+    anything but a verdict is kept as `error`, never as a "fail"."""
 
     is_async = True
     takes_context = False
@@ -167,8 +162,7 @@ class _GuardedJudge(_Guarded):
 
 
 class _GuardedReviewer(_Guarded):
-    """Who failed one labelled conversation, decided as a run decides it (the rules, then
-    the reviewer): `verdict` (None: not decided yet, or an error)."""
+    """Who failed one labelled conversation, decided as a run decides it."""
 
     role = "reviewer"
 
@@ -254,11 +248,9 @@ async def calibrate(
 ) -> Calibration:
     """Re-judge every human-labelled output of `suite` and measure judge–human agreement.
 
-    Each labelled output is judged once per judge (a rerun is answered by the cache). A
-    score label counts as "pass" when it reaches the check's threshold. A judge that
-    raises, times out or replies no verdict gives none: the label is in `errors`, out of
-    every figure, and `passes()` is False. Fault labels (check `"fault"`) calibrate the
-    fault reviewer, in `by_check["fault"]` (the figures themselves without other labels).
+    A score label passes when it reaches the check's threshold. A judge that raises, times
+    out or gives no verdict puts the label in `errors`: out of every figure, and `passes()`
+    is False. Fault labels calibrate the fault reviewer, in `by_check["fault"]`.
 
     Example:
         >>> calibration = await calibrate("suites/support.py", check="llm_judge")  # doctest: +SKIP
@@ -268,18 +260,18 @@ async def calibrate(
     Args:
         suite: a `Suite`, or a suite file (every suite in it is calibrated together).
         check: only labels of the check with this name.
-        judge: judge with this model instead of each `llm_judge`'s own (a list: a jury),
-            to compare judges on the same labels; it reviews the fault labels too.
-        labels: the labels (records or a labels file); default the suite's labels file.
+        judge: judge (and review faults) with this model instead of each `llm_judge`'s
+            own (a list: a jury), to compare judges on the same labels.
+        labels: records or a labels file (default: the suite's labels file).
         cache: the response cache mode for the judges (default on: a rerun is free).
         provider: provider options over the suite's own.
-        max_cost: dollars; judging stops starting new outputs past it (default the suite's).
+        max_cost: dollars; no new output is judged past it (default: the suite's).
         seed: the seed of κ's interval.
 
     Raises:
         CalibrationError: no labels, a bad labels or suite file, `judge` for a check that is
-            not an `llm_judge` (or a jury for the reviewer), fault labels without a
-            reviewer, or a judge or reviewer model that cannot be resolved.
+            not an `llm_judge` (or a jury for the reviewer), or no resolvable reviewer or
+            judge model.
     """
     suites = _load_suites(suite)
     found = _Judging()
@@ -333,8 +325,7 @@ async def _judge_suite(
     max_cost: float | None,
     into: _Judging,
 ) -> None:
-    """Judge each labelled output (and review each labelled conversation) of one suite
-    once, as a recheck of saved runs, gathering what it finds `into` one record."""
+    """Judge one suite's labels once, as a recheck of saved runs, `into` one record."""
     cases_by_name = {case.label: case for case in suite.cases}
     planned: list[tuple[LabelRecord, _GuardedJudge | _GuardedReviewer, Case]] = []
     skipped = into.skipped

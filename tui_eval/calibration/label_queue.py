@@ -1,7 +1,5 @@
-"""The label queue: which judged outputs (and failed conversations) of a run to label first.
-
-A label helps most where there is none yet, where a case is flaky, and where the judge's
-call is closest (a score near its threshold).
+"""The label queue: which judged outputs and failed conversations of a run to label first
+(a label helps most where there is none yet, on flaky cases, and on the judge's close calls).
 """
 
 from __future__ import annotations
@@ -20,8 +18,7 @@ from tui_eval.core.results import CaseResult, SampleResult
 
 @dataclass(frozen=True, slots=True)
 class _Item:
-    """A sample of a run to label: sample `sample_index` of the case `case` (at
-    `case_index`); `flaky` when its case's samples disagree."""
+    """A sample of a run to label; `flaky` when its case's samples disagree."""
 
     case_index: int
     sample_index: int
@@ -72,8 +69,7 @@ class LabelItem(_Item):
 
 @dataclass(frozen=True, slots=True)
 class FaultItem(_Item):
-    """One failed conversation of a run to label with who failed it: the `fault` the run
-    found and the sample's `conversation`."""
+    """One failed conversation of a run to label with who failed it (`fault`)."""
 
     fault: Fault
     conversation: Conversation
@@ -84,8 +80,7 @@ class FaultItem(_Item):
         return label_key(self.case, FAULT_CHECK, self.output, self.conversation)
 
     def label(self, party: Party, *, note: str | None = None) -> LabelRecord:
-        """A fault label of this conversation (with its run and failed checks), by the
-        current user, now."""
+        """A fault label of this conversation (with its run and checks), by the current user."""
         return new_label(
             self.case,
             FAULT_CHECK,
@@ -134,7 +129,7 @@ def judged_items(cases: Sequence[CaseResult]) -> list[LabelItem]:
 
 def fault_items(cases: Sequence[CaseResult]) -> list[FaultItem]:
     """Every failed conversation with a fault, in run order: only samples whose checks
-    failed, since the rules, not the reviewer, blame an error or a timeout."""
+    failed (the rules, not the reviewer, blame an error or a timeout)."""
     return [
         FaultItem(*where, sample.fault, sample.run.conversation)
         for where, sample in _samples(cases)
@@ -151,9 +146,8 @@ def _flaky(case: CaseResult) -> bool:
 
 
 def label_queue(cases: Sequence[CaseResult], store: LabelStore) -> list[QueueItem]:
-    """The judged outputs and failed conversations of a run, the most useful to label first:
-    unlabelled, then flaky cases, then the judges' closest calls, then the faults the
-    reviewer decided, last those the rules decided; ties keep run order."""
+    """A run's items, most useful first: unlabelled, flaky cases, the judges' closest calls,
+    faults the reviewer decided, last those the rules decided; ties in run order."""
     items: list[QueueItem] = [*judged_items(cases), *fault_items(cases)]
     labelled = {record.key for record in store}
 
@@ -168,8 +162,7 @@ def label_queue(cases: Sequence[CaseResult], store: LabelStore) -> list[QueueIte
 
 @dataclass(frozen=True, slots=True)
 class LabelProgress:
-    """How many of a run's `total` judged outputs are `labelled`, and of its `faults`
-    failed conversations, `faults_labelled`."""
+    """How many of a run's judged outputs (`total`) and faults are labelled."""
 
     labelled: int
     total: int

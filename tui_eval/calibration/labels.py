@@ -1,10 +1,7 @@
-"""Human labels of judged outputs: `<suite folder>/__labels__/<suite name>.jsonl`.
-
-One JSON object a line (DESIGN §8): the case, check, the agent's output (and optionally its
-stored run), the label, who gave it and when. A failed conversation's fault is labelled the
-same way, with the check `"fault"` and the party as the label. The file sits beside the
-suite and reads well in a diff: a new label is appended, relabelling replaces its line in
-place, and every write merges with what is on disk under a lock.
+"""Human labels of judged outputs: `<suite folder>/__labels__/<suite name>.jsonl`, one
+`LabelRecord` a line (DESIGN §8; a fault label: check `"fault"`, the party as label). It reads
+well in a diff: a new label is appended, relabelling replaces its line in place, and every
+write merges with what is on disk under a lock.
 """
 
 from __future__ import annotations
@@ -33,8 +30,7 @@ LABELS_FOLDER = "__labels__"
 
 Score = Annotated[float, pydantic.Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Label: TypeAlias = Literal["pass", "fail"] | Party | Score
-"""A human label: "pass", "fail", or a score in 0..1 (for scored rubrics); for the fault
-check, who failed the conversation: "user", "agent" or "environment"."""
+"""A human label: "pass", "fail", a score in 0..1, or (for the fault check) a party."""
 
 
 class LabelsFileError(TuiEvalError, ValueError):
@@ -45,13 +41,10 @@ class LabelRecord(pydantic.BaseModel):
     """One labelled output: a line of the labels file.
 
     Attributes:
-        case: the case's name.
         check: the judged check's name (`"fault"` for a conversation's fault).
         output: the agent's final output, as JSON.
-        label: "pass", "fail", or a score in 0..1; a fault label names the party.
-        labeler: who labelled it, and labelled_at: when (Unix time); None: not recorded.
+        labelled_at: when (Unix time); None: not recorded.
         run: the stored agent run the judge reads (None: the output and the case's input).
-        note: the labeller's note.
         checks: a fault label's check results, which the reviewer reads (None: not stored).
     """
 
@@ -88,8 +81,7 @@ class LabelRecord(pydantic.BaseModel):
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """What the label is about: case, check and output — and, for a fault label, the
-        conversation (relabelling it replaces it)."""
+        """What the label is about (`label_key`): relabelling it replaces it."""
         conversation = self.run.conversation if self.run is not None else None
         return label_key(self.case, self.check, self.output, conversation)
 
@@ -104,8 +96,7 @@ class LabelRecord(pydantic.BaseModel):
         return None if isinstance(self.label, str) else float(self.label)
 
     def passed(self, threshold: float = SCORE_PASS) -> bool:
-        """Whether the human passed the output: "pass", or a score reaching `threshold`
-        (False for a fault label: it is not a verdict on the output)."""
+        """Whether the human passed the output: "pass", or a score reaching `threshold`."""
         if isinstance(self.label, str):
             return self.label == "pass"
         return float(self.label) >= threshold - 1e-12
@@ -117,9 +108,8 @@ _PARTY_NAMES = ", ".join(repr(party) for party in PARTIES[:-1]) + f" or {PARTIES
 def label_key(
     case: str, check: str, output: Any, conversation: Conversation | None = None
 ) -> tuple[str, str, str]:
-    """The identity of a labelled output: its case, check and output (as canonical JSON);
-    for a fault label, what each turn's user and agent said too (two conversations that
-    end on the same words are two labels)."""
+    """The identity of a labelled output: case, check and output as canonical JSON (for a
+    fault label, every turn too: two conversations ending alike are two labels)."""
     about = json_safe(output)
     if check == FAULT_CHECK and conversation is not None:
         said = [[turn.user, turn.reply, turn.error] for turn in conversation.turns]
@@ -167,8 +157,7 @@ def labels_path(suite: Suite) -> Path:
 
 
 def earlier_labels_path(suite: Suite) -> Path | None:
-    """`suite`'s labels file as an earlier version named it (`chat_en.jsonl` for `chat/en`),
-    while there is none at `labels_path`: read in place, moved by the first write."""
+    """`suite`'s labels file as an earlier version named it, while none is at `labels_path`."""
     path = labels_path(suite)
     cases = {case.label for case in suite.cases}
 
@@ -184,11 +173,11 @@ def earlier_labels_path(suite: Suite) -> Path | None:
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:
-    """Every label in the file, in file order (none when it is missing); a line labelling
-    an output labelled above replaces it (a file merged by hand).
+    """Every label in the file, in order (none when it is missing); a later line about the
+    same output replaces an earlier one (a file merged by hand).
 
     Raises:
-        LabelsFileError: a line is not a label; the message names the file and line.
+        LabelsFileError: a line is not a label.
     """
     target = Path(path)
     try:
@@ -228,8 +217,8 @@ escapes none of them, so they are written escaped (they only ever occur in strin
 
 
 def record_line(record: LabelRecord) -> str:
-    """The record as one line of the labels file (`run`, `note` and `checks` only when
-    present, so a minimal hand-written line and a written one look alike)."""
+    """The record as one line of the file (`run`, `note`, `checks` only when present, so a
+    hand-written line and a written one look alike)."""
     document = record.model_dump(mode="json", fallback=repr)
     optional = ("run", "note", "checks")
     kept = {k: v for k, v in document.items() if v is not None or k not in optional}
@@ -240,18 +229,12 @@ def record_line(record: LabelRecord) -> str:
 
 
 class LabelStore:
-    """A suite's labels: read once, and every change merged into the file on disk.
-
-    Each change re-reads the file under its folder's lock (unless it is as this store last
-    wrote it) and writes it with this store's changes, so two stores on one file keep each
-    other's labels.
+    """A suite's labels, read once; each change is merged into the file on disk under its
+    folder's lock, so two stores on one file keep each other's labels.
 
     Example:
         >>> store = LabelStore.of(suite)  # doctest: +SKIP
         >>> store.put(new_label("refund", "llm_judge", "Sorry…", "fail", labeler="ana"))  # doctest: +SKIP
-
-    Attributes:
-        path: the labels file.
     """
 
     def __init__(
@@ -259,13 +242,11 @@ class LabelStore:
     ) -> None:
         self.path = Path(path)
         self.earlier = earlier
-        """The file an earlier version named for the suite, read while `path` does not
-        exist and removed by the first write."""
+        """The file an earlier version named for the suite, removed by the first write."""
         self._records: dict[tuple[str, str, str], LabelRecord] = {r.key: r for r in records}
         self._unsaved: dict[tuple[str, str, str], LabelRecord | None] = {}
         self._synced: bytes | None = None
-        """A digest of the file as this store last read or wrote it (None: read it again
-        before writing)."""
+        """A digest of the file as this store last read or wrote it (None: unknown)."""
 
     @classmethod
     def load(cls, path: str | Path) -> LabelStore:
@@ -306,8 +287,8 @@ class LabelStore:
         return self._records.get(key)
 
     def put(self, record: LabelRecord) -> LabelRecord | None:
-        """Label an output (replacing its earlier label in place) and write the file. The
-        earlier note is kept unless `record` brings one; the same label again changes nothing.
+        """Label an output (in its earlier label's place, keeping its note unless `record`
+        brings one) and write the file; the same label again changes nothing.
 
         Returns:
             The label it replaced, if any (give it to `restore` to undo).

@@ -1,7 +1,5 @@
-"""What a calibration found: each labelled output with the judge's verdict (`JudgedLabel`)
-or error (`UnjudgedLabel`), each labelled conversation with the fault reviewer's verdict
-(`ReviewedLabel`), and the agreement figures (`Calibration`), computed by
-`tui_eval.stats.agreement`."""
+"""What a calibration found: labelled outputs with the judge's verdict or error, labelled
+conversations with the fault reviewer's, and the agreement figures (`Calibration`)."""
 
 from __future__ import annotations
 
@@ -35,15 +33,7 @@ def _about(record: LabelRecord, suite: str) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class JudgedLabel:
-    """One labelled output with the judge's verdict on it now.
-
-    Attributes:
-        record: the human label, as stored.
-        human_passed: the human's verdict ("pass", or a score reaching the threshold).
-        judge: the check's result, judged again (a jury's holds every judge's verdict).
-        threshold: the check's passing score.
-        suite: the suite of the label.
-    """
+    """One labelled output (`record`) with the judge's verdict on it now (`judge`)."""
 
     record: LabelRecord
     human_passed: bool
@@ -74,8 +64,7 @@ class JudgedLabel:
 
 @dataclass(frozen=True, slots=True)
 class UnjudgedLabel:
-    """A labelled output the judge gave no verdict on (it raised, timed out, or replied no
-    verdict): `error` says why; never counted as a verdict."""
+    """A labelled output the judge gave no verdict on; `error` says why."""
 
     record: LabelRecord
     error: str
@@ -88,8 +77,7 @@ class UnjudgedLabel:
 
 @dataclass(frozen=True, slots=True)
 class ReviewedLabel:
-    """One labelled conversation with who is blamed for it now: the fault reviewer's
-    `fault`, or the rules' (`fault.by == "rule"`: left out of the reviewer's figures)."""
+    """One labelled conversation with who is blamed now (by the rules: not the reviewer's)."""
 
     record: LabelRecord
     fault: Fault
@@ -113,35 +101,25 @@ class ReviewedLabel:
 
 @dataclass(slots=True, kw_only=True)
 class Calibration:
-    """How far a judge agrees with human labels — or, with `kind` "fault", how far the
-    fault reviewer agrees with the humans on who failed each labelled conversation.
+    """How far a judge (with `kind` "fault": the fault reviewer) agrees with human labels.
 
     Attributes:
         n: labelled outputs judged.
-        agreement: the share where judge and human reached the same verdict.
         kappa: Cohen's κ of the verdicts (NaN when undefined: `kappa_undefined` says why).
-        kappa_ci: a 95% interval for κ that holds at small label counts (`kappa_interval`,
-            seeded: reruns give the same).
+        kappa_ci: a seeded 95% interval for κ that holds at small counts (`kappa_interval`).
         labels_needed: about how many labels an interval of ±0.1 needs (None: κ undefined).
         weighted_kappa: quadratic weighted κ of score labels against the judge's scores.
         tpr, tnr: of the outputs humans passed (failed), the share the judge passed (failed).
         confusion: `{"tp", "fp", "fn", "tn"}`, judge against human (human pass = positive).
-        disagreements: the labelled outputs where judge and human differ.
         by_check: the same per check name; `by_check["fault"]` is the fault reviewer's.
         judges_alpha: Krippendorff's α of a jury's verdicts (None: no jury).
         judges: each juror's own calibration, by judge name.
-        judged: every labelled output with its verdict, in label order.
         skipped: labels that could not be judged (their case or check is gone), and why.
-        errors: labelled outputs the judge gave no verdict on: out of every figure, and
-            they fail the gate.
+        errors: labelled outputs without a verdict: out of every figure, failing the gate.
         judge_requests, cached_requests: judge requests made, and those the cache answered.
-        cost: dollars the judges spent, when priced.
         stopped: why judging stopped early (`max_cost`), if it did.
-        kind: `"judge"` or `"fault"`. A fault calibration's κ is over the three parties; it
-            has no interval, `labels_needed`, TPR/TNR or `confusion` (NaN, None, `{}`), and
-            `party_confusion`, `{human's party: {reviewer's party: count}}`, instead.
-        reviewed: every labelled conversation the reviewer decided, with its verdict.
-        reviewer_disagreements: those where reviewer and human name different parties.
+        kind: `"judge"` or `"fault"`: κ over the three parties, `party_confusion` (`{human's
+            party: {reviewer's: count}}`) instead of an interval, TPR/TNR and `confusion`.
         rule_decided: the labelled conversations the rules decided (counted apart).
     """
 
@@ -179,9 +157,8 @@ class Calibration:
         faults: Sequence[ReviewedLabel] | None = None,
         seed: int = 0,
     ) -> Calibration:
-        """The agreement figures of these judged labels (per check and per juror too), and
-        of the fault reviewer on `faults` (None: no fault labels) as `by_check["fault"]` —
-        the figures themselves when no judged label is given."""
+        """The figures of these judged labels (per check and juror too), and of the fault
+        reviewer on `faults` as `by_check["fault"]` (the figures themselves without labels)."""
         if faults is not None and not judged:
             calibration = _fault_statistics(faults, seed=seed)
             calibration.by_check = {FAULT_CHECK: _fault_statistics(faults, seed=seed)}
@@ -219,8 +196,7 @@ class Calibration:
 
     @property
     def reviewer(self) -> Calibration | None:
-        """The fault reviewer's calibration: this one (`kind` "fault"), or the one in
-        `by_check["fault"]` (None: no fault labels were calibrated)."""
+        """The fault reviewer's calibration: this one, or `by_check["fault"]` (None: none)."""
         if self.kind == "fault":
             return self
         return self.by_check.get(FAULT_CHECK)
@@ -244,8 +220,7 @@ class Calibration:
         return "the judge gave one verdict only"
 
     def failing_kappas(self, min_kappa: float) -> list[str]:
-        """The κs a `--min-kappa` gate fails ("κ", "the fault reviewer's κ"), each gated on
-        its own: below it, or undefined (fails closed)."""
+        """The κs a `--min-kappa` gate fails, each on its own: below it, or undefined."""
         failing = []
         if math.isnan(self.kappa) or self.kappa < min_kappa:
             failing.append("the fault reviewer's κ" if self.kind == "fault" else "κ")
@@ -255,8 +230,7 @@ class Calibration:
         return failing
 
     def passes(self, min_kappa: float | None = None) -> bool:
-        """Whether the calibration passes a CI gate: no judge error, and κ reaches
-        `min_kappa` when given."""
+        """Whether it passes a CI gate: no judge error, and κ reaches `min_kappa` if given."""
         return not self.errors and (min_kappa is None or not self.failing_kappas(min_kappa))
 
     def as_dict(self) -> dict[str, Any]:
@@ -295,9 +269,7 @@ class Calibration:
         return document
 
     def summary(self) -> str:
-        """A few lines for a terminal: κ with its interval, agreement, TPR/TNR, the matrix,
-        how many labels a ±0.1 interval needs, and the labels the judge erred on; then the
-        fault reviewer's κ, agreement and matrix by party, when it was calibrated."""
+        """A few lines for a terminal: figures, the labels the judge erred on, the reviewer's."""
         if self.kind == "fault":
             return self._reviewer_summary()
         c = self.confusion
@@ -334,8 +306,7 @@ class Calibration:
         return "\n".join(lines)
 
     def _reviewer_summary(self) -> str:
-        """The fault reviewer's lines: κ, agreement, the matrix by party (rows the human's
-        party, columns the reviewer's), and what was left out."""
+        """The fault reviewer's lines (the matrix: rows the human's party, columns its own)."""
         lines = [
             f"fault reviewer: {counted(self.n, 'labelled conversation')} · {self._kappa_text()} · "
             f"agreement {_pct(self.agreement)}"
@@ -398,9 +369,8 @@ _ROW_WIDTH = len(_MATRIX_CORNER)
 
 
 def _fault_statistics(faults: Sequence[ReviewedLabel], *, seed: int) -> Calibration:
-    """The fault reviewer's agreement with the humans over the three parties, on the
-    conversations the rules did not decide. κ is NaN when the humans or the reviewer named
-    one party only: no agreement beyond chance can be measured then."""
+    """The fault reviewer's agreement over the three parties, where the rules did not
+    decide; κ is NaN when either side named one party only (no chance-corrected measure)."""
     reviewed = [f for f in faults if f.fault.by != "rule"]
     human = [str(r.record.label) for r in reviewed]
     verdicts = [r.fault.party for r in reviewed]

@@ -1,5 +1,4 @@
-"""Checks: the check protocol (a check gets the run, and its `CheckContext` if it takes one),
-built-in matchers, combinators and the LLM judge."""
+"""Checks: the check protocol, built-in matchers, combinators and the LLM judge."""
 
 from tui_eval.checks.base import Check, CheckContext, CheckResult, check_name, run_check
 from tui_eval.checks.choice import choice

@@ -21,8 +21,7 @@ CheckOutcome: TypeAlias = "CheckResult | bool | float | Awaitable[CheckResult | 
 Check: TypeAlias = (
     "Callable[[RunResult], CheckOutcome] | Callable[[RunResult, CheckContext], CheckOutcome]"
 )
-"""A check: a callable taking the `RunResult` (and, if it has a second positional parameter,
-the `CheckContext`)."""
+"""A callable taking the `RunResult` (and the `CheckContext`, if it takes a second argument)."""
 
 SCORE_PASS = 0.5
 """A check that returns a bare float passes when the score is at least this."""
@@ -30,8 +29,7 @@ SCORE_PASS = 0.5
 
 @dataclass(slots=True)
 class JudgeVerdict:
-    """One `judge`'s verdict within a jury (`llm_judge(..., model=[m1, m2, m3])`): whether
-    it alone `passed` the output, its `score` (None: no valid verdict) and `reasoning`."""
+    """One juror's verdict within a jury; `score` None: no valid verdict."""
 
     judge: str
     passed: bool
@@ -44,12 +42,10 @@ class CheckResult:
     """The outcome of one check on one sample.
 
     Attributes:
-        name: the check's name (`contains`, `llm_judge`, your function's name...).
         score: 0..1; 1.0 or 0.0 for pass/fail checks.
         reason: why it failed (a judge's reasoning) in words a person can act on.
         usage: model usage the check itself spent (the judge's tokens), if any.
         threshold: the lowest passing score, for a scored check that has one (a judge).
-        verdicts: every juror's own verdict, for a jury.
     """
 
     name: str
@@ -81,8 +77,7 @@ def fail(name: str, reason: str) -> CheckResult:
 
 @dataclass(frozen=True, slots=True)
 class CheckContext:
-    """What a check may know besides the run: the case and the sample it checks, handed to
-    every check that takes a second positional parameter.
+    """The case and sample a check checks, for a check that takes a second parameter.
 
     Example:
         >>> def close_to_expected(run: RunResult, ctx: CheckContext) -> bool:
@@ -134,10 +129,8 @@ _TAKES_CONTEXT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary
 
 
 def takes_context(check: Any) -> bool:
-    """Whether the check is called with a `CheckContext` too: when its `takes_context`
-    attribute says so, else when its second positional parameter has no default
-    (`def check(run, ctx)`, not `def check(run, limit=100)`). Memoised per check, or per
-    class for instances of a class: the runner asks once per case."""
+    """Whether the check gets a `CheckContext`: its `takes_context` attribute, else a second
+    positional parameter without default (`check(run, ctx)`, not `check(run, limit=100)`)."""
     declared = getattr(check, "takes_context", None)
     if isinstance(declared, bool):
         return declared
@@ -164,9 +157,7 @@ def _second_parameter_required(check: Any) -> bool:
 
 
 def normalise(name: str, value: Any) -> CheckResult:
-    """Turn what a check returned into a `CheckResult`: a bool passes or fails, a number is
-    a score in 0..1 (passing from `SCORE_PASS`); anything else (a string such as "false",
-    None, a score outside 0..1) fails the check, never passes."""
+    """What a check returned as a `CheckResult`; anything but a bool or a score in 0..1 fails."""
     if isinstance(value, CheckResult):
         if value.score is not None and not _in_unit_range(value.score):
             return _misused(name, f"a CheckResult with score {value.score!r}, outside 0..1")
@@ -205,13 +196,7 @@ def failed_by_exception(name: str, exc: BaseException) -> CheckResult:
 async def run_check(
     check: Check, result: RunResult, context: CheckContext | None = None
 ) -> CheckResult:
-    """Run one check and normalise its outcome; an exception fails only this check.
-    `context` goes to a check that takes one (default: an empty `CheckContext()`).
-
-    Example:
-        >>> await run_check(contains("Paris"), run)  # doctest: +SKIP
-        CheckResult(name='contains', passed=True, score=1.0, reason='')
-    """
+    """Run one check and normalise its outcome; an exception fails only this check."""
     outcome = call_check(check, result, context)
     if isinstance(outcome, CheckResult):
         return outcome
@@ -225,9 +210,7 @@ def call_check(
     *,
     with_context: bool | None = None,
 ) -> CheckResult | Awaitable[Any]:
-    """Call a check exactly once: its result when it answered at once, else the awaitable
-    it returned (finish it with `settle_check`). `with_context`: whether it takes the
-    context, when the caller has decided it already (once per case)."""
+    """Call a check exactly once: its result, or the awaitable it returned (`settle_check`)."""
     if with_context is None:
         with_context = takes_context(check)
     call: Callable[..., Any] = check
@@ -260,9 +243,8 @@ async def settle_check(check: Check, pending: Awaitable[Any]) -> CheckResult:
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """Annotation metadata for a check parameter whose Python type is not what a YAML suite
-    writes: the declarative `type` (or its source text, `Check` standing for a nested check
-    spec) and the YAML `key`, when it differs from the parameter's name.
+    """Annotation metadata for a check parameter whose Python type is not what YAML writes:
+    the declarative `type` (`Check`: a nested check spec) and the YAML `key`, if different.
 
     Example:
         >>> model: Annotated[ModelLike | None, Declared("str | None")] = None  # doctest: +SKIP

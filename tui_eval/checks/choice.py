@@ -1,8 +1,7 @@
-"""`choice`: a multiple-choice answer, read the way Inspect's `choice()` scorer reads it, so
-an imported Inspect dataset keeps its verdicts: the last line starting `ANSWER:` (else the
-last `ANSWER:` anywhere) gives the letters — one, or several written `B, C`, `B C`, `BC` or
-`B and C` — which must be exactly the expected ones (case and a trailing `.` ignored).
-"""
+"""`choice`: a multiple-choice answer, read as Inspect's `choice()` scorer reads it (so an
+imported Inspect dataset keeps its verdicts): the last line starting `ANSWER:` (else the last
+`ANSWER:` anywhere) gives the letters (`B`, `B, C`, `B C`, `BC`, `B and C`), which must be
+exactly the expected ones (case and a trailing `.` ignored)."""
 
 from __future__ import annotations
 
@@ -29,12 +28,11 @@ class choice:
     """The reply selects exactly the expected choice(s) on its `ANSWER:` line.
 
     Example:
-        >>> Case(prompt, checks=[choice("B", options=4)])  # doctest: +SKIP
         >>> choice(["B", "C"], options=4)  # several correct: "ANSWER: B, C" passes
 
     Args:
         answer: the correct choice's letter, or a list of them when several are correct.
-        options: how many choices the question offers (lettered A, B, C, …).
+        options: how many choices the question offers.
         multiple: whether the reply may select several (default: when `answer` has several).
     """
 

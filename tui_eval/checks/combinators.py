@@ -1,5 +1,4 @@
-"""Combinators: several checks judged as one. Each hands its `CheckContext` on to the
-checks inside it, so `all_of(equals_expected(), ...)` reads the case as a check alone would."""
+"""Combinators: several checks judged as one, each handing its `CheckContext` on to them."""
 
 from __future__ import annotations
 

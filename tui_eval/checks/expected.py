@@ -1,9 +1,5 @@
-"""Checks against the case's own `expected` value, and the stop reason of the model.
-
-`equals_expected()` and `matches_expected()` read the expected value of the case whose
-sample they check from the `CheckContext` the runner hands them, so one check object can
-sit in a suite's `checks` and serve every case.
-"""
+"""Checks against the case's own `expected` value (read from the `CheckContext`, so one
+check object in a suite's `checks` serves every case), and the model's stop reason."""
 
 from __future__ import annotations
 
@@ -38,11 +34,7 @@ class equals_expected:
     """The output equals the case's `expected` value.
 
     A structured output (a pydantic model, a dataclass, or JSON text when the expected
-    value is not a string) is compared as plain data.
-
-    Example:
-        >>> Case("2 + 2?", expected="4", checks=[equals_expected()])  # doctest: +SKIP
-    """
+    value is not a string) is compared as plain data."""
 
     name: str = "equals_expected"
     takes_context: ClassVar[bool] = True
@@ -91,11 +83,7 @@ class matches_expected:
 
 class stop_reason:
     """The model's last response ended for one of `reasons` (`stop`, `length`,
-    `content_filter`, `tool_calls`, `refusal`).
-
-    Example:
-        >>> stop_reason("stop")  # doctest: +SKIP  - not cut off, not refused
-    """
+    `content_filter`, `tool_calls`, `refusal`)."""
 
     __slots__ = ("name", "reasons")
 

@@ -1,20 +1,13 @@
 """Who failed a conversation: the user (simulator), the agent, or the environment.
 
-Every failed conversation gets a `Fault`: the party, the first critical turn, and a reason.
-Rules decide first, the earliest critical turn winning:
-
-- the environment: a tool that raised (and was not called again successfully), the
-  agent's or the user's model failing (an API error after retries), a state that could
-  not be copied;
-- the user: a message breaking one of its `rules`, an empty message, its script or model
-  raising, or a stop while the agent was waiting for its answer (the agent's last reply
-  asked a question, and its last turn changed no state);
-- the agent: a call with invalid arguments or of an unknown tool, or the agent raising.
-
-When no rule decides, a reviewer model reads the transcript (`User.reviewer`, a simulated
-user's own model, else `$TUI_EVAL_JUDGE_MODEL`); without one, the failure is the agent's
-(`by="default"`). A fault blaming the user leaves the sample out of pass rates by default
-(`RunSettings.count_user_faults` keeps it in).
+Rules decide first, the earliest critical turn winning. The environment: a tool that raised
+(and was not retried successfully), a model failing after retries, a state that could not be
+copied. The user: a message breaking its `rules`, an empty message, its script or model
+raising, a stop while the agent awaited its answer (a question, and no state changed). The
+agent: an invalid or unknown tool call, or raising. Else a reviewer model reads the
+transcript (`User.reviewer`, else `$TUI_EVAL_JUDGE_MODEL`); without one the agent is blamed
+(`by="default"`). A user's fault leaves the sample out of pass rates unless
+`RunSettings.count_user_faults`.
 """
 
 from __future__ import annotations
@@ -49,9 +42,8 @@ _AGENT_CALL_ERRORS = ("invalid arguments", "unknown tool")
 
 @dataclass(slots=True)
 class Fault:
-    """Who failed a conversation: the `party` (`"user"`, `"agent"` or `"environment"`), the
-    first critical `turn` (from 1; None: not placed), the `reason`, what decided it (`by`:
-    `"rule"`, `"reviewer"` or `"default"`) and the reviewer's `usage`."""
+    """Who failed a conversation (`party`), at which critical `turn` (from 1; None: not
+    placed), why, and what decided it (`by`: `"rule"`, `"reviewer"` or `"default"`)."""
 
     party: str
     turn: int | None = None
@@ -168,9 +160,8 @@ def default_fault(
     checks: Sequence[CheckResult],
     expected_states: Sequence[state_equals] = (),
 ) -> Fault:
-    """The agent's fault, placed at the first turn that changed a path where the final
-    state differs from one of `expected_states` (the case's `state_equals` checks), else at
-    the last turn."""
+    """The agent's fault, at the first turn changing a path that ends unlike `expected_states`
+    (else the last turn)."""
     conversation = run.conversation if run is not None else None
     failing = [c for c in checks if not c.passed]
     reason = (
@@ -244,8 +235,7 @@ async def attribute_fault(
     status: str = "failed",
     expected_states: Sequence[state_equals] = (),
 ) -> Fault:
-    """Who failed this conversation: the rules, then the reviewer, then the agent (placed
-    by `expected_states`, the case's `state_equals` checks)."""
+    """Who failed this conversation: the rules, then the reviewer, then the agent."""
     found = rule_fault(run, checks, error, status=status)
     if found is not None:
         return found

@@ -59,8 +59,7 @@ AGGREGATES: tuple[Aggregate, ...] = ("majority", "mean", "min")
 
 @dataclass(frozen=True, slots=True)
 class JudgeAnswer:
-    """One `judge`'s answer: its `verdict` (None: no valid verdict, or no model set), the
-    `reasoning` (or why there is no verdict) and the `usage` asking it spent."""
+    """One judge's answer; `verdict` None (no valid verdict or model): `reasoning` says why."""
 
     judge: str
     verdict: Verdict | None
@@ -71,13 +70,7 @@ class JudgeAnswer:
 class llm_judge:
     """Judge the output against a rubric with another model, or with a jury of models.
 
-    The judge runs at temperature 0 with `Verdict` as its output type; a reply that is not
-    a valid verdict fails the check.
-
-    Example:
-        >>> llm_judge("Polite, actionable, proposes one concrete next step.")  # doctest: +SKIP
-        >>> llm_judge("Polite.", model=["openai:gpt-4o", "anthropic:claude-sonnet-4-5",
-        ...                             "openai:gpt-4o-mini"], aggregate="majority")  # doctest: +SKIP
+    The judge runs at temperature 0; a reply that is not a valid `Verdict` fails the check.
 
     Args:
         rubric: what a good answer does, in plain words.
@@ -218,9 +211,7 @@ class llm_judge:
         return JudgeAnswer(name, verdict, verdict.reasoning, result.usage)
 
     async def answers(self, run: RunResult) -> list[JudgeAnswer]:
-        """Every judge's answer on `run`, in order (a jury's asked concurrently); `decide()`
-        turns them into the check's result (calibration reads them first: no verdict is an
-        error there, never a "fail"). A provider's exception propagates."""
+        """Every judge's answer on `run`, in order (a jury's asked concurrently)."""
         prompt = self.prompt(run)
         if not self.is_jury:
             return [await self._answer(0, prompt)]
@@ -283,8 +274,7 @@ class llm_judge:
 async def ask_judge(
     model: ModelLike, instructions: str, output_type: type[Any], name: str, prompt: str
 ) -> RunResult:
-    """One reply of `model` acting as a judge: at temperature 0, in one turn, validated as
-    `output_type` (`AgentRunError` when it is not one)."""
+    """One reply of `model` as a judge at temperature 0, validated as `output_type`."""
     agent = Agent(
         model,
         instructions=instructions,
@@ -320,10 +310,8 @@ def _model_name(model: ModelLike | None) -> str:
 
 def name_unnamed_judges(checks: Sequence[Any]) -> list[Any]:
     """A case's checks, each unnamed `llm_judge` (copied) named after its rubric when the
-    case has several, so they report and are labelled apart: `llm_judge[Polite, names the
-    capital]`, with a short hash when two rubrics start alike. A name depends on the judge
-    alone, never its position, so a label never moves to another judge.
-    """
+    case has several (`llm_judge[Polite, names the capital]`, a short hash when two start
+    alike): a name never depends on position, so a label never moves to another judge."""
     unnamed = [
         i for i, c in enumerate(checks) if isinstance(c, llm_judge) and c.name == DEFAULT_NAME
     ]

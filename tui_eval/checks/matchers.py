@@ -18,11 +18,7 @@ from tui_eval.util.text import one_line, value_text
 
 @dataclass(eq=False, slots=True)
 class contains:
-    """The output contains `value` (optionally ignoring case).
-
-    Example:
-        >>> Case("Capital of France?", checks=[contains("Paris")])  # doctest: +SKIP
-    """
+    """The output contains `value` (optionally ignoring case)."""
 
     value: str
     ignore_case: bool = False
@@ -105,11 +101,9 @@ def _as_mapping(value: Any) -> Mapping[str, Any] | None:
 
 
 def subset_mismatch(spec: Any, actual: Any, path: str = "") -> str | None:
-    """Where `actual` fails the recursive subset `spec`, or `None` when it matches.
-
-    Dicts match when every key of the spec matches (extra keys ignored); lists need the
-    same length and matching items; callables are predicates; anything else is equality.
-    """
+    """Where `actual` fails the recursive subset `spec` (None: it matches): dicts by the
+    spec's keys (extra keys ignored), lists item by item at equal length, callables as
+    predicates, anything else by equality."""
     here = path or "output"
     if callable(spec) and not isinstance(spec, type):
         try:
@@ -181,11 +175,7 @@ def _called(run: RunResult) -> str:
 
 
 class tool_called:
-    """A tool named `name` was called, optionally with arguments matching a subset.
-
-    Example:
-        >>> tool_called("add", a=2)  # doctest: +SKIP
-    """
+    """A tool named `name` was called, optionally with arguments matching a subset."""
 
     __slots__ = ("args", "name", "tool")
 
@@ -229,8 +219,7 @@ class tool_not_called:
 class tool_sequence:
     """The called tool names equal `names` in order (or as a set when `strict_order=False`).
 
-    An empty `names` means no tool may be called.
-    """
+    An empty `names` means no tool may be called."""
 
     names: Sequence[str]
     strict_order: bool = True
@@ -262,10 +251,8 @@ class max_turns:
 class max_tokens:
     """The agent run used at most `n` tokens (input + output; the judge's are not counted).
 
-    An agent that reports no usage (a plain function returning a string) fails it: its
-    tokens are unknown, not zero. Return the SDK's response (a `ChatCompletion`, a
-    pydantic-ai result...) or a `RunResult` with its `usage` to have them counted.
-    """
+    An agent that reports no usage fails it (unknown is not zero): return the SDK's response
+    or a `RunResult` with its `usage` to have them counted."""
 
     n: int
     name: str = "max_tokens"
@@ -316,11 +303,7 @@ class no_error:
 @dataclass(eq=False, slots=True)
 class is_instance:
     """The output is an instance of a type named `type_name` (its class or any base class
-    has that name: `str`, `dict`, `int`, or a pydantic model's class name).
-
-    Example:
-        >>> is_instance("WeatherReport")  # doctest: +SKIP
-    """
+    has that name: `str`, `dict`, `int`, or a pydantic model's class name)."""
 
     type_name: str
     name: str = "is_instance"

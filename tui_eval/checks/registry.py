@@ -1,10 +1,7 @@
-"""Built-in checks by name, for declarative suites — validated from each check's signature.
-
-A suite names checks as one-key mappings: `{contains: Paris}` or `{contains: {value: paris,
-ignore_case: true}}`. The keys, types, defaults and which one the short form fills are read
-from the check's own signature (no second validator to drift; the JSON schema comes from the
-same types): `Check` reads as a nested check spec, `Sequence` as a list, and `Declared(...)`
-says where the Python type is not what YAML writes.
+"""Built-in checks by name for declarative suites (`{contains: Paris}`, `{contains: {value:
+paris, ignore_case: true}}`), validated from each check's own signature so no second
+validator drifts (the JSON schema comes from the same types): `Check` reads as a nested
+check spec, `Sequence` as a list, `Declared(...)` where the type is not what YAML writes.
 """
 
 from __future__ import annotations
@@ -80,8 +77,7 @@ class _Entry:
 
 
 def _evaluate(annotation: Any, factory: type) -> Any:
-    """A string annotation evaluated with the check module's own names (as Python would),
-    with `Check` standing for a nested check spec."""
+    """A string annotation evaluated in the check's module, `Check` as a nested check spec."""
     if not isinstance(annotation, str):
         return annotation
     namespace = {**vars(sys.modules[factory.__module__]), "Check": "CheckSpec"}
@@ -214,8 +210,8 @@ def check_names() -> list[str]:
 
 
 def build_check(spec: Any, *, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Check:
-    """The check a validated `CheckSpec` value describes; `defaults`, per check name, fill
-    the arguments the spec leaves unset (a suite's `judge_model` for `llm_judge`).
+    """The check a validated `CheckSpec` describes; `defaults` (per check name) fill the
+    arguments it leaves unset (a suite's `judge_model` for `llm_judge`).
 
     Raises:
         CheckSpecError: the check rejected its arguments (for example, a bad regex).
@@ -250,8 +246,7 @@ def build_check(spec: Any, *, defaults: Mapping[str, Mapping[str, Any]] | None =
 
 
 def _to_python(value: Any, defaults: Any) -> Any:
-    """Nested check specs become checks, other models tuples of their fields (a
-    `WeightedItem` becomes the `(check, weight)` pair `weighted` takes)."""
+    """Nested check specs as checks, other models as tuples (`WeightedItem`: `(check, w)`)."""
     if isinstance(value, list):
         return [_to_python(item, defaults) for item in value]
     if isinstance(value, pydantic.BaseModel):

@@ -1,11 +1,8 @@
-"""`tui-eval import inspect FILE -o SUITE.yaml`: Inspect datasets and eval logs as suites
-(README: "Agents from other frameworks, traces and datasets").
-
-Each sample becomes a case (`input`, `target` as `expected`, `id` as its name,
-`metadata`), checked as Inspect would: a multiple-choice sample gets its choices in the
-input, as `multiple_choice()` shows them, and a `choice` check; another target an
-`includes()`-like `contains`; an eval log's own `choice` or `includes` scorer decides
-instead. Whatever has no tui-eval form is listed as not imported.
+"""`tui-eval import inspect`: Inspect datasets and eval logs as suites (README: "Agents from
+other frameworks, traces and datasets"). Each sample is a case (`target` as `expected`, `id`
+as its name), checked as Inspect would: multiple choice by its choices in the input (as
+`multiple_choice()` shows them) and a `choice` check, another target by an `includes()`-like
+`contains`, or as an eval log's own `choice` or `includes` scorer says.
 """
 
 from __future__ import annotations
@@ -41,8 +38,7 @@ def suite_from_inspect(source: Path) -> ImportedSuite:
     """The suite an Inspect dataset or eval log describes.
 
     Raises:
-        ImportSourceError: the file is none of the formats, or a sample cannot be imported;
-            the message names the file and the sample.
+        ImportSourceError: the file is none of the formats, or a sample cannot be imported.
     """
     read = read_source(source)
     if not read.records:
@@ -338,8 +334,7 @@ def _choices(raw: Any, record: Record) -> list[str]:
 
 
 def _letters(target: str | list[str], options: int) -> list[str] | None:
-    """The target's choice letters (as Inspect's `choice()` reads a target), or None
-    when it is not made of them."""
+    """The target's choice letters (as Inspect's `choice()` reads it), or None."""
     text = "".join(target) if isinstance(target, list) else target
     labels = {choice_letter(i) for i in range(options)}
     letters = list(dict.fromkeys(c.upper() for c in text if c not in ", "))

@@ -1,10 +1,7 @@
-"""Reading what a user passes to `tui-eval import inspect`: Inspect datasets and eval logs.
-
-Datasets come as JSON lines (`.jsonl`, one sample a line), JSON (`.json`: an array of
-samples, or one sample) or CSV (`.csv` with a header row; Inspect's default dialect);
-eval logs as `.eval` (a zip of JSON: `header.json` or `_journal/start.json`, and one
-`samples/ID_epoch_N.json` per sample and epoch) or `.json` (one object with `eval` and
-`samples`). Everything here is the standard library's `zipfile`, `json` and `csv`.
+"""Reading Inspect files with the standard library: datasets as `.jsonl`, `.json` (an array,
+or one sample) or `.csv` (a header row; Inspect's dialect); eval logs as `.eval` (a zip:
+`header.json` or `_journal/start.json`, `samples/ID_epoch_N.json` each) or `.json` (an
+object with `eval` and `samples`).
 """
 
 from __future__ import annotations
@@ -33,9 +30,8 @@ class Record:
     """One sample as the file holds it.
 
     Attributes:
-        label: how notes name it (`line 3`, `sample 2`, `sample 'q1'`).
+        label: how notes name it (`line 3`, `sample 'q1'`).
         where: how errors name it (`data.jsonl:3`, `log.eval: sample 'q1'`).
-        fields: the sample's fields.
         attachments: the log's stored contents that `attachment://HASH` values refer to.
     """
 
@@ -50,12 +46,9 @@ class InspectSource:
     """What a file holds: its samples, and for an eval log how they were run.
 
     Attributes:
-        records: the samples (one per sample id for a log: its first epoch).
-        is_log: whether this is an eval log (its scorers and solvers say how to check).
+        records: the samples (a log's: each id's first epoch).
         scorers: the log's scorers, as (name, options).
         solvers: the log's plan, as (solver, params).
-        epochs: how many times the log ran each sample.
-        model: the model the log evaluated.
         extra_columns: CSV columns that are not sample fields.
     """
 
@@ -72,8 +65,7 @@ def read_source(source: Path) -> InspectSource:
     """The samples of an Inspect dataset or eval log file, whichever it is.
 
     Raises:
-        ImportSourceError: the file cannot be read or is none of the formats; the message
-            says what the file is (when known) and what is expected.
+        ImportSourceError: the file cannot be read or is none of the formats.
     """
     try:
         data = source.read_bytes()

@@ -1,9 +1,5 @@
-"""`tui-eval import otel FILE -o SUITE.yaml`: a suite over recorded traces, one case per
-distinct first user message (or `tui_eval.case` name) of its agent runs, with no checks yet.
-
-A root span holding several agent runs counts each as a sample, and says so; a trace that
-is no run (no user message, no case name) is listed with why it is most likely there (see
-`tui_eval.suites.recorded`)."""
+"""`tui-eval import otel`: a suite over recorded traces (`tui_eval.suites.recorded`), one
+case per distinct first user message (or `tui_eval.case` name), with no checks yet."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""`tui-eval import pydantic-evals DATASET.yaml -o SUITE.yaml` (README: "Agents from other
-frameworks, traces and datasets"): cases and their evaluators as checks, dataset-level
-evaluators as the suite's `checks`. An `LLMJudge` with only a `score` becomes a judge at
-threshold 0 (it never fails a sample); one with neither output, any other evaluator, and
-options with no equivalent are listed as not imported.
-"""
+"""`tui-eval import pydantic-evals`: cases and their evaluators as checks, dataset-level ones
+as the suite's `checks`. An `LLMJudge` with only a `score` becomes a judge at threshold 0
+(it never fails a sample)."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ def suite_from_dataset(source: Path) -> ImportedSuite:
     """The suite a pydantic-evals dataset file describes.
 
     Raises:
-        ImportSourceError: the file cannot be read, is not a dataset, or holds a value of
-            the wrong shape; the message names the file and the place.
+        ImportSourceError: the file cannot be read, is not a dataset, or has a wrong shape.
     """
     raw = _read(source)
     if not isinstance(raw, Mapping) or not isinstance(raw.get("cases"), list):
@@ -245,8 +241,7 @@ class _Converter:
 
 
 def _parts(spec: Any) -> tuple[str, list[Any], dict[str, Any]] | None:
-    """An evaluator spec's name, positional and keyword arguments, in any of the forms
-    pydantic-evals writes: `Name`, `{Name: argument}`, `{Name: {keyword: value}}`."""
+    """An evaluator spec's name, args and kwargs from `Name`, `{Name: arg}`, `{Name: {k: v}}`."""
     if isinstance(spec, str):
         return spec, [], {}
     if isinstance(spec, Mapping) and len(spec) == 1:

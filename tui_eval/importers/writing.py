@@ -26,10 +26,8 @@ class ImportedSuite:
 
     Attributes:
         settings: suite-level keys (name, agent, recorded, checks...).
-        cases: the cases as YAML mappings.
         unmapped: what the source held that has no tui-eval form, one line each.
-        needs: what to set before the suite runs (a judge model the source named that
-            tui-eval cannot call...), one sentence each.
+        needs: what to set before the suite runs (a judge model tui-eval cannot call...).
     """
 
     settings: dict[str, Any] = field(default_factory=dict)

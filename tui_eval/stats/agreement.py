@@ -23,8 +23,7 @@ JEFFREYS = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Confusion:
-    """Judge verdicts against human labels, the human "pass" as the positive class (`tp`:
-    the judge passed what the human passed, `fp`: passed what the human failed...)."""
+    """Judge verdicts against human labels, the human "pass" as the positive class."""
 
     tp: int = 0
     fp: int = 0
@@ -76,9 +75,8 @@ class Confusion:
 
     @property
     def kappa(self) -> float:
-        """Cohen's κ of the table; NaN when the humans or the judge gave one verdict only
-        (scikit-learn gives 0 there, but no agreement beyond chance can be measured, so a
-        `--min-kappa` gate fails closed)."""
+        """Cohen's κ; NaN when either side gave one verdict only (scikit-learn's 0 there
+        would hide that nothing can be measured: a `--min-kappa` gate fails closed)."""
         if self.one_sided:
             return math.nan
         return _kappa(self.tp, self.fp, self.fn, self.tn)
@@ -101,9 +99,8 @@ def cohen_kappa(
     weights: str | None = None,
     labels: Sequence[Hashable] | None = None,
 ) -> float:
-    """Cohen's κ between two raters' labels of the same items, as scikit-learn's
-    `cohen_kappa_score`: with `weights="linear"` or `"quadratic"` disagreements weigh by
-    their distance in the order of `labels` (default: the sorted labels seen). NaN when
+    """Cohen's κ between two raters' labels, as scikit-learn's `cohen_kappa_score` (`weights`
+    by distance in the order of `labels`, default the sorted labels seen). NaN when
     undefined (no items, or chance agreement is perfect).
 
     Example:
@@ -135,8 +132,7 @@ def cohen_kappa(
 def _table(
     a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable] | None
 ) -> list[list[int]]:
-    """The k×k counts of the pairs (a[i], b[i]) over the categories `labels` (default: the
-    sorted labels seen); pairs outside them are not counted."""
+    """The k×k counts of the pairs (a[i], b[i]) within the categories `labels`."""
     if len(a) != len(b):
         raise ValueError(f"raters labelled different numbers of items: {len(a)} and {len(b)}")
     categories = list(labels) if labels is not None else sorted({*a, *b})  # type: ignore[type-var]
@@ -149,10 +145,9 @@ def _table(
 
 
 def weighted_score_kappa(human: Sequence[float], judge: Sequence[float]) -> float:
-    """Quadratic weighted κ between human score labels and judge scores, on the scores
-    themselves (a disagreement weighs the square of its distance): scikit-learn's
-    `cohen_kappa_score(weights="quadratic")` over any even grid holding the scores, in
-    closed form. NaN when undefined (no pairs, or no spread at all).
+    """Quadratic weighted κ of human score labels against judge scores, on the scores
+    themselves: scikit-learn's `cohen_kappa_score(weights="quadratic")` over any even grid
+    holding them, in closed form. NaN when undefined (no pairs, or no spread).
 
     Example:
         >>> round(weighted_score_kappa([0.0, 0.25, 1.0], [0.0, 0.5, 1.0]), 3)
@@ -183,10 +178,10 @@ def kappa_interval(
 ) -> tuple[float, float]:
     """An interval for Cohen's κ of pass/fail pairs that holds at small label counts.
 
-    The equal-tailed interval of κ over the posterior of the four cells' shares (a
-    Dirichlet with Jeffreys' prior), drawn `draws` times, seeded, widened to hold the
-    estimate: ten labels in perfect agreement give about [0.4, 1], not a bootstrap's point
-    [1, 1], whose coverage falls far below 95% at small counts (the slow tests pin it).
+    The equal-tailed interval of κ over the four cells' posterior (Dirichlet, Jeffreys'
+    prior), `draws` seeded draws, widened to hold the estimate: ten labels in perfect
+    agreement give about [0.4, 1], not a bootstrap's [1, 1], whose coverage falls far below
+    95% at small counts (the slow tests pin it).
 
     Returns:
         (low, high); NaNs when κ is undefined (fewer than two pairs, or one side gave one
@@ -218,13 +213,8 @@ def category_kappa_interval(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float]:
-    """`kappa_interval` for labels of any number of categories (the fault reviewer's three
-    parties), over the posterior of the k×k table's shares.
-
-    Returns:
-        (low, high); NaNs when κ is undefined: fewer than two pairs, or a rater who gave
-        one category only.
-    """
+    """`kappa_interval` for any number of categories (the fault reviewer's three parties),
+    over the k×k table's posterior; NaNs when κ is undefined."""
     table = _table(a, b, labels)
     estimate = cohen_kappa(a, b, labels=labels)
     if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2 or math.isnan(estimate):
@@ -246,8 +236,7 @@ def category_kappa_interval(
 
 
 def _posterior_interval(kappas: list[float], estimate: float, level: float) -> tuple[float, float]:
-    """The equal-tailed `level` interval of drawn κs, widened to hold the estimate, within
-    [-1, 1]."""
+    """The equal-tailed `level` interval of drawn κs, widened to hold the estimate."""
     tail = (1.0 - level) / 2 * 100
     low = min(percentile(kappas, tail), estimate)
     high = max(percentile(kappas, 100 - tail), estimate)
@@ -255,11 +244,9 @@ def _posterior_interval(kappas: list[float], estimate: float, level: float) -> t
 
 
 def labels_needed(confusion: Confusion, half_width: float = 0.1, level: float = 0.95) -> int | None:
-    """About how many labelled outputs a `level` interval for κ no wider than ±`half_width`
-    needs at the κ and pass rates of `confusion`, from κ's large-sample variance at the
-    cells' shares with half a label added to each (so a perfect record still needs some).
-    None when κ is undefined.
-    """
+    """About how many labels a `level` interval for κ of ±`half_width` needs at
+    `confusion`'s rates, from κ's large-sample variance with half a label added to each
+    cell (so a perfect record still needs some). None when κ is undefined."""
     if math.isnan(confusion.kappa):
         return None
     total = confusion.n + 4 * JEFFREYS

@@ -1,6 +1,5 @@
-"""The per-case tests of run-until-decided: `decide()`'s current samples against a
-baseline (`tui_eval.stats.two_sample`) and `compare_agents()`'s paired samples of A and B (a
-betting e-process), with simulations of each case as the rounds sample it (used by
+"""The per-case tests of run-until-decided: `decide()` against a baseline (`two_sample`),
+`compare_agents()`'s paired A and B (a betting e-process), and simulations of each (for
 `bench/decide_sim.py` and the error-rate tests)."""
 
 from __future__ import annotations
@@ -25,9 +24,8 @@ BATCH = 5
 
 
 def next_batch(have: int) -> int:
-    """How many more samples an undecided case with `have` samples gets next round: `BATCH`,
-    or a tenth of `have` when more — a long horizon takes dozens of rounds, not thousands,
-    and a case decided inside a round overshoots by at most a tenth."""
+    """More samples for an undecided case next round: `BATCH`, or a tenth of `have` when
+    more (dozens of rounds, not thousands, overshooting by at most a tenth)."""
     return max(BATCH, have // 10)
 
 
@@ -53,8 +51,7 @@ class EProcess:
         return 1.0 / -self.low if self.low < 0 else 1.0
 
     def update(self, payoff: float, times: int = 1) -> None:
-        """Bet on one more observation, or on `times` observations of the same payoff (the
-        wealth after a set of observations does not depend on their order)."""
+        """Bet on `times` observations of this payoff (the wealth does not depend on order)."""
         top = self.max_stake * 0.99
         for i, fraction in enumerate(STAKES):
             self._logs[i] += times * math.log1p(fraction * top * payoff)
@@ -76,9 +73,8 @@ def judge_against_baseline(
     baseline_samples: Sequence[bool] | None = None,
     horizon: int = 100,
 ) -> ComparisonVerdict:
-    """The verdict of one case of `decide()` (`judge_two_sample`) at level `alpha` for the
-    case; without the baseline's outcomes in recorded order (`baseline_samples`), its
-    counts in a fixed pseudo-random order stand in."""
+    """One `decide()` case's verdict (`judge_two_sample`); without `baseline_samples` in
+    recorded order, its counts in a fixed pseudo-random order stand in."""
     if baseline_samples is None:
         baseline_samples = [True] * baseline_passed + [False] * (baseline_total - baseline_passed)
         random.Random(0).shuffle(baseline_samples)
@@ -95,8 +91,7 @@ def judge_against_baseline(
 def judge_pairs(
     a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: float = DEFAULT_MARGIN
 ) -> ComparisonVerdict:
-    """The verdict of one case of `compare_agents()`: paired samples of A (the baseline)
-    and B (the current), at level `alpha` for this case."""
+    """One `compare_agents()` case's verdict: paired samples of A (baseline) and B."""
     regression = EProcess(low=-1.0, high=1.0)  # H0: E[a - b] <= 0 (B not worse)
     fine = EProcess(low=margin - 1.0, high=margin + 1.0)  # H0: E[a - b] >= margin
     # A pair's difference is -1, 0 or 1: bet on each value once, for all its pairs.
@@ -113,8 +108,7 @@ def judge_pairs(
 
 
 def _pairs_hint(a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: float) -> str:
-    """Roughly how many samples a side would decide a paired comparison if the rates stay
-    as they are: a fixed design's count for 80% power, doubled for looking all along."""
+    """Roughly the samples a side to decide at these rates: 80% power, doubled for peeking."""
     n = min(len(a), len(b))
     if n == 0:
         return ""
@@ -132,9 +126,7 @@ def _pairs_hint(a: Sequence[bool], b: Sequence[bool], *, alpha: float, margin: f
 def simulate_pairs(
     p_a: float, p_b: float, rng: random.Random, *, alpha: float = 0.05, max_samples: int = 100
 ) -> tuple[str, int]:
-    """One simulated `compare_agents()` case: A and B pass with probabilities p_a and p_b,
-    sampled and judged in the same rounds as the real thing. Returns the label and the
-    samples a side it took (for `bench/decide_sim.py` and the error-rate tests)."""
+    """One simulated `compare_agents()` case: its label and the samples a side it took."""
     a: list[bool] = []
     b: list[bool] = []
     while len(b) < max_samples:
@@ -159,9 +151,7 @@ def simulate_decide(
     batch: int | None = None,
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[str, int]:
-    """One simulated `decide()` case: a baseline of `baseline_total` samples at `p_baseline`,
-    then current samples at `p_current` drawn as `decide()` draws them (or `batch` at a
-    time). Returns the label and the current samples it took."""
+    """One simulated `decide()` case: its label and the current samples it took."""
     baseline = [rng.random() < p_baseline for _ in range(baseline_total)]
     current: list[bool] = []
     step = first

@@ -2,27 +2,23 @@
 
 `decide()` looks at a case after every current sample, up to a horizon fixed in advance
 (`max_samples`). With the baseline's count x of n0 and, after t current samples, s passed,
-the statistic at look t is the one-sided mid-p-value of Fisher's exact test,
-P(S < s | margins) + ½ P(S = s | margins) (a hypergeometric tail). The test calls a
-regression at the first look t with that p-value at most a_t = 1 − Φ(c · (t/N)^(Δ − ½)),
-Δ = ¼: a spending shape between O'Brien–Fleming's (Δ = 0) and Pocock's (Δ = ½). Written as
-a boundary: b_t(x), the largest s that look t rejects, made nondecreasing in x.
+the statistic at look t is Fisher's one-sided mid-p-value, P(S < s | margins) +
+½ P(S = s | margins). A regression is called at the first look with it at most
+a_t = 1 − Φ(c · (t/N)^(Δ − ½)), Δ = ¼ (between O'Brien–Fleming's Δ = 0 and Pocock's Δ = ½);
+as a boundary, b_t(x) is the largest s look t rejects, made nondecreasing in x.
 
-The constant c is calibrated exactly. Under a null point where both agents pass with
-probability p, the chance of ever crossing is Σ_x Bin(x; n0, p) · P(∃ t ≤ N: S_t ≤ b_t(x)).
-Given S_t = s, every order of the t samples is equally likely whatever p is, so a dynamic
-programme over t and s follows, per baseline count x, the share of those C(t, s) orders
-that have not crossed yet: one pass serves every p, and a share in [0, 1] neither overflows
-nor loses the rare paths near the boundary at long horizons. The chance at p is then a sum
-over the first crossings of share · Bin(s; t, p), in logs. Its maximum over p (a grid on (0, 1), denser towards 0 and 1, refined around its
-peaks) is held at `SAFETY` · α by bisection on c, then checked again at the worst rates
-found by a second, independent computation (a forward recursion on the probabilities
-themselves): where the two disagree or the check exceeds α, no boundary is returned and
-the caller uses its anytime-valid e-process. A current agent that passes more often than
-the baseline only lowers that chance (crossing is "S small"), so the level holds over the
-whole null hypothesis "the current rate is at least the baseline's", however often it is
-looked at up to the horizon. (numpy is imported in the functions: `import tui_eval` stays
-fast.)
+The constant c is calibrated exactly. When both agents pass with probability p, the chance
+of ever crossing is Σ_x Bin(x; n0, p) · P(∃ t ≤ N: S_t ≤ b_t(x)). Given S_t = s every order
+of the samples is equally likely whatever p is, so a dynamic programme over t and s follows,
+per x, the share of the C(t, s) orders not yet crossed: one pass serves every p, and a share
+in [0, 1] neither overflows nor loses the rare paths near the boundary. The chance at p is a
+sum over first crossings of share · Bin(s; t, p), in logs; its maximum over p (a grid denser
+near 0 and 1, refined around its peaks) is held at `SAFETY` · α by bisection on c, then
+re-checked at the worst rates by an independent forward recursion on the probabilities:
+if they disagree or exceed α, no boundary is returned (the caller uses its e-process). A
+current agent passing more often only lowers that chance, so the level holds over the whole
+null "the current rate is at least the baseline's", however often it is looked at. (numpy
+is imported in the functions: `import tui_eval` stays fast.)
 """
 
 from __future__ import annotations
@@ -44,16 +40,13 @@ SHAPE = 0.25
 SAFETY = 0.999
 """The calibrated size is held at this fraction of α (room for rounding)."""
 GRID = 160
-"""Null rates p the size is computed at while calibrating, before refining around peaks:
-p = sin²(π/2 · (i + ½)/GRID), denser near 0 and 1, where the peaks of long horizons are
-narrow."""
+"""Null rates p = sin²(π/2 · (i + ½)/GRID) the size is computed at before refining: denser
+near 0 and 1, where the peaks of long horizons are narrow."""
 MAX_WORK = 12_000_000
 """The largest (n0 + 1) · N · (N + 1) calibrated exactly (a few seconds at most); beyond it
-`regression_boundary` returns None (see `calibrated_horizon` for the longest horizon a
-baseline size allows)."""
+`regression_boundary` returns None (`calibrated_horizon`)."""
 CHECK_TOLERANCE = 1e-7
-"""How far (relative) the independent re-check of the size may differ from the
-calibration's figure before the boundary is refused as not established."""
+"""How far (relative) the independent re-check of the size may differ from the calibration."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +54,10 @@ class RegressionBoundary:
     """The calibrated boundary of one (baseline size, horizon, α).
 
     Attributes:
-        baseline_total: n0, the baseline's samples.
         horizon: N, the most current samples the test looks at (fixed in advance).
-        alpha: the level it is calibrated to.
         scale: the calibrated c.
         size: the exact largest chance of a false regression over the null (≤ α).
-        worst_rate: the shared pass rate at which `size` is reached (where it was checked
-            a second time, independently).
+        worst_rate: the shared pass rate at which `size` is reached (and re-checked).
         limits: limits[x][t − 1] = b_t(x), the largest passed count that look t calls a
             regression when x of the baseline passed (−1: none).
         reachable: reachable[x][t] = the largest b_u(x) for looks u > t (−1: none).
@@ -83,8 +73,7 @@ class RegressionBoundary:
     reachable: tuple[tuple[int, ...], ...]
 
     def first_crossing(self, baseline_passed: int, current: Sequence[bool]) -> int | None:
-        """The first look (number of current samples, in their order) at which the test
-        calls a regression, or None."""
+        """The first look (number of current samples) that calls a regression, or None."""
         row = self.limits[baseline_passed]
         passed = 0
         for t, sample in enumerate(current[: self.horizon], start=1):
@@ -94,8 +83,7 @@ class RegressionBoundary:
         return None
 
     def can_cross(self, baseline_passed: int, passed: int, seen: int) -> bool:
-        """Whether a look after the first `seen` current samples (of which `passed`
-        passed) could still call a regression: if every later sample failed."""
+        """Whether a later look could call a regression if every sample after `seen` failed."""
         if seen >= self.horizon:
             return False
         return self.reachable[baseline_passed][seen] >= passed
@@ -104,10 +92,8 @@ class RegressionBoundary:
 def regression_boundary(
     baseline_total: int, horizon: int, alpha: float
 ) -> RegressionBoundary | None:
-    """The calibrated boundary for a baseline of `baseline_total` samples, looks after
-    each of up to `horizon` current samples, at level `alpha` (cached). None when the
-    calibration would cost more than `MAX_WORK` allows, or when its size is not
-    established (the independent re-check at the worst rates disagrees or exceeds α)."""
+    """The calibrated boundary (cached); None when it would cost more than `MAX_WORK`, or
+    its size is not established (the independent re-check disagrees or exceeds α)."""
     if baseline_total < 1 or horizon < 1 or not 0 < alpha < 1:
         raise ValueError(
             f"a regression boundary needs a baseline, a horizon and 0 < α < 1; got "
@@ -183,9 +169,8 @@ def _calibrated(n0: int, horizon: int, alpha: float) -> RegressionBoundary | Non
 
 
 def _p_values(n0: int, horizon: int) -> NDArray[np.float64]:
-    """table[x, t − 1, s]: the one-sided mid-p-value of Fisher's test that the current
-    passes less often, with x of n0 baseline samples and s of t current samples passed
-    (2 where s > t: never rejected)."""
+    """table[x, t − 1, s]: the one-sided mid-p-value of Fisher's test, x of n0 baseline and
+    s of t current samples passed (2 where s > t: never rejected)."""
     import numpy as np
 
     logfact = np.array([math.lgamma(i + 1) for i in range(n0 + horizon + 2)])
@@ -214,8 +199,7 @@ def _p_values(n0: int, horizon: int) -> NDArray[np.float64]:
 
 
 def _hypergeometric(logfact: Any, k: Any, share: Any, size: int, other: int) -> Any:
-    """P(a group of `size` holds `share` of k passes | k passes among size + other), for
-    every k (rows) and share (columns); 0 where impossible."""
+    """P(a group of `size` holds `share` of k passes | k among size + other), per k, share."""
     import numpy as np
 
     kk, jj = np.broadcast_arrays(k, share)
@@ -251,9 +235,7 @@ def _limits(table: NDArray[np.float64], scale: float, horizon: int) -> NDArray[n
 
 @dataclass(frozen=True, slots=True)
 class _Crossings:
-    """Where and how the paths first cross: per crossing, the baseline count x, the look
-    t, the passed count s and log(number of paths of the current samples that first cross
-    there)."""
+    """Per first crossing: baseline count x, look t, passed s, log(current paths crossing)."""
 
     x: Any
     t: Any
@@ -264,11 +246,10 @@ class _Crossings:
 def _crossings(limits: NDArray[np.int64], n0: int, horizon: int) -> _Crossings:
     """The first crossings of the current samples' paths, for every baseline count at once.
 
-    `alive[x, s]` after t samples is the share of the C(t, s) orders of t samples with s
-    passes that have not crossed b(x) yet: under any null rate those orders are equally
-    likely, so the share does not depend on p. A path at s after t samples came from s
-    (a fail: (t − s) of the orders) or s − 1 (a pass: s of them), so the new share is
-    ((t − s) · alive[s] + s · alive[s − 1]) / t, a mixture that stays in [0, 1]."""
+    `alive[x, s]` after t samples is the share of the C(t, s) orders not yet across b(x)
+    (independent of p). A path at s came from s (a fail, t − s of the orders) or s − 1 (a
+    pass, s of them): the new share ((t − s) · alive[s] + s · alive[s − 1]) / t stays in
+    [0, 1]."""
     import numpy as np
 
     alive = np.zeros((n0 + 1, horizon + 1))
@@ -314,16 +295,13 @@ def null_rates(count: int = GRID) -> NDArray[np.float64]:
 def null_size(
     limits: NDArray[np.int64], n0: int, horizon: int, rates: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """The chance of ever calling a regression when both agents pass with probability p,
-    for each p in `rates` (exact up to rounding)."""
+    """The chance of ever calling a regression when both pass with probability p, per p."""
     return _size_curve(_crossings(limits, n0, horizon), n0, rates)
 
 
 def _size_curve(found: _Crossings, n0: int, rates: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Σ over the first crossings (x, t, s) of Bin(x; n0, p) · share · Bin(s; t, p), at
-    each p: terms c · p^a · (1 − p)^b, summed in logs. For a large baseline only the x
-    within `_SPREAD` standard deviations of n0 · p are summed at p: the rest weigh less
-    than 1e−40 of it."""
+    """Σ over first crossings (x, t, s) of Bin(x; n0, p) · share · Bin(s; t, p) at each p,
+    in logs; for a large baseline only x within `_SPREAD` standard deviations of n0 · p."""
     import numpy as np
 
     if found.x.size == 0:
@@ -371,9 +349,8 @@ class _WorstRates:
 
 
 def _size(found: _Crossings, n0: int, rates: NDArray[np.float64]) -> _WorstRates:
-    """The largest size over the null rates: on the grid, then on a finer grid between the
-    neighbours of the grid's three highest local peaks (the size is a smooth polynomial in
-    p)."""
+    """The largest size over the null rates: on the grid, then finer around its three
+    highest local peaks (the size is a smooth polynomial in p)."""
     import numpy as np
 
     curve = _size_curve(found, n0, rates)
@@ -401,9 +378,8 @@ def _size(found: _Crossings, n0: int, rates: NDArray[np.float64]) -> _WorstRates
 def null_size_forward(
     limits: NDArray[np.int64], n0: int, horizon: int, rates: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """The same chance as `null_size`, computed independently: a forward recursion on the
-    probabilities of the passed count at each rate in `rates`, for every baseline count
-    (cost (n0 + 1) · N² per rate; the calibration's check)."""
+    """`null_size` computed independently (the calibration's check): a forward recursion on
+    the passed count's probabilities at each rate ((n0 + 1) · N² per rate)."""
     import numpy as np
 
     rates = np.asarray(rates, dtype=float)

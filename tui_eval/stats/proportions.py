@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator, 1 − C(n−c, k) / C(n, k): the chance that at least one
-    of k samples drawn without replacement from n (of which c passed) passes.
+    """The unbiased pass@k estimator, 1 − C(n−c, k) / C(n, k): the chance that one of k
+    samples drawn without replacement from n (c passed) passes.
 
     Raises:
         ValueError: k is not within 1..n, or c is not within 0..n.
@@ -27,7 +27,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """The unbiased pass^k estimator, C(c, k) / C(n, k): the chance that k samples drawn
-    without replacement from n (of which c passed) *all* pass.
+    without replacement from n (c passed) *all* pass.
 
     Raises:
         ValueError: k is not within 1..n, or c is not within 0..n.
@@ -44,8 +44,7 @@ def _check_k(what: str, n: int, c: int, k: int) -> None:
 
 
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]] (a/b passed/
-    failed samples of one run, c/d of the other)."""
+    """Two-sided p-value of Fisher's exact test on [[a, b], [c, d]] (passed/failed per run)."""
     row1, row2, col1 = a + b, c + d, a + c
     total = row1 + row2
     if total == 0 or row1 == 0 or row2 == 0 or col1 == 0 or col1 == total:
@@ -94,11 +93,10 @@ def t975(df: int) -> float:
 
 
 def clustered_rate_interval(rates: list[float], counts: list[int]) -> tuple[float, float]:
-    """The 95% interval of the mean of per-case pass rates (`rates`, from `counts` samples
-    each), clustered by case: Wilson on the samples' effective count (a positive width at
-    0% and 100%), widened to hold the t interval on the cases where their rates spread more
-    than independent samples would (the t interval alone undercovers at 1-2 samples a case).
-    """
+    """The 95% interval of the mean per-case pass rate, clustered by case: Wilson on the
+    effective sample count (a positive width at 0% and 100%), widened to hold the t interval
+    on the cases where rates spread more than independent samples would (the t interval
+    alone undercovers at 1-2 samples a case)."""
     cases = [(r, n) for r, n in zip(rates, counts, strict=True) if n > 0]
     m = len(cases)
     if m == 0:
@@ -132,11 +130,10 @@ def paired_test(
     differences: list[float], variances: list[float] | None = None, *, level: float = 0.95
 ) -> tuple[float, float, float]:
     """(p-value, low, high): the two-sided test that paired `differences` (current −
-    baseline, one per case) are centred on zero — an exact sign-flip permutation test for
-    up to 16 cases, a paired t test (n − 1 degrees of freedom) beyond, its standard error
-    never below the cases' sampling noise (`variances`, one per case, when given) — and the
-    interval of the mean difference got by inverting that same test (the shifts it does
-    not reject at 1 − `level`), so the interval excludes 0 exactly when p < 1 − `level`."""
+    baseline, per case) are centred on zero (an exact sign-flip permutation test up to 16
+    cases, else a paired t test whose standard error is never below the cases' sampling
+    noise, `variances`), and the interval of the mean difference inverting that same test,
+    so it excludes 0 exactly when p < 1 − `level`."""
     n = len(differences)
     if n == 0:
         return 1.0, 0.0, 0.0
@@ -172,9 +169,8 @@ def _boundary(p_at: Callable[[float], float], mean: float, end: float, alpha: fl
 
 
 def _sign_flip(differences: list[float]) -> Callable[[float], float]:
-    """The exact two-sided sign-flip p-value of the differences shifted by δ, as a function
-    of δ: every sign pattern's sum Σ ε·d is kept by the number of flipped signs k, since
-    the shifted sum is Σ ε·d − δ·(n − 2k)."""
+    """The exact sign-flip p-value as a function of the shift δ: each sign pattern's Σ ε·d
+    is kept by its flipped-sign count k, the shifted sum being Σ ε·d − δ·(n − 2k)."""
     n = len(differences)
     sums: list[list[float]] = [[0.0]]
     for d in differences:
@@ -263,8 +259,7 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def fisher_power(p1: float, p2: float, n: int, alpha: float = 0.05) -> float:
-    """The exact power of the two-sided Fisher test (as `fisher_exact`) at level `alpha`
-    with n samples a side, when the sides pass with probabilities p1 and p2."""
+    """The exact power of `fisher_exact` at `alpha`, n samples a side passing at p1 and p2."""
     if n < 1:
         return 0.0
     rejected = _fisher_rejected(n, float(alpha))
@@ -273,10 +268,9 @@ def fisher_power(p1: float, p2: float, n: int, alpha: float = 0.05) -> float:
 
 @lru_cache(maxsize=256)
 def _fisher_rejected(n: int, alpha: float) -> NDArray[np.bool_]:
-    """R[x, y] true where the two-sided Fisher test at `alpha` rejects x of n passed against
-    y of n: given the total T = x + y, the first side's count is hypergeometric and
-    symmetric about T/2, so the least likely tables are its two tails, and x < T/2 is
-    rejected when both tails up to it (2 · P(X ≤ x | T)) stay below α, as is its mirror."""
+    """R[x, y]: the two-sided Fisher test at `alpha` rejects x of n against y of n. Given
+    T = x + y the first count is hypergeometric, symmetric about T/2: x < T/2 (and its
+    mirror) is rejected when 2 · P(X ≤ x | T) stays below α."""
     import numpy as np
 
     x = np.arange(n + 1)
@@ -317,9 +311,9 @@ def samples_needed(
     limit: int = 400,
     at_least: int = 2,
 ) -> int | None:
-    """Samples per side at which Fisher's exact test at level `alpha` has `power` to tell
-    pass rates p1 and p2 apart (None: they do not differ), by search on the exact power
-    from `at_least` up; beyond `limit`, the normal approximation with continuity correction."""
+    """Samples per side for Fisher's test at `alpha` to tell p1 from p2 with `power` (None:
+    equal): exact power searched from `at_least`; beyond `limit`, the normal approximation
+    with continuity correction."""
     if p1 == p2:
         return None
     mean = (p1 + p2) / 2

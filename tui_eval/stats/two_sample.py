@@ -3,18 +3,18 @@
 Two claims, each at the case's whole α: they are disjoint, so at most one can be wrong (the
 partitioning principle).
 
-- **Regression**: the exact group-sequential test of `tui_eval.stats.group_sequential`,
-  looked at after every current sample up to the horizon fixed in advance. Where the
-  horizon is longer than the baseline allows to calibrate, α is split (Bonferroni): the
-  exact test over the first looks at α/2, the e-process below over the whole horizon at
-  α/2; where no exact size is established, the e-process alone at α (`RegressionPlan`).
+- **Regression**: the exact group-sequential test (`group_sequential`), looked at after
+  every current sample up to the horizon fixed in advance. Where the horizon is longer than
+  the baseline calibrates, α is split (Bonferroni): the exact test over the first looks at
+  α/2, the e-process below over the whole horizon at α/2; where no exact size is
+  established, the e-process alone at α (`RegressionPlan`).
 - **No regression within the margin**: an e-process, a product of one e-variable per block
-  of samples (Turner, Ly & Grünwald, "Generic E-variables for exact sequential k-sample
-  tests", 2023): a block holds a few baseline samples, revealed in proportion to the
-  budget, and the current samples drawn meanwhile. The block's likelihood ratio of an
-  alternative learned from earlier blocks against the reverse information projection onto
-  the null has expectation ≤ 1 under every null rate, so by Ville's inequality the product
-  reaches 1/α with probability ≤ α however often it is looked at.
+  (Turner, Ly & Grünwald, "Generic E-variables for exact sequential k-sample tests", 2023):
+  a few baseline samples, revealed in proportion to the budget, and the current samples
+  drawn meanwhile. The likelihood ratio of an alternative learned from earlier blocks
+  against the reverse information projection onto the null has expectation ≤ 1 under every
+  null rate, so by Ville's inequality the product reaches 1/α with probability ≤ α however
+  often it is looked at.
 """
 
 from __future__ import annotations
@@ -36,25 +36,21 @@ from tui_eval.stats.proportions import normal_quantile
 BASELINE_PRIOR = (4.0, 1.0)
 """Pseudo-counts (passed, failed) of the baseline rate's estimate before any block."""
 CURRENT_PRIOR = (1.0, 2.0)
-"""Pseudo-counts of the current rate's estimate for the regression test: a regression is
-what it looks for, so it starts a little below the baseline's."""
+"""Pseudo-counts of the current rate's estimate for the regression test: below the baseline's."""
 FINE_PRIOR = (1.0, 1.0)
 """Pseudo-counts of both estimates for the "no regression" test."""
 ORDERS = 4
-"""Orders the baseline is revealed in: its recorded order and fixed shuffles of it. The
-test is the mean of their e-processes (each valid, so the mean is), which depends less on
-which baseline samples happen to come first."""
+"""Orders the baseline is revealed in (recorded, and fixed shuffles): the test is the mean of
+their e-processes (valid as each is), less dependent on which baseline samples come first."""
 SPLIT_WORK = 3_000_000
-"""Where a case's horizon is longer than the exact test calibrates, the exact part covers
-the first looks this much work allows ((n0 + 1) · N · (N + 1); about a second): where an
-obvious regression shows. The e-process covers the whole horizon."""
+"""Where a horizon is longer than the exact test calibrates, it covers the first looks this
+much work ((n0 + 1) · N · (N + 1), about a second) allows: where an obvious regression shows."""
 _CLIP = 0.005
 
 
 def reveal_schedule(baseline_total: int, horizon: int) -> list[tuple[int, int]]:
-    """The blocks of the two-sample test, as cumulative (baseline samples, current samples)
-    at each block's end: after t current samples ⌊n0 · t / horizon⌋ baseline samples are
-    revealed (`horizon` fixed in advance), so a block ends where that count grows."""
+    """Cumulative (baseline, current) samples at each block's end: after t current samples
+    ⌊n0 · t / horizon⌋ baseline samples are revealed; a block ends where that count grows."""
     return list(_schedule(baseline_total, horizon))
 
 
@@ -79,9 +75,8 @@ def _schedule(baseline_total: int, horizon: int) -> tuple[tuple[int, int], ...]:
 
 def _null_rate(theta_b: float, theta_c: float, n_b: int, n_c: int, margin: float) -> float:
     """The baseline rate r of the null point (r, r − margin) closest to the alternative
-    (θb, θc) for a block of n_b baseline and n_c current samples: where the expected log
-    likelihood ratio is flat in r, so no null rate gives the block's e-variable a mean
-    above 1."""
+    (θb, θc) for a block of n_b and n_c samples: where the expected log likelihood ratio is
+    flat in r, so no null rate gives the block's e-variable a mean above 1."""
     if margin == 0.0:
         return (n_b * theta_b + n_c * theta_c) / (n_b + n_c)
     low, high = margin, 1.0
@@ -101,8 +96,7 @@ def _clip(p: float) -> float:
 
 
 def _passed_by(current: Sequence[bool], then: bool | None = None, upto: int = 0) -> list[int]:
-    """prefix[t] = how many of the first t current samples passed; followed, when `then`
-    is given, by samples that all pass (True) or all fail (False) up to `upto`."""
+    """prefix[t]: passes among the first t samples; then, up to `upto`, all `then`."""
     prefix = [0, *itertools.accumulate(1 if x else 0 for x in current)]
     if then is not None and upto > len(current):
         last = prefix[-1]
@@ -119,12 +113,10 @@ def _evidence(
     margin: float,
     regression: bool,
 ) -> list[float]:
-    """The log e-value after each completed block, the mean over `ORDERS` orders of
-    revealing the baseline, for current samples given by their passed counts (`prefix`,
-    `seen` samples). `regression` tests H0 "the current rate is at least the baseline's"
-    (rejecting it calls a regression), else H0 "at least `margin` below it" (rejecting it
-    says "no regression within the margin"). Each block's e-value depends only on counts
-    and is cached: a decision recomputes the path every round."""
+    """The log e-value after each completed block, the mean over `ORDERS` baseline orders.
+    `regression` tests H0 "the current rate is at least the baseline's", else H0 "at least
+    `margin` below it". Block e-values depend only on counts and are cached: a decision
+    recomputes the path every round."""
     paths = []
     for order in _orders(len(baseline)):
         revealed = [0, *itertools.accumulate(1 if baseline[i] else 0 for i in order)]
@@ -138,8 +130,7 @@ def _evidence(
 
 @lru_cache(maxsize=64)
 def _orders(n: int) -> tuple[tuple[int, ...], ...]:
-    """The recorded order and ORDERS − 1 shuffles fixed in advance (seeded, never by the
-    data), so each order of an i.i.d. baseline is itself i.i.d."""
+    """The recorded order and ORDERS − 1 seeded shuffles (never chosen by the data)."""
     orders = [tuple(range(n))]
     for seed in range(1, ORDERS):
         order = list(range(n))
@@ -156,8 +147,7 @@ def _one_order(
     margin: float,
     regression: bool,
 ) -> list[float]:
-    """The log e-value after each block completed within the first `seen` current
-    samples, for the baseline in one order (`revealed[i]`: passes among its first i)."""
+    """The log e-value after each block within `seen` samples, for one baseline order."""
     log_e = 0.0
     path: list[float] = []
     seen_b = seen_c = 0
@@ -194,9 +184,8 @@ def _block_log_e(
     margin: float,
     regression: bool,
 ) -> float:
-    """One block's log e-value: k_b of n_b baseline and k_c of n_c current samples passed
-    in it, after passed_b of seen_b and passed_c of seen_c before it (what its estimates
-    learn from)."""
+    """One block's log e-value: k_b of n_b and k_c of n_c passed in it, its estimates
+    learned from passed_b of seen_b and passed_c of seen_c before it."""
     prior_b = BASELINE_PRIOR if regression else FINE_PRIOR
     prior_c = CURRENT_PRIOR if regression else FINE_PRIOR
     shift = 0.0 if regression else margin
@@ -217,8 +206,7 @@ def _log_ratio(passed: float, failed: float, theta: float, r: float) -> float:
 def _expected_log_e(
     p_b: float, p_c: float, n_baseline: int, horizon: int, *, margin: float, regression: bool
 ) -> float:
-    """The log e-value the test would reach at `horizon` if its estimates were the rates
-    p_b and p_c and the samples came out at those rates (what budget would decide it)."""
+    """The log e-value expected at `horizon` if samples came at rates p_b and p_c."""
     theta_b, theta_c = _clip(p_b), _clip(p_c)
     bets = theta_c < theta_b if regression else theta_b - theta_c < margin
     if not bets:
@@ -239,9 +227,8 @@ def _expected_log_e(
 
 @dataclass(frozen=True, slots=True)
 class ComparisonVerdict:
-    """Where the test of one case stands: `label` (regression, no regression, undecided,
-    undecided: budget, undecided: baseline too small), whether it is `decided`, and for an
-    undecided case a `hint` of what would decide it."""
+    """Where one case's test stands: `label` (regression, no regression, undecided,
+    undecided: budget or baseline too small) and, undecided, a `hint` of what would decide."""
 
     label: str
     decided: bool
@@ -257,9 +244,8 @@ def judge_two_sample(
     horizon: int,
     exhausted: bool = False,
 ) -> ComparisonVerdict:
-    """The verdict of a case: current samples (in order) against the baseline's samples (in
-    their recorded order), at level `alpha` for this case, with `horizon` current samples
-    at most (fixed in advance). A regression crossed at any look up to `len(current)`
+    """The verdict of a case: current samples against the baseline's (both in order), at
+    level `alpha`, `horizon` fixed in advance. A crossing at any look up to `len(current)`
     counts, so a round of several samples sees crossings inside it."""
     if not any(baseline):
         # Never passed in the baseline: there is nothing to fall from.
@@ -297,8 +283,7 @@ def judge_two_sample(
 def _margin_reachable(
     baseline: tuple[bool, ...], horizon: int, margin: float, threshold: float
 ) -> bool:
-    """Whether a current run that passed every sample up to the horizon would show "no
-    regression within the margin" (the same for every round of a case: kept)."""
+    """Whether passing every sample up to the horizon would show "no regression" (cached)."""
     path = _evidence(baseline, _passed_by([], True, horizon), horizon, horizon, margin, False)
     return max(path, default=0.0) >= threshold
 
@@ -308,9 +293,8 @@ class RegressionPlan:
     """How one case's regression claim spends its α.
 
     Attributes:
-        boundary: the exact group-sequential boundary, over its own horizon (all of the
-            case's, or the first looks when the case's is longer than it calibrates);
-            None where no exact boundary is established.
+        boundary: the exact boundary over its own horizon (the case's, or its first looks);
+            None where none is established.
         e_alpha: the level of the e-process over the case's whole horizon (0: not used).
     """
 
@@ -319,9 +303,7 @@ class RegressionPlan:
 
 
 def regression_plan(baseline_total: int, horizon: int, alpha: float) -> RegressionPlan:
-    """The regression test of a case with a baseline of `baseline_total` samples and
-    `horizon` current samples at most, at level `alpha` (see the module). Calibrating takes
-    up to seconds (cached): `decide()` does it in a worker thread first."""
+    """A case's regression test; calibrating takes seconds, so `decide()` does it first."""
     if calibrated_horizon(baseline_total, horizon) >= horizon:
         boundary = regression_boundary(baseline_total, horizon, alpha)
         return RegressionPlan(boundary, 0.0 if boundary is not None else alpha)
@@ -345,16 +327,14 @@ class _RegressionTest:
         self.threshold = math.log(1 / e_alpha) if e_alpha > 0 else math.inf
 
     def crossed(self, current: Sequence[bool], prefix: list[int]) -> bool:
-        """Whether any look so far called a regression (`prefix`: `current`'s passed
-        counts, as `_passed_by` gives them)."""
+        """Whether any look so far called a regression (`prefix`: `_passed_by`'s)."""
         boundary = self.plan.boundary
         if boundary is not None and boundary.first_crossing(self.passed, current) is not None:
             return True
         return self.threshold < math.inf and self._e_crosses(prefix, len(current))
 
     def could_cross(self, prefix: list[int], seen: int) -> bool:
-        """Whether a later look could call a regression, if every sample after the first
-        `seen` (whose passed counts `prefix` gives) failed."""
+        """Whether a later look could call a regression if every sample after `seen` failed."""
         passed = prefix[seen]
         boundary = self.plan.boundary
         if boundary is not None and boundary.can_cross(self.passed, passed, seen):
@@ -377,9 +357,8 @@ def _budget_hint(
     horizon: int,
     boundary: RegressionBoundary | None,
 ) -> str:
-    """Roughly what budget would decide a case, if its rates stay as they are: for the
-    regression side a normal approximation at the boundary's last look (80% power), for
-    "no regression" the e-process's expected evidence."""
+    """Roughly the budget that would decide a case at its current rates: for a regression a
+    normal approximation at the last look (80% power), else the expected evidence."""
     n0 = len(baseline)
     p_b = (sum(baseline) + 0.5) / (n0 + 1)
     p_c = (sum(current) + 0.5) / (len(current) + 1) if current else p_b
@@ -408,8 +387,7 @@ def _baseline_hint(baseline: Sequence[bool], alpha: float, margin: float) -> str
 
 
 def _margin_note(baseline: Sequence[bool], horizon: int, alpha: float, margin: float) -> str:
-    """What "no regression" can be shown within, when the margin asked for is out of reach
-    with this baseline and budget (empty when it is within reach)."""
+    """The margin "no regression" can be shown within, if the one asked is out of reach."""
     reachable = reachable_margin(baseline, horizon, alpha=alpha)
     if reachable is not None and reachable <= margin + 1e-9:
         return ""
@@ -424,9 +402,8 @@ def _margin_note(baseline: Sequence[bool], horizon: int, alpha: float, margin: f
 def reachable_margin(
     baseline: Sequence[bool], horizon: int, *, alpha: float, step: float = 0.01
 ) -> float | None:
-    """The smallest margin that "no regression" could be shown within, with this baseline
-    and `horizon` current samples, if the current agent passes at the baseline's rate (the
-    expected evidence, in steps of `step`; None when no margin below 1 is reachable)."""
+    """The smallest margin "no regression" could be shown within if the current agent passes
+    at the baseline's rate (by expected evidence, in `step`s; None: none below 1)."""
     if not baseline:
         return None
     return _reachable_margin(sum(1 for x in baseline if x), len(baseline), horizon, alpha, step)

@@ -1,7 +1,5 @@
-"""Declarative suites: YAML (and JSONL for large datasets) validated with pydantic; the
-format is README's "Suites" and the generated `suite.schema.json`. A JSONL suite has one
-case per line, optionally after a `{"suite": {...}}` line of the YAML suite's settings.
-"""
+"""Declarative suites: YAML (and JSONL for large datasets) validated with pydantic; the format
+is README's "Suites" and the generated `suite.schema.json`."""
 
 from __future__ import annotations
 

@@ -44,11 +44,8 @@ class LoadResult:
 
 
 def find_suite_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[LoadError]]:
-    """Expand files and folders into candidate suite files, in a stable order.
-
-    Only regular files are read (a FIFO named `x.yaml` would block forever), and a folder
-    reached twice (a symlink loop) is walked once.
-    """
+    """Expand files and folders into candidate suite files, in a stable order: regular files
+    only (a FIFO named `x.yaml` would block forever), each folder walked once (link loops)."""
     files: list[Path] = []
     errors: list[LoadError] = []
     visited: set[Path] = set()
@@ -94,16 +91,14 @@ def _walk(folder: Path, visited: set[Path]) -> Iterator[Path]:
 
 
 def is_suite_file(path: Path) -> bool:
-    """Whether discovery would load `path` from a folder: a YAML or JSONL file, or a Python
-    file not named `_*` that builds a `Suite` (helper modules are not suites)."""
+    """Whether discovery loads `path` from a folder (Python files named `_*` are helpers)."""
     if path.suffix in (".yaml", ".yml", ".jsonl"):
         return True
     return path.suffix == ".py" and not path.name.startswith("_") and _mentions_suite(path)
 
 
 def not_a_suite_file(path: Path) -> str | None:
-    """Why `path` cannot be read as a suite file although it is there (a folder, a link
-    loop, a FIFO...), in words; None when it is a regular file or is not there at all."""
+    """Why `path`, though there, is no readable suite file (a folder, a FIFO...), or None."""
     try:
         mode = path.stat().st_mode
     except RuntimeError:
@@ -187,10 +182,7 @@ def load_file(path: Path) -> list[Suite]:
 
 
 def import_from_folder_of(path: Path) -> None:
-    """Make `path`'s folder the first place imports look, and forget modules named like one
-    of that folder's but imported from elsewhere (a `helpers.py` beside another folder's
-    suites, loaded earlier in this process): `import helpers` in this suite, or its
-    `agent: helpers:agent`, then gets the module beside it."""
+    """Make `path`'s folder the first place imports look (`import helpers`: the one beside)."""
     folder = real_path(path).parent
     entry = str(folder)
     if sys.path[:1] != [entry]:
@@ -201,8 +193,7 @@ def import_from_folder_of(path: Path) -> None:
 
 
 def _forget_namesakes(folder: Path) -> None:
-    """Drop modules named like a module or package of `folder` (and their submodules) that
-    were imported from another folder; installed packages are never dropped."""
+    """Drop modules named like one of `folder`'s but imported from elsewhere (not installed)."""
     try:
         names = {
             entry.stem if entry.suffix == ".py" else entry.name

@@ -1,8 +1,7 @@
-"""Suites over recorded traces: YAML `recorded: FILE` in place of `agent:` (README:
-"Recorded traces"). Every agent run of the OTLP JSON file is one sample of the case whose
-`input` equals its first user message, or whose `name` is its `tui_eval.case` attribute: a
-trace, or each of several agent runs under one root span (a handoff inside a run reads the
-same first message with a longer history, and stays one run). No agent is ever called.
+"""Suites over recorded traces: YAML `recorded: FILE` in place of `agent:` (README: "Recorded
+traces"). Each agent run of the OTLP JSON file (a trace, or each run under one root span; a
+handoff stays one run) is a sample of the case whose `input` is its first user message, or
+whose `name` its `tui_eval.case` attribute. No agent is ever called.
 """
 
 from __future__ import annotations
@@ -72,8 +71,7 @@ def recorded_cases(cases: Sequence[Case], file: Path) -> tuple[list[Case], Recor
 
     Raises:
         TraceFileError: the file cannot be read, or a run matches no case (it would be
-            lost otherwise); the message names the file and the trace (and, for a trace
-            that is no run, why it is most likely there).
+            lost otherwise); the message names the file and the trace.
     """
     found = trace_runs(load_traces(file))
     by_input = {input_text(case.input): case.label for case in cases}
@@ -124,9 +122,7 @@ class RunSpans:
 
     Attributes:
         trace_id: the trace it is (or is part of).
-        spans: its spans.
         case_name: its `tui_eval.case` attribute (or that of the root span it was split from).
-        first_input: its first user message.
     """
 
     trace_id: str
@@ -140,7 +136,6 @@ class TraceRuns:
     """A trace file's agent runs, and what was not one.
 
     Attributes:
-        runs: the runs, in file order.
         split: per trace holding several runs under one root span, how many.
         strays: per trace that is no run (no user message, no case name), why it is there.
     """
@@ -151,7 +146,7 @@ class TraceRuns:
 
 
 def trace_runs(traces: Mapping[str, list[SpanRecord]]) -> TraceRuns:
-    """The agent runs of the traces `load_traces` read (see the module's docstring)."""
+    """The agent runs of the traces `load_traces` read."""
     found = TraceRuns()
     for trace_id, spans in traces.items():
         pieces = _split(spans)

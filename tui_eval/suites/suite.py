@@ -34,18 +34,14 @@ _WINDOWS_DEVICES = frozenset(
 )
 """Names Windows reserves for devices, whatever the extension (`con.json` included)."""
 _FOLDER_FILES = frozenset({"quarantine"})
-"""Stems of files the `__baselines__/` folder holds besides baselines
-(`tui_eval.report.quarantine.FILE_NAME`), in any case (macOS and Windows ignore it)."""
+"""Stems of other files in `__baselines__/`, in any case (macOS and Windows ignore it)."""
 
 
 def suite_file_stem(name: str) -> str:
-    """The stem of a suite's files (its baseline, its labels): distinct for every suite
-    name, at most `STEM_BYTES` UTF-8 bytes, and a name every file system takes (Windows
-    included) that stays inside its folder.
-
-    A simple name is its own stem, so files earlier versions wrote keep their place. Any
-    other name is shown with every unsafe character made `_`, cut to fit, and followed by
-    `~` and a hash of the whole name: `~` is in no simple stem, so no two names share a file.
+    """The stem of a suite's files (baseline, labels): distinct per name, at most
+    `STEM_BYTES` UTF-8 bytes, valid on every file system and inside its folder. A simple
+    name is its own stem (earlier files keep their place); any other is made safe, cut, and
+    followed by `~` and a hash of the name (`~` is in no simple stem: no two share a file).
 
     Example:
         >>> suite_file_stem("support bot"), suite_file_stem("chat/en")[:8]
@@ -87,20 +83,16 @@ def _cut_bytes(text: str, limit: int) -> str:
 
 
 def _legacy_stem(name: str, limit: int | None = 120) -> str:
-    """The stem versions before distinct stems gave `name` (`chat_en` for `chat/en` and
-    `chat:en` alike; cut at 120 characters)."""
+    """The stem earlier versions gave `name` (`chat_en` for `chat/en` and `chat:en` alike)."""
     stem = _UNSAFE.sub("_", name).strip().lstrip(".")
     return (stem[:limit] if limit is not None else stem) or "suite"
 
 
 def suite_file(folder: Path, name: str, suffix: str, *, owned: Callable[[Path], bool]) -> Path:
-    """The file of suite `name` in `folder`: `<stem><suffix>` (`suite_file_stem`), or the
-    file an earlier version named for it (before stems were distinct: `chat_en.json` for
-    `chat/en`, a name cut at 120 characters, `con.json`) while there is none at the new name
-    and `owned` says the old one is this suite's (the old name may be another suite's, or
-    have been shared by several). Nothing is moved here: the stores move an earlier file on
-    their first write.
-    """
+    """The file of suite `name` in `folder`: `<stem><suffix>`, or the one an earlier version
+    named for it (`chat_en.json` for `chat/en`) while there is none at the new name and
+    `owned` says the old one is this suite's (it may be another's, or shared). Nothing is
+    moved here: the stores move it on their first write."""
     path = folder / f"{suite_file_stem(name)}{suffix}"
     legacy = folder / f"{_legacy_stem(name)}{suffix}"
     if legacy == path or path.exists() or not legacy.is_file() or not owned(legacy):
@@ -109,8 +101,7 @@ def suite_file(folder: Path, name: str, suffix: str, *, owned: Callable[[Path], 
 
 
 def holds_report_of(name: str) -> Callable[[Path], bool]:
-    """Whether a report file is of the suite `name` (what decides whose an old baseline
-    file is). A file that cannot be read belongs to no one."""
+    """Whether a report file is of the suite `name` (unreadable: no one's), for `owned`."""
 
     def owned(path: Path) -> bool:
         try:
@@ -125,27 +116,19 @@ def holds_report_of(name: str) -> Callable[[Path], bool]:
 
 @dataclass(eq=False)
 class Suite:
-    """A named set of cases and the agent that runs them.
-
-    A Python suite file defines one or more at module level:
-
-    Example:
-        >>> suite = Suite("geography", agent=make_agent, cases=[Case("Capital of France?", checks=[contains("Paris")])], concurrency=4)
+    """A named set of cases and the agent that runs them (a Python suite file defines them at
+    module level).
 
     Attributes:
         name: the suite's name (baselines and history are keyed by it).
         agent: any agent source `evaluate()` accepts.
-        cases: the cases.
-        settings: how its runs run (`RunSettings`: only the settings it gives are set).
-            The keywords `concurrency`, `price`, `provider`, `max_cost`, `cache` and
-            `count_user_faults` are folded into it, once, as the suite is made.
-        baseline: where its baseline lives; default `<suite dir>/__baselines__/<name>.json`.
-        skip: a reason not to run it (for example a missing API key); shown instead of results.
-        required_env: environment variables it needs (YAML `skip_unless_env`); Ray workers
-            are given these, besides the providers' key variables.
-        path: the file it was loaded from (set by discovery).
-        checks: checks every case must meet, run before each case's own (YAML: a
-            top-level `checks:` list).
+        settings: how its runs run (`RunSettings`: only the settings it gives are set); the
+            keywords `concurrency`, `price`, `provider`, `max_cost`, `cache` and
+            `count_user_faults` are folded into it as the suite is made.
+        skip: a reason not to run it (a missing API key); shown instead of results.
+        required_env: environment variables it needs (YAML `skip_unless_env`), given to Ray
+            workers besides the providers' key variables.
+        checks: checks every case must meet, before each case's own (YAML: `checks:`).
 
     Raises:
         ValueError: a setting is not valid (`concurrency=0`, a negative `max_cost`).
@@ -195,8 +178,7 @@ class Suite:
                 raise ValueError(f"suite {self.name!r}: {settings_problem(exc)}") from None
 
     def _with_suite_checks(self, case: Case) -> Case:
-        """`case` with the suite's checks first (once: a copy of the suite, as `select`
-        makes, finds them already there — the same check objects)."""
+        """`case` with the suite's checks first (once: a `select` copy finds them there)."""
         shared = list(self.checks)
         if not shared:
             return case
@@ -215,8 +197,7 @@ class Suite:
 
     @property
     def baseline_path(self) -> Path:
-        """Where this suite's baseline is read and written: `baseline` when given, else
-        `__baselines__/<stem>.json` beside its file (`suite_file_stem`)."""
+        """`baseline` when given, else `__baselines__/<stem>.json` beside its file."""
         if self.baseline is not None:
             given = Path(self.baseline)
             if not given.is_absolute() and self.path is not None:
@@ -227,9 +208,7 @@ class Suite:
 
     @property
     def earlier_baseline_path(self) -> Path | None:
-        """This suite's baseline as an earlier version named it (`chat_en.json` for
-        `chat/en`), while there is no file at `baseline_path`; nothing is moved here
-        (`BaselineStore` moves it on its first write)."""
+        """This suite's baseline as an earlier version named it (`suite_file`)."""
         path = self.baseline_path
         if self.baseline is not None:
             return None
@@ -247,8 +226,7 @@ class Suite:
         samples: int | None = None,
         names: Iterable[str] | None = None,
     ) -> Suite:
-        """A copy with only the cases whose name contains `filter` (case-insensitive) or is in
-        `names`, and with `samples` overriding each case's sample count."""
+        """A copy with the cases matching `filter` (any case) or in `names`, at `samples`."""
         cases = self.cases
         if filter:
             needle = filter.casefold()

@@ -1,4 +1,3 @@
-"""Helpers every other package uses, knowing nothing of agents, cases or runs: text from
-untrusted values (`text`), secrets (`secrets`), atomic writes (`atomic`), the data folder
-(`home`), real cancellations (`cancellation`), safe YAML (`yaml_files`). The bottom layer.
-"""
+"""Helpers every package uses, knowing nothing of agents, cases or runs: untrusted `text`,
+`secrets`, `atomic` writes, the data folder (`home`), real `cancellation`s, safe YAML
+(`yaml_files`), `errors`. The bottom layer: imports no other tui-eval package."""

@@ -1,5 +1,5 @@
-"""Atomic file writes: readers see the old file or the new one, never half of one; and
-`folder_lock`, one writer at a time for a read-merge-write of a shared file."""
+"""Atomic file writes (readers see the old file or the new one, never half) and
+`folder_lock` (one writer at a time for a read-merge-write)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from pathlib import Path
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
 FSYNC_VARIABLE = "TUI_EVAL_FSYNC"
-"""Each write is fsynced before the rename (a crash of the machine leaves the old file or the
-new one) unless this environment variable is `0`, as the tests set it."""
+"""Each write is fsynced before the rename (surviving a machine crash) unless this is `0`."""
 
 
 def _umask() -> int:
@@ -38,9 +37,8 @@ def private_folder(folder: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
-    """Write `data` to `path` through a temp file beside it, fsync and `os.replace`, with
-    ordinary permissions (baselines and exports are shared), or 0600 in 0700 folders with
-    `private` (what tui-eval keeps in its data folder)."""
+    """Write `data` through a temp file beside `path`, fsync and `os.replace`: ordinary
+    permissions (baselines are shared), or 0600 in 0700 folders if `private`."""
     if private:
         private_folder(path.parent)
         mode = PRIVATE_FILE
@@ -69,8 +67,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> Non
 
 
 def open_private(path: Path, mode: str) -> int:
-    """Open `path` for appending (`"ab"`) or locking (`"a+b"`) as an owner-only file (0600,
-    also when it existed with wider permissions); returns the descriptor."""
+    """Open `path` (`"ab"` or `"a+b"`) as an owner-only file (0600, even if it was wider)."""
     flags = os.O_CREAT | os.O_APPEND | (os.O_RDWR if "+" in mode else os.O_WRONLY)
     fd = os.open(path, flags, PRIVATE_FILE)
     with contextlib.suppress(OSError):
@@ -80,11 +77,9 @@ def open_private(path: Path, mode: str) -> int:
 
 @contextlib.contextmanager
 def folder_lock(folder: Path, *, private: bool = False) -> Iterator[None]:
-    """Hold an exclusive lock on `folder` (created if missing) while the block runs, for a
-    read-merge-write of a file there that several writers share. The lock is `flock` on the
-    folder itself: no lock file beside committed files, and the OS releases it if the
-    process dies. Without `fcntl` (Windows) the block runs unlocked.
-    """
+    """Hold an exclusive lock on `folder` (created if missing) while the block runs: `flock`
+    on the folder itself (no lock file beside committed files; released if the process
+    dies). Without `fcntl` (Windows) the block runs unlocked."""
     if private:
         private_folder(folder)
     else:

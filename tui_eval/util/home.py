@@ -27,9 +27,9 @@ def in_data_root(path: Path) -> bool:
 
 
 def private_subfolder(name: str) -> Path:
-    """`data_root()/name` (tui-eval's own `projects`, `cache`), created or tightened to its
-    owner only (0700): whatever an older tui-eval left readable in it is out of other
-    users' reach. The data root itself is left as it is (it may be a folder one chose)."""
+    """`data_root()/name` (`projects`, `cache`), created or tightened to owner-only (0700)
+    so what an older tui-eval left readable is not; the root itself may be one's own choice,
+    so it is left as it is."""
     folder = data_root() / name
     if not folder.is_dir():
         folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

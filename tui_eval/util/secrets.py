@@ -19,9 +19,7 @@ URL_VARIABLES = ("_PROXY", "_BASE_URL")
 
 
 def secret_values() -> list[str]:
-    """Values of environment variables whose names mark them as secrets, and the
-    credentials in proxy and base-URL variables (`HTTPS_PROXY=http://user:pw@...`),
-    longest first."""
+    """Secret environment variables' values and proxy and base-URL credentials, longest first."""
     values = {
         value
         for name, value in os.environ.items()
@@ -34,8 +32,8 @@ def secret_values() -> list[str]:
 
 
 def split_credentials(url: str) -> tuple[str, str | None]:
-    """`url` without its `user:password@`, and that part (None: none), read as curl reads
-    a proxy variable: everything before the authority's last `@`, even a `#`, `/` or `?`."""
+    """`url` without its `user:password@`, and that part (or None), read as curl does: all
+    before the authority's last `@`, even a `#`, `/` or `?`."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
@@ -62,8 +60,8 @@ def without_credentials(url: str) -> str:
 
 
 def url_credentials(url: str) -> set[str]:
-    """The secrets a URL carries: its whole `user:password` (raw and unquoted; a lone user
-    name too, a token sent as the user), and a password long enough to look for alone."""
+    """A URL's secrets: its `user:password` (raw and unquoted; a lone user name, which may be
+    a token), and a password long enough to look for alone."""
     _, userinfo = split_credentials(url)
     if not userinfo:
         return set()
@@ -75,8 +73,7 @@ def url_credentials(url: str) -> set[str]:
 
 
 def is_credential_header(name: str) -> bool:
-    """Whether a request header's name marks its value as a credential (Authorization,
-    `*key*`, `*token*`, `*secret*`, cookies): never written to disk."""
+    """Whether a header holds a credential (never written to disk)."""
     lowered = name.lower()
     return lowered in ("authorization", "proxy-authorization") or any(
         word in lowered for word in ("key", "token", "secret", "cookie", "auth", "password")
@@ -84,8 +81,8 @@ def is_credential_header(name: str) -> bool:
 
 
 def credential_values(api_key: str | None, headers: Iterable[tuple[str, str]]) -> list[str]:
-    """The secrets a request carries: its key, and its credential headers' values (with
-    and without their scheme: `Bearer sk-...` and `sk-...`), longest first."""
+    """A request's secrets: its key and credential headers' values, with and without their
+    scheme (`Bearer sk-...`, `sk-...`), longest first."""
     found = {api_key} if api_key else set()
     for name, value in headers:
         if is_credential_header(name) and value:
@@ -95,9 +92,8 @@ def credential_values(api_key: str | None, headers: Iterable[tuple[str, str]]) -
 
 
 def redact_secrets(text: str, secrets: Iterable[str]) -> str:
-    """`text` with each of `secrets` replaced by `***`: a long one wherever it appears, a
-    short one (a dummy key such as `x`, under `MIN_SECRET_LENGTH`) only as a whole word,
-    so `x` never turns a server's message into `***` in every word."""
+    """`text` with each of `secrets` as `***`: a short one (under `MIN_SECRET_LENGTH`, a
+    dummy key such as `x`) only as a whole word, lest every word become `***`."""
     for secret in sorted(set(secrets), key=len, reverse=True):
         if not secret:
             continue
@@ -109,14 +105,13 @@ def redact_secrets(text: str, secrets: Iterable[str]) -> str:
 
 
 def redact(text: str) -> str:
-    """`text` with every secret from the environment replaced by `***` (keys an agent's own
-    code put into an exception message, say)."""
+    """`text` with every secret from the environment replaced by `***`."""
     return redact_secrets(text, secret_values())
 
 
 def redact_value(value: Any, secrets: list[str] | None = None) -> Any:
-    """`value` with every secret replaced by `***` in every string inside it; containers are
-    rebuilt only where one was found, an object holding one comes back as its JSON form."""
+    """`value` with every secret in its strings as `***`: containers rebuilt only where one
+    was found, an object holding one as its JSON form."""
     found = secret_values() if secrets is None else secrets
     if not found:
         return value

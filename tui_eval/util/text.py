@@ -1,6 +1,5 @@
-"""Text from untrusted values, written once: sanitising, one-line forms, value as text, and
-pydantic validation errors in words — so the rules are the same in every output.
-"""
+"""Text from untrusted values, written once so every output has the same rules: sanitising,
+one-line forms, value as text, pydantic validation errors in words."""
 
 from __future__ import annotations
 
@@ -22,19 +21,13 @@ _VISIBLE.update({c: 0xFFFD for c in range(0x80, 0xA0)})
 
 
 def sanitize(text: str) -> str:
-    """Replace control characters (escape codes, NUL, CR...; not tabs or newlines) with
-    visible stand-ins."""
+    """Control characters (not tabs or newlines) as visible stand-ins."""
     return text.translate(_VISIBLE)
 
 
 def value_text(value: Any, *, pretty: bool = False) -> str:
     """A value as text: strings as themselves, None as "", anything else as JSON (`pretty`:
-    indented; what JSON cannot hold as its `repr`).
-
-    Example:
-        >>> value_text({"total": 3})
-        '{"total": 3}'
-    """
+    indented; what JSON cannot hold as its `repr`)."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -53,9 +46,8 @@ CIRCULAR = "<circular reference>"
 
 
 def json_safe(value: Any) -> Any:
-    """A form of `value` that JSON can hold, losing as little as possible: lone surrogates
-    escaped, bytes as their repr, a container holding itself cut with `CIRCULAR`, any other
-    object as its JSON form or its repr."""
+    """`value` in a form JSON holds, losing little: lone surrogates escaped, bytes as repr, a
+    container holding itself cut with `CIRCULAR`, other objects as JSON form or repr."""
     return _json_safe(value, set())
 
 
@@ -99,8 +91,7 @@ XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]"
 
 
 def markdown_cell(text: str, limit: int = 120) -> str:
-    """`text` as one line of a Markdown table cell: at most `limit` characters, without
-    what XML cannot carry, Markdown's own characters escaped."""
+    """`text` as one Markdown table cell line: `limit` characters, XML-safe, escaped."""
     flat = cut(" ".join(XML_INVALID.sub("", text).split()), limit)
     for ch in "\\`*_[]<>|":
         flat = flat.replace(ch, "\\" + ch)
@@ -108,12 +99,7 @@ def markdown_cell(text: str, limit: int = 120) -> str:
 
 
 def counted(count: int, noun: str) -> str:
-    """`count` and `noun`, in the plural unless it is one (thousands separated).
-
-    Example:
-        >>> counted(1, "sample"), counted(1200, "sample")
-        ('1 sample', '1,200 samples')
-    """
+    """`count` and `noun`, plural unless it is one: `1,200 samples`."""
     return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
@@ -123,8 +109,7 @@ def cut(text: str, limit: int) -> str:
 
 
 def pad_cells(text: str, cells: int) -> str:
-    """One sanitised line padded or cut to exactly `cells` terminal cells (CJK characters
-    count two)."""
+    """One sanitised line padded or cut to exactly `cells` terminal cells (CJK count two)."""
     text = " ".join(sanitize(text).split())
     if cell_len(text) > cells:
         return set_cell_size(text, cells - 1) + ELLIPSIS
@@ -145,9 +130,7 @@ def one_line(value: Any, limit: int = 120) -> str:
 
 
 def validation_message(exc: pydantic.ValidationError, *, every: bool = False) -> str:
-    """A pydantic error in words: `field 'cases.0.samples': Input should be ...`, the most
-    specific (deepest) one, or `every` one joined with "; "; a union's member labels are
-    left out of the locations."""
+    """A pydantic error in words (`field 'cases.0.samples': ...`): the deepest, or `every`."""
     errors = exc.errors() if every else [_most_specific(exc)]
     parts = []
     for error in errors:

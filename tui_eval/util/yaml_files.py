@@ -1,10 +1,8 @@
-"""YAML from files a user did not necessarily write: PyYAML's safe loader, refusing alias bombs.
-
-A few hundred bytes of nested anchors describe millions of values, which whatever copies
-them next expands. Once a document is composed, before anything is built, the loader counts
-the values its aliases expand it to and applies go-yaml's rule: up to 400,000 values anything
-goes; beyond, the share from aliases must fall from 99% to 10% at 4,000,000. Recursive
-aliases are refused too.
+"""YAML from files a user did not necessarily write: PyYAML's safe loader, refusing alias bombs
+(a few hundred bytes of nested anchors describe millions of values). Once composed, before
+anything is built, a document's expanded size is checked with go-yaml's rule: up to 400,000
+values anything goes; beyond, the share from aliases must fall from 99% to 10% at 4,000,000.
+Recursive aliases are refused too.
 """
 
 from __future__ import annotations
@@ -24,13 +22,11 @@ CAPPED_VALUES = 4_000_000
 
 
 class AliasExpansionError(TuiEvalError, ComposerError):
-    """A document whose aliases expand it far beyond its written size (or into itself); a
-    `yaml.YAMLError` with a `problem_mark`, reported with its line as any YAML error."""
+    """Aliases expanding a document far beyond its size (or into itself); a YAML error."""
 
 
 class SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's safe loader when PyYAML was built with it (about 5x faster), else PyYAML's
-    own, refusing alias bombs before constructing anything."""
+    """libyaml's safe loader if PyYAML has it (about 5x faster), refusing alias bombs."""
 
     def get_single_node(self) -> Node | None:
         node: Node | None = super().get_single_node()
@@ -43,8 +39,7 @@ def load_yaml(text: str) -> Any:
     """`text` as plain data (the safe loader's types), alias bombs refused.
 
     Raises:
-        yaml.YAMLError: not YAML, or an `AliasExpansionError` (with the line of the
-            anchor that expands the most).
+        yaml.YAMLError: not YAML, or an `AliasExpansionError`.
     """
     return yaml.load(text, Loader=SafeLoader)
 

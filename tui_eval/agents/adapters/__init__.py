@@ -1,6 +1,5 @@
-"""Adapters: agents built with other frameworks, and their traces, as tui-eval runs; and
-`to_run_result`, whatever an agent returned as a `RunResult`. Each framework is an optional
-extra imported only by the adapter that runs it; converting a framework's result object
+"""Adapters: other frameworks' agents and traces as tui-eval runs, and `to_run_result`. Each
+framework is an optional extra imported only by its adapter; converting a result object
 (`from_framework`) never imports the framework.
 """
 
@@ -15,8 +14,7 @@ from tui_eval.util.text import value_text
 
 
 def from_framework(value: Any, input: Input, latency_ms: float) -> RunResult | None:
-    """An Agents SDK, LangGraph/LangChain or pydantic-ai result as our `RunResult` (told
-    apart by their types' modules); None for any other value."""
+    """An Agents SDK, LangGraph/LangChain or pydantic-ai result as a `RunResult`, else None."""
     module = type(value).__module__ or ""
     if module.startswith("pydantic_ai"):
         from tui_eval.agents.adapters import pydantic_ai

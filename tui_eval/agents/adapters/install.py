@@ -1,8 +1,5 @@
-"""What the adapters share: an SDK client routed through tui-eval's HTTP layer with its
-own configuration kept (`routed`), usage a framework reports priced when its calls did
-not pass through the layer (`charge_unmetered`), and the extra to install when a
-framework is missing (`require`).
-"""
+"""What the adapters share: SDK clients routed through tui-eval's HTTP layer (`routed`),
+pricing usage the layer did not meter (`charge_unmetered`), missing extras (`require`)."""
 
 from __future__ import annotations
 
@@ -37,10 +34,9 @@ def require(module: str, extra: str) -> ModuleType:
 
 
 def routed(client: Any) -> Any:
-    """An OpenAI/Anthropic SDK client's copy (its public `with_options`) whose requests go
-    through tui-eval's HTTP layer and then out through the client's own httpx2 client, its
-    configuration kept (`client` itself if it sends through the layer; None if it is not an
-    async SDK client). The SDKs keep that client in `_client`: read there, never replaced."""
+    """A copy of an OpenAI/Anthropic async SDK client (public `with_options`) sending through
+    tui-eval's HTTP layer, then its own httpx2 client with its configuration (read from the
+    SDK's `_client`, never replaced); `client` itself if it already does; else None."""
     import httpx2
 
     from tui_eval.agents.http.client import LayeredClient, http_client
@@ -71,9 +67,8 @@ def charge_unmetered(
     current sample's meter, unless the layer metered those requests already.
 
     Args:
-        since: `requests_so_far()` when the agent's run began: priced unless a request
-            since passed through the layer. None (a result converted with no run around
-            it): priced once a turn, unless any of the turn's requests passed through it.
+        since: `requests_so_far()` when the run began. None (a result converted outside a
+            run): priced per turn, unless any of the turn's requests passed the layer.
     """
     sample = current_sample()
     if sample is None:
@@ -129,9 +124,7 @@ class WrappedAgent:
         """Let the memory of a finished conversation go."""
 
     def sample_runner(self) -> AgentCall:
-        """The per-sample call (used by `evaluate()` instead of `run`, to pass deps). With
-        `keeps_memory`, a conversation sends it only the user's latest message, with its
-        thread, and calls `forget_thread` when it ends."""
+        """The per-sample call (`evaluate()` uses it instead of `run`, to pass deps)."""
 
         async def run(spec: RunSpec) -> RunResult:
             return await self.run(spec.input, deps=spec.deps, thread=spec.thread)

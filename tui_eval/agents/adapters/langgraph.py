@@ -1,14 +1,9 @@
 """Run a LangGraph graph (or any LangChain runnable over messages) under tui-eval
 (`pip install 'tui-eval[langgraph]'`; README: "Agents from other frameworks").
 
-Example:
-    >>> from tui_eval.agents.adapters.langgraph import wrap
-    >>> suite = Suite("weather", agent=wrap(create_react_agent(llm, tools)), cases=[...])  # doctest: +SKIP
-
 The graph's final state (or the state, messages or `AIMessage` a plain function returns)
-becomes the `RunResult`, its messages read by their fields with no LangChain import. A
-graph with a checkpointer keeps its own memory: a conversation sends it only the user's
-latest message, on a thread of its own deleted when the conversation ends.
+becomes the `RunResult`, read by field with no LangChain import. A graph with a checkpointer
+keeps its own memory: a conversation gets a thread of its own, deleted when it ends.
 """
 
 from __future__ import annotations
@@ -68,8 +63,7 @@ class GraphAgent(WrappedAgent):
         return _checkpointer(self.graph) is not None
 
     async def run(self, input: Input, *, deps: Any = None, thread: str | None = None) -> RunResult:
-        """Run the graph once and convert its final state. With a checkpointer, `thread`
-        is the thread it continues (default: the `config`'s, else a fresh one)."""
+        """Run the graph once (on `thread`, with a checkpointer) and convert its final state."""
         config = dict(self.config)
         configurable = dict(config.get("configurable") or {})
         if deps is not None:
@@ -168,8 +162,7 @@ class GraphAgent(WrappedAgent):
 
 
 def _resume(waiting: list[Any], input: Input) -> Any:
-    """The `Command` answering the interrupts a thread is paused at with the user's latest
-    message (or a mapping input as it is)."""
+    """The `Command` answering a paused thread's interrupts with the user's latest message."""
     from langgraph.types import Command
 
     answer: Any
@@ -269,8 +262,7 @@ def from_value(
 def from_messages(
     raw: Sequence[Any], input: Input, latency_ms: float, *, since: int | None = None
 ) -> RunResult:
-    """LangChain messages as a run; an input conversation they start with is kept as
-    messages, but its turns and tool calls are not the run's."""
+    """LangChain messages as a run (an input conversation they start with: messages only)."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []

@@ -1,15 +1,11 @@
 """Run an OpenAI Agents SDK agent under tui-eval (`pip install 'tui-eval[openai-agents]'`;
 README: "Agents from other frameworks").
 
-Example:
-    >>> from tui_eval.agents.adapters.openai_agents import wrap
-    >>> suite = Suite("weather", agent=wrap(weather_agent, max_turns=5), cases=[...])  # doctest: +SKIP
-
-`wrap` runs a copy of the agent whose OpenAI models send through tui-eval's HTTP layer and
-then through the user's own `AsyncOpenAI` client (`install.routed`). Run hooks record each
-model response, tool output and raising tool while it runs (the caller's hooks still
-called), so a call is failed even when a `failure_error_function` turned its error into
-text, and a run that raises keeps its calls and usage up to the failure.
+`wrap` runs a copy of the agent whose OpenAI models send through tui-eval's HTTP layer, then
+the user's own `AsyncOpenAI` client (`install.routed`). Run hooks (the caller's still called)
+record each model response, tool output and raising tool as it runs, so a call fails even
+when a `failure_error_function` turned its error into text, and a raising run keeps its
+calls and usage.
 """
 
 from __future__ import annotations
@@ -40,8 +36,7 @@ from tui_eval.agents.run_spec import Input
 from tui_eval.util.text import value_text
 
 TOOL_ERROR_PREFIX = "An error occurred while running the tool."
-"""How the SDK's default `failure_error_function` starts the text it sends back for a tool
-that raised: such a call is recorded as failed."""
+"""How the SDK's default `failure_error_function` text starts: such a call failed."""
 
 _RAISED = "_tui_eval_raised"
 """Set on a tool call's context by a custom failure function: the error text."""
@@ -66,10 +61,6 @@ conversation's thread id (a file-backed `SQLiteSession`, a Redis or SQLAlchemy o
 def wrap(agent: Any, *, memory: Memory = False, **run_options: Any) -> SampleRunnerAgent:
     """An agent source running `agents.Runner.run(agent, input, **run_options)`, with
     `Case(context=...)` as the run's `context` unless `run_options` sets one.
-
-    Example:
-        >>> desk = wrap(agent, memory=True)  # doctest: +SKIP
-        >>> Case(user=ScriptedUser(["Weather in Tokyo?", "And in Lima?"]))  # doctest: +SKIP
 
     Args:
         memory: a session per conversation (see `Memory`), each turn sending only the
@@ -158,9 +149,8 @@ class SampleRunnerAgent(WrappedAgent):
 
 
 def _watched(tool: Any) -> Any:
-    """A copy of a function tool with a custom `failure_error_function` whose function
-    first records the exception on the call's context; any other tool as it is (the SDK's
-    default function is watched by `_recording_config`, a re-raising tool by `run`)."""
+    """A function tool with its own `failure_error_function` copied to record the exception
+    first; any other tool as it is (the default function: `_recording_config`)."""
     from agents import default_tool_error_function
     from agents.tool import (
         resolve_function_tool_failure_error_function,
@@ -182,8 +172,7 @@ def _watched(tool: Any) -> Any:
 
 
 def _recording_config(agents: Any, recording: _Recording, theirs: Any) -> Any:
-    """The run's `RunConfig` with a `tool_error_formatter` that records each exception the
-    SDK's default failure function answers, then asks theirs."""
+    """The `RunConfig` with a `tool_error_formatter` recording each exception, then theirs."""
     config = theirs if theirs is not None else agents.RunConfig()
     formatter = config.tool_error_formatter
 
@@ -416,8 +405,7 @@ def from_result(
 
 
 def _stop_reason(response: Any) -> str | None:
-    """Why a model response ended, from its last output item (the SDK keeps no finish
-    reason): `tool_calls`, `refusal`, `length` (cut short), `stop`, or None."""
+    """Why a model response ended, from its last output item (the SDK keeps no reason)."""
     for raw in reversed(list(getattr(response, "output", ()) or ())):
         kind = str(field_of(raw, "type") or "")
         if kind.endswith("_call"):

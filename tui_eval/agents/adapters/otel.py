@@ -1,13 +1,9 @@
-"""Trajectories from OpenTelemetry spans, collected in process (`pip install 'tui-eval[otel]'`).
+"""Trajectories from OpenTelemetry spans, collected in process (`pip install 'tui-eval[otel]'`;
+README: "Agents from other frameworks").
 
-Example:
-    >>> from tui_eval.agents.adapters.otel import capture
-    >>> suite = Suite("support", agent=capture(my_instrumented_agent), cases=[...])  # doctest: +SKIP
-
-`capture(fn)` runs `fn(input)` in a fresh trace of its own and collects that trace's spans
-(`spans.py` reads them) with a span processor added to the global SDK `TracerProvider`, so
-samples never see each other's spans and the application's exporters keep working. Model
-or tool spans that start a trace of their own while a sample runs (a thread pool without
+`capture(fn)` runs `fn(input)` in a fresh trace and collects its spans with a processor added
+to the global `TracerProvider`: samples never see each other's spans, the application's
+exporters keep working. Spans starting a trace of their own meanwhile (a thread pool without
 the context) are reported, not collected.
 """
 
@@ -44,7 +40,7 @@ def capture(fn: Callable[[Any], Any], *, tracer_provider: Any = None) -> Capture
 
 
 class CapturedAgent:
-    """What `capture` returns: an agent source with an async `run(input)`."""
+    """What `capture` returns."""
 
     def __init__(self, fn: Callable[[Any], Any], tracer_provider: Any = None) -> None:
         self.fn = fn
@@ -226,8 +222,7 @@ def record(span: Any) -> SpanRecord:
 
 
 COLLECTOR_ATTRIBUTE = "tui_eval_collector"
-"""Where a tracer provider keeps the processor tui-eval added to it (OpenTelemetry has no
-public way to ask a provider for its processors)."""
+"""Where a tracer provider keeps tui-eval's processor (OpenTelemetry cannot list them)."""
 
 
 def _collector(provider: Any = None) -> tuple[Any, _Collector]:

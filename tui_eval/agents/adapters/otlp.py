@@ -1,9 +1,5 @@
-"""Recorded OpenTelemetry traces: OTLP JSON as the Collector's file exporter writes it.
-
-A file holds one `{"resourceSpans": [...]}` object, or one such object per line (JSON
-lines, as the file exporter appends them). Each trace becomes the spans of one run (see
-`tui_eval.agents.adapters.spans`). Reading needs no OpenTelemetry package.
-"""
+"""Recorded OpenTelemetry traces: OTLP JSON as the Collector's file exporter writes it (one
+`{"resourceSpans": [...]}` object, or one a line), read without OpenTelemetry."""
 
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ def load_traces(path: Path) -> dict[str, list[SpanRecord]]:
 
     Raises:
         TraceFileError: the file is missing, not JSON or not OTLP spans (naming a known
-            other format), or a value has the wrong shape; the message says where.
+            other format), or a value has the wrong shape.
     """
     try:
         data = path.read_bytes()
@@ -187,8 +183,7 @@ def span_record(raw: Any, place: str = "span") -> SpanRecord:
 
 
 def attributes_of(raw: Any, place: str = "attributes") -> dict[str, Any]:
-    """OTLP `[{"key": ..., "value": {"stringValue": ...}}]` as a plain mapping (a value of
-    the wrong shape: `TraceFileError` naming `place` and the key)."""
+    """OTLP `[{"key": ..., "value": {"stringValue": ...}}]` as a plain mapping."""
     return {
         str(item["key"]): any_value(item.get("value"), f"{place}: attribute {str(item['key'])!r}")
         for item in _listed(raw, place, "attributes")

@@ -1,10 +1,8 @@
 """Run a pydantic-ai `Agent` under tui-eval (`pip install 'tui-eval[pydantic-ai]'`).
 
-Its output, the tool calls in its messages (a return part whose `outcome` is not
-`success` is a failed call) and its usage become the `RunResult`; a conversation's earlier
-turns stay in the trajectory but only this run's model calls, tool calls and usage count;
-a run that raises keeps the trajectory up to the failure. A run's result returned by a
-plain function (`AgentRunResult`, `StreamedRunResult`, the `AgentRun` of `iter`) is
+Its output, tool calls (a return part whose `outcome` is not `success` failed) and usage
+become the `RunResult`; a run that raises keeps the trajectory up to the failure. A result a
+plain function returns (`AgentRunResult`, `StreamedRunResult`, `iter`'s `AgentRun`) is
 converted the same way (`from_result`).
 """
 
@@ -82,8 +80,8 @@ def is_result(value: Any) -> bool:
 
 def from_result(value: Any, latency_ms: float, *, since: int | None = None) -> RunResult:
     """A pydantic-ai run's result as ours: the whole conversation as its trajectory, but
-    only this run's model calls, tool calls and usage (not an input history's); an
-    unfinished `AgentRun` as the run so far. `since`: as `charge_unmetered`'s."""
+    only this run's calls and usage (not an input history's); an unfinished `AgentRun` as
+    the run so far. `since`: as `charge_unmetered`'s."""
     finished = getattr(value, "result", None) if type(value).__name__ == "AgentRun" else value
     if finished is not None and finished is not value:
         return from_result(finished, latency_ms, since=since)
@@ -117,8 +115,8 @@ def _run(history: list[Any], own_from: int, latency_ms: float) -> RunResult:
 
 
 def pydantic_ai_model(model: Any) -> Any:
-    """A case's model as pydantic-ai takes it (`openai-compatible:MODEL@URL` an OpenAI chat
-    model on that URL), its client going through tui-eval's HTTP layer."""
+    """A case's model for pydantic-ai (`openai-compatible:MODEL@URL`: an OpenAI chat model on
+    that URL), its client going through tui-eval's HTTP layer."""
     if isinstance(model, str) and not model.startswith("openai-compatible:"):
         from pydantic_ai.models import infer_model
 
@@ -239,8 +237,7 @@ def _stop_reason(history: list[Any]) -> str | None:
 def convert_messages(
     history: list[Any], own_from: int = 0
 ) -> tuple[list[Message], list[ToolCall], int]:
-    """pydantic-ai messages as ours: (messages, tool calls, model responses); the items
-    before `own_from` (an input history) count only as messages."""
+    """pydantic-ai messages as ours; those before `own_from` (a history) only as messages."""
     messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     ordered: list[ToolCall] = []

@@ -1,7 +1,6 @@
-"""What a plain function returns after calling the `openai` SDK itself (a `ChatCompletion`,
-its message, or a Responses-API `Response`), as a `RunResult`; told apart by their types'
-modules, without importing the SDK. Their usage is priced when their requests did not pass
-through tui-eval's HTTP layer.
+"""An `openai` SDK response a plain function returns (a `ChatCompletion`, its message, a
+Responses-API `Response`) as a `RunResult`, without importing the SDK; priced when its
+requests did not pass through tui-eval's HTTP layer.
 """
 
 from __future__ import annotations

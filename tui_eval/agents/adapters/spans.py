@@ -1,8 +1,7 @@
-"""Trajectories from OpenTelemetry spans (`SpanRecord`s, from `otel.capture` or an OTLP
-file): the GenAI semantic conventions (`gen_ai.*`) and OpenInference (`openinference.*`,
-`llm.*`, `tool.*`, `input.value`, `output.value`). A trace with no tool spans takes its
-tool calls from the model spans' output messages; a model span with no token counts makes
-the usage unknown. Nothing here imports OpenTelemetry.
+"""Trajectories from OpenTelemetry spans (from `otel.capture` or an OTLP file), in the GenAI
+conventions (`gen_ai.*`) or OpenInference's (`llm.*`, `tool.*`, `input.value`...). Without
+tool spans, tool calls come from model spans' output; a model span without token counts
+makes the usage unknown. Imports no OpenTelemetry.
 """
 
 from __future__ import annotations
@@ -63,8 +62,7 @@ class SpanRecord:
 
 
 def run_from_spans(spans: Sequence[SpanRecord], *, output: Any = None) -> RunResult:
-    """One trace's spans as a run: tool calls in start order, summed model usage, the
-    conversation, and the last model or agent answer as output (unless `output` given)."""
+    """One trace's spans as a run, the last model or agent answer its output (or `output`)."""
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
     calls: list[ToolCall] = []
     requested: list[ToolCall] = []  # asked for in model output, for LLM-only instrumentations
@@ -149,8 +147,7 @@ def span_usages(spans: Sequence[SpanRecord]) -> list[tuple[str, str, ResponseTok
 
 
 def requested_calls(span: SpanRecord) -> list[ToolCall]:
-    """The tool calls a model span's output messages ask for (GenAI parts, chat-style
-    `tool_calls`, or OpenInference's flattened `llm.output_messages.*`)."""
+    """The tool calls a model span's output messages ask for, in any convention."""
     attrs = span.attributes
     raw = json_value(attrs.get("gen_ai.output.messages"))
     found: list[ToolCall] = []
