@@ -46,6 +46,12 @@ def layered_client(
     )
 
 
+def accepted_encodings() -> str:
+    """The content codings httpx2 decodes here, as its clients ask for them
+    (`Accept-Encoding`); a client made over no transport is its one public source."""
+    return httpx2.AsyncClient(transport=httpx2.AsyncBaseTransport()).headers["accept-encoding"]
+
+
 def _no_cookies() -> http.cookiejar.CookieJar:
     return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 

@@ -277,22 +277,6 @@ class ProxyVariableError(TuiEvalError, httpx2.ProxyError):
     """A proxy variable names a proxy tui-eval cannot use (its credentials never shown)."""
 
 
-PROXY_VARIABLES = tuple(
-    name
-    for base in ("http", "https", "all", "no")
-    for name in (f"{base}_proxy", f"{base.upper()}_PROXY")
-)
-"""The variables that choose a request's proxy (read with `REQUEST_METHOD`, as a CGI
-script ignores `HTTP_PROXY`)."""
-
-
-def proxy_variables() -> tuple[str | None, ...]:
-    """The proxy variables as they are now: what `proxy_for` decides by."""
-    import os
-
-    return tuple(os.environ.get(name) for name in (*PROXY_VARIABLES, "REQUEST_METHOD"))
-
-
 def proxy_for(url: httpx2.URL) -> httpx2.Proxy | None:
     """The proxy the environment names for `url` (`HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
     read as the standard library reads them), or None; `ProxyVariableError` (never showing

@@ -101,7 +101,7 @@ class OpenAIProvider(HTTPProvider):
                     },
                 }
         try:
-            body, retries = await self.post_json("/chat/completions", payload)
+            completion = await self.post("/chat/completions", payload)
         except ProviderError as exc:
             if (
                 output_schema is None
@@ -116,8 +116,6 @@ class OpenAIProvider(HTTPProvider):
             )
         if output_schema is not None and "response_format" in payload:
             self.json_schema_supported = True
-        completion = from_wire(body)
-        completion.retries = retries
         return completion
 
 
