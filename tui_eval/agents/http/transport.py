@@ -562,6 +562,7 @@ class _Passing(httpx2.AsyncByteStream):
 
 # -- helpers -------------------------------------------------------------------------------
 _BAD_VALUE = re.compile(rb"[\r\n\0]")
+_LEADING_MODEL = re.compile(rb'\{"model":"([^"\\]*)"[,}]')
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
@@ -629,8 +630,13 @@ def _keyed(request: httpx2.Request) -> list[tuple[bytes, bytes]]:
 
 
 def _asked_model(body: bytes | None) -> str:
+    """The model a request's body names: read off its start when it leads (as the built-in
+    providers write it: a local model's whole growing conversation is not parsed again)."""
     if not body or body[:1] != b"{":
         return ""
+    leading = _LEADING_MODEL.match(body)
+    if leading is not None:
+        return leading[1].decode("utf-8", "replace")
     try:
         parsed = pydantic_core.from_json(body)
     except ValueError:
