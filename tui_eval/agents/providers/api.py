@@ -167,7 +167,7 @@ class HTTPProvider:
                 options,
                 headers,
                 httpx2.Headers(headers),
-                httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
+                httpx2.Timeout(timeout, connect=min(timeout, 30.0)).as_dict(),
                 (options.base_url or "").rstrip("/"),
                 query,
                 {},
@@ -234,7 +234,7 @@ class HTTPProvider:
             url,
             content=pydantic_core.to_json(payload),
             headers=resolved.wire,
-            extensions={"timeout": resolved.timeout.as_dict()},
+            extensions={"timeout": resolved.timeout},
         )
         try:
             response = await self._layer().handle_async_request(request)
@@ -272,7 +272,7 @@ class _Resolved:
     options: ProviderOptions
     headers: dict[str, str]
     wire: httpx2.Headers
-    timeout: httpx2.Timeout
+    timeout: dict[str, float | None]
     base_url: str
     query: str
     urls: dict[str, httpx2.URL]
