@@ -500,12 +500,15 @@ class WireLayer(httpx2.AsyncBaseTransport):
             try:
                 _check_framing(response, request)
                 limit = self.binding.max_bytes
-                if "content-encoding" not in header_map(response):  # as it comes, capped
+                plain = "content-encoding" not in header_map(response)
+                if plain and _is_stream(response) and response.status_code < 300:
                     response.stream = _Passing(response.stream, None, limit)
-                    if not _is_stream(response) or response.status_code >= 300:
-                        await response.aread()
                     return response
-                content = await _read_capped(response, limit)
+                content = await _read_capped(response, limit, plain)
+                if plain:  # the body kept in place (no second Response), read from memory
+                    response.stream = httpx2.ByteStream(content)
+                    response.read()
+                    return response
             except BaseException:
                 await response.aclose()
                 raise
@@ -702,7 +705,10 @@ def header_map(response: httpx2.Response) -> dict[str, str]:
     a dict lookup each instead of a scan of httpx2's list."""
     found: dict[str, str] | None = response.extensions.get(HEADERS)
     if found is None:
-        found = response.extensions[HEADERS] = dict(response.headers.multi_items())
+        found = response.extensions[HEADERS] = {
+            name.decode("latin-1").lower(): value.decode("latin-1")
+            for name, value in response.headers.raw
+        }
     return found
 
 
@@ -746,12 +752,13 @@ def _names(header: str) -> list[str]:
     return [c.split(";")[0].strip().lower() for c in header.split(",") if c.strip()]
 
 
-async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
+async def _read_capped(response: httpx2.Response, limit: int, plain: bool) -> bytes:
     """The decoded body, refused once over `limit` bytes (a gzip bomb stops early)."""
     chunks: list[bytes] = []
     size = 0
+    stream: Any = response.stream  # a plain body: nothing to decode, read as it comes
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in stream if plain else response.aiter_bytes():
             size += len(chunk)
             if size > limit:
                 raise ResponseTooLarge(f"sent a response body over {limit:,} bytes; refused")
@@ -760,7 +767,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
         encoding = response.headers.get("content-encoding", "")
         raise httpx2.RemoteProtocolError(f"a corrupt {encoding} body: {exc}") from None
     finally:
-        await response.aclose()
+        await stream.aclose()  # the stream, not the response: a plain one is read again
     return b"".join(chunks)
 
 
