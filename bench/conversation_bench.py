@@ -4,6 +4,7 @@
         [--turns 10] [--latency 0.05] [--jitter 0] [--cache]
     python bench/conversation_bench.py --profile 200   # one run under cProfile: where time goes
     python bench/conversation_bench.py --http 200      # CPU a request: aiohttp vs the provider
+    python bench/conversation_bench.py --instructions 10 --old /tmp/old  # callgrind, per conversation
 
 A loopback OpenAI-compatible server (its own process, `--serve`) answers every request
 after `--latency` seconds (50 ms; `--jitter 0.5` spreads it evenly over 25-75 ms, as a
