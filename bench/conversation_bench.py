@@ -4,6 +4,7 @@
         [--turns 10] [--latency 0.05] [--jitter 0] [--cache]
     python bench/conversation_bench.py --profile 200   # one run under cProfile: where time goes
     python bench/conversation_bench.py --http 200      # CPU a request: aiohttp vs the provider
+    python bench/conversation_bench.py --instructions 10 --old /tmp/old  # callgrind, per conversation
 
 A loopback OpenAI-compatible server (its own process, `--serve`) answers every request
 after `--latency` seconds (50 ms; `--jitter 0.5` spreads it evenly over 25-75 ms, as a
@@ -215,22 +216,12 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
 
-async def drive(in_flight: int, waves: int, turns: int, cache: bool) -> dict[str, Any]:
-    import anyio
+def conversation_cases(conversations: int, turns: int) -> list[Any]:
+    """`conversations` spread over the 10 customers' cases."""
+    from tui_eval import Case, SimulatedUser, no_error, state_equals, tool_called
 
-    from tui_eval import (
-        Case,
-        RunSettings,
-        SimulatedUser,
-        evaluate,
-        no_error,
-        state_equals,
-        tool_called,
-    )
-
-    conversations = in_flight * waves
     per_case = -(-conversations // CASES)
-    cases = [
+    return [
         Case(
             user=SimulatedUser(
                 f"You are customer {c}. Ask about your orders, one question a message.",
@@ -244,6 +235,14 @@ async def drive(in_flight: int, waves: int, turns: int, cache: bool) -> dict[str
         )
         for c in range(CASES)
     ]
+
+
+async def drive(in_flight: int, waves: int, turns: int, cache: bool) -> dict[str, Any]:
+    import anyio
+
+    from tui_eval import RunSettings, evaluate
+
+    cases = conversation_cases(in_flight * waves, turns)
     settings = RunSettings(
         concurrency=in_flight, parallel_samples=True, cache="on" if cache else "off"
     )
@@ -280,6 +279,50 @@ async def drive(in_flight: int, waves: int, turns: int, cache: bool) -> dict[str
         "own_max_ms": max(own_ms, default=0.0),
         "load": os.getloadavg()[0],
     }
+
+
+async def count(conversations: int, turns: int) -> None:
+    """What `--instructions` runs under callgrind: one conversation (imports, connections,
+    prices), then `conversations` at once (none: the start-up alone, subtracted)."""
+    from tui_eval import RunSettings, evaluate
+
+    settings = RunSettings(concurrency=max(1, conversations), parallel_samples=True)
+    await evaluate(make_agent, conversation_cases(1, turns)[:1], settings=settings)
+    if conversations:
+        report = await evaluate(
+            make_agent, conversation_cases(conversations, turns), settings=settings
+        )
+        assert all(s.passed for s in report.samples), "a conversation failed"  # type: ignore[attr-defined]
+
+
+def instructions(url: str, tree: Path, conversations: int, turns: int) -> float:
+    """Instructions a conversation executes with the checkout at `tree` (callgrind: a run
+    of `conversations` less the start-up alone, divided by `conversations`)."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "PYTHONHASHSEED": "0",
+        "OPENAI_BASE_URL": url,
+        "OPENAI_API_KEY": "bench-key",
+    }
+    counts = []
+    for n in (0, conversations):
+        with tempfile.TemporaryDirectory() as home:
+            out = subprocess.run(
+                [
+                    *("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"),
+                    *(sys.executable, __file__, "--count", str(n), "--turns", str(turns)),
+                ],
+                env={**env, "TUI_EVAL_HOME": home},
+                capture_output=True,
+                text=True,
+                cwd="/",
+            )
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr[-3000:])
+        refs = next(line for line in out.stderr.splitlines() if "refs:" in line)
+        counts.append(int(refs.split("refs:")[1].replace(",", "")))
+    return (counts[1] - counts[0]) / conversations
 
 
 def measure(url: str, in_flight: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -499,11 +542,23 @@ def main() -> None:
     parser.add_argument(
         "--http", type=int, metavar="N", help="CPU per request of the HTTP path, N at once"
     )
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        metavar="N",
+        help="instructions a conversation executes (callgrind, N at once), --old beside --new",
+    )
+    parser.add_argument("--old", type=Path, help="with --instructions: the other checkout")
+    parser.add_argument("--new", type=Path, default=HERE.parent)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--drive", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.latency, args.turns, args.jitter)
+        return
+    if args.count is not None:
+        asyncio.run(count(args.count, args.turns))
         return
     if args.drive:
         print(json.dumps(asyncio.run(drive(args.drive, args.waves, args.turns, args.cache))))
@@ -512,6 +567,15 @@ def main() -> None:
     try:
         if args.profile:
             profile(url, args.profile, args)
+            return
+        if args.instructions:
+            sides = {"old": args.old, "new": args.new} if args.old else {"new": args.new}
+            for round_index in range(args.rounds):
+                order = list(sides) if round_index % 2 == 0 else list(reversed(sides))
+                for side in order:
+                    tree = sides[side].resolve()
+                    per = instructions(url, tree, args.instructions, args.turns)
+                    print(f"{side} ({tree}): {per / 1e6:.2f}M instructions a conversation")
             return
         if args.http:
             os.environ.update(OPENAI_BASE_URL=url, OPENAI_API_KEY="bench-key")

@@ -26,24 +26,10 @@ class LayeredClient(httpx2.AsyncClient):
     """An httpx2 `AsyncClient` over tui-eval's layer: an adapter never routes it twice."""
 
 
-def layered_client(
-    binding: Binding, *, send_with: httpx2.AsyncClient | None = None, **kwargs: Any
-) -> LayeredClient:
-    """An httpx2 `AsyncClient` over the layer made for `binding`: no redirects followed,
-    no cookies kept (one sample's never reach another's).
-
-    Raises:
-        TypeError: `proxy=` or `mounts=`, which would bypass the layer (pass `send_with=`).
-    """
-    if "proxy" in kwargs or "mounts" in kwargs:
-        raise TypeError("proxy= and mounts= would bypass tui-eval's layer: pass send_with=")
-    kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
-    return LayeredClient(
-        transport=chain(binding, send_with),
-        follow_redirects=False,
-        cookies=_no_cookies(),
-        **kwargs,
-    )
+def accepted_encodings() -> str:
+    """The content codings httpx2 decodes here, as its clients ask for them
+    (`Accept-Encoding`); a client made over no transport is its one public source."""
+    return httpx2.AsyncClient(transport=httpx2.AsyncBaseTransport()).headers["accept-encoding"]
 
 
 def _no_cookies() -> http.cookiejar.CookieJar:
@@ -114,12 +100,22 @@ def http_client(
             event hooks apply.
         **kwargs: passed to `httpx2.AsyncClient` (`headers`, `base_url`...).
 
+    Raises:
+        TypeError: `proxy=` or `mounts=`, which would bypass the layer (pass `send_with=`).
+
     Example:
         >>> mine = httpx2.AsyncClient(headers={"X-Team": "evals"}, verify="corp-ca.pem")  # doctest: +SKIP
         >>> client = openai.AsyncOpenAI(http_client=tui_eval.http_client(send_with=mine))  # doctest: +SKIP
     """
-    binding = Binding(current_sample(), _options(timeout, max_retries))
-    return layered_client(binding, send_with=send_with, **kwargs)
+    if "proxy" in kwargs or "mounts" in kwargs:
+        raise TypeError("proxy= and mounts= would bypass tui-eval's layer: pass send_with=")
+    kwargs.setdefault("timeout", httpx2.Timeout(DEFAULT_TIMEOUT_S, connect=30.0))
+    return LayeredClient(  # no redirects followed, no cookies kept (one sample's never reach another's)
+        transport=chain(Binding(current_sample(), _options(timeout, max_retries)), send_with),
+        follow_redirects=False,
+        cookies=_no_cookies(),
+        **kwargs,
+    )
 
 
 def http_client_sync(

@@ -9,10 +9,9 @@ one transport per event loop and proxy for a run and closes them together.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -177,17 +176,17 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             await session.close()
 
 
-@contextlib.contextmanager
-def _mapped_errors() -> Iterator[None]:
+class _mapped_errors:  # a class, not @contextmanager: twice a request, a third the cost
     """aiohttp's exceptions as httpx2's, so every caller (an SDK, the retry policy) reads
     one vocabulary; a certificate failure is a `CertificateError`."""
-    try:
-        yield
-    except Exception as exc:
-        mapped = _mapped(exc)
-        if mapped is None:
-            raise
-        raise mapped from exc
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _: Any) -> None:
+        mapped = _mapped(exc) if isinstance(exc, Exception) else None
+        if mapped is not None:
+            raise mapped from exc
 
 
 def _mapped(exc: Exception) -> httpx2.TransportError | None:
@@ -275,22 +274,6 @@ class HttpxTransport(httpx2.AsyncBaseTransport):
 
 class ProxyVariableError(TuiEvalError, httpx2.ProxyError):
     """A proxy variable names a proxy tui-eval cannot use (its credentials never shown)."""
-
-
-PROXY_VARIABLES = tuple(
-    name
-    for base in ("http", "https", "all", "no")
-    for name in (f"{base}_proxy", f"{base.upper()}_PROXY")
-)
-"""The variables that choose a request's proxy (read with `REQUEST_METHOD`, as a CGI
-script ignores `HTTP_PROXY`)."""
-
-
-def proxy_variables() -> tuple[str | None, ...]:
-    """The proxy variables as they are now: what `proxy_for` decides by."""
-    import os
-
-    return tuple(os.environ.get(name) for name in (*PROXY_VARIABLES, "REQUEST_METHOD"))
 
 
 def proxy_for(url: httpx2.URL) -> httpx2.Proxy | None:

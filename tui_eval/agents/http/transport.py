@@ -19,6 +19,7 @@ import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -41,7 +42,7 @@ from tui_eval.agents.http.options import (
     header_problem,
 )
 from tui_eval.agents.http.rate_headers import retry_after
-from tui_eval.agents.http.sockets import CertificateError, proxy_for, proxy_variables
+from tui_eval.agents.http.sockets import CertificateError, proxy_for
 from tui_eval.util.errors import TuiEvalError
 from tui_eval.util.secrets import credential_values, redact_secrets
 
@@ -87,7 +88,7 @@ class Binding:
         sample: the sample its requests count in when none is current.
         options: options over the defaults and under the run's (a client's `timeout=`).
         provider: whose wire format and prices (`openai`, `anthropic`; None: by request).
-        usable: whether a stored answer is one the caller can read (else a cache miss).
+        read: a stored answer as the caller reads it (None: unreadable, a cache miss).
         backoff: the first retry's delay in seconds (doubling, at most 30 s, +25% jitter).
         max_bytes: the largest response body accepted (decoded).
     """
@@ -98,14 +99,14 @@ class Binding:
         options: ProviderOptions | None = None,
         *,
         provider: str | None = None,
-        usable: Callable[[dict[str, Any]], bool] | None = None,
+        read: Callable[[dict[str, Any]], object | None] | None = None,
         backoff: float = 0.5,
         max_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.sample = sample
         self.options = DEFAULTS.over(options)
         self.provider = provider
-        self.usable = usable
+        self.read = read
         self.backoff = backoff
         self.max_bytes = max_bytes
         self._outside: RunContext | None = None
@@ -131,22 +132,52 @@ class Binding:
         if self._outside is not None:
             self._outside.drop()
 
-    def now(self) -> tuple[SampleContext | None, ProviderOptions]:
-        """The sample requests count in now (the current one, else the client's) and the
-        run's options over the client's (worked out once per run)."""
-        sample = current_sample() or self.sample
-        given = sample.run.provider if sample is not None else None
+    def under(self, given: ProviderOptions | None) -> ProviderOptions:
+        """A run's options (`given`) over the client's, worked out once per run."""
         resolved = self._resolved
         if resolved[0] is not given:
             resolved = self._resolved = (given, self.options.over(given))
-        return sample, resolved[1]
+        return resolved[1]
 
-    def kind(self, request: httpx2.Request) -> str:
-        """Whose wire format and prices the request is."""
-        if self.provider is not None:
-            return self.provider
-        anthropic = "anthropic-version" in request.headers
-        return "anthropic" if anthropic or request.url.path.endswith("/v1/messages") else "openai"
+    def call(self, request: httpx2.Request) -> Call:
+        """`request` resolved for the layers below: in its `extensions` under `CALL`."""
+        sample = current_sample() or self.sample
+        options = self.under(sample.run.provider if sample is not None else None)
+        try:
+            body: bytes | None = request.content
+        except httpx2.RequestNotRead:
+            body = None
+        kind = self.provider
+        if kind is None:
+            anthropic = "anthropic-version" in request.headers
+            kind = (
+                "anthropic" if anthropic or request.url.path.endswith("/v1/messages") else "openai"
+            )
+        call = request.extensions[CALL] = Call(sample, options, body, kind)
+        return call
+
+
+CALL = "tui_eval.call"
+"""The request extension under which the chain's top layer hands its `Call` down."""
+HEADERS = "tui_eval.headers"
+"""The response extension holding `header_map(response)`."""
+
+
+@dataclass(slots=True)
+class Call:
+    """One request as the layers see it, resolved once at the top of the chain.
+
+    Attributes:
+        sample: the sample it counts in (None: outside any run).
+        options: the run's options over the client's.
+        body: its body when in memory (None: an upload, sent as it streams, never retried).
+        kind: whose wire format and prices (`openai`, `anthropic`).
+    """
+
+    sample: SampleContext | None
+    options: ProviderOptions
+    body: bytes | None
+    kind: str
 
 
 def chain(
@@ -171,17 +202,17 @@ class CacheLayer(_Layer):
     answer stored (a JSON body, or an event stream whole)."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        sample, _ = self.binding.now()
+        call = self.binding.call(request)
+        sample, body, kind = call.sample, call.body, call.kind
         cache = sample.run.cache if sample is not None else None
-        body = _body(request)
         if cache is None or sample is None or body is None or request.method != "POST":
             return await self.inner.handle_async_request(request)
-        kind = self.binding.kind(request)
         key = cache.key(kind, base_url(request.url), body, sample.index, _keyed(request))
         stored = await cache.get(key)
-        usable = self.binding.usable
-        if isinstance(stored, dict) and usable is not None and not usable(stored):
-            cache.miss()  # readable but wrong ({}, no choices): ask the API again
+        read = self.binding.read
+        answer = read(stored) if isinstance(stored, dict) and read is not None else None
+        if isinstance(stored, dict) and read is not None and answer is None:
+            cache.miss()  # JSON but not an answer ({}, no choices): ask the API again
             stored = None
         if isinstance(stored, bytes):
             sample.meter.add(cached=True)
@@ -191,13 +222,18 @@ class CacheLayer(_Layer):
         if stored is not None:  # a known model's price, at no cost this time
             used = response_tokens(stored)
             runtime = sample.run.runtime
-            sample.meter.add(used, list_price(runtime, kind, stored, request, used), cached=True)
+            sample.meter.add(used, list_price(runtime, kind, stored, body, used), cached=True)
             return httpx2.Response(
                 200,
                 headers={"content-type": "application/json"},
                 content=pydantic_core.to_json(stored),
                 request=request,
-                extensions={"tui_eval.json": stored, "tui_eval.usage": used, "tui_eval.retries": 0},
+                extensions={
+                    "tui_eval.json": stored,
+                    "tui_eval.answer": answer,
+                    "tui_eval.usage": used,
+                    "tui_eval.retries": 0,
+                },
             )
         response = await self.inner.handle_async_request(request)
         parsed = response.extensions.get("tui_eval.json")
@@ -205,7 +241,7 @@ class CacheLayer(_Layer):
             pass
         elif isinstance(parsed, dict):
             await cache.put(key, parsed, credential_values(None, _text_headers(request)))
-        elif _is_stream(response) and "content-encoding" not in response.headers:
+        elif _is_stream(response) and "content-encoding" not in header_map(response):
             secrets = credential_values(None, _text_headers(request))
 
             async def store(whole: bytes) -> None:
@@ -221,12 +257,12 @@ class LimitLayer(_Layer):
     is gone, or asking for a wait over 60 s, ends it at once."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        sample, options = self.binding.now()
+        call: Call = request.extensions[CALL]
+        sample, options, body = call.sample, call.options, call.body
         run = sample.run if sample is not None else self.binding.outside
         limiter = run.runtime.limiter(
             base_url(request.url), key_of(request.headers.raw), rpm=options.rpm, tpm=options.tpm
         )
-        body = _body(request)
         tokens = _token_estimate(body)
         started = time.monotonic()
         budget = options.retry_budget or 0.0
@@ -250,7 +286,7 @@ class LimitLayer(_Layer):
                     f"{stalled()}: its turn would come {exc.wait_s:.3g}s later ({exc.why})"
                 ) from None
             response = await self.inner.handle_async_request(request)
-            headers = response.headers
+            headers = header_map(response)
             status = response.status_code
             if status != RATE_LIMITED:
                 _learn(limiter, response, tokens)
@@ -283,10 +319,10 @@ def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None
     if used is not None or not _is_stream(response):
         total = used.input + used.output if isinstance(used, ResponseTokens) else None
         limiter.on_response(
-            response.status_code, response.headers, tokens_reserved=tokens, tokens_used=total
+            response.status_code, header_map(response), tokens_reserved=tokens, tokens_used=total
         )
         return
-    limiter.on_response(response.status_code, response.headers)
+    limiter.on_response(response.status_code, header_map(response))
 
     async def settle(_: bytes) -> None:
         found = response.extensions.get("tui_eval.usage") or ResponseTokens()
@@ -301,11 +337,11 @@ class RetryLayer(_Layer):
     the server's Retry-After; a TLS certificate failure never."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        sample, options = self.binding.now()
-        url = _shown_url(request.url)
+        call: Call = request.extensions[CALL]
+        sample, options = call.sample, call.options
         started = time.monotonic()
         history: list[str] = []
-        again = _body(request) is not None  # an upload sent as it streams goes once
+        again = call.body is not None  # an upload sent as it streams goes once
         for attempt in range(1 + (options.max_retries or 0) if again else 1):
             error: httpx2.TransportError | None = None
             wait: float | None = None
@@ -316,6 +352,7 @@ class RetryLayer(_Layer):
                 if isinstance(exc, RequestFailed | InvalidHeader):
                     raise
                 if not _transient(exc):
+                    url = _shown_url(request.url)
                     certificate = _certificate_failure(exc)
                     if certificate:  # never retried: it does not fix itself
                         raise type(exc)(
@@ -334,7 +371,7 @@ class RetryLayer(_Layer):
                     return response
                 why = f"HTTP {status}: {server_error(response.content)[0]}"
                 history.append(why)
-                wait = retry_after(response.headers)
+                wait = retry_after(header_map(response))
                 budget = options.retry_budget or 0.0
                 if wait is not None and wait > min(MAX_RETRY_AFTER_S, budget):
                     return given_up(response, _too_long(wait, budget, why))
@@ -348,9 +385,8 @@ class RetryLayer(_Layer):
                     if last
                     else f"gave up: retrying would pass the {options.retry_budget:g}s retry budget"
                 )
-                return _give_up(
-                    request, f"request to {url} {summary}; {_listed(history)}", error, response
-                )
+                said = f"request to {_shown_url(request.url)} {summary}; {_listed(history)}"
+                return _give_up(request, said, error, response)
             if sample is not None:
                 sample.retrying(attempt + 1, delay)
             await anyio.sleep(delay)
@@ -393,11 +429,12 @@ class MeterLayer(_Layer):
         response = await self.inner.handle_async_request(request)
         if response.status_code >= 300:
             return response
-        sample, _ = self.binding.now()
-        kind = self.binding.kind(request)
-        stated = stated_cost(response.headers)
+        call: Call = request.extensions[CALL]
+        sample, kind = call.sample, call.kind
+        headers = header_map(response)
+        stated = stated_cost(headers)
         if _is_stream(response):
-            readable = "content-encoding" not in response.headers
+            readable = "content-encoding" not in headers
 
             async def metered(whole: bytes) -> None:
                 model, used, seen = (
@@ -407,14 +444,14 @@ class MeterLayer(_Layer):
                 if sample is not None:
                     cost = stated
                     if cost is None and seen:
-                        asked = model or _asked_model(request)
+                        asked = model or _asked_model(call.body)
                         cost = sample.run.runtime.price_of(kind, asked, used)
                     sample.meter.add(used, cost)
 
             response.stream = _Passing(response.stream, metered)
             return response
         parsed: Any = None
-        if self.binding.provider is not None or "json" in response.headers.get("content-type", ""):
+        if self.binding.provider is not None or "json" in headers.get("content-type", ""):
             try:
                 parsed = pydantic_core.from_json(response.content)
             except ValueError:
@@ -424,7 +461,7 @@ class MeterLayer(_Layer):
             used = response.extensions["tui_eval.usage"] = response_tokens(parsed)
             if sample is not None:  # a sample cut off by its timeout is priced by these
                 if stated is None:
-                    stated = list_price(sample.run.runtime, kind, parsed, request, used)
+                    stated = list_price(sample.run.runtime, kind, parsed, call.body, used)
                 sample.meter.add(used, stated)
         return response
 
@@ -441,7 +478,7 @@ class WireLayer(httpx2.AsyncBaseTransport):
     def __init__(self, binding: Binding, send_with: httpx2.AsyncClient | None = None) -> None:
         self.binding = binding
         self.send_with = send_with
-        self._proxies: dict[tuple[Any, ...], httpx2.Proxy | None] = {}
+        self._proxies: dict[tuple[str, str], httpx2.Proxy | None] = {}
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         theirs = self.send_with
@@ -449,8 +486,9 @@ class WireLayer(httpx2.AsyncBaseTransport):
             for name, value in theirs.headers.multi_items():
                 request.headers.setdefault(name, value)
         check_headers(request.headers.raw)
-        sample, options = self.binding.now()
-        timeout = options.timeout or DEFAULT_TIMEOUT_S
+        call: Call = request.extensions[CALL]
+        sample = call.sample
+        timeout = call.options.timeout or DEFAULT_TIMEOUT_S
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
             if theirs is not None:
                 response = await theirs.send(request, stream=True)
@@ -461,10 +499,16 @@ class WireLayer(httpx2.AsyncBaseTransport):
             response.request = request
             try:
                 _check_framing(response, request)
-                if _is_stream(response) and response.status_code < 300:
-                    response.stream = _Passing(response.stream, None, self.binding.max_bytes)
+                limit = self.binding.max_bytes
+                plain = "content-encoding" not in header_map(response)
+                if plain and _is_stream(response) and response.status_code < 300:
+                    response.stream = _Passing(response.stream, None, limit)
                     return response
-                content = await _read_capped(response, self.binding.max_bytes)
+                content = await _read_capped(response, limit, plain)
+                if plain:  # the body kept in place (no second Response), read from memory
+                    response.stream = httpx2.ByteStream(content)
+                    response.read()
+                    return response
             except BaseException:
                 await response.aclose()
                 raise
@@ -473,13 +517,15 @@ class WireLayer(httpx2.AsyncBaseTransport):
         raise httpx2.ReadTimeout(f"no complete response within {timeout:g}s (timeout)")
 
     def _proxy(self, url: httpx2.URL) -> httpx2.Proxy | None:
-        """The proxy for `url`, decided once per host and proxy variables (~1 ms each)."""
-        key = (url.scheme, url.host, proxy_variables())
-        if key not in self._proxies:
-            if len(self._proxies) > 64:
-                self._proxies.clear()
-            self._proxies[key] = proxy_for(url)
-        return self._proxies[key]
+        """The proxy the environment names for `url`, read once per host by this client
+        (~1 ms each): a proxy variable set later applies to clients made later."""
+        key = (url.scheme, url.host)
+        proxies = self._proxies
+        if key not in proxies:
+            if len(proxies) > 64:
+                proxies.clear()
+            proxies[key] = proxy_for(url)
+        return proxies[key]
 
     async def aclose(self) -> None:
         # A run's sockets close with the run, the user's client with the user; only the
@@ -506,7 +552,7 @@ class _Passing(httpx2.AsyncByteStream):
         async for chunk in self._inner:
             size += len(chunk)
             if self._limit is not None and size > self._limit:
-                raise ResponseTooLarge(f"sent an event stream over {self._limit:,} bytes; refused")
+                raise ResponseTooLarge(f"sent a response body over {self._limit:,} bytes; refused")
             if self._at_end is not None:
                 kept.append(chunk)
             yield chunk
@@ -519,6 +565,7 @@ class _Passing(httpx2.AsyncByteStream):
 
 # -- helpers -------------------------------------------------------------------------------
 _BAD_VALUE = re.compile(rb"[\r\n\0]")
+_LEADING_MODEL = re.compile(rb'\{"model":"([^"\\]*)"[,}]')
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
@@ -539,7 +586,7 @@ def failure_text(response: httpx2.Response) -> str:
         return str(given)
     status, url = response.status_code, _shown_url(response.request.url)
     if status < 400:
-        where = response.headers.get("location", "(no Location header)")
+        where = header_map(response).get("location", "(no Location header)")
         return (
             f"answered HTTP {status} for {url}, redirecting to {where}; redirects are not "
             "followed (the API key is sent only to base_url): set base_url to where the API is"
@@ -585,18 +632,14 @@ def _keyed(request: httpx2.Request) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def _body(request: httpx2.Request) -> bytes | None:
-    """The request's body when it is in memory (None: an upload, sent as it streams)."""
-    try:
-        return request.content
-    except httpx2.RequestNotRead:
-        return None
-
-
-def _asked_model(request: httpx2.Request) -> str:
-    body = _body(request)
+def _asked_model(body: bytes | None) -> str:
+    """The model a request's body names: read off its start when it leads (as the built-in
+    providers write it: a local model's whole growing conversation is not parsed again)."""
     if not body or body[:1] != b"{":
         return ""
+    leading = _LEADING_MODEL.match(body)
+    if leading is not None:
+        return leading[1].decode("utf-8", "replace")
     try:
         parsed = pydantic_core.from_json(body)
     except ValueError:
@@ -609,7 +652,7 @@ def list_price(
     runtime: Runtime,
     kind: str,
     parsed: dict[str, Any],
-    request: httpx2.Request,
+    body: bytes | None,
     used: ResponseTokens,
 ) -> float | None:
     """The built-in price of an answer, by the model it names (else the one asked for)."""
@@ -617,7 +660,7 @@ def list_price(
     cost = runtime.price_of(kind, named, used) if isinstance(named, str) and named else None
     if cost is not None:
         return cost
-    asked = _asked_model(request)  # parses the request's body: only when the answer's is unpriced
+    asked = _asked_model(body)  # parses the request's body: only when the answer's is unpriced
     return None if named == asked else runtime.price_of(kind, asked, used)
 
 
@@ -657,14 +700,26 @@ def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
     return f"{url.scheme}://{host}{port}{url.path if path is None else path}"
 
 
+def header_map(response: httpx2.Response) -> dict[str, str]:
+    """A response's headers by lower-case name, made once: read a dozen times a request,
+    a dict lookup each instead of a scan of httpx2's list."""
+    found: dict[str, str] | None = response.extensions.get(HEADERS)
+    if found is None:
+        found = response.extensions[HEADERS] = {
+            name.decode("latin-1").lower(): value.decode("latin-1")
+            for name, value in response.headers.raw
+        }
+    return found
+
+
 def _is_stream(response: httpx2.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("text/event-stream")
+    return header_map(response).get("content-type", "").startswith("text/event-stream")
 
 
 def _check_framing(response: httpx2.Response, request: httpx2.Request) -> None:
     """Refuse a body framed two ways, a transfer coding other than chunked, or a content
     coding the request did not accept: their bytes must never reach a JSON parser."""
-    headers = response.headers
+    headers = header_map(response)
     codings = headers.get("transfer-encoding")
     if codings is not None and "content-length" in headers:
         # aiohttp refuses it; h11 (under trio) frames by the chunks, as RFC 9112 allows. A
@@ -697,11 +752,10 @@ def _names(header: str) -> list[str]:
     return [c.split(";")[0].strip().lower() for c in header.split(",") if c.strip()]
 
 
-async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
+async def _read_capped(response: httpx2.Response, limit: int, plain: bool) -> bytes:
     """The decoded body, refused once over `limit` bytes (a gzip bomb stops early)."""
     chunks: list[bytes] = []
     size = 0
-    plain = "content-encoding" not in response.headers
     stream: Any = response.stream  # a plain body: nothing to decode, read as it comes
     try:
         async for chunk in stream if plain else response.aiter_bytes():
@@ -713,7 +767,7 @@ async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
         encoding = response.headers.get("content-encoding", "")
         raise httpx2.RemoteProtocolError(f"a corrupt {encoding} body: {exc}") from None
     finally:
-        await response.aclose()
+        await stream.aclose()  # the stream, not the response: a plain one is read again
     return b"".join(chunks)
 
 
@@ -731,7 +785,7 @@ def decoded_response(
         headers=headers,
         content=content,
         request=request if request is not None else response.request,
-        extensions=dict(response.extensions),
+        extensions={k: v for k, v in response.extensions.items() if k != HEADERS},
     )
 
 

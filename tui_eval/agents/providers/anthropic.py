@@ -80,10 +80,7 @@ class AnthropicProvider(HTTPProvider):
         given = settings or {}
         kept = ("temperature", "top_p", "stop_sequences")
         payload.update({k: given[k] for k in kept if given.get(k) is not None})
-        body, retries = await self.post_json("/v1/messages", payload)
-        completion = from_wire(body)
-        completion.retries = retries
-        return completion
+        return await self.post("/v1/messages", payload)
 
 
 def from_wire(body: dict[str, Any]) -> Completion:

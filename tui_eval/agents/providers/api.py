@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl
 import httpx2
 import pydantic_core
 
-from tui_eval.agents.http.client import layered_client
+from tui_eval.agents.http.client import accepted_encodings
 from tui_eval.agents.http.context import RunContext, current_sample
 from tui_eval.agents.http.limits import RateLimiter
 from tui_eval.agents.http.options import (
@@ -25,6 +25,7 @@ from tui_eval.agents.http.transport import (
     Binding,
     InvalidHeader,
     base_url,
+    chain,
     failure_text,
     key_of,
 )
@@ -36,9 +37,11 @@ USER_AGENT = "tui-eval"
 
 
 class HTTPProvider:
-    """Base of the providers that speak JSON over HTTP: an ordinary httpx2 client over
-    tui-eval's layer (`transport.py`: the run's shared rate limiter, cache, meter, retries
-    and deadline), the run read from the current sample. The API key lives only in request
+    """Base of the providers that speak JSON over HTTP: each request an ordinary httpx2
+    request sent down tui-eval's chain of transports (`transport.py`: the run's shared
+    rate limiter, cache, meter, retries and deadline; a client's auth, redirects, cookies
+    and hooks are not used, so it calls the chain itself), the run read from the current
+    sample. The API key lives only in request
     headers and is redacted from errors; credentials in `base_url` are sent as Basic auth
     and never shown.
 
@@ -81,9 +84,9 @@ class HTTPProvider:
         )
         self.backoff = backoff
         self.max_response_bytes = max_response_bytes
-        self._client: httpx2.AsyncClient | None = None
+        self._chain: httpx2.AsyncBaseTransport | None = None
         self._binding: Binding | None = None
-        self._client_for: tuple[ProviderOptions, float, int] | None = None
+        self._chain_for: tuple[ProviderOptions, float, int] | None = None
         self._resolved: _Resolved | None = None
         self.configure(ProviderOptions(base_url=base_url))
 
@@ -119,13 +122,12 @@ class HTTPProvider:
         """A response body as a `Completion` (`ProviderError` when it is not one)."""
         raise NotImplementedError
 
-    def usable(self, body: dict[str, Any]) -> bool:
-        """Whether a stored response is one this provider can read (else a cache miss)."""
+    def _readable(self, body: dict[str, Any]) -> Completion | None:
+        """A stored response as a `Completion` (None: not one this provider can read)."""
         try:
-            self.read(body)
+            return self.read(body)
         except ProviderError:
-            return False
-        return True
+            return None
 
     def _secrets(self) -> list[str]:
         """What errors must not show: the key and other credentials."""
@@ -146,11 +148,12 @@ class HTTPProvider:
         given = run.provider if run is not None else None
         resolved = self._resolved
         if resolved is None or resolved.given is not given:
-            options = self.options.over(given)
+            self._layer()
+            assert self._binding is not None
+            options = self._binding.under(given)  # what the chain goes by
             headers = {"Content-Type": "application/json", "Accept": "application/json"}
             headers["User-Agent"] = USER_AGENT
-            # The codings httpx2 can decode here, as its client asks for them.
-            headers["Accept-Encoding"] = self._http().headers["accept-encoding"]
+            headers["Accept-Encoding"] = accepted_encodings()
             if self._userinfo:
                 import base64
 
@@ -164,9 +167,10 @@ class HTTPProvider:
                 options,
                 headers,
                 httpx2.Headers(headers),
-                httpx2.Timeout(timeout, connect=min(timeout, 30.0)),
+                httpx2.Timeout(timeout, connect=min(timeout, 30.0)).as_dict(),
                 (options.base_url or "").rstrip("/"),
                 query,
+                {},
             )
         return resolved
 
@@ -175,7 +179,7 @@ class HTTPProvider:
         run = _current_run()
         resolved = self._settings(run)
         if run is None:
-            self._http()
+            self._layer()
             assert self._binding is not None
             run = self._binding.outside
         url = httpx2.URL(resolved.base_url + "/")
@@ -186,28 +190,29 @@ class HTTPProvider:
             tpm=resolved.options.tpm,
         )
 
-    def _http(self) -> httpx2.AsyncClient:
-        """The client this provider sends with (its layer made for its format and policy)."""
-        client = self._client
+    def _layer(self) -> httpx2.AsyncBaseTransport:
+        """The chain this provider sends down (made for its format and policy)."""
+        layer = self._chain
         made_for = (self.options, self.backoff, self.max_response_bytes)
-        if client is None or self._client_for != made_for:
+        if layer is None or self._chain_for != made_for:
             binding = Binding(
                 options=self.options,
                 provider=self.provider_name,
-                usable=self.usable,
+                read=self._readable,
                 backoff=self.backoff,
                 max_bytes=self.max_response_bytes,
             )
-            client = self._client = layered_client(binding)
+            layer = self._chain = chain(binding)
             self._binding = binding
-            self._client_for = made_for
-        return client
+            self._chain_for = made_for
+            self._resolved = None
+        return layer
 
     async def aclose(self) -> None:
-        """Close this provider's client and the connections it opened outside runs."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        """Close the connections this provider opened outside runs."""
+        layer, self._chain = self._chain, None
+        if layer is not None:
+            await layer.aclose()
 
     # -- requests -------------------------------------------------------------------------
     def redact(self, text: str) -> str:
@@ -217,34 +222,46 @@ class HTTPProvider:
     def _fail(self, message: str) -> ProviderError:
         return ProviderError(self.redact(f"{self.provider_name} {message}"))
 
-    async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """POST `payload`: the parsed body and how many retries it took (`ProviderError`
-        when the request failed, or a header cannot be sent)."""
+    async def post(self, path: str, payload: dict[str, Any]) -> Completion:
+        """POST `payload`: the answer read, with how many retries it took (`ProviderError`
+        when the request failed, its answer is not one, or a header cannot be sent)."""
         resolved = self._settings(_current_run())
+        url = resolved.urls.get(path)
+        if url is None:
+            url = resolved.urls[path] = httpx2.URL(f"{resolved.base_url}{path}{resolved.query}")
         request = httpx2.Request(  # as `client.post` builds it, less merging its defaults
             "POST",
-            f"{resolved.base_url}{path}{resolved.query}",
+            url,
             content=pydantic_core.to_json(payload),
             headers=resolved.wire,
-            extensions={"timeout": resolved.timeout.as_dict()},
+            extensions={"timeout": resolved.timeout},
         )
         try:
-            response = await self._http().send(request)
+            response = await self._layer().handle_async_request(request)
+            try:
+                await response.aread()  # read already, unless the server sent a stream
+            finally:
+                await response.aclose()
         except InvalidHeader as exc:  # the layer checks every request's headers
             raise ProviderError(f"{self.provider_name}: {exc}") from None
         except httpx2.HTTPError as exc:  # the layer says what failed, with every attempt
             raise self._fail(str(exc)) from None
         if response.status_code >= 300:
             raise self._fail(failure_text(response))
-        parsed = response.extensions.get("tui_eval.json")
-        if parsed is None:
-            snippet = response.content[:200].decode("utf-8", "replace")
-            raise self._fail(f"sent a malformed (non-JSON) body: {snippet!r}")
-        if not isinstance(parsed, dict):
-            raise ProviderError(
-                f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
-            )
-        return parsed, int(response.extensions.get("tui_eval.retries", 0))
+        extensions = response.extensions
+        answer = extensions.get("tui_eval.answer")  # a stored one, read by the cache
+        if not isinstance(answer, Completion):
+            parsed = extensions.get("tui_eval.json")
+            if parsed is None:
+                snippet = response.content[:200].decode("utf-8", "replace")
+                raise self._fail(f"sent a malformed (non-JSON) body: {snippet!r}")
+            if not isinstance(parsed, dict):
+                raise ProviderError(
+                    f"{self.provider_name} sent JSON that is not an object: {str(parsed)[:200]!r}"
+                )
+            answer = self.read(parsed)
+        answer.retries = int(extensions.get("tui_eval.retries", 0))
+        return answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,9 +272,11 @@ class _Resolved:
     options: ProviderOptions
     headers: dict[str, str]
     wire: httpx2.Headers
-    timeout: httpx2.Timeout
+    timeout: dict[str, float | None]
     base_url: str
     query: str
+    urls: dict[str, httpx2.URL]
+    """Each path's URL, parsed once."""
 
 
 def _unquoted(userinfo: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -84,7 +83,17 @@ class OpenAIProvider(HTTPProvider):
         """One chat completion."""
         payload: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
         if tools:
-            payload["tools"] = [{"type": "function", "function": asdict(t)} for t in tools]
+            payload["tools"] = [  # not `asdict`: it deep-copies every schema, every request
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
         given = settings or {}
         payload.update({k: given[k] for k in SETTINGS if given.get(k) is not None})
         if output_schema is not None:
@@ -101,7 +110,7 @@ class OpenAIProvider(HTTPProvider):
                     },
                 }
         try:
-            body, retries = await self.post_json("/chat/completions", payload)
+            completion = await self.post("/chat/completions", payload)
         except ProviderError as exc:
             if (
                 output_schema is None
@@ -116,8 +125,6 @@ class OpenAIProvider(HTTPProvider):
             )
         if output_schema is not None and "response_format" in payload:
             self.json_schema_supported = True
-        completion = from_wire(body)
-        completion.retries = retries
         return completion
 
 
