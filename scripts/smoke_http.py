@@ -28,8 +28,9 @@ provider. The servers count what reached them and the scenario checks the counts
 
 No API key, proxy password or encoded credential may appear in any client's output or
 error. It prints one line per scenario and `smoke: ok`, or exits non-zero with what
-failed. `.ci/run` runs it in a fresh virtualenv, under asyncio and then under trio;
-`tests/agents/test_network.py` runs it with the repository's code.
+failed. `.ci/run` runs it in a fresh virtualenv, under asyncio and then under trio (the
+test suite does not run it again: `tests/test_layering.py` checks, in its fresh process,
+that the library imports and runs with trio unimportable).
 """
 
 from __future__ import annotations

@@ -38,15 +38,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests of a module that imports a framework through `tests.lazy` run on one
     worker (`--dist loadgroup`): each framework costs 0.5-1.5 CPU-seconds to import, and
     spread over three workers its tests made each of them pay for it."""
-    from tests.lazy import LazyModule
+    from tests.lazy import LazyModule, xdist_group
 
     for item in items:
         module = getattr(item, "module", None)
         packages = {
             value.package for value in vars(module).values() if isinstance(value, LazyModule)
         }
-        if packages:
-            item.add_marker(pytest.mark.xdist_group("+".join(sorted(packages))))
+        if group := xdist_group(packages):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -39,3 +39,12 @@ class LazyModule:
 
 def lazy(name: str) -> Any:
     return LazyModule(name)
+
+
+def xdist_group(packages: set[str]) -> str | None:
+    """The worker group of tests that import `packages`: scikit-learn's, or one for every
+    agent framework, since their modules import several of them each (LangGraph's tests
+    with a group of their own made a second worker import LangGraph, ~2.5 CPU-seconds)."""
+    if not packages:
+        return None
+    return "sklearn" if packages == {"sklearn"} else "frameworks"

@@ -138,6 +138,7 @@ def test_the_departure_from_passing_samples_is_part_of_the_signature():
     assert mode.signature.departure == "leaves at call 1: search (passing: book)"
 
 
+@pytest.mark.slow  # a stress run of 100,000 samples: .ci/run runs it
 def test_a_hundred_thousand_failed_samples_fall_in_one_mode():
     """(Their speed is measured in bench/failure_modes_bench.py, not here.)"""
     cases = [

@@ -8,9 +8,12 @@ import sys
 
 # One fresh interpreter (each costs ~0.5 CPU-seconds to import the package) goes through
 # the steps a user takes, and reports what it has loaded after each. Modules stay loaded,
-# so "not loaded after step N" holds for step N run on its own too.
+# so "not loaded after step N" holds for step N run on its own too. Trio is unimportable
+# in it, as in a plain `pip install` (a bug once built the trio backend at import);
+# `scripts/smoke_http.py`, which .ci/run runs in a fresh virtualenv, sends real HTTP there.
 FRESH_PROCESS = """
 import contextlib, io, json, sys
+sys.modules["trio"] = None
 
 def loaded(*roots):
     return sorted(m for m in sys.modules if m.split(".")[0] in roots)
@@ -25,7 +28,8 @@ anyio.run(evaluate, agent, [Case("a"), Case({"q": 1})])
 frameworks = loaded("agents", "langgraph", "langchain_core", "opentelemetry", "pydantic_ai")
 
 import tui_eval.cli.commands, tui_eval.run.evaluators, tui_eval.cli.headless, tui_eval.run.ray_executor
-import tui_eval.service.suite_run, tui_eval.suites, tui_eval.testing
+import tui_eval.service.suite_run, tui_eval.suites, tui_eval.testing, tui_eval.agents.providers.openai
+import tui_eval.agents.providers.anthropic, tui_eval.agents.http
 
 imported = {"textual": loaded("textual"), "ray": loaded("ray")}
 

@@ -21,21 +21,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.lazy import xdist_group
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<why>[^>]*?)\s*-->")
 FILE_LINE = re.compile(r"#\s*(?P<path>[\w./-]+\.py)\s*$")
 
-FRAMEWORK_GROUPS = {
-    "agents": "agents+openai",
-    "langgraph": "langchain_core+langchain_openai+langgraph",
-    "langchain_core": "langchain_core+langchain_openai+langgraph",
-    "langchain_openai": "langchain_core+langchain_openai+langgraph",
-    "pydantic_ai": "pydantic_ai",
-}
-"""A snippet importing a framework runs on the worker of that framework's adapter tests
-(their `xdist_group`, from `tests.lazy`), which imports it anyway."""
-OPTIONAL = {*FRAMEWORK_GROUPS, "opentelemetry"}
+FRAMEWORKS = {"agents", "langgraph", "langchain_core", "langchain_openai", "pydantic_ai"}
+"""A snippet importing a framework runs on the worker of the adapters' tests (their
+`xdist_group`, from `tests.lazy`), which imports it anyway."""
+OPTIONAL = {*FRAMEWORKS, "opentelemetry"}
 """Packages of the optional extras: a snippet needing one that is not installed is skipped."""
 
 
@@ -73,8 +69,8 @@ def snippets(text: str) -> list[Snippet]:
 
 def _param(snippet: Snippet) -> object:
     imported = set(re.findall(r"^\s*(?:from|import)\s+(\w+)", snippet.code, re.MULTILINE))
-    groups = sorted({FRAMEWORK_GROUPS[name] for name in imported if name in FRAMEWORK_GROUPS})
-    marks = [pytest.mark.xdist_group(groups[0])] if groups else []
+    group = xdist_group(imported & FRAMEWORKS)
+    marks = [pytest.mark.xdist_group(group)] if group else []
     return pytest.param(snippet, id=f"README.md:{snippet.line}", marks=marks)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -183,15 +184,30 @@ def module_state(path: Path) -> list[str]:
     `functools.cache`/`lru_cache` on a module-level function. A table the module fills
     as it is imported and never changes after is a constant."""
     tree = ast.parse(path.read_text())
-    found = [f"global {', '.join(n.names)}" for n in ast.walk(tree) if isinstance(n, ast.Global)]
+    # One walk (as `ast.walk`, breadth first) that knows whether a node is in a function.
+    nodes: list[tuple[ast.AST, bool]] = []
+    queue = deque([(tree, False)])
+    while queue:
+        node, in_function = queue.popleft()
+        nodes.append((node, in_function))
+        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        queue.extend((child, inner) for child in ast.iter_child_nodes(node))
+    found = [f"global {', '.join(n.names)}" for n, _ in nodes if isinstance(n, ast.Global)]
     ours = {
         n.name
-        for n in ast.walk(tree)
-        if isinstance(n, ast.ClassDef) and "frozen=True" not in ast.unparse(n)
+        for n, _ in nodes
+        if isinstance(n, ast.ClassDef)
+        # Its decorators, bases and class-level statements: not its methods' bodies.
+        and not any(
+            "frozen=True" in ast.unparse(part)
+            for part in [*n.decorator_list, *n.keywords, *n.body]
+            if not isinstance(part, ast.FunctionDef | ast.AsyncFunctionDef)
+        )
     }
-    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     changed: set[str] = set()
-    for node in (inner for function in functions for inner in ast.walk(function)):
+    for node, in_function in nodes:
+        if not in_function:
+            continue
         target = None
         if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del)) or (
             isinstance(node, ast.Attribute) and node.attr in MUTATING_METHODS

@@ -193,7 +193,8 @@ def coverage(simulations: int, n: int, base: float, tpr: float, tnr: float, draw
     return covered / defined
 
 
-@pytest.mark.parametrize("n", [20, 30])
+# 30 labels at this mix is also in the slow grid below, at 400 samples and a higher bar.
+@pytest.mark.parametrize("n", [20, pytest.param(30, marks=pytest.mark.slow)])
 def test_interval_holds_at_small_label_counts_with_90_percent_passing(n: int):
     # The percentile bootstrap covered 0.69 at 20 labels and 0.82 at 30 here (nominal 0.95).
     assert coverage(100, n, base=0.9, tpr=0.95, tnr=0.6, draws=1000) >= 0.9
@@ -282,7 +283,8 @@ def test_ten_agreeing_parties_are_never_a_point():
     assert low < low_100 < 1.0
 
 
-@pytest.mark.parametrize("n", [20, 50])
+# 50 labels, a simulation like the grid above: .ci/run runs it with `-m slow`.
+@pytest.mark.parametrize("n", [20, pytest.param(50, marks=pytest.mark.slow)])
 def test_a_category_interval_covers_near_nominal(n: int):
     truth = population_party_kappa(0.75)
     covered = defined = 0
