@@ -47,8 +47,7 @@ KEYMAP_ENV = "TUI_EVAL_KEYMAP"
 
 
 def user_keymap() -> tuple[dict[str, str], str]:
-    """The user's keys: binding id → keys (`?` shows each key's id), and what was wrong with
-    the file ("" when nothing was). No file at the default place: no remapping."""
+    """The user's keymap (binding id → keys) and what was wrong with its file ("" if nothing)."""
     named = os.environ.get(KEYMAP_ENV)
     path = Path(named) if named else data_root() / "keymap.toml"
     try:
@@ -64,13 +63,7 @@ def user_keymap() -> tuple[dict[str, str], str]:
 
 
 class TuiEvalApp(App[int]):
-    """The tui-eval terminal app. Build it with `make_app()`.
-
-    Attributes:
-        workspace: the suites, history, launch request and runs shared by the screens.
-        report: a saved report to show read-only instead of the suites.
-        autorun: start every suite on launch (`tui-eval run PATH` on a terminal).
-    """
+    """The tui-eval terminal app, built by `make_app()` (whose Args describe its state)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "tui-eval"
@@ -126,7 +119,6 @@ class TuiEvalApp(App[int]):
             self.run_worker(self._watch_suite_files(), name="watch suites", group="watch")
 
     async def _watch_suite_files(self) -> None:
-        """Post `SuiteFilesChanged` whenever suite files or modules beside them change."""
         folders = self.workspace.watched_folders()
         changes = file_changes(folders, stop=self._stop_watching, ready=self.files_watched)
         async for paths in changes:
@@ -157,8 +149,7 @@ class TuiEvalApp(App[int]):
             )
 
     def _watch_rerun(self, name: str) -> None:
-        """Rerun a watched suite after an edit, failing cases first; a run still going
-        reruns once when it ends, however many saves came meanwhile."""
+        """Rerun watched suite `name`, failing cases first (once when a run still going ends)."""
         self._watch_timers.pop(name, None)
         previous = self.workspace.sessions.get(name)
         if previous is not None and previous.state.running:
@@ -266,8 +257,7 @@ class TuiEvalApp(App[int]):
         timeout: float | None = None,
         markup: bool = False,
     ) -> None:
-        """Show a notification; at most `MAX_NOTIFICATIONS` stay up, the newest kept.
-        Messages quote names and model output: never parsed as markup (`markup` is ignored)."""
+        """Show it, never as markup (it quotes model output); the last `MAX_NOTIFICATIONS` stay."""
         notification = Notification(
             message,
             title,

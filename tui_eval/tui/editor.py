@@ -14,11 +14,7 @@ from tui_eval.util.errors import TuiEvalError
 
 
 def case_line(path: Path, name: str) -> int:
-    """The 1-based line of `path` where the case called `name` is written (1 if not found).
-
-    A case's name is written in its file as its `name:`/`name=`, or as its input when it
-    has none (names of long inputs are cut with "…": the part before it is looked for).
-    """
+    """The 1-based line of `path` where case `name` (up to any "…" cut) is written, else 1."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -34,8 +30,7 @@ def case_line(path: Path, name: str) -> int:
 
 
 OPTIONS_END = frozenset({"vi", "vim", "nvim", "gvim", "view", "nano"})
-"""Editors known to read `--` as the end of their options (every file name given after it
-is a file, even one starting with `-` or `+`)."""
+"""Editors known to read `--` as the end of their options."""
 
 
 class EditorError(TuiEvalError):
@@ -43,12 +38,11 @@ class EditorError(TuiEvalError):
 
 
 def editor_command(path: Path, line: int) -> list[str]:
-    """`$VISUAL`, else `$EDITOR`, else `vi`, asked to open `path` at `line`. The file goes in
-    as an absolute path (after `--` where the editor reads it): no file name — `-c!touch
-    x.yaml` — can reach the editor as an option or a command.
+    """`$VISUAL`, else `$EDITOR`, else `vi`, opening `path` at `line`: an absolute path, after
+    `--` where the editor reads it, so no file name can reach the editor as an option.
 
     Raises:
-        EditorError: the variable is not a command line; the message names it.
+        EditorError: the variable is not a command line.
     """
     variable, value = next(
         ((name, os.environ[name]) for name in ("VISUAL", "EDITOR") if os.environ.get(name)),
@@ -72,8 +66,7 @@ def editor_command(path: Path, line: int) -> list[str]:
 
 
 def edit_case(app: App[object], path: Path, name: str) -> None:
-    """Open `path` at case `name` in the editor and come back when it exits. The watcher
-    reloads the file if it was saved."""
+    """Open `path` at case `name` in the editor, the app suspended until it exits."""
     try:
         command = editor_command(path, case_line(path, name))
     except EditorError as exc:

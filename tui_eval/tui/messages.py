@@ -1,6 +1,4 @@
-"""Messages screens send up to the app (start a run, show a report, resume a run), and
-the app's news for its screens (suite files changed, suites reloaded, a run ended);
-`start_run`, the one way a screen starts a run."""
+"""Messages between the app and its screens; `start_run`, the one way a screen starts a run."""
 
 from __future__ import annotations
 
@@ -58,8 +56,7 @@ class SuitesReloaded(Message):
 
 @dataclass
 class WatchRerun(Message):
-    """Watch mode started `session`, a rerun of `previous` after an edit (sent to every
-    screen: the Run screen showing `previous` follows it)."""
+    """Watch mode started `session`, rerunning `previous` after an edit (sent to every screen)."""
 
     session: RunSession
     previous: RunSession | None
@@ -67,8 +64,7 @@ class WatchRerun(Message):
 
 @dataclass
 class RunEnded(Message):
-    """A run of the suite `suite` ended and its journal is finished: the history has it
-    (sent to every screen; the Failures screen reads its flaky cases again)."""
+    """A run of `suite` ended and its journal is in the history (sent to every screen)."""
 
     suite: str
 
@@ -82,8 +78,7 @@ def start_run(
     title: str = "",
     show: bool = True,
 ) -> RunSession | None:
-    """Ask the app to run `suite` (with `request`, else the launch request) in a worker,
-    shown if `show`; None, said in a notification, when the request selects no case."""
+    """Ask the app to run `suite` (`request` or the launch request); None if it selects no case."""
     try:
         session = workspace.new_session(suite, request, title=title)
     except EmptySelection as exc:
@@ -94,8 +89,7 @@ def start_run(
 
 
 def suite_to_rerun(screen: Widget, workspace: Workspace, session: RunSession) -> Suite | None:
-    """The suite of `session` as it is now (reloaded after an edit); None, said in a
-    notification, for a saved report or a suite whose file is gone."""
+    """`session`'s suite as loaded now; None, with a notification, if it has none (or is gone)."""
     if session.suite is None:
         screen.notify("a saved report has no agent to rerun: open its suite", severity="warning")
         return None

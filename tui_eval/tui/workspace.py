@@ -1,6 +1,4 @@
-"""`Workspace`: what every screen of one app session shares — its suites, run history,
-launch request and runs. Plain Python, no widgets: screens get it as a constructor argument
-("attributes down") and ask the app for things with messages ("messages up")."""
+"""`Workspace`: what the screens of one app session share, handed down to them (plain Python)."""
 
 from __future__ import annotations
 
@@ -21,26 +19,22 @@ from tui_eval.suites import Suite
 
 @dataclass(kw_only=True)
 class Workspace(SuiteSet):
-    """The state one app session shares between its screens: its suites (the `SuiteSet`
-    it is, with `loaded`, `edit_errors` and `reloaded`) and what follows.
-
-    Attributes:
-        history: where runs are journaled (None keeps nothing on disk).
-        clock: the monotonic clock screens measure elapsed time with.
-        request: the request the app was launched with (`tui-eval run --filter ...`).
-        sessions: the latest full run of each suite started in this session, by suite name.
-        watching: suites in watch mode (an edit reruns them), wherever the user is.
-        runtime: what every run of the session shares (its rate limiters, idle workers).
-        invocation: the id of every run the session starts (resumed together).
-    """
+    """The state one app session's screens share: its suites (the `SuiteSet` it is) and runs."""
 
     history: RunHistory | None
+    """Where runs are journaled (None keeps nothing on disk)."""
     clock: Clock
+    """The monotonic clock screens measure elapsed time with."""
     request: RunRequest = field(default_factory=RunRequest)
+    """The request the app was launched with (`tui-eval run --filter ...`)."""
     sessions: dict[str, RunSession] = field(default_factory=dict)
+    """The latest full run of each suite started in this session, by suite name."""
     watching: set[str] = field(default_factory=set)
+    """Suites in watch mode (an edit reruns them), wherever the user is."""
     runtime: Runtime = field(default_factory=Runtime)
+    """What every run of the session shares (its rate limiters, idle workers)."""
     invocation: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    """The id of every run the session starts (resumed together)."""
 
     def new_session(
         self,
@@ -51,15 +45,12 @@ class Workspace(SuiteSet):
         baseline: Report | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> RunSession:
-        """A run of `suite` with the launch request (or `request`), not yet started.
-
-        A run of the launch request is the suite's current run (the Suites screen shows
-        it); a rerun of some cases or with more samples is not. `baseline` and `on_event`
-        go to `RunSession.start` (the Diff screen's decide run).
+        """A run of `suite`, not yet started; without `request` it runs the launch request and
+        becomes the suite's current run. `baseline` and `on_event` go to `RunSession.start`.
 
         Raises:
             EmptySelection: the request selects no case.
-            PlanError: the request's kind of run cannot start (a decide run without a baseline).
+            PlanError: the kind of run cannot start (a decide run without a baseline).
         """
         session = RunSession.start(
             suite,
@@ -78,8 +69,7 @@ class Workspace(SuiteSet):
         return session
 
     def watch_rerun(self, name: str) -> RunSession | None:
-        """A new run of the current version of suite `name`, its failing cases first (the
-        watch mode's rerun); None when the suite is gone.
+        """Watch mode's rerun of suite `name` as loaded now, failing cases first; None if gone.
 
         Raises:
             EmptySelection: the request selects no case.

@@ -1,9 +1,4 @@
-"""The Calibration screen: is the judge right? κ, agreement, TPR/TNR and the disagreements.
-
-It runs the same `calibrate()` as `tui-eval calibrate` (judge answers come from the response
-cache when it has them), so it shows the same figures. The table lists where humans and
-judges disagree, then where humans and the fault reviewer do; `enter` opens one with both.
-"""
+"""The Calibration screen: κ, agreement, TPR/TNR, disagreements, as `tui-eval calibrate` finds."""
 
 from __future__ import annotations
 
@@ -26,11 +21,7 @@ from tui_eval.util.text import value_text
 
 
 class CalibrationScreen(Screen[None]):
-    """Judge–human agreement on a suite's labels, and the outputs they disagree on.
-
-    Attributes:
-        calibration: the result, once judged (None while the judges work, or on an error).
-    """
+    """Judge–human agreement on a suite's labels, and the outputs they disagree on."""
 
     BINDINGS = [
         Binding("q,escape", "app.back", "Back", id="back"),
@@ -42,6 +33,7 @@ class CalibrationScreen(Screen[None]):
         self.suite = suite
         self.title_text = title or suite.name
         self.calibration: Calibration | None = None
+        """The result, once judged (None while the judges work, or on an error)."""
         self.error: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -187,8 +179,7 @@ def _by_human(body: Text, label: str, labeler: str | None, note: str | None) -> 
 
 
 def fault_verdicts(item: ReviewedLabel) -> tuple[str, Text]:
-    """A conversation with both parties blamed: the human's and the reviewer's (its turn,
-    reason and what decided), and the transcript the reviewer read."""
+    """A labelled conversation: the human's and the reviewer's blame, and the transcript."""
     record, body = item.record, Text()
     _by_human(body, str(record.label), record.labeler, record.note)
     body.append("\nReviewer: ", style="bold")
@@ -214,8 +205,7 @@ def judge_verdicts(item: JudgedLabel) -> tuple[str, Text]:
 
 
 class VerdictsScreen(Screen[None]):
-    """One labelled output (or conversation) with both verdicts: `judge_verdicts` or
-    `fault_verdicts` says what they are."""
+    """A labelled item with both verdicts, as `judge_verdicts` or `fault_verdicts` show them."""
 
     BINDINGS = [Binding("q,escape", "app.back", "Back", id="back")]
 

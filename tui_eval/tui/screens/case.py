@@ -38,8 +38,7 @@ from tui_eval.util.text import counted
 
 
 def describe_rate(case: CaseResult) -> str:
-    """`2/4 = 50% (95% CI 15–85%)`, over the samples counted (`· 1 left out` when a user
-    simulator's fault left some out)."""
+    """`2/4 = 50% (95% CI 15–85%)` over the samples counted, then how many were left out."""
     n = case.counted
     left_out = f" · {LEFT_OUT} {case.left_out} left out" if case.left_out else ""
     if not n:
@@ -50,8 +49,7 @@ def describe_rate(case: CaseResult) -> str:
 
 
 def describe_faults(samples: list[SampleResult]) -> Text:
-    """`faults  user 2 · agent 1 · environment 0`, and how many samples the user
-    simulator's faults left out of the pass rate (empty when no sample has a fault)."""
+    """`faults  user 2 · agent 1 · environment 0` and how many were left out; empty if none."""
     faults = [s.fault.party for s in samples if s.fault is not None]
     if not faults:
         return Text()
@@ -203,8 +201,7 @@ class CaseScreen(Screen[None]):
         )
 
     def refresh_view(self) -> None:
-        """Repaint when samples arrive (the run, or its `m` rerun, may still be going); with
-        neither going, the timer pauses until the next `m`."""
+        """Repaint while the run or its `m` rerun goes; the timer pauses when neither does."""
         rerun = self.rerun
         if not self.session.state.running and (rerun is None or not rerun.state.running):
             self._ticks.pause()
@@ -302,8 +299,7 @@ class CaseScreen(Screen[None]):
         )
 
     def _came_back(self, session: RunSession, case_index: int, sample_index: int) -> None:
-        """Back from a sample (`n`/`p` may have walked to another case's): show its case,
-        the cursor on it."""
+        """Back from a sample (`n`/`p` may have changed case): its case, the cursor on it."""
         if session is self.session and case_index != self.case_index:
             self.show_case(case_index)
         own = len(self.case.samples)
@@ -383,8 +379,7 @@ def _sample_cells(label: str, sample: SampleResult) -> dict[str, Text]:
 
 
 def _show(widget: Static, text: Text) -> None:
-    """Update `widget` unless it shows `text` already: an update lays the screen out again,
-    and the view is refreshed four times a second while samples run."""
+    """Update `widget` only if `text` changed: an update lays out the screen (4 times a second)."""
     shown = widget.content
     if isinstance(shown, Text) and shown == text and shown.style == text.style:
         return

@@ -1,5 +1,4 @@
-"""The Diff screen: the current run against its baseline, reviewed case by case like
-`cargo insta review` — decisions are collected, then written to the baseline at once."""
+"""The Diff screen: a run against its baseline, reviewed case by case like `cargo insta review`."""
 
 from __future__ import annotations
 
@@ -69,11 +68,7 @@ def noise_text(change: CaseChange) -> Text:
 
 
 class DiffScreen(Screen[None]):
-    """The current run against its baseline, as a review queue: `a` accept a case's new
-    result, `k` reject it, `s` skip, `u` undo, `A` accept every pending case; `w` writes the
-    decisions to the baseline file at once (leaving without writing asks first). `enter`
-    opens the case side by side, where `a`/`k`/`s` decide it and the next pending case opens.
-    """
+    """A review queue: decisions are collected, then `w` writes them to the baseline at once."""
 
     TITLE = "Diff"
     BINDINGS = [
@@ -119,8 +114,7 @@ class DiffScreen(Screen[None]):
         self.baseline = baseline
         self.baseline_path = baseline_path
         self.previous_report = previous_report
-        """The file `baseline` was read from when it is an earlier run's report, not the
-        baseline file (the diff since the previous run): `m` decides against it."""
+        """The report `baseline` came from when it is an earlier run's (`m` decides against it)."""
         self.title_text = title
         self.review = Review(review_items(diff))
         self._names = [item.name for item in self.review.items]

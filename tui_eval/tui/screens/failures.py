@@ -1,8 +1,4 @@
-"""The Failures screen: a run's failed samples grouped into failure modes
-(`tui_eval.report.failure_modes`, again while the run streams), new ones first against the
-baseline; `enter` walks a mode's samples, `f` shows its cases on the Run screen. Flaky cases
-are listed under the modes, read again from the history whenever a run of the suite ends.
-"""
+"""The Failures screen: a run's failed samples grouped into failure modes, and flaky cases."""
 
 from __future__ import annotations
 
@@ -35,7 +31,7 @@ CHANGE_STYLE = {
 
 
 class FailuresScreen(Screen[None]):
-    """Failure modes of one run. `enter` opens a mode's samples; `m` filters the Run table."""
+    """Failure modes of one run. `enter` opens a mode's samples; `f` filters the Run table."""
 
     TITLE = "Failures"
     BINDINGS = [
@@ -75,10 +71,9 @@ class FailuresScreen(Screen[None]):
         self.flaky: list[CaseHistory] = []
         """The run's flaky cases (`tui_eval.service.flaky`), with their recorded runs."""
         self.show_cases = show_cases
-        """Shows only a mode's cases in the run's table (`m`; the Run screen gives it)."""
+        """Shows only a mode's cases in the run's table (`f`; the Run screen gives it)."""
         self.shown = shown
-        """The mode whose cases the Run table shows (its signature): the cursor starts on
-        it, so `m` shows every case again."""
+        """The signature of the mode the Run table shows: the cursor starts on it (`f`: all)."""
         self.modes: list[FailureMode] = []
         self._drawn: tuple[int, ...] | None = None
 
@@ -159,8 +154,7 @@ class FailuresScreen(Screen[None]):
 
     @on(RunEnded)
     def _run_ended(self, message: RunEnded) -> None:
-        """A run of this suite is in the history now (this one, or another that ended
-        meanwhile): its flaky cases may have changed."""
+        """A run of this suite is in the history now: its flaky cases may have changed."""
         if message.suite == self.session.state.name and self.read_flaky is not None:
             self._read_flaky()
             self._show_flaky()

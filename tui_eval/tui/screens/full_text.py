@@ -44,8 +44,7 @@ class FullTextScreen(Screen[None]):
         self.query_one(LongText).focus()
 
     def action_search(self) -> None:
-        """Open the search box and give it the keys that follow, at once (not after a
-        repaint: `focus()` would send the keys typed meanwhile to the text view)."""
+        """Open the search box now, so it gets the keys typed next (`focus()` waits a repaint)."""
         box = self.query_one("#search", Input)
         if self.focused is box:
             raise SkipAction()  # a "/" typed into the search

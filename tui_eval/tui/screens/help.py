@@ -25,9 +25,8 @@ def key_label(keys: str) -> str:
 
 
 def screen_keys(screen: Screen[object]) -> list[tuple[str, str, str]]:
-    """(keys, what they do, binding id) for the keys tui-eval gives `screen` — its own, its
-    focused widget's and the app's — each action once; keys that do not apply right now are
-    left out, and so are Textual's own (they have no id)."""
+    """(keys, what they do, binding id) of tui-eval's keys that apply to `screen` now (its own,
+    its focused widget's, the app's), each action once; Textual's own (no id) left out."""
     found: dict[tuple[int, str], tuple[list[str], Binding]] = {}
     for key, active in screen.active_bindings.items():
         binding = active.binding

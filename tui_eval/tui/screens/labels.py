@@ -1,9 +1,5 @@
-"""The Label screen: judged outputs, then failed conversations, one at a time, each labelled
-with one key — blind: the judge's (or the fault reviewer's) verdict stays hidden until the
-item is labelled (`b` shows it for that item only). For a conversation `h`, `g` or `e` says
-whose fault it failed by. Labels are written at once to `<suite folder>/__labels__/<suite>.jsonl`
-(`LabelStore`), merged with what other sessions wrote there.
-"""
+"""The Label screen: judged outputs, then failed conversations, each labelled blind with one
+key (the verdict stays hidden until labelled); labels go at once to the suite's `LabelStore`."""
 
 from __future__ import annotations
 
@@ -47,15 +43,7 @@ class _Undo:
 
 
 class LabelScreen(Screen[None]):
-    """Label judged outputs and failed conversations' faults, the most useful first (or the
-    items given, in their order).
-
-    Attributes:
-        items: the outputs and conversations to label, in order.
-        position: the item shown now.
-        blind: hide the judge's (or the fault reviewer's) verdict until the item is labelled.
-        revealed: the position whose verdict `b` showed (it applies to that item only).
-    """
+    """Label judged outputs and failed conversations' faults, the most useful first."""
 
     BINDINGS = [
         Binding("q,escape", "back", "Back", id="back"),
@@ -101,9 +89,13 @@ class LabelScreen(Screen[None]):
         self.store = store if store is not None else LabelStore.of(suite)
         self.all_items = label_queue(session.state.cases, self.store)
         self.items = items if items is not None else self.all_items
+        """The outputs and conversations to label, in order."""
         self.position = 0
+        """The item shown now."""
         self.blind = blind
+        """Hide the judge's (or fault reviewer's) verdict until the item is labelled."""
         self.revealed: int | None = None
+        """The position whose verdict `b` showed."""
         self.note: str | None = None
         self._undo: list[_Undo] = []
         self._last: tuple[QueueItem, LabelRecord] | None = None
@@ -114,8 +106,7 @@ class LabelScreen(Screen[None]):
         return self.items[self.position] if self.position < len(self.items) else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The party keys apply to a conversation's fault, pass/fail and scores to a judged
-        output: the footer shows the keys of the item on screen."""
+        """Party keys on a conversation, pass/fail and scores on an output (the footer follows)."""
         on_fault = isinstance(self.item, FaultItem)
         if action == "fault":
             return on_fault
@@ -230,8 +221,7 @@ class LabelScreen(Screen[None]):
         self._give(item, item.label(float(value), note=self.note))
 
     def action_fault(self, party: Party) -> None:
-        """A fault label of the conversation on screen: the user's, the agent's or the
-        environment's."""
+        """Label the conversation on screen as `party`'s fault."""
         item = self.item
         if isinstance(item, FaultItem):
             self._give(item, item.label(party, note=self.note))
@@ -285,8 +275,7 @@ class LabelScreen(Screen[None]):
             self.notify(f"note kept for the next label: {self.note}", timeout=2)
 
     def action_reveal(self) -> None:
-        """Show (or hide again) the judge's verdict on the output on screen: the next
-        output is blind again."""
+        """Show (or hide) the verdict on the item on screen; the next item is blind again."""
         self.revealed = None if self.revealed == self.position else self.position
         self.show_item()
 
@@ -338,10 +327,7 @@ def open_label_screen(
     *,
     only: tuple[int, int] | None = None,
 ) -> None:
-    """Open the Label screen on a run (or on one sample of it: `only` = case, sample).
-
-    The labels go beside the suite file; a saved report without its suite cannot be labelled.
-    """
+    """Open the Label screen on a run (or a sample: `only` = case, sample) with a suite file."""
     suite = suite or session.suite
     if suite is None or suite.path is None:
         screen.notify("labels live beside a suite file: open the run from its suite", timeout=3)

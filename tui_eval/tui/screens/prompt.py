@@ -14,8 +14,7 @@ from tui_eval.util.text import sanitize
 
 
 class Prompt(ModalScreen[str | int | None]):
-    """Ask for a line of text (stripped, not empty) or, given a `default` number, for a
-    positive integer; dismisses with it, or None on escape."""
+    """Ask for a line of text, or with a `default` for a positive integer; None on escape."""
 
     BINDINGS = [Binding("escape", "dismiss", "Cancel", id="cancel")]
     DEFAULT_CSS = """

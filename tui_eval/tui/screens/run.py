@@ -86,7 +86,7 @@ class RunScreen(Screen[None]):
         self.previous = previous
         """The run this one reran (in watch mode), to show what changed since."""
         self.mode_label = ""
-        """The failure mode whose cases the table shows (`m` on the Failures screen)."""
+        """The failure mode whose cases the table shows (`f` on the Failures screen)."""
         self.since_previous: Diff | None = None
         self.reruns_started = 0
         self._finished_seen = False
@@ -305,7 +305,6 @@ class RunScreen(Screen[None]):
         )
 
     def _flaky_cases(self) -> list[CaseHistory]:
-        """The run's cases that are flaky over the suite's recorded runs."""
         history = self.workspace.history
         if history is None:
             return []

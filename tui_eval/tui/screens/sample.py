@@ -1,5 +1,4 @@
-"""The Sample screen: one sample's output, trajectory (a conversation's turns), checks,
-error and usage, and whose fault a failed conversation was."""
+"""The Sample screen: one sample's output, trajectory or conversation, checks, error, usage."""
 
 from __future__ import annotations
 
@@ -35,9 +34,7 @@ FAULT_LINES = 4
 
 
 class SampleScreen(Screen[None]):
-    """One sample, in tabs; a conversation's turns in the second (opened first, scrolled to
-    its critical turn) and its fault above them. `n`/`p` walk the run's failing samples (the
-    screen that opened it reads `case_index` once it closes, to show that case)."""
+    """One sample in tabs; its opener reads `case_index` on close (`n`/`p` may have moved it)."""
 
     TITLE = "Sample"
     BINDINGS = [
@@ -72,16 +69,14 @@ class SampleScreen(Screen[None]):
         self.case_index = case_index
         self.sample_index = sample_index
         self.walk = walk
-        """The samples `n`/`p` walk (a failure mode's), by (case, sample) position; None:
-        every failing sample of the run."""
+        """The (case, sample) positions `n`/`p` walk (a failure mode's); None: the run's failing."""
 
     @property
     def sample(self) -> SampleResult:
         return self.session.state.cases[self.case_index].samples[self.sample_index]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`d` shows only where it can act: a failing sample whose case has a passing one;
-        `n`/`p` say whether they walk the run's failing samples or a failure mode's."""
+        """`d` only for a failing sample whose case has a passing one; one `n`/`p` pair per walk."""
         if action == "beside_passing":
             return self._has_passing_beside()
         if action == "step":

@@ -1,8 +1,5 @@
-"""Two samples of one case side by side — a changed case in the baseline and now (the Diff
-screen's `enter`), or a failing sample beside the closest passing one (the Sample screen's
-`d`): the differences first, then both samples section by section (output, trajectory,
-checks, error), each section starting on the same line, the first place they part ways
-highlighted on both sides; two conversations turn by turn, turn N beside turn N."""
+"""Two samples of one case side by side (baseline and now, or failing beside passing): the
+differences, then both aligned section by section and turn by turn, the first divergence marked."""
 
 from __future__ import annotations
 
@@ -55,9 +52,8 @@ def unified(before: list[str], after: list[str], what: str) -> Text:
 def paired_checks(
     before: SampleResult | None, after: SampleResult | None
 ) -> list[tuple[Text, Text]]:
-    """Each check of either sample beside its namesake on the other side (the second
-    check of a name beside the other's second), in the order they ran; a side whose
-    checks did not run says why on the first line."""
+    """Each check of either sample beside its namesake (the nth of a name beside the nth), in
+    run order; a side whose checks did not run says why on the first line."""
     keys: list[tuple[str, int]] = []
     found: list[dict[tuple[str, int], CheckResult]] = []
     for sample in (before, after):
@@ -112,13 +108,11 @@ DECISION_KEYS = [
 """A review's decisions: the same keys on the Diff screen and side by side."""
 
 Side = tuple[str, CaseResult | None, SampleResult | None]
-"""A side: its label, its case (None: a sample shown without its case's counts) and its
-sample (None: not in this run)."""
+"""A side: its label, its case (None: a lone sample) and its sample (None: not in this run)."""
 
 
 class SideBySideScreen(Screen[Decision | None]):
-    """Two samples of a case side by side. In a review, `a`/`k`/`s` decide the case here
-    and return to the Diff screen, which opens the next case still pending."""
+    """Two samples of a case side by side; in a review, `a`/`k`/`s` decide the case here."""
 
     TITLE = "Side by side"
     BINDINGS = [
@@ -150,8 +144,7 @@ class SideBySideScreen(Screen[Decision | None]):
             else None
         )
         self.pair = left[1] is None and right[1] is None
-        """Two samples without their cases (failing beside passing): where they part ways
-        is said in words, as a conversation's always is."""
+        """Two lone samples (failing beside passing): where they part ways is said in words."""
 
     @classmethod
     def of_cases(
@@ -228,8 +221,7 @@ class SideBySideScreen(Screen[Decision | None]):
         return found.line + 1 if where == "conversation" else found.line
 
     def _rows(self) -> Iterator[Horizontal]:
-        """Both samples row by row: a section, a turn, a check starts on the same line on
-        both sides."""
+        """Both samples row by row: each section, turn and check starts level on both sides."""
         heads = []
         for label, case, sample in self.sides:
             head = Text(f"{label}\n", style="bold underline")

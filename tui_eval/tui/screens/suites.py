@@ -36,8 +36,7 @@ BaselinesSeen = dict[Path, tuple[tuple[int, int], tuple[str, str]]]
 
 
 def baseline_status(path: Path, seen: BaselinesSeen) -> tuple[str, str]:
-    """`saved`, `none` or `corrupt`, with its style. A file is read once per change (`seen`
-    holds what each was at its size and modification time), so repaints never re-parse it."""
+    """`saved`, `none` or `corrupt` and its style; a repaint re-reads only a changed file."""
     try:
         stat = path.stat()
     except OSError:
@@ -105,8 +104,7 @@ class SuitesScreen(Screen[None]):
         self._sync_enter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """enter is "Open" on a suite with a run in this session, "Run" on one without
-        (greyed on a suite that cannot run: enter then says why)."""
+        """enter is "Open" on a suite with a run, else "Run" (greyed where it cannot run)."""
         if action in ("open_run", "first_run"):
             suite = self._current()
             opens = self._has_run(suite)
@@ -123,7 +121,6 @@ class SuitesScreen(Screen[None]):
             self.refresh_bindings()
 
     def _has_run(self, suite: Suite | None) -> bool:
-        """Whether `suite` has a run in this session (enter opens it)."""
         return suite is not None and suite.name in self.workspace.sessions
 
     @on(DataTable.RowHighlighted)
@@ -157,8 +154,7 @@ class SuitesScreen(Screen[None]):
         widget.display = bool(errors.plain)
 
     def _last_results(self) -> dict[str, Text]:
-        """Each suite's newest recorded run: its result, marked when it was a rerun of some
-        cases or was interrupted (and so can be resumed)."""
+        """Each suite's newest recorded run: its result, marked as a rerun or interrupted."""
         history = self.workspace.history
         if history is None:
             return {}
@@ -219,8 +215,7 @@ class SuitesScreen(Screen[None]):
         )
 
     def refresh_status(self) -> None:
-        """Live progress of running suites; last results and baselines as runs end. With
-        nothing running, the timer pauses until `wake()` (an idle screen costs nothing)."""
+        """Live progress, and last results as runs end; idle, the timer pauses until `wake()`."""
         sessions = self.workspace.sessions.values()
         if not any(session.state.running for session in sessions):
             self._ticks.pause()

@@ -1,10 +1,5 @@
-"""The live table of cases, virtualised: only the rows on screen are ever rendered.
-
-A `DataTable` measures every cell of every row it holds, which costs seconds at 10,000 cases
-and steals the event loop from the run. This table keeps no cells: each visible line is
-rendered on demand from the `RunState`. Column widths are fixed, so updating rows never make
-the table jump; the cursor follows its case, not its position.
-"""
+"""The live table of cases, virtualised: only rows on screen are rendered, from the `RunState`
+(a `DataTable` measures every cell: seconds at 10,000 cases); fixed widths keep rows still."""
 
 from __future__ import annotations
 
@@ -203,9 +198,8 @@ class CaseTable(ScrollView, can_focus=True):
 
     # -- structure ------------------------------------------------------------------------
     def shows(self, index: int) -> bool:
-        """Whether the filters show case `index`. Failing only: the cases below their
-        pass threshold (so far, while they run), not those that pass with a failing sample
-        nor the undecided ones (every sample left out: the agent was not tested)."""
+        """Whether the filters show case `index`; failing only: below its threshold so far, not
+        passing with a failing sample, not undecided (the agent was not tested)."""
         case = self.state.cases[index]
         if self.failing_only and (not case.samples or case.passed or case.undecided):
             return False
@@ -226,8 +220,7 @@ class CaseTable(ScrollView, can_focus=True):
         self._relayout()
 
     def sync(self, dirty: set[int]) -> None:
-        """Repaint if a changed case is on screen; with failing-only, show newly failing
-        cases and hide those that reached their threshold."""
+        """Repaint if a changed case is on screen; failing-only shows or hides changed cases."""
         if not dirty:
             return
         if self.failing_only and any((i in self._position) != self.shows(i) for i in dirty):
@@ -281,10 +274,7 @@ class CaseTable(ScrollView, can_focus=True):
         self._relayout()
 
     def _relayout(self) -> None:
-        """Size the name column to the longest name, within the room the other columns leave
-        but for the first failure's share (a third, `FAILURE_MIN` at least); the failure
-        gets the rest. On a narrow terminal the secondary columns go first, so the case
-        name and its first failure keep their width."""
+        """Size the name column to the longest name; the first failure keeps a third of the room."""
         width = self.size.width
         hidden: set[str] = set()
         longest = max((cell_len(self.state.cases[i].name) for i in self.order[:2000]), default=12)

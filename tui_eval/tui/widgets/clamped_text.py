@@ -1,5 +1,4 @@
-"""`ClampedText`: a text wrapped to its width and cut after a few lines, saying so with "…"
-(a `Static` with a `max-height` cuts without a sign; CSS's `text-overflow` marks one line)."""
+"""`ClampedText`: text cut after a few lines with "…" (a `max-height` cuts it without a sign)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from tui_eval.util.text import ELLIPSIS
 
 
 class ClampedText(Widget):
-    """At most `max_lines` lines of `text` (give untrusted parts as plain `Text`: it is
-    never parsed for markup), the last ending with "…" where the rest is cut."""
+    """At most `max_lines` lines of `text` (never markup), the last ending with "…" if cut."""
 
     DEFAULT_CSS = """
     ClampedText { height: auto; text-wrap: nowrap; }

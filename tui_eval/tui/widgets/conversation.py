@@ -1,6 +1,4 @@
-"""A conversation as the app shows it: turn by turn, how it ended, and whose fault a failure
-was, the first critical turn marked. Every message, argument, result and reason is shown as
-plain text (`plain`), never as markup."""
+"""A conversation as the app shows it: its turns, ending and fault, as plain text (no markup)."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ def usage_text(usage: Usage) -> str:
 
 
 def fault_text(fault: Fault, *, excluded: bool, reason: bool = True) -> Text:
-    """`✗ the agent's fault at turn 3 (by rule): <reason>`, and whether the sample is left
-    out of the pass rate (without `reason`: only who, where and whether left out)."""
+    """`✗ the agent's fault at turn 3 (by rule): <reason>` and whether the sample is left out."""
     party = fault.party
     text = Text()
     text.append(f"{LEFT_OUT if excluded else '✗'} ", style=PARTY_STYLE.get(party, "red"))
@@ -66,9 +63,7 @@ def fault_text(fault: Fault, *, excluded: bool, reason: bool = True) -> Text:
 
 
 def render_turn(turn: Turn, *, critical: Fault | None = None) -> Text:
-    """One turn: a header (its number, the critical mark, time, tokens), then the user's
-    message, the tool calls, the state changes and the agent's reply, in the order they
-    happened."""
+    """One turn: a header (number, critical mark, time, tokens), then what happened, in order."""
     text = Text()
     text.append(f"turn {turn.index}", style="bold reverse" if critical else "bold")
     if critical is not None:
@@ -127,8 +122,7 @@ def _labelled(text: Text, label: str, body: str, style: str, *, end: str = "\n")
 
 
 def _indented(text: Text, body: Text, indent: int) -> None:
-    """Append `body`, its later lines indented by `indent` spaces (its first continues the
-    line it starts on)."""
+    """Append `body`, its later lines indented by `indent` spaces."""
     for number, line in enumerate(body.split("\n", allow_blank=True)):
         if number:
             text.append("\n" + " " * indent)
@@ -170,12 +164,8 @@ def render_ending(conversation: Conversation) -> Text:
 
 
 class TurnList(Vertical):
-    """A conversation's turns, one `Static` each (`.turn`; the first critical one also
-    `.critical`), then how it ended (`#conversation-end`).
-
-    Showing another conversation (`n`/`p` on the Sample screen) reuses the widgets already
-    there: nothing waits for a removal to finish, and no id is ever mounted twice.
-    """
+    """A conversation's turns, one `Static` each (`.turn`, the first critical also `.critical`),
+    then its ending; another conversation reuses them (no wait for a removal, no id twice)."""
 
     DEFAULT_CSS = """
     TurnList { height: auto; }
@@ -230,9 +220,8 @@ class TurnList(Vertical):
 def turn_rows(
     left: Conversation | None, right: Conversation | None, *, mark: int | None = None
 ) -> list[tuple[Text, Text]]:
-    """Two conversations as rows of a grid, turn beside turn (turn 1 beside turn 1, a turn
-    only one side had beside a note), then how each ended. `mark` flags a turn (from 1) on
-    both sides: where they part ways."""
+    """Two conversations as grid rows, turn N beside turn N (or a note), then their endings;
+    `mark` (from 1) flags the turn where they part ways."""
     count = max(len(left.turns) if left else 0, len(right.turns) if right else 0)
     rows = [
         (_turn_cell(left, number, mark), _turn_cell(right, number, mark))

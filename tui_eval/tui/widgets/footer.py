@@ -1,5 +1,4 @@
-"""`KeyFooter`: the screen's keys, never cut mid-word: what does not fit is counted in a
-last `? +N more` key, which opens the full list."""
+"""`KeyFooter`: the screen's keys, never cut mid-word; `? +N more` counts and opens the rest."""
 
 from __future__ import annotations
 
@@ -33,16 +32,9 @@ class FooterKey(NamedTuple):
 
 
 class KeyFooter(Widget):
-    """The keys that fit, in the screen's order, then `?` (as `? +N more` when some do not).
-
-    One line of text, not Textual's widget per key: the keys change with every state of the
-    screen, and mounting key widgets laid the whole screen out again (a third of the app's
-    CPU while a run was shown). A click on a key presses it.
-
-    Attributes:
-        shown: the keys shown at the current width, in order, with their columns.
-        hidden: the descriptions of the keys left out at the current width.
-    """
+    """The keys that fit, in the screen's order, then `?` (as `? +N more` when some do not); a
+    click presses a key. One line of text, not a widget per key: mounting key widgets as the
+    keys changed laid the screen out again (a third of the app's CPU during a run)."""
 
     ALLOW_SELECT = False
     COMPONENT_CLASSES = {"footer-key--key", "footer-key--description", "footer-key--hover"}
@@ -73,7 +65,9 @@ class KeyFooter(Widget):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.shown: list[FooterKey] = []
+        """The keys shown at the current width, with their columns."""
         self.hidden: list[str] = []
+        """The descriptions of the keys left out."""
         self._width = 0
         self._hover: FooterKey | None = None
 
@@ -119,8 +113,7 @@ class KeyFooter(Widget):
         return text
 
     def _plan(self) -> list[FooterKey]:
-        """The keys to show at the current width, in order, `?` (help) last: when some do not
-        fit, the leading ones that do, and `? +N more`."""
+        """The leading keys that fit the width, then `?` (as `? +N more` if some do not)."""
         offered: dict[str, ActiveBinding] = {}
         for active in self.screen.active_bindings.values():
             if active.binding.show:

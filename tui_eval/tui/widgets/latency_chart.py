@@ -30,8 +30,7 @@ class LatencyChart(Widget):
 
 
 def latency_bars(samples: Sequence[tuple[float, bool]], width: int, height: int) -> Text:
-    """`height` lines of bars, one per sample (or per group of neighbouring samples when
-    they outnumber the columns: the group's largest latency, red if any failed).
+    """`height` lines of bars, one per sample (or group: its largest latency, red if any failed).
 
     Example:
         >>> latency_bars([(100.0, True), (50.0, False)], 4, 1).plain

@@ -1,6 +1,4 @@
-"""`LongText`: a read-only view of a text of any size (10 MB opens at once): only the rows
-on screen are rendered (sanitised as drawn), from row offsets computed once; search is
-`str.find` over the whole text."""
+"""`LongText`: a read-only view of a text of any size (10 MB opens at once); `str.find` searches."""
 
 from __future__ import annotations
 

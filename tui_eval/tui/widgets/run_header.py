@@ -1,5 +1,4 @@
-"""The top of the Run screen: progress, counters, and what is running now — one widget
-rendered from the `RunState`, so a frame repaints it without a layout pass."""
+"""The Run screen's header: one widget rendered from the `RunState` (repainted, no layout)."""
 
 from __future__ import annotations
 
@@ -64,8 +63,7 @@ class RunHeader(Widget):
 
     @staticmethod
     def _counters(state: RunState) -> Text:
-        """Two labelled lines: samples (each run of a case) and cases (verdicts), then what
-        the run used. The pass rates say what they count."""
+        """Samples (each run of a case) and cases (verdicts), then what the run used."""
         counters = Text(no_wrap=True, overflow="ellipsis")
         counters.append("samples  ", style="bold")
         counters.append(f"✓ {state.samples_passed:,} passed", style="green")

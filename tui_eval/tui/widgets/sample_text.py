@@ -1,5 +1,4 @@
-"""A sample as text: its trajectory, its checks and its usage (shared by the screens that
-show samples)."""
+"""A sample as text: its trajectory, checks and usage, for the screens that show samples."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from tui_eval.util.text import one_line, value_text
 
 
 def render_trajectory(run: RunResult | None, *, mark: int | None = None) -> Text:
-    """Every message and tool call in order, with arguments, results, errors and latency;
-    the tool call `mark` (from 0) highlighted."""
+    """Messages and tool calls in order, with results and latency; call `mark` (from 0) marked."""
     if run is None:
         return Text("no trajectory: the agent produced no run", style="dim")
     text = Text()
@@ -121,8 +119,7 @@ def verdict_text(check: CheckResult, *, short: bool = False) -> Text:
 
 
 def render_usage(session: RunSession, sample: SampleResult) -> Text:
-    """Agent and judge tokens, cost, latency, turns and retries; a conversation's user
-    simulator's tokens and cost apart."""
+    """Agent, judge and user-simulator tokens, cost, latency, turns and retries."""
     run = sample.run
     agent = run.usage if run is not None else None
     conversation = run.conversation if run is not None else None

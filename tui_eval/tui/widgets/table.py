@@ -13,13 +13,8 @@ from textual.widgets import DataTable
 
 
 class Table(DataTable[Any]):
-    """A row-cursor table; `enter` (or a click on the cursor's row) runs its screen's
-    `open` action, and the footer says so.
-
-    Given its columns with priorities (`show`), it keeps the ones that fit its width, laid
-    out again when a resize (or a longer text) changes which fit. `home`/`end` move the
-    cursor to the first/last row, as on the Run screen (not sideways).
-    """
+    """A row-cursor table whose `enter` runs its screen's `open` action; `show` keeps the columns
+    that fit the width; `home`/`end` go to the first/last row, as on the Run screen."""
 
     BINDINGS = [
         Binding("enter", "select_cursor", "Open", id="open"),
@@ -49,8 +44,7 @@ class Table(DataTable[Any]):
         self._lay_out()
 
     def set_cell(self, row: str, column: str, value: Text) -> None:
-        """Change one cell (kept for the next layout even when its column is hidden now);
-        a text longer than its column lays the table out again if room can be found."""
+        """Change one cell (kept while its column is hidden), laying out again if it outgrows it."""
         value = _cut(value)
         for key, cells in self._rows:
             if key == row:
@@ -108,11 +102,8 @@ def _cut(text: Text) -> Text:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """A table column: its key, label, width, and how important it is (0 first).
-
-    A column with `grow` is `width` wide at least and takes up to `grow` more cells of
-    the room the kept columns leave (a case name, say).
-    """
+    """A table column: key, label, width, priority (0 first) and `grow`, the cells it may take
+    beyond `width` from the room the kept columns leave (a case name, say)."""
 
     key: str
     label: str
@@ -122,15 +113,9 @@ class Column:
 
 
 def fit_columns(columns: Sequence[Column], width: int, need: Mapping[str, int]) -> list[Column]:
-    """The columns that fit `width` cells, in their own order: when the terminal is narrow,
-    the least important go first, instead of every column being cut.
-
-    Columns are kept strictly by priority: once one does not fit, no less important one is
-    shown in its place (a narrow column of little use never pushes out a useful one). The
-    room left goes first to the growing columns, up to what their text (`need`, its label
-    included) needs and their `grow`, then to any column still too narrow for its text; if
-    one still is, columns wider than their text give it theirs.
-    """
+    """The columns that fit `width` cells, in order: the least important go first, never one in
+    favour of a less important. Spare room widens growing columns (up to `need` and `grow`),
+    then any column still cut, which may also take what wider columns do not need."""
     room = max(width, 40) - 4
     keep: list[Column] = []
     used = 0

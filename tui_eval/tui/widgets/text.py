@@ -1,5 +1,4 @@
-"""Untrusted text in widgets, as Rich `Text`: never markup, never terminal escapes (the
-rules live in `tui_eval.util.text`)."""
+"""Untrusted text in widgets as Rich `Text`, never markup or escapes (`tui_eval.util.text`)."""
 
 from __future__ import annotations
 
