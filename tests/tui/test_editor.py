@@ -11,7 +11,7 @@ import pytest
 
 from tui_eval.service.store import RunHistory
 from tui_eval.tui.app import make_app
-from tui_eval.tui.editor import editor_command
+from tui_eval.tui.editor import EditorError, editor_command
 from tui_eval.tui.screens.case import CaseScreen
 
 from .test_app_flow import wait_for, wait_until_done
@@ -92,19 +92,24 @@ def test_every_editor_gets_an_absolute_path(tmp_path, monkeypatch, editor):
         ("EDITOR", "'", "EDITOR"),
     ],
 )
-async def test_a_malformed_editor_variable_is_a_notification(
-    tmp_path, monkeypatch, variable, value, said
-):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "s.yaml").write_text(SUITE)
+def test_a_malformed_editor_variable_is_an_error_that_names_it(monkeypatch, variable, value, said):
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.delenv("EDITOR", raising=False)
     monkeypatch.setenv(variable, value)
+    with pytest.raises(EditorError, match=rf"^\${said} "):
+        editor_command(Path("s.yaml"), 1)
+
+
+async def test_e_with_a_malformed_editor_variable_is_a_notification(tmp_path, monkeypatch):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "s.yaml").write_text(SUITE)
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.setenv("VISUAL", 'vim "x')  # an unclosed quote
     app = make_app([folder], history=RunHistory(tmp_path / "home"))
     async with app.run_test(size=(120, 40)) as pilot:
         await open_case_and_press_e(app, pilot)
         await pilot.pause()
         assert isinstance(app.screen, CaseScreen)  # the app is still there
         messages = [n.message for n in app._recent_notifications]
-        assert any(f"${said}" in m and "editor" in m for m in messages), messages
+        assert any("$VISUAL" in m and "editor" in m for m in messages), messages

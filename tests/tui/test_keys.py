@@ -126,7 +126,18 @@ async def test_asterisk_runs_every_suite_and_stays_on_the_suites(tmp_path):
         assert app.screen.session is app.workspace.sessions["second"]
 
 
-async def test_q_after_n_returns_to_the_case_of_the_sample_shown(tmp_path):
+def footer_texts(app) -> list[str]:
+    """The footer's keys as shown: `⏎ Open`, `d Beside pass`."""
+    from tui_eval.tui.widgets.footer import KeyFooter
+
+    return [f"{k.display} {k.description}".strip() for k in app.screen.query_one(KeyFooter).shown]
+
+
+async def test_walking_the_failing_samples_d_q_and_f(tmp_path):
+    """One run of `mixed`, walked as a user walks it: `d` shows only on a failing sample
+    whose case has a passing one (`broken` has none; `flaky`'s second sample failed and two
+    passed; a passing sample has nothing to compare); `q` after `n` returns to the case of
+    the sample shown; `f` shows the cases below their threshold and says so."""
     app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("enter")
@@ -136,16 +147,28 @@ async def test_q_after_n_returns_to_the_case_of_the_sample_shown(tmp_path):
         await pilot.press("enter")  # the case "broken"
         case = app.screen
         assert isinstance(case, CaseScreen) and case.case.name == "broken"
-        await pilot.press("enter", "n")  # its failing sample, then the next failing one
+        await pilot.press("enter")  # its one (failing) sample
         sample = app.screen
         assert isinstance(sample, SampleScreen)
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert not any(text.startswith("d ") for text in footer_texts(app))
+        await pilot.press("d")  # nothing to do: no toast, no new screen
+        assert app.screen is sample
+        assert not any("compare" in note.message for note in app._notifications)
+        await pilot.press("n")  # the next failing sample: flaky's, two of its samples passed
         assert sample.session.state.cases[sample.case_index].name == "flaky"
+        await wait_for(pilot, lambda: "d Beside pass" in footer_texts(app))
         await pilot.press("q")
         assert app.screen is case and case.case.name == "flaky"
         assert "Case · flaky" in screen_text(app)
         rows = case.query_one("#samples").row_count
         assert rows == 3 and case.query_one("#samples").cursor_row == 1  # on that sample
-        await pilot.press("q")
+        await pilot.press("home", "enter")  # flaky's first sample passed
+        passing = app.screen
+        assert isinstance(passing, SampleScreen) and passing.sample.passed
+        await wait_for(pilot, lambda: bool(footer_texts(app)))
+        assert not any(text.startswith("d ") for text in footer_texts(app))
+        await pilot.press("q", "q")
         assert app.screen is run
         # From the Run screen too: back from a sample, the cursor is on the sample's case.
         await pilot.press("n", "n", "n")
@@ -154,53 +177,11 @@ async def test_q_after_n_returns_to_the_case_of_the_sample_shown(tmp_path):
         assert app.screen is run
         table = run.query_one(CaseTable)
         assert run.session.state.cases[table.current_case()].name == "also broken"
-
-
-async def test_f_shows_the_cases_below_their_threshold_and_says_so(tmp_path):
-    app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_until_done(pilot, app.screen)
         await pilot.press("f")
         # "flaky" passed (2 of 3 samples, threshold 60%): not a failing case.
         assert list(table_rows(app.screen)) == ["broken", "also broken"]
         # The note is drawn when the screen next refreshes.
         await wait_for(pilot, lambda: "below their pass threshold" in screen_text(app))
-
-
-def footer_texts(app) -> list[str]:
-    """The footer's keys as shown: `⏎ Open`, `d Beside pass`."""
-    from tui_eval.tui.widgets.footer import KeyFooter
-
-    return [f"{k.display} {k.description}".strip() for k in app.screen.query_one(KeyFooter).shown]
-
-
-async def test_d_shows_only_on_a_failing_sample_whose_case_has_a_passing_one(tmp_path):
-    """`broken` has no passing sample to compare with; `flaky`'s second sample failed and
-    two passed; a passing sample has nothing to compare."""
-    app = make_app(suites=[mixed()], history=RunHistory(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_until_done(pilot, app.screen)
-        await pilot.press("enter", "enter")  # broken: its one (failing) sample
-        sample = app.screen
-        assert isinstance(sample, SampleScreen)
-        await wait_for(pilot, lambda: bool(footer_texts(app)))
-        assert not any(text.startswith("d ") for text in footer_texts(app))
-        await pilot.press("d")  # nothing to do: no toast, no new screen
-        assert app.screen is sample
-        assert not any("compare" in note.message for note in app._notifications)
-        await pilot.press("n")  # flaky's failing sample: two of its samples passed
-        assert sample.session.state.cases[sample.case_index].name == "flaky"
-        await wait_for(pilot, lambda: "d Beside pass" in footer_texts(app))
-        await pilot.press("q")  # flaky's Case screen: its first sample passed
-        await pilot.press("home", "enter")
-        passing = app.screen
-        assert isinstance(passing, SampleScreen) and passing.sample.passed
-        await wait_for(pilot, lambda: bool(footer_texts(app)))
-        assert not any(text.startswith("d ") for text in footer_texts(app))
 
 
 async def test_f_leaves_out_an_undecided_case_as_the_run_header_does():

@@ -54,11 +54,17 @@ KEPT_AT_80x24 = {
 }
 
 
+# The tables whose cursor Home and End move (checked in the same session as the footer).
+HOME_AND_END = ("case", "history", "suites", "diff")
+
+
 @pytest.mark.parametrize("scene", [*SCENES_80x24, "history"])
 async def test_at_80x24_no_key_is_cut_every_key_is_reachable_and_tables_keep_columns(
     scene, tmp_path
 ):
     app, setup, keys = await build_scene(scene, REPO / "suites", tmp_path)
+    if scene == "history":  # a third run, so that the cursor has somewhere to go
+        app.workspace.history.start("calculator", "suites/calculator.py", invocation="x")
     async with app.run_test(size=(80, 24)) as pilot:
         await setup(pilot)
         if keys:
@@ -87,28 +93,17 @@ async def test_at_80x24_no_key_is_cut_every_key_is_reachable_and_tables_keep_col
             present, absent = KEPT_AT_80x24[scene]
             columns = {c.key for c in screen.query_one(DataTable).shown_columns}
             assert present <= columns and not absent & columns, (scene, columns)
-
-
-@pytest.mark.parametrize("scene", ["case", "history", "suites", "diff"])
-async def test_home_and_end_move_the_cursor_on_every_table(scene, tmp_path):
-    app, setup, keys = await build_scene(scene, REPO / "suites", tmp_path)
-    if scene == "history":  # a third run, so that the cursor has somewhere to go
-        app.workspace.history.start("calculator", "suites/calculator.py", invocation="x")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await setup(pilot)
-        if keys:
-            await pilot.press(*keys)
-        await pilot.pause()
-        table = app.screen.query_one(DataTable)
-        assert table.row_count > 1
-        await pilot.press("end")
-        assert table.cursor_row == table.row_count - 1
-        await pilot.press("home")
-        assert table.cursor_row == 0
-        await pilot.press("end")
-        if scene == "case":  # `enter` opens the row under the cursor, not the one before
-            await pilot.press("enter")
-            assert app.screen.sample_index == table.row_count - 1
+        if scene in HOME_AND_END:  # Home and End move the cursor on every table
+            table = screen.query_one(DataTable)
+            assert table.row_count > 1
+            await pilot.press("end")
+            assert table.cursor_row == table.row_count - 1, scene
+            await pilot.press("home")
+            assert table.cursor_row == 0, scene
+            await pilot.press("end")
+            if scene == "case":  # `enter` opens the row under the cursor, not the one before
+                await pilot.press("enter")
+                assert app.screen.sample_index == table.row_count - 1
 
 
 async def test_side_by_side_at_120x40_shows_the_diff_the_trajectories_and_aligned_checks(
@@ -133,15 +128,7 @@ async def test_side_by_side_at_120x40_shows_the_diff_the_trajectories_and_aligne
         assert isinstance(app.screen, HelpScreen) and app.screen.title_text == "Side by side"
 
 
-async def test_rates_say_what_they_count_and_deltas_are_in_points(tmp_path):
-    app, setup, _ = await build_scene("run_done", REPO / "suites", tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await setup(pilot)
-        await pilot.pause()
-        text = screen_text(app)
-        assert "samples  ✓ 9 passed" in text and "60% passed" in text
-        assert "cases    5/8 passed · 62%" in text
-        assert "…" not in text.splitlines()[3]  # the counters line is not cut
+async def test_diff_rates_say_what_they_count_and_deltas_are_in_points(tmp_path):
     app, setup, _ = await build_scene("diff", REPO / "suites", tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await setup(pilot)
@@ -151,10 +138,17 @@ async def test_rates_say_what_they_count_and_deltas_are_in_points(tmp_path):
         assert "−50" in text and "-50%" not in text
 
 
-async def test_run_shows_its_filters_and_sort_not_only_in_a_toast(tmp_path):
+async def test_run_rates_say_what_they_count_and_filters_and_sort_are_shown(tmp_path):
+    """Rates say what they count; filters and sort are shown, not only in a toast."""
     app, setup, _ = await build_scene("run_done", REPO / "suites", tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await setup(pilot)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "samples  ✓ 9 passed" in text and "60% passed" in text
+        assert "cases    5/8 passed · 62%" in text
+        assert "…" not in text.splitlines()[3]  # the counters line is not cut
+        assert not app.screen.query_one("#run-notes").display  # no filter, no sort yet
         await pilot.press("f", "o", "o", "o")
         await pilot.pause()
         notes = str(app.screen.query_one("#run-notes").render())
