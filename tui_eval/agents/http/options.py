@@ -1,7 +1,5 @@
 """`ProviderOptions`: how HTTP providers talk to their API. Later sources win, field by
-field: the provider's constructor; the model spec (`openai:gpt-4o-mini?rpm=600&timeout=30&
-header.OpenAI-Project=p1`); a suite's `provider:` block; the command line (`--rpm`,
-`--request-timeout`, `--header`...). The last two apply to every HTTP provider of the run.
+field: constructor, model spec (`?rpm=600`), a suite's `provider:` block, command line.
 """
 
 from __future__ import annotations
@@ -13,22 +11,18 @@ from typing import Any
 import pydantic
 
 DEFAULT_TIMEOUT_S = 600.0
-"""A request's deadline, as the OpenAI and Anthropic SDKs have it: a long generation is
-waited for, not cut off and paid for again."""
+"""As the SDKs have it: a long generation is waited for, not cut off and paid for again."""
 DEFAULT_RETRY_BUDGET_S = 600.0
 DEFAULT_MAX_RETRIES = 2
-"""Retries after server errors, timeouts and connection errors, as the SDKs do: each
-attempt of a long request may be billed."""
+"""As the SDKs do: each attempt of a long request may be billed."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 CLIENT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te"})
-"""Headers the HTTP client sets from the request itself: given again, a request would carry
-two framings (a request-smuggling shape towards a proxy)."""
+"""Headers the HTTP client sets: given again, a request is framed twice (smuggling shape)."""
 
 
 def header_problem(name: str, value: str) -> str | None:
-    """What is wrong with sending header `name` (None: nothing). The message names the
-    header, never its value (it may be a key)."""
+    """What is wrong with sending header `name` (None: nothing), never showing its value."""
     if not _TOKEN.fullmatch(name):
         return f"header name {name!r} is not a valid HTTP header name"
     if name.lower() in CLIENT_HEADERS:
@@ -43,8 +37,7 @@ def header_problem(name: str, value: str) -> str | None:
 
 
 def merged_headers(*layers: Mapping[str, str]) -> dict[str, str]:
-    """The headers of `layers`, a later one replacing an earlier one of the same name in
-    any letter case: never two values of one header on the wire."""
+    """The headers of `layers`, a later one replacing an earlier of the same name, any case."""
     merged: dict[str, tuple[str, str]] = {}
     for layer in layers:
         for name, value in layer.items():
@@ -57,18 +50,15 @@ class ProviderOptions(pydantic.BaseModel):
 
     Attributes:
         timeout: seconds for one whole request, from sending it to the last byte (600).
-        retry_budget: seconds a request keeps waiting out rate limits and retrying,
-            counted from the later of its start and the last response the API accepted
-            from anyone in the process (600): it fails only when the run stops progressing.
-        max_retries: retries after server errors, timeouts and connection errors (2); 429s
-            are not counted (they wait in the shared rate limiter).
+        retry_budget: seconds a request waits out rate limits and retries, from the later
+            of its start and the API's last accepted response (600).
+        max_retries: retries after server errors, timeouts and connection errors (2); not
+            429s (they wait in the shared rate limiter).
         rpm: requests per minute never to exceed (otherwise learned from the API).
         tpm: tokens per minute never to exceed (otherwise learned from the API).
         base_url: send requests here instead (a proxy, a local server).
-        headers: extra request headers (a name that is not a token, a value holding CR,
-            LF or NUL, or a header the client sets itself is an error naming the header).
-        api_version: Azure OpenAI's `api-version` query parameter (`api-version=...` in a
-            spec, or in `base_url`'s query).
+        headers: extra request headers (checked by `header_problem`).
+        api_version: Azure OpenAI's `api-version` query parameter.
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
