@@ -107,6 +107,7 @@ class Binding:
         self.max_bytes = max_bytes
         self._outside: RunContext | None = None
         self._resolved: tuple[ProviderOptions | None, ProviderOptions] = (None, self.options)
+        self._quotas: dict[tuple[str, tuple[tuple[bytes, bytes], ...]], tuple[str, str]] = {}
 
     @property
     def outside(self) -> RunContext:
@@ -149,6 +150,21 @@ class Binding:
             )
         call = request.extensions[CALL] = Call(sample, options, body, kind)
         return call
+
+    def quota(self, request: httpx2.Request) -> tuple[str, str]:
+        """`request`'s quota (base URL, key fingerprint), worked out once per URL and key."""
+        keys = tuple(
+            (lowered, value)
+            for name, value in request.headers.raw
+            if (lowered := name.lower()) in KEY_HEADERS
+        )
+        memo = (str(request.url), keys)
+        found = self._quotas.get(memo)
+        if found is None:
+            if len(self._quotas) > 64:
+                self._quotas.clear()
+            found = self._quotas[memo] = (base_url(request.url), key_of(keys))
+        return found
 
 
 CALL = "tui_eval.call"  # the request extension holding its `Call`
@@ -250,7 +266,7 @@ class LimitLayer(_Layer):
         sample, options, body = call.sample, call.options, call.body
         run = sample.run if sample is not None else self.binding.outside
         limiter = run.runtime.limiter(
-            base_url(request.url), key_of(request.headers.raw), rpm=options.rpm, tpm=options.tpm
+            *self.binding.quota(request), rpm=options.rpm, tpm=options.tpm
         )
         tokens = _token_estimate(body)
         started = time.monotonic()
