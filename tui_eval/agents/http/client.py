@@ -89,8 +89,7 @@ def http_client(
 
     Args:
         timeout: seconds for a whole response (default: the run's, else 600).
-        max_retries: retries after server errors, timeouts and connection errors (default:
-            the run's, else 2), before the SDK's own.
+        max_retries: retries (default: the run's, else 2), before the SDK's own.
         send_with: a client of your own to send with (its headers, TLS, proxy, auth, hooks).
         **kwargs: passed to `httpx2.AsyncClient` (`headers`, `base_url`...).
 

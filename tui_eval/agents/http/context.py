@@ -34,8 +34,7 @@ class Runtime:
     The CLI and the app own one; `evaluate()` makes one unless `RunSettings(runtime=...)`.
 
     Args:
-        limiter_factory: builds a quota's limiter (default: a `RateLimiter`; a Ray
-            worker's shares them across the cluster).
+        limiter_factory: builds a quota's limiter (default `RateLimiter`; Ray's are shared).
 
     Attributes:
         idle_workers: workers an executor left idle, by pool key, for the next run.

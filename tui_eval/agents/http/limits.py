@@ -137,11 +137,8 @@ class RateLimiter:
 
     # -- asking ------------------------------------------------------------------------
     async def acquire(self, tokens: int = 0, deadline: Callable[[], float] | None = None) -> None:
-        """Wait for this request's turn: after any pause, one pace-slot after the last.
-
-        Raises:
-            RateLimitWait: `deadline()` (asked again as the request waits) passed first.
-        """
+        """Wait for this request's turn: after any pause, one pace-slot after the last
+        (`RateLimitWait` when `deadline()`, asked again as it waits, passes first)."""
         while True:
             wait = self.reserve(tokens)
             if wait <= 0:

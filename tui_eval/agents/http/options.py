@@ -50,15 +50,18 @@ class ProviderOptions(pydantic.BaseModel):
 
     Attributes:
         timeout: seconds for one whole request, from sending it to the last byte (600).
-        retry_budget: seconds a request waits out rate limits and retries, from the later
-            of its start and the API's last accepted response (600).
-        max_retries: retries after server errors, timeouts and connection errors (2); not
-            429s (they wait in the shared rate limiter).
+        retry_budget: seconds a request keeps waiting out rate limits and retrying,
+            counted from the later of its start and the last response the API accepted
+            from anyone in the process (600): it fails only when the run stops progressing.
+        max_retries: retries after server errors, timeouts and connection errors (2); 429s
+            are not counted (they wait in the shared rate limiter).
         rpm: requests per minute never to exceed (otherwise learned from the API).
         tpm: tokens per minute never to exceed (otherwise learned from the API).
         base_url: send requests here instead (a proxy, a local server).
-        headers: extra request headers (checked by `header_problem`).
-        api_version: Azure OpenAI's `api-version` query parameter.
+        headers: extra request headers (a name that is not a token, a value holding CR,
+            LF or NUL, or a header the client sets itself is an error naming the header).
+        api_version: Azure OpenAI's `api-version` query parameter (`api-version=...` in a
+            spec, or in `base_url`'s query).
     """
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
