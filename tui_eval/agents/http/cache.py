@@ -1,13 +1,9 @@
 """The opt-in response cache: replay a run's model answers at zero cost.
 
-A response is keyed by the provider, base URL, request body, **sample index** and the
-headers that select a tenant (the API key only through its hash), so a case's samples
-never collapse into one answer and an answer goes back only to the key that asked. Only
-2xx answers are stored (`KEY.json`, or an event stream whole as `KEY.sse`) under
-`$TUI_EVAL_HOME/cache/responses/`, owner-only, with the request's and the environment's
-secrets replaced by `***`. Mode `"read-only"` sends misses to the API without storing
-them. Files are read and written in the cache's own worker threads (not those sync agents
-run in, which a run may hold), never on the event loop.
+Keyed by provider, base URL, body, **sample index** and headers (a key by its hash), so a
+case's samples never collapse into one answer and an answer goes only to the key that
+asked. 2xx answers only, owner-only files, secrets replaced by `***`. Files are read and
+written in the cache's own threads (not the sync agents', which a run may hold).
 """
 
 from __future__ import annotations
@@ -43,8 +39,7 @@ class ResponseCache:
         self._private = folder is None  # tighten the data folder's `cache` once, on first write
         self.hits = 0
         self.misses = 0
-        self._environment: list[str] | None = None
-        """The environment's secrets, read at the first write."""
+        self._environment: list[str] | None = None  # the environment's secrets, at first write
         self._threads: tuple[object, anyio.CapacityLimiter] | None = None
 
     def __repr__(self) -> str:
@@ -99,8 +94,7 @@ class ResponseCache:
     async def put(
         self, key: str, response: dict[str, Any] | bytes, secrets: Iterable[str] = ()
     ) -> None:
-        """Store a 2xx answer (not in read-only mode), `secrets` and the environment's
-        redacted; returns when the file is in place."""
+        """Store a 2xx answer (not in read-only mode), `secrets` and the environment's redacted."""
         if self.mode == "on":
             await self._in_thread(self._write, key, response, list(secrets))
 

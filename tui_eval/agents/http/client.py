@@ -1,12 +1,10 @@
-"""`http_client()`: tui-eval's HTTP layer lent to any SDK, as an httpx2 client whose
-transport is the layer (`transport.py`), over the run's connections or a client of the
-user's own (`send_with=`); `http_client_sync()` is its twin for sync code.
+"""`http_client()` and `http_client_sync()`: tui-eval's HTTP layer lent to any SDK.
 
-    >>> import openai, tui_eval
-    >>> async def agent(prompt: str) -> str:  # doctest: +SKIP
-    ...     client = openai.AsyncOpenAI(http_client=tui_eval.http_client())
-    ...     reply = await client.chat.completions.create(model="gpt-4o-mini", messages=[...])
-    ...     return reply.choices[0].message.content
+>>> import openai, tui_eval
+>>> async def agent(prompt: str) -> str:  # doctest: +SKIP
+...     client = openai.AsyncOpenAI(http_client=tui_eval.http_client())
+...     reply = await client.chat.completions.create(model="gpt-4o-mini", messages=[...])
+...     return reply.choices[0].message.content
 """
 
 from __future__ import annotations
@@ -27,8 +25,7 @@ class LayeredClient(httpx2.AsyncClient):
 
 
 def accepted_encodings() -> str:
-    """The content codings httpx2 decodes here, as its clients ask for them
-    (`Accept-Encoding`); a client made over no transport is its one public source."""
+    """The `Accept-Encoding` httpx2's clients send here (its one public source)."""
     return httpx2.AsyncClient(transport=httpx2.AsyncBaseTransport()).headers["accept-encoding"]
 
 
@@ -37,8 +34,8 @@ def _no_cookies() -> http.cookiejar.CookieJar:
 
 
 class _BridgeTransport(httpx2.BaseTransport):
-    """A sync transport over the async layer: each request runs in the event loop (from
-    the worker thread tui-eval runs a sync agent in, else in a loop of the client's own)."""
+    """A sync transport over the async layer: each request runs in the run's event loop
+    (from a sync agent's worker thread), else in a loop of the client's own."""
 
     def __init__(self, binding: Binding) -> None:
         self._binding = binding
@@ -86,18 +83,14 @@ def http_client(
     send_with: httpx2.AsyncClient | None = None,
     **kwargs: Any,
 ) -> LayeredClient:
-    """An httpx2 `AsyncClient` bound to the current sample: its requests go through the
-    run's shared rate limiter and cache (`--cache`), are priced into the sample's cost
-    (held to `max_cost`), retried and bounded by tui-eval's policy. Pass it wherever an
-    SDK takes an httpx client (`openai.AsyncOpenAI(http_client=...)`, langchain-openai's
-    `http_async_client=`...). Outside a run it is a plain client with a limiter of its own.
+    """An httpx2 `AsyncClient` bound to the current sample: its requests are rate-limited,
+    cached, priced, retried and bounded as the run's. Pass it wherever an SDK takes an
+    httpx client. Outside a run it is a plain client with a limiter of its own.
 
     Args:
         timeout: seconds for a whole response (default: the run's, else 600).
-        max_retries: retries after server errors, timeouts and connection errors (default:
-            the run's, else 2), before the SDK's own.
-        send_with: a client of your own to send with: its headers, TLS, proxy, auth and
-            event hooks apply.
+        max_retries: retries (default: the run's, else 2), before the SDK's own.
+        send_with: a client of your own to send with (its headers, TLS, proxy, auth, hooks).
         **kwargs: passed to `httpx2.AsyncClient` (`headers`, `base_url`...).
 
     Raises:

@@ -1,15 +1,6 @@
-"""The runtime that runs share, the run a request counts in, and its sample.
-
-- A `Runtime` owns what outlives one run: the rate limiters and the models' places in the
-  price table. Whoever starts runs owns one (the CLI, the app; `evaluate()` a fresh one
-  unless `RunSettings(runtime=...)` gives one), so its runs pace themselves as one.
-- A `RunContext` is one run's: its runtime, provider options, response cache and
-  connections (closed when the run ends).
-- A `SampleContext` is one sample's: its run, its meter, whom to tell about a retry.
-
-While a sample's agent and checks run, its `SampleContext` is current (`current_sample()`,
-tui-eval's one context variable, which only the runner sets): a provider deep inside an
-agent reaches it without being handed it.
+"""The `Runtime` that runs share (rate limiters, prices), one run's `RunContext` and one
+sample's `SampleContext`, current (`current_sample()`) while its agent and checks run, so
+a provider deep inside an agent reaches it without being handed it.
 """
 
 from __future__ import annotations
@@ -40,15 +31,10 @@ RetryListener = Callable[[int, float], None]
 
 class Runtime:
     """What the runs given this runtime share: a rate limiter per API quota, and prices.
-
-    Example:
-        >>> runtime = Runtime()  # these runs pace themselves as one against each API
-        >>> settings = RunSettings(runtime=runtime)
-        >>> report = await evaluate(agent, cases, settings=settings)  # doctest: +SKIP
+    The CLI and the app own one; `evaluate()` makes one unless `RunSettings(runtime=...)`.
 
     Args:
-        limiter_factory: builds a quota's limiter (default: a `RateLimiter`; a Ray
-            worker's shares them across the cluster).
+        limiter_factory: builds a quota's limiter (default `RateLimiter`; Ray's are shared).
 
     Attributes:
         idle_workers: workers an executor left idle, by pool key, for the next run.
@@ -97,7 +83,6 @@ class RunContext:
     Attributes:
         provider: the suite's and command line's provider options, over every provider's.
         cache: the response cache (None: no cache).
-        runtime: whose rate limiters and prices the run uses.
     """
 
     provider: ProviderOptions | None = None
@@ -164,10 +149,7 @@ class SampleContext:
 
 
 CURRENT_SAMPLE: ContextVar[SampleContext | None] = ContextVar("tui_eval_sample", default=None)
-"""tui-eval's one context variable: the sample whose agent or checks run in this task. The
-runner sets it around each sample (`token = CURRENT_SAMPLE.set(sample)`, then
-`CURRENT_SAMPLE.reset(token)`: no frame of its own on the per-sample path); everything
-else reads it with `current_sample()`."""
+"""tui-eval's one context variable: only the runner sets it; others call `current_sample()`."""
 
 
 def current_sample() -> SampleContext | None:

@@ -1,23 +1,12 @@
-"""One rate limiter per API quota (base URL, key), shared by every worker of the runs of
-one `Runtime`, so backing off is shared too. It keeps one pace (requests per second) and
-one pause for all of them:
+"""One rate limiter per API quota (base URL, key), shared by the runs of one `Runtime`:
+one pace and one pause for every worker (README, "Real API runs").
 
-- **Headers first.** `x-ratelimit-limit-requests`/`-tokens` (OpenAI) and
-  `anthropic-ratelimit-requests-limit`/`-tokens-limit` set the pace before anything is
-  rejected (nonsense values ignored). A pace held to them for a while with nothing
-  rejected is probed above, doubling, until a 429 confirms or overrules them.
-- **A 429 pauses everyone** until its `retry-after-ms`/`Retry-After` has passed (one that
-  names no wait: 1 s, 2 s, 4 s... at most 30 s), and released requests leave one
-  pace-slot apart.
-- **AIMD.** The first 429 of an episode cuts the pace to just under the rate the server was
-  accepting over the last second; each second without one raises it by 3%, up to any
-  known ceiling (`rpm`, or the headers).
-- **Tokens.** With `tpm` (given or learned), a request reserves its estimated tokens,
-  corrected by the usage the server reports.
-
-A request gives up (`give_up_at`) a retry budget after the later of its start and the
-limiter's last accepted response, or, while the API rejects everything, after the first
-rejection: it waits as long as the run makes progress.
+- The rate-limit headers set the pace before anything is rejected; a pace held to them
+  with nothing rejected is probed above until a 429 confirms or overrules them.
+- A 429 pauses everyone until its Retry-After (naming none: 1, 2, 4... at most 30 s).
+- AIMD: an episode's first 429 cuts the pace to just under the rate accepted over the last
+  second; each second without one raises it 3%, up to any known ceiling.
+- With `tpm`, a request reserves its estimated tokens, corrected by the reported usage.
 """
 
 from __future__ import annotations
@@ -148,12 +137,8 @@ class RateLimiter:
 
     # -- asking ------------------------------------------------------------------------
     async def acquire(self, tokens: int = 0, deadline: Callable[[], float] | None = None) -> None:
-        """Wait for this request's turn: after any pause, one pace-slot after the last (anew
-        when the pace doubles, so old slots never hold a run back).
-
-        Raises:
-            RateLimitWait: `deadline()` (asked again as the request waits) passed first.
-        """
+        """Wait for this request's turn: after any pause, one pace-slot after the last
+        (`RateLimitWait` when `deadline()`, asked again as it waits, passes first)."""
         while True:
             wait = self.reserve(tokens)
             if wait <= 0:
@@ -207,10 +192,9 @@ class RateLimiter:
         return slot - now
 
     def give_up_at(self, started: float, budget: float) -> float:
-        """When a request that started at `started` stops waiting: `budget` after the later
-        of its start and the last accepted response, or, while the API rejects everything,
-        after the first rejection (later requests must not each wait a whole budget). A
-        streak with nothing rejected for `budget` is stale."""
+        """When a request stops waiting: `budget` after the later of its start and the last
+        accepted response, or, while the API rejects everything, after the first rejection
+        (later requests must not each wait a whole budget)."""
         stall = self.stalled_since
         stalled = stall is not None and stall >= self.last_success
         if stall is not None and stalled and self.clock() - self.last_limited <= budget:
@@ -290,8 +274,7 @@ class RateLimiter:
             self.last_raise = now
 
     def on_limited(self, retry_after: float | None) -> None:
-        """A 429: pause everyone for `retry_after` (or, naming no wait, a backoff that
-        doubles with each pause in a row), and slow down once per episode."""
+        """A 429: pause everyone (`retry_after`, else a doubling backoff); slow down once."""
         now = self.clock()
         self.rejected += 1
         if self.stalled_since is None or self.stalled_since < self.last_success:
@@ -437,8 +420,7 @@ class RateLimiter:
 
 
 class RateLimitWait(TuiEvalError):
-    """A request's turn in the limiter would come after its retry budget ends: it would
-    have waited `wait_s`, held back by `why` (a 429's pause, or the pace and its reason)."""
+    """A request's turn would come `wait_s` after its retry budget ends, held back by `why`."""
 
     def __init__(self, wait_s: float, why: str) -> None:
         super().__init__(f"would wait {wait_s:.3g}s in the rate limiter ({why})")

@@ -1,7 +1,5 @@
-"""What one sample spent (`SampleMeter`), and the prices of responses (genai-prices:
-cached prompt tokens at the cached price, cache writes counted, `openai/gpt-4o-mini`
-understood). A server's usage numbers are not trusted: a count that is not a whole,
-finite, non-negative number of plausible size counts as 0.
+"""What one sample spent (`SampleMeter`), and the prices of responses (genai-prices).
+A server's usage numbers are not trusted: an implausible count counts as 0.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ MAX_TOKENS = 100_000_000
 MAX_RESPONSE_COST = 1_000.0
 """Dollars; a proxy's cost header above this (or negative, or not a number) is ignored."""
 COST_HEADERS = ("x-litellm-response-cost",)
-"""Headers in which a proxy states what it billed for the response."""
+"""Headers in which a proxy states what it billed."""
 
 
 @dataclass(slots=True)
@@ -83,8 +81,7 @@ class SampleMeter:
 
 @dataclass(frozen=True, slots=True)
 class ResponseTokens:
-    """The tokens one response reports, checked: every prompt token read (`input`, the
-    provider's prompt-cache reads and writes included), and those written (`output`)."""
+    """The checked tokens of one response (`input` includes prompt-cache reads and writes)."""
 
     input: int = 0
     output: int = 0
@@ -95,8 +92,7 @@ class ResponseTokens:
     def checked(
         cls, prompt: object, output: object, read: object = 0, write: object = 0
     ) -> ResponseTokens:
-        """Counts a framework reports, each checked (`token_count`); cache reads and writes
-        are part of `prompt`."""
+        """Counts a framework reports, checked; cache reads and writes are part of `prompt`."""
         given = token_count(prompt)
         cached = min(token_count(read), given)
         return cls(given, token_count(output), cached, min(token_count(write), given - cached))
@@ -113,9 +109,8 @@ def token_count(value: object) -> int:
 
 
 def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
-    """The checked token counts of a chat-completions, Responses-API or messages-API
-    response. OpenAI's prompt tokens include the cached ones; Anthropic's `input_tokens`
-    exclude its cache reads and writes, which are added here."""
+    """The checked token counts of an OpenAI or Anthropic response (Anthropic's cache reads
+    and writes added to its `input_tokens`, as OpenAI's prompt tokens include them)."""
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return ResponseTokens()
@@ -142,9 +137,8 @@ def response_tokens(body: Mapping[str, Any]) -> ResponseTokens:
 
 
 def stream_usage(stream: bytes) -> tuple[str, ResponseTokens, bool]:
-    """The model and usage an event stream reports (OpenAI's last chat chunk, the Responses
-    API's `response.completed`, Anthropic's `message_start` and last `message_delta`), and
-    whether any event reported usage."""
+    """The model and usage an OpenAI or Anthropic event stream reports, and whether any
+    event reported usage."""
     import httpx2
 
     response = httpx2.Response(
@@ -200,9 +194,8 @@ def stated_cost(headers: Mapping[str, str]) -> float | None:
 
 
 def price_of(provider: str, model: str, tokens: ResponseTokens) -> float | None:
-    """Dollars for one response by the built-in price table, None if unknown. The model
-    decides, not the host; a provider prefix (`openai/gpt-4o-mini`) is understood. A run
-    prices through `Runtime.price_of`, which looks each model up once."""
+    """Dollars for one response by the built-in price table (None: unknown); the model
+    decides, not the host, and a prefix (`openai/gpt-4o-mini`) is understood."""
     ref = price_ref(provider, model)
     return None if ref is None else price_with(ref, tokens)
 

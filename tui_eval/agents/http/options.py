@@ -1,7 +1,5 @@
 """`ProviderOptions`: how HTTP providers talk to their API. Later sources win, field by
-field: the provider's constructor; the model spec (`openai:gpt-4o-mini?rpm=600&timeout=30&
-header.OpenAI-Project=p1`); a suite's `provider:` block; the command line (`--rpm`,
-`--request-timeout`, `--header`...). The last two apply to every HTTP provider of the run.
+field: constructor, model spec (`?rpm=600`), a suite's `provider:` block, command line.
 """
 
 from __future__ import annotations
@@ -13,22 +11,18 @@ from typing import Any
 import pydantic
 
 DEFAULT_TIMEOUT_S = 600.0
-"""A request's deadline, as the OpenAI and Anthropic SDKs have it: a long generation is
-waited for, not cut off and paid for again."""
+"""As the SDKs have it: a long generation is waited for, not cut off and paid for again."""
 DEFAULT_RETRY_BUDGET_S = 600.0
 DEFAULT_MAX_RETRIES = 2
-"""Retries after server errors, timeouts and connection errors, as the SDKs do: each
-attempt of a long request may be billed."""
+"""As the SDKs do: each attempt of a long request may be billed."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 CLIENT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te"})
-"""Headers the HTTP client sets from the request itself: given again, a request would carry
-two framings (a request-smuggling shape towards a proxy)."""
+"""Headers the HTTP client sets: given again, a request is framed twice (smuggling shape)."""
 
 
 def header_problem(name: str, value: str) -> str | None:
-    """What is wrong with sending header `name` (None: nothing). The message names the
-    header, never its value (it may be a key)."""
+    """What is wrong with sending header `name` (None: nothing), never showing its value."""
     if not _TOKEN.fullmatch(name):
         return f"header name {name!r} is not a valid HTTP header name"
     if name.lower() in CLIENT_HEADERS:
@@ -43,8 +37,7 @@ def header_problem(name: str, value: str) -> str | None:
 
 
 def merged_headers(*layers: Mapping[str, str]) -> dict[str, str]:
-    """The headers of `layers`, a later one replacing an earlier one of the same name in
-    any letter case: never two values of one header on the wire."""
+    """The headers of `layers`, a later one replacing an earlier of the same name, any case."""
     merged: dict[str, tuple[str, str]] = {}
     for layer in layers:
         for name, value in layer.items():

@@ -1,10 +1,6 @@
-"""The sockets under tui-eval's HTTP layer: aiohttp's on asyncio, httpx2's own under trio.
-
-`AiohttpTransport` maps an httpx2 request onto aiohttp and its response back (as the
-OpenAI SDK's `DefaultAioHttpClient` does); framing, TLS, proxies and keep-alive are
-aiohttp's, decoding httpx2's. The trust store (`ssl_context()`) is loaded by the first
-request that uses TLS, so plain HTTP to a local server never pays for it. `Sockets` keeps
-one transport per event loop and proxy for a run and closes them together.
+"""The sockets under tui-eval's HTTP layer: aiohttp's on asyncio (as the OpenAI SDK's
+`DefaultAioHttpClient`), httpx2's own under trio. The trust store is loaded by the first
+request that uses TLS, so plain HTTP to a local server never pays for it.
 """
 
 from __future__ import annotations
@@ -22,12 +18,10 @@ import yarl
 from tui_eval.util.errors import TuiEvalError
 
 MAX_CONNECTIONS = 100
-"""Connections open at once per socket transport (httpx2's default): a run at
-`concurrency=300` queues for a connection instead of opening 300 sockets to one API."""
+"""Connections open at once per socket transport (httpx2's default): more requests queue."""
 KEEPALIVE_S = 4.0
-"""An idle connection is closed after this long: under the 5 s after which uvicorn-based
-servers (vLLM, the LiteLLM proxy) close theirs, so a request never lands on a connection
-the server is closing."""
+"""Idle seconds before a connection closes: under uvicorn's 5 s (vLLM, LiteLLM), so a
+request never lands on a connection the server is closing."""
 READ_CHUNK = 1 << 16
 
 
@@ -36,8 +30,7 @@ class CertificateError(TuiEvalError, httpx2.ConnectError):
 
 
 def ssl_context() -> ssl.SSLContext:
-    """httpcore2's default context: `SSL_CERT_FILE`/`SSL_CERT_DIR` when set, else the
-    system's trust store (loading it takes tens of ms: `Sockets` keeps it)."""
+    """httpcore2's default context (`SSL_CERT_FILE`/`SSL_CERT_DIR`, else the system's)."""
     import os
 
     import httpcore2
@@ -71,8 +64,7 @@ def _timeout(request: httpx2.Request) -> Any:
 
 
 _FRAMING = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "host"})
-"""Request headers aiohttp sets from the request itself: passed on, they would frame the
-body twice."""
+"""Request headers aiohttp sets itself: passed on, they would frame the body twice."""
 
 
 class AiohttpStream(httpx2.AsyncByteStream):
@@ -177,8 +169,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
 
 
 class _mapped_errors:  # a class, not @contextmanager: twice a request, a third the cost
-    """aiohttp's exceptions as httpx2's, so every caller (an SDK, the retry policy) reads
-    one vocabulary; a certificate failure is a `CertificateError`."""
+    """aiohttp's exceptions as httpx2's (a certificate failure a `CertificateError`)."""
 
     def __enter__(self) -> None:
         return None
@@ -222,10 +213,8 @@ def _uses_tls(request: httpx2.Request, tls_proxy: bool) -> bool:
 
 
 class HttpxTransport(httpx2.AsyncBaseTransport):
-    """httpx2's own socket transport (under trio), the trust store loaded by the first
-    request that uses TLS: httpx2 takes its TLS context when a transport is made, so there
-    is one for TLS and one for plain HTTP (whose context trusts nothing and is never used).
-    """
+    """httpx2's own socket transport (under trio): one for TLS, made at its first use
+    (httpx2 takes the TLS context when a transport is made), one for plain HTTP."""
 
     def __init__(
         self, proxy: httpx2.Proxy | None = None, trust: Callable[[], ssl.SSLContext] = ssl_context
@@ -277,9 +266,8 @@ class ProxyVariableError(TuiEvalError, httpx2.ProxyError):
 
 
 def proxy_for(url: httpx2.URL) -> httpx2.Proxy | None:
-    """The proxy the environment names for `url` (`HTTP(S)_PROXY`, `ALL_PROXY`, `NO_PROXY`,
-    read as the standard library reads them), or None; `ProxyVariableError` (never showing
-    its credentials) for one tui-eval cannot use (SOCKS, or a URL that does not parse)."""
+    """The proxy the environment names for `url` (as the standard library reads it), or
+    None; `ProxyVariableError` for one tui-eval cannot use (SOCKS, a bad URL)."""
     import urllib.request
 
     proxies = urllib.request.getproxies_environment()
@@ -333,8 +321,7 @@ def _running_loop() -> object:
 
 
 class Sockets:
-    """The socket transports of a run, one per proxy in the running loop (a later loop's
-    `get` drops the old loop's)."""
+    """The socket transports of a run, one per proxy in the running loop."""
 
     def __init__(self) -> None:
         self._loop: object | None = None

@@ -1,14 +1,11 @@
-"""tui-eval's layer of the HTTP stack: a chain of httpx2 transports, one concern each.
+"""tui-eval's HTTP layer: a chain of httpx2 transports, one concern each.
 
     CacheLayer → LimitLayer → RetryLayer → MeterLayer → WireLayer → the sockets
 
-Every model request of a run passes here as an ordinary httpx2 client's request (the
-built-in providers', and any SDK's through `tui_eval.http_client()` or an adapter). A
-layer tells the ones above what it found in the response's extensions: `tui_eval.json`
-(the body, parsed once), `tui_eval.usage` (its tokens), `tui_eval.retries`, and
-`tui_eval.error` (why a request was given up, beside the server's last answer, which each
-caller reads as it would any answer: an SDK raises its own error, a built-in provider a
-`ProviderError` with `failure_text()`).
+Every model request of a run passes here (the built-in providers', an SDK's through
+`tui_eval.http_client()`). Layers report up in response extensions: `tui_eval.json` (the
+body, parsed once), `tui_eval.usage`, `tui_eval.retries`, `tui_eval.error` (why a request
+was given up, beside the server's last answer).
 """
 
 from __future__ import annotations
@@ -60,10 +57,9 @@ VOLATILE_HEADERS = frozenset(
     b"user-agent content-length host accept-encoding connection idempotency-key x-request-id"
     b" traceparent tracestate baggage".split()
 )
-"""Headers that differ between two sends of one request: not part of a cache key (nor
-are the SDKs' `x-stainless-*`); every other header is, credentials through their hash."""
+"""Headers that differ between sends of one request (as do `x-stainless-*`): not cache-keyed."""
 ENDPOINTS = ("/v1/messages", "/chat/completions", "/responses", "/completions", "/embeddings")
-"""Paths whose prefix is a request's base URL (the quota its limiter keys on)."""
+"""Paths whose prefix is a request's base URL."""
 DEFAULTS = ProviderOptions(
     timeout=DEFAULT_TIMEOUT_S, retry_budget=DEFAULT_RETRY_BUDGET_S, max_retries=DEFAULT_MAX_RETRIES
 )
@@ -111,12 +107,11 @@ class Binding:
         self.max_bytes = max_bytes
         self._outside: RunContext | None = None
         self._resolved: tuple[ProviderOptions | None, ProviderOptions] = (None, self.options)
+        self._quotas: dict[tuple[str, tuple[tuple[bytes, bytes], ...]], tuple[str, str]] = {}
 
     @property
     def outside(self) -> RunContext:
-        """Requests outside any run: a runtime and connections of this client's own, made
-        at the first such request (a client used only inside runs never needs one), let
-        go when the client is collected."""
+        """This client's own runtime and connections for requests outside any run (lazy)."""
         if self._outside is None:
             self._outside = RunContext()
             weakref.finalize(self, self._outside.drop)
@@ -133,14 +128,14 @@ class Binding:
             self._outside.drop()
 
     def under(self, given: ProviderOptions | None) -> ProviderOptions:
-        """A run's options (`given`) over the client's, worked out once per run."""
+        """A run's options over the client's, worked out once per run."""
         resolved = self._resolved
         if resolved[0] is not given:
             resolved = self._resolved = (given, self.options.over(given))
         return resolved[1]
 
     def call(self, request: httpx2.Request) -> Call:
-        """`request` resolved for the layers below: in its `extensions` under `CALL`."""
+        """`request` resolved once for the layers below (its `extensions[CALL]`)."""
         sample = current_sample() or self.sample
         options = self.under(sample.run.provider if sample is not None else None)
         try:
@@ -156,11 +151,24 @@ class Binding:
         call = request.extensions[CALL] = Call(sample, options, body, kind)
         return call
 
+    def quota(self, request: httpx2.Request) -> tuple[str, str]:
+        """`request`'s quota (base URL, key fingerprint), worked out once per URL and key."""
+        keys = tuple(
+            (lowered, value)
+            for name, value in request.headers.raw
+            if (lowered := name.lower()) in KEY_HEADERS
+        )
+        memo = (str(request.url), keys)
+        found = self._quotas.get(memo)
+        if found is None:
+            if len(self._quotas) > 64:
+                self._quotas.clear()
+            found = self._quotas[memo] = (base_url(request.url), key_of(keys))
+        return found
 
-CALL = "tui_eval.call"
-"""The request extension under which the chain's top layer hands its `Call` down."""
-HEADERS = "tui_eval.headers"
-"""The response extension holding `header_map(response)`."""
+
+CALL = "tui_eval.call"  # the request extension holding its `Call`
+HEADERS = "tui_eval.headers"  # the response extension holding `header_map(response)`
 
 
 @dataclass(slots=True)
@@ -169,7 +177,6 @@ class Call:
 
     Attributes:
         sample: the sample it counts in (None: outside any run).
-        options: the run's options over the client's.
         body: its body when in memory (None: an upload, sent as it streams, never retried).
         kind: whose wire format and prices (`openai`, `anthropic`).
     """
@@ -198,8 +205,7 @@ class _Layer(httpx2.AsyncBaseTransport):
 
 
 class CacheLayer(_Layer):
-    """The run's response cache (`--cache`): a sample's POST answered from it, a 2xx
-    answer stored (a JSON body, or an event stream whole)."""
+    """The run's response cache (`--cache`): answers a sample's POST, stores a 2xx answer."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         call = self.binding.call(request)
@@ -252,16 +258,15 @@ class CacheLayer(_Layer):
 
 
 class LimitLayer(_Layer):
-    """Each request's turn in its quota's shared rate limiter (base URL, key). A 429 pauses
-    every worker and the request goes again within the retry budget; one saying the quota
-    is gone, or asking for a wait over 60 s, ends it at once."""
+    """Each request's turn in its quota's shared rate limiter; a 429 goes again within the
+    retry budget, unless the quota is gone or it asks for a wait over 60 s."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         call: Call = request.extensions[CALL]
         sample, options, body = call.sample, call.options, call.body
         run = sample.run if sample is not None else self.binding.outside
         limiter = run.runtime.limiter(
-            base_url(request.url), key_of(request.headers.raw), rpm=options.rpm, tpm=options.tpm
+            *self.binding.quota(request), rpm=options.rpm, tpm=options.tpm
         )
         tokens = _token_estimate(body)
         started = time.monotonic()
@@ -332,9 +337,8 @@ def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None
 
 
 class RetryLayer(_Layer):
-    """5xx, 408, timeouts and connections refused, reset or closed by the server (before or
-    during the body) tried again at most `max_retries` times, after a jittered backoff or
-    the server's Retry-After; a TLS certificate failure never."""
+    """5xx, 408, timeouts and dropped connections retried `max_retries` times, after a
+    jittered backoff or the server's Retry-After; a TLS certificate failure never."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         call: Call = request.extensions[CALL]
@@ -422,8 +426,7 @@ def _too_long(wait: float, budget: float, why: str) -> str:
 
 
 class MeterLayer(_Layer):
-    """A 2xx answer's body parsed once and its usage priced into the sample's meter (or
-    taken from a proxy's `x-litellm-response-cost`); an event stream's as it ends."""
+    """A 2xx answer's body parsed once and its usage priced into the sample's meter."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self.inner.handle_async_request(request)
@@ -467,25 +470,26 @@ class MeterLayer(_Layer):
 
 
 class WireLayer(httpx2.AsyncBaseTransport):
-    """A header holding CR, LF or NUL refused before anything is sent; `timeout` for the
-    whole response; a body framed two ways, in a coding not asked for, or over the size
-    cap refused; redirects never followed. Over the run's sockets or the user's client.
-
-    Args:
-        send_with: the user's own client to send through (None: the run's sockets).
-    """
+    """Headers checked, `timeout` for the whole response, a badly framed, coded or oversized
+    body refused; over the run's sockets or `send_with`, the user's own client."""
 
     def __init__(self, binding: Binding, send_with: httpx2.AsyncClient | None = None) -> None:
         self.binding = binding
         self.send_with = send_with
         self._proxies: dict[tuple[str, str], httpx2.Proxy | None] = {}
+        self._sendable: set[tuple[tuple[bytes, bytes], ...]] = set()  # headers checked before
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         theirs = self.send_with
         if theirs is not None:  # their default headers, under the request's own
             for name, value in theirs.headers.multi_items():
                 request.headers.setdefault(name, value)
-        check_headers(request.headers.raw)
+        headers = tuple(request.headers.raw)
+        if headers not in self._sendable:  # a provider sends the same headers every time
+            check_headers(headers)
+            if len(self._sendable) > 64:
+                self._sendable.clear()
+            self._sendable.add(headers)
         call: Call = request.extensions[CALL]
         sample = call.sample
         timeout = call.options.timeout or DEFAULT_TIMEOUT_S
@@ -517,8 +521,7 @@ class WireLayer(httpx2.AsyncBaseTransport):
         raise httpx2.ReadTimeout(f"no complete response within {timeout:g}s (timeout)")
 
     def _proxy(self, url: httpx2.URL) -> httpx2.Proxy | None:
-        """The proxy the environment names for `url`, read once per host by this client
-        (~1 ms each): a proxy variable set later applies to clients made later."""
+        """The environment's proxy for `url`, read once per host (~1 ms each)."""
         key = (url.scheme, url.host)
         proxies = self._proxies
         if key not in proxies:
@@ -570,8 +573,7 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
-    """Refuse (`InvalidHeader`, naming the header, never its value) a request with a
-    header value holding CR, LF or NUL, or a name that is not a token."""
+    """Raise `InvalidHeader` for a value holding CR, LF or NUL, or a name not a token."""
     for name, value in headers:
         if _BAD_VALUE.search(value) or not _TOKEN.fullmatch(name):
             problem = header_problem(name.decode("latin-1"), value.decode("latin-1"))
@@ -579,8 +581,7 @@ def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
 
 
 def failure_text(response: httpx2.Response) -> str:
-    """Why a response that is not a 2xx is no answer (a given-up request's reason, else
-    what the server said)."""
+    """Why a response that is not a 2xx is no answer."""
     given = response.extensions.get("tui_eval.error")
     if given:
         return str(given)
@@ -633,8 +634,7 @@ def _keyed(request: httpx2.Request) -> list[tuple[bytes, bytes]]:
 
 
 def _asked_model(body: bytes | None) -> str:
-    """The model a request's body names: read off its start when it leads (as the built-in
-    providers write it: a local model's whole growing conversation is not parsed again)."""
+    """The model a request's body names (read off its start when it leads: no parse)."""
     if not body or body[:1] != b"{":
         return ""
     leading = _LEADING_MODEL.match(body)
@@ -681,8 +681,7 @@ def _token_estimate(body: bytes | None) -> int:
 
 
 def base_url(url: httpx2.URL) -> str:
-    """The base URL of a request: its URL up to a known endpoint, without query or
-    credentials (`https://api.openai.com/v1` for `.../v1/chat/completions`)."""
+    """`url` up to a known endpoint, without query or credentials."""
     path = url.path
     for endpoint in ENDPOINTS:
         at = path.find(endpoint)
@@ -693,16 +692,14 @@ def base_url(url: httpx2.URL) -> str:
 
 
 def _shown_url(url: httpx2.URL, path: str | None = None) -> str:
-    """`url` (with `path` instead of its own) as errors show it: without its credentials
-    or query (some APIs take a key there)."""
+    """`url` (or `path` on its host) without credentials or query (a key may be there)."""
     port = f":{url.port}" if url.port is not None else ""
     host = f"[{url.host}]" if ":" in url.host else url.host
     return f"{url.scheme}://{host}{port}{url.path if path is None else path}"
 
 
 def header_map(response: httpx2.Response) -> dict[str, str]:
-    """A response's headers by lower-case name, made once: read a dozen times a request,
-    a dict lookup each instead of a scan of httpx2's list."""
+    """A response's headers by lower-case name, made once (read a dozen times a request)."""
     found: dict[str, str] | None = response.extensions.get(HEADERS)
     if found is None:
         found = response.extensions[HEADERS] = {
@@ -717,8 +714,7 @@ def _is_stream(response: httpx2.Response) -> bool:
 
 
 def _check_framing(response: httpx2.Response, request: httpx2.Request) -> None:
-    """Refuse a body framed two ways, a transfer coding other than chunked, or a content
-    coding the request did not accept: their bytes must never reach a JSON parser."""
+    """Refuse a body framed two ways or in a coding not asked for: never parse those bytes."""
     headers = header_map(response)
     codings = headers.get("transfer-encoding")
     if codings is not None and "content-length" in headers:
@@ -790,8 +786,7 @@ def decoded_response(
 
 
 def _transient(exc: httpx2.TransportError) -> bool:
-    """Whether trying again may help: a connection refused, reset, timed out or closed by
-    the server; not a malformed answer, a proxy's refusal, a bad URL or a certificate."""
+    """Whether trying again may help (a dropped connection, not a bad answer or certificate)."""
     if _certificate_failure(exc):
         return False
     if isinstance(exc, httpx2.RemoteProtocolError):  # h11's words for a closed connection
@@ -821,8 +816,7 @@ def _said(exc: BaseException) -> str:
 
 
 def server_error(body: bytes) -> tuple[str, bool]:
-    """What an error response says (its `error.message`, else its text), and whether it
-    says the account's quota is gone."""
+    """What an error response says, and whether the account's quota is gone."""
     try:
         parsed = pydantic_core.from_json(body)
     except ValueError:

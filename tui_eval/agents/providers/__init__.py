@@ -53,8 +53,7 @@ def resolve_model(model: ModelLike) -> Provider:
 
 
 def from_python_spec(reference: str) -> Provider:
-    """`python:module:attribute`: a provider (or a factory of one) defined in code, such
-    as an offline judge beside a declarative suite."""
+    """`python:module:attribute`: a provider (or a factory of one) defined in code."""
     return resolve_model(python_target(reference))
 
 

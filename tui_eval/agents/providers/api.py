@@ -1,5 +1,4 @@
-"""What every HTTP provider shares: a JSON POST with an ordinary httpx2 client over
-tui-eval's HTTP layer."""
+"""What every HTTP provider shares: a JSON POST down tui-eval's HTTP layer."""
 
 from __future__ import annotations
 
@@ -37,13 +36,10 @@ USER_AGENT = "tui-eval"
 
 
 class HTTPProvider:
-    """Base of the providers that speak JSON over HTTP: each request an ordinary httpx2
-    request sent down tui-eval's chain of transports (`transport.py`: the run's shared
-    rate limiter, cache, meter, retries and deadline; a client's auth, redirects, cookies
-    and hooks are not used, so it calls the chain itself), the run read from the current
-    sample. The API key lives only in request
-    headers and is redacted from errors; credentials in `base_url` are sent as Basic auth
-    and never shown.
+    """Base of the providers that speak JSON over HTTP: each request an httpx2 request sent
+    down tui-eval's chain of transports itself (a client's auth, redirects, cookies and
+    hooks did nothing for it). The key is redacted from errors; credentials in `base_url`
+    go as Basic auth.
 
     Args:
         model: the model name sent to the server.
@@ -144,7 +140,7 @@ class HTTPProvider:
         return self._settings(_current_run()).options
 
     def _settings(self, run: RunContext | None) -> _Resolved:
-        """This provider's options, headers and URL under `run`'s options (made once each)."""
+        """This provider's settings under `run`'s options (made once each)."""
         given = run.provider if run is not None else None
         resolved = self._resolved
         if resolved is None or resolved.given is not given:
@@ -223,8 +219,7 @@ class HTTPProvider:
         return ProviderError(self.redact(f"{self.provider_name} {message}"))
 
     async def post(self, path: str, payload: dict[str, Any]) -> Completion:
-        """POST `payload`: the answer read, with how many retries it took (`ProviderError`
-        when the request failed, its answer is not one, or a header cannot be sent)."""
+        """POST `payload`: the answer read, with its retries (else `ProviderError`)."""
         resolved = self._settings(_current_run())
         url = resolved.urls.get(path)
         if url is None:
@@ -275,8 +270,7 @@ class _Resolved:
     timeout: dict[str, float | None]
     base_url: str
     query: str
-    urls: dict[str, httpx2.URL]
-    """Each path's URL, parsed once."""
+    urls: dict[str, httpx2.URL]  # each path's URL, parsed once
 
 
 def _unquoted(userinfo: str) -> str:

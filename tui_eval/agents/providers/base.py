@@ -21,8 +21,7 @@ class ToolDef:
 
 @runtime_checkable
 class Provider(Protocol):
-    """Anything that can answer a conversation (built in: `ScriptedProvider`, OpenAI-
-    compatible and Anthropic)."""
+    """Anything that can answer a conversation."""
 
     async def complete(
         self,

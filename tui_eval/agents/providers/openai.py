@@ -41,11 +41,7 @@ def schema_instructions(schema: dict[str, Any]) -> str:
 
 class OpenAIProvider(HTTPProvider):
     """Chat completions over HTTP. Structured output uses the JSON-schema response format;
-    a server that rejects it is asked with the schema in the instructions from then on.
-
-    Example:
-        >>> OpenAIProvider("llama3.1", base_url="http://localhost:11434/v1")  # doctest: +SKIP
-    """
+    a server that rejects it is asked with the schema in the instructions from then on."""
 
     provider_name = "openai"
 
@@ -129,8 +125,7 @@ class OpenAIProvider(HTTPProvider):
 
 
 def is_azure(base_url: str) -> bool:
-    """Whether `base_url` is an Azure OpenAI endpoint (a `*.openai.azure.com` host, or a
-    classic `/openai/deployments/NAME` path): it takes its key as `api-key`."""
+    """Whether `base_url` is an Azure OpenAI endpoint (it takes its key as `api-key`)."""
     host = (urlsplit(base_url).hostname or "").lower()
     return host.endswith((".openai.azure.com", ".cognitiveservices.azure.com")) or (
         "/openai/deployments/" in urlsplit(base_url).path
@@ -188,12 +183,8 @@ def from_spec(model: str) -> OpenAIProvider:
 
 
 def from_compatible_spec(rest: str) -> OpenAIProvider:
-    """`openai-compatible:MODEL@BASE_URL` — a key is optional (`OPENAI_API_KEY` if set).
-
-    An Azure OpenAI classic deployment is `openai-compatible:MODEL@https://RESOURCE.openai.
-    azure.com/openai/deployments/NAME?api-version=2024-10-21`: its key (`OPENAI_API_KEY`, or
-    `AZURE_OPENAI_API_KEY`) goes as the `api-key` header.
-    """
+    """`openai-compatible:MODEL@BASE_URL` — a key is optional (`OPENAI_API_KEY` if set);
+    an Azure deployment's URL carries `?api-version=...`."""
     model, sep, base_url = rest.partition("@")
     if not sep or not model or not base_url.startswith(("http://", "https://")):
         raise ModelSpecError(

@@ -75,9 +75,7 @@ def _estimate_usage(messages: list[Message], completion: Completion) -> Usage:
 
 
 class ScriptedProvider:
-    """A provider that replays `call(...)` and `text(...)` steps in order.
-
-    Running out of script raises `ScriptExhausted`. A script is consumed once: give each
+    """A provider that replays `call(...)` and `text(...)` steps in order, once: give each
     sample its own with `ScriptedProvider.factory(steps)`.
 
     Attributes:
