@@ -477,19 +477,13 @@ class WireLayer(httpx2.AsyncBaseTransport):
         self.binding = binding
         self.send_with = send_with
         self._proxies: dict[tuple[str, str], httpx2.Proxy | None] = {}
-        self._sendable: set[tuple[tuple[bytes, bytes], ...]] = set()  # headers checked before
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         theirs = self.send_with
         if theirs is not None:  # their default headers, under the request's own
             for name, value in theirs.headers.multi_items():
                 request.headers.setdefault(name, value)
-        headers = tuple(request.headers.raw)
-        if headers not in self._sendable:  # a provider sends the same headers every time
-            check_headers(headers)
-            if len(self._sendable) > 64:
-                self._sendable.clear()
-            self._sendable.add(headers)
+        check_headers(request.headers.raw)
         call: Call = request.extensions[CALL]
         sample = call.sample
         timeout = call.options.timeout or DEFAULT_TIMEOUT_S
