@@ -394,7 +394,7 @@ def test_a_driver_stopped_mid_run_resumes_from_its_journal(tmp_path, ray_runtime
         stderr=subprocess.PIPE,
         text=True,
     )
-    wait_for_calls(folder, 4, timeout=60)
+    wait_for_calls(folder, 4, driver, timeout=60)
     driver.send_signal(signal.SIGTERM)
     _out, err = driver.communicate(timeout=60)
     assert len(calls(folder)) < 24, err

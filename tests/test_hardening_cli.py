@@ -145,11 +145,17 @@ def start(
     )
 
 
-def wait_for_calls(folder: Path, count: int, timeout: float = 180) -> None:
+def wait_for_calls(
+    folder: Path, count: int, proc: subprocess.Popen[str], timeout: float = 180
+) -> None:
     """Wait until the agent was called `count` times (a loaded machine may take long to
-    start a process: the timeout only ends a hung test, and says so)."""
+    start a process: the timeout only ends a hung test, and says so); a process that ended
+    first fails the test at once, with what it printed."""
     deadline = time.monotonic() + timeout
     while len(calls(folder)) < count:
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"the run ended after {len(calls(folder))} calls: {out}{err}")
         assert time.monotonic() < deadline, f"{len(calls(folder))} calls after {timeout} s"
         time.sleep(0.01)
 
@@ -168,7 +174,7 @@ import signal  # noqa: E402
 def test_sigterm_is_like_ctrl_c_and_every_suite_of_the_run_resumes(tmp_path):
     folder = slow_suites(tmp_path / "suites")
     proc = start(tmp_path, "--json", "partial.json", "--markdown", "partial.md", hold_after=6)
-    wait_for_calls(folder, 6)
+    wait_for_calls(folder, 6, proc)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
@@ -189,7 +195,7 @@ def test_sigterm_is_like_ctrl_c_and_every_suite_of_the_run_resumes(tmp_path):
 def test_a_killed_multi_suite_run_resumes_every_suite(tmp_path):
     folder = slow_suites(tmp_path / "suites")
     proc = start(tmp_path, hold_after=6)
-    wait_for_calls(folder, 6)
+    wait_for_calls(folder, 6, proc)
     proc.kill()
     proc.wait()
     resumed = cli("resume", cwd=tmp_path)
@@ -203,7 +209,7 @@ def test_resume_writes_the_reports_the_run_was_started_with(tmp_path):
     exports = ("--json", "all.json", "--junit", "j.xml", "--csv", "s.csv", "--markdown", "s.md")
     # The first suite finishes (8 calls), the second is killed after 3 of its own.
     proc = start(tmp_path, *exports, hold_after=11)
-    wait_for_calls(folder, 11)
+    wait_for_calls(folder, 11, proc)
     proc.kill()
     proc.wait()
     assert not (tmp_path / "all.json").exists()
@@ -227,7 +233,7 @@ def test_resume_writes_the_reports_the_run_was_started_with(tmp_path):
 def test_two_resumes_at_once_the_second_refuses(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=10)
     proc = start(tmp_path, hold_after=3)
-    wait_for_calls(folder, 3)
+    wait_for_calls(folder, 3, proc)
     proc.kill()
     proc.wait()
     gate = tmp_path / "gate"
@@ -257,7 +263,7 @@ def test_two_resumes_at_once_the_second_refuses(tmp_path):
 def test_a_damaged_journal_resumes_every_sample_exactly_once(tmp_path):
     folder = slow_suites(tmp_path / "suites", count=8)
     proc = start(tmp_path, hold_after=5)
-    wait_for_calls(folder, 5)
+    wait_for_calls(folder, 5, proc)
     proc.kill()
     proc.wait()
     journal = sorted(
