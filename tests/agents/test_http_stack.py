@@ -394,3 +394,41 @@ async def test_connections_the_server_breaks_are_retried_and_billed_once(anyio_b
     assert server.requests > 3  # a request went twice...
     costs = {s.cost for s in report.samples}
     assert len(costs) == 1 and next(iter(costs)) > 0  # ...and each sample was billed once
+
+
+EVENTS = (
+    b'data: {"id":"1","model":"gpt-4o-mini","choices":[{"delta":{"content":"hi"}}]}\n\n'
+    b'data: {"id":"1","model":"gpt-4o-mini","choices":[],'
+    b'"usage":{"prompt_tokens":10,"completion_tokens":5}}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+@pytest.mark.parametrize("encoding", ["plain", "gzip"])
+async def test_an_event_stream_is_metered_and_cached_whatever_its_encoding(encoding):
+    """A compressed stream is decoded in the wire layer; the layers above it still see a
+    stream, so its usage is counted, its tokens settled and it is cached."""
+    import gzip
+
+    from tui_eval import http_client
+
+    body = gzip.compress(EVENTS) if encoding == "gzip" else EVENTS
+    headers = {"Content-Type": "text/event-stream"}
+    if encoding == "gzip":
+        headers["Content-Encoding"] = "gzip"
+    with WireServer() as server:
+        server.always = Reply(body=body, headers=headers)
+
+        async def agent(prompt: str) -> str:
+            payload = {"model": "gpt-4o-mini", "stream": True, "messages": [prompt]}
+            async with http_client() as client:
+                url = server.url + "/v1/chat/completions"
+                async with client.stream("POST", url, json=payload) as response:
+                    return (await response.aread()).decode()
+
+        first = await evaluate(agent, [Case("q", [contains("hi")])], cache=True)
+        sent = len(server.requests)
+        again = await evaluate(agent, [Case("q", [contains("hi")])], cache=True)
+    (sample,) = first.samples
+    assert sample.passed and sample.usage.total_tokens == 15, sample.error
+    assert sent == 1 and again.samples[0].cached and len(server.requests) == 1

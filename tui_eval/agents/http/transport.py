@@ -247,7 +247,7 @@ class CacheLayer(_Layer):
             pass
         elif isinstance(parsed, dict):
             await cache.put(key, parsed, credential_values(None, _text_headers(request)))
-        elif _is_stream(response) and "content-encoding" not in header_map(response):
+        elif _is_stream(response):  # decoded by the wire layer
             secrets = credential_values(None, _text_headers(request))
 
             async def store(whole: bytes) -> None:
@@ -406,7 +406,7 @@ def _give_up(
     """The server's last answer, saying why it is the last; else the last error."""
     if response is None:
         raise type(error or RequestFailed(""))(_redacted(request, message)) from error
-    return given_up(response, _redacted(request, message))
+    return given_up(response, message)  # redacted there
 
 
 def given_up(response: httpx2.Response, why: str) -> httpx2.Response:
@@ -437,12 +437,9 @@ class MeterLayer(_Layer):
         headers = header_map(response)
         stated = stated_cost(headers)
         if _is_stream(response):
-            readable = "content-encoding" not in headers
 
-            async def metered(whole: bytes) -> None:
-                model, used, seen = (
-                    stream_usage(whole) if readable else ("", ResponseTokens(), False)
-                )
+            async def metered(whole: bytes) -> None:  # decoded by the wire layer
+                model, used, seen = stream_usage(whole)
                 response.extensions["tui_eval.usage"] = used
                 if sample is not None:
                     cost = stated
@@ -510,7 +507,11 @@ class WireLayer(httpx2.AsyncBaseTransport):
             except BaseException:
                 await response.aclose()
                 raise
-            return decoded_response(response, content)
+            # A 2xx event stream stays a stream (unread) for the layers above to meter,
+            # settle and cache; any other body is handed on read.
+            return decoded_response(
+                response, content, stream=_is_stream(response) and response.status_code < 300
+            )
         assert deadline.cancelled_caught
         raise httpx2.ReadTimeout(f"no complete response within {timeout:g}s (timeout)")
 
@@ -762,9 +763,14 @@ async def _read_capped(response: httpx2.Response, limit: int, plain: bool) -> by
 
 
 def decoded_response(
-    response: httpx2.Response, content: bytes, request: httpx2.Request | None = None
+    response: httpx2.Response,
+    content: bytes,
+    request: httpx2.Request | None = None,
+    *,
+    stream: bool = False,
 ) -> httpx2.Response:
-    """`response` with its decoded body (encoding and framing headers dropped)."""
+    """`response` with its decoded body (encoding and framing headers dropped); with
+    `stream`, the body is handed on unread, as a stream."""
     headers = [
         (name, value)
         for name, value in response.headers.raw
@@ -773,7 +779,8 @@ def decoded_response(
     return httpx2.Response(
         response.status_code,
         headers=headers,
-        content=content,
+        content=None if stream else content,
+        stream=httpx2.ByteStream(content) if stream else None,
         request=request if request is not None else response.request,
         extensions={k: v for k, v in response.extensions.items() if k != HEADERS},
     )
