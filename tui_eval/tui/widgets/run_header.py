@@ -24,6 +24,8 @@ class RunHeader(Widget):
     def __init__(self, state: RunState, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.state = state
+        self._verdicts: tuple[tuple[int, int, bool], Text] | None = None
+        """The cases' verdicts drawn last, and when: they change only as samples end."""
 
     def sync(self, state: RunState) -> None:
         """Repaint from `state` (no layout pass)."""
@@ -59,10 +61,36 @@ class RunHeader(Widget):
             ),
             Text(percent),
         )
-        return Group(top, self._counters(state), self._in_flight(state))
+        drawn = (state.samples_done, len(state.cases), state.report is not None)
+        if self._verdicts is None or self._verdicts[0] != drawn:
+            self._verdicts = (drawn, self._case_verdicts(state))
+        counters = self._counters(state, self._verdicts[1])
+        return Group(top, counters, self._in_flight(state))
 
     @staticmethod
-    def _counters(state: RunState) -> Text:
+    def _case_verdicts(state: RunState) -> Text:
+        """The verdicts of the cases that ended, as the report will count them (an undecided
+        case, every sample left out, was not tested: no verdict to count)."""
+        line = Text()
+        ended = [c for c in state.cases if c.samples and c.complete]
+        so_far = Report(state.name, ended)
+        if so_far.cases_decided:
+            low, high = so_far.pass_rate_ci
+            line.append(
+                f"{so_far.cases_passed:,}/{so_far.cases_decided:,} passed · "
+                f"{so_far.pass_rate:.0%} (95% CI {low * 100:.0f}–{high * 100:.0f}%)"
+            )
+        if so_far.cases_undecided:
+            line.append(" · " if so_far.cases_decided else "")
+            line.append(f"⊘ {so_far.cases_undecided:,} undecided", style="yellow")
+        if not ended:
+            line.append(f"0/{len(state.cases):,} finished", style="dim")
+        elif len(ended) < len(state.cases):
+            line.append(f" · {len(state.cases) - len(ended):,} to go")
+        return line
+
+    @staticmethod
+    def _counters(state: RunState, verdicts: Text | None = None) -> Text:
         """Samples (each run of a case) and cases (verdicts), then what the run used."""
         counters = Text(no_wrap=True, overflow="ellipsis")
         counters.append("samples  ", style="bold")
@@ -93,23 +121,7 @@ class RunHeader(Widget):
             counters.append(f" · {state.samples_cached:,} cached")
         counters.append("\n")
         counters.append("cases    ", style="bold")
-        ended = [c for c in state.cases if c.samples and c.complete]
-        # The verdicts of the cases that ended, as the report will count them (an undecided
-        # case, every sample left out, was not tested: no verdict to count).
-        so_far = Report(state.name, ended)
-        if so_far.cases_decided:
-            low, high = so_far.pass_rate_ci
-            counters.append(
-                f"{so_far.cases_passed:,}/{so_far.cases_decided:,} passed · "
-                f"{so_far.pass_rate:.0%} (95% CI {low * 100:.0f}–{high * 100:.0f}%)"
-            )
-        if so_far.cases_undecided:
-            counters.append(" · " if so_far.cases_decided else "")
-            counters.append(f"⊘ {so_far.cases_undecided:,} undecided", style="yellow")
-        if not ended:
-            counters.append(f"0/{len(state.cases):,} finished", style="dim")
-        elif len(ended) < len(state.cases):
-            counters.append(f" · {len(state.cases) - len(ended):,} to go")
+        counters.append(verdicts if verdicts is not None else RunHeader._case_verdicts(state))
         counters.append(f" · {state.usage.total_tokens:,} tokens")
         if state.cost is not None:
             spent = f" · ${state.cost:.4f}"
