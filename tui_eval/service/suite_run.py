@@ -362,9 +362,10 @@ class SuiteRun:
         return None
 
     # -- the baseline --------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def baseline_store(self) -> BaselineStore:
-        """Where this run compares and saves: `--baseline FILE`, else the suite's baseline."""
+        """Where this run compares and saves: `--baseline FILE`, else the suite's baseline
+        (found once: an earlier version's file is read whole to know whose it is)."""
         return BaselineStore.for_suite(self.plan.suite, self.plan.request.baseline)
 
     @property
