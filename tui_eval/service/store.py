@@ -332,6 +332,10 @@ class RunJournal:
                 self._handle.close()
         self._lock.close()
 
+    def write_header(self) -> None:
+        """Record what listing and resuming the run need: its first line."""
+        self._write(self.record.header().model_dump_json().encode())
+
     def _write(self, line: bytes) -> None:
         if self.error is not None or self._handle.closed:
             return
@@ -396,7 +400,7 @@ class RunHistory:
             exports=(exports or Exports()).absolute(),
         )
         journal = RunJournal(record)
-        journal._write(record.header().model_dump_json().encode())
+        journal.write_header()
         return journal
 
     def runs(self) -> list[RunRecord]:
