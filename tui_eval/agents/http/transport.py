@@ -333,7 +333,7 @@ def _learn(limiter: RateLimiter, response: httpx2.Response, tokens: int) -> None
         found = response.extensions.get("tui_eval.usage") or ResponseTokens()
         limiter.settle_tokens(tokens, found.input + found.output)
 
-    response.stream = _Passing(response.stream, settle)
+    response.stream = _Passing(response.stream, settle, keep=False)
 
 
 class RetryLayer(_Layer):
@@ -532,17 +532,21 @@ class WireLayer(httpx2.AsyncBaseTransport):
 
 
 class _Passing(httpx2.AsyncByteStream):
-    """A body handed on as it arrives (over `limit` bytes refused), then `at_end(whole)`."""
+    """A body handed on as it arrives (over `limit` bytes refused), then `at_end(whole)`
+    (`at_end(b"")` when not `keep`: a hook that only needs the end keeps no copy)."""
 
     def __init__(
         self,
         inner: Any,
         at_end: Callable[[bytes], Awaitable[None]] | None,
         limit: int | None = None,
+        *,
+        keep: bool = True,
     ) -> None:
         self._inner = inner
         self._at_end = at_end
         self._limit = limit
+        self._keep = keep and at_end is not None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         kept: list[bytes] = []
@@ -551,7 +555,7 @@ class _Passing(httpx2.AsyncByteStream):
             size += len(chunk)
             if self._limit is not None and size > self._limit:
                 raise ResponseTooLarge(f"sent a response body over {self._limit:,} bytes; refused")
-            if self._at_end is not None:
+            if self._keep:
                 kept.append(chunk)
             yield chunk
         if self._at_end is not None:
